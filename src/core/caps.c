@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#include "caps.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <linux/securebits.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
+{
+	int last = CAP_LAST_CAP;
+	/* cap_max_bits() knows caps newer than our headers */
+	if ((int)cap_max_bits() - 1 > last)
+		last = (int)cap_max_bits() - 1;
+	for (int c = 0; c <= last; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return aj_err(err, errno, "cannot drop capability %d from the bounding set", c);
+	unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		return aj_err(err, errno, "cannot lock securebits");
+	if (drop_groups && setgroups(0, NULL) < 0)
+		return aj_err(err, errno, "cannot drop supplementary groups");
+	if (setresgid(gid, gid, gid) < 0)
+		return aj_err(err, errno, "cannot switch to gid %u inside the sandbox", (unsigned)gid);
+	if (setresuid(uid, uid, uid) < 0)
+		return aj_err(err, errno, "cannot switch to uid %u inside the sandbox", (unsigned)uid);
+	cap_t empty = cap_init();
+	if (!empty)
+		return aj_err(err, errno, "cap_init");
+	int r = cap_set_proc(empty);
+	int e = errno;
+	cap_free(empty);
+	if (r < 0)
+		return aj_err(err, e, "cannot clear capabilities");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return aj_err(err, errno, "cannot clear ambient capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return aj_err(err, errno, "cannot set no_new_privs");
+	return 0;
+}

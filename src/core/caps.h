@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* Privilege drop of the command: identity, capabilities, securebits,
+ * no_new_privs. */
+#ifndef AJ_CAPS_H
+#define AJ_CAPS_H
+
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Become uid/gid inside the user namespace with no capability in any set,
+ * locked securebits (root gains nothing on exec) and no_new_privs.
+ * drop_groups: call setgroups(0, NULL) (not allowed when unprivileged). */
+int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err);
+
+#endif

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+#include "cgroup.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Does a comma-separated option list contain word? */
+static bool has_opt(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchrnul(p, ',');
+		if ((size_t)(e - p) == n && strncmp(p, word, n) == 0)
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+/* Our path in the hierarchy whose /proc/self/cgroup line matches. */
+static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t len)
+{
+	const char *line = proc_cgroup;
+	while (line && *line) {
+		const char *nl = strchrnul(line, '\n');
+		const char *c1 = memchr(line, ':', (size_t)(nl - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
+		if (c1 && c2) {
+			char ctrls[256];
+			size_t cl = (size_t)(c2 - c1 - 1);
+			if (cl < sizeof(ctrls)) {
+				memcpy(ctrls, c1 + 1, cl);
+				ctrls[cl] = '\0';
+				bool match = *ctrl ? has_opt(ctrls, ctrl) : (cl == 0 && strncmp(line, "0:", 2) == 0);
+				size_t pl = (size_t)(nl - c2 - 1);
+				if (match && pl < len) {
+					memcpy(out, c2 + 1, pl);
+					out[pl] = '\0';
+					return 0;
+				}
+			}
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	return -ENOENT;
+}
+
+int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
+		   aj_cgroup_hier *out)
+{
+	for (const char *line = mountinfo; line && *line;) {
+		const char *start = line, *nl = strchrnul(line, '\n');
+		char buf[1024];
+		size_t l = (size_t)(nl - start);
+		line = *nl ? nl + 1 : nl;
+		if (l >= sizeof(buf))
+			continue;
+		memcpy(buf, start, l);
+		buf[l] = '\0';
+		/* id parent maj:min root mountpoint opts ... - fstype source superopts */
+		char *f[5] = {0}, *save = NULL, *tok = strtok_r(buf, " ", &save);
+		for (int i = 0; i < 5 && tok; i++, tok = strtok_r(NULL, " ", &save))
+			f[i] = tok;
+		char *dash = tok;
+		while (dash && strcmp(dash, "-") != 0)
+			dash = strtok_r(NULL, " ", &save);
+		char *fstype = dash ? strtok_r(NULL, " ", &save) : NULL;
+		char *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
+		char *super = source ? strtok_r(NULL, " ", &save) : NULL;
+		if (!f[4] || !fstype || !super || strcmp(f[3], "/") != 0)
+			continue;
+		bool v1 = strcmp(fstype, "cgroup") == 0, v2 = strcmp(fstype, "cgroup2") == 0;
+		if (!((*ctrl && v1 && has_opt(super, ctrl)) || (!*ctrl && v2)))
+			continue;
+		if (own_path(proc_cgroup, ctrl, out->own, sizeof(out->own)) < 0)
+			return -ENOENT;
+		snprintf(out->mount, sizeof(out->mount), "%s", f[4]);
+		out->version = v1 ? 1 : 2;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int write_knob(const aj_cgroup_dir *d, const char *knob, const char *val, aj_error *err)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", d->path, knob);
+	int r = aj_write_file(path, val, 0);
+	if (r < 0)
+		return aj_err(err, -r, "cannot set %s to %s", path, val);
+	return 0;
+}
+
+static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
+{
+	char v[64];
+	int r = 0;
+	if (d->version == 1 && strcmp(d->ctrl, "memory") == 0 && p->memory) {
+		snprintf(v, sizeof(v), "%llu", p->memory);
+		r = write_knob(d, "memory.limit_in_bytes", v, err);
+		char sw[PATH_MAX + 32];
+		snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
+		if (r == 0 && access(sw, F_OK) == 0)
+			r = write_knob(d, "memory.memsw.limit_in_bytes", v, err);
+		if (r == 0)
+			r = write_knob(d, "memory.swappiness", "0", NULL) < 0 ? 0 : 0;
+	} else if (d->version == 1 && strcmp(d->ctrl, "pids") == 0 && p->pids) {
+		snprintf(v, sizeof(v), "%llu", p->pids);
+		r = write_knob(d, "pids.max", v, err);
+	} else if (d->version == 1 && strcmp(d->ctrl, "cpu") == 0 && p->cpu_millis) {
+		r = write_knob(d, "cpu.cfs_period_us", "100000", err);
+		snprintf(v, sizeof(v), "%llu", p->cpu_millis * 100);
+		if (r == 0)
+			r = write_knob(d, "cpu.cfs_quota_us", v, err);
+	} else if (d->version == 2) {
+		if (p->memory) {
+			snprintf(v, sizeof(v), "%llu", p->memory);
+			if ((r = write_knob(d, "memory.max", v, err)) == 0)
+				r = write_knob(d, "memory.swap.max", "0", NULL) < 0 ? 0 : 0;
+		}
+		if (r == 0 && p->pids) {
+			snprintf(v, sizeof(v), "%llu", p->pids);
+			r = write_knob(d, "pids.max", v, err);
+		}
+		if (r == 0 && p->cpu_millis) {
+			snprintf(v, sizeof(v), "%llu 100000", p->cpu_millis * 100);
+			r = write_knob(d, "cpu.max", v, err);
+		}
+	}
+	return r;
+}
+
+static int add_dir(aj_cgroup *cg, const aj_cgroup_hier *h, const char *ctrl, aj_error *err)
+{
+	aj_cgroup_dir *d = &cg->dirs[cg->n];
+	const char *own = strcmp(h->own, "/") == 0 ? "" : h->own;
+	int n = snprintf(d->path, sizeof(d->path), "%s%s/%s", h->mount, own, cg->name);
+	if (n < 0 || (size_t)n >= sizeof(d->path))
+		return aj_err(err, ENAMETOOLONG, "cgroup path");
+	snprintf(d->ctrl, sizeof(d->ctrl), "%s", ctrl);
+	d->version = h->version;
+	if (mkdir(d->path, 0755) < 0) {
+		int e = errno;
+		aj_err(err, e, "cannot create cgroup %s", d->path);
+		if (e == EACCES || e == EPERM || e == EROFS)
+			aj_err_hint(err, "run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes agentjail run ...)");
+		return -e;
+	}
+	cg->n++;
+	return 0;
+}
+
+/* cgroup v2: enable the controllers we need for children of our cgroup. */
+static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
+{
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *avail = NULL;
+	snprintf(path, sizeof(path), "%s%s/cgroup.controllers", h->mount, strcmp(h->own, "/") ? h->own : "");
+	if (aj_read_file(path, &avail, NULL) < 0 || !strstr(avail, "memory") || !strstr(avail, "pids"))
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s%s/cgroup.subtree_control", h->mount,
+		 strcmp(h->own, "/") ? h->own : "");
+	const char *want = strstr(avail, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
+	int r = aj_write_file(path, want, 0);
+	if (r < 0) {
+		aj_err(err, -r, "cannot enable cgroup controllers in %s", path);
+		aj_err_hint(err, "start agentjail in a cgroup of its own that has no other processes, e.g. systemd-run --scope -p Delegate=yes");
+	}
+	return r;
+}
+
+int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err)
+{
+	memset(cg, 0, sizeof(*cg));
+	snprintf(cg->name, sizeof(cg->name), "%s", name);
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0)
+		return aj_err(err, errno, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
+	static const char *const ctrls[] = {"memory", "pids", "cpu"};
+	aj_cgroup_hier h;
+	int r = 0;
+	bool v1_any = false;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls) && r == 0; i++) {
+		if (aj_cgroup_find(mi, pc, ctrls[i], &h) < 0)
+			continue;
+		v1_any = true;
+		r = add_dir(cg, &h, ctrls[i], err);
+		if (r == 0)
+			r = set_limits(&cg->dirs[cg->n - 1], p, err);
+	}
+	if (r == 0 && !v1_any) {
+		if (aj_cgroup_find(mi, pc, "", &h) < 0)
+			r = aj_err(err, ENOENT, "no cgroup hierarchy with the memory and pids controllers");
+		else if ((r = v2_enable(&h, err)) == -ENOENT)
+			r = aj_err(err, ENOENT, "cgroup v2 at %s offers no memory/pids controller", h.mount);
+		if (r == 0 && (r = add_dir(cg, &h, "unified", err)) == 0)
+			r = set_limits(&cg->dirs[cg->n - 1], p, err);
+	}
+	if (r < 0)
+		aj_cgroup_destroy(cg);
+	return r;
+}
+
+int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	for (int i = 0; i < cg->n; i++) {
+		int r = write_knob(&cg->dirs[i], "cgroup.procs", v, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+bool aj_cgroup_oom_killed(const aj_cgroup *cg)
+{
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		char path[PATH_MAX + 32];
+		_cleanup_free_ char *txt = NULL;
+		if (d->version == 1 && strcmp(d->ctrl, "memory") == 0)
+			snprintf(path, sizeof(path), "%s/memory.oom_control", d->path);
+		else if (d->version == 2)
+			snprintf(path, sizeof(path), "%s/memory.events", d->path);
+		else
+			continue;
+		if (aj_read_file(path, &txt, NULL) < 0)
+			continue;
+		const char *k = strstr(txt, "oom_kill ");
+		if (k && strtoull(k + 9, NULL, 10) > 0)
+			return true;
+	}
+	return false;
+}
+
+static void kill_procs(const aj_cgroup_dir *d)
+{
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *txt = NULL;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", d->path);
+	if (aj_read_file(path, &txt, NULL) < 0)
+		return;
+	for (char *s = txt; *s;) {
+		long pid = strtol(s, &s, 10);
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+		while (*s == '\n')
+			s++;
+		if (pid <= 0)
+			break;
+	}
+}
+
+void aj_cgroup_destroy(aj_cgroup *cg)
+{
+	for (int i = cg->n - 1; i >= 0; i--) {
+		for (int attempt = 0; attempt < 200; attempt++) {
+			if (rmdir(cg->dirs[i].path) == 0 || errno == ENOENT)
+				break;
+			if (errno != EBUSY)
+				break;
+			kill_procs(&cg->dirs[i]);
+			struct timespec ts = {0, 5 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	cg->n = 0;
+}

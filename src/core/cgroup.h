@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-sandbox cgroups below agentjail's own cgroup, on cgroup v2 or the
+ * v1/hybrid layout (controllers on v1, maybe an empty v2 beside them). */
+#ifndef AJ_CGROUP_H
+#define AJ_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "policy.h"
+
+#define AJ_CG_MAX_DIRS 8
+
+typedef struct aj_cgroup_dir {
+	char ctrl[16]; /* "memory", "pids", "cpu", or "unified" (v2) */
+	int version;   /* 1 or 2 */
+	char path[PATH_MAX];
+} aj_cgroup_dir;
+
+typedef struct aj_cgroup {
+	aj_cgroup_dir dirs[AJ_CG_MAX_DIRS];
+	int n;
+	char name[64];
+} aj_cgroup;
+
+/* Where a hierarchy holding a controller is mounted and our place in it. */
+typedef struct aj_cgroup_hier {
+	char mount[PATH_MAX]; /* e.g. /sys/fs/cgroup/memory */
+	char own[PATH_MAX];   /* e.g. /process_api/abc ("/" for the root) */
+	int version;
+} aj_cgroup_hier;
+
+/* Find the hierarchy for ctrl ("memory", "pids", "cpu"; "" for v2). Parses
+ * the given mountinfo and /proc/self/cgroup texts. Returns 0 or -ENOENT. */
+int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
+		   aj_cgroup_hier *out);
+
+/* Create the sandbox's cgroups (named name) with the policy's limits. On
+ * failure nothing is left and err says why (the caller decides whether to
+ * warn and go on without limits). */
+int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err);
+/* Move pid (a process we started) into every cgroup of cg. */
+int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err);
+/* True when the memory controller recorded an OOM kill. */
+bool aj_cgroup_oom_killed(const aj_cgroup *cg);
+/* Kill whatever is left and remove the directories. */
+void aj_cgroup_destroy(aj_cgroup *cg);
+
+#endif

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/* agentjail doctor: real probes of the kernel features a sandbox needs.
+ *
+ * Probes with side effects run in a forked child inside its own user, mount
+ * and network namespaces, so whatever it mounts or creates vanishes when it
+ * exits. The parent writes the child's uid/gid maps (as the runtime does)
+ * and, as root, tries an idmapped detached mount with the child's user
+ * namespace. The only thing done in the host's namespaces is mkdir+rmdir of
+ * a uniquely named cgroup below our own cgroup. Nothing is printed. */
+#include "doctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/if_link.h>
+#include <linux/landlock.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <poll.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "userns.h"
+#include "util.h"
+
+/* <linux/mount.h> clashes with glibc >= 2.36 <sys/mount.h>: own copies. */
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#define AJ_OPEN_TREE_CLONE 1
+#define AJ_MOUNT_ATTR_IDMAP 0x00100000ULL
+struct aj_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* As root, map every uid slot the runtime may hand out (see userns.h). */
+#define HIGH_UID AJ_UID_BASE
+#define HIGH_COUNT (AJ_UID_SLOTS * AJ_UID_RANGE)
+#define PROBE_TIMEOUT_MS 10000
+#define NOT_RUN (-1)
+#define OVL_OPTS "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w"
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+#define _cleanup_fclose_ __attribute__((cleanup(fclosep)))
+
+enum { NS_MOUNT, NS_PID, NS_IPC, NS_UTS, NS_NET, NS_CGROUP, NS_COUNT };
+static const struct {
+	const char *name;
+	int flag;
+} ns_table[NS_COUNT] = {
+	{ "mount", CLONE_NEWNS }, { "pid", CLONE_NEWPID },
+	{ "ipc", CLONE_NEWIPC },  { "uts", CLONE_NEWUTS },
+	{ "net", CLONE_NEWNET },  { "cgroup", CLONE_NEWCGROUP },
+};
+
+/* What the probes saw. Each int: 0 ok, a positive errno, or NOT_RUN. */
+struct probe {
+	/* filled by the child */
+	int userns, setid, ns[NS_COUNT];
+	int tmpfs, overlay, overlay_ux, pivot, veth, nnp, seccomp;
+	/* filled by the parent */
+	int map, idmap;
+	const char *userns_step, *map_step, *idmap_step;
+};
+
+static const char *errname(int e)
+{
+	const char *n = strerrorname_np(e);
+
+	return n ? n : "unknown error";
+}
+
+static void __attribute__((format(printf, 3, 4)))
+append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strnlen(buf, size);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+#define detail(c, ...) append((c)->detail, sizeof((c)->detail), __VA_ARGS__)
+
+/* Raise c's status to at least st and add a fix sentence. */
+#define verdict(c, st, ...)                                                    \
+	do {                                                                   \
+		if ((st) > (c)->status)                                        \
+			(c)->status = (st);                                    \
+		if ((c)->fix[0])                                               \
+			append((c)->fix, sizeof((c)->fix), " ");               \
+		append((c)->fix, sizeof((c)->fix), __VA_ARGS__);               \
+	} while (0)
+
+static void detail_result(aj_check *c, const char *what, int err)
+{
+	if (err == NOT_RUN)
+		detail(c, "; %s: not tested", what);
+	else
+		detail(c, "; %s: %s", what, err ? errname(err) : "ok");
+}
+
+/* Whether tok occurs in list as a whole word (separated by , space tab). */
+static bool has_token(const char *list, const char *tok)
+{
+	size_t n = strlen(tok);
+
+	if (!n)
+		return false;
+	for (const char *p = list; (p = strstr(p, tok)); p += n)
+		if ((p == list || strchr(", \t", p[-1])) && strchr(", \t\n", p[n]))
+			return true;
+	return false;
+}
+
+static int read_line(const char *path, char *buf, size_t size)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)size, f))
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static long read_long(const char *path)
+{
+	char buf[32];
+
+	if (read_line(path, buf, sizeof(buf)) < 0 || !buf[0])
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		buf = (const char *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t len)
+{
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r = poll(&pfd, 1, PROBE_TIMEOUT_MS);
+		ssize_t n;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -ETIMEDOUT;
+		n = read(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		buf = (char *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- probe child: runs in fresh namespaces, only syscalls ---- */
+
+static struct rtattr *nl_attr(struct nlmsghdr *nh, size_t cap,
+			      unsigned short type, const void *data, size_t len)
+{
+	size_t off = NLMSG_ALIGN(nh->nlmsg_len);
+	struct rtattr *rta = (struct rtattr *)((char *)nh + off);
+
+	if (off + RTA_SPACE(len) > cap)
+		return NULL;
+	rta->rta_type = type;
+	rta->rta_len = (unsigned short)RTA_LENGTH(len);
+	if (len)
+		memcpy(RTA_DATA(rta), data, len);
+	nh->nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
+	return rta;
+}
+
+static void nl_end(struct nlmsghdr *nh, struct rtattr *nest)
+{
+	nest->rta_len = (unsigned short)((char *)nh + nh->nlmsg_len - (char *)nest);
+}
+
+/* Create a veth pair over rtnetlink in the (private) current netns. */
+static int probe_veth(void)
+{
+	union {
+		struct nlmsghdr nh;
+		char buf[512];
+	} req, ack;
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct rtattr *info, *data, *peer;
+	const size_t cap = sizeof(req);
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(ifi));
+	req.nh.nlmsg_type = RTM_NEWLINK;
+	req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+	req.nh.nlmsg_seq = 1;
+	memcpy(NLMSG_DATA(&req.nh), &ifi, sizeof(ifi));
+	if (!nl_attr(&req.nh, cap, IFLA_IFNAME, "ajdoc0", 7) ||
+	    !(info = nl_attr(&req.nh, cap, IFLA_LINKINFO, NULL, 0)) ||
+	    !nl_attr(&req.nh, cap, IFLA_INFO_KIND, "veth", 5) ||
+	    !(data = nl_attr(&req.nh, cap, IFLA_INFO_DATA, NULL, 0)) ||
+	    !(peer = nl_attr(&req.nh, cap, VETH_INFO_PEER, &ifi, sizeof(ifi))) ||
+	    !nl_attr(&req.nh, cap, IFLA_IFNAME, "ajdoc1", 7))
+		return ENOBUFS;
+	nl_end(&req.nh, peer);
+	nl_end(&req.nh, data);
+	nl_end(&req.nh, info);
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return errno;
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel,
+		   sizeof(kernel)) < 0)
+		return errno;
+	n = recv(fd, &ack, sizeof(ack), 0);
+	if (n < 0)
+		return errno;
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) ||
+	    ack.nh.nlmsg_type != NLMSG_ERROR)
+		return EPROTO;
+	return -((struct nlmsgerr *)NLMSG_DATA(&ack.nh))->error;
+}
+
+/* tmpfs, overlay and pivot_root inside the child's private mount ns. */
+static void probe_mounts(struct probe *r)
+{
+	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700")) {
+		r->tmpfs = errno;
+		return;
+	}
+	r->tmpfs = 0;
+	r->overlay = 0;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs) && !r->overlay; i++)
+		r->overlay = mkdir(dirs[i], 0755) ? errno : 0;
+	if (!r->overlay) {
+		r->overlay = mount("overlay", "/tmp/m", "overlay", 0, OVL_OPTS) ? errno : 0;
+		if (r->overlay)
+			r->overlay_ux = mount("overlay", "/tmp/m", "overlay", 0,
+					      OVL_OPTS ",userxattr") ? errno : 0;
+	}
+	if (chdir("/tmp") || syscall(SYS_pivot_root, ".", ".") ||
+	    umount2(".", MNT_DETACH))
+		r->pivot = errno;
+	else
+		r->pivot = 0;
+}
+
+static void probe_nnp_seccomp(struct probe *r)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = { .len = 1, .filter = &allow };
+
+	r->nnp = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? errno : 0;
+	r->seccomp = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? errno : 0;
+}
+
+static void probe_init(struct probe *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->userns = p->setid = p->tmpfs = p->overlay = p->overlay_ux = NOT_RUN;
+	p->pivot = p->veth = p->nnp = p->seccomp = p->map = p->idmap = NOT_RUN;
+	for (int i = 0; i < NS_COUNT; i++)
+		p->ns[i] = NOT_RUN;
+	p->userns_step = "unshare(CLONE_NEWUSER)";
+}
+
+static __attribute__((noreturn)) void probe_child(int sock)
+{
+	struct probe r;
+	char mapped = 0;
+
+	probe_init(&r);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	r.userns = unshare(CLONE_NEWUSER) ? errno : 0;
+	if (send_all(sock, &r.userns, sizeof(r.userns)))
+		_exit(1);
+	/* the parent writes our uid/gid maps, then says whether it could */
+	if (r.userns == 0 && recv_all(sock, &mapped, 1) == 0) {
+		if (mapped) {
+			r.setid = setresgid(0, 0, 0) ? errno : 0;
+			(void)setgroups(0, NULL); /* EPERM with setgroups=deny */
+			if (!r.setid)
+				r.setid = setresuid(0, 0, 0) ? errno : 0;
+		}
+		for (int i = 0; i < NS_COUNT; i++)
+			r.ns[i] = unshare(ns_table[i].flag) ? errno : 0;
+		if (r.ns[NS_NET] == 0)
+			r.veth = probe_veth();
+		if (r.ns[NS_MOUNT] == 0)
+			probe_mounts(&r);
+	}
+	probe_nnp_seccomp(&r);
+	_exit(send_all(sock, &r, sizeof(r)) ? 1 : 0);
+}
+
+/* ---- parent side of the probe ---- */
+
+static int put_file(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t len = (ssize_t)strlen(s);
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, s, (size_t)len) != len)
+		return errno ? errno : EIO;
+	return 0;
+}
+
+/* Root maps 0..65535 to HIGH_UID..; a user maps 0 to itself only. */
+static void write_maps(pid_t pid, struct probe *p)
+{
+	bool root = geteuid() == 0;
+	char path[64], map[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	p->map_step = "setgroups";
+	if (!root && (p->map = put_file(path, "deny")))
+		return;
+	if (root)
+		snprintf(map, sizeof(map), "0 %u %u\n", HIGH_UID, HIGH_COUNT);
+	else
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)geteuid());
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	p->map_step = "uid_map";
+	if ((p->map = put_file(path, map)))
+		return;
+	if (!root)
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)getegid());
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	p->map_step = "gid_map";
+	p->map = put_file(path, map);
+}
+
+/* Clone /tmp as a detached mount and idmap it with the child's userns.
+ * Closing the fd dissolves the detached mount. */
+static void probe_idmap(pid_t pid, struct probe *p)
+{
+	struct aj_mount_attr attr = { .attr_set = AJ_MOUNT_ATTR_IDMAP };
+	_cleanup_close_ int ns = -1, tree = -1;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	p->idmap_step = "open user namespace";
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0) {
+		p->idmap = errno;
+		return;
+	}
+	p->idmap_step = "open_tree(/tmp, OPEN_TREE_CLONE)";
+	tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp",
+			    AJ_OPEN_TREE_CLONE | O_CLOEXEC);
+	if (tree < 0) {
+		p->idmap = errno;
+		return;
+	}
+	attr.userns_fd = (uint64_t)ns;
+	p->idmap_step = "mount_setattr(MOUNT_ATTR_IDMAP) on /tmp";
+	p->idmap = syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
+			   sizeof(attr)) ? errno : 0;
+}
+
+static void run_probe(struct probe *p)
+{
+	struct probe got;
+	int sv[2], r, status;
+	char mapped;
+	pid_t pid;
+
+	probe_init(p);
+	p->userns_step = "fork probe child";
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		p->userns = errno;
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		probe_child(sv[1]);
+	}
+	r = pid < 0 ? errno : 0;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		p->userns = r;
+		return;
+	}
+	p->userns_step = "probe child";
+	r = recv_all(sv[0], &p->userns, sizeof(p->userns));
+	if (!r) {
+		p->userns_step = "unshare(CLONE_NEWUSER)";
+		if (p->userns == 0) {
+			write_maps(pid, p);
+			if (p->map == 0 && geteuid() == 0)
+				probe_idmap(pid, p);
+		}
+		mapped = p->map == 0;
+		r = send_all(sv[0], &mapped, 1);
+	}
+	if (!r)
+		r = recv_all(sv[0], &got, sizeof(got));
+	if (!r) {
+		got.map = p->map;
+		got.idmap = p->idmap;
+		got.userns_step = p->userns_step;
+		got.map_step = p->map_step;
+		got.idmap_step = p->idmap_step;
+		*p = got;
+	} else {
+		kill(pid, SIGKILL);
+		p->userns = -r;
+		p->userns_step = "probe child";
+	}
+	close(sv[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- checks ---- */
+
+static void check_kernel(aj_check *c, const struct probe *p)
+{
+	unsigned major = 0, minor = 0;
+	struct utsname u;
+
+	c->essential = true;
+	if (uname(&u) == 0) {
+		sscanf(u.release, "%u.%u", &major, &minor);
+		detail(c, "Linux %s %s", u.release, u.machine);
+	}
+	if (major < 3 || (major == 3 && minor < 5))
+		verdict(c, AJ_CHECK_FAIL, "agentjail needs Linux >= 3.5 (>= 5.13 for Landlock).");
+	detail_result(c, "no_new_privs", p->nnp);
+	detail_result(c, "pivot_root in a user+mount namespace", p->pivot);
+	if (p->nnp > 0)
+		verdict(c, AJ_CHECK_FAIL, "prctl(PR_SET_NO_NEW_PRIVS) must work.");
+	if (p->pivot > 0)
+		verdict(c, AJ_CHECK_FAIL,
+			"pivot_root fails when / is the initramfs; boot with a real root filesystem.");
+}
+
+static void check_userns(aj_check *c, const struct probe *p)
+{
+	long max = read_long("/proc/sys/user/max_user_namespaces");
+	long userns_clone = read_long("/proc/sys/kernel/unprivileged_userns_clone");
+	long aa = read_long("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+
+	c->essential = true;
+	detail(c, "max_user_namespaces=%ld", max);
+	if (userns_clone >= 0)
+		detail(c, ", unprivileged_userns_clone=%ld", userns_clone);
+	if (aa >= 0)
+		detail(c, ", apparmor_restrict_unprivileged_userns=%ld", aa);
+	if (p->userns) {
+		detail(c, "; %s: %s", p->userns_step, errname(p->userns));
+		verdict(c, AJ_CHECK_FAIL, "user namespaces must work:");
+		if (max == 0)
+			verdict(c, AJ_CHECK_FAIL, "sysctl -w user.max_user_namespaces=15000.");
+		if (userns_clone == 0 && geteuid() != 0)
+			verdict(c, AJ_CHECK_FAIL, "sysctl -w kernel.unprivileged_userns_clone=1.");
+		if (aa > 0 && geteuid() != 0)
+			verdict(c, AJ_CHECK_FAIL,
+				"sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile allowing userns for agentjail).");
+		verdict(c, AJ_CHECK_FAIL,
+			"Kernel needs CONFIG_USER_NS; in a container, allow unshare(2) (e.g. a seccomp profile permitting it).");
+		return;
+	}
+	detail(c, "; unshare(CLONE_NEWUSER): ok");
+	if (p->map) {
+		detail(c, "; writing %s: %s", p->map_step, errname(p->map));
+		if (geteuid() == 0)
+			verdict(c, AJ_CHECK_FAIL,
+				"As root, sandboxes map to host uids %u-%u: the caller's user namespace must contain that range (see /proc/self/uid_map).",
+				HIGH_UID, HIGH_UID + HIGH_COUNT - 1);
+		else
+			verdict(c, AJ_CHECK_FAIL,
+				"An unprivileged user must be able to map its own uid; check LSM policy.");
+		return;
+	}
+	if (geteuid() == 0)
+		detail(c, "; mapped 0-%u to host %u-%u", HIGH_COUNT - 1, HIGH_UID,
+		       HIGH_UID + HIGH_COUNT - 1);
+	else
+		detail(c, "; mapped 0 to host uid %u (single uid)", (unsigned)geteuid());
+	detail_result(c, "setresuid(0) inside", p->setid);
+	if (p->setid > 0)
+		verdict(c, AJ_CHECK_FAIL, "Becoming root inside the new user namespace must work.");
+}
+
+static void check_namespaces(aj_check *c, const struct probe *p)
+{
+	int bad = 0;
+
+	c->essential = true;
+	for (int i = 0; i < NS_COUNT; i++) {
+		const char *res = p->ns[i] == NOT_RUN ? "not tested" :
+				  p->ns[i] ? errname(p->ns[i]) : "ok";
+
+		detail(c, "%s%s %s", i ? ", " : "", ns_table[i].name, res);
+		bad += p->ns[i] != 0;
+	}
+	if (p->userns) {
+		verdict(c, AJ_CHECK_FAIL, "Needs a working user namespace (see above).");
+		return;
+	}
+	if (bad)
+		verdict(c, AJ_CHECK_FAIL,
+			"Every namespace type must be creatable inside a user namespace: enable CONFIG_{USER,PID,NET,IPC,UTS,CGROUP}_NS and check LSM/seccomp policy.");
+	detail_result(c, "tmpfs mount inside", p->tmpfs);
+	if (p->tmpfs > 0)
+		verdict(c, AJ_CHECK_FAIL,
+			"Mounting tmpfs inside a user+mount namespace must work (check LSM policy).");
+}
+
+/* Where cgroup.c would put a sandbox's cgroup for one controller. */
+struct cg_ctrl {
+	const char *name;
+	int version;   /* 1 or 2; 0 when the controller is unavailable */
+	bool at_root;  /* our own cgroup is the hierarchy's root */
+	char dir[2 * PATH_MAX];
+	char sub[256]; /* v2: our cgroup.subtree_control */
+};
+
+static void cg_resolve(struct cg_ctrl *c, const char *mi, const char *pc)
+{
+	char path[sizeof(c->dir) + 32], list[256];
+	aj_cgroup_hier h;
+	bool v1 = aj_cgroup_find(mi, pc, c->name, &h) == 0;
+
+	if (!v1 && aj_cgroup_find(mi, pc, "", &h) < 0)
+		return;
+	c->at_root = !strcmp(h.own, "/");
+	snprintf(c->dir, sizeof(c->dir), "%s%s", h.mount, c->at_root ? "" : h.own);
+	if (!v1) {
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", c->dir);
+		if (read_line(path, list, sizeof(list)) < 0 ||
+		    (c->name[0] ? !has_token(list, c->name) : !list[0]))
+			return;
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", c->dir);
+		read_line(path, c->sub, sizeof(c->sub));
+	}
+	c->version = v1 ? 1 : 2;
+}
+
+/* mkdir + rmdir a uniquely named child of our own cgroup. */
+static int cg_try_mkdir(const char *dir)
+{
+	char path[2 * PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/agentjail-doctor-%d", dir, (int)getpid());
+	if (mkdir(path, 0755))
+		return errno;
+	return rmdir(path) ? errno : 0; /* an empty new cgroup always goes */
+}
+
+static void check_cgroups(aj_check *c, const struct probe *p)
+{
+	struct cg_ctrl ctl[3] = { { .name = "memory" }, { .name = "pids" }, { .name = "cpu" } };
+	struct cg_ctrl v2 = { .name = "" };
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	int err[3], n_v1 = 0;
+
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0) {
+		detail(c, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
+		verdict(c, AJ_CHECK_WARN, "Mount /proc.");
+		return;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		cg_resolve(&ctl[i], mi, pc);
+		n_v1 += ctl[i].version == 1;
+	}
+	cg_resolve(&v2, mi, pc); /* the v2 hierarchy, used or not */
+	detail(c, "%s", n_v1 ? (v2.dir[0] ? "hybrid" : "legacy v1") :
+			 v2.dir[0] ? "unified v2" : "no cgroup hierarchy");
+	if (v2.dir[0])
+		detail(c, " (v2 at %s%s)", v2.dir, v2.version ? "" : ", no controllers");
+	for (size_t i = 0; i < 3; i++) {
+		struct cg_ctrl *x = &ctl[i];
+
+		err[i] = -1; /* a directory shared with an earlier controller? */
+		for (size_t j = 0; j < i; j++)
+			if (ctl[j].version && !strcmp(ctl[j].dir, x->dir))
+				err[i] = err[j];
+		if (x->version && err[i] < 0)
+			err[i] = cg_try_mkdir(x->dir);
+		if (!x->version) {
+			detail(c, "; %s: missing", x->name);
+			verdict(c, AJ_CHECK_WARN, "No %s controller: its limit cannot be enforced.",
+				x->name);
+			continue;
+		}
+		detail(c, "; %s: v%d %s%s %s", x->name, x->version, x->dir,
+		       x->at_root ? " (root)" : "", err[i] ? errname(err[i]) : "writable");
+		if (err[i])
+			c->status = AJ_CHECK_WARN;
+	}
+	/* memory is a domain controller: no-internal-processes rule */
+	if (ctl[0].version == 2 && !ctl[0].at_root && !has_token(ctl[0].sub, "memory"))
+		verdict(c, AJ_CHECK_WARN,
+			"v2 refuses to enable memory in %s/cgroup.subtree_control while that cgroup holds processes (agentjail itself).",
+			ctl[0].dir);
+	if (c->status != AJ_CHECK_OK)
+		verdict(c, AJ_CHECK_WARN,
+			"Limits need a writable cgroup below our own: run as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes agentjail ...).");
+}
+
+static void check_seccomp(aj_check *c, const struct probe *p)
+{
+	static const struct {
+		const char *name;
+		uint32_t action;
+	} acts[] = {
+		{ "kill_process", SECCOMP_RET_KILL_PROCESS }, { "errno", SECCOMP_RET_ERRNO },
+		{ "user_notif", SECCOMP_RET_USER_NOTIF },     { "log", SECCOMP_RET_LOG },
+	};
+	const struct scmp_version *v = seccomp_version();
+	int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+
+	c->essential = true;
+	if (mode < 0) {
+		detail(c, "prctl(PR_GET_SECCOMP): %s", errname(errno));
+		verdict(c, AJ_CHECK_FAIL, "The kernel needs CONFIG_SECCOMP_FILTER.");
+	} else {
+		detail(c, "%s", mode == 2 ? "already filtered (filters stack)" : "not filtered");
+	}
+	detail(c, "; actions:");
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(acts); i++) {
+		uint32_t a = acts[i].action;
+		bool ok = !syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &a);
+
+		detail(c, " %s%s", acts[i].name, ok ? "" : "(missing)");
+		if (!ok && i == 0)
+			verdict(c, AJ_CHECK_WARN, "SECCOMP_RET_KILL_PROCESS needs Linux >= 4.14.");
+	}
+	detail_result(c, "filter install", p->seccomp);
+	if (p->seccomp > 0)
+		verdict(c, AJ_CHECK_FAIL, "Installing a seccomp filter after no_new_privs must work.");
+	if (v)
+		detail(c, "; libseccomp %u.%u.%u (API level %u)", v->major, v->minor, v->micro,
+		       seccomp_api_get());
+}
+
+static void check_landlock(aj_check *c, const struct probe *p)
+{
+	static const char *const feat[] = {
+		NULL, "filesystem", "refer", "truncate", "TCP bind/connect",
+		"device ioctl", "scoping (abstract unix sockets, signals)", "audit",
+	};
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
+			   LANDLOCK_CREATE_RULESET_VERSION);
+
+	if (abi < 0) {
+		int e = errno;
+
+		detail(c, "landlock_create_ruleset: %s", errname(e));
+		if (e == EOPNOTSUPP)
+			verdict(c, AJ_CHECK_WARN,
+				"Landlock is built in but disabled: add landlock to the lsm= kernel parameter (see /sys/kernel/security/lsm).");
+		else
+			verdict(c, AJ_CHECK_WARN,
+				"Landlock needs Linux >= 5.13 with CONFIG_SECURITY_LANDLOCK; filesystem rules then rely on mounts alone.");
+		return;
+	}
+	detail(c, "ABI %ld:", abi);
+	for (long i = 1; i <= abi && i < (long)AJ_ARRAY_SIZE(feat); i++)
+		detail(c, "%s %s", i > 1 ? "," : "", feat[i]);
+	if (abi < 1)
+		verdict(c, AJ_CHECK_WARN, "Landlock ABI >= 1 is required for filesystem rules.");
+	else if (abi < 4)
+		detail(c, " (network rules need ABI 4, Linux 6.7)");
+}
+
+static bool fs_listed(const char *fs)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
+	char line[128];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (has_token(line, fs))
+			return true;
+	return false;
+}
+
+static void check_overlay(aj_check *c, const struct probe *p)
+{
+	detail(c, "/proc/filesystems: %s",
+	       fs_listed("overlay") ? "overlay" : "no overlay (a module may load on first use)");
+	if (p->tmpfs) {
+		detail_result(c, "tmpfs in user namespace", p->tmpfs);
+		verdict(c, AJ_CHECK_WARN, "Needs user and mount namespaces and tmpfs (see above).");
+	} else if (p->overlay == 0) {
+		detail(c, "; overlay mount in user namespace: ok");
+	} else if (p->overlay_ux == 0) {
+		detail(c, "; overlay mount in user namespace: ok with userxattr (plain: %s)",
+		       errname(p->overlay));
+	} else {
+		detail(c, "; overlay mount in user namespace: %s", errname(p->overlay));
+		detail_result(c, "with userxattr", p->overlay_ux);
+		verdict(c, AJ_CHECK_WARN,
+			"A writable overlay over a read-only root needs overlayfs mountable in a user namespace (Linux >= 5.11, CONFIG_OVERLAY_FS).");
+	}
+}
+
+static void check_idmap(aj_check *c, const struct probe *p)
+{
+	if (geteuid() != 0) {
+		detail(c, "not tested (not root)");
+		verdict(c, AJ_CHECK_WARN,
+			"idmapped mounts need root; workspace files are owned by the caller's uid instead.");
+	} else if (p->idmap == NOT_RUN) {
+		detail(c, "not tested (no user namespace with a uid map)");
+		verdict(c, AJ_CHECK_WARN, "Needs working user namespaces (see above).");
+	} else if (p->idmap) {
+		detail(c, "%s: %s", p->idmap_step, errname(p->idmap));
+		verdict(c, AJ_CHECK_WARN,
+			"idmapped mounts need Linux >= 5.12 and a filesystem that supports them (ext4, xfs, btrfs, tmpfs >= 6.3); workspace files will be chowned instead.");
+	} else {
+		detail(c, "open_tree + mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ok");
+	}
+}
+
+static bool find_file(const char *dirs, const char *name, char *out, size_t size)
+{
+	_cleanup_free_ char *copy = strdup(dirs);
+	char *save = NULL;
+
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
+	     d = strtok_r(NULL, ":", &save)) {
+		snprintf(out, size, "%s/%s", d, name);
+		if (access(out, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void check_nftables(aj_check *c, const struct probe *p)
+{
+	static const char libdirs[] = "/usr/lib/x86_64-linux-gnu:/usr/lib/aarch64-linux-gnu:"
+				      "/usr/lib64:/usr/lib:/lib64:/lib";
+	const char *path = getenv("PATH");
+	char dirs[1024], bin[600], lib[600];
+	bool has_bin, has_lib;
+
+	snprintf(dirs, sizeof(dirs), "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
+	has_bin = find_file(dirs, "nft", bin, sizeof(bin));
+	has_lib = find_file(libdirs, "libnftables.so.1", lib, sizeof(lib));
+	detail(c, "nft: %s; libnftables: %s", has_bin ? bin : "not found",
+	       has_lib ? lib : "not found");
+	if (!has_bin && !has_lib)
+		verdict(c, AJ_CHECK_WARN,
+			"Network policies (--net) need nftables: apt-get install nftables libnftables1.");
+}
+
+static void check_veth(aj_check *c, const struct probe *p)
+{
+	if (p->veth == NOT_RUN) {
+		detail(c, "not tested (no network namespace)");
+		verdict(c, AJ_CHECK_WARN, "Needs working user and network namespaces (see above).");
+	} else if (p->veth) {
+		detail(c, "creating a veth pair in a private network namespace: %s",
+		       errname(p->veth));
+		verdict(c, AJ_CHECK_WARN,
+			"Networked sandboxes need veth: modprobe veth (or build with CONFIG_VETH).");
+	} else {
+		detail(c, "created a veth pair in a private network namespace (%s)",
+		       access("/sys/module/veth", F_OK) ? "built in" : "module loaded");
+	}
+}
+
+static const struct {
+	const char *name;
+	void (*run)(aj_check *c, const struct probe *p);
+} checks[] = {
+	{ "kernel", check_kernel },
+	{ "user namespaces", check_userns },
+	{ "namespaces", check_namespaces },
+	{ "cgroups", check_cgroups },
+	{ "seccomp", check_seccomp },
+	{ "landlock", check_landlock },
+	{ "overlayfs", check_overlay },
+	{ "idmapped mounts", check_idmap },
+	{ "nftables", check_nftables },
+	{ "veth", check_veth },
+};
+_Static_assert(AJ_ARRAY_SIZE(checks) <= AJ_DOCTOR_MAX_CHECKS, "raise AJ_DOCTOR_MAX_CHECKS");
+
+size_t aj_doctor_run(aj_check *out, size_t max)
+{
+	struct probe p;
+	size_t n;
+
+	run_probe(&p);
+	for (n = 0; n < max && n < AJ_ARRAY_SIZE(checks); n++) {
+		memset(&out[n], 0, sizeof(out[n]));
+		out[n].name = checks[n].name;
+		checks[n].run(&out[n], &p);
+	}
+	return n;
+}
+
+bool aj_doctor_can_run(const aj_check *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c[i].essential && c[i].status == AJ_CHECK_FAIL)
+			return false;
+	return true;
+}
+
+const char *aj_doctor_status_name(aj_check_status s)
+{
+	switch (s) {
+	case AJ_CHECK_OK:
+		return "ok";
+	case AJ_CHECK_WARN:
+		return "warn";
+	default:
+		return "fail";
+	}
+}

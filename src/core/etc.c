@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+#include "etc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+char *aj_etc_passwd(const aj_policy *p)
+{
+	if (p->uid == 0)
+		return aj_asprintf("root:x:0:0:root:%s:/bin/sh\n"
+				   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+				   AJ_SANDBOX_HOME);
+	return aj_asprintf("root:x:0:0:root:/root:/bin/sh\n"
+			   "agent:x:%u:%u:agent:%s:/bin/sh\n"
+			   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			   (unsigned)p->uid, (unsigned)p->gid, AJ_SANDBOX_HOME);
+}
+
+char *aj_etc_group(const aj_policy *p)
+{
+	if (p->gid == 0)
+		return strdup("root:x:0:\nnogroup:x:65534:\n");
+	return aj_asprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid);
+}
+
+static int write_one(const char *root, const char *name, const char *content, aj_error *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/etc/%s", root, name);
+	int r = content ? aj_write_file(path, content, 0644) : -ENOMEM;
+	if (r < 0)
+		return aj_err(err, -r, "cannot write /etc/%s", name);
+	return 0;
+}
+
+int aj_etc_write(const char *root, const aj_policy *p, aj_error *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/etc", root);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return aj_err(err, errno, "cannot create /etc");
+	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
+	_cleanup_free_ char *passwd = aj_etc_passwd(p);
+	_cleanup_free_ char *group = aj_etc_group(p);
+	_cleanup_free_ char *hosts = aj_asprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+						  "127.0.1.1\t%s\n",
+						  host);
+	_cleanup_free_ char *hostname = aj_asprintf("%s\n", host);
+	int r;
+	if ((r = write_one(root, "passwd", passwd, err)) < 0 ||
+	    (r = write_one(root, "group", group, err)) < 0 ||
+	    (r = write_one(root, "hosts", hosts, err)) < 0 ||
+	    (r = write_one(root, "hostname", hostname, err)) < 0 ||
+	    (r = write_one(root, "resolv.conf",
+			   "# agentjail: this sandbox has no network (loopback only)\n"
+			   "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+			   err)) < 0 ||
+	    (r = write_one(root, "nsswitch.conf",
+			   "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			   "networks: files\nprotocols: files\nservices: files\n",
+			   err)) < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/etc/ssl", root);
+	(void)mkdir(path, 0755);
+	return 0;
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/* Carrying out the mount plan: detached trees (open_tree/mount_setattr/
+ * move_mount), the fresh root, /proc, /dev, tmpfs, and pivot_root. */
+#include "mount.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "etc.h"
+#include "userns.h"
+#include "util.h"
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+struct aj_mount_attr {
+	unsigned long long attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* Where the sandbox is assembled, inside the child's private staging tmpfs. */
+#define STAGE_DIR "/tmp"
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+
+int aj_open_tree(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+int aj_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+	return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+int aj_mount_setattr(int dfd, const char *path, unsigned flags, unsigned long long set,
+		     unsigned long long clr, int userns_fd)
+{
+	struct aj_mount_attr a = {.attr_set = set, .attr_clr = clr,
+				  .userns_fd = userns_fd >= 0 ? (unsigned long long)userns_fd : 0};
+	return (int)syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof(a));
+}
+
+/* Open src as a detached copy of its mount with the op's attributes.
+ * root_prefix is "" (parent, host view) or OLDROOT (child, after staging).
+ * No symlink is followed anywhere in the path. */
+static int open_detached(const aj_mount_op *op, const char *root_prefix, int userns_fd,
+			 aj_error *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s%s", root_prefix, op->src);
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int pfd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (pfd < 0) {
+		if (op->optional && (errno == ENOENT || errno == ELOOP))
+			return -ENOENT;
+		return aj_err(err, errno, "cannot open '%s' to mount it at %s", op->src, op->dest);
+	}
+	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH;
+	if (op->recursive)
+		flags |= AT_RECURSIVE;
+	int fd = aj_open_tree(pfd, "", flags);
+	if (fd < 0)
+		return aj_err(err, errno, "cannot clone the mount of '%s'", op->src);
+	unsigned long long set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (!op->writable)
+		set |= MOUNT_ATTR_RDONLY;
+	if (op->kind == AJ_MOUNT_BIND && strncmp(op->src, "/dev/", 5) == 0)
+		set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	unsigned rec = op->recursive ? AT_RECURSIVE : 0;
+	if (aj_mount_setattr(fd, "", AT_EMPTY_PATH | rec, set, 0, -1) < 0) {
+		int e = errno;
+		close(fd);
+		return aj_err(err, e, "cannot make the mount of '%s' read-only/nosuid", op->src);
+	}
+	if (userns_fd >= 0 &&
+	    aj_mount_setattr(fd, "", AT_EMPTY_PATH, MOUNT_ATTR_IDMAP, 0, userns_fd) < 0) {
+		int e = errno;
+		close(fd);
+		aj_err(err, e, "cannot create an idmapped mount of '%s'", op->src);
+		aj_err_hint(err, "the filesystem of '%s' must support idmapped mounts (ext4, xfs, btrfs, tmpfs >= 6.3); see agentjail doctor",
+			    op->src);
+		return -e;
+	}
+	return fd;
+}
+
+int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_uid,
+		       gid_t host_gid, aj_error *err)
+{
+	_cleanup_close_ int sandbox_ns = -1;
+	for (size_t i = 0; i < plan->n; i++) {
+		aj_mount_op *op = &plan->ops[i];
+		if (op->kind == AJ_MOUNT_SYMLINK)
+			continue;
+		_cleanup_close_ int ns = -1;
+		int userns_fd = -1;
+		if (op->idmap == AJ_IDMAP_OWNER) {
+			/* disk owner <-> the sandbox user's host id */
+			char um[64], gm[64];
+			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)op->owner_uid, (unsigned)host_uid);
+			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)op->owner_gid, (unsigned)host_gid);
+			ns = aj_userns_make_fd(um, gm, err);
+			if (ns < 0)
+				return ns;
+			userns_fd = ns;
+		} else if (op->idmap == AJ_IDMAP_SANDBOX) {
+			if (sandbox_ns < 0 &&
+			    (sandbox_ns = aj_userns_make_fd(sandbox_map, sandbox_map, err)) < 0)
+				return sandbox_ns;
+			userns_fd = sandbox_ns;
+		}
+		int fd = open_detached(op, "", userns_fd, err);
+		if (fd == -ENOENT && op->optional) {
+			op->skip = true;
+			continue;
+		}
+		if (fd < 0)
+			return fd;
+		op->fd = fd;
+	}
+	return 0;
+}
+
+/* Create the mount point for dest below NEWROOT: a directory, or an empty
+ * file when the source is a file. */
+static int make_mountpoint(const char *path, bool is_dir)
+{
+	char parent[4096];
+	snprintf(parent, sizeof(parent), "%s", path);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		int r = aj_mkdir_p(parent, 0755);
+		if (r < 0)
+			return r;
+	}
+	if (is_dir)
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static int attach_op(aj_mount_op *op, const char *root, aj_error *err)
+{
+	char dest[4096];
+	snprintf(dest, sizeof(dest), "%s%s", root, op->dest);
+	if (op->kind == AJ_MOUNT_SYMLINK) {
+		char parent[4096];
+		snprintf(parent, sizeof(parent), "%s", dest);
+		*strrchr(parent, '/') = '\0';
+		(void)aj_mkdir_p(parent, 0755);
+		if (symlink(op->src, dest) < 0 && errno != EEXIST)
+			return aj_err(err, errno, "cannot create symlink %s", op->dest);
+		return 0;
+	}
+	if (op->skip)
+		return 0;
+	if (op->fd < 0) {
+		int fd = open_detached(op, OLDROOT, -1, err);
+		if (fd == -ENOENT && op->optional)
+			return 0;
+		if (fd < 0)
+			return fd;
+		op->fd = fd;
+	}
+	struct stat st;
+	if (fstat(op->fd, &st) < 0)
+		return aj_err(err, errno, "cannot stat the mount of '%s'", op->src);
+	int r = make_mountpoint(dest, S_ISDIR(st.st_mode));
+	if (r < 0)
+		return aj_err(err, -r, "cannot create mount point %s", op->dest);
+	if (aj_move_mount(op->fd, "", AT_FDCWD, dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return aj_err(err, errno, "cannot mount '%s' at %s", op->src, op->dest);
+	close(op->fd);
+	op->fd = -1;
+	return 0;
+}
+
+static int mount_tmpfs(const char *path, const char *opts, unsigned long flags, aj_error *err)
+{
+	int r = aj_mkdir_p(path, 0755);
+	if (r < 0)
+		return aj_err(err, -r, "cannot create %s", path);
+	if (mount("tmpfs", path, "tmpfs", flags, opts) < 0)
+		return aj_err(err, errno, "cannot mount tmpfs at %s", path);
+	return 0;
+}
+
+/* Move the staging tmpfs to / and the host root to /oldroot, so that host
+ * paths stay reachable (through /oldroot) while the new root is assembled. */
+static int enter_staging(aj_error *err)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return aj_err(err, errno, "cannot make the mount namespace private");
+	if (mount("tmpfs", STAGE_DIR, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=1m") < 0)
+		return aj_err(err, errno, "cannot mount the staging tmpfs on %s", STAGE_DIR);
+	if (chdir(STAGE_DIR) < 0 || mkdir("oldroot", 0700) < 0 || mkdir("newroot", 0755) < 0)
+		return aj_err(err, errno, "cannot prepare the staging directory");
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return aj_err(err, errno, "pivot_root into the staging directory failed");
+	if (chdir("/") < 0)
+		return aj_err(err, errno, "chdir /");
+	return 0;
+}
+
+static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
+{
+	aj_mount_op *lower = &plan->ops[0];
+	int r = mount_tmpfs("/upper", "mode=0755", MS_NOSUID | MS_NODEV, err);
+	if (r < 0)
+		return r;
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu", p->tmp_size);
+	if (mount(NULL, "/upper", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
+		return aj_err(err, errno, "cannot size the overlay's writable layer");
+	if (mkdir("/upper/u", 0755) < 0 || mkdir("/upper/w", 0755) < 0 || mkdir("/lower", 0755) < 0)
+		return aj_err(err, errno, "cannot prepare the overlay directories");
+	lower->dest[0] = '\0'; /* attach at /lower */
+	if ((r = attach_op(lower, "/lower", err)) < 0)
+		return r;
+	const char *o1 = "lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w,userxattr";
+	const char *o2 = "lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w";
+	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o1) < 0 &&
+	    mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o2) < 0) {
+		aj_err(err, errno, "cannot mount the overlay over --rootfs %s", p->rootfs);
+		aj_err_hint(err, "check overlayfs support with agentjail doctor");
+		return -errno;
+	}
+	return 0;
+}
+
+static int setup_dev(const aj_policy *p, aj_error *err)
+{
+	int r = mount_tmpfs(NEWROOT "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, err);
+	if (r < 0)
+		return r;
+	static const char *const links[][2] = {
+		{"/proc/self/fd", NEWROOT "/dev/fd"},     {"/proc/self/fd/0", NEWROOT "/dev/stdin"},
+		{"/proc/self/fd/1", NEWROOT "/dev/stdout"}, {"/proc/self/fd/2", NEWROOT "/dev/stderr"},
+		{"pts/ptmx", NEWROOT "/dev/ptmx"},
+	};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(links); i++)
+		if (symlink(links[i][0], links[i][1]) < 0)
+			return aj_err(err, errno, "cannot create %s", links[i][1]);
+	if (mkdir(NEWROOT "/dev/pts", 0755) < 0 ||
+	    mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return aj_err(err, errno, "cannot mount a new devpts instance");
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", p->tmp_size);
+	return mount_tmpfs(NEWROOT "/dev/shm", opts, MS_NOSUID | MS_NODEV, err);
+}
+
+static int setup_tmp_home(const aj_policy *p, aj_error *err)
+{
+	char opts[96];
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", p->tmp_size);
+	int r = mount_tmpfs(NEWROOT "/tmp", opts, MS_NOSUID | MS_NODEV, err);
+	if (r < 0)
+		return r;
+	snprintf(opts, sizeof(opts), "mode=0700,size=%llu,uid=%u,gid=%u", p->tmp_size,
+		 (unsigned)p->uid, (unsigned)p->gid);
+	return mount_tmpfs(NEWROOT AJ_SANDBOX_HOME, opts, MS_NOSUID | MS_NODEV, err);
+}
+
+static int pivot_into_newroot(bool readonly_root, aj_error *err)
+{
+	if (chdir(NEWROOT) < 0)
+		return aj_err(err, errno, "chdir %s", NEWROOT);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return aj_err(err, errno, "pivot_root into the new root failed");
+	/* The staging root (and the host root below it) is stacked under the
+	 * new root: detach it so it is never reachable again. */
+	if (umount2(".", MNT_DETACH) < 0)
+		return aj_err(err, errno, "cannot detach the old root");
+	if (chdir("/") < 0)
+		return aj_err(err, errno, "chdir /");
+	if (readonly_root &&
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return aj_err(err, errno, "cannot make the root read-only");
+	return 0;
+}
+
+int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
+{
+	int r = enter_staging(err);
+	if (r < 0)
+		return r;
+	size_t first = 0;
+	if (p->rootfs) {
+		if ((r = setup_rootfs_overlay(p, plan, err)) < 0)
+			return r;
+		first = 1;
+	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") < 0) {
+		return aj_err(err, errno, "cannot mount the root tmpfs");
+	}
+	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
+	    (aj_mkdir_p(NEWROOT "/proc", 0755) < 0 ||
+	     mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+		return aj_err(err, errno, "cannot mount a fresh /proc");
+	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(p, err)) < 0)
+		return r;
+	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, err)) < 0)
+		return r;
+	for (size_t i = first; i < plan->n; i++)
+		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)
+			return r;
+	return pivot_into_newroot(!p->rootfs, err);
+}

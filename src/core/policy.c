@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util.h"
+
+void aj_policy_init(aj_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->tmp_size = AJ_DEFAULT_TMP_SIZE;
+	p->memory = AJ_DEFAULT_MEMORY;
+	p->pids = AJ_DEFAULT_PIDS;
+}
+
+void aj_policy_free(aj_policy *p)
+{
+	free(p->rootfs);
+	free(p->workspace);
+	free(p->cwd);
+	free(p->hostname);
+	for (size_t i = 0; i < p->n_binds; i++) {
+		free(p->binds[i].src);
+		free(p->binds[i].dest);
+	}
+	for (size_t i = 0; i < p->n_env; i++)
+		free(p->env[i]);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Normalize an absolute path: collapse "//", drop a trailing "/", reject
+ * "." and ".." components. Returns malloc'ed copy or NULL with errno. */
+static char *normalize_abs(const char *path)
+{
+	size_t len = strlen(path);
+	if (path[0] != '/' || len >= PATH_MAX) {
+		errno = len >= PATH_MAX ? ENAMETOOLONG : EINVAL;
+		return NULL;
+	}
+	char *out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		const char *e = strchrnul(p, '/');
+		size_t n = (size_t)(e - p);
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			free(out);
+			errno = EINVAL;
+			return NULL;
+		}
+		out[o++] = '/';
+		memcpy(out + o, p, n);
+		o += n;
+		p = e;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return out;
+}
+
+int aj_path_validate_host(const char *what, const char *path, bool want_dir,
+			  char **canon, aj_error *err)
+{
+	if (!path || !*path)
+		return aj_err(err, EINVAL, "%s: empty path", what);
+	if (path[0] != '/') {
+		aj_err(err, EINVAL, "%s '%s' is a relative path", what, path);
+		aj_err_hint(err, "give an absolute path, e.g. \"$PWD/%s\"", path);
+		return -EINVAL;
+	}
+	_cleanup_free_ char *norm = normalize_abs(path);
+	if (!norm) {
+		aj_err(err, errno == ENOMEM ? ENOMEM : 0,
+		       "%s '%s' contains '.' or '..' components or is too long", what, path);
+		aj_err_hint(err, "give the path without '.' and '..', e.g. $(realpath PATH)");
+		return -EINVAL;
+	}
+	/* Walk every component with lstat: no symlink anywhere. */
+	char buf[PATH_MAX];
+	size_t len = strlen(norm);
+	memcpy(buf, norm, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char saved = buf[i];
+		buf[i] = '\0';
+		struct stat st;
+		if (lstat(buf, &st) < 0) {
+			int e = errno;
+			aj_err(err, e, "%s '%s': cannot access '%s'", what, path, buf);
+			if (e == ENOENT)
+				aj_err_hint(err, "create it first (mkdir -p '%s') or fix the path", norm);
+			return -e;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			aj_err(err, ELOOP, "%s '%s': '%s' is a symbolic link", what, path, buf);
+			aj_err_hint(err, "symlinks are refused so a path cannot be redirected; pass the real path: %s",
+				    "$(realpath PATH)");
+			return -ELOOP;
+		}
+		if (saved == '\0' && want_dir && !S_ISDIR(st.st_mode)) {
+			aj_err(err, ENOTDIR, "%s '%s'", what, path);
+			aj_err_hint(err, "pass a directory");
+			return -ENOTDIR;
+		}
+		if (saved == '\0' && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			aj_err(err, EINVAL, "%s '%s' is neither a regular file nor a directory", what, path);
+			return -EINVAL;
+		}
+		buf[i] = saved;
+	}
+	if (canon)
+		*canon = steal_pointer(&norm);
+	return 0;
+}
+
+int aj_path_validate_inside(const char *what, const char *path, char **canon,
+			    aj_error *err)
+{
+	if (!path || path[0] != '/') {
+		aj_err(err, EINVAL, "%s '%s' must be an absolute path inside the sandbox",
+		       what, path ? path : "");
+		return -EINVAL;
+	}
+	_cleanup_free_ char *norm = normalize_abs(path);
+	if (!norm)
+		return aj_err(err, EINVAL, "%s '%s' contains '.' or '..' components", what, path);
+	static const char *const reserved[] = {"/proc", "/dev", "/etc"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(reserved); i++) {
+		size_t n = strlen(reserved[i]);
+		if (strncmp(norm, reserved[i], n) == 0 && (norm[n] == '\0' || norm[n] == '/'))
+			return aj_err(err, EINVAL, "%s '%s': %s is managed by agentjail", what,
+				      path, reserved[i]);
+	}
+	if (strcmp(norm, "/") == 0)
+		return aj_err(err, EINVAL, "%s: cannot use '/' here", what);
+	if (canon)
+		*canon = steal_pointer(&norm);
+	return 0;
+}
+
+int aj_policy_set_workspace(aj_policy *p, const char *path, aj_error *err)
+{
+	char *c;
+	int r = aj_path_validate_host("workspace", path, true, &c, err);
+	if (r < 0)
+		return r;
+	free(p->workspace);
+	p->workspace = c;
+	return 0;
+}
+
+int aj_policy_set_rootfs(aj_policy *p, const char *path, aj_error *err)
+{
+	char *c;
+	int r = aj_path_validate_host("rootfs", path, true, &c, err);
+	if (r < 0)
+		return r;
+	if (strcmp(c, "/") == 0) {
+		free(c);
+		return aj_err(err, EINVAL, "rootfs '/' would expose the whole host");
+	}
+	free(p->rootfs);
+	p->rootfs = c;
+	return 0;
+}
+
+int aj_policy_add_bind(aj_policy *p, const char *spec, bool writable, aj_error *err)
+{
+	const char *flag = writable ? "--rw" : "--ro";
+	if (p->n_binds >= AJ_MAX_BINDS)
+		return aj_err(err, E2BIG, "%s: at most %d binds", flag, AJ_MAX_BINDS);
+	_cleanup_free_ char *src = strdup(spec);
+	if (!src)
+		return aj_err(err, ENOMEM, "%s", flag);
+	char *colon = strchr(src, ':');
+	const char *dest = NULL;
+	if (colon) {
+		*colon = '\0';
+		dest = colon + 1;
+	}
+	_cleanup_free_ char *csrc = NULL, *cdest = NULL;
+	int r = aj_path_validate_host(flag, src, false, &csrc, err);
+	if (r < 0)
+		return r;
+	r = aj_path_validate_inside(flag, dest ? dest : csrc, &cdest, err);
+	if (r < 0)
+		return r;
+	p->binds[p->n_binds].src = steal_pointer(&csrc);
+	p->binds[p->n_binds].dest = steal_pointer(&cdest);
+	p->binds[p->n_binds].writable = writable;
+	p->n_binds++;
+	return 0;
+}
+
+static bool env_name_valid(const char *s, size_t n)
+{
+	if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err)
+{
+	if (p->n_env >= AJ_MAX_ENV)
+		return aj_err(err, E2BIG, "--env: at most %d variables", AJ_MAX_ENV);
+	const char *eq = strchr(spec, '=');
+	size_t n = eq ? (size_t)(eq - spec) : strlen(spec);
+	if (!env_name_valid(spec, n)) {
+		aj_err(err, EINVAL, "--env '%s': invalid variable name", spec);
+		aj_err_hint(err, "use NAME=VALUE with NAME made of letters, digits and '_'");
+		return -EINVAL;
+	}
+	char *entry;
+	if (eq) {
+		entry = strdup(spec);
+	} else {
+		const char *v = getenv(spec);
+		if (!v)
+			return aj_err(err, ENOENT, "--env %s: not set in the caller's environment", spec);
+		entry = aj_asprintf("%s=%s", spec, v);
+	}
+	if (!entry)
+		return aj_err(err, ENOMEM, "--env");
+	p->env[p->n_env++] = entry;
+	return 0;
+}
+
+int aj_policy_add_env_file(aj_policy *p, const char *path, aj_error *err)
+{
+	_cleanup_free_ char *data = NULL;
+	int r = aj_read_file(path, &data, NULL);
+	if (r < 0)
+		return aj_err(err, -r, "--env-file '%s'", path);
+	unsigned line = 0;
+	for (char *s = data, *next; s && *s; s = next) {
+		line++;
+		next = strchr(s, '\n');
+		if (next)
+			*next++ = '\0';
+		while (*s == ' ' || *s == '\t')
+			s++;
+		size_t len = strlen(s);
+		if (len && s[len - 1] == '\r')
+			s[--len] = '\0';
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (aj_startswith(s, "export "))
+			s += 7;
+		if (!strchr(s, '=')) {
+			aj_err(err, EINVAL, "--env-file '%s' line %u: expected NAME=VALUE", path, line);
+			return -EINVAL;
+		}
+		r = aj_policy_add_env(p, s, err);
+		if (r < 0) {
+			aj_err_prefix(err, "--env-file '%s' line %u", path, line);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int aj_policy_set_cwd(aj_policy *p, const char *path, aj_error *err)
+{
+	if (!path || path[0] != '/')
+		return aj_err(err, EINVAL, "--cwd '%s' must be an absolute path inside the sandbox",
+			      path ? path : "");
+	char *c = normalize_abs(path);
+	if (!c)
+		return aj_err(err, EINVAL, "--cwd '%s' contains '.' or '..' components", path);
+	free(p->cwd);
+	p->cwd = c;
+	return 0;
+}
+
+int aj_policy_set_hostname(aj_policy *p, const char *name, aj_error *err)
+{
+	size_t n = strlen(name);
+	bool ok = n > 0 && n <= 63 && name[0] != '-' && name[n - 1] != '-';
+	for (size_t i = 0; ok && i < n; i++)
+		ok = isalnum((unsigned char)name[i]) || name[i] == '-' || name[i] == '.';
+	if (!ok) {
+		aj_err(err, EINVAL, "--hostname '%s' is not a valid host name", name);
+		aj_err_hint(err, "use 1-63 letters, digits, '-' and '.'");
+		return -EINVAL;
+	}
+	char *c = strdup(name);
+	if (!c)
+		return aj_err(err, ENOMEM, "--hostname");
+	free(p->hostname);
+	p->hostname = c;
+	return 0;
+}
+
+int aj_policy_set_user(aj_policy *p, const char *spec, aj_error *err)
+{
+	_cleanup_free_ char *s = strdup(spec);
+	if (!s)
+		return aj_err(err, ENOMEM, "--user");
+	char *colon = strchr(s, ':');
+	if (colon)
+		*colon = '\0';
+	unsigned long long uid, gid;
+	if (aj_parse_uint(s, 65533, &uid) < 0 ||
+	    (colon && aj_parse_uint(colon + 1, 65533, &gid) < 0)) {
+		aj_err(err, EINVAL, "--user '%s': expected UID[:GID], numbers from 0 to 65533", spec);
+		return -EINVAL;
+	}
+	p->uid = (uid_t)uid;
+	p->gid = colon ? (gid_t)gid : (gid_t)uid;
+	return 0;
+}
+
+int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(spec, &end);
+	if (errno || end == spec || *end || !isfinite(v) || v < 0.01 || v > 4096) {
+		aj_err(err, EINVAL, "--cpus '%s': expected a number of CPUs such as 0.5 or 2", spec);
+		return -EINVAL;
+	}
+	p->cpu_millis = (unsigned long long)llround(v * 1000.0);
+	return 0;
+}
+
+int aj_policy_validate(const aj_policy *p, aj_error *err)
+{
+	if (!p->argv || !p->argv[0] || !p->argv[0][0]) {
+		aj_err(err, EINVAL, "no command given");
+		aj_err_hint(err, "agentjail run [OPTIONS] -- COMMAND [ARG...]");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->n_binds; i++) {
+		if (p->workspace && aj_startswith(p->binds[i].dest, AJ_WORKSPACE_DIR) &&
+		    (p->binds[i].dest[strlen(AJ_WORKSPACE_DIR)] == '\0'))
+			return aj_err(err, EINVAL, "bind destination %s conflicts with --workspace",
+				      p->binds[i].dest);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p->binds[i].dest, p->binds[j].dest) == 0)
+				return aj_err(err, EINVAL, "two binds have the same destination %s",
+					      p->binds[i].dest);
+	}
+	if (p->tmp_size < (1ULL << 20))
+		return aj_err(err, EINVAL, "--tmp-size must be at least 1M");
+	if (p->memory && p->memory < (4ULL << 20))
+		return aj_err(err, EINVAL, "--memory must be at least 4M");
+	return 0;
+}

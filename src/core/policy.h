@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* aj_policy: the single description of a sandbox, filled by the CLI (and
+ * later the JSON policy file and the API), validated, then applied. */
+#ifndef AJ_POLICY_H
+#define AJ_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define AJ_SANDBOX_HOME "/home/agent"
+#define AJ_WORKSPACE_DIR "/workspace"
+#define AJ_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define AJ_DEFAULT_HOSTNAME "agentjail"
+#define AJ_DEFAULT_TMP_SIZE (256ULL << 20)
+#define AJ_DEFAULT_MEMORY (1ULL << 30)
+#define AJ_DEFAULT_PIDS 256
+#define AJ_MAX_ENV 256
+#define AJ_MAX_BINDS 64
+
+typedef struct aj_bind {
+	char *src;  /* absolute, validated host path */
+	char *dest; /* absolute path inside the sandbox */
+	bool writable;
+} aj_bind;
+
+typedef enum aj_tty_mode {
+	AJ_TTY_AUTO = 0, /* pty when stdin and stdout are terminals */
+	AJ_TTY_ALWAYS,
+	AJ_TTY_NEVER,
+} aj_tty_mode;
+
+typedef struct aj_policy {
+	char **argv;       /* command and arguments (borrowed, NULL-terminated) */
+	char *rootfs;      /* NULL: host minimal view */
+	char *workspace;   /* NULL: none */
+	char *cwd;         /* NULL: /workspace if any, else home */
+	char *hostname;    /* NULL: AJ_DEFAULT_HOSTNAME */
+	uid_t uid;         /* uid inside the sandbox (default 0) */
+	gid_t gid;         /* gid inside the sandbox (default = uid) */
+	aj_bind binds[AJ_MAX_BINDS];
+	size_t n_binds;
+	char *env[AJ_MAX_ENV]; /* extra "NAME=VALUE" entries, later wins */
+	size_t n_env;
+	unsigned long long tmp_size; /* bytes for /tmp, home, overlay upper */
+	/* cgroup limits; 0 means "no limit" */
+	unsigned long long memory;
+	unsigned long long pids;
+	unsigned long long cpu_millis; /* --cpus 1.5 -> 1500 */
+	aj_tty_mode tty;
+	bool quiet; /* suppress warnings about degraded features */
+} aj_policy;
+
+void aj_policy_init(aj_policy *p);
+void aj_policy_free(aj_policy *p);
+
+/* Validate a host path given by the user: absolute, no "." or ".." parts,
+ * no symlink in any component, exists. want_dir: must be a directory.
+ * On success *canon is a malloc'ed normalized copy. */
+int aj_path_validate_host(const char *what, const char *path, bool want_dir,
+			  char **canon, aj_error *err);
+/* Validate a path inside the sandbox: absolute, no "."/".." parts, not "/",
+ * not under /proc or /dev. On success *canon is a malloc'ed normalized copy. */
+int aj_path_validate_inside(const char *what, const char *path, char **canon,
+			    aj_error *err);
+
+/* Setters used by every front-end; each validates its input. */
+int aj_policy_set_workspace(aj_policy *p, const char *path, aj_error *err);
+int aj_policy_set_rootfs(aj_policy *p, const char *path, aj_error *err);
+/* spec: "SRC[:DEST]" */
+int aj_policy_add_bind(aj_policy *p, const char *spec, bool writable,
+		       aj_error *err);
+/* "NAME=VALUE", or "NAME" to copy from the caller's environment. */
+int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err);
+/* File of NAME=VALUE lines; blank lines and '#' comments ignored. */
+int aj_policy_add_env_file(aj_policy *p, const char *path, aj_error *err);
+int aj_policy_set_cwd(aj_policy *p, const char *path, aj_error *err);
+int aj_policy_set_hostname(aj_policy *p, const char *name, aj_error *err);
+int aj_policy_set_user(aj_policy *p, const char *spec, aj_error *err);
+int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err);
+
+/* Final cross-field checks (e.g. binds don't shadow each other). */
+int aj_policy_validate(const aj_policy *p, aj_error *err);
+
+/* Build the command's environment (NULL-terminated, malloc'ed array of
+ * malloc'ed strings). term may be NULL. */
+char **aj_policy_build_env(const aj_policy *p, const char *term);
+void aj_strv_free(char **v);
+
+#endif

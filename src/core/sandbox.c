@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/* The pipeline of one sandbox: plan, clone into new namespaces, map ids,
+ * join the cgroup, build the root in the child, run init, relay, tear down. */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "init.h"
+#include "mount.h"
+#include "pty.h"
+#include "sync.h"
+#include "userns.h"
+#include "util.h"
+
+#define AJ_CLONE_FLAGS                                                                       \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |          \
+	 CLONE_NEWNET)
+
+typedef struct run_ctx {
+	const aj_policy *p;
+	const aj_run_hooks *hooks;
+	aj_idmap idm;
+	aj_mount_plan plan;
+	aj_cgroup cg;
+	bool have_cg;
+	bool want_tty;
+	char **envp;
+	int sock[2];
+	int master;
+	pid_t pid;
+} run_ctx;
+
+static void warn(const run_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const run_ctx *c, const char *fmt, ...)
+{
+	if (!c->hooks || !c->hooks->warn || c->p->quiet)
+		return;
+	char buf[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	c->hooks->warn(c->hooks->ctx, buf);
+}
+
+static int bring_up_loopback(aj_error *err)
+{
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return aj_err(err, errno, "socket in the sandbox network namespace");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return aj_err(err, errno, "cannot read the loopback interface");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		return aj_err(err, errno, "cannot bring up the loopback interface");
+	return 0;
+}
+
+/* Exit when the parent is gone (the socket's other end closed). */
+static void die_with_parent(int sock)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	struct pollfd pfd = {.fd = sock, .events = 0};
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)))
+		_exit(AJ_EXIT_INTERNAL);
+}
+
+static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *master, aj_error *err)
+{
+	const aj_policy *p = c->p;
+	aj_msg m;
+	int r = aj_sync_recv(sock, &m, NULL, 0, NULL);
+	if (r < 0 || m.type != AJ_MSG_PARENT_GO)
+		_exit(AJ_EXIT_INTERNAL);
+	/* From now on act as the sandbox's root, not as the caller. */
+	if (c->idm.privileged && setgroups(0, NULL) < 0)
+		return aj_err(err, errno, "setgroups in the sandbox");
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		return aj_err(err, errno, "cannot become root of the sandbox's user namespace");
+	die_with_parent(sock); /* credential change cleared the death signal */
+	if (c->have_cg && unshare(CLONE_NEWCGROUP) < 0)
+		return aj_err(err, errno, "cannot create a cgroup namespace");
+	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
+		return r;
+	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
+	if (sethostname(host, strlen(host)) < 0)
+		return aj_err(err, errno, "sethostname");
+	if ((r = bring_up_loopback(err)) < 0)
+		return r;
+	if (c->want_tty) {
+		*master = aj_pty_open(pty, ptylen, err);
+		if (*master < 0)
+			return *master;
+	}
+	return 0;
+}
+
+__attribute__((noreturn)) static void child_main(run_ctx *c)
+{
+	int sock = c->sock[1];
+	close(c->sock[0]);
+	die_with_parent(sock);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	aj_error err;
+	aj_err_clear(&err);
+	char pty[64] = "";
+	int master = -1;
+	if (child_setup(c, sock, pty, sizeof(pty), &master, &err) < 0) {
+		aj_sync_send_error(sock, &err);
+		_exit(AJ_EXIT_INTERNAL);
+	}
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_SETUP_DONE;
+	if (aj_sync_send(sock, &m, master >= 0 ? &master : NULL, master >= 0 ? 1 : 0) < 0)
+		_exit(AJ_EXIT_INTERNAL);
+	if (master >= 0)
+		close(master);
+	aj_init_args a = {.policy = c->p, .envp = c->envp, .sync_fd = sock,
+			  .pty = c->want_tty ? pty : NULL, .drop_groups = c->idm.privileged};
+	aj_init_main(&a);
+}
+
+static void make_name(char *buf, size_t len)
+{
+	unsigned r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (unsigned)getpid();
+	snprintf(buf, len, "agentjail-%d-%08x", (int)getpid(), r);
+}
+
+static int prepare(run_ctx *c, aj_error *err)
+{
+	const aj_policy *p = c->p;
+	int r = aj_userns_plan(&c->idm, p->uid, p->gid, err);
+	if (r < 0)
+		return r;
+	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
+		return r;
+	if (c->idm.privileged) {
+		char map[64];
+		aj_userns_format_map(&c->idm, false, map, sizeof(map));
+		r = aj_mount_plan_open(&c->plan, map, aj_userns_host_uid(&c->idm),
+				       aj_userns_host_gid(&c->idm), err);
+		if (r < 0)
+			return r;
+	} else if (p->workspace) {
+		warn(c, "running unprivileged: files written in /workspace belong to uid %u (no idmapped mount without root)",
+		     (unsigned)getuid());
+	}
+	char name[64];
+	make_name(name, sizeof(name));
+	aj_error cgerr;
+	aj_err_clear(&cgerr);
+	if (aj_cgroup_create(&c->cg, name, p, &cgerr) == 0) {
+		c->have_cg = true;
+	} else {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
+		aj_err_format(&cgerr, msg, sizeof(msg));
+		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
+	}
+	c->envp = aj_policy_build_env(p, getenv("TERM"));
+	if (!c->envp)
+		return aj_err(err, ENOMEM, "environment");
+	return 0;
+}
+
+static int parent_start(run_ctx *c, aj_error *err)
+{
+	int r = aj_userns_write_maps(&c->idm, c->pid, err);
+	if (r == 0 && c->have_cg)
+		r = aj_cgroup_join(&c->cg, c->pid, err);
+	if (r < 0)
+		return r;
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_PARENT_GO;
+	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
+		return aj_err(err, -r, "cannot reach the sandbox");
+	int fds[1];
+	size_t n = 0;
+	r = aj_sync_recv(c->sock[0], &m, fds, 1, &n);
+	if (r < 0)
+		return aj_err(err, -r, "the sandbox died during setup");
+	if (m.type == AJ_MSG_ERROR) {
+		*err = m.err;
+		aj_err_prefix(err, "sandbox setup failed");
+		return -(err->code ? err->code : EINVAL);
+	}
+	if (m.type != AJ_MSG_SETUP_DONE)
+		return aj_err(err, EPROTO, "unexpected message %d from the sandbox", m.type);
+	if (n == 1)
+		c->master = fds[0];
+	return 0;
+}
+
+/* Relay the terminal and forward signals until init reports the end. */
+static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
+{
+	aj_term term = {0};
+	bool in_open = c->master >= 0;
+	if (c->master >= 0) {
+		aj_term_make_raw(&term, STDIN_FILENO);
+		aj_pty_copy_winsize(STDIN_FILENO, c->master);
+	}
+	int rc = -EPIPE;
+	char buf[16384];
+	for (;;) {
+		struct pollfd pf[4] = {{c->sock[0], POLLIN, 0}, {sfd, POLLIN, 0},
+				       {c->master, POLLIN, 0}, {in_open ? STDIN_FILENO : -1, POLLIN, 0}};
+		if (poll(pf, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = aj_err(err, errno, "poll");
+			break;
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGWINCH && c->master >= 0)
+					aj_pty_copy_winsize(STDIN_FILENO, c->master);
+				else if (si.ssi_signo != SIGCHLD)
+					kill(c->pid, (int)si.ssi_signo);
+			}
+		}
+		if (pf[2].revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(c->master, buf, sizeof(buf));
+			if (n > 0)
+				(void)aj_write_all(STDOUT_FILENO, buf, (size_t)n);
+		}
+		if (pf[3].revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+			if (n > 0)
+				(void)aj_write_all(c->master, buf, (size_t)n);
+			else
+				in_open = false;
+		}
+		if (pf[0].revents) {
+			aj_msg m;
+			int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
+			if (r == 0 && m.type == AJ_MSG_EXIT) {
+				res->term_signal = m.signal;
+				res->status = m.status;
+				res->exit_code = m.signal ? 128 + m.signal : m.status;
+				rc = 0;
+			} else if (r == 0 && m.type == AJ_MSG_ERROR) {
+				*err = m.err;
+				rc = -(err->code ? err->code : EINVAL);
+			} else {
+				rc = aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's init died unexpectedly");
+			}
+			break;
+		}
+	}
+	if (c->master >= 0) {
+		/* drain what the command wrote last */
+		fcntl(c->master, F_SETFL, O_NONBLOCK);
+		ssize_t n;
+		while ((n = read(c->master, buf, sizeof(buf))) > 0)
+			(void)aj_write_all(STDOUT_FILENO, buf, (size_t)n);
+	}
+	aj_term_restore(&term);
+	return rc;
+}
+
+static void teardown(run_ctx *c)
+{
+	if (c->pid > 0) {
+		kill(c->pid, SIGKILL);
+		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (c->have_cg)
+		aj_cgroup_destroy(&c->cg);
+	aj_mount_plan_free(&c->plan);
+	aj_strv_free(c->envp);
+	c->envp = NULL;
+	for (int i = 0; i < 2; i++)
+		if (c->sock[i] >= 0)
+			close(c->sock[i]);
+	if (c->master >= 0)
+		close(c->master);
+}
+
+int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
+		   aj_error *err)
+{
+	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1};
+	_cleanup_close_ int sfd = -1;
+	memset(res, 0, sizeof(*res));
+	int r = aj_policy_validate(p, err);
+	if (r < 0)
+		return r;
+	c.want_tty = p->tty == AJ_TTY_ALWAYS ||
+		     (p->tty == AJ_TTY_AUTO && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
+	if ((r = prepare(&c, err)) < 0)
+		goto out;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c.sock) < 0) {
+		r = aj_err(err, errno, "socketpair");
+		goto out;
+	}
+	sigset_t set, old;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	c.pid = (pid_t)syscall(SYS_clone, AJ_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (c.pid == 0)
+		child_main(&c);
+	if (c.pid < 0) {
+		r = aj_err(err, errno, "cannot create the sandbox's namespaces");
+		aj_err_hint(err, "check user namespace support with: agentjail doctor");
+	} else if (sfd < 0) {
+		r = aj_err(err, errno, "signalfd");
+	} else {
+		close(c.sock[1]);
+		c.sock[1] = -1;
+		r = parent_start(&c, err);
+		if (r == 0)
+			r = parent_loop(&c, sfd, res, err);
+	}
+	teardown(&c);
+	c.pid = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+	if (c.pid == 0 && c.have_cg)
+		aj_cgroup_destroy(&c.cg);
+	aj_mount_plan_free(&c.plan);
+	aj_strv_free(c.envp);
+	return r;
+}

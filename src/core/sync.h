@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Messages between agentjail and its sandbox over a SOCK_SEQPACKET pair,
+ * carrying structured errors and file descriptors (SCM_RIGHTS). */
+#ifndef AJ_SYNC_H
+#define AJ_SYNC_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+#define AJ_SYNC_MAX_FDS 64
+
+enum aj_msg_type {
+	AJ_MSG_CHILD_READY = 1, /* child: namespaces created, please map ids */
+	AJ_MSG_PARENT_GO,       /* parent: ids mapped, cgroup joined, fds attached */
+	AJ_MSG_SETUP_DONE,      /* child: root built; may carry a pty master fd */
+	AJ_MSG_ERROR,           /* child: setup or exec failed (err filled) */
+	AJ_MSG_EXIT,            /* init: command ended (status/signal filled) */
+};
+
+typedef struct aj_msg {
+	int type;
+	int status;  /* AJ_MSG_EXIT: exit status or 0 */
+	int signal;  /* AJ_MSG_EXIT: terminating signal or 0 */
+	aj_error err; /* AJ_MSG_ERROR */
+} aj_msg;
+
+/* Send msg with n fds (may be 0). Returns 0 or -errno. */
+int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n);
+/* Receive one message; received fds (CLOEXEC) go to fds[*n] (max cap).
+ * Returns 0, -EPIPE on EOF, or -errno. */
+int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n);
+/* Child side helpers: report an error to the parent. */
+void aj_sync_send_error(int sock, const aj_error *err);
+
+#endif

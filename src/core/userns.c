@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#include "userns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Reserve a uid slot for the lifetime of this process with an abstract unix
+ * socket name: the kernel frees it when the process dies, so nothing is left
+ * behind and two live sandboxes never share host ids. */
+static int reserve_slot(unsigned slot)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "agentjail/uid-slot/%u", slot);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int slot_fd = -1;
+
+int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->inside_uid = inside_uid;
+	m->inside_gid = inside_gid;
+	m->caller_uid = geteuid();
+	m->caller_gid = getegid();
+	m->privileged = m->caller_uid == 0;
+	if (!m->privileged)
+		return 0;
+	for (int attempt = 0; attempt < 64; attempt++) {
+		unsigned r;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
+		unsigned slot = r % AJ_UID_SLOTS;
+		int fd = reserve_slot(slot);
+		if (fd == -EADDRINUSE)
+			continue;
+		if (fd < 0)
+			return aj_err(err, -fd, "cannot reserve a host uid range");
+		if (slot_fd >= 0)
+			close(slot_fd);
+		slot_fd = fd;
+		m->host_base = AJ_UID_BASE + slot * AJ_UID_RANGE;
+		return 0;
+	}
+	return aj_err(err, EBUSY, "no free host uid range for a new sandbox");
+}
+
+uid_t aj_userns_host_uid(const aj_idmap *m)
+{
+	return m->privileged ? m->host_base + m->inside_uid : m->caller_uid;
+}
+
+gid_t aj_userns_host_gid(const aj_idmap *m)
+{
+	return m->privileged ? m->host_base + m->inside_gid : m->caller_gid;
+}
+
+int aj_userns_format_map(const aj_idmap *m, bool gid, char *buf, size_t len)
+{
+	int n;
+	if (m->privileged)
+		n = snprintf(buf, len, "0 %u %u\n", (unsigned)m->host_base, AJ_UID_RANGE);
+	else if (gid)
+		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_gid, (unsigned)m->caller_gid);
+	else
+		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_uid, (unsigned)m->caller_uid);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static int write_proc(pid_t pid, const char *file, const char *content, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	int r = aj_write_file(path, content, 0);
+	if (r < 0) {
+		aj_err(err, -r, "cannot write %s of the sandbox", file);
+		aj_err_hint(err, "check that user namespaces are enabled: agentjail doctor");
+	}
+	return r;
+}
+
+int aj_userns_write_maps(const aj_idmap *m, pid_t pid, aj_error *err)
+{
+	char map[128];
+	int r;
+	if (aj_userns_format_map(m, false, map, sizeof(map)) < 0)
+		return aj_err(err, ENOSPC, "uid map");
+	if ((r = write_proc(pid, "uid_map", map, err)) < 0)
+		return r;
+	if (!m->privileged && (r = write_proc(pid, "setgroups", "deny", err)) < 0)
+		return r;
+	if (aj_userns_format_map(m, true, map, sizeof(map)) < 0)
+		return aj_err(err, ENOSPC, "gid map");
+	return write_proc(pid, "gid_map", map, err);
+}
+
+int aj_userns_make_fd(const char *uid_map, const char *gid_map, aj_error *err)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "pipe");
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid < 0) {
+		int e = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return aj_err(err, e, "cannot create a user namespace for an idmapped mount");
+	}
+	if (pid == 0) {
+		char c;
+		close(pipefd[1]);
+		while (read(pipefd[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(pipefd[0]);
+	int fd = -1, r = write_proc(pid, "uid_map", uid_map, err);
+	if (r == 0)
+		r = write_proc(pid, "gid_map", gid_map, err);
+	if (r == 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			r = aj_err(err, errno, "cannot open %s", path);
+	}
+	close(pipefd[1]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r < 0 ? r : fd;
+}

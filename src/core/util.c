@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int aj_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int aj_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_fd_string(int fd, const char *content)
+{
+	int r = aj_write_all(fd, content, strlen(content));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+int aj_write_file(const char *path, const char *content, mode_t create_mode)
+{
+	int flags = O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+	if (create_mode)
+		flags |= O_CREAT;
+	int fd = open(path, flags, create_mode);
+	if (fd < 0)
+		return -errno;
+	return write_fd_string(fd, content);
+}
+
+int aj_write_file_at(int dirfd, const char *path, const char *content)
+{
+	int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	return write_fd_string(fd, content);
+}
+
+int aj_read_file(const char *path, char **out, size_t *len_out)
+{
+	const size_t max = 1 << 20;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 4096, len = 0;
+	_cleanup_free_ char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len + 1 >= cap) {
+			if (cap >= max)
+				return -EFBIG;
+			cap *= 2;
+			char *nb = realloc(buf, cap);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (len_out)
+		*len_out = len;
+	*out = steal_pointer(&buf);
+	return 0;
+}
+
+int aj_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int aj_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int aj_parse_size(const char *s, unsigned long long *out)
+{
+	if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	double mult = 1;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		mult = 1024.0;
+		break;
+	case 'M':
+		mult = 1024.0 * 1024;
+		break;
+	case 'G':
+		mult = 1024.0 * 1024 * 1024;
+		break;
+	case 'T':
+		mult = 1024.0 * 1024 * 1024 * 1024;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		/* accept K, KB, KiB, k, kib ... */
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	double bytes = v * mult;
+	if (bytes > 9.0e18)
+		return -ERANGE;
+	*out = (unsigned long long)bytes;
+	return 0;
+}
+
+char *aj_strjoin(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *r = malloc(la + lb + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, a, la);
+	memcpy(r + la, b, lb + 1);
+	return r;
+}
+
+char *aj_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *r = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&r, fmt, ap) < 0)
+		r = NULL;
+	va_end(ap);
+	return r;
+}
+
+bool aj_startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}

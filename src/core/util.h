@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* Small shared helpers: cleanup attributes, string and file utilities. */
+#ifndef AJ_UTIL_H
+#define AJ_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+static inline void aj_freep(void *p) { free(*(void **)p); }
+static inline void aj_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+#define _cleanup_free_ __attribute__((cleanup(aj_freep)))
+#define _cleanup_close_ __attribute__((cleanup(aj_closep)))
+
+/* Return *pp and set it to NULL, so a cleanup attribute won't free it. */
+#define steal_pointer(pp)                                                      \
+	({                                                                     \
+		__typeof__(*(pp)) _p = *(pp);                                  \
+		*(pp) = NULL;                                                  \
+		_p;                                                            \
+	})
+
+#define steal_fd(fdp)                                                          \
+	({                                                                     \
+		int _fd = *(fdp);                                              \
+		*(fdp) = -1;                                                   \
+		_fd;                                                           \
+	})
+
+#define AJ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Write a whole buffer, retrying on EINTR and short writes. Returns 0 or -errno. */
+int aj_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes. Returns 0, -EPIPE on early EOF, or -errno. */
+int aj_read_all(int fd, void *buf, size_t len);
+/* Write a string to a file at path (O_WRONLY|O_TRUNC, or create with mode). */
+int aj_write_file(const char *path, const char *content, mode_t create_mode);
+/* Write a string to a file at dirfd/path (must exist). */
+int aj_write_file_at(int dirfd, const char *path, const char *content);
+/* Read a small file (max 1 MiB) into a NUL-terminated malloc'ed buffer. */
+int aj_read_file(const char *path, char **out, size_t *len_out);
+/* mkdir -p with mode; existing directories are fine. */
+int aj_mkdir_p(const char *path, mode_t mode);
+/* Parse a size like "512M", "1G", "1.5GiB", "4096". Returns 0 or -EINVAL/-ERANGE. */
+int aj_parse_size(const char *s, unsigned long long *out);
+/* Parse a non-negative decimal integer <= max. */
+int aj_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+/* Join strings a + b into malloc'ed buffer (NULL on ENOMEM). */
+char *aj_strjoin(const char *a, const char *b);
+/* snprintf into a malloc'ed buffer. */
+char *aj_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* True when s starts with prefix. */
+bool aj_startswith(const char *s, const char *prefix);
+
+#endif

@@ -1,0 +1,302 @@
+# Shared helpers for agentjail integration tests (bats >= 1.5).
+#
+#   AJ     path of the agentjail binary      (default: build/agentjail)
+#   PROBE  path of the static probe program  (default: build/tests/ajprobe)
+#
+# Every test gets a fresh workspace "$WS" (mode 0755, owned by root) and a
+# scratch dir "$T".  setup() snapshots host state, teardown() checks that the
+# test left nothing behind: mounts, cgroups, processes, temp dirs, netns, links.
+
+bats_require_minimum_version 1.5.0
+
+_aj_root=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+if [ -z "${AJ:-}" ]; then
+    if [ -e "$PWD/build/agentjail" ]; then AJ=$PWD/build/agentjail; else AJ=$_aj_root/build/agentjail; fi
+fi
+if [ -z "${PROBE:-}" ]; then
+    if [ -e "$PWD/build/tests/ajprobe" ]; then PROBE=$PWD/build/tests/ajprobe; else PROBE=$_aj_root/build/tests/ajprobe; fi
+fi
+AJ_TIMEOUT=${AJ_TIMEOUT:-60}
+SANDBOX_UID_MIN=1000000000
+
+# ---------------------------------------------------------------- assertions
+
+fail() {
+    echo "FAIL: $*" >&2
+    return 1
+}
+
+_aj_dump() {
+    {
+        echo "--- status: ${status:-}"
+        echo "--- stdout:"
+        printf '%s\n' "${output:-}"
+        echo "--- stderr:"
+        printf '%s\n' "${stderr:-}"
+        echo "---"
+    } >&2
+}
+
+assert_status() {
+    if [ "${status:-}" != "$1" ]; then
+        _aj_dump
+        fail "expected exit status $1, got ${status:-unset}"
+    fi
+}
+
+assert_eq() { # ACTUAL EXPECTED [WHAT]
+    if [ "$1" != "$2" ]; then
+        _aj_dump
+        fail "${3:-value}: expected [$2], got [$1]"
+    fi
+}
+
+assert_ne() { # ACTUAL UNEXPECTED [WHAT]
+    if [ "$1" = "$2" ]; then
+        _aj_dump
+        fail "${3:-value}: must not be [$2]"
+    fi
+}
+
+assert_output_has_line() { # LINE : exact line present in $output
+    local l
+    for l in "${lines[@]}"; do [ "$l" = "$1" ] && return 0; done
+    _aj_dump
+    fail "output lacks line [$1]"
+}
+
+assert_output_lacks() { # SUBSTRING
+    if [[ "${output:-}" == *"$1"* ]]; then
+        _aj_dump
+        fail "output must not contain [$1]"
+    fi
+}
+
+# Exactly one stderr line, starting with "agentjail: ", nothing on stdout.
+assert_one_error_line() {
+    local n=${#stderr_lines[@]}
+    if [ "$n" -ne 1 ] || [[ "${stderr_lines[0]:-}" != "agentjail: "?* ]]; then
+        _aj_dump
+        fail "expected exactly one stderr line starting with 'agentjail: ', got $n line(s)"
+    fi
+}
+
+# Value of KEY in key=value lines of $output (first match).
+kv() {
+    printf '%s\n' "${output:-}" | awk -v k="$1=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }'
+}
+
+# ---------------------------------------------------------------- running
+
+require_binaries() {
+    [ -x "$AJ" ] || fail "agentjail binary not found at $AJ (build it: meson setup build && ninja -C build)"
+    [ -x "$PROBE" ] || fail "probe not found at $PROBE (build it: ninja -C build)"
+}
+
+require_root() {
+    [ "$(id -u)" -eq 0 ] || skip "needs root (run the suite as root for this test)"
+}
+
+# agentjail run with the test workspace and the probe at /probe.
+ajrun() {
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" "$@"
+}
+
+# run ajrun, keeping stderr apart: sets $status $output $lines $stderr $stderr_lines.
+sandbox() {
+    run --separate-stderr ajrun "$@"
+}
+
+# A per-test name for prctl(PR_SET_NAME) of probe processes (<= 15 chars).
+aj_tag() {
+    echo "ajt${BASHPID}${1:-}"
+}
+
+# Host pids whose comm is exactly NAME.
+host_pids_by_comm() {
+    local d c
+    for d in /proc/[0-9]*; do
+        c=$(cat "$d/comm" 2>/dev/null) || continue
+        [ "$c" = "$1" ] && echo "${d#/proc/}"
+    done
+    return 0
+}
+
+# Wait up to SECS (default 5) for a process named NAME; print its pid.
+wait_for_comm() {
+    local i pids
+    for ((i = 0; i < ${2:-5} * 20; i++)); do
+        pids=$(host_pids_by_comm "$1")
+        if [ -n "$pids" ]; then
+            echo "$pids" | head -n1
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# Wait up to SECS (default 1) until no process is named NAME.
+wait_gone_comm() {
+    local i
+    for ((i = 0; i < ${2:-1} * 20; i++)); do
+        [ -z "$(host_pids_by_comm "$1")" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# Wait up to SECS for FILE to contain a line matching REGEX.
+wait_for_file_line() { # FILE REGEX [SECS]
+    local i
+    for ((i = 0; i < ${3:-5} * 20; i++)); do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# Field N (1-based: real, effective, saved, fs) of "Uid:" in /proc/PID/status.
+host_uid_of() {
+    awk -v f="${2:-1}" '$1 == "Uid:" { print $(f + 1) }' "/proc/$1/status"
+}
+
+# New host processes (not present at setup) running as a sandbox uid.
+new_sandbox_uid_pids() {
+    ps -e -o pid=,uid= | while read -r pid uid; do
+        [ "$uid" -ge "$SANDBOX_UID_MIN" ] || continue
+        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
+        echo "$pid"
+    done
+}
+
+# ---------------------------------------------------------------- residue
+
+# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
+_aj_cgroup_dirs() {
+    local mp fstype opts ctrls p path first
+    while read -r mp fstype opts; do
+        path=
+        if [ "$fstype" = cgroup2 ]; then
+            path=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
+        else
+            while IFS=: read -r _ ctrls p; do
+                [ -n "$ctrls" ] || continue
+                first=${ctrls%%,*}
+                case ",$opts," in *",$first,"*) path=$p ;; esac
+            done </proc/self/cgroup
+        fi
+        [ -n "$path" ] && [ -d "$mp$path" ] || continue
+        find "$mp$path" -mindepth 1 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+    done < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 1), $(i + 3); break } }' \
+        /proc/self/mountinfo | awk '$2 == "cgroup" || $2 == "cgroup2"')
+}
+
+_aj_snapshot() {
+    echo "## mounts"
+    awk '{ print $5 }' /proc/self/mountinfo | sort
+    echo "## cgroups"
+    _aj_cgroup_dirs | sort
+    echo "## tempdirs"
+    ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sort
+    echo "## netns"
+    ip netns list 2>/dev/null | sort
+    echo "## links"
+    ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sort
+}
+
+# Processes that appeared since setup and either descend from the test
+# process or run as a sandbox uid (or as uid AJ_EXTRA_UID, e.g. nobody).
+_aj_new_procs() {
+    local f=$BATS_TEST_TMPDIR/.ps
+    ps -e -o pid=,ppid=,uid=,comm= >"$f" 2>/dev/null
+    local -A parent=() uidof=() comm=()
+    local pid ppid uid c p
+    while read -r pid ppid uid c; do
+        parent[$pid]=$ppid
+        uidof[$pid]=$uid
+        comm[$pid]=$c
+    done <"$f"
+    for pid in "${!parent[@]}"; do
+        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
+        [ "$pid" = "$BASHPID" ] && continue # this very subshell
+        [ "${comm[$pid]}" = ps ] && continue
+        if [ "${uidof[$pid]}" -ge "$SANDBOX_UID_MIN" ] ||
+            { [ -n "${AJ_EXTRA_UID:-}" ] && [ "${uidof[$pid]}" = "$AJ_EXTRA_UID" ]; }; then
+            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
+            continue
+        fi
+        p=${parent[$pid]}
+        while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
+            if [ "$p" = "$AJ_TEST_PID" ]; then
+                echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]} (child of the test)"
+                break
+            fi
+            p=${parent[$p]:-}
+        done
+    done
+}
+
+aj_residue_setup() {
+    AJ_TEST_PID=$BASHPID
+    AJ_SETUP_PIDS=" $(ps -e -o pid= | tr -s ' \n' '  ') "
+    _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.before"
+}
+
+aj_residue_check() {
+    local i procs=
+    for ((i = 0; i < 10; i++)); do
+        _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.after"
+        procs=$(_aj_new_procs)
+        if [ -z "$procs" ] && cmp -s "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    local ok=0
+    if [ -n "$procs" ]; then
+        echo "RESIDUE: processes left behind:" >&2
+        echo "$procs" >&2
+        ok=1
+        # Do not let stray sandbox processes outlive the test (by pid only).
+        local pid
+        while read -r pid _; do kill -KILL "$pid" 2>/dev/null || true; done <<<"$procs"
+    fi
+    if ! cmp -s "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"; then
+        if [ -n "${AJ_RESIDUE_PROCS_ONLY:-}" ]; then
+            echo "# note: non-process residue ignored for this test:" >&2
+            diff "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" >&2 || true
+        else
+            echo "RESIDUE: host state changed (before -> after):" >&2
+            diff "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" >&2 || true
+            ok=1
+        fi
+    fi
+    return $ok
+}
+
+# ---------------------------------------------------------------- setup
+
+# Standard per-test setup: binaries present, scratch dir, workspace, snapshot.
+aj_setup() {
+    require_binaries
+    T=$BATS_TEST_TMPDIR/t
+    WS=$T/ws
+    mkdir -p "$WS"
+    chmod 0755 "$BATS_TEST_TMPDIR" "$T" "$WS"
+    aj_residue_setup
+}
+
+aj_teardown() {
+    local rc=0
+    # Reap any background agentjail the test started and did not wait for.
+    if [ -n "${AJ_BG_PID:-}" ] && kill -0 "$AJ_BG_PID" 2>/dev/null; then
+        kill -KILL "$AJ_BG_PID" 2>/dev/null || true
+        wait "$AJ_BG_PID" 2>/dev/null || true
+    fi
+    aj_residue_check || rc=1
+    return $rc
+}
+
+setup() { aj_setup; }
+teardown() { aj_teardown; }

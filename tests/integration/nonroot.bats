@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# agentjail run by an unprivileged caller (uid 65534 via setpriv).
+
+load helpers
+
+NR_UID=65534
+
+# Run agentjail as nobody, in the nobody-owned workspace.
+nr_aj() {
+    (cd "$NRWS" && timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
+        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@")
+}
+
+nr_run() { # OPTIONS... -- CMD...
+    run --separate-stderr nr_aj run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" "$@"
+}
+
+setup() {
+    require_root # we need root to become nobody; the product itself runs unprivileged
+    aj_setup
+    command -v setpriv >/dev/null || skip "setpriv not installed"
+    AJ_EXTRA_UID=$NR_UID
+    # A tree nobody can traverse: every parent 0755, workspace owned by nobody.
+    NRDIR=$(mktemp -d /tmp/ajtest-nonroot.XXXXXX)
+    chmod 0755 "$NRDIR"
+    NRWS=$NRDIR/ws
+    mkdir "$NRWS"
+    chown "$NR_UID:$NR_UID" "$NRWS"
+    cp "$AJ" "$NRDIR/agentjail"
+    cp "$PROBE" "$NRDIR/ajprobe"
+    chmod 0755 "$NRDIR/agentjail" "$NRDIR/ajprobe"
+    if ! setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all unshare --user --map-root-user true 2>/dev/null; then
+        skip "unprivileged user namespaces are not available on this host"
+    fi
+}
+
+teardown() {
+    local rc=0
+    aj_teardown || rc=1
+    [ -n "${NRDIR:-}" ] && [ -d "$NRDIR" ] && rm -rf --one-file-system "$NRDIR"
+    return $rc
+}
+
+@test "nonroot: a sandbox runs, uid 0 inside" {
+    nr_run -- /probe ids
+    assert_status 0
+    assert_eq "$(kv uid)" 0 uid
+    assert_eq "$(kv gid)" 0 gid
+}
+
+@test "nonroot: exit status and signals pass through" {
+    nr_run -- /probe exit 7
+    assert_status 7
+    nr_run -- /probe signal-self TERM
+    assert_status 143
+}
+
+@test "nonroot: files written in the workspace are owned by the caller (65534)" {
+    nr_run -- /bin/sh -c 'echo hi >/workspace/f && mkdir /workspace/d'
+    assert_status 0
+    assert_eq "$(stat -c %u:%g "$NRWS/f")" "$NR_UID:$NR_UID" "owner of f"
+    assert_eq "$(stat -c %u:%g "$NRWS/d")" "$NR_UID:$NR_UID" "owner of d"
+    assert_eq "$(cat "$NRWS/f")" hi content
+}
+
+@test "nonroot: the cgroup-limits warning appears exactly once on stderr" {
+    nr_run -- /bin/sh -c 'echo out'
+    assert_status 0
+    assert_eq "$output" out stdout
+    local n=0 l
+    for l in "${stderr_lines[@]}"; do
+        [[ "$l" == *cgroup* ]] && n=$((n + 1))
+        [[ "$l" == "agentjail: "* ]] || { _aj_dump; fail "unexpected stderr line: $l"; }
+    done
+    assert_eq "$n" 1 "number of cgroup warning lines"
+    assert_eq "${#stderr_lines[@]}" 1 "number of stderr lines"
+}
+
+@test "nonroot: --quiet silences the warning" {
+    nr_run --quiet -- /bin/sh -c 'echo out'
+    assert_status 0
+    assert_eq "$output" out stdout
+    assert_eq "$stderr" "" stderr
+}
+
+@test "nonroot: the sandboxed process runs as the caller's host uid" {
+    local tag pid
+    tag=$(aj_tag n)
+    nr_aj run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag" >"$T/out" 2>"$T/err" &
+    AJ_BG_PID=$!
+    pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared"; }
+    assert_eq "$(host_uid_of "$pid" 1)" "$NR_UID" "host uid of the sandboxed process"
+    assert_eq "$(host_uid_of "$pid" 2)" "$NR_UID" "host euid of the sandboxed process"
+    kill -TERM "$AJ_BG_PID"
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+}
+
+@test "nonroot: isolation holds (network, hostname, host paths, environment)" {
+    nr_run -- /probe net
+    assert_status 0
+    assert_eq "$(printf '%s\n' "${lines[@]}" | sed -n 's/^iface=//p' | tr '\n' ' ')" "lo " interfaces
+    assert_eq "$(kv connect)" ENETUNREACH connect
+    nr_run -- /probe hostname
+    assert_eq "$(kv hostname)" agentjail hostname
+    nr_run -- /probe exists /root /var /run /srv /mnt /opt /sys "$NRDIR" /etc/shadow
+    assert_status 0
+    local p
+    for p in /root /var /run /srv /mnt /opt /sys "$NRDIR" /etc/shadow; do
+        assert_eq "$(kv "$p")" no "$p visible inside"
+    done
+    nr_run -- /probe env
+    assert_eq "$(kv HOME)" /home/agent HOME
+}
+
+@test "nonroot: a double-forked orphan is killed when the command exits" {
+    local tag
+    tag=$(aj_tag o)
+    nr_run -- /probe orphan "$tag"
+    assert_status 0
+    wait_gone_comm "$tag" 1 || fail "orphan '$tag' still running: $(host_pids_by_comm "$tag")"
+}
+
+@test "nonroot: PID 1 is init and zombies are reaped" {
+    nr_run -- /probe spin-children 3
+    assert_status 0
+    assert_eq "$(kv orphan_zombies)" 0 "zombies left with PID 1"
+    nr_run -- /probe pidns
+    [ "$(kv pid)" -gt 1 ] || { _aj_dump; fail "command is PID 1"; }
+}
+
+@test "nonroot: bad input still gives 125 with one line" {
+    nr_aj run --workspace "$NRWS" --bogus -- /bin/true >"$T/out" 2>"$T/err" && st=0 || st=$?
+    assert_eq "$st" 125 "exit status"
+    assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
+    grep -q '^agentjail: ' "$T/err" || fail "stderr does not start with 'agentjail: '"
+}
