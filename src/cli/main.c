@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "util.h"
 
 static const char usage[] =
 	"Usage: agentjail COMMAND [OPTIONS]\n"
@@ -30,6 +31,7 @@ int aj_cli_fail(const aj_error *err)
 
 int main(int argc, char **argv)
 {
+	aj_proctitle_init(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return AJ_EXIT_INTERNAL;

@@ -62,13 +62,6 @@ struct aj_mount_attr {
 #define NOT_RUN (-1)
 #define OVL_OPTS "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w"
 
-static inline void fclosep(FILE **f)
-{
-	if (*f)
-		fclose(*f);
-}
-#define _cleanup_fclose_ __attribute__((cleanup(fclosep)))
-
 enum { NS_MOUNT, NS_PID, NS_IPC, NS_UTS, NS_NET, NS_CGROUP, NS_COUNT };
 static const struct {
 	const char *name;
@@ -129,7 +122,7 @@ static void detail_result(aj_check *c, const char *what, int err)
 		detail(c, "; %s: %s", what, err ? errname(err) : "ok");
 }
 
-/* Whether tok occurs in list as a whole word (separated by , space tab). */
+/* Whether tok occurs in list as a whole word (separated by , space tab \n). */
 static bool has_token(const char *list, const char *tok)
 {
 	size_t n = strlen(tok);
@@ -137,22 +130,19 @@ static bool has_token(const char *list, const char *tok)
 	if (!n)
 		return false;
 	for (const char *p = list; (p = strstr(p, tok)); p += n)
-		if ((p == list || strchr(", \t", p[-1])) && strchr(", \t\n", p[n]))
+		if ((p == list || strchr(", \t\n", p[-1])) && strchr(", \t\n", p[n]))
 			return true;
 	return false;
 }
 
+/* First line of a small file into buf ("" if unreadable). */
 static int read_line(const char *path, char *buf, size_t size)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	_cleanup_free_ char *s = NULL;
+	int r = aj_read_file(path, &s, NULL);
 
-	buf[0] = '\0';
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)size, f))
-		buf[0] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	snprintf(buf, size, "%.*s", r < 0 ? 0 : (int)strcspn(s, "\n"), r < 0 ? "" : s);
+	return r;
 }
 
 static long read_long(const char *path)
@@ -354,12 +344,13 @@ static int put_file(const char *path, const char *s)
 
 	if (fd < 0)
 		return errno;
+	errno = 0;
 	if (write(fd, s, (size_t)len) != len)
 		return errno ? errno : EIO;
 	return 0;
 }
 
-/* Root maps 0..65535 to HIGH_UID..; a user maps 0 to itself only. */
+/* Root maps 0.. to every uid slot; a user maps 0 to itself only. */
 static void write_maps(pid_t pid, struct probe *p)
 {
 	bool root = geteuid() == 0;
@@ -723,21 +714,13 @@ static void check_landlock(aj_check *c, const struct probe *p)
 		detail(c, " (network rules need ABI 4, Linux 6.7)");
 }
 
-static bool fs_listed(const char *fs)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
-	char line[128];
-
-	while (f && fgets(line, sizeof(line), f))
-		if (has_token(line, fs))
-			return true;
-	return false;
-}
-
 static void check_overlay(aj_check *c, const struct probe *p)
 {
-	detail(c, "/proc/filesystems: %s",
-	       fs_listed("overlay") ? "overlay" : "no overlay (a module may load on first use)");
+	_cleanup_free_ char *fs = NULL;
+
+	aj_read_file("/proc/filesystems", &fs, NULL);
+	detail(c, "/proc/filesystems: %s", fs && has_token(fs, "overlay") ? "overlay" :
+		  "no overlay (a module may load on first use)");
 	if (p->tmpfs) {
 		detail_result(c, "tmpfs in user namespace", p->tmpfs);
 		verdict(c, AJ_CHECK_WARN, "Needs user and mount namespaces and tmpfs (see above).");
@@ -772,34 +755,26 @@ static void check_idmap(aj_check *c, const struct probe *p)
 	}
 }
 
-static bool find_file(const char *dirs, const char *name, char *out, size_t size)
+static const char *first_existing(const char *const *paths)
 {
-	_cleanup_free_ char *copy = strdup(dirs);
-	char *save = NULL;
-
-	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
-	     d = strtok_r(NULL, ":", &save)) {
-		snprintf(out, size, "%s/%s", d, name);
-		if (access(out, F_OK) == 0)
-			return true;
-	}
-	return false;
+	for (; *paths; paths++)
+		if (access(*paths, F_OK) == 0)
+			return *paths;
+	return NULL;
 }
 
 static void check_nftables(aj_check *c, const struct probe *p)
 {
-	static const char libdirs[] = "/usr/lib/x86_64-linux-gnu:/usr/lib/aarch64-linux-gnu:"
-				      "/usr/lib64:/usr/lib:/lib64:/lib";
-	const char *path = getenv("PATH");
-	char dirs[1024], bin[600], lib[600];
-	bool has_bin, has_lib;
+	static const char *const bins[] = { "/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft",
+					    "/usr/local/sbin/nft", NULL };
+	static const char *const libs[] = { "/usr/lib/x86_64-linux-gnu/libnftables.so.1",
+					    "/usr/lib/aarch64-linux-gnu/libnftables.so.1",
+					    "/usr/lib64/libnftables.so.1", "/usr/lib/libnftables.so.1",
+					    NULL };
+	const char *bin = first_existing(bins), *lib = first_existing(libs);
 
-	snprintf(dirs, sizeof(dirs), "%s:/usr/sbin:/sbin", path ? path : "/usr/bin:/bin");
-	has_bin = find_file(dirs, "nft", bin, sizeof(bin));
-	has_lib = find_file(libdirs, "libnftables.so.1", lib, sizeof(lib));
-	detail(c, "nft: %s; libnftables: %s", has_bin ? bin : "not found",
-	       has_lib ? lib : "not found");
-	if (!has_bin && !has_lib)
+	detail(c, "nft: %s; libnftables: %s", bin ? bin : "not found", lib ? lib : "not found");
+	if (!bin && !lib)
 		verdict(c, AJ_CHECK_WARN,
 			"Network policies (--net) need nftables: apt-get install nftables libnftables1.");
 }

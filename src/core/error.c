@@ -50,7 +50,8 @@ void aj_err_prefix(aj_error *err, const char *fmt, ...)
 void aj_err_format(const aj_error *err, char *buf, size_t len)
 {
 	int n;
-	if (err->code)
+	/* EINVAL/ELOOP only restate the message: leave them out */
+	if (err->code && err->code != EINVAL && err->code != ELOOP)
 		n = snprintf(buf, len, "%s: %s", err->msg, strerror(err->code));
 	else
 		n = snprintf(buf, len, "%s", err->msg);

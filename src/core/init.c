@@ -64,9 +64,9 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		command_fail(errfd, &err);
 	}
 	environ = a->envp;
-	execvp(p->argv[0], p->argv);
+	execvp(a->argv[0], a->argv);
 	int e = errno;
-	aj_err(&err, e, "cannot execute '%s'", p->argv[0]);
+	aj_err(&err, e, "cannot execute '%s'", a->argv[0]);
 	err.exit = aj_init_exec_exit(e);
 	if (e == ENOENT)
 		aj_err_hint(&err, "the command must exist inside the sandbox (PATH=%s); bind it in with --ro",

@@ -10,6 +10,7 @@
 
 typedef struct aj_init_args {
 	const aj_policy *policy;
+	char **argv;
 	char **envp;
 	int sync_fd;        /* to the agentjail parent */
 	const char *pty;    /* slave path inside the sandbox, or NULL */

@@ -43,6 +43,7 @@ typedef struct run_ctx {
 	bool have_cg;
 	bool want_tty;
 	char **envp;
+	char **argv; /* heap copy: the original argv area is wiped in init */
 	int sock[2];
 	int master;
 	pid_t pid;
@@ -120,6 +121,7 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 {
 	int sock = c->sock[1];
 	close(c->sock[0]);
+	aj_proctitle_set("agentjail-init");
 	die_with_parent(sock);
 	sigset_t none;
 	sigemptyset(&none);
@@ -139,7 +141,7 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		_exit(AJ_EXIT_INTERNAL);
 	if (master >= 0)
 		close(master);
-	aj_init_args a = {.policy = c->p, .envp = c->envp, .sync_fd = sock,
+	aj_init_args a = {.policy = c->p, .argv = c->argv, .envp = c->envp, .sync_fd = sock,
 			  .pty = c->want_tty ? pty : NULL, .drop_groups = c->idm.privileged};
 	aj_init_main(&a);
 }
@@ -167,9 +169,6 @@ static int prepare(run_ctx *c, aj_error *err)
 				       aj_userns_host_gid(&c->idm), err);
 		if (r < 0)
 			return r;
-	} else if (p->workspace) {
-		warn(c, "running unprivileged: files written in /workspace belong to uid %u (no idmapped mount without root)",
-		     (unsigned)getuid());
 	}
 	char name[64];
 	make_name(name, sizeof(name));
@@ -183,7 +182,14 @@ static int prepare(run_ctx *c, aj_error *err)
 		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
 	}
 	c->envp = aj_policy_build_env(p, getenv("TERM"));
-	if (!c->envp)
+	size_t argc = 0;
+	while (p->argv[argc])
+		argc++;
+	c->argv = calloc(argc + 1, sizeof(char *));
+	for (size_t i = 0; c->argv && i < argc; i++)
+		if (!(c->argv[i] = strdup(p->argv[i])))
+			return aj_err(err, ENOMEM, "argv");
+	if (!c->envp || !c->argv)
 		return aj_err(err, ENOMEM, "environment");
 	return 0;
 }
@@ -298,6 +304,8 @@ static void teardown(run_ctx *c)
 	aj_mount_plan_free(&c->plan);
 	aj_strv_free(c->envp);
 	c->envp = NULL;
+	aj_strv_free(c->argv);
+	c->argv = NULL;
 	for (int i = 0; i < 2; i++)
 		if (c->sock[i] >= 0)
 			close(c->sock[i]);
@@ -352,5 +360,6 @@ out:
 		aj_cgroup_destroy(&c.cg);
 	aj_mount_plan_free(&c.plan);
 	aj_strv_free(c.envp);
+	aj_strv_free(c.argv);
 	return r;
 }

@@ -215,3 +215,30 @@ bool aj_startswith(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
+
+static char *title_start;
+static size_t title_len;
+
+void aj_proctitle_init(int argc, char **argv)
+{
+	extern char **environ;
+	if (argc < 1 || !argv[0])
+		return;
+	char *end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+	for (char **e = environ; e && *e; e++)
+		if (*e == end)
+			end = *e + strlen(*e) + 1;
+	title_start = argv[0];
+	title_len = (size_t)(end - argv[0]);
+}
+
+void aj_proctitle_set(const char *title)
+{
+	extern char **environ;
+	if (!title_start || title_len == 0)
+		return;
+	/* environ's strings live in the area we wipe; nothing may read it later */
+	environ = NULL;
+	memset(title_start, 0, title_len);
+	snprintf(title_start, title_len, "%s", title);
+}

@@ -60,3 +60,10 @@ char *aj_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool aj_startswith(const char *s, const char *prefix);
 
 #endif
+
+/* Remember the process's argv/environ memory (call first thing in main), so
+ * a sandbox's init can overwrite it: the caller's command line (which may
+ * hold --env values) and environment must not be readable inside. */
+void aj_proctitle_init(int argc, char **argv);
+/* Wipe the remembered area and write title there. */
+void aj_proctitle_set(const char *title);
