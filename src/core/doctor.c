@@ -23,6 +23,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -154,41 +155,26 @@ static long read_long(const char *path)
 	return strtol(buf, NULL, 10);
 }
 
-static int send_all(int fd, const void *buf, size_t len)
+/* The probe socket is SOCK_SEQPACKET: one message per call. */
+static int send_msg(int fd, const void *buf, size_t len)
 {
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+	ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		buf = (const char *)buf + n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EPIPE;
 }
 
-static int recv_all(int fd, void *buf, size_t len)
+static int recv_msg(int fd, void *buf, size_t len)
 {
-	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int r = poll(&pfd, 1, PROBE_TIMEOUT_MS);
-		ssize_t n;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+	int r;
 
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r ? -errno : -ETIMEDOUT;
-		n = read(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		buf = (char *)buf + n;
-		len -= (size_t)n;
-	}
-	return 0;
+	while ((r = poll(&pfd, 1, PROBE_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	if (r <= 0)
+		return r ? -errno : -ETIMEDOUT;
+	n = recv(fd, buf, len, 0);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EPIPE;
 }
 
 /* ---- probe child: runs in fresh namespaces, only syscalls ---- */
@@ -298,12 +284,9 @@ static void probe_nnp_seccomp(struct probe *r)
 
 static void probe_init(struct probe *p)
 {
-	memset(p, 0, sizeof(*p));
-	p->userns = p->setid = p->tmpfs = p->overlay = p->overlay_ux = NOT_RUN;
-	p->pivot = p->veth = p->nnp = p->seccomp = p->map = p->idmap = NOT_RUN;
-	for (int i = 0; i < NS_COUNT; i++)
-		p->ns[i] = NOT_RUN;
+	memset(p, 0xff, offsetof(struct probe, userns_step)); /* ints: NOT_RUN */
 	p->userns_step = "unshare(CLONE_NEWUSER)";
+	p->map_step = p->idmap_step = NULL;
 }
 
 static __attribute__((noreturn)) void probe_child(int sock)
@@ -314,10 +297,10 @@ static __attribute__((noreturn)) void probe_child(int sock)
 	probe_init(&r);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	r.userns = unshare(CLONE_NEWUSER) ? errno : 0;
-	if (send_all(sock, &r.userns, sizeof(r.userns)))
+	if (send_msg(sock, &r.userns, sizeof(r.userns)))
 		_exit(1);
 	/* the parent writes our uid/gid maps, then says whether it could */
-	if (r.userns == 0 && recv_all(sock, &mapped, 1) == 0) {
+	if (r.userns == 0 && recv_msg(sock, &mapped, 1) == 0) {
 		if (mapped) {
 			r.setid = setresgid(0, 0, 0) ? errno : 0;
 			(void)setgroups(0, NULL); /* EPERM with setgroups=deny */
@@ -332,7 +315,7 @@ static __attribute__((noreturn)) void probe_child(int sock)
 			probe_mounts(&r);
 	}
 	probe_nnp_seccomp(&r);
-	_exit(send_all(sock, &r, sizeof(r)) ? 1 : 0);
+	_exit(send_msg(sock, &r, sizeof(r)) ? 1 : 0);
 }
 
 /* ---- parent side of the probe ---- */
@@ -403,17 +386,37 @@ static void probe_idmap(pid_t pid, struct probe *p)
 			   sizeof(attr)) ? errno : 0;
 }
 
-static void run_probe(struct probe *p)
+/* Parent side of the conversation with probe_child(). */
+static int probe_talk(pid_t pid, int fd, struct probe *p)
 {
 	struct probe got;
-	int sv[2], r, status;
 	char mapped;
+	int r = recv_msg(fd, &p->userns, sizeof(p->userns));
+
+	if (r < 0)
+		return r;
+	if (p->userns == 0) {
+		write_maps(pid, p);
+		if (p->map == 0 && geteuid() == 0)
+			probe_idmap(pid, p);
+	}
+	mapped = p->map == 0;
+	if ((r = send_msg(fd, &mapped, 1)) < 0 || (r = recv_msg(fd, &got, sizeof(got))) < 0)
+		return r;
+	memcpy(p, &got, offsetof(struct probe, map)); /* the child's fields */
+	return 0;
+}
+
+static void run_probe(struct probe *p)
+{
+	_cleanup_close_ int fd = -1;
+	int sv[2], r;
 	pid_t pid;
 
 	probe_init(p);
-	p->userns_step = "fork probe child";
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
 		p->userns = errno;
+		p->userns_step = "socketpair";
 		return;
 	}
 	pid = fork();
@@ -421,41 +424,16 @@ static void run_probe(struct probe *p)
 		close(sv[0]);
 		probe_child(sv[1]);
 	}
-	r = pid < 0 ? errno : 0;
+	r = pid < 0 ? -errno : 0;
+	fd = sv[0];
 	close(sv[1]);
-	if (pid < 0) {
-		close(sv[0]);
-		p->userns = r;
-		return;
-	}
-	p->userns_step = "probe child";
-	r = recv_all(sv[0], &p->userns, sizeof(p->userns));
-	if (!r) {
-		p->userns_step = "unshare(CLONE_NEWUSER)";
-		if (p->userns == 0) {
-			write_maps(pid, p);
-			if (p->map == 0 && geteuid() == 0)
-				probe_idmap(pid, p);
-		}
-		mapped = p->map == 0;
-		r = send_all(sv[0], &mapped, 1);
-	}
-	if (!r)
-		r = recv_all(sv[0], &got, sizeof(got));
-	if (!r) {
-		got.map = p->map;
-		got.idmap = p->idmap;
-		got.userns_step = p->userns_step;
-		got.map_step = p->map_step;
-		got.idmap_step = p->idmap_step;
-		*p = got;
-	} else {
+	if (pid > 0 && (r = probe_talk(pid, fd, p)) < 0)
 		kill(pid, SIGKILL);
+	if (r < 0) {
 		p->userns = -r;
-		p->userns_step = "probe child";
+		p->userns_step = pid < 0 ? "fork" : "probe child";
 	}
-	close(sv[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 }
 
@@ -496,16 +474,16 @@ static void check_userns(aj_check *c, const struct probe *p)
 		detail(c, ", apparmor_restrict_unprivileged_userns=%ld", aa);
 	if (p->userns) {
 		detail(c, "; %s: %s", p->userns_step, errname(p->userns));
-		verdict(c, AJ_CHECK_FAIL, "user namespaces must work:");
 		if (max == 0)
-			verdict(c, AJ_CHECK_FAIL, "sysctl -w user.max_user_namespaces=15000.");
+			verdict(c, AJ_CHECK_FAIL, "Run: sysctl -w user.max_user_namespaces=15000.");
 		if (userns_clone == 0 && geteuid() != 0)
-			verdict(c, AJ_CHECK_FAIL, "sysctl -w kernel.unprivileged_userns_clone=1.");
+			verdict(c, AJ_CHECK_FAIL, "Run: sysctl -w kernel.unprivileged_userns_clone=1.");
 		if (aa > 0 && geteuid() != 0)
 			verdict(c, AJ_CHECK_FAIL,
-				"sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or an AppArmor profile allowing userns for agentjail).");
-		verdict(c, AJ_CHECK_FAIL,
-			"Kernel needs CONFIG_USER_NS; in a container, allow unshare(2) (e.g. a seccomp profile permitting it).");
+				"Run: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or give agentjail an AppArmor profile that allows userns).");
+		if (!c->fix[0])
+			verdict(c, AJ_CHECK_FAIL,
+				"The kernel needs CONFIG_USER_NS; in a container, its seccomp/LSM profile must allow unshare(CLONE_NEWUSER).");
 		return;
 	}
 	detail(c, "; unshare(CLONE_NEWUSER): ok");
@@ -721,9 +699,9 @@ static void check_overlay(aj_check *c, const struct probe *p)
 	aj_read_file("/proc/filesystems", &fs, NULL);
 	detail(c, "/proc/filesystems: %s", fs && has_token(fs, "overlay") ? "overlay" :
 		  "no overlay (a module may load on first use)");
-	if (p->tmpfs) {
-		detail_result(c, "tmpfs in user namespace", p->tmpfs);
-		verdict(c, AJ_CHECK_WARN, "Needs user and mount namespaces and tmpfs (see above).");
+	if (p->tmpfs || p->map) {
+		detail(c, "; mount in user namespace: not tested");
+		verdict(c, AJ_CHECK_WARN, "Needs working user and mount namespaces (see above).");
 	} else if (p->overlay == 0) {
 		detail(c, "; overlay mount in user namespace: ok");
 	} else if (p->overlay_ux == 0) {
@@ -749,7 +727,7 @@ static void check_idmap(aj_check *c, const struct probe *p)
 	} else if (p->idmap) {
 		detail(c, "%s: %s", p->idmap_step, errname(p->idmap));
 		verdict(c, AJ_CHECK_WARN,
-			"idmapped mounts need Linux >= 5.12 and a filesystem that supports them (ext4, xfs, btrfs, tmpfs >= 6.3); workspace files will be chowned instead.");
+			"As root, --workspace and binds use idmapped mounts: they need Linux >= 5.12 and a filesystem that supports them (ext4, xfs, btrfs, tmpfs >= 6.3).");
 	} else {
 		detail(c, "open_tree + mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ok");
 	}

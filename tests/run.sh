@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The whole test suite: unit tests (cmocka), integration tests (bats, real
+# binary, as root and as an unprivileged user), and one more pass of both
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
+#
+#   tests/run.sh            everything
+#   AJ_SKIP_ASAN=1 tests/run.sh   skip the sanitizer pass (quicker, local use)
+#
+# Ends with one line "N passed, N failed" and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export AJ_TAP=1
+
+passed=0
+failed=0
+skipped=0
+failures=()
+
+count_tap() { # LOG NAME
+	local p f s
+	f=$(grep -cE '^not ok ' "$1")
+	s=$(grep -cE '^ok .*# (skip|SKIP)' "$1")
+	p=$(($(grep -cE '^ok ' "$1") - s))
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	((f == 0)) || failures+=("$2: $(grep -E '^not ok ' "$1" | head -5 | tr '\n' ';')")
+}
+
+build() { # DIR [meson options...]
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null || return 1
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+unit() { # BUILD-DIR NAME
+	local log
+	log=$(mktemp)
+	echo "== unit tests ($2)"
+	# meson's TAP-ish summary is not per-test; run each cmocka binary in TAP mode
+	local t rc=0
+	for t in "$1"/tests/test_*; do
+		[ -x "$t" ] || continue
+		CMOCKA_MESSAGE_OUTPUT=TAP "$t" >>"$log" 2>&1 || rc=1
+	done
+	cat "$log"
+	count_tap "$log" "unit ($2)"
+	if ((rc != 0)) && ! grep -q '^not ok ' "$log"; then
+		failed=$((failed + 1))
+		failures+=("unit ($2): a test binary crashed")
+	fi
+	rm -f "$log"
+}
+
+integration() { # BUILD-DIR NAME
+	local log
+	log=$(mktemp)
+	echo "== integration tests ($2)"
+	AJ="$PWD/$1/agentjail" PROBE="$PWD/build/tests/ajprobe" \
+		tests/integration/run.sh 2>&1 | tee "$log"
+	count_tap "$log" "integration ($2)"
+	if ! grep -qE '^(not )?ok ' "$log"; then
+		failed=$((failed + 1))
+		failures+=("integration ($2): no test ran")
+	fi
+	rm -f "$log"
+}
+
+if ! build build; then
+	echo "build failed"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+# the unprivileged tests run the binaries as another user
+chmod -R o+rX build 2>/dev/null || true
+d=$PWD
+while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+
+unit build plain
+integration build plain
+
+if [ -z "${AJ_SKIP_ASAN:-}" ]; then
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
+	if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
+		chmod -R o+rX build-asan 2>/dev/null || true
+		unit build-asan asan+ubsan
+		integration build-asan asan+ubsan
+	else
+		failed=$((failed + 1))
+		failures+=("asan build failed")
+	fi
+fi
+
+echo
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+((failed == 0))
