@@ -10,24 +10,24 @@
 #include "util.h"
 
 static const char doctor_usage[] =
-	"Usage: agentjail doctor [--json]\n"
-	"\n"
-	"Check what this host lets a sandbox use: user and other namespaces,\n"
-	"cgroups, seccomp, Landlock, overlayfs, idmapped mounts, nftables, veth.\n"
-	"Every check really tries the feature (in a throw-away child and namespace)\n"
-	"and leaves nothing behind. Run it as the user that will run agentjail:\n"
-	"root and ordinary users get different answers.\n"
-	"\n"
-	"  --json      print a JSON array of {name, status, essential, detail, fix}\n"
-	"  -h, --help  show this help\n"
-	"\n"
-	"Exit status: 0 when sandboxes can run (no essential check failed), 1 when\n"
-	"they cannot, 125 on bad usage.\n";
+    "Usage: agentjail doctor [--json]\n"
+    "\n"
+    "Check what this host lets a sandbox use: user and other namespaces,\n"
+    "cgroups, seccomp, Landlock, overlayfs, idmapped mounts, nftables, veth.\n"
+    "Every check really tries the feature (in a throw-away child and namespace)\n"
+    "and leaves nothing behind. Run it as the user that will run agentjail:\n"
+    "root and ordinary users get different answers.\n"
+    "\n"
+    "  --json      print a JSON array of {name, status, essential, detail, fix}\n"
+    "  -h, --help  show this help\n"
+    "\n"
+    "Exit status: 0 when sandboxes can run (no essential check failed), 1 when\n"
+    "they cannot, 125 on bad usage.\n";
 
 static const char *const labels[] = {
-	[AJ_CHECK_OK] = "[ ok ]",
-	[AJ_CHECK_WARN] = "[warn]",
-	[AJ_CHECK_FAIL] = "[FAIL]",
+    [AJ_CHECK_OK] = "[ ok ]",
+    [AJ_CHECK_WARN] = "[warn]",
+    [AJ_CHECK_FAIL] = "[FAIL]",
 };
 
 static int print_json(const aj_check *c, size_t n)
@@ -36,10 +36,10 @@ static int print_json(const aj_check *c, size_t n)
 	int r = 0;
 
 	for (size_t i = 0; arr && i < n && r == 0; i++) {
-		json_t *o = json_pack("{s:s, s:s, s:b, s:s, s:s?}", "name", c[i].name,
-				      "status", aj_doctor_status_name(c[i].status),
-				      "essential", (int)c[i].essential, "detail",
-				      c[i].detail, "fix", c[i].fix[0] ? c[i].fix : NULL);
+		json_t *o =
+		    json_pack("{s:s, s:s, s:b, s:s, s:s?}", "name", c[i].name, "status",
+			      aj_doctor_status_name(c[i].status), "essential", (int)c[i].essential,
+			      "detail", c[i].detail, "fix", c[i].fix[0] ? c[i].fix : NULL);
 
 		r = o ? json_array_append_new(arr, o) : -1;
 	}
@@ -68,8 +68,8 @@ static void print_text(const aj_check *c, size_t n, bool can_run)
 		printf("\nSandboxes can run on this host (%zu warning%s).\n", warn,
 		       warn == 1 ? "" : "s");
 	else
-		printf("\nSandboxes cannot run on this host: %zu essential check%s failed.\n",
-		       fail, fail == 1 ? "" : "s");
+		printf("\nSandboxes cannot run on this host: %zu essential check%s failed.\n", fail,
+		       fail == 1 ? "" : "s");
 }
 
 int aj_cmd_doctor(int argc, char **argv)
@@ -86,7 +86,8 @@ int aj_cmd_doctor(int argc, char **argv)
 			return 0;
 		} else {
 			fprintf(stderr,
-				"agentjail doctor: unknown argument '%s' (fix: see agentjail doctor --help)\n",
+				"agentjail doctor: unknown argument '%s' (fix: see agentjail "
+				"doctor --help)\n",
 				argv[i]);
 			return AJ_EXIT_INTERNAL;
 		}

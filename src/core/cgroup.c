@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -176,6 +177,32 @@ static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
 	return r;
 }
 
+static void kill_procs(const aj_cgroup_dir *d);
+
+/* Remove cgroups "agentjail-PID-*" left by runs that were SIGKILLed: their
+ * process is gone and so is everything that was inside (parent-death signal). */
+static void sweep_stale(const aj_cgroup_hier *h)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s%s", h->mount, strcmp(h->own, "/") ? h->own : "");
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int pid;
+		if (sscanf(de->d_name, "agentjail-%d-", &pid) != 1 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno == EPERM)
+			continue; /* its agentjail still runs */
+		aj_cgroup_dir cd = {.version = h->version};
+		snprintf(cd.path, sizeof(cd.path), "%s/%s", dir, de->d_name);
+		kill_procs(&cd);
+		(void)rmdir(cd.path);
+	}
+	closedir(d);
+}
+
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err)
 {
 	memset(cg, 0, sizeof(*cg));
@@ -192,6 +219,7 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 		if (aj_cgroup_find(mi, pc, ctrls[i], &h) < 0)
 			continue;
 		v1_any = true;
+		sweep_stale(&h);
 		r = add_dir(cg, &h, ctrls[i], err);
 		if (r == 0)
 			r = set_limits(&cg->dirs[cg->n - 1], p, err);
@@ -201,6 +229,8 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 			r = aj_err(err, ENOENT, "no cgroup hierarchy with the memory and pids controllers");
 		else if ((r = v2_enable(&h, err)) == -ENOENT)
 			r = aj_err(err, ENOENT, "cgroup v2 at %s offers no memory/pids controller", h.mount);
+		if (r == 0)
+			sweep_stale(&h);
 		if (r == 0 && (r = add_dir(cg, &h, "unified", err)) == 0)
 			r = set_limits(&cg->dirs[cg->n - 1], p, err);
 	}

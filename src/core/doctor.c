@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* agentjail doctor: real probes of the kernel features a sandbox needs.
  *
  * Probes with side effects run in a forked child inside its own user, mount
@@ -62,15 +62,15 @@ struct aj_mount_attr {
 #define PROBE_TIMEOUT_MS 10000
 #define NOT_RUN (-1)
 #define OVL_OPTS "lowerdir=/tmp/l,upperdir=/tmp/u,workdir=/tmp/w"
+#define OVL_UX OVL_OPTS ",userxattr"
 
 enum { NS_MOUNT, NS_PID, NS_IPC, NS_UTS, NS_NET, NS_CGROUP, NS_COUNT };
 static const struct {
 	const char *name;
 	int flag;
 } ns_table[NS_COUNT] = {
-	{ "mount", CLONE_NEWNS }, { "pid", CLONE_NEWPID },
-	{ "ipc", CLONE_NEWIPC },  { "uts", CLONE_NEWUTS },
-	{ "net", CLONE_NEWNET },  { "cgroup", CLONE_NEWCGROUP },
+    {"mount", CLONE_NEWNS}, {"pid", CLONE_NEWPID}, {"ipc", CLONE_NEWIPC},
+    {"uts", CLONE_NEWUTS},  {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP},
 };
 
 /* What the probes saw. Each int: 0 ok, a positive errno, or NOT_RUN. */
@@ -106,13 +106,13 @@ append(char *buf, size_t size, const char *fmt, ...)
 #define detail(c, ...) append((c)->detail, sizeof((c)->detail), __VA_ARGS__)
 
 /* Raise c's status to at least st and add a fix sentence. */
-#define verdict(c, st, ...)                                                    \
-	do {                                                                   \
-		if ((st) > (c)->status)                                        \
-			(c)->status = (st);                                    \
-		if ((c)->fix[0])                                               \
-			append((c)->fix, sizeof((c)->fix), " ");               \
-		append((c)->fix, sizeof((c)->fix), __VA_ARGS__);               \
+#define verdict(c, st, ...)                                                                        \
+	do {                                                                                       \
+		if ((st) > (c)->status)                                                            \
+			(c)->status = (st);                                                        \
+		if ((c)->fix[0])                                                                   \
+			append((c)->fix, sizeof((c)->fix), " ");                                   \
+		append((c)->fix, sizeof((c)->fix), __VA_ARGS__);                                   \
 	} while (0)
 
 static void detail_result(aj_check *c, const char *what, int err)
@@ -165,7 +165,7 @@ static int send_msg(int fd, const void *buf, size_t len)
 
 static int recv_msg(int fd, void *buf, size_t len)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	ssize_t n;
 	int r;
 
@@ -179,8 +179,8 @@ static int recv_msg(int fd, void *buf, size_t len)
 
 /* ---- probe child: runs in fresh namespaces, only syscalls ---- */
 
-static struct rtattr *nl_attr(struct nlmsghdr *nh, size_t cap,
-			      unsigned short type, const void *data, size_t len)
+static struct rtattr *nl_attr(struct nlmsghdr *nh, size_t cap, unsigned short type,
+			      const void *data, size_t len)
 {
 	size_t off = NLMSG_ALIGN(nh->nlmsg_len);
 	struct rtattr *rta = (struct rtattr *)((char *)nh + off);
@@ -207,8 +207,8 @@ static int probe_veth(void)
 		struct nlmsghdr nh;
 		char buf[512];
 	} req, ack;
-	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
 	struct rtattr *info, *data, *peer;
 	const size_t cap = sizeof(req);
 	_cleanup_close_ int fd = -1;
@@ -234,14 +234,12 @@ static int probe_veth(void)
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return errno;
-	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel,
-		   sizeof(kernel)) < 0)
+	if (sendto(fd, &req, req.nh.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
 		return errno;
 	n = recv(fd, &ack, sizeof(ack), 0);
 	if (n < 0)
 		return errno;
-	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) ||
-	    ack.nh.nlmsg_type != NLMSG_ERROR)
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) || ack.nh.nlmsg_type != NLMSG_ERROR)
 		return EPROTO;
 	return -((struct nlmsgerr *)NLMSG_DATA(&ack.nh))->error;
 }
@@ -249,7 +247,7 @@ static int probe_veth(void)
 /* tmpfs, overlay and pivot_root inside the child's private mount ns. */
 static void probe_mounts(struct probe *r)
 {
-	static const char *const dirs[] = { "/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m" };
+	static const char *const dirs[] = {"/tmp/l", "/tmp/u", "/tmp/w", "/tmp/m"};
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 	    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700")) {
@@ -262,12 +260,11 @@ static void probe_mounts(struct probe *r)
 		r->overlay = mkdir(dirs[i], 0755) ? errno : 0;
 	if (!r->overlay) {
 		r->overlay = mount("overlay", "/tmp/m", "overlay", 0, OVL_OPTS) ? errno : 0;
-		if (r->overlay)
-			r->overlay_ux = mount("overlay", "/tmp/m", "overlay", 0,
-					      OVL_OPTS ",userxattr") ? errno : 0;
+		if (r->overlay) /* some setups need user.* xattrs in a userns */
+			r->overlay_ux =
+			    mount("overlay", "/tmp/m", "overlay", 0, OVL_UX) ? errno : 0;
 	}
-	if (chdir("/tmp") || syscall(SYS_pivot_root, ".", ".") ||
-	    umount2(".", MNT_DETACH))
+	if (chdir("/tmp") || syscall(SYS_pivot_root, ".", ".") || umount2(".", MNT_DETACH))
 		r->pivot = errno;
 	else
 		r->pivot = 0;
@@ -276,7 +273,7 @@ static void probe_mounts(struct probe *r)
 static void probe_nnp_seccomp(struct probe *r)
 {
 	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-	struct sock_fprog prog = { .len = 1, .filter = &allow };
+	struct sock_fprog prog = {.len = 1, .filter = &allow};
 
 	r->nnp = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? errno : 0;
 	r->seccomp = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? errno : 0;
@@ -299,8 +296,9 @@ static __attribute__((noreturn)) void probe_child(int sock)
 	r.userns = unshare(CLONE_NEWUSER) ? errno : 0;
 	if (send_msg(sock, &r.userns, sizeof(r.userns)))
 		_exit(1);
-	/* the parent writes our uid/gid maps, then says whether it could */
-	if (r.userns == 0 && recv_msg(sock, &mapped, 1) == 0) {
+	/* the parent writes our uid/gid maps, then says whether it could (always
+	 * read the reply: unread data would turn our exit into ECONNRESET) */
+	if (recv_msg(sock, &mapped, 1) == 0 && r.userns == 0) {
 		if (mapped) {
 			r.setid = setresgid(0, 0, 0) ? errno : 0;
 			(void)setgroups(0, NULL); /* EPERM with setgroups=deny */
@@ -362,7 +360,7 @@ static void write_maps(pid_t pid, struct probe *p)
  * Closing the fd dissolves the detached mount. */
 static void probe_idmap(pid_t pid, struct probe *p)
 {
-	struct aj_mount_attr attr = { .attr_set = AJ_MOUNT_ATTR_IDMAP };
+	struct aj_mount_attr attr = {.attr_set = AJ_MOUNT_ATTR_IDMAP};
 	_cleanup_close_ int ns = -1, tree = -1;
 	char path[64];
 
@@ -374,16 +372,15 @@ static void probe_idmap(pid_t pid, struct probe *p)
 		return;
 	}
 	p->idmap_step = "open_tree(/tmp, OPEN_TREE_CLONE)";
-	tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp",
-			    AJ_OPEN_TREE_CLONE | O_CLOEXEC);
+	tree = (int)syscall(SYS_open_tree, AT_FDCWD, "/tmp", AJ_OPEN_TREE_CLONE | O_CLOEXEC);
 	if (tree < 0) {
 		p->idmap = errno;
 		return;
 	}
 	attr.userns_fd = (uint64_t)ns;
 	p->idmap_step = "mount_setattr(MOUNT_ATTR_IDMAP) on /tmp";
-	p->idmap = syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr,
-			   sizeof(attr)) ? errno : 0;
+	p->idmap =
+	    syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) ? errno : 0;
 }
 
 /* Parent side of the conversation with probe_child(). */
@@ -457,7 +454,7 @@ static void check_kernel(aj_check *c, const struct probe *p)
 		verdict(c, AJ_CHECK_FAIL, "prctl(PR_SET_NO_NEW_PRIVS) must work.");
 	if (p->pivot > 0)
 		verdict(c, AJ_CHECK_FAIL,
-			"pivot_root fails when / is the initramfs; boot with a real root filesystem.");
+			"pivot_root fails when / is an initramfs; boot with a real root fs.");
 }
 
 static void check_userns(aj_check *c, const struct probe *p)
@@ -477,13 +474,16 @@ static void check_userns(aj_check *c, const struct probe *p)
 		if (max == 0)
 			verdict(c, AJ_CHECK_FAIL, "Run: sysctl -w user.max_user_namespaces=15000.");
 		if (userns_clone == 0 && geteuid() != 0)
-			verdict(c, AJ_CHECK_FAIL, "Run: sysctl -w kernel.unprivileged_userns_clone=1.");
+			verdict(c, AJ_CHECK_FAIL,
+				"Run: sysctl -w kernel.unprivileged_userns_clone=1.");
 		if (aa > 0 && geteuid() != 0)
 			verdict(c, AJ_CHECK_FAIL,
-				"Run: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or give agentjail an AppArmor profile that allows userns).");
+				"Run: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0 (or "
+				"give agentjail an AppArmor profile that allows userns).");
 		if (!c->fix[0])
 			verdict(c, AJ_CHECK_FAIL,
-				"The kernel needs CONFIG_USER_NS; in a container, its seccomp/LSM profile must allow unshare(CLONE_NEWUSER).");
+				"The kernel needs CONFIG_USER_NS; in a container, its seccomp/LSM "
+				"profile must allow unshare(CLONE_NEWUSER).");
 		return;
 	}
 	detail(c, "; unshare(CLONE_NEWUSER): ok");
@@ -491,11 +491,13 @@ static void check_userns(aj_check *c, const struct probe *p)
 		detail(c, "; writing %s: %s", p->map_step, errname(p->map));
 		if (geteuid() == 0)
 			verdict(c, AJ_CHECK_FAIL,
-				"As root, sandboxes map to host uids %u-%u: the caller's user namespace must contain that range (see /proc/self/uid_map).",
+				"As root, sandboxes map to host uids %u-%u: the caller's user "
+				"namespace must contain that range (see /proc/self/uid_map).",
 				HIGH_UID, HIGH_UID + HIGH_COUNT - 1);
 		else
 			verdict(c, AJ_CHECK_FAIL,
-				"An unprivileged user must be able to map its own uid; check LSM policy.");
+				"An unprivileged user must be able to map its own uid; check LSM "
+				"policy.");
 		return;
 	}
 	if (geteuid() == 0)
@@ -514,8 +516,9 @@ static void check_namespaces(aj_check *c, const struct probe *p)
 
 	c->essential = true;
 	for (int i = 0; i < NS_COUNT; i++) {
-		const char *res = p->ns[i] == NOT_RUN ? "not tested" :
-				  p->ns[i] ? errname(p->ns[i]) : "ok";
+		const char *res = p->ns[i] == NOT_RUN ? "not tested"
+				  : p->ns[i]	      ? errname(p->ns[i])
+						      : "ok";
 
 		detail(c, "%s%s %s", i ? ", " : "", ns_table[i].name, res);
 		bad += p->ns[i] != 0;
@@ -526,27 +529,31 @@ static void check_namespaces(aj_check *c, const struct probe *p)
 	}
 	if (bad)
 		verdict(c, AJ_CHECK_FAIL,
-			"Every namespace type must be creatable inside a user namespace: enable CONFIG_{USER,PID,NET,IPC,UTS,CGROUP}_NS and check LSM/seccomp policy.");
+			"Every namespace type must be creatable inside a user namespace: enable "
+			"CONFIG_{USER,PID,NET,IPC,UTS,CGROUP}_NS and check LSM/seccomp policy.");
 	detail_result(c, "tmpfs mount inside", p->tmpfs);
 	if (p->tmpfs > 0)
-		verdict(c, AJ_CHECK_FAIL,
-			"Mounting tmpfs inside a user+mount namespace must work (check LSM policy).");
+		verdict(
+		    c, AJ_CHECK_FAIL,
+		    "Mounting tmpfs inside a user+mount namespace must work (check LSM policy).");
 }
 
 /* Where cgroup.c would put a sandbox's cgroup for one controller. */
 struct cg_ctrl {
 	const char *name;
-	int version;   /* 1 or 2; 0 when the controller is unavailable */
-	bool at_root;  /* our own cgroup is the hierarchy's root */
+	int version;  /* 1 or 2; 0 when the controller is unavailable */
+	bool at_root; /* our own cgroup is the hierarchy's root */
 	char dir[2 * PATH_MAX];
-	char sub[256]; /* v2: our cgroup.subtree_control */
+	char avail[256]; /* v2: our cgroup.controllers */
+	char sub[256];	 /* v2: our cgroup.subtree_control */
 };
 
+/* ctrl's v1 hierarchy, else v2 if our cgroup there offers it; "" = v2. */
 static void cg_resolve(struct cg_ctrl *c, const char *mi, const char *pc)
 {
-	char path[sizeof(c->dir) + 32], list[256];
+	char path[sizeof(c->dir) + 32];
 	aj_cgroup_hier h;
-	bool v1 = aj_cgroup_find(mi, pc, c->name, &h) == 0;
+	bool v1 = c->name[0] && aj_cgroup_find(mi, pc, c->name, &h) == 0;
 
 	if (!v1 && aj_cgroup_find(mi, pc, "", &h) < 0)
 		return;
@@ -554,11 +561,11 @@ static void cg_resolve(struct cg_ctrl *c, const char *mi, const char *pc)
 	snprintf(c->dir, sizeof(c->dir), "%s%s", h.mount, c->at_root ? "" : h.own);
 	if (!v1) {
 		snprintf(path, sizeof(path), "%s/cgroup.controllers", c->dir);
-		if (read_line(path, list, sizeof(list)) < 0 ||
-		    (c->name[0] ? !has_token(list, c->name) : !list[0]))
-			return;
+		read_line(path, c->avail, sizeof(c->avail));
 		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", c->dir);
 		read_line(path, c->sub, sizeof(c->sub));
+		if (c->name[0] && !has_token(c->avail, c->name))
+			return;
 	}
 	c->version = v1 ? 1 : 2;
 }
@@ -576,26 +583,25 @@ static int cg_try_mkdir(const char *dir)
 
 static void check_cgroups(aj_check *c, const struct probe *p)
 {
-	struct cg_ctrl ctl[3] = { { .name = "memory" }, { .name = "pids" }, { .name = "cpu" } };
-	struct cg_ctrl v2 = { .name = "" };
+	struct cg_ctrl ctl[3] = {{.name = "memory"}, {.name = "pids"}, {.name = "cpu"}};
+	struct cg_ctrl v2 = {.name = ""};
 	_cleanup_free_ char *mi = NULL, *pc = NULL;
-	int err[3], n_v1 = 0;
+	char missing[32] = "";
+	int err[3], n_v1 = 0, denied = 0;
 
-	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
-	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0) {
-		detail(c, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
-		verdict(c, AJ_CHECK_WARN, "Mount /proc.");
-		return;
-	}
+	aj_read_file("/proc/self/mountinfo", &mi, NULL);
+	aj_read_file("/proc/self/cgroup", &pc, NULL);
 	for (size_t i = 0; i < 3; i++) {
 		cg_resolve(&ctl[i], mi, pc);
 		n_v1 += ctl[i].version == 1;
 	}
 	cg_resolve(&v2, mi, pc); /* the v2 hierarchy, used or not */
-	detail(c, "%s", n_v1 ? (v2.dir[0] ? "hybrid" : "legacy v1") :
-			 v2.dir[0] ? "unified v2" : "no cgroup hierarchy");
+	detail(c, "%s",
+	       n_v1	   ? (v2.dir[0] ? "hybrid" : "legacy v1")
+	       : v2.dir[0] ? "unified"
+			   : "none");
 	if (v2.dir[0])
-		detail(c, " (v2 at %s%s)", v2.dir, v2.version ? "" : ", no controllers");
+		detail(c, " (v2 at %s, controllers: %s)", v2.dir, v2.avail[0] ? v2.avail : "none");
 	for (size_t i = 0; i < 3; i++) {
 		struct cg_ctrl *x = &ctl[i];
 
@@ -607,23 +613,27 @@ static void check_cgroups(aj_check *c, const struct probe *p)
 			err[i] = cg_try_mkdir(x->dir);
 		if (!x->version) {
 			detail(c, "; %s: missing", x->name);
-			verdict(c, AJ_CHECK_WARN, "No %s controller: its limit cannot be enforced.",
-				x->name);
+			append(missing, sizeof(missing), "%s%s", missing[0] ? ", " : "", x->name);
 			continue;
 		}
 		detail(c, "; %s: v%d %s%s %s", x->name, x->version, x->dir,
 		       x->at_root ? " (root)" : "", err[i] ? errname(err[i]) : "writable");
-		if (err[i])
-			c->status = AJ_CHECK_WARN;
+		denied += err[i] != 0;
 	}
+	if (missing[0])
+		verdict(c, AJ_CHECK_WARN,
+			"Without the %s controller(s) those limits are not enforced.", missing);
 	/* memory is a domain controller: no-internal-processes rule */
 	if (ctl[0].version == 2 && !ctl[0].at_root && !has_token(ctl[0].sub, "memory"))
 		verdict(c, AJ_CHECK_WARN,
-			"v2 refuses to enable memory in %s/cgroup.subtree_control while that cgroup holds processes (agentjail itself).",
+			"v2 refuses to enable memory in %s/cgroup.subtree_control while that "
+			"cgroup holds processes (agentjail itself).",
 			ctl[0].dir);
-	if (c->status != AJ_CHECK_OK)
-		verdict(c, AJ_CHECK_WARN,
-			"Limits need a writable cgroup below our own: run as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes agentjail ...).");
+	if (denied)
+		verdict(
+		    c, AJ_CHECK_WARN,
+		    "Limits need a writable cgroup below our own: run as root, or in a delegated "
+		    "cgroup (systemd-run --user --scope -p Delegate=yes agentjail ...).");
 }
 
 static void check_seccomp(aj_check *c, const struct probe *p)
@@ -632,8 +642,10 @@ static void check_seccomp(aj_check *c, const struct probe *p)
 		const char *name;
 		uint32_t action;
 	} acts[] = {
-		{ "kill_process", SECCOMP_RET_KILL_PROCESS }, { "errno", SECCOMP_RET_ERRNO },
-		{ "user_notif", SECCOMP_RET_USER_NOTIF },     { "log", SECCOMP_RET_LOG },
+	    {"kill_process", SECCOMP_RET_KILL_PROCESS},
+	    {"errno", SECCOMP_RET_ERRNO},
+	    {"user_notif", SECCOMP_RET_USER_NOTIF},
+	    {"log", SECCOMP_RET_LOG},
 	};
 	const struct scmp_version *v = seccomp_version();
 	int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
@@ -656,7 +668,8 @@ static void check_seccomp(aj_check *c, const struct probe *p)
 	}
 	detail_result(c, "filter install", p->seccomp);
 	if (p->seccomp > 0)
-		verdict(c, AJ_CHECK_FAIL, "Installing a seccomp filter after no_new_privs must work.");
+		verdict(c, AJ_CHECK_FAIL,
+			"Installing a seccomp filter after no_new_privs must work.");
 	if (v)
 		detail(c, "; libseccomp %u.%u.%u (API level %u)", v->major, v->minor, v->micro,
 		       seccomp_api_get());
@@ -664,12 +677,15 @@ static void check_seccomp(aj_check *c, const struct probe *p)
 
 static void check_landlock(aj_check *c, const struct probe *p)
 {
-	static const char *const feat[] = {
-		NULL, "filesystem", "refer", "truncate", "TCP bind/connect",
-		"device ioctl", "scoping (abstract unix sockets, signals)", "audit",
-	};
-	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0,
-			   LANDLOCK_CREATE_RULESET_VERSION);
+	static const char *const feat[] = {NULL,
+					   "filesystem",
+					   "refer",
+					   "truncate",
+					   "TCP bind/connect",
+					   "device ioctl",
+					   "scoping (abstract unix sockets, signals)",
+					   "audit"};
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 
 	if (abi < 0) {
 		int e = errno;
@@ -677,10 +693,12 @@ static void check_landlock(aj_check *c, const struct probe *p)
 		detail(c, "landlock_create_ruleset: %s", errname(e));
 		if (e == EOPNOTSUPP)
 			verdict(c, AJ_CHECK_WARN,
-				"Landlock is built in but disabled: add landlock to the lsm= kernel parameter (see /sys/kernel/security/lsm).");
+				"Landlock is built in but disabled: add landlock to the lsm= "
+				"kernel parameter (see /sys/kernel/security/lsm).");
 		else
 			verdict(c, AJ_CHECK_WARN,
-				"Landlock needs Linux >= 5.13 with CONFIG_SECURITY_LANDLOCK; filesystem rules then rely on mounts alone.");
+				"Landlock needs Linux >= 5.13 with CONFIG_SECURITY_LANDLOCK; "
+				"filesystem rules then rely on mounts alone.");
 		return;
 	}
 	detail(c, "ABI %ld:", abi);
@@ -697,8 +715,9 @@ static void check_overlay(aj_check *c, const struct probe *p)
 	_cleanup_free_ char *fs = NULL;
 
 	aj_read_file("/proc/filesystems", &fs, NULL);
-	detail(c, "/proc/filesystems: %s", fs && has_token(fs, "overlay") ? "overlay" :
-		  "no overlay (a module may load on first use)");
+	detail(c, "/proc/filesystems: %s",
+	       fs && has_token(fs, "overlay") ? "overlay"
+					      : "no overlay (a module may load on first use)");
 	if (p->tmpfs || p->map) {
 		detail(c, "; mount in user namespace: not tested");
 		verdict(c, AJ_CHECK_WARN, "Needs working user and mount namespaces (see above).");
@@ -711,7 +730,8 @@ static void check_overlay(aj_check *c, const struct probe *p)
 		detail(c, "; overlay mount in user namespace: %s", errname(p->overlay));
 		detail_result(c, "with userxattr", p->overlay_ux);
 		verdict(c, AJ_CHECK_WARN,
-			"A writable overlay over a read-only root needs overlayfs mountable in a user namespace (Linux >= 5.11, CONFIG_OVERLAY_FS).");
+			"A writable overlay over a read-only root needs overlayfs mountable in a "
+			"user namespace (Linux >= 5.11, CONFIG_OVERLAY_FS).");
 	}
 }
 
@@ -720,14 +740,17 @@ static void check_idmap(aj_check *c, const struct probe *p)
 	if (geteuid() != 0) {
 		detail(c, "not tested (not root)");
 		verdict(c, AJ_CHECK_WARN,
-			"idmapped mounts need root; workspace files are owned by the caller's uid instead.");
+			"idmapped mounts need root; workspace files are owned by the caller's uid "
+			"instead.");
 	} else if (p->idmap == NOT_RUN) {
 		detail(c, "not tested (no user namespace with a uid map)");
 		verdict(c, AJ_CHECK_WARN, "Needs working user namespaces (see above).");
 	} else if (p->idmap) {
 		detail(c, "%s: %s", p->idmap_step, errname(p->idmap));
-		verdict(c, AJ_CHECK_WARN,
-			"As root, --workspace and binds use idmapped mounts: they need Linux >= 5.12 and a filesystem that supports them (ext4, xfs, btrfs, tmpfs >= 6.3).");
+		verdict(
+		    c, AJ_CHECK_WARN,
+		    "As root, --workspace and binds use idmapped mounts: they need Linux >= 5.12 "
+		    "and a filesystem that supports them (ext4, xfs, btrfs, tmpfs >= 6.3).");
 	} else {
 		detail(c, "open_tree + mount_setattr(MOUNT_ATTR_IDMAP) on /tmp: ok");
 	}
@@ -743,18 +766,19 @@ static const char *first_existing(const char *const *paths)
 
 static void check_nftables(aj_check *c, const struct probe *p)
 {
-	static const char *const bins[] = { "/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft",
-					    "/usr/local/sbin/nft", NULL };
-	static const char *const libs[] = { "/usr/lib/x86_64-linux-gnu/libnftables.so.1",
-					    "/usr/lib/aarch64-linux-gnu/libnftables.so.1",
-					    "/usr/lib64/libnftables.so.1", "/usr/lib/libnftables.so.1",
-					    NULL };
+	static const char *const bins[] = {"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft",
+					   "/usr/local/sbin/nft", NULL};
+	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libnftables.so.1",
+					   "/usr/lib/aarch64-linux-gnu/libnftables.so.1",
+					   "/usr/lib64/libnftables.so.1",
+					   "/usr/lib/libnftables.so.1", NULL};
 	const char *bin = first_existing(bins), *lib = first_existing(libs);
 
 	detail(c, "nft: %s; libnftables: %s", bin ? bin : "not found", lib ? lib : "not found");
 	if (!bin && !lib)
 		verdict(c, AJ_CHECK_WARN,
-			"Network policies (--net) need nftables: apt-get install nftables libnftables1.");
+			"Network policies (--net) need nftables: apt-get install nftables "
+			"libnftables1.");
 }
 
 static void check_veth(aj_check *c, const struct probe *p)
@@ -765,8 +789,9 @@ static void check_veth(aj_check *c, const struct probe *p)
 	} else if (p->veth) {
 		detail(c, "creating a veth pair in a private network namespace: %s",
 		       errname(p->veth));
-		verdict(c, AJ_CHECK_WARN,
-			"Networked sandboxes need veth: modprobe veth (or build with CONFIG_VETH).");
+		verdict(
+		    c, AJ_CHECK_WARN,
+		    "Networked sandboxes need veth: modprobe veth (or build with CONFIG_VETH).");
 	} else {
 		detail(c, "created a veth pair in a private network namespace (%s)",
 		       access("/sys/module/veth", F_OK) ? "built in" : "module loaded");
@@ -777,16 +802,11 @@ static const struct {
 	const char *name;
 	void (*run)(aj_check *c, const struct probe *p);
 } checks[] = {
-	{ "kernel", check_kernel },
-	{ "user namespaces", check_userns },
-	{ "namespaces", check_namespaces },
-	{ "cgroups", check_cgroups },
-	{ "seccomp", check_seccomp },
-	{ "landlock", check_landlock },
-	{ "overlayfs", check_overlay },
-	{ "idmapped mounts", check_idmap },
-	{ "nftables", check_nftables },
-	{ "veth", check_veth },
+    {"kernel", check_kernel},	      {"user namespaces", check_userns},
+    {"namespaces", check_namespaces}, {"cgroups", check_cgroups},
+    {"seccomp", check_seccomp},	      {"landlock", check_landlock},
+    {"overlayfs", check_overlay},     {"idmapped mounts", check_idmap},
+    {"nftables", check_nftables},     {"veth", check_veth},
 };
 _Static_assert(AJ_ARRAY_SIZE(checks) <= AJ_DOCTOR_MAX_CHECKS, "raise AJ_DOCTOR_MAX_CHECKS");
 
@@ -815,11 +835,8 @@ bool aj_doctor_can_run(const aj_check *c, size_t n)
 const char *aj_doctor_status_name(aj_check_status s)
 {
 	switch (s) {
-	case AJ_CHECK_OK:
-		return "ok";
-	case AJ_CHECK_WARN:
-		return "warn";
-	default:
-		return "fail";
+	case AJ_CHECK_OK: return "ok";
+	case AJ_CHECK_WARN: return "warn";
+	default: return "fail";
 	}
 }

@@ -22,9 +22,9 @@ typedef enum aj_check_status {
 typedef struct aj_check {
 	const char *name; /* static string, e.g. "user namespaces" */
 	aj_check_status status;
-	bool essential;   /* a FAIL here means sandboxes cannot run */
+	bool essential;	  /* a FAIL here means sandboxes cannot run */
 	char detail[512]; /* what was found, one line */
-	char fix[384];    /* how to fix it; empty when status is OK */
+	char fix[384];	  /* how to fix it; empty when status is OK */
 } aj_check;
 
 /* Run every check and fill up to max entries of out, in a fixed order.

@@ -5,10 +5,20 @@ load helpers
 
 NR_UID=65534
 
-# Run agentjail as nobody, in the nobody-owned workspace.
+# Run agentjail as nobody, in the nobody-owned workspace (exec chain: the
+# subshell's pid becomes agentjail's).
+nr_exec() {
+    cd "$NRWS" && exec setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
+        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@"
+}
+
 nr_aj() {
-    (cd "$NRWS" && timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
-        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@")
+    (nr_exec_timeout "$@")
+}
+
+nr_exec_timeout() {
+    cd "$NRWS" && exec timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
+        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@"
 }
 
 nr_run() { # OPTIONS... -- CMD...
@@ -86,7 +96,7 @@ teardown() {
 @test "nonroot: the sandboxed process runs as the caller's host uid" {
     local tag pid
     tag=$(aj_tag n)
-    nr_aj run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag" >"$T/out" 2>"$T/err" &
+    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared"; }
     assert_eq "$(host_uid_of "$pid" 1)" "$NR_UID" "host uid of the sandboxed process"

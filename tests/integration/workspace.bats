@@ -24,14 +24,6 @@ make_rootfs() {
     assert_eq "$output" /workspace cwd
 }
 
-@test "default workspace is the caller's current directory" {
-    cd "$WS"
-    run --separate-stderr timeout 60 "$AJ" run --ro "$PROBE:/probe" -- /probe write /workspace/from-cwd hello
-    assert_status 0
-    [ -f "$WS/from-cwd" ] || fail "file written in /workspace did not appear in the caller's cwd"
-    assert_eq "$(cat "$WS/from-cwd")" hello content
-}
-
 @test "host files in the workspace are visible inside" {
     echo "host data" >"$WS/in.txt"
     sandbox -- /probe read /workspace/in.txt
