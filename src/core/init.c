@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "landlock.h"
 #include "sync.h"
 #include "util.h"
 
@@ -53,6 +54,9 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		    dup2(fd, 2) < 0)
 			aj_err(&err, errno, "cannot attach the terminal %s", a->pty);
 	}
+	for (int i = 0; !err.code && i < 3; i++)
+		if (a->stdio[i] >= 0 && dup2(a->stdio[i], i) < 0)
+			aj_err(&err, errno, "cannot attach the command's stdio");
 	if (err.code)
 		command_fail(errfd, &err);
 	if (aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err) < 0)
@@ -63,6 +67,8 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		aj_err_hint(&err, "--cwd must name an existing directory in the sandbox");
 		command_fail(errfd, &err);
 	}
+	if (aj_landlock_apply(p, &err) < 0 || aj_seccomp_load(a->seccomp, &err) < 0)
+		command_fail(errfd, &err);
 	environ = a->envp;
 	execvp(a->argv[0], a->argv);
 	int e = errno;
@@ -125,6 +131,10 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 		command_main(a, errpipe[1]);
 	}
 	close(errpipe[1]);
+	/* only the command (and what it starts) holds its stdio now */
+	for (int i = 0; i < 3; i++)
+		if (a->stdio[i] >= 0)
+			close(a->stdio[i]);
 	/* EOF: exec succeeded (CLOEXEC); data: the command could not start. */
 	aj_error exec_err;
 	bool failed = aj_read_all(errpipe[0], &exec_err, sizeof(exec_err)) == 0;

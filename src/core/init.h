@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "policy.h"
+#include "sysfilter.h"
 
 typedef struct aj_init_args {
 	const aj_policy *policy;
@@ -15,6 +16,8 @@ typedef struct aj_init_args {
 	int sync_fd;        /* to the agentjail parent */
 	const char *pty;    /* slave path inside the sandbox, or NULL */
 	bool drop_groups;   /* setgroups() allowed (privileged mode) */
+	const aj_bpf *seccomp; /* compiled filter, loaded last before exec */
+	int stdio[3];          /* the command's stdin/stdout/stderr, -1: inherit */
 } aj_init_args;
 
 /* Never returns. */

@@ -26,6 +26,8 @@
 #include "init.h"
 #include "mount.h"
 #include "pty.h"
+#include "relay.h"
+#include "sysfilter.h"
 #include "sync.h"
 #include "userns.h"
 #include "util.h"
@@ -43,9 +45,12 @@ typedef struct run_ctx {
 	bool have_cg;
 	bool want_tty;
 	char **envp;
+	aj_bpf bpf;
 	char **argv; /* heap copy: the original argv area is wiped in init */
 	int sock[2];
 	int master;
+	int stdio[3];     /* parent's ends of the command's stdin/stdout/stderr pipes */
+	int child_io[3];  /* the sandbox's ends */
 	pid_t pid;
 } run_ctx;
 
@@ -121,6 +126,9 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 {
 	int sock = c->sock[1];
 	close(c->sock[0]);
+	for (int i = 0; i < 3; i++)
+		if (c->stdio[i] >= 0)
+			close(c->stdio[i]);
 	aj_proctitle_set("agentjail-init");
 	die_with_parent(sock);
 	sigset_t none;
@@ -142,7 +150,9 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 	if (master >= 0)
 		close(master);
 	aj_init_args a = {.policy = c->p, .argv = c->argv, .envp = c->envp, .sync_fd = sock,
-			  .pty = c->want_tty ? pty : NULL, .drop_groups = c->idm.privileged};
+			  .pty = c->want_tty ? pty : NULL, .drop_groups = c->idm.privileged,
+			  .seccomp = &c->bpf,
+			  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}};
 	aj_init_main(&a);
 }
 
@@ -161,6 +171,8 @@ static int prepare(run_ctx *c, aj_error *err)
 	if (r < 0)
 		return r;
 	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
+		return r;
+	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0)
 		return r;
 	if (c->idm.privileged) {
 		char map[64];
@@ -223,77 +235,121 @@ static int parent_start(run_ctx *c, aj_error *err)
 	return 0;
 }
 
-/* Relay the terminal and forward signals until init reports the end. */
+static int handle_msg(run_ctx *c, aj_run_result *res, aj_error *err)
+{
+	aj_msg m;
+	int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
+	if (r == 0 && m.type == AJ_MSG_EXIT) {
+		res->term_signal = m.signal;
+		res->status = m.status;
+		res->exit_code = m.signal ? 128 + m.signal : m.status;
+		return 0;
+	}
+	if (r == 0 && m.type == AJ_MSG_ERROR) {
+		*err = m.err;
+		return -(err->code ? err->code : EINVAL);
+	}
+	return aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's init died unexpectedly");
+}
+
+static void handle_signal(run_ctx *c, int sfd)
+{
+	struct signalfd_siginfo si;
+	if (read(sfd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGWINCH && c->master >= 0)
+		aj_pty_copy_winsize(STDIN_FILENO, c->master);
+	else if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH)
+		kill(c->pid, (int)si.ssi_signo); /* init forwards it to the command */
+}
+
+static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
+{
+	aj_relay_init(rl);
+	if (c->master >= 0) {
+		aj_term_make_raw(term, STDIN_FILENO);
+		aj_pty_copy_winsize(STDIN_FILENO, c->master);
+		aj_relay_add(rl, STDIN_FILENO, c->master, true, false);
+		aj_relay_add(rl, c->master, STDOUT_FILENO, false, false);
+		return;
+	}
+	/* pipes: the command's stdio are ours to relay (and, later, filter) */
+	aj_relay_add(rl, STDIN_FILENO, c->stdio[0], true, true);
+	aj_relay_add(rl, c->stdio[1], STDOUT_FILENO, false, true);
+	aj_relay_add(rl, c->stdio[2], STDERR_FILENO, false, true);
+	for (int i = 0; i < 3; i++)
+		c->stdio[i] = -1; /* the relay owns them now */
+}
+
+/* Relay stdio and forward signals until init reports the end and the
+ * command's output is drained. */
 static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 {
 	aj_term term = {0};
-	bool in_open = c->master >= 0;
-	if (c->master >= 0) {
-		aj_term_make_raw(&term, STDIN_FILENO);
-		aj_pty_copy_winsize(STDIN_FILENO, c->master);
-	}
-	int rc = -EPIPE;
-	char buf[16384];
-	for (;;) {
-		struct pollfd pf[4] = {{c->sock[0], POLLIN, 0}, {sfd, POLLIN, 0},
-				       {c->master, POLLIN, 0}, {in_open ? STDIN_FILENO : -1, POLLIN, 0}};
-		if (poll(pf, 4, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+	aj_relay rl;
+	setup_relay(c, &rl, &term);
+	int rc = 1; /* 1: still running */
+	int drain_ms = 2000;
+	while (rc == 1 || aj_relay_outputs_open(&rl)) {
+		struct pollfd pf[2 + AJ_RELAY_MAX];
+		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
+		pf[1] = (struct pollfd){sfd, POLLIN, 0};
+		size_t n = aj_relay_pollfds(&rl, pf + 2, AJ_RELAY_MAX);
+		int pr = poll(pf, 2 + n, rc == 1 ? -1 : 100);
+		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
 			break;
 		}
-		if (pf[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGWINCH && c->master >= 0)
-					aj_pty_copy_winsize(STDIN_FILENO, c->master);
-				else if (si.ssi_signo != SIGCHLD)
-					kill(c->pid, (int)si.ssi_signo);
-			}
-		}
-		if (pf[2].revents & (POLLIN | POLLHUP)) {
-			ssize_t n = read(c->master, buf, sizeof(buf));
-			if (n > 0)
-				(void)aj_write_all(STDOUT_FILENO, buf, (size_t)n);
-		}
-		if (pf[3].revents & (POLLIN | POLLHUP)) {
-			ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-			if (n > 0)
-				(void)aj_write_all(c->master, buf, (size_t)n);
-			else
-				in_open = false;
-		}
-		if (pf[0].revents) {
-			aj_msg m;
-			int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
-			if (r == 0 && m.type == AJ_MSG_EXIT) {
-				res->term_signal = m.signal;
-				res->status = m.status;
-				res->exit_code = m.signal ? 128 + m.signal : m.status;
-				rc = 0;
-			} else if (r == 0 && m.type == AJ_MSG_ERROR) {
-				*err = m.err;
-				rc = -(err->code ? err->code : EINVAL);
-			} else {
-				rc = aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's init died unexpectedly");
-			}
-			break;
-		}
+		if (pr == 0 && rc != 1 && (drain_ms -= 100) <= 0)
+			break; /* nothing can write any more; don't wait forever */
+		if (pr <= 0)
+			continue;
+		if (pf[1].revents & POLLIN)
+			handle_signal(c, sfd);
+		aj_relay_handle(&rl, pf + 2, n);
+		if (rc == 1 && pf[0].revents)
+			rc = handle_msg(c, res, err);
 	}
-	if (c->master >= 0) {
-		/* drain what the command wrote last */
-		fcntl(c->master, F_SETFL, O_NONBLOCK);
-		ssize_t n;
-		while ((n = read(c->master, buf, sizeof(buf))) > 0)
-			(void)aj_write_all(STDOUT_FILENO, buf, (size_t)n);
-	}
+	aj_relay_close(&rl);
 	aj_term_restore(&term);
 	return rc;
 }
 
+static int make_stdio_pipes(run_ctx *c, aj_error *err)
+{
+	for (int i = 0; i < 3; i++) {
+		int pfd[2];
+		if (pipe2(pfd, O_CLOEXEC) < 0)
+			return aj_err(err, errno, "cannot create the command's stdio pipes");
+		/* stdin: the sandbox reads pfd[0]; stdout/stderr: it writes pfd[1] */
+		c->child_io[i] = i == 0 ? pfd[0] : pfd[1];
+		c->stdio[i] = i == 0 ? pfd[1] : pfd[0];
+		/* owned by the sandbox user, so /dev/stdout (a reopen through
+		 * /proc/self/fd) works inside */
+		if (fchown(pfd[0], aj_userns_host_uid(&c->idm), aj_userns_host_gid(&c->idm)) < 0 &&
+		    c->idm.privileged)
+			return aj_err(err, errno, "cannot hand the stdio pipes to the sandbox user");
+	}
+	return 0;
+}
+
+static void close_child_io(run_ctx *c)
+{
+	for (int i = 0; i < 3; i++)
+		if (c->child_io[i] >= 0) {
+			close(c->child_io[i]);
+			c->child_io[i] = -1;
+		}
+}
+
 static void teardown(run_ctx *c)
 {
+	close_child_io(c);
+	for (int i = 0; i < 3; i++)
+		if (c->stdio[i] >= 0) {
+			close(c->stdio[i]);
+			c->stdio[i] = -1;
+		}
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
@@ -316,7 +372,8 @@ static void teardown(run_ctx *c)
 int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
 		   aj_error *err)
 {
-	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1};
+	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1,
+		     .stdio = {-1, -1, -1}, .child_io = {-1, -1, -1}};
 	_cleanup_close_ int sfd = -1;
 	memset(res, 0, sizeof(*res));
 	int r = aj_policy_validate(p, err);
@@ -330,12 +387,17 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		r = aj_err(err, errno, "socketpair");
 		goto out;
 	}
+	if (!c.want_tty && (r = make_stdio_pipes(&c, err)) < 0)
+		goto out;
 	sigset_t set, old;
 	sigemptyset(&set);
 	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
 		sigaddset(&set, sigs[i]);
 	sigprocmask(SIG_BLOCK, &set, &old);
+	/* a caller that stops reading our output must not kill us */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	c.pid = (pid_t)syscall(SYS_clone, AJ_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (c.pid == 0)
@@ -348,6 +410,7 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	} else {
 		close(c.sock[1]);
 		c.sock[1] = -1;
+		close_child_io(&c);
 		r = parent_start(&c, err);
 		if (r == 0)
 			r = parent_loop(&c, sfd, res, err);
@@ -355,11 +418,13 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	teardown(&c);
 	c.pid = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 out:
 	if (c.pid == 0 && c.have_cg)
 		aj_cgroup_destroy(&c.cg);
 	aj_mount_plan_free(&c.plan);
 	aj_strv_free(c.envp);
 	aj_strv_free(c.argv);
+	aj_bpf_free(&c.bpf);
 	return r;
 }

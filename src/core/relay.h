@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Relaying the command's stdin/stdout/stderr (pipes or a pty master) to the
+ * caller, without ever blocking on a slow or absent reader of the input. */
+#ifndef AJ_RELAY_H
+#define AJ_RELAY_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define AJ_RELAY_BUF 65536
+#define AJ_RELAY_MAX 3
+
+typedef struct aj_chan {
+	int src, dst;
+	bool input;        /* caller -> sandbox: dst is non-blocking, buffered */
+	bool owns;  /* close the sandbox-side fd when the channel ends (pipes) */
+	bool open;
+	size_t len, off;
+	char buf[AJ_RELAY_BUF];
+} aj_chan;
+
+typedef struct aj_relay {
+	aj_chan ch[AJ_RELAY_MAX];
+	int n;
+} aj_relay;
+
+void aj_relay_init(aj_relay *r);
+/* Add a channel from src to dst. input: caller -> sandbox. owns: the relay
+ * closes the sandbox-side fd when the channel ends (so the command sees EOF
+ * on stdin, or EPIPE when the caller stops reading its output). */
+int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns);
+/* Fill pollfds for the channels (slot per channel: one fd, either end). */
+size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max);
+/* Act on the poll results of the slots filled by aj_relay_pollfds. */
+void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n);
+/* Any output channel still open? */
+bool aj_relay_outputs_open(const aj_relay *r);
+/* Close every channel's sandbox-side fd. */
+void aj_relay_close(aj_relay *r);
+
+#endif

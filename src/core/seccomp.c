@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+#include "sysfilter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/netlink.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Denied with EPERM whatever their arguments. */
+const char *const aj_seccomp_denied[] = {
+	/* mounts and root changes */
+	"mount", "umount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
+	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	/* namespaces */
+	"unshare", "setns",
+	/* other processes' memory */
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+	/* kernel attack surface */
+	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"create_module", "open_by_handle_at", "name_to_handle_at", "io_uring_setup",
+	"io_uring_enter", "io_uring_register", "lookup_dcookie", "nfsservctl", "uselib",
+	"_sysctl", "iopl", "ioperm", "vhangup", "get_kernel_syms", "query_module",
+	"fanotify_init", "quotactl", "quotactl_fd", "syslog", "acct",
+	"reboot", "swapon", "swapoff",
+	/* time */
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
+	/* other processes' page placement */
+	"migrate_pages", "move_pages",
+	NULL,
+};
+
+static int deny(scmp_filter_ctx ctx, const char *name)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* unknown on this architecture: nothing to deny */
+	int r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int add_arg_rules(scmp_filter_ctx ctx)
+{
+	int r = 0;
+	/* clone with any namespace flag; clone3 hides its flags: ENOSYS makes
+	 * libc fall back to clone, which we can inspect. */
+	static const unsigned long ns_flags[] = {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID,
+						 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+						 CLONE_NEWCGROUP, CLONE_NEWTIME};
+	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(ns_flags); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* terminal injection: compare the low 32 bits only, so high bits set
+	 * in the argument cannot dodge the rule (the kernel ignores them) */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCSTI));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCLINUX));
+	/* socket families: no vsock, no packet sockets, netlink only ROUTE */
+	static const int families[] = {AF_VSOCK, AF_PACKET};
+	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(families); i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (unsigned)families[i]));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK),
+				     SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	return r;
+}
+
+/* personality(): only PER_LINUX (0) and the query (0xffffffff). libseccomp
+ * cannot test one argument against two values in one rule, so this small
+ * check is a second, hand-written filter stacked on the first. */
+static const struct sock_filter personality_filter[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 4),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
+{
+	_cleanup_close_ int fd = memfd_create("agentjail-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "memfd_create");
+	int r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return aj_err(err, -r, "cannot export the seccomp filter");
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter))
+		return aj_err(err, EINVAL, "seccomp filter of unexpected size");
+	size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
+	size_t extra = AJ_ARRAY_SIZE(personality_filter);
+	out->insns = calloc(n + extra, sizeof(struct sock_filter));
+	if (!out->insns)
+		return aj_err(err, ENOMEM, "seccomp filter");
+	if (pread(fd, out->insns, (size_t)st.st_size, 0) != st.st_size) {
+		aj_bpf_free(out);
+		return aj_err(err, EIO, "cannot read back the seccomp filter");
+	}
+	/* the personality filter rides along after the main one */
+	memcpy(out->insns + n, personality_filter, sizeof(personality_filter));
+	out->len = n;
+	return 0;
+}
+
+int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
+{
+	(void)p;
+	memset(out, 0, sizeof(*out));
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return aj_err(err, ENOMEM, "seccomp_init");
+	/* non-native ABIs (i386 int $0x80, x32) kill the process */
+	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	for (size_t i = 0; r == 0 && aj_seccomp_denied[i]; i++)
+		r = deny(ctx, aj_seccomp_denied[i]);
+	if (r == 0)
+		r = add_arg_rules(ctx);
+	if (r < 0) {
+		seccomp_release(ctx);
+		return aj_err(err, -r, "cannot build the seccomp filter");
+	}
+	r = export_bpf(ctx, out, err);
+	seccomp_release(ctx);
+	return r;
+}
+
+int aj_seccomp_load(const aj_bpf *bpf, aj_error *err)
+{
+	struct sock_fprog main_prog = {.len = (unsigned short)bpf->len, .filter = bpf->insns};
+	struct sock_fprog pers = {.len = (unsigned short)AJ_ARRAY_SIZE(personality_filter),
+				  .filter = bpf->insns + bpf->len};
+	/* load the small one first: the main filter denies nothing it needs */
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pers, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &main_prog, 0, 0) < 0)
+		return aj_err(err, errno, "cannot load the seccomp filter");
+	return 0;
+}
+
+void aj_bpf_free(aj_bpf *bpf)
+{
+	free(bpf->insns);
+	bpf->insns = NULL;
+	bpf->len = 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* The seccomp-bpf filter of the command: compiled in the parent with
+ * libseccomp, loaded by the command last before exec. */
+#ifndef AJ_SYSFILTER_H
+#define AJ_SYSFILTER_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "policy.h"
+
+typedef struct aj_bpf {
+	struct sock_filter *insns;
+	size_t len;
+} aj_bpf;
+
+/* Compile the default profile, or the policy's JSON profile. */
+int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err);
+/* Load the compiled program (requires no_new_privs). */
+int aj_seccomp_load(const aj_bpf *bpf, aj_error *err);
+void aj_bpf_free(aj_bpf *bpf);
+
+/* Names of the syscalls the default profile denies (for docs and doctor). */
+extern const char *const aj_seccomp_denied[];
+
+#endif
