@@ -2,8 +2,10 @@
 /* agentjail run: flags -> aj_policy -> aj_sandbox_run. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "policy.h"
@@ -23,7 +25,8 @@ static const char run_usage[] =
 	"      --ro SRC[:DEST]     bind a host path read-only (DEST defaults to SRC)\n"
 	"      --rw SRC[:DEST]     bind a host path read-write\n"
 	"      --cwd DIR           working directory inside the sandbox\n"
-	"      --tmp-size SIZE     size of /tmp, home, /dev/shm and the overlay (256M)\n"
+	"      --disk SIZE         room for everything written outside the workspace:\n"
+	"                          /tmp, home, /dev/shm and the --rootfs overlay (512M)\n"
 	"Identity and environment:\n"
 	"  -u, --user UID[:GID]    uid (and gid) inside the sandbox (0)\n"
 	"      --hostname NAME     host name inside the sandbox (agentjail)\n"
@@ -33,6 +36,14 @@ static const char run_usage[] =
 	"      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
 	"      --pids N            process limit (256; 0 = none)\n"
 	"      --cpus N.N          CPU quota in CPUs (none)\n"
+	"      --timeout SECS      wall-clock limit (fractional); then SIGTERM to the\n"
+	"                          whole sandbox, SIGKILL after --kill-after; exit 124\n"
+	"      --kill-after SECS   grace between SIGTERM and SIGKILL (2)\n"
+	"      --nofile N          open files per process (RLIMIT_NOFILE)\n"
+	"      --fsize SIZE        largest file a process may write (RLIMIT_FSIZE)\n"
+	"      --result FILE       write a JSON report: exit_code, signal, timed_out,\n"
+	"                          oom_killed, wall_ms, cpu_user_ms, cpu_sys_ms,\n"
+	"                          peak_memory_bytes\n"
 	"Terminal:\n"
 	"  -t, --tty               always give the command a new pseudo-terminal\n"
 	"  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -46,13 +57,18 @@ static const char run_usage[] =
 
 enum {
 	OPT_ROOTFS = 256, OPT_RO, OPT_RW, OPT_CWD, OPT_TMP, OPT_HOST, OPT_ENVFILE,
-	OPT_MEM, OPT_PIDS, OPT_CPUS,
+	OPT_MEM, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILLAFTER, OPT_NOFILE, OPT_FSIZE,
+	OPT_RESULT,
 };
 
 static const struct option run_opts[] = {
 	{"workspace", required_argument, NULL, 'w'}, {"rootfs", required_argument, NULL, OPT_ROOTFS},
 	{"ro", required_argument, NULL, OPT_RO},     {"rw", required_argument, NULL, OPT_RW},
 	{"cwd", required_argument, NULL, OPT_CWD},   {"tmp-size", required_argument, NULL, OPT_TMP},
+	{"disk", required_argument, NULL, OPT_TMP},  {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"kill-after", required_argument, NULL, OPT_KILLAFTER},
+	{"nofile", required_argument, NULL, OPT_NOFILE}, {"fsize", required_argument, NULL, OPT_FSIZE},
+	{"result", required_argument, NULL, OPT_RESULT},
 	{"user", required_argument, NULL, 'u'},      {"hostname", required_argument, NULL, OPT_HOST},
 	{"env", required_argument, NULL, 'e'},       {"env-file", required_argument, NULL, OPT_ENVFILE},
 	{"memory", required_argument, NULL, OPT_MEM}, {"pids", required_argument, NULL, OPT_PIDS},
@@ -70,6 +86,30 @@ static int parse_size_opt(const char *flag, const char *v, unsigned long long *o
 	return 0;
 }
 
+/* The report file is written by agentjail (not the sandbox): refuse a path
+ * through a symlink or into a missing directory before anything runs. */
+static int set_result_path(aj_policy *p, const char *v, aj_error *err)
+{
+	_cleanup_free_ char *dir = strdup(v);
+	if (!dir)
+		return aj_err(err, ENOMEM, "--result");
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	if (!*v || (slash && slash[1] == '\0' && slash != dir) || v[strlen(v) - 1] == '/')
+		return aj_err(err, EINVAL, "--result '%s': expected a file name", v);
+	struct stat st;
+	if (slash && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return aj_err(err, ENOENT, "--result '%s': directory '%s' does not exist", v, dir);
+	if (lstat(v, &st) == 0 && !S_ISREG(st.st_mode))
+		return aj_err(err, EINVAL, "--result '%s' exists and is not a regular file", v);
+	free(p->result_path);
+	p->result_path = strdup(v);
+	return p->result_path ? 0 : aj_err(err, ENOMEM, "--result");
+}
+
 static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 {
 	switch (c) {
@@ -78,7 +118,15 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 	case OPT_RO: return aj_policy_add_bind(p, v, false, err);
 	case OPT_RW: return aj_policy_add_bind(p, v, true, err);
 	case OPT_CWD: return aj_policy_set_cwd(p, v, err);
-	case OPT_TMP: return parse_size_opt("--tmp-size", v, &p->tmp_size, err);
+	case OPT_TMP: return parse_size_opt("--disk", v, &p->tmp_size, err);
+	case OPT_TIMEOUT: return aj_parse_seconds("--timeout", v, &p->timeout_ms, err);
+	case OPT_KILLAFTER: return aj_parse_seconds("--kill-after", v, &p->kill_after_ms, err);
+	case OPT_FSIZE: return parse_size_opt("--fsize", v, &p->fsize, err);
+	case OPT_NOFILE:
+		if (aj_parse_uint(v, 1048576, &p->nofile) < 0)
+			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576", v);
+		return 0;
+	case OPT_RESULT: return set_result_path(p, v, err);
 	case 'u': return aj_policy_set_user(p, v, err);
 	case OPT_HOST: return aj_policy_set_hostname(p, v, err);
 	case 'e': return aj_policy_add_env(p, v, err);
@@ -100,6 +148,20 @@ static void cli_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, "agentjail: warning: %s\n", msg);
+}
+
+/* Say why the run ended when agentjail ended it (timeout, OOM). */
+static void report_end(const aj_policy *p, const aj_run_result *res)
+{
+	if (res->timed_out)
+		fprintf(stderr, "agentjail: timeout: the sandbox ran longer than --timeout %.3gs and was stopped (exit 124)\n",
+			(double)p->timeout_ms / 1000.0);
+	else if (res->oom_killed && res->term_signal == SIGKILL)
+		fprintf(stderr, "agentjail: out of memory: the sandbox reached --memory %lluM and the kernel killed the command (exit 137)\n",
+			p->memory >> 20);
+	else if (res->oom_killed)
+		fprintf(stderr, "agentjail: out of memory: the kernel killed a process of the sandbox (--memory %lluM)\n",
+			p->memory >> 20);
 }
 
 int aj_cmd_run(int argc, char **argv)
@@ -136,6 +198,11 @@ int aj_cmd_run(int argc, char **argv)
 		aj_run_result res;
 		r = aj_sandbox_run(&p, &hooks, &res, &err);
 		if (r == 0) {
+			report_end(&p, &res);
+			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {
+				aj_policy_free(&p);
+				return aj_cli_fail(&err);
+			}
 			aj_policy_free(&p);
 			return res.exit_code;
 		}

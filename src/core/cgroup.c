@@ -272,6 +272,24 @@ bool aj_cgroup_oom_killed(const aj_cgroup *cg)
 	return false;
 }
 
+unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg)
+{
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		char path[PATH_MAX + 32];
+		_cleanup_free_ char *txt = NULL;
+		if (d->version == 1 && strcmp(d->ctrl, "memory") == 0)
+			snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", d->path);
+		else if (d->version == 2)
+			snprintf(path, sizeof(path), "%s/memory.peak", d->path);
+		else
+			continue;
+		if (aj_read_file(path, &txt, NULL) == 0)
+			return strtoull(txt, NULL, 10);
+	}
+	return 0;
+}
+
 static void kill_procs(const aj_cgroup_dir *d)
 {
 	char path[PATH_MAX + 32];

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,24 @@ int aj_init_exec_exit(int errnum)
 
 static void noop_handler(int sig) { (void)sig; }
 
+static int set_rlimits(const aj_policy *p, aj_error *err)
+{
+	struct rlimit core = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &core) < 0)
+		return aj_err(err, errno, "setrlimit(RLIMIT_CORE)");
+	if (p->nofile) {
+		struct rlimit rl = {p->nofile, p->nofile};
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return aj_err(err, errno, "--nofile %llu", p->nofile);
+	}
+	if (p->fsize) {
+		struct rlimit rl = {p->fsize, p->fsize};
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			return aj_err(err, errno, "--fsize %llu", p->fsize);
+	}
+	return 0;
+}
+
 __attribute__((noreturn)) static void command_fail(int errfd, const aj_error *err)
 {
 	(void)aj_write_all(errfd, err, sizeof(*err));
@@ -44,6 +63,7 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(forwarded); i++)
 		signal(forwarded[i], SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
+	signal(AJ_SIG_TERM_ALL, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
@@ -67,7 +87,7 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		aj_err_hint(&err, "--cwd must name an existing directory in the sandbox");
 		command_fail(errfd, &err);
 	}
-	if (aj_landlock_apply(p, &err) < 0 || aj_seccomp_load(a->seccomp, &err) < 0)
+	if (set_rlimits(p, &err) < 0 || aj_landlock_apply(p, &err) < 0 || aj_seccomp_load(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
 	environ = a->envp;
 	execvp(a->argv[0], a->argv);
@@ -108,6 +128,8 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 		sigaction(forwarded[i], &sa, NULL);
 	}
 	sigaction(SIGCHLD, &sa, NULL);
+	sigaddset(&set, AJ_SIG_TERM_ALL);
+	sigaction(AJ_SIG_TERM_ALL, &sa, NULL);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
@@ -149,6 +171,10 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 			continue;
 		if (sig == SIGCHLD) {
 			done = reap_all(cmd, &status);
+			continue;
+		}
+		if (sig == AJ_SIG_TERM_ALL) {
+			kill(-1, SIGTERM); /* everyone in the sandbox but init */
 			continue;
 		}
 		/* Forward to the command's process group (it leads a session). */

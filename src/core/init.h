@@ -4,6 +4,7 @@
 #ifndef AJ_INIT_H
 #define AJ_INIT_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "policy.h"
@@ -19,6 +20,9 @@ typedef struct aj_init_args {
 	const aj_bpf *seccomp; /* compiled filter, loaded last before exec */
 	int stdio[3];          /* the command's stdin/stdout/stderr, -1: inherit */
 } aj_init_args;
+
+/* Sent by agentjail to init: SIGTERM every process of the sandbox. */
+#define AJ_SIG_TERM_ALL (SIGRTMIN + 1)
 
 /* Never returns. */
 __attribute__((noreturn)) void aj_init_main(const aj_init_args *a);

@@ -45,6 +45,7 @@ struct aj_mount_attr {
 #define STAGE_DIR "/tmp"
 #define NEWROOT "/newroot"
 #define OLDROOT "/oldroot"
+#define SCRATCH "/scratch"
 
 int aj_open_tree(int dfd, const char *path, unsigned flags)
 {
@@ -231,23 +232,59 @@ static int enter_staging(aj_error *err)
 	return 0;
 }
 
+/* One size-capped tmpfs holds every writable area of the sandbox (the
+ * overlay's upper layer, /tmp, home, /dev/shm), so --disk bounds them all
+ * together, in bytes and in inodes. */
+static int setup_scratch(const aj_policy *p, aj_error *err)
+{
+	unsigned long long inodes = p->tmp_size / 8192;
+	if (inodes < 4096)
+		inodes = 4096;
+	char opts[128];
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu", p->tmp_size, inodes);
+	int r = mount_tmpfs(SCRATCH, opts, MS_NOSUID | MS_NODEV, err);
+	if (r < 0)
+		return r;
+	static const struct {
+		const char *name;
+		mode_t mode;
+	} dirs[] = {{"upper", 0755}, {"work", 0755}, {"tmp", 01777}, {"shm", 01777}, {"home", 0700}};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
+		char d[64];
+		snprintf(d, sizeof(d), SCRATCH "/%s", dirs[i].name);
+		if (mkdir(d, dirs[i].mode) < 0 || chmod(d, dirs[i].mode) < 0)
+			return aj_err(err, errno, "cannot create %s", d);
+	}
+	if (chown(SCRATCH "/home", p->uid, p->gid) < 0)
+		return aj_err(err, errno, "cannot hand the home directory to uid %u", (unsigned)p->uid);
+	return 0;
+}
+
+/* Bind a directory of the scratch tmpfs at dest. */
+static int bind_scratch(const char *name, const char *dest, aj_error *err)
+{
+	char src[64];
+	snprintf(src, sizeof(src), SCRATCH "/%s", name);
+	int r = aj_mkdir_p(dest, 0755);
+	if (r < 0)
+		return aj_err(err, -r, "cannot create %s", dest);
+	if (mount(src, dest, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, dest, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return aj_err(err, errno, "cannot mount %s", dest);
+	return 0;
+}
+
 static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	aj_mount_op *lower = &plan->ops[0];
-	int r = mount_tmpfs("/upper", "mode=0755", MS_NOSUID | MS_NODEV, err);
-	if (r < 0)
-		return r;
-	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=0755,size=%llu", p->tmp_size);
-	if (mount(NULL, "/upper", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
-		return aj_err(err, errno, "cannot size the overlay's writable layer");
-	if (mkdir("/upper/u", 0755) < 0 || mkdir("/upper/w", 0755) < 0 || mkdir("/lower", 0755) < 0)
+	int r;
+	if (mkdir("/lower", 0755) < 0)
 		return aj_err(err, errno, "cannot prepare the overlay directories");
 	lower->dest[0] = '\0'; /* attach at /lower */
 	if ((r = attach_op(lower, "/lower", err)) < 0)
 		return r;
-	const char *o1 = "lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w,userxattr";
-	const char *o2 = "lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w";
+	const char *o1 = "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work,userxattr";
+	const char *o2 = "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work";
 	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o1) < 0 &&
 	    mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o2) < 0) {
 		aj_err(err, errno, "cannot mount the overlay over --rootfs %s", p->rootfs);
@@ -274,21 +311,13 @@ static int setup_dev(const aj_policy *p, aj_error *err)
 	    mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		  "newinstance,ptmxmode=0666,mode=0620") < 0)
 		return aj_err(err, errno, "cannot mount a new devpts instance");
-	char opts[64];
-	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", p->tmp_size);
-	return mount_tmpfs(NEWROOT "/dev/shm", opts, MS_NOSUID | MS_NODEV, err);
+	return bind_scratch("shm", NEWROOT "/dev/shm", err);
 }
 
-static int setup_tmp_home(const aj_policy *p, aj_error *err)
+static int setup_tmp_home(aj_error *err)
 {
-	char opts[96];
-	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", p->tmp_size);
-	int r = mount_tmpfs(NEWROOT "/tmp", opts, MS_NOSUID | MS_NODEV, err);
-	if (r < 0)
-		return r;
-	snprintf(opts, sizeof(opts), "mode=0700,size=%llu,uid=%u,gid=%u", p->tmp_size,
-		 (unsigned)p->uid, (unsigned)p->gid);
-	return mount_tmpfs(NEWROOT AJ_SANDBOX_HOME, opts, MS_NOSUID | MS_NODEV, err);
+	int r = bind_scratch("tmp", NEWROOT "/tmp", err);
+	return r < 0 ? r : bind_scratch("home", NEWROOT AJ_SANDBOX_HOME, err);
 }
 
 static int pivot_into_newroot(bool readonly_root, aj_error *err)
@@ -312,7 +341,7 @@ static int pivot_into_newroot(bool readonly_root, aj_error *err)
 int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	int r = enter_staging(err);
-	if (r < 0)
+	if (r < 0 || (r = setup_scratch(p, err)) < 0)
 		return r;
 	size_t first = 0;
 	if (p->rootfs) {
@@ -326,7 +355,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	    (aj_mkdir_p(NEWROOT "/proc", 0755) < 0 ||
 	     mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
 		return aj_err(err, errno, "cannot mount a fresh /proc");
-	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(p, err)) < 0)
+	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
 	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, err)) < 0)
 		return r;

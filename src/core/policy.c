@@ -14,7 +14,8 @@
 void aj_policy_init(aj_policy *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->tmp_size = AJ_DEFAULT_TMP_SIZE;
+	p->tmp_size = AJ_DEFAULT_DISK;
+	p->kill_after_ms = AJ_DEFAULT_KILL_AFTER_MS;
 	p->memory = AJ_DEFAULT_MEMORY;
 	p->pids = AJ_DEFAULT_PIDS;
 }
@@ -25,6 +26,7 @@ void aj_policy_free(aj_policy *p)
 	free(p->workspace);
 	free(p->cwd);
 	free(p->hostname);
+	free(p->result_path);
 	for (size_t i = 0; i < p->n_binds; i++) {
 		free(p->binds[i].src);
 		free(p->binds[i].dest);
@@ -340,6 +342,19 @@ int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err)
 	return 0;
 }
 
+int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms, aj_error *err)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(spec, &end);
+	if (errno || end == spec || *end || !isfinite(v) || v < 0.001 || v > 31536000.0) {
+		aj_err(err, EINVAL, "%s '%s': expected seconds such as 30 or 0.5", flag, spec);
+		return -EINVAL;
+	}
+	*ms = (unsigned long long)llround(v * 1000.0);
+	return 0;
+}
+
 int aj_policy_validate(const aj_policy *p, aj_error *err)
 {
 	if (!p->argv || !p->argv[0] || !p->argv[0][0]) {
@@ -358,7 +373,11 @@ int aj_policy_validate(const aj_policy *p, aj_error *err)
 					      p->binds[i].dest);
 	}
 	if (p->tmp_size < (1ULL << 20))
-		return aj_err(err, EINVAL, "--tmp-size must be at least 1M");
+		return aj_err(err, EINVAL, "--disk must be at least 1M");
+	if (p->fsize && p->fsize < 4096)
+		return aj_err(err, EINVAL, "--fsize must be at least 4K");
+	if (p->nofile && p->nofile < 16)
+		return aj_err(err, EINVAL, "--nofile must be at least 16");
 	if (p->memory && p->memory < (4ULL << 20))
 		return aj_err(err, EINVAL, "--memory must be at least 4M");
 	return 0;

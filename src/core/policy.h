@@ -14,7 +14,8 @@
 #define AJ_WORKSPACE_DIR "/workspace"
 #define AJ_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define AJ_DEFAULT_HOSTNAME "agentjail"
-#define AJ_DEFAULT_TMP_SIZE (256ULL << 20)
+#define AJ_DEFAULT_DISK (512ULL << 20)
+#define AJ_DEFAULT_KILL_AFTER_MS 2000
 #define AJ_DEFAULT_MEMORY (1ULL << 30)
 #define AJ_DEFAULT_PIDS 256
 #define AJ_MAX_ENV 256
@@ -44,7 +45,12 @@ typedef struct aj_policy {
 	size_t n_binds;
 	char *env[AJ_MAX_ENV]; /* extra "NAME=VALUE" entries, later wins */
 	size_t n_env;
-	unsigned long long tmp_size; /* bytes for /tmp, home, overlay upper */
+	unsigned long long tmp_size; /* --disk: bytes for all writable tmpfs areas */
+	unsigned long long timeout_ms;    /* wall clock; 0: none */
+	unsigned long long kill_after_ms; /* SIGTERM -> SIGKILL grace */
+	unsigned long long nofile;        /* RLIMIT_NOFILE; 0: inherit */
+	unsigned long long fsize;         /* RLIMIT_FSIZE bytes; 0: none */
+	char *result_path;                /* --result FILE (JSON) */
 	/* cgroup limits; 0 means "no limit" */
 	unsigned long long memory;
 	unsigned long long pids;
@@ -80,6 +86,8 @@ int aj_policy_set_cwd(aj_policy *p, const char *path, aj_error *err);
 int aj_policy_set_hostname(aj_policy *p, const char *name, aj_error *err);
 int aj_policy_set_user(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err);
+/* Seconds, fractional ("1.5"), into milliseconds. */
+int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms, aj_error *err);
 
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);

@@ -16,7 +16,11 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -51,6 +55,9 @@ typedef struct run_ctx {
 	int master;
 	int stdio[3];     /* parent's ends of the command's stdin/stdout/stderr pipes */
 	int child_io[3];  /* the sandbox's ends */
+	int tfd;          /* --timeout timer */
+	int timeout_stage; /* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
+	struct rusage ru;
 	pid_t pid;
 } run_ctx;
 
@@ -239,6 +246,12 @@ static int handle_msg(run_ctx *c, aj_run_result *res, aj_error *err)
 {
 	aj_msg m;
 	int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
+	if (r == -EPIPE && c->timeout_stage == 2) {
+		/* we killed init after the grace period */
+		res->term_signal = SIGKILL;
+		res->exit_code = 128 + SIGKILL;
+		return 0;
+	}
 	if (r == 0 && m.type == AJ_MSG_EXIT) {
 		res->term_signal = m.signal;
 		res->status = m.status;
@@ -281,6 +294,30 @@ static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
 		c->stdio[i] = -1; /* the relay owns them now */
 }
 
+static int arm_timer(run_ctx *c, unsigned long long ms)
+{
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ms / 1000),
+					      .tv_nsec = (long)(ms % 1000) * 1000000L}};
+	return timerfd_settime(c->tfd, 0, &its, NULL);
+}
+
+/* --timeout: SIGTERM to every process of the sandbox (init does it), then
+ * SIGKILL to init, which takes the whole pid namespace down. */
+static void handle_timer(run_ctx *c)
+{
+	uint64_t ticks;
+	if (read(c->tfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+		return;
+	if (c->timeout_stage == 0) {
+		c->timeout_stage = 1;
+		kill(c->pid, AJ_SIG_TERM_ALL);
+		arm_timer(c, c->p->kill_after_ms ? c->p->kill_after_ms : 1);
+	} else if (c->timeout_stage == 1) {
+		c->timeout_stage = 2;
+		kill(c->pid, SIGKILL);
+	}
+}
+
 /* Relay stdio and forward signals until init reports the end and the
  * command's output is drained. */
 static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
@@ -290,12 +327,15 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 	setup_relay(c, &rl, &term);
 	int rc = 1; /* 1: still running */
 	int drain_ms = 2000;
+	if (c->tfd >= 0)
+		arm_timer(c, c->p->timeout_ms);
 	while (rc == 1 || aj_relay_outputs_open(&rl)) {
-		struct pollfd pf[2 + AJ_RELAY_MAX];
+		struct pollfd pf[3 + AJ_RELAY_MAX];
 		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
-		size_t n = aj_relay_pollfds(&rl, pf + 2, AJ_RELAY_MAX);
-		int pr = poll(pf, 2 + n, rc == 1 ? -1 : 100);
+		pf[2] = (struct pollfd){rc == 1 ? c->tfd : -1, POLLIN, 0};
+		size_t n = aj_relay_pollfds(&rl, pf + 3, AJ_RELAY_MAX);
+		int pr = poll(pf, 3 + n, rc == 1 ? -1 : 100);
 		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
 			break;
@@ -306,7 +346,9 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			continue;
 		if (pf[1].revents & POLLIN)
 			handle_signal(c, sfd);
-		aj_relay_handle(&rl, pf + 2, n);
+		if (pf[2].revents & POLLIN)
+			handle_timer(c);
+		aj_relay_handle(&rl, pf + 3, n);
 		if (rc == 1 && pf[0].revents)
 			rc = handle_msg(c, res, err);
 	}
@@ -352,9 +394,12 @@ static void teardown(run_ctx *c)
 		}
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
-		while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+		while (wait4(c->pid, NULL, 0, &c->ru) < 0 && errno == EINTR)
 			;
 	}
+	if (c->tfd >= 0)
+		close(c->tfd);
+	c->tfd = -1;
 	if (c->have_cg)
 		aj_cgroup_destroy(&c->cg);
 	aj_mount_plan_free(&c->plan);
@@ -369,11 +414,31 @@ static void teardown(run_ctx *c)
 		close(c->master);
 }
 
+static void finish_result(const run_ctx *c, aj_run_result *res, const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	res->wall_ms = (unsigned long long)((t1.tv_sec - t0->tv_sec) * 1000 +
+					    (t1.tv_nsec - t0->tv_nsec) / 1000000);
+	res->cpu_user_ms = (unsigned long long)c->ru.ru_utime.tv_sec * 1000 +
+			   (unsigned long long)c->ru.ru_utime.tv_usec / 1000;
+	res->cpu_sys_ms = (unsigned long long)c->ru.ru_stime.tv_sec * 1000 +
+			  (unsigned long long)c->ru.ru_stime.tv_usec / 1000;
+	if (!res->peak_memory_bytes)
+		res->peak_memory_bytes = (unsigned long long)c->ru.ru_maxrss * 1024;
+	if (c->timeout_stage > 0) {
+		res->timed_out = true;
+		res->exit_code = AJ_EXIT_TIMEOUT;
+	}
+}
+
 int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
 		   aj_error *err)
 {
 	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1,
-		     .stdio = {-1, -1, -1}, .child_io = {-1, -1, -1}};
+		     .stdio = {-1, -1, -1}, .child_io = {-1, -1, -1}, .tfd = -1};
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	_cleanup_close_ int sfd = -1;
 	memset(res, 0, sizeof(*res));
 	int r = aj_policy_validate(p, err);
@@ -389,6 +454,10 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	if (!c.want_tty && (r = make_stdio_pipes(&c, err)) < 0)
 		goto out;
+	if (p->timeout_ms && (c.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC)) < 0) {
+		r = aj_err(err, errno, "timerfd_create");
+		goto out;
+	}
 	sigset_t set, old;
 	sigemptyset(&set);
 	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD};
@@ -415,7 +484,12 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		if (r == 0)
 			r = parent_loop(&c, sfd, res, err);
 	}
+	if (c.have_cg) {
+		res->oom_killed = aj_cgroup_oom_killed(&c.cg);
+		res->peak_memory_bytes = aj_cgroup_peak_memory(&c.cg);
+	}
 	teardown(&c);
+	finish_result(&c, res, &t0);
 	c.pid = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
