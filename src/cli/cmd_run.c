@@ -32,6 +32,13 @@ static const char run_usage[] =
 	"      --hostname NAME     host name inside the sandbox (agentjail)\n"
 	"  -e, --env NAME=VALUE    set a variable; --env NAME copies it from the caller\n"
 	"      --env-file FILE     NAME=VALUE lines ('#' comments allowed)\n"
+	"Secrets:\n"
+	"      --secret NAME=VALUE the command sees NAME set to a placeholder, never\n"
+	"                          VALUE; --secret NAME takes VALUE from your environment.\n"
+	"                          VALUE (and its base64) is redacted from the output\n"
+	"      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
+	"      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
+	"      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
 	"Limits (cgroup; the whole sandbox):\n"
 	"      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
 	"      --pids N            process limit (256; 0 = none)\n"
@@ -58,7 +65,7 @@ static const char run_usage[] =
 enum {
 	OPT_ROOTFS = 256, OPT_RO, OPT_RW, OPT_CWD, OPT_TMP, OPT_HOST, OPT_ENVFILE,
 	OPT_MEM, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILLAFTER, OPT_NOFILE, OPT_FSIZE,
-	OPT_RESULT,
+	OPT_RESULT, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS,
 };
 
 static const struct option run_opts[] = {
@@ -69,6 +76,8 @@ static const struct option run_opts[] = {
 	{"kill-after", required_argument, NULL, OPT_KILLAFTER},
 	{"nofile", required_argument, NULL, OPT_NOFILE}, {"fsize", required_argument, NULL, OPT_FSIZE},
 	{"result", required_argument, NULL, OPT_RESULT},
+	{"secret", required_argument, NULL, OPT_SECRET}, {"redact", required_argument, NULL, OPT_REDACT},
+	{"mask", required_argument, NULL, OPT_MASK}, {"no-default-masks", no_argument, NULL, OPT_NOMASKS},
 	{"user", required_argument, NULL, 'u'},      {"hostname", required_argument, NULL, OPT_HOST},
 	{"env", required_argument, NULL, 'e'},       {"env-file", required_argument, NULL, OPT_ENVFILE},
 	{"memory", required_argument, NULL, OPT_MEM}, {"pids", required_argument, NULL, OPT_PIDS},
@@ -127,6 +136,10 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576", v);
 		return 0;
 	case OPT_RESULT: return set_result_path(p, v, err);
+	case OPT_SECRET: return aj_policy_add_secret(p, v, err);
+	case OPT_REDACT: return aj_policy_add_redact(p, v, err);
+	case OPT_MASK: return aj_policy_add_mask(p, v, err);
+	case OPT_NOMASKS: p->no_default_masks = true; return 0;
 	case 'u': return aj_policy_set_user(p, v, err);
 	case OPT_HOST: return aj_policy_set_hostname(p, v, err);
 	case 'e': return aj_policy_add_env(p, v, err);

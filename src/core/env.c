@@ -36,7 +36,7 @@ static int strv_set(char **v, size_t *n, const char *entry)
 
 char **aj_policy_build_env(const aj_policy *p, const char *term)
 {
-	size_t cap = p->n_env + 5, n = 0;
+	size_t cap = p->n_env + p->n_secrets + 5, n = 0;
 	char **v = calloc(cap, sizeof(char *));
 	if (!v)
 		return NULL;
@@ -48,6 +48,13 @@ char **aj_policy_build_env(const aj_policy *p, const char *term)
 	for (size_t i = 0; i < p->n_env; i++)
 		if (strv_set(v, &n, p->env[i]) < 0)
 			goto fail;
+	/* secrets: the sandbox sees placeholders, never the values */
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		_cleanup_free_ char *e =
+			aj_asprintf("%s=%s", p->secrets[i].name, p->secrets[i].placeholder);
+		if (!e || strv_set(v, &n, e) < 0)
+			goto fail;
+	}
 	v[n] = NULL;
 	return v;
 fail:

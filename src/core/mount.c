@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "etc.h"
+#include "mask.h"
 #include "userns.h"
 #include "util.h"
 
@@ -362,5 +363,8 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	for (size_t i = first; i < plan->n; i++)
 		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)
 			return r;
+	if (p->workspace &&
+	    (r = aj_mask_workspace(p, NEWROOT AJ_WORKSPACE_DIR, SCRATCH "/masks", err)) < 0)
+		return r;
 	return pivot_into_newroot(!p->rootfs, err);
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "util.h"
@@ -33,6 +34,19 @@ void aj_policy_free(aj_policy *p)
 	}
 	for (size_t i = 0; i < p->n_env; i++)
 		free(p->env[i]);
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		free(p->secrets[i].name);
+		if (p->secrets[i].value)
+			explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
+		free(p->secrets[i].value);
+		free(p->secrets[i].placeholder);
+	}
+	for (size_t i = 0; i < p->n_redact; i++) {
+		explicit_bzero(p->redact[i], strlen(p->redact[i]));
+		free(p->redact[i]);
+	}
+	for (size_t i = 0; i < p->n_masks; i++)
+		free(p->masks[i]);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -241,6 +255,65 @@ int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err)
 	if (!entry)
 		return aj_err(err, ENOMEM, "--env");
 	p->env[p->n_env++] = entry;
+	return 0;
+}
+
+int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
+{
+	if (p->n_secrets >= AJ_MAX_SECRETS)
+		return aj_err(err, E2BIG, "--secret: at most %d secrets", AJ_MAX_SECRETS);
+	const char *eq = strchr(spec, '=');
+	size_t n = eq ? (size_t)(eq - spec) : strlen(spec);
+	if (!env_name_valid(spec, n)) {
+		aj_err(err, EINVAL, "--secret: invalid variable name in '%.*s'", (int)n, spec);
+		aj_err_hint(err, "use --secret NAME=VALUE or --secret NAME (taken from your environment)");
+		return -EINVAL;
+	}
+	const char *value = eq ? eq + 1 : getenv(spec);
+	if (!value)
+		return aj_err(err, ENOENT, "--secret %s: not set in the caller's environment", spec);
+	if (strlen(value) < 4) {
+		aj_err(err, EINVAL, "--secret %.*s: the value is shorter than 4 characters", (int)n, spec);
+		aj_err_hint(err, "such a value cannot be told apart from ordinary output for redaction");
+		return -EINVAL;
+	}
+	unsigned char rnd[8];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return aj_err(err, EIO, "--secret: no randomness for a placeholder");
+	aj_secret *s = &p->secrets[p->n_secrets];
+	s->name = strndup(spec, n);
+	s->value = strdup(value);
+	s->placeholder = aj_asprintf("agentjail-placeholder-%.*s-%02x%02x%02x%02x%02x%02x%02x%02x",
+				     (int)n, spec, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5],
+				     rnd[6], rnd[7]);
+	p->n_secrets++;
+	if (!s->name || !s->value || !s->placeholder)
+		return aj_err(err, ENOMEM, "--secret");
+	return 0;
+}
+
+int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err)
+{
+	if (p->n_redact >= AJ_MAX_SECRETS)
+		return aj_err(err, E2BIG, "--redact: at most %d values", AJ_MAX_SECRETS);
+	if (strlen(value) < 4)
+		return aj_err(err, EINVAL, "--redact: values shorter than 4 characters are refused");
+	if (!(p->redact[p->n_redact] = strdup(value)))
+		return aj_err(err, ENOMEM, "--redact");
+	p->n_redact++;
+	return 0;
+}
+
+int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err)
+{
+	if (p->n_masks >= AJ_MAX_MASKS)
+		return aj_err(err, E2BIG, "--mask: at most %d globs", AJ_MAX_MASKS);
+	if (!*glob || glob[0] == '/' || strstr(glob, ".."))
+		return aj_err(err, EINVAL, "--mask '%s': give a glob relative to the workspace, e.g. '*.secret' or 'config/prod.yml'",
+			      glob);
+	if (!(p->masks[p->n_masks] = strdup(glob)))
+		return aj_err(err, ENOMEM, "--mask");
+	p->n_masks++;
 	return 0;
 }
 

@@ -27,6 +27,15 @@ typedef struct aj_bind {
 	bool writable;
 } aj_bind;
 
+#define AJ_MAX_SECRETS 64
+#define AJ_MAX_MASKS 64
+
+typedef struct aj_secret {
+	char *name;        /* environment variable name */
+	char *value;       /* the real value: never reaches the sandbox */
+	char *placeholder; /* what the sandbox sees instead */
+} aj_secret;
+
 typedef enum aj_tty_mode {
 	AJ_TTY_AUTO = 0, /* pty when stdin and stdout are terminals */
 	AJ_TTY_ALWAYS,
@@ -55,6 +64,13 @@ typedef struct aj_policy {
 	unsigned long long memory;
 	unsigned long long pids;
 	unsigned long long cpu_millis; /* --cpus 1.5 -> 1500 */
+	aj_secret secrets[AJ_MAX_SECRETS];
+	size_t n_secrets;
+	char *redact[AJ_MAX_SECRETS]; /* extra values to redact from output */
+	size_t n_redact;
+	char *masks[AJ_MAX_MASKS]; /* extra globs of workspace files to mask */
+	size_t n_masks;
+	bool no_default_masks;
 	aj_tty_mode tty;
 	bool quiet; /* suppress warnings about degraded features */
 } aj_policy;
@@ -88,6 +104,11 @@ int aj_policy_set_user(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err);
 /* Seconds, fractional ("1.5"), into milliseconds. */
 int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms, aj_error *err);
+
+/* "NAME=VALUE", or "NAME" to take the value from the caller's environment. */
+int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
+int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
+int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
 
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);

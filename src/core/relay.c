@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,9 +25,30 @@ int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns)
 	c->owns = owns;
 	c->open = true;
 	c->len = c->off = 0;
+	c->red = NULL;
 	if (input)
 		fcntl(dst, F_SETFL, fcntl(dst, F_GETFL) | O_NONBLOCK);
 	return 0;
+}
+
+void aj_relay_set_redactor(aj_relay *r, aj_redactor *red)
+{
+	if (r->n > 0 && red && aj_redactor_active(red))
+		r->ch[r->n - 1].red = red;
+}
+
+/* Write out to the caller, through the redactor if any. */
+static int emit(aj_chan *c, const char *buf, size_t n, bool final)
+{
+	if (!c->red)
+		return n ? aj_write_all(c->dst, buf, n) : 0;
+	char *out = NULL;
+	size_t olen = 0;
+	int r = aj_redactor_feed(c->red, buf, n, final, &out, &olen);
+	if (r == 0 && olen)
+		r = aj_write_all(c->dst, out, olen);
+	free(out);
+	return r;
 }
 
 /* The fd on the sandbox's side of a channel. */
@@ -93,9 +115,10 @@ static void pump_output(aj_chan *c, const struct pollfd *p)
 	ssize_t n = read(c->src, c->buf, sizeof(c->buf));
 	if (n > 0) {
 		/* blocking write: a slow reader slows the command down */
-		if (aj_write_all(c->dst, c->buf, (size_t)n) < 0)
+		if (emit(c, c->buf, (size_t)n, false) < 0)
 			chan_end(c); /* reader gone: the command gets EPIPE */
 	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+		(void)emit(c, NULL, 0, true); /* what the redactor held back */
 		chan_end(c); /* EOF, or EIO from a pty whose slave closed */
 	}
 }

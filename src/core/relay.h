@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "redact.h"
+
 #define AJ_RELAY_BUF 65536
 #define AJ_RELAY_MAX 3
 
@@ -16,6 +18,7 @@ typedef struct aj_chan {
 	bool input;        /* caller -> sandbox: dst is non-blocking, buffered */
 	bool owns;  /* close the sandbox-side fd when the channel ends (pipes) */
 	bool open;
+	aj_redactor *red;  /* output filter, or NULL */
 	size_t len, off;
 	char buf[AJ_RELAY_BUF];
 } aj_chan;
@@ -30,6 +33,8 @@ void aj_relay_init(aj_relay *r);
  * closes the sandbox-side fd when the channel ends (so the command sees EOF
  * on stdin, or EPIPE when the caller stops reading its output). */
 int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns);
+/* Filter the last added (output) channel through red (owned by the caller). */
+void aj_relay_set_redactor(aj_relay *r, aj_redactor *red);
 /* Fill pollfds for the channels (slot per channel: one fd, either end). */
 size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max);
 /* Act on the poll results of the slots filled by aj_relay_pollfds. */

@@ -58,6 +58,7 @@ typedef struct run_ctx {
 	int tfd;          /* --timeout timer */
 	int timeout_stage; /* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct rusage ru;
+	aj_redactor red[2]; /* stdout, stderr */
 	pid_t pid;
 } run_ctx;
 
@@ -129,6 +130,21 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 	return 0;
 }
 
+/* The child is a copy of agentjail's memory: scrub the secret values from
+ * it, so not even init holds them. */
+static void wipe_secrets(run_ctx *c)
+{
+	aj_policy *p = (aj_policy *)c->p; /* the child's private copy */
+	for (size_t i = 0; i < p->n_secrets; i++)
+		explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
+	for (size_t i = 0; i < p->n_redact; i++)
+		explicit_bzero(p->redact[i], strlen(p->redact[i]));
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < c->red[k].n; i++)
+			explicit_bzero(c->red[k].pat[i], c->red[k].plen[i]);
+	}
+}
+
 __attribute__((noreturn)) static void child_main(run_ctx *c)
 {
 	int sock = c->sock[1];
@@ -137,6 +153,7 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		if (c->stdio[i] >= 0)
 			close(c->stdio[i]);
 	aj_proctitle_set("agentjail-init");
+	wipe_secrets(c);
 	die_with_parent(sock);
 	sigset_t none;
 	sigemptyset(&none);
@@ -163,6 +180,8 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 	aj_init_main(&a);
 }
 
+static int setup_redactors(run_ctx *c, aj_error *err);
+
 static void make_name(char *buf, size_t len)
 {
 	unsigned r = 0;
@@ -179,7 +198,7 @@ static int prepare(run_ctx *c, aj_error *err)
 		return r;
 	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
 		return r;
-	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0)
+	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
 		return r;
 	if (c->idm.privileged) {
 		char map[64];
@@ -276,6 +295,23 @@ static void handle_signal(run_ctx *c, int sfd)
 		kill(c->pid, (int)si.ssi_signo); /* init forwards it to the command */
 }
 
+/* Secrets' values (and --redact values) never reach the caller's terminal
+ * or logs: both output streams get a redactor with the same patterns. */
+static int setup_redactors(run_ctx *c, aj_error *err)
+{
+	const aj_policy *p = c->p;
+	for (int k = 0; k < 2; k++) {
+		aj_redactor_init(&c->red[k]);
+		for (size_t i = 0; i < p->n_secrets; i++)
+			if (aj_redactor_add(&c->red[k], p->secrets[i].value) < 0)
+				return aj_err(err, ENOMEM, "redaction patterns");
+		for (size_t i = 0; i < p->n_redact; i++)
+			if (aj_redactor_add(&c->red[k], p->redact[i]) < 0)
+				return aj_err(err, ENOMEM, "redaction patterns");
+	}
+	return 0;
+}
+
 static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
 {
 	aj_relay_init(rl);
@@ -284,12 +320,15 @@ static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
 		aj_pty_copy_winsize(STDIN_FILENO, c->master);
 		aj_relay_add(rl, STDIN_FILENO, c->master, true, false);
 		aj_relay_add(rl, c->master, STDOUT_FILENO, false, false);
+		aj_relay_set_redactor(rl, &c->red[0]);
 		return;
 	}
-	/* pipes: the command's stdio are ours to relay (and, later, filter) */
+	/* pipes: the command's stdio are ours to relay and filter */
 	aj_relay_add(rl, STDIN_FILENO, c->stdio[0], true, true);
 	aj_relay_add(rl, c->stdio[1], STDOUT_FILENO, false, true);
+	aj_relay_set_redactor(rl, &c->red[0]);
 	aj_relay_add(rl, c->stdio[2], STDERR_FILENO, false, true);
+	aj_relay_set_redactor(rl, &c->red[1]);
 	for (int i = 0; i < 3; i++)
 		c->stdio[i] = -1; /* the relay owns them now */
 }
@@ -500,5 +539,7 @@ out:
 	aj_strv_free(c.envp);
 	aj_strv_free(c.argv);
 	aj_bpf_free(&c.bpf);
+	aj_redactor_free(&c.red[0]);
+	aj_redactor_free(&c.red[1]);
 	return r;
 }

@@ -74,10 +74,15 @@ int aj_write_file_at(int dirfd, const char *path, const char *content)
 
 int aj_read_file(const char *path, char **out, size_t *len_out)
 {
-	const size_t max = 1 << 20;
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	return aj_read_fd(fd, out, len_out);
+}
+
+int aj_read_fd(int fd, char **out, size_t *len_out)
+{
+	const size_t max = 1 << 20;
 	size_t cap = 4096, len = 0;
 	_cleanup_free_ char *buf = malloc(cap);
 	if (!buf)

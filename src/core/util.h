@@ -46,6 +46,8 @@ int aj_write_file(const char *path, const char *content, mode_t create_mode);
 int aj_write_file_at(int dirfd, const char *path, const char *content);
 /* Read a small file (max 1 MiB) into a NUL-terminated malloc'ed buffer. */
 int aj_read_file(const char *path, char **out, size_t *len_out);
+/* The same from an open fd (read to its end). */
+int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */
 int aj_mkdir_p(const char *path, mode_t mode);
 /* Parse a size like "512M", "1G", "1.5GiB", "4096". Returns 0 or -EINVAL/-ERANGE. */

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+#include "mask.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *const aj_mask_defaults[] = {
+	".env*",  "*.pem",   "*.key",   "id_rsa*",    "id_ed25519*", "id_ecdsa*",
+	"id_dsa*", ".npmrc", ".netrc",  ".pypirc",    ".aws/",       ".ssh/",
+	".gnupg/", ".git-credentials", ".docker/config.json", "*.p12", "*.pfx", NULL,
+};
+
+#define MASK_MAX_ENTRIES 200000
+#define MASK_MAX_DEPTH 32
+
+bool aj_mask_match(const char *glob, const char *rel, const char *name, bool is_dir)
+{
+	size_t gl = strlen(glob);
+	if (gl == 0)
+		return false;
+	if (glob[gl - 1] == '/') {
+		if (!is_dir)
+			return false;
+		char g[PATH_MAX];
+		if (gl >= sizeof(g))
+			return false;
+		memcpy(g, glob, gl - 1);
+		g[gl - 1] = '\0';
+		return aj_mask_match(g, rel, name, is_dir);
+	}
+	if (strchr(glob, '/')) {
+		char g[PATH_MAX + 2], r[PATH_MAX + 2];
+		snprintf(g, sizeof(g), "*/%s", glob);
+		snprintf(r, sizeof(r), "/%s", rel);
+		return fnmatch(g, r, 0) == 0;
+	}
+	return fnmatch(glob, name, FNM_PERIOD) == 0;
+}
+
+char *aj_mask_env_text(const aj_policy *p, const char *content)
+{
+	size_t cap = strlen(content) * 2 + 256, len = 0;
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	out[0] = '\0';
+	const char *line = content;
+	while (*line) {
+		const char *nl = strchrnul(line, '\n');
+		const char *s = line;
+		while (s < nl && (*s == ' ' || *s == '\t'))
+			s++;
+		if (nl - s > 7 && strncmp(s, "export ", 7) == 0)
+			s += 7;
+		const char *eq = memchr(s, '=', (size_t)(nl - s));
+		if (eq && *s != '#' && eq > s) {
+			size_t kl = (size_t)(eq - s);
+			while (kl && (s[kl - 1] == ' ' || s[kl - 1] == '\t'))
+				kl--;
+			const char *ph = "agentjail-masked";
+			for (size_t i = 0; i < p->n_secrets; i++)
+				if (strlen(p->secrets[i].name) == kl &&
+				    strncmp(p->secrets[i].name, s, kl) == 0)
+					ph = p->secrets[i].placeholder;
+			size_t need = kl + strlen(ph) + 3;
+			if (len + need >= cap) {
+				char *n = realloc(out, cap = cap * 2 + need);
+				if (!n) {
+					free(out);
+					return NULL;
+				}
+				out = n;
+			}
+			len += (size_t)snprintf(out + len, cap - len, "%.*s=%s\n", (int)kl, s, ph);
+		}
+		line = *nl ? nl + 1 : nl;
+	}
+	return out;
+}
+
+typedef struct mask_walk {
+	const aj_policy *p;
+	const char *scratch;
+	size_t entries, masked;
+	aj_error *err;
+} mask_walk;
+
+static bool matches(const mask_walk *w, const char *rel, const char *name, bool is_dir)
+{
+	if (!w->p->no_default_masks)
+		for (size_t i = 0; aj_mask_defaults[i]; i++)
+			if (aj_mask_match(aj_mask_defaults[i], rel, name, is_dir))
+				return true;
+	for (size_t i = 0; i < w->p->n_masks; i++)
+		if (aj_mask_match(w->p->masks[i], rel, name, is_dir))
+			return true;
+	return false;
+}
+
+/* Mount a replacement over path: an empty directory, an empty file, or for
+ * .env files the same keys with placeholder values. Read-only. */
+static int mask_one(mask_walk *w, int dfd, const char *name, const char *path, bool is_dir)
+{
+	char repl[PATH_MAX];
+	snprintf(repl, sizeof(repl), "%s/%zu", w->scratch, w->masked);
+	if (is_dir) {
+		if (mkdir(repl, 0755) < 0)
+			return aj_err(w->err, errno, "mask: cannot create %s", repl);
+	} else {
+		_cleanup_free_ char *text = NULL;
+		if (fnmatch(".env*", name, FNM_PERIOD) == 0) {
+			_cleanup_free_ char *orig = NULL;
+			_cleanup_close_ int fd =
+				openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			if (fd >= 0 && aj_read_fd(fd, &orig, NULL) == 0)
+				text = aj_mask_env_text(w->p, orig);
+		}
+		int r = aj_write_file(repl, text ? text : "", 0444);
+		if (r < 0)
+			return aj_err(w->err, -r, "mask: cannot create %s", repl);
+	}
+	if (mount(repl, path, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return aj_err(w->err, errno, "cannot mask %s in the workspace", path);
+	w->masked++;
+	return 0;
+}
+
+static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		const char *name = de->d_name;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		if (++w->entries > MASK_MAX_ENTRIES)
+			break;
+		struct stat st;
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
+			continue; /* a symlink is not followed, and masks nothing */
+		bool is_dir = S_ISDIR(st.st_mode);
+		char sub[PATH_MAX], subrel[PATH_MAX];
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, name) >= sizeof(sub) ||
+		    (size_t)snprintf(subrel, sizeof(subrel), "%s%s%s", rel, *rel ? "/" : "", name) >=
+			    sizeof(subrel))
+			continue;
+		if ((is_dir || S_ISREG(st.st_mode)) && matches(w, subrel, name, is_dir)) {
+			r = mask_one(w, dirfd(d), name, sub, is_dir);
+			continue;
+		}
+		if (!is_dir || depth >= MASK_MAX_DEPTH || !strcmp(name, "node_modules") ||
+		    !strcmp(name, ".git"))
+			continue;
+		int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			r = walk(w, fd, sub, subrel, depth + 1);
+	}
+	closedir(d);
+	return r;
+}
+
+int aj_mask_workspace(const aj_policy *p, const char *ws, const char *scratch, aj_error *err)
+{
+	if (p->no_default_masks && p->n_masks == 0)
+		return 0;
+	if (mkdir(scratch, 0755) < 0 && errno != EEXIST)
+		return aj_err(err, errno, "mask: cannot create %s", scratch);
+	int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "mask: cannot open the workspace");
+	mask_walk w = {.p = p, .scratch = scratch, .err = err};
+	int r = walk(&w, fd, ws, "", 0);
+	return r < 0 ? r : (int)w.masked;
+}
