@@ -161,13 +161,29 @@ host_uid_of() {
     awk -v f="${2:-1}" '$1 == "Uid:" { print $(f + 1) }' "/proc/$1/status"
 }
 
-# New host processes (not present at setup) running as a sandbox uid.
+# Is PID one of this test's sandbox processes?  Other sandboxes (e.g. another
+# test suite running concurrently) must neither fail nor be killed by us.
+# Ours: comm is one of our tags, or its mounts come from this bats run's
+# scratch tree (the workspace, binds) or from another AJ_MARKERS entry.
+aj_is_mine() {
+    local c m
+    c=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
+    [[ "$c" == "ajt${AJ_TEST_PID}"* ]] && return 0
+    for m in "${AJ_MARKERS[@]}"; do
+        grep -qF -- "$m" "/proc/$1/mountinfo" 2>/dev/null && return 0
+    done
+    return 1
+}
+
+# New host processes (not present at setup) of this test running as a sandbox uid.
 new_sandbox_uid_pids() {
+    local pid uid
     ps -e -o pid=,uid= | while read -r pid uid; do
         [ "$uid" -ge "$SANDBOX_UID_MIN" ] || continue
         [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
-        echo "$pid"
+        aj_is_mine "$pid" && echo "$pid"
     done
+    return 0
 }
 
 # ---------------------------------------------------------------- residue
@@ -192,21 +208,37 @@ _aj_cgroup_dirs() {
         /proc/self/mountinfo | awk '$2 == "cgroup" || $2 == "cgroup2"')
 }
 
+# One line per item, "KIND value", sorted.
 _aj_snapshot() {
-    echo "## mounts"
-    awk '{ print $5 }' /proc/self/mountinfo | sort
-    echo "## cgroups"
-    _aj_cgroup_dirs | sort
-    echo "## tempdirs"
-    ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sort
-    echo "## netns"
-    ip netns list 2>/dev/null | sort
-    echo "## links"
-    ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sort
+    {
+        awk '{ print "mount", $5 }' /proc/self/mountinfo
+        _aj_cgroup_dirs | sed 's/^/cgroup /'
+        ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
+        ip netns list 2>/dev/null | awk '{ print "netns", $1 }'
+        ip -o link show 2>/dev/null | awk -F': ' '{ print "link", $2 }'
+    } | sort
+}
+
+# Items added since setup.  Cgroups are named agentjail-PID-RANDOM; those of
+# agentjail processes this test did not start (another suite running at the
+# same time) are not ours to judge.
+_aj_added() {
+    local kind v pid
+    comm -13 "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" |
+        while read -r kind v; do
+            if [ "$kind" = cgroup ]; then
+                pid=$(echo "${v##*/}" | sed -n 's/^agentjail-\([0-9]\+\)-.*/\1/p')
+                if [ -n "$pid" ] && ! grep -qx "$pid" "$AJ_PIDS_FILE" 2>/dev/null; then
+                    continue
+                fi
+            fi
+            echo "$kind $v"
+        done
 }
 
 # Processes that appeared since setup and either descend from the test
-# process or run as a sandbox uid (or as uid AJ_EXTRA_UID, e.g. nobody).
+# process or are this test's sandbox processes (running as a sandbox uid or
+# as AJ_EXTRA_UID, e.g. nobody for non-root runs).
 _aj_new_procs() {
     local f=$BATS_TEST_TMPDIR/.ps
     ps -e -o pid=,ppid=,uid=,comm= >"$f" 2>/dev/null
@@ -223,8 +255,10 @@ _aj_new_procs() {
         [ "${comm[$pid]}" = ps ] && continue
         if [ "${uidof[$pid]}" -ge "$SANDBOX_UID_MIN" ] ||
             { [ -n "${AJ_EXTRA_UID:-}" ] && [ "${uidof[$pid]}" = "$AJ_EXTRA_UID" ]; }; then
-            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
-            continue
+            if aj_is_mine "$pid"; then
+                echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
+                continue
+            fi
         fi
         p=${parent[$pid]}
         while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
@@ -239,18 +273,18 @@ _aj_new_procs() {
 
 aj_residue_setup() {
     AJ_TEST_PID=$BASHPID
+    AJ_MARKERS=("$(basename "$BATS_RUN_TMPDIR")")
     AJ_SETUP_PIDS=" $(ps -e -o pid= | tr -s ' \n' '  ') "
     _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.before"
 }
 
 aj_residue_check() {
-    local i procs=
+    local i procs= added=
     for ((i = 0; i < 10; i++)); do
         _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.after"
         procs=$(_aj_new_procs)
-        if [ -z "$procs" ] && cmp -s "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"; then
-            return 0
-        fi
+        added=$(_aj_added)
+        [ -z "$procs" ] && [ -z "$added" ] && return 0
         sleep 0.1
     done
     local ok=0
@@ -258,17 +292,18 @@ aj_residue_check() {
         echo "RESIDUE: processes left behind:" >&2
         echo "$procs" >&2
         ok=1
-        # Do not let stray sandbox processes outlive the test (by pid only).
+        # Do not let our stray sandbox processes outlive the test (by pid,
+        # only those attributed to this test).
         local pid
         while read -r pid _; do kill -KILL "$pid" 2>/dev/null || true; done <<<"$procs"
     fi
-    if ! cmp -s "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"; then
+    if [ -n "$added" ]; then
         if [ -n "${AJ_RESIDUE_PROCS_ONLY:-}" ]; then
-            echo "# note: non-process residue ignored for this test:" >&2
-            diff "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" >&2 || true
+            echo "# note: non-process residue not counted for this test:" >&2
+            echo "$added" >&2
         else
-            echo "RESIDUE: host state changed (before -> after):" >&2
-            diff "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" >&2 || true
+            echo "RESIDUE: left on the host:" >&2
+            echo "$added" >&2
             ok=1
         fi
     fi
@@ -277,9 +312,22 @@ aj_residue_check() {
 
 # ---------------------------------------------------------------- setup
 
+# $AJ becomes a tiny wrapper that records agentjail's pid (exec keeps it) so
+# residue can be attributed to this test; $AJ_REAL is the binary itself.
+_aj_wrap() {
+    AJ_REAL=${AJ_REAL:-$AJ}
+    AJ_PIDS_FILE=$BATS_TEST_TMPDIR/.agentjail-pids
+    : >"$AJ_PIDS_FILE"
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho $$ >>%q 2>/dev/null\nexec %q "$@"\n' "$AJ_PIDS_FILE" "$AJ_REAL" >"$BATS_TEST_TMPDIR/bin/agentjail"
+    chmod 0755 "$BATS_TEST_TMPDIR/bin/agentjail"
+    AJ=$BATS_TEST_TMPDIR/bin/agentjail
+}
+
 # Standard per-test setup: binaries present, scratch dir, workspace, snapshot.
 aj_setup() {
     require_binaries
+    _aj_wrap
     T=$BATS_TEST_TMPDIR/t
     WS=$T/ws
     mkdir -p "$WS"

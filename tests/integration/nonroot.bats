@@ -32,11 +32,12 @@ setup() {
     AJ_EXTRA_UID=$NR_UID
     # A tree nobody can traverse: every parent 0755, workspace owned by nobody.
     NRDIR=$(mktemp -d /tmp/ajtest-nonroot.XXXXXX)
+    AJ_MARKERS+=("$(basename "$NRDIR")")
     chmod 0755 "$NRDIR"
     NRWS=$NRDIR/ws
     mkdir "$NRWS"
     chown "$NR_UID:$NR_UID" "$NRWS"
-    cp "$AJ" "$NRDIR/agentjail"
+    cp "$AJ_REAL" "$NRDIR/agentjail"
     cp "$PROBE" "$NRDIR/ajprobe"
     chmod 0755 "$NRDIR/agentjail" "$NRDIR/ajprobe"
     if ! setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all unshare --user --map-root-user true 2>/dev/null; then

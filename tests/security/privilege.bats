@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# Privilege walls: capability sets, securebits, no_new_privs, seccomp mode,
+# uid changes, setuid and file-capability binaries, ptrace and signals to
+# init, terminal injection, nested namespaces, cgroup release_agent, clone3.
+
+load helpers
+
+@test "privilege state: every capability set empty, NoNewPrivs 1, Seccomp 2, securebits locked (root inside)" {
+    attack -- /attack privstate
+    assert_all_blocked
+    local k
+    for k in CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs Seccomp securebits; do assert_held "$k"; done
+    assert_eq "$(info_of securebits)" 0xef securebits
+}
+
+@test "privilege state: the same as --user 1000" {
+    attack --user 1000 -- /attack privstate
+    assert_all_blocked
+    assert_eq "$(info_of CapBnd)" 0000000000000000 CapBnd
+    assert_eq "$(info_of NoNewPrivs)" 1 NoNewPrivs
+}
+
+@test "setuid(0), setresuid, setreuid, setgid(0), setgroups, setfsuid as --user 1000 all fail" {
+    attack --user 1000 -- /attack setuid
+    assert_all_blocked
+    assert_blocked_each EPERM setuid0 setresuid0 setreuid0 setgid0 setgroups
+    assert_held setfsuid0
+}
+
+@test "capabilities cannot be raised: capset, ambient raise, securebits, no_new_privs, keepcaps" {
+    attack -- /attack caps_raise
+    assert_all_blocked
+    assert_blocked_each EPERM capset_all ambient_raise securebits_clear keepcaps
+    assert_blocked no_new_privs_clear EINVAL # the kernel never clears it
+}
+
+@test "setuid-root and file-capability binaries gain nothing (--ro bind, workspace, nosuid mounts)" {
+    # a setuid-root copy owned by host root, bound read-only
+    cp "$ATTACK" "$T/suid-root"
+    chmod 4755 "$T/suid-root"
+    # setuid + file capabilities in the workspace
+    cp "$ATTACK" "$WS/suid"
+    chmod 4755 "$WS/suid"
+    cp "$ATTACK" "$WS/fcap"
+    local caps=
+    if command -v setcap >/dev/null && setcap cap_setuid,cap_sys_admin,cap_dac_override+ep "$WS/fcap"; then
+        caps=1
+    fi
+    attack --user 1000 --ro "$T/suid-root:/suid-root" -- /attack suid_exec /suid-root /workspace/suid /workspace/fcap
+    assert_all_blocked
+    local m
+    for m in tmp home_agent dev_shm workspace usr root; do assert_held "nosuid_$m"; done
+    assert_held exec_0
+    assert_held exec_1
+    assert_held exec_2
+    # they did run (the payload printed its ids), as uid 1000 with nothing effective
+    [ "$(printf '%s\n' "$output" | grep -c 'ids uid=1000 euid=1000 suid=1000 capeff=0000000000000000')" -eq 3 ] ||
+        { _aj_dump; fail "the setuid/fcap copies did not run as plain uid 1000"; }
+    [ -n "$caps" ] || skip "setcap unavailable: file capabilities not tested"
+}
+
+@test "a setuid copy made in /tmp by root inside gains nothing (nosuid, no caps)" {
+    attack -- /bin/sh -c '/attack suid_copy /tmp/suid && /attack suid_exec /tmp/suid'
+    assert_all_blocked
+    assert_held nosuid_tmp
+    printf '%s\n' "$output" | grep -q 'ids uid=0 euid=0 suid=0 capeff=0000000000000000' ||
+        { _aj_dump; fail "setuid copy in /tmp gained capabilities"; }
+}
+
+@test "ptrace of init (pid 1): attach, seize, process_vm_*, /proc/1/mem, kcmp, pidfd_getfd" {
+    attack -- /attack ptrace1
+    assert_all_blocked
+    assert_blocked_each EPERM ptrace_attach_1 ptrace_seize_1 process_vm_readv_1 process_vm_writev_1 \
+        kcmp_1 pidfd_getfd_1
+    assert_blocked proc1_mem_rdwr EACCES
+}
+
+@test "kill -9 1 and friends: signals to init fail (Landlock scope) and init survives" {
+    attack -- /attack kill1
+    assert_all_blocked
+    assert_blocked_each EPERM kill_1_SIGKILL kill_1_SIGTERM kill_1_SIGSTOP tgkill_1_SIGKILL \
+        rt_sigqueueinfo_1 pidfd_send_signal_1
+    assert_held init_alive
+}
+
+@test "TIOCSTI on stdio pipes: EPERM, also with high bits set in the request" {
+    attack -- /attack tiocsti
+    assert_all_blocked
+    local fd v
+    for fd in fd0 fd1 fd2; do
+        for v in "" _hi32 _hiall; do assert_blocked "tiocsti_$fd$v" EPERM; done
+    done
+}
+
+@test "TIOCSTI on the sandbox's own pty (-t) and /dev/tty: EPERM, also with high bits" {
+    attack -t -- /attack tiocsti </dev/null
+    assert_all_blocked
+    assert_eq "$(info_of isatty)" "0:1 1:1 2:1" "stdio is a terminal inside"
+    local fd v
+    for fd in fd0 fd1 fd2 devtty; do
+        for v in "" _hi32 _hiall; do assert_blocked "tiocsti_$fd$v" EPERM; done
+    done
+}
+
+@test "TIOCLINUX (paste selection): EPERM on pipes and pty, also with high bits" {
+    attack -- /attack tioclinux
+    assert_all_blocked
+    local fd v
+    for fd in fd0 fd1 fd2; do
+        for v in "" _hi32 _hiall; do assert_blocked "tioclinux_$fd$v" EPERM; done
+    done
+    attack -t -- /attack tioclinux </dev/null
+    assert_all_blocked
+    for v in "" _hi32 _hiall; do assert_blocked "tioclinux_devtty$v" EPERM; done
+}
+
+@test "nested namespaces: unshare, clone with CLONE_NEW* (also high bits), setns all fail" {
+    attack -- /attack userns
+    assert_all_blocked
+    assert_blocked_each EPERM unshare_user unshare_mnt unshare_pid unshare_net unshare_ipc unshare_uts \
+        unshare_cgroup unshare_time clone_newuser clone_newuser_hi32 clone_newns clone_newpid clone_newnet \
+        setns_self_user setns_self_mnt
+    # init's namespace files are not even openable (not dumpable)
+    assert_blocked_each EACCES setns_init_user setns_init_mnt setns_init_net setns_init_pid setns_init_cgroup
+}
+
+@test "cgroup release_agent: no cgroup v1/v2 mount, no /sys/fs/cgroup, /proc/self/cgroup is the namespace root" {
+    attack -- /attack cgroup
+    assert_all_blocked
+    assert_blocked_each EPERM mount_cgroup_v1_memory mount_cgroup_v1_named mount_cgroup_v1_rdma mount_cgroup2
+    assert_blocked_each ENOENT stat_sys_fs_cgroup release_agent cgroup_procs_write
+    assert_held proc_self_cgroup
+}
+
+@test "clone3 returns ENOSYS (with and without CLONE_NEWUSER); fork and threads still work" {
+    attack -- /attack clone3
+    assert_all_blocked
+    assert_blocked clone3 ENOSYS
+    assert_blocked clone3_newuser ENOSYS
+    assert_eq "$(info_of fork)" ok fork
+    assert_eq "$(info_of pthread)" ok pthread
+}
