@@ -54,6 +54,9 @@ static const char run_usage[] =
 	"Terminal:\n"
 	"  -t, --tty               always give the command a new pseudo-terminal\n"
 	"  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
+	"Hardening:\n"
+	"      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
+	"                          (docs/security.md)\n"
 	"Other:\n"
 	"  -q, --quiet             don't warn about features this host lacks\n"
 	"  -h, --help              show this help\n"
@@ -65,7 +68,7 @@ static const char run_usage[] =
 enum {
 	OPT_ROOTFS = 256, OPT_RO, OPT_RW, OPT_CWD, OPT_TMP, OPT_HOST, OPT_ENVFILE,
 	OPT_MEM, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILLAFTER, OPT_NOFILE, OPT_FSIZE,
-	OPT_RESULT, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS,
+	OPT_RESULT, OPT_SECCOMP, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS,
 };
 
 static const struct option run_opts[] = {
@@ -76,6 +79,7 @@ static const struct option run_opts[] = {
 	{"kill-after", required_argument, NULL, OPT_KILLAFTER},
 	{"nofile", required_argument, NULL, OPT_NOFILE}, {"fsize", required_argument, NULL, OPT_FSIZE},
 	{"result", required_argument, NULL, OPT_RESULT},
+	{"seccomp-profile", required_argument, NULL, OPT_SECCOMP},
 	{"secret", required_argument, NULL, OPT_SECRET}, {"redact", required_argument, NULL, OPT_REDACT},
 	{"mask", required_argument, NULL, OPT_MASK}, {"no-default-masks", no_argument, NULL, OPT_NOMASKS},
 	{"user", required_argument, NULL, 'u'},      {"hostname", required_argument, NULL, OPT_HOST},
@@ -136,6 +140,9 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576", v);
 		return 0;
 	case OPT_RESULT: return set_result_path(p, v, err);
+	case OPT_SECCOMP:
+		free(p->seccomp_profile);
+		return (p->seccomp_profile = strdup(v)) ? 0 : aj_err(err, ENOMEM, "--seccomp-profile");
 	case OPT_SECRET: return aj_policy_add_secret(p, v, err);
 	case OPT_REDACT: return aj_policy_add_redact(p, v, err);
 	case OPT_MASK: return aj_policy_add_mask(p, v, err);

@@ -60,6 +60,7 @@ typedef struct aj_policy {
 	unsigned long long nofile;        /* RLIMIT_NOFILE; 0: inherit */
 	unsigned long long fsize;         /* RLIMIT_FSIZE bytes; 0: none */
 	char *result_path;                /* --result FILE (JSON) */
+	char *seccomp_profile;            /* --seccomp-profile FILE, NULL: default */
 	/* cgroup limits; 0 means "no limit" */
 	unsigned long long memory;
 	unsigned long long pids;

@@ -130,8 +130,17 @@ static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
 
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 {
-	(void)p;
 	memset(out, 0, sizeof(*out));
+	if (p->seccomp_profile) {
+		void *pctx = NULL;
+		int pr = aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
+		if (pr < 0)
+			return pr;
+		pr = export_bpf((scmp_filter_ctx)pctx, out, err);
+		seccomp_release((scmp_filter_ctx)pctx);
+		out->replaced = true;
+		return pr;
+	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return aj_err(err, ENOMEM, "seccomp_init");
@@ -157,8 +166,9 @@ int aj_seccomp_load(const aj_bpf *bpf, aj_error *err)
 	struct sock_fprog main_prog = {.len = (unsigned short)bpf->len, .filter = bpf->insns};
 	struct sock_fprog pers = {.len = (unsigned short)AJ_ARRAY_SIZE(personality_filter),
 				  .filter = bpf->insns + bpf->len};
-	/* load the small one first: the main filter denies nothing it needs */
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pers, 0, 0) < 0 ||
+	/* load the small one first: the main filter may deny prctl itself
+	 * (a user profile) but never the personality check's needs */
+	if ((!bpf->replaced && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pers, 0, 0) < 0) ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &main_prog, 0, 0) < 0)
 		return aj_err(err, errno, "cannot load the seccomp filter");
 	return 0;

@@ -5,6 +5,7 @@
 #define AJ_SYSFILTER_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -13,6 +14,7 @@
 typedef struct aj_bpf {
 	struct sock_filter *insns;
 	size_t len;
+	bool replaced; /* a --seccomp-profile replaced the default profile */
 } aj_bpf;
 
 /* Compile the default profile, or the policy's JSON profile. */
@@ -20,6 +22,10 @@ int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err);
 /* Load the compiled program (requires no_new_privs). */
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err);
 void aj_bpf_free(aj_bpf *bpf);
+
+/* Parse a JSON profile into a libseccomp context (void * to keep
+ * <seccomp.h> out of this header). */
+int aj_seccomp_profile_load(const char *path, void **ctx, aj_error *err);
 
 /* Names of the syscalls the default profile denies (for docs and doctor). */
 extern const char *const aj_seccomp_denied[];

@@ -45,6 +45,82 @@ require_binaries() {
     chmod o+rx "$ATTACK" 2>/dev/null || true
 }
 
+# Residue: like the integration helpers' check (new processes that descend
+# from the test or run as a sandbox uid), except sandbox processes that
+# belong to a *live* agentjail some other test run started (another suite
+# running at the same time): those are neither reported nor killed. A
+# sandbox process that outlived its agentjail has no agentjail ancestor and
+# is still reported.
+_aj_new_procs() {
+    local f=$BATS_TEST_TMPDIR/.ps
+    ps -e -o pid=,ppid=,uid=,comm= >"$f" 2>/dev/null
+    local -A parent=() uidof=() comm=()
+    local pid ppid uid c p mine foreign
+    while read -r pid ppid uid c; do
+        parent[$pid]=$ppid
+        uidof[$pid]=$uid
+        comm[$pid]=$c
+    done <"$f"
+    for pid in "${!parent[@]}"; do
+        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
+        [ "$pid" = "$BASHPID" ] && continue
+        [ "${comm[$pid]}" = ps ] && continue
+        mine=
+        foreign=
+        p=${parent[$pid]}
+        while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
+            if [ "$p" = "$AJ_TEST_PID" ]; then
+                mine=1
+                break
+            fi
+            if [ "${comm[$p]:-}" = agentjail ] && [ "${uidof[$p]:-0}" -lt "$SANDBOX_UID_MIN" ]; then
+                foreign=1 # a host-side agentjail that is not ours (ours descend from the test)
+            fi
+            p=${parent[$p]:-}
+        done
+        if [ -n "$mine" ]; then
+            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]} (child of the test)"
+        elif [ -z "$foreign" ] && [ "${uidof[$pid]}" -ge "$SANDBOX_UID_MIN" ]; then
+            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
+        fi
+    done
+}
+
+# True when PID is alive and is not this test or one of its descendants.
+_aj_is_foreign_live() { # PID
+    local p=$1 i
+    [ -d "/proc/$p" ] || return 1
+    for ((i = 0; i < 64; i++)); do
+        [ "$p" = "$AJ_TEST_PID" ] && return 1
+        [ "$p" -le 1 ] && return 0
+        p=$(awk '$1 == "PPid:" { print $2 }' "/proc/$p/status" 2>/dev/null)
+        [ -n "$p" ] || return 0
+    done
+    return 0
+}
+
+# Same snapshot as the integration helpers', except cgroups of agentjails
+# that other test runs have live right now (agentjail-PID-...).
+_aj_snapshot() {
+    echo "## mounts"
+    awk '{ print $5 }' /proc/self/mountinfo | sort
+    echo "## cgroups"
+    local d
+    while read -r d; do
+        [ -n "$d" ] || continue
+        if [[ "$d" =~ /agentjail-([0-9]+)- ]] && _aj_is_foreign_live "${BASH_REMATCH[1]}"; then
+            continue
+        fi
+        echo "$d"
+    done < <(_aj_cgroup_dirs | sort)
+    echo "## tempdirs"
+    ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sort
+    echo "## netns"
+    ip netns list 2>/dev/null | sort
+    echo "## links"
+    ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sort
+}
+
 # Value of KEY in key=value lines of $output (first match); a pty's \r is dropped.
 kv() {
     printf '%s\n' "${output:-}" | tr -d '\r' | awk -v k="$1=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }'
