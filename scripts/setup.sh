@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-	build-essential pkg-config meson ninja-build clang-format
+	build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
 	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 	bats iproute2 util-linux procps psmisc python3
 )

@@ -95,6 +95,35 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	fi
 fi
 
+fuzz() { # seconds per target
+	echo "== fuzz targets (libFuzzer, ${1}s each)"
+	if ! command -v clang >/dev/null || ! CC=clang build build-fuzz -Dfuzz=true \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
+		failed=$((failed + 1))
+		failures+=("fuzz build failed (needs clang + libclang-rt-14-dev)")
+		return
+	fi
+	local t corpus log
+	for t in build-fuzz/tests/fuzz_*; do
+		[ -f "$t" ] && [ -x "$t" ] || continue
+		corpus=$(mktemp -d)
+		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$corpus"/ 2>/dev/null
+		log=$(mktemp)
+		if ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1; then
+			echo "ok - ${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))"
+			passed=$((passed + 1))
+		else
+			echo "not ok - ${t##*/}"
+			tail -30 "$log"
+			failed=$((failed + 1))
+			failures+=("${t##*/}: crash (reproducer in the log above)")
+		fi
+		rm -rf "$corpus" "$log"
+	done
+}
+
+[ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-20}"
+
 echo
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
 echo "tests: $passed passed, $failed failed, $skipped skipped"

@@ -130,8 +130,19 @@ static int add_entry(scmp_filter_ctx ctx, json_t *e, size_t idx, uint32_t def, a
 
 int aj_seccomp_profile_load(const char *path, void **out, aj_error *err)
 {
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = aj_read_file(path, &text, &len);
+	if (r < 0)
+		return aj_err(err, -r, "--seccomp-profile %s", path);
+	return aj_seccomp_profile_parse(text, len, path, out, err);
+}
+
+int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, void **out,
+			     aj_error *err)
+{
 	json_error_t je;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		if (je.line > 0)
 			aj_err(err, EINVAL, "--seccomp-profile %s: line %d: %s", path, je.line, je.text);
@@ -176,4 +187,10 @@ int aj_seccomp_profile_load(const char *path, void **out, aj_error *err)
 	}
 	*out = ctx;
 	return 0;
+}
+
+void aj_seccomp_profile_free(void *ctx)
+{
+	if (ctx)
+		seccomp_release((scmp_filter_ctx)ctx);
 }

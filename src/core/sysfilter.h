@@ -26,6 +26,11 @@ void aj_bpf_free(aj_bpf *bpf);
 /* Parse a JSON profile into a libseccomp context (void * to keep
  * <seccomp.h> out of this header). */
 int aj_seccomp_profile_load(const char *path, void **ctx, aj_error *err);
+/* The same from text (path only names it in errors). */
+int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, void **ctx,
+			     aj_error *err);
+/* Release a context from the two above. */
+void aj_seccomp_profile_free(void *ctx);
 
 /* Names of the syscalls the default profile denies (for docs and doctor). */
 extern const char *const aj_seccomp_denied[];

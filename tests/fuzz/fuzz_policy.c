@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: every text parser behind the CLI flags (sizes, numbers,
+ * seconds, user, cpus, hostname, env entries, in-sandbox paths, masks) and
+ * the env-file parser. Each must accept or refuse, never crash or leak. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mask.h"
+#include "policy.h"
+#include "util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	aj_policy p;
+	aj_policy_init(&p);
+	aj_error err;
+	unsigned long long v;
+	(void)aj_parse_size(s, &v);
+	(void)aj_parse_uint(s, 1000000, &v);
+	(void)aj_parse_seconds("--timeout", s, &v, &err);
+	(void)aj_policy_set_user(&p, s, &err);
+	(void)aj_policy_set_cpus(&p, s, &err);
+	(void)aj_policy_set_hostname(&p, s, &err);
+	(void)aj_policy_set_cwd(&p, s, &err);
+	(void)aj_policy_add_env(&p, s, &err);
+	(void)aj_policy_add_mask(&p, s, &err);
+	char *canon = NULL;
+	if (aj_path_validate_inside("--ro", s, &canon, &err) == 0)
+		free(canon);
+	(void)aj_mask_match(s, "a/b/.env", ".env", false);
+	char *masked = aj_mask_env_text(&p, s);
+	free(masked);
+	/* the env-file parser reads a file: give it one */
+	char path[] = "/tmp/aj-fuzz-env-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd >= 0) {
+		if (write(fd, data, size) == (ssize_t)size)
+			(void)aj_policy_add_env_file(&p, path, &err);
+		close(fd);
+		unlink(path);
+	}
+	char **env = aj_policy_build_env(&p, s);
+	aj_strv_free(env);
+	aj_policy_free(&p);
+	free(s);
+	return 0;
+}
