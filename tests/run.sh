@@ -55,16 +55,17 @@ unit() { # BUILD-DIR NAME
 	rm -f "$log"
 }
 
-integration() { # BUILD-DIR NAME
-	local log
+integration() { # BUILD-DIR NAME [BATS-FILES...]
+	local log dir=$1 name=$2
+	shift 2
 	log=$(mktemp)
-	echo "== integration tests ($2)"
-	AJ="$PWD/$1/agentjail" PROBE="$PWD/build/tests/ajprobe" \
-		tests/integration/run.sh 2>&1 | tee "$log"
-	count_tap "$log" "integration ($2)"
+	echo "== $name"
+	AJ="$PWD/$dir/agentjail" PROBE="$PWD/build/tests/ajprobe" ATTACK="$PWD/build/tests/ajattack" \
+		tests/integration/run.sh "$@" 2>&1 | tee "$log"
+	count_tap "$log" "$name"
 	if ! grep -qE '^(not )?ok ' "$log"; then
 		failed=$((failed + 1))
-		failures+=("integration ($2): no test ran")
+		failures+=("$name: no test ran")
 	fi
 	rm -f "$log"
 }
@@ -80,7 +81,8 @@ d=$PWD
 while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
 
 unit build plain
-integration build plain
+integration build "integration tests" tests/integration/*.bats
+integration build "security suite" tests/security/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
@@ -88,7 +90,7 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
 		chmod -R o+rX build-asan 2>/dev/null || true
 		unit build-asan asan+ubsan
-		integration build-asan asan+ubsan
+		integration build-asan "integration tests (asan+ubsan)" tests/integration/*.bats
 	else
 		failed=$((failed + 1))
 		failures+=("asan build failed")

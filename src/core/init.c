@@ -79,6 +79,12 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 			aj_err(&err, errno, "cannot attach the command's stdio");
 	if (err.code)
 		command_fail(errfd, &err);
+	/* nothing agentjail or the caller had open reaches the command */
+	aj_close_all_except(&errfd, 1);
+	/* if the sandbox runs out of memory, the kernel takes the command
+	 * (or what it started) rather than init; raising is unprivileged */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* init's setting; exec resets it anyway */
+	(void)aj_write_file("/proc/self/oom_score_adj", "500", 0);
 	if (aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err) < 0)
 		command_fail(errfd, &err);
 	const char *cwd = p->cwd ? p->cwd : p->workspace ? AJ_WORKSPACE_DIR : AJ_SANDBOX_HOME;

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mount.h"
 #include "util.h"
 
 const char *const aj_mask_defaults[] = {
@@ -91,9 +95,20 @@ char *aj_mask_env_text(const aj_policy *p, const char *content)
 typedef struct mask_walk {
 	const aj_policy *p;
 	const char *scratch;
+	int root_fd;          /* the sandbox's future root, to resolve links as inside */
+	uint64_t ws_mnt;      /* mount id of the workspace */
 	size_t entries, masked;
 	aj_error *err;
 } mask_walk;
+
+static uint64_t mnt_id(int fd)
+{
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return sx.stx_mnt_id;
+}
 
 static bool matches(const mask_walk *w, const char *rel, const char *name, bool is_dir)
 {
@@ -107,9 +122,11 @@ static bool matches(const mask_walk *w, const char *rel, const char *name, bool 
 	return false;
 }
 
-/* Mount a replacement over path: an empty directory, an empty file, or for
- * .env files the same keys with placeholder values. Read-only. */
-static int mask_one(mask_walk *w, int dfd, const char *name, const char *path, bool is_dir)
+/* Cover target (an O_PATH fd) with a read-only replacement: an empty
+ * directory, an empty file, or for .env* names the same keys with
+ * placeholder values (read from content, an fd or -1). path is for errors. */
+static int mask_one(mask_walk *w, const char *name, int content, const char *path, bool is_dir,
+		    int target)
 {
 	char repl[PATH_MAX];
 	snprintf(repl, sizeof(repl), "%s/%zu", w->scratch, w->masked);
@@ -117,23 +134,53 @@ static int mask_one(mask_walk *w, int dfd, const char *name, const char *path, b
 		if (mkdir(repl, 0755) < 0)
 			return aj_err(w->err, errno, "mask: cannot create %s", repl);
 	} else {
-		_cleanup_free_ char *text = NULL;
-		if (fnmatch(".env*", name, FNM_PERIOD) == 0) {
-			_cleanup_free_ char *orig = NULL;
-			_cleanup_close_ int fd =
-				openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-			if (fd >= 0 && aj_read_fd(fd, &orig, NULL) == 0)
-				text = aj_mask_env_text(w->p, orig);
-		}
+		_cleanup_free_ char *text = NULL, *orig = NULL;
+		if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
+		    aj_read_fd(content, &orig, NULL) == 0)
+			text = aj_mask_env_text(w->p, orig);
 		int r = aj_write_file(repl, text ? text : "", 0444);
 		if (r < 0)
 			return aj_err(w->err, -r, "mask: cannot create %s", repl);
 	}
-	if (mount(repl, path, NULL, MS_BIND, NULL) < 0 ||
-	    mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+	_cleanup_close_ int fd = aj_open_tree(AT_FDCWD, repl, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0 ||
+	    aj_mount_setattr(fd, "", AT_EMPTY_PATH,
+			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1) < 0 ||
+	    aj_move_mount(fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return aj_err(w->err, errno, "cannot mask %s in the workspace", path);
 	w->masked++;
 	return 0;
+}
+
+/* A matching file or directory in the tree. */
+static int mask_entry(mask_walk *w, int dfd, const char *name, const char *path, bool is_dir)
+{
+	_cleanup_close_ int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (t < 0)
+		return 0;
+	_cleanup_close_ int c = is_dir ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return mask_one(w, name, c, path, is_dir, t);
+}
+
+/* A symlink whose name matches: cover what it leads to, resolved exactly as
+ * the sandbox will resolve it, when that lies in the workspace. */
+static int mask_link(mask_walk *w, const char *rel, const char *name, const char *path)
+{
+	char inside[PATH_MAX];
+	snprintf(inside, sizeof(inside), AJ_WORKSPACE_DIR "/%s", rel);
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+	_cleanup_close_ int t = (int)syscall(SYS_openat2, w->root_fd, inside, &how, sizeof(how));
+	struct stat st;
+	if (t < 0 || fstat(t, &st) < 0 || mnt_id(t) != w->ws_mnt ||
+	    !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		return 0; /* dangling, or outside the workspace: no host file */
+	_cleanup_close_ int c = -1;
+	if (S_ISREG(st.st_mode)) {
+		struct open_how rd = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+				      .resolve = RESOLVE_IN_ROOT};
+		c = (int)syscall(SYS_openat2, w->root_fd, inside, &rd, sizeof(rd));
+	}
+	return mask_one(w, name, c, path, S_ISDIR(st.st_mode), t);
 }
 
 static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int depth)
@@ -152,16 +199,22 @@ static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int de
 		if (++w->entries > MASK_MAX_ENTRIES)
 			break;
 		struct stat st;
-		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISLNK(st.st_mode))
-			continue; /* a symlink is not followed, and masks nothing */
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
 		bool is_dir = S_ISDIR(st.st_mode);
 		char sub[PATH_MAX], subrel[PATH_MAX];
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, name) >= sizeof(sub) ||
 		    (size_t)snprintf(subrel, sizeof(subrel), "%s%s%s", rel, *rel ? "/" : "", name) >=
 			    sizeof(subrel))
 			continue;
+		if (S_ISLNK(st.st_mode)) {
+			/* never followed by the walk; a matching name masks its target */
+			if (matches(w, subrel, name, false) || matches(w, subrel, name, true))
+				r = mask_link(w, subrel, name, sub);
+			continue;
+		}
 		if ((is_dir || S_ISREG(st.st_mode)) && matches(w, subrel, name, is_dir)) {
-			r = mask_one(w, dirfd(d), name, sub, is_dir);
+			r = mask_entry(w, dirfd(d), name, sub, is_dir);
 			continue;
 		}
 		if (!is_dir || depth >= MASK_MAX_DEPTH || !strcmp(name, "node_modules") ||
@@ -175,16 +228,23 @@ static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int de
 	return r;
 }
 
-int aj_mask_workspace(const aj_policy *p, const char *ws, const char *scratch, aj_error *err)
+int aj_mask_workspace(const aj_policy *p, const char *root, const char *scratch, aj_error *err)
 {
 	if (p->no_default_masks && p->n_masks == 0)
 		return 0;
 	if (mkdir(scratch, 0755) < 0 && errno != EEXIST)
 		return aj_err(err, errno, "mask: cannot create %s", scratch);
+	char ws[PATH_MAX];
+	snprintf(ws, sizeof(ws), "%s" AJ_WORKSPACE_DIR, root);
+	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 || root_fd < 0) {
+		if (fd >= 0)
+			close(fd);
 		return aj_err(err, errno, "mask: cannot open the workspace");
-	mask_walk w = {.p = p, .scratch = scratch, .err = err};
+	}
+	mask_walk w = {.p = p, .scratch = scratch, .root_fd = root_fd, .ws_mnt = mnt_id(fd),
+		       .err = err};
 	int r = walk(&w, fd, ws, "", 0);
 	return r < 0 ? r : (int)w.masked;
 }

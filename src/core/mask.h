@@ -22,9 +22,10 @@ bool aj_mask_match(const char *glob, const char *rel, const char *name, bool is_
 /* The text that replaces a masked .env file: KEY=placeholder lines. */
 char *aj_mask_env_text(const aj_policy *p, const char *content);
 
-/* Child, before pivot_root: walk the workspace mounted at ws and mount the
- * replacements over every match; scratch is a writable directory for the
- * generated files. Returns the number of masked entries or -errno. */
-int aj_mask_workspace(const aj_policy *p, const char *ws, const char *scratch, aj_error *err);
+/* Child, before pivot_root: walk the workspace mounted at root/workspace
+ * (root: the future sandbox root, used to resolve symlinks as the sandbox
+ * will) and mount the replacements over every match; scratch is a writable
+ * directory for the generated files. Returns the number masked or -errno. */
+int aj_mask_workspace(const aj_policy *p, const char *root, const char *scratch, aj_error *err);
 
 #endif

@@ -18,22 +18,6 @@
 #include "userns.h"
 #include "util.h"
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
-#define MOUNT_ATTR_NOEXEC 0x00000008
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
@@ -364,7 +348,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)
 			return r;
 	if (p->workspace &&
-	    (r = aj_mask_workspace(p, NEWROOT AJ_WORKSPACE_DIR, SCRATCH "/masks", err)) < 0)
+	    (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
 		return r;
 	return pivot_into_newroot(!p->rootfs, err);
 }

@@ -60,6 +60,26 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
  * it. The old root is detached. */
 int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err);
 
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC 02000000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
 /* Detached-mount syscalls (glibc 2.36 lacks some wrappers). */
 int aj_open_tree(int dfd, const char *path, unsigned flags);
 int aj_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags);

@@ -3,8 +3,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -12,6 +15,29 @@
 void aj_relay_init(aj_relay *r)
 {
 	r->n = 0;
+}
+
+/* A non-blocking way to write to fd without touching the caller's open
+ * file description: pipes, FIFOs and terminals are reopened through /proc
+ * with O_NONBLOCK. Regular files never block (and reopening would lose
+ * O_APPEND), sockets get PIPE_BUF-sized writes after POLLOUT. */
+static void open_nonblocking(aj_chan *c, int fd)
+{
+	struct stat st;
+	c->dst_nb = fd;
+	c->dst_small = false;
+	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return;
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		int nb = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (nb >= 0) {
+			c->dst_nb = nb;
+			return;
+		}
+	}
+	c->dst_small = true;
 }
 
 int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns)
@@ -24,10 +50,18 @@ int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns)
 	c->input = input;
 	c->owns = owns;
 	c->open = true;
-	c->len = c->off = 0;
+	c->eof = false;
 	c->red = NULL;
-	if (input)
+	c->pend = NULL;
+	c->len = c->off = 0;
+	if (input) {
+		/* our own pipe or pty master: non-blocking is ours to set */
 		fcntl(dst, F_SETFL, fcntl(dst, F_GETFL) | O_NONBLOCK);
+		c->dst_nb = dst;
+		c->dst_small = false;
+	} else {
+		open_nonblocking(c, dst);
+	}
 	return 0;
 }
 
@@ -35,20 +69,6 @@ void aj_relay_set_redactor(aj_relay *r, aj_redactor *red)
 {
 	if (r->n > 0 && red && aj_redactor_active(red))
 		r->ch[r->n - 1].red = red;
-}
-
-/* Write out to the caller, through the redactor if any. */
-static int emit(aj_chan *c, const char *buf, size_t n, bool final)
-{
-	if (!c->red)
-		return n ? aj_write_all(c->dst, buf, n) : 0;
-	char *out = NULL;
-	size_t olen = 0;
-	int r = aj_redactor_feed(c->red, buf, n, final, &out, &olen);
-	if (r == 0 && olen)
-		r = aj_write_all(c->dst, out, olen);
-	free(out);
-	return r;
 }
 
 /* The fd on the sandbox's side of a channel. */
@@ -64,6 +84,13 @@ static void chan_end(aj_chan *c)
 	c->open = false;
 	if (c->owns)
 		close(sandbox_fd(c));
+	if (c->dst_nb >= 0 && c->dst_nb != c->dst)
+		close(c->dst_nb);
+	c->dst_nb = -1;
+	if (c->pend != c->buf)
+		free(c->pend);
+	c->pend = NULL;
+	c->len = c->off = 0;
 }
 
 size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max)
@@ -74,8 +101,8 @@ size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max)
 		pf[n].revents = 0;
 		if (!c->open) {
 			pf[n].fd = -1;
-		} else if (c->input && c->len > c->off) {
-			pf[n].fd = c->dst;
+		} else if (c->len > c->off) {
+			pf[n].fd = c->dst_nb;
 			pf[n].events = POLLOUT;
 		} else {
 			pf[n].fd = c->src;
@@ -85,41 +112,65 @@ size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max)
 	return n;
 }
 
-static void pump_input(aj_chan *c, const struct pollfd *p)
+/* Set the pending bytes: the read buffer itself, or the redactor's output. */
+static void set_pending(aj_chan *c, size_t n, bool final)
 {
-	if (c->len > c->off) {
-		if (!(p->revents & (POLLOUT | POLLERR | POLLHUP)))
+	if (c->red && !c->input) {
+		char *out = NULL;
+		size_t olen = 0;
+		if (aj_redactor_feed(c->red, c->buf, n, final, &out, &olen) < 0) {
+			chan_end(c);
 			return;
-		ssize_t w = write(c->dst, c->buf + c->off, c->len - c->off);
-		if (w > 0)
-			c->off += (size_t)w;
-		else if (w < 0 && errno != EAGAIN && errno != EINTR)
-			chan_end(c); /* the command closed its stdin */
-		if (c->off == c->len)
-			c->off = c->len = 0;
-		return;
+		}
+		c->pend = out;
+		c->len = olen;
+	} else {
+		c->pend = c->buf;
+		c->len = n;
 	}
-	if (!(p->revents & (POLLIN | POLLHUP | POLLERR)))
-		return;
-	ssize_t n = read(c->src, c->buf, sizeof(c->buf));
-	if (n > 0)
-		c->len = (size_t)n;
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-		chan_end(c);
+	c->off = 0;
 }
 
-static void pump_output(aj_chan *c, const struct pollfd *p)
+static void pump_write(aj_chan *c, const struct pollfd *p)
+{
+	if (!(p->revents & (POLLOUT | POLLERR | POLLHUP)))
+		return;
+	size_t want = c->len - c->off;
+	if (c->dst_small && want > PIPE_BUF)
+		want = PIPE_BUF;
+	ssize_t w = write(c->dst_nb, c->pend + c->off, want);
+	if (w > 0) {
+		c->off += (size_t)w;
+	} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		/* input: the command closed its stdin; output: the caller
+		 * stopped reading (the command then gets EPIPE) */
+		chan_end(c);
+		return;
+	}
+	if (c->off == c->len) {
+		if (c->pend != c->buf)
+			free(c->pend);
+		c->pend = NULL;
+		c->len = c->off = 0;
+		if (c->eof)
+			chan_end(c);
+	}
+}
+
+static void pump_read(aj_chan *c, const struct pollfd *p)
 {
 	if (!(p->revents & (POLLIN | POLLHUP | POLLERR)))
 		return;
 	ssize_t n = read(c->src, c->buf, sizeof(c->buf));
 	if (n > 0) {
-		/* blocking write: a slow reader slows the command down */
-		if (emit(c, c->buf, (size_t)n, false) < 0)
-			chan_end(c); /* reader gone: the command gets EPIPE */
+		set_pending(c, (size_t)n, false);
 	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-		(void)emit(c, NULL, 0, true); /* what the redactor held back */
-		chan_end(c); /* EOF, or EIO from a pty whose slave closed */
+		/* EOF, or EIO from a pty whose slave closed: flush what the
+		 * redactor held back, then end */
+		c->eof = true;
+		set_pending(c, 0, true);
+		if (c->open && c->len == 0)
+			chan_end(c);
 	}
 }
 
@@ -129,10 +180,10 @@ void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n)
 		aj_chan *c = &r->ch[i];
 		if (!c->open || pf[i].fd < 0)
 			continue;
-		if (c->input)
-			pump_input(c, &pf[i]);
+		if (c->len > c->off)
+			pump_write(c, &pf[i]);
 		else
-			pump_output(c, &pf[i]);
+			pump_read(c, &pf[i]);
 	}
 }
 
@@ -146,8 +197,7 @@ bool aj_relay_outputs_open(const aj_relay *r)
 
 void aj_relay_close(aj_relay *r)
 {
-	for (int i = 0; i < r->n; i++) {
+	for (int i = 0; i < r->n; i++)
 		chan_end(&r->ch[i]);
-	}
 	r->n = 0;
 }

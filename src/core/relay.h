@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Relaying the command's stdin/stdout/stderr (pipes or a pty master) to the
- * caller, without ever blocking on a slow or absent reader of the input. */
+ * caller. Nothing here ever blocks: a caller that stops reading our output,
+ * or a command that never reads its input, only stalls its own channel, so
+ * timeouts and signals are still handled on time. */
 #ifndef AJ_RELAY_H
 #define AJ_RELAY_H
 
@@ -15,10 +17,15 @@
 
 typedef struct aj_chan {
 	int src, dst;
-	bool input;        /* caller -> sandbox: dst is non-blocking, buffered */
-	bool owns;  /* close the sandbox-side fd when the channel ends (pipes) */
+	int dst_nb;       /* non-blocking descriptor for dst (own open file
+			   * description, so the caller's stays as it is) */
+	bool dst_small;   /* no non-blocking descriptor: write PIPE_BUF at a time */
+	bool input;       /* caller -> sandbox */
+	bool owns;        /* close the sandbox-side fd when the channel ends */
 	bool open;
-	aj_redactor *red;  /* output filter, or NULL */
+	bool eof;         /* src ended; flush what is pending, then close */
+	aj_redactor *red; /* output filter, or NULL */
+	char *pend;       /* bytes read (and filtered) but not written yet */
 	size_t len, off;
 	char buf[AJ_RELAY_BUF];
 } aj_chan;
@@ -35,13 +42,13 @@ void aj_relay_init(aj_relay *r);
 int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns);
 /* Filter the last added (output) channel through red (owned by the caller). */
 void aj_relay_set_redactor(aj_relay *r, aj_redactor *red);
-/* Fill pollfds for the channels (slot per channel: one fd, either end). */
+/* Fill pollfds for the channels (one slot per channel). */
 size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max);
 /* Act on the poll results of the slots filled by aj_relay_pollfds. */
 void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n);
 /* Any output channel still open? */
 bool aj_relay_outputs_open(const aj_relay *r);
-/* Close every channel's sandbox-side fd. */
+/* Close every channel (and its sandbox-side fd when owned). */
 void aj_relay_close(aj_relay *r);
 
 #endif

@@ -166,6 +166,9 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		aj_sync_send_error(sock, &err);
 		_exit(AJ_EXIT_INTERNAL);
 	}
+	/* init keeps only its socket and the command's stdio */
+	int keep[] = {sock, master, c->child_io[0], c->child_io[1], c->child_io[2]};
+	aj_close_all_except(keep, AJ_ARRAY_SIZE(keep));
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
 	m.type = AJ_MSG_SETUP_DONE;
@@ -265,8 +268,9 @@ static int handle_msg(run_ctx *c, aj_run_result *res, aj_error *err)
 {
 	aj_msg m;
 	int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
-	if (r == -EPIPE && c->timeout_stage == 2) {
-		/* we killed init after the grace period */
+	if (r == -EPIPE && (c->timeout_stage == 2 || (c->have_cg && aj_cgroup_oom_killed(&c->cg)))) {
+		/* we killed init after the grace period, or the OOM killer
+		 * took it: either way the sandbox is over */
 		res->term_signal = SIGKILL;
 		res->exit_code = 128 + SIGKILL;
 		return 0;

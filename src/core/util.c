@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 int aj_write_all(int fd, const void *buf, size_t len)
 {
@@ -246,4 +247,26 @@ void aj_proctitle_set(const char *title)
 	environ = NULL;
 	memset(title_start, 0, title_len);
 	snprintf(title_start, title_len, "%s", title);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+void aj_close_all_except(const int *keep, size_t n)
+{
+	int k[16];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < AJ_ARRAY_SIZE(k); i++)
+		if (keep[i] >= 3)
+			k[m++] = keep[i];
+	qsort(k, m, sizeof(int), cmp_int);
+	unsigned lo = 3;
+	for (size_t i = 0; i < m; i++) {
+		if ((unsigned)k[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)k[i] - 1, 0);
+		lo = (unsigned)k[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
 }

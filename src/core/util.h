@@ -69,3 +69,6 @@ bool aj_startswith(const char *s, const char *prefix);
 void aj_proctitle_init(int argc, char **argv);
 /* Wipe the remembered area and write title there. */
 void aj_proctitle_set(const char *title);
+
+/* Close every fd >= 3 except those in keep (n entries, any order). */
+void aj_close_all_except(const int *keep, size_t n);

@@ -138,3 +138,14 @@ assert_rejected() {
     echo x >"$T/rootfs-file"
     assert_rejected run --workspace "$WS" --rootfs "$T/rootfs-file" -- /bin/true
 }
+
+@test "--cwd to a directory that does not exist inside" {
+    assert_rejected run --workspace "$WS" --cwd /no/such/dir -- /bin/true
+}
+
+@test "binds over paths agentjail manages (/, /proc, /workspace)" {
+    mkdir "$T/src"
+    assert_rejected run --workspace "$WS" --ro "$T/src:/" -- /bin/true
+    assert_rejected run --workspace "$WS" --ro "$T/src:/proc" -- /bin/true
+    assert_rejected run --workspace "$WS" --rw "$T/src:/workspace" -- /bin/true
+}

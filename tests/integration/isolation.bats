@@ -38,7 +38,7 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
     require_root
     local tag pid
     tag=$(aj_tag s)
-    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe sleep 30 "$tag" >"$T/out" 2>"$T/err" &
+    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe sleep 30 "$tag" >"$T/out" 2>"$T/err" 3>&- &
     AJ_BG_PID=$!
     pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared on the host"; }
     local f u g
@@ -58,10 +58,11 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
     AJ_BG_PID=
 }
 
-@test "capabilities: nothing effective in the host's user namespace (no CapAmb)" {
+@test "capabilities: no ambient or inheritable capabilities inside" {
     sandbox -- /probe caps
     assert_status 0
     assert_eq "$(kv CapAmb)" 0000000000000000 CapAmb
+    assert_eq "$(kv CapInh)" 0000000000000000 CapInh
 }
 
 @test "/etc is synthesized: no shadow, machine-id, ssh keys; has passwd/group/hosts/resolv.conf/nsswitch.conf" {
@@ -114,16 +115,18 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
     assert_eq "$output" agent "/home listing"
 }
 
-@test "/usr /bin /lib are the host's, read-only" {
-    sandbox -- /probe write /usr/aj-test-file x
+@test "/usr /bin /etc are read-only inside; nothing reaches the host" {
+    local name=aj-test-$BASHPID d
+    for d in /usr /bin /etc; do [ ! -e "$d/$name" ] || skip "$d/$name already exists on the host"; done
+    sandbox -- /probe write "/usr/$name" x
     assert_status 1
     [[ "$(kv error)" =~ ^(EROFS|EACCES|EPERM)$ ]] || { _aj_dump; fail "write to /usr did not fail as expected"; }
-    [ ! -e /usr/aj-test-file ] || { rm -f /usr/aj-test-file; fail "write reached host /usr"; }
-    sandbox -- /bin/sh -c 'echo x > /bin/aj-test-file'
+    sandbox -- /bin/sh -c "echo x > /bin/$name"
     [ "$status" -ne 0 ] || fail "write to /bin succeeded"
-    [ ! -e /bin/aj-test-file ] || { rm -f /bin/aj-test-file; fail "write reached host /bin"; }
-    sandbox -- /bin/sh -c 'echo x > /etc/aj-test-file'
-    [ ! -e /etc/aj-test-file ] || { rm -f /etc/aj-test-file; fail "write reached host /etc"; }
+    sandbox -- /bin/sh -c "echo x > /etc/$name"
+    for d in /usr /bin /etc; do
+        [ ! -e "$d/$name" ] || { rm -f "${d:?}/$name"; fail "write reached host $d"; }
+    done
 }
 
 @test "/dev holds exactly the allowed nodes" {
@@ -221,8 +224,9 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
 @test "orphans are killed even when the command dies by a signal" {
     local tag
     tag=$(aj_tag k)
-    sandbox -- /bin/sh -c "/probe orphan $tag; kill -KILL \$\$"
+    sandbox -- /bin/sh -c "/probe orphan $tag && kill -KILL \$\$"
     assert_status 137
+    [ -n "$(kv orphan_pid)" ] || fail "probe did not report an orphan"
     wait_gone_comm "$tag" 1 || fail "orphan '$tag' still running on the host: $(host_pids_by_comm "$tag")"
 }
 
@@ -231,4 +235,36 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
     assert_status 0
     assert_eq "$(kv own_zombies)" 5 "probe's own unreaped children"
     assert_eq "$(kv orphan_zombies)" 0 "zombies left with PID 1"
+}
+
+@test "host file descriptors other than 0-2 are not inherited by the sandbox" {
+    echo "host-secret-$BASHPID" >"$T/secret"
+    chmod 0600 "$T/secret"
+    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f" 9>>"$f"; exec "$@"' _ "$T/secret" \
+        timeout 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe exists /proc/self/fd/7 /proc/self/fd/9
+    assert_status 0
+    assert_eq "$(kv /proc/self/fd/7)" no "host fd 7 (read) visible inside"
+    assert_eq "$(kv /proc/self/fd/9)" no "host fd 9 (write) visible inside"
+    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f"; exec "$@"' _ "$T/secret" \
+        timeout 60 "$AJ" run --workspace "$WS" -- /bin/sh -c 'cat <&7'
+    assert_output_lacks "host-secret-$BASHPID"
+}
+
+@test "as root: concurrent sandboxes run as distinct host uids" {
+    require_root
+    local a b pa pb
+    a=$(aj_tag a)
+    b=$(aj_tag b)
+    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe sleep 30 "$a" >"$T/out.a" 2>&1 3>&- &
+    local ja=$!
+    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe sleep 30 "$b" >"$T/out.b" 2>&1 3>&- &
+    local jb=$!
+    pa=$(wait_for_comm "$a" 10) || fail "first sandbox did not start: $(cat "$T/out.a")"
+    pb=$(wait_for_comm "$b" 10) || fail "second sandbox did not start: $(cat "$T/out.b")"
+    local ua ub
+    ua=$(host_uid_of "$pa")
+    ub=$(host_uid_of "$pb")
+    kill -TERM "$ja" "$jb"
+    wait "$ja" "$jb" || true
+    assert_ne "$ua" "$ub" "host uid shared by two concurrent sandboxes"
 }

@@ -97,7 +97,7 @@ teardown() {
 @test "nonroot: the sandboxed process runs as the caller's host uid" {
     local tag pid
     tag=$(aj_tag n)
-    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") >"$T/out" 2>"$T/err" &
+    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") >"$T/out" 2>"$T/err" 3>&- &
     AJ_BG_PID=$!
     pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared"; }
     assert_eq "$(host_uid_of "$pid" 1)" "$NR_UID" "host uid of the sandboxed process"

@@ -8,7 +8,7 @@ load helpers
 # Sets AJ_BG_PID to agentjail's own pid.
 start_bg() { # OPTIONS... -- CMD...
     set -m
-    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" "$@" >"$T/out" 2>"$T/err" </dev/null &
+    "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" "$@" >"$T/out" 2>"$T/err" </dev/null 3>&- &
     AJ_BG_PID=$!
     set +m
 }

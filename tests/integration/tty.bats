@@ -71,3 +71,18 @@ READ_BACK='stty -icanon -echo min 0 time 0; x=; read -r -t 1 -n 64 x || true; ec
     assert_status 0
     assert_eq "$(kv restored)" yes "caller's terminal modes after agentjail"
 }
+
+@test "tty: the command sees the caller's window size" {
+    in_tty 'stty cols 123 rows 45; "${AJRUN[@]}" -- /bin/stty size; "${AJRUN[@]}" --tty -- /bin/stty size'
+    assert_status 0
+    assert_eq "${lines[0]:-}" "45 123" "window size (default)"
+    assert_eq "${lines[1]:-}" "45 123" "window size (--tty)"
+}
+
+@test "tty: Ctrl-C on the terminal interrupts the command (130)" {
+    printf 'AJRUN=(%s)\n%s\n' "$(printf "%q " timeout --foreground 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe")" \
+        '"${AJRUN[@]}" -- /probe sleep 30; echo "rc=$?"' >"$T/inner.sh"
+    run --separate-stderr bash -c '{ sleep 1; printf "\003"; sleep 3; } | script -qec "bash $1" /dev/null | tr -d "\r"' _ "$T/inner.sh"
+    assert_status 0
+    [[ "$output" == *rc=130* ]] || { _aj_dump; fail "command not interrupted by ^C"; }
+}

@@ -165,3 +165,33 @@ make_rootfs() {
     assert_status 0
     assert_eq "$(cat "$WS/from-rootfs")" z content
 }
+
+# A sandbox must not be able to leave set-user-ID / set-group-ID executables
+# owned by a host user (here root) for others on the host to run.
+assert_no_suid_planted() { # HOST_DIR INSIDE_DIR [OPTIONS...]
+    local host=$1 inside=$2
+    shift 2
+    sandbox "$@" -- /bin/sh -c "cp /probe $inside/suid; chmod 4755 $inside/suid; cp /probe $inside/sgid; chmod 2755 $inside/sgid; true"
+    local f m
+    for f in suid sgid; do
+        [ -e "$host/$f" ] || continue
+        m=$(stat -c %a "$host/$f")
+        if [ $((8#$m & 8#6000)) -ne 0 ]; then
+            echo "host: $(stat -c '%A %U:%G %n' "$host/$f")" >&2
+            rm -f "${host:?}/$f"
+            fail "sandbox planted a set-id executable on the host ($f mode $m)"
+        fi
+    done
+}
+
+@test "no setuid/setgid files can be planted in a root-owned workspace" {
+    require_root
+    assert_no_suid_planted "$WS" /workspace
+}
+
+@test "no setuid/setgid files can be planted through --rw" {
+    require_root
+    mkdir "$T/rw"
+    chmod 0777 "$T/rw"
+    assert_no_suid_planted "$T/rw" /data --rw "$T/rw:/data"
+}

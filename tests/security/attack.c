@@ -448,9 +448,11 @@ static int a_chroot(void)
 	mkdir("/tmp/ajjail", 0755);
 	expect_fail("chroot", chroot("/tmp/ajjail"));
 	/* the classic breakout: chroot deeper, then climb with chdir("..") */
-	chdir("/tmp/ajjail");
+	if (chdir("/tmp/ajjail") < 0)
+		info("chdir /tmp/ajjail: %s", ename(errno));
 	for (int i = 0; i < 64; i++)
-		chdir("..");
+		if (chdir("..") < 0)
+			break;
 	struct stat root, here;
 	stat("/", &root);
 	stat(".", &here);
@@ -492,7 +494,8 @@ static int a_symlink_write(const char *name, const char *target)
 	char dlink[PATH_MAX], f[PATH_MAX + 16];
 	snprintf(dlink, sizeof(dlink), "/workspace/%s.dir", name);
 	unlink(dlink);
-	symlink("/etc", dlink);
+	if (symlink("/etc", dlink) < 0)
+		info("symlink %s: %s", dlink, ename(errno));
 	snprintf(f, sizeof(f), "%s/ajescape", dlink);
 	int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd >= 0)
@@ -1405,7 +1408,8 @@ static _Noreturn void a_forkbomb_wild(void)
 		fork();
 }
 
-static int a_membomb(long max_mb)
+/* Touch MAX_MB MiB, one MiB at a time; then hold it HOLD seconds. */
+static int a_membomb(long max_mb, int hold)
 {
 	out("attempt=membomb\n");
 	long mb = 0;
@@ -1417,6 +1421,8 @@ static int a_membomb(long max_mb)
 		}
 		memset(p, 0x5a, 1 << 20);
 	}
+	if (hold > 0)
+		sleep((unsigned)hold);
 	escaped("membomb", "touched %ld MiB", mb);
 	return finish();
 }
@@ -1481,12 +1487,42 @@ static int a_inodefill(const char *dir, long max)
 	return finish();
 }
 
-static _Noreturn void a_spin(void)
+/* N processes burning CPU; with "ignore_term" they also ignore SIGTERM. */
+static _Noreturn void a_spin(int n, bool ignore_term)
 {
+	if (ignore_term)
+		signal(SIGTERM, SIG_IGN);
+	for (int i = 1; i < n; i++)
+		if (fork() == 0)
+			break;
 	out("attempt=spin\n");
 	volatile unsigned long x = 0;
 	for (;;)
 		x++;
+}
+
+/* Write to stdout as fast as possible, forever (named TAG). */
+static _Noreturn void a_flood(const char *tag)
+{
+	prctl(PR_SET_NAME, tag, 0, 0, 0);
+	static char buf[1 << 16];
+	memset(buf, 'y', sizeof(buf));
+	for (;;)
+		if (write(1, buf, sizeof(buf)) < 0 && errno != EINTR)
+			_exit(errno == EPIPE ? 0 : 1);
+}
+
+/* kill(-1, SIGKILL): everything this process may signal.  In the sandbox
+ * that is its own processes only: agentjail and the host are out of reach. */
+static int a_killall(void)
+{
+	signal(SIGTERM, SIG_IGN);
+	long r = kill(-1, SIGKILL);
+	info("kill(-1, SIGKILL) = %ld (%s)", r, r < 0 ? ename(errno) : "ok");
+	r = kill(-1, SIGTERM);
+	info("kill(-1, SIGTERM) = %ld (%s)", r, r < 0 ? ename(errno) : "ok");
+	out("alive\n");
+	return 0;
 }
 
 static void raise_limit(const char *name, int res)
@@ -1570,6 +1606,9 @@ static int a_fsize(const char *path, long mb)
  * With "keepfds" it also keeps stdout/stderr open (the relay's pipes). */
 static int a_orphan(const char *tag, bool keepfds)
 {
+	int ready[2];
+	if (pipe(ready) < 0)
+		return 2;
 	pid_t c = fork();
 	if (c == 0) {
 		setsid();
@@ -1578,6 +1617,10 @@ static int a_orphan(const char *tag, bool keepfds)
 			prctl(PR_SET_NAME, tag, 0, 0, 0);
 			signal(SIGHUP, SIG_IGN);
 			signal(SIGTERM, SIG_IGN);
+			if (write(ready[1], "r", 1) < 0)
+				_exit(1);
+			close(ready[0]);
+			close(ready[1]);
 			if (!keepfds) {
 				int n = open("/dev/null", O_RDWR);
 				dup2(n, 0);
@@ -1588,9 +1631,14 @@ static int a_orphan(const char *tag, bool keepfds)
 				sleep(1);
 			_exit(0);
 		}
-		out("orphan pid=%d\n", g);
+		char b;
+		close(ready[1]);
+		if (g > 0 && read(ready[0], &b, 1) == 1)
+			out("orphan pid=%d\n", g);
 		_exit(0);
 	}
+	close(ready[0]);
+	close(ready[1]);
 	waitpid(c, NULL, 0);
 	return 0;
 }
@@ -1635,6 +1683,33 @@ static void scan_file(const char *path, const char *needle, int *unreadable)
 		escaped("secret", "found in %s", path);
 }
 
+/* Look for needle in every file below dir (bounded, no symlinks). */
+static void scan_tree(const char *dir, const char *needle, int depth, int *files)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) && *files < 50000) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[PATH_MAX];
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= sizeof(p))
+			continue;
+		struct stat st;
+		if (lstat(p, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 16) {
+			scan_tree(p, needle, depth + 1, files);
+		} else if (S_ISREG(st.st_mode)) {
+			int unreadable = 0;
+			(*files)++;
+			scan_file(p, needle, &unreadable);
+		}
+	}
+	closedir(d);
+}
+
 /* The canary is given reversed so that our own cmdline does not hold it. */
 static int a_scan_secret(const char *reversed, bool pid1_only)
 {
@@ -1660,10 +1735,114 @@ static int a_scan_secret(const char *reversed, bool pid1_only)
 	if (d)
 		closedir(d);
 	info("scanned %d unreadable %d", scanned, unreadable);
+	if (!pid1_only) {
+		/* and every file the sandbox can read outside the host's system dirs */
+		static const char *const dirs[] = {"/etc", "/tmp", "/home", "/workspace", "/dev/shm",
+						   "/run", "/var", "/root", "/"};
+		int files = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(dirs) - 1; i++)
+			scan_tree(dirs[i], needle, 0, &files);
+		/* files right in / (not the system trees) */
+		DIR *r = opendir("/");
+		while (r && (e = readdir(r))) {
+			char p[PATH_MAX];
+			struct stat st;
+			snprintf(p, sizeof(p), "/%s", e->d_name);
+			if (lstat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+				int u = 0;
+				files++;
+				scan_file(p, needle, &u);
+			}
+		}
+		if (r)
+			closedir(r);
+		info("files %d", files);
+	}
 	if (!n_escaped)
 		held("secret");
 	free(needle);
 	return finish();
+}
+
+static void b64(const unsigned char *in, size_t n, char *outb)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+			     (i + 2 < n ? in[i + 2] : 0);
+		outb[o++] = t[(v >> 18) & 63];
+		outb[o++] = t[(v >> 12) & 63];
+		outb[o++] = i + 1 < n ? t[(v >> 6) & 63] : '=';
+		outb[o++] = i + 2 < n ? t[v & 63] : '=';
+	}
+	outb[o] = 0;
+}
+
+static void pause_ms(int ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void wr(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Leak a value (read from FILE, e.g. one the user left in the workspace)
+ * through the output in every way the redactor claims to cover. */
+static int a_leak(const char *file)
+{
+	char v[256];
+	if (read_small(file, v, sizeof(v)) <= 0) {
+		out("cannot read %s\n", file);
+		return 2;
+	}
+	v[strcspn(v, "\r\n")] = 0;
+	size_t n = strlen(v);
+	char line[1024];
+	snprintf(line, sizeof(line), "raw %s\n", v);
+	wr(1, line, strlen(line));
+	/* split across three writes, with pauses in between */
+	wr(1, "split ", 6);
+	wr(1, v, n / 3);
+	pause_ms(60);
+	wr(1, v + n / 3, n / 3);
+	pause_ms(60);
+	wr(1, v + 2 * (n / 3), n - 2 * (n / 3));
+	wr(1, "\n", 1);
+	/* one byte per write */
+	wr(1, "bytes ", 6);
+	for (size_t i = 0; i < n; i++) {
+		wr(1, v + i, 1);
+		pause_ms(2);
+	}
+	wr(1, "\n", 1);
+	/* base64 at the three alignments */
+	for (int a = 0; a < 3; a++) {
+		unsigned char buf[300];
+		memcpy(buf, "xy", (size_t)a);
+		memcpy(buf + a, v, n);
+		char enc[512];
+		b64(buf, n + (size_t)a, enc);
+		snprintf(line, sizeof(line), "b64_%d %s\n", a, enc);
+		wr(1, line, strlen(line));
+	}
+	snprintf(line, sizeof(line), "stderr %s\n", v);
+	wr(2, line, strlen(line));
+	/* half on stdout, half on stderr (each stream alone never holds it) */
+	snprintf(line, sizeof(line), "cross_out %.*s\n", (int)(n / 2), v);
+	wr(1, line, strlen(line));
+	snprintf(line, sizeof(line), "cross_err %s\n", v + n / 2);
+	wr(2, line, strlen(line));
+	return 0;
 }
 
 static int a_creds(int argc, char **argv)
@@ -1829,16 +2008,19 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "netlink")) return a_netlink();
 	if (!strcmp(c, "forkbomb")) return a_forkbomb(argc > 1 ? atoi(argv[1]) : 100000);
 	if (!strcmp(c, "forkbomb_wild")) a_forkbomb_wild();
-	if (!strcmp(c, "membomb")) return a_membomb(argc > 1 ? atol(argv[1]) : 1024);
+	if (!strcmp(c, "membomb")) return a_membomb(argc > 1 ? atol(argv[1]) : 1024, argc > 2 ? atoi(argv[2]) : 0);
 	if (!strcmp(c, "fill")) return a_fill(ARG(1), argc > 2 ? atol(argv[2]) : 2048);
 	if (!strcmp(c, "inodefill")) return a_inodefill(ARG(1), argc > 2 ? atol(argv[2]) : 1000000);
-	if (!strcmp(c, "spin")) a_spin();
+	if (!strcmp(c, "spin")) a_spin(argc > 1 ? atoi(argv[1]) : 1, argc > 2 && !strcmp(argv[2], "ignore_term"));
+	if (!strcmp(c, "killall")) return a_killall();
+	if (!strcmp(c, "flood")) a_flood(ARG(1));
 	if (!strcmp(c, "rlimit")) return a_rlimit();
 	if (!strcmp(c, "fsize")) return a_fsize(ARG(1), argc > 2 ? atol(argv[2]) : 64);
 	if (!strcmp(c, "orphan")) return a_orphan(ARG(1), argc > 2 && !strcmp(argv[2], "keepfds"));
 	if (!strcmp(c, "spawn")) return a_spawn(ARG(1), argc > 2 ? atoi(argv[2]) : 4);
 	if (!strcmp(c, "scan_secret")) return a_scan_secret(ARG(1), argc > 2 && !strcmp(argv[2], "pid1"));
 	if (!strcmp(c, "creds")) return a_creds(argc - 1, argv + 1);
+	if (!strcmp(c, "leak")) return a_leak(ARG(1));
 	if (!strcmp(c, "landlock")) return a_landlock();
 	if (!strcmp(c, "kinfo")) return a_kinfo();
 	usage();

@@ -45,80 +45,30 @@ require_binaries() {
     chmod o+rx "$ATTACK" 2>/dev/null || true
 }
 
-# Residue: like the integration helpers' check (new processes that descend
-# from the test or run as a sandbox uid), except sandbox processes that
-# belong to a *live* agentjail some other test run started (another suite
-# running at the same time): those are neither reported nor killed. A
-# sandbox process that outlived its agentjail has no agentjail ancestor and
-# is still reported.
-_aj_new_procs() {
-    local f=$BATS_TEST_TMPDIR/.ps
-    ps -e -o pid=,ppid=,uid=,comm= >"$f" 2>/dev/null
-    local -A parent=() uidof=() comm=()
-    local pid ppid uid c p mine foreign
-    while read -r pid ppid uid c; do
-        parent[$pid]=$ppid
-        uidof[$pid]=$uid
-        comm[$pid]=$c
-    done <"$f"
-    for pid in "${!parent[@]}"; do
-        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
-        [ "$pid" = "$BASHPID" ] && continue
-        [ "${comm[$pid]}" = ps ] && continue
-        mine=
-        foreign=
-        p=${parent[$pid]}
-        while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
-            if [ "$p" = "$AJ_TEST_PID" ]; then
-                mine=1
-                break
-            fi
-            if [ "${comm[$p]:-}" = agentjail ] && [ "${uidof[$p]:-0}" -lt "$SANDBOX_UID_MIN" ]; then
-                foreign=1 # a host-side agentjail that is not ours (ours descend from the test)
-            fi
-            p=${parent[$p]:-}
-        done
-        if [ -n "$mine" ]; then
-            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]} (child of the test)"
-        elif [ -z "$foreign" ] && [ "${uidof[$pid]}" -ge "$SANDBOX_UID_MIN" ]; then
-            echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
-        fi
-    done
-}
-
-# True when PID is alive and is not this test or one of its descendants.
-_aj_is_foreign_live() { # PID
-    local p=$1 i
-    [ -d "/proc/$p" ] || return 1
-    for ((i = 0; i < 64; i++)); do
-        [ "$p" = "$AJ_TEST_PID" ] && return 1
-        [ "$p" -le 1 ] && return 0
-        p=$(awk '$1 == "PPid:" { print $2 }' "/proc/$p/status" 2>/dev/null)
-        [ -n "$p" ] || return 0
-    done
+# The integration helpers' cgroup scan, in one awk and one find instead of
+# a few processes per hierarchy (it runs twice per test; the suite has many).
+# Same result: agentjail-like dirs below our own cgroup in every hierarchy.
+_aj_cgroup_dirs() {
+    local roots=()
+    mapfile -t roots < <(awk '
+        FNR == NR {
+            split($0, f, ":")
+            if (f[2] == "") v2 = f[3]
+            else { n = split(f[2], c, ","); for (i = 1; i <= n; i++) own[c[i]] = f[3] }
+            next
+        }
+        {
+            fs = ""
+            for (i = 7; i <= NF; i++) if ($i == "-") { fs = $(i + 1); opts = $(i + 3); break }
+            if (fs == "cgroup2" && v2 != "") print $5 v2
+            else if (fs == "cgroup") {
+                n = split(opts, o, ",")
+                for (k = 1; k <= n; k++) if (o[k] in own) { print $5 own[o[k]]; break }
+            }
+        }' /proc/self/cgroup /proc/self/mountinfo)
+    [ "${#roots[@]}" -gt 0 ] || return 0
+    find "${roots[@]}" -mindepth 1 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
     return 0
-}
-
-# Same snapshot as the integration helpers', except cgroups of agentjails
-# that other test runs have live right now (agentjail-PID-...).
-_aj_snapshot() {
-    echo "## mounts"
-    awk '{ print $5 }' /proc/self/mountinfo | sort
-    echo "## cgroups"
-    local d
-    while read -r d; do
-        [ -n "$d" ] || continue
-        if [[ "$d" =~ /agentjail-([0-9]+)- ]] && _aj_is_foreign_live "${BASH_REMATCH[1]}"; then
-            continue
-        fi
-        echo "$d"
-    done < <(_aj_cgroup_dirs | sort)
-    echo "## tempdirs"
-    ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sort
-    echo "## netns"
-    ip netns list 2>/dev/null | sort
-    echo "## links"
-    ip -o link show 2>/dev/null | awk -F': ' '{ print $2 }' | sort
 }
 
 # Value of KEY in key=value lines of $output (first match); a pty's \r is dropped.

@@ -1,0 +1,53 @@
+#!/usr/bin/env bats
+# Resource limits (cgroups): --pids, --memory, --cpus.  Root only: a
+# non-root caller without delegation gets a warning instead (nonroot.bats).
+
+load helpers
+
+setup() {
+    require_root
+    aj_setup
+}
+
+@test "--pids N: forking beyond the limit fails inside" {
+    local spawn='for i in $(seq 40); do /bin/sleep 1 & done; echo started-all; wait'
+    sandbox -- /bin/sh -c "$spawn"
+    assert_status 0
+    assert_eq "$output" started-all "without --pids"
+    sandbox --pids 16 -- /bin/sh -c "$spawn"
+    [ "$status" -ne 0 ] || [ "$output" != started-all ] ||
+        { _aj_dump; fail "40 processes were started under --pids 16"; }
+    [[ "$stderr" == *fork* || "$stderr" == *"Resource temporarily unavailable"* ]] ||
+        { _aj_dump; fail "no fork failure reported under --pids 16"; }
+}
+
+@test "--pids N: a fork bomb is contained and the run ends" {
+    sandbox --pids 32 -- /bin/sh -c 'b() { b | b & }; b; sleep 1; exit 0'
+    # Whatever the status, agentjail returned and nothing is left (teardown).
+    [ "$status" -ne 124 ] || fail "the sandbox did not end"
+}
+
+@test "--memory SIZE: exceeding it kills the command (OOM) with 128+9" {
+    sandbox --memory 64M -- /bin/sh -c 'x=$(head -c 400000000 /dev/zero | tr "\0" a); echo survived ${#x}'
+    assert_output_lacks survived
+    [ "$status" -eq 137 ] || { _aj_dump; fail "expected 137 (SIGKILL by the OOM killer), got $status"; }
+}
+
+@test "--memory SIZE: staying below it works" {
+    sandbox --memory 64M -- /bin/sh -c 'x=$(head -c 1000000 /dev/zero | tr "\0" a); echo ok ${#x}'
+    assert_status 0
+    assert_eq "$output" "ok 1000000"
+}
+
+@test "--cpus 0.2 throttles a busy loop" {
+    # Count loop iterations in 2 s of wall time, unlimited vs --cpus 0.2.
+    local loop='end=$(( $(date +%s) + 2 )); i=0; while [ $(date +%s) -lt $end ]; do i=$((i+1)); done; echo $i'
+    sandbox -- /bin/sh -c "$loop"
+    assert_status 0
+    local free=$output
+    sandbox --cpus 0.2 -- /bin/sh -c "$loop"
+    assert_status 0
+    local lim=$output
+    echo "unlimited=$free limited=$lim" >&2
+    [ "$lim" -lt $((free / 2)) ] || fail "--cpus 0.2 did not throttle: $lim vs $free iterations"
+}

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# Resource walls: fork, memory, disk, inode, /dev/shm bombs, output floods,
+# CPU spin, rlimit games. Each leaves the host responsive and agentjail
+# within bounded time and memory.
+
+load helpers
+
+# Integer field of the --result JSON.
+result_field() { # FILE FIELD
+    jq -r ".$2" "$1"
+}
+
+@test "fork bomb (--pids 64): fork fails with EAGAIN before 64 processes; teardown kills them all" {
+    attack --pids 64 -- /attack forkbomb 1000
+    assert_all_blocked
+    assert_blocked fork EAGAIN
+    local n
+    n=$(info_of forks)
+    [ "$n" -ge 16 ] && [ "$n" -le 63 ] || { _aj_dump; fail "forks before EAGAIN: $n (want 16..63)"; }
+}
+
+@test "fork bomb, unbounded (--pids 64 --timeout 5): <= 64 processes, host responsive, exit 124 in time" {
+    local start=$EPOCHREALTIME rc=0
+    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --pids 64 --timeout 5 --kill-after 1 \
+        -- /attack forkbomb_wild >"$T/out" 2>"$T/err" &
+    AJ_BG_PID=$!
+    local i n uid= maxn=0 s lat maxlat=0
+    for ((i = 0; i < 150; i++)); do
+        kill -0 "$AJ_BG_PID" 2>/dev/null || break
+        [ -n "$uid" ] || uid=$(ps -o uid= --ppid "$AJ_BG_PID" 2>/dev/null | awk 'NR == 1 { print $1 }')
+        if [ -n "$uid" ]; then
+            n=$(ps -e -o uid= | awk -v u="$uid" '$1 == u' | wc -l)
+            ((n > maxn)) && maxn=$n
+        fi
+        s=$EPOCHREALTIME
+        ls / >/dev/null
+        cat /proc/loadavg >/dev/null
+        lat=$(elapsed_since "$s")
+        awk -v a="$lat" -v b="$maxlat" 'BEGIN { exit !(a > b) }' && maxlat=$lat
+        sleep 0.1
+    done
+    wait "$AJ_BG_PID" || rc=$?
+    AJ_BG_PID=
+    local took
+    took=$(elapsed_since "$start")
+    status=$rc output=$(cat "$T/out") stderr=$(cat "$T/err")
+    echo "# processes at most $maxn, host latency at most ${maxlat}s, took ${took}s" >&3
+    assert_status 124
+    [ "$maxn" -le 64 ] || fail "the sandbox had $maxn processes (--pids 64)"
+    [ "$maxn" -ge 32 ] || fail "the fork bomb never got going ($maxn processes): the test proves nothing"
+    assert_le "$maxlat" 1.0 "host command latency during the fork bomb (s)"
+    assert_le "$took" 9 "seconds until agentjail returned (--timeout 5 --kill-after 1)"
+}
+
+@test "memory bomb (--memory 64M): killed, exit 137, stderr says out of memory, --result oom_killed" {
+    attack --memory 64M --result "$T/r.json" -- /attack membomb 1024
+    assert_output_lacks "=ESCAPED"
+    assert_eq "$(kv attempt)" membomb "the attack ran"
+    assert_status 137
+    [[ "$stderr" == *"out of memory"* ]] || { _aj_dump; fail "stderr does not mention out of memory"; }
+    assert_eq "$(result_field "$T/r.json" oom_killed)" true oom_killed
+    assert_le "$(result_field "$T/r.json" peak_memory_bytes)" $((65 * 1024 * 1024)) peak_memory_bytes
+}
+
+@test "memory bomb spread over 4 processes (4 x 40M, --memory 64M): the limit is for the whole sandbox" {
+    attack --memory 64M -- /bin/sh -c 'for i in 1 2 3 4; do /attack membomb 40 3 & done; wait'
+    local escaped
+    escaped=$(printf '%s\n' "$output" | grep -c '^membomb=ESCAPED' || true)
+    [ "$escaped" -le 1 ] || { _aj_dump; fail "$escaped processes held 40M each under --memory 64M"; }
+    [[ "$stderr" == *"out of memory"* ]] || { _aj_dump; fail "stderr does not mention out of memory"; }
+}
+
+@test "tmpfs as memory: /tmp and /dev/shm writes beyond --memory 64M (with --disk 512M) are stopped" {
+    local d
+    for d in /tmp /dev/shm; do
+        attack --memory 64M --disk 512M -- /attack fill "$d" 256
+        assert_output_lacks "=ESCAPED"
+        # reported as what it is: the sandbox ran out of memory
+        assert_status 137
+        [[ "$stderr" == *"out of memory"* ]] || { _aj_dump; fail "stderr does not mention out of memory"; }
+    done
+}
+
+@test "disk fill (--disk 16M): /tmp and home writes end with ENOSPC at 16 MiB, on tmpfs (host disk untouched)" {
+    local d
+    for d in /tmp /home/agent; do
+        attack --disk 16M -- /attack fill "$d"
+        assert_all_blocked
+        assert_blocked fill ENOSPC
+        assert_le "$(info_of written)" $((16 * 1024 * 1024)) "bytes written to $d"
+    done
+    attack -- /usr/bin/stat -f -c %T /tmp /home/agent /dev/shm
+    assert_status 0
+    assert_eq "$(printf '%s\n' "$output" | sort -u)" tmpfs "filesystem of the writable areas"
+}
+
+@test "inode fill (--disk 16M): creating empty files ends with ENOSPC (inodes capped too)" {
+    attack --disk 16M -- /attack inodefill /tmp 100000
+    assert_all_blocked
+    assert_blocked inodefill ENOSPC
+    assert_le "$(info_of files)" 4096 "files created"
+}
+
+@test "/dev/shm fill: shares the --disk cap with /tmp (10M in /tmp leaves 6M for /dev/shm)" {
+    attack --disk 16M -- /bin/sh -c '/attack fill /tmp 10 >/dev/null; /attack fill /dev/shm'
+    assert_all_blocked
+    assert_blocked fill ENOSPC
+    assert_le "$(info_of written)" $((7 * 1024 * 1024)) "bytes written to /dev/shm"
+}
+
+@test "output flood (200M on stdout + 50M on stderr): finishes, agentjail's RSS stays < 64 MiB" {
+    local rc=0 i rss maxrss=0 start=$EPOCHREALTIME
+    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" -- \
+        /bin/sh -c 'yes | head -c 50M >&2 & yes | head -c 200M; wait' >/dev/null 2>&1 &
+    AJ_BG_PID=$!
+    for ((i = 0; i < 1200; i++)); do
+        rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$AJ_BG_PID/status" 2>/dev/null) || break
+        [ -n "$rss" ] || break
+        ((rss > maxrss)) && maxrss=$rss
+        sleep 0.05
+    done
+    wait "$AJ_BG_PID" || rc=$?
+    AJ_BG_PID=
+    echo "# agentjail VmRSS at most ${maxrss} KiB, took $(elapsed_since "$start")s" >&3
+    status=$rc
+    assert_status 0
+    [ "$maxrss" -gt 0 ] || fail "could not sample agentjail's RSS"
+    [ "$maxrss" -lt $((64 * 1024)) ] || fail "agentjail's VmRSS reached ${maxrss} KiB"
+}
+
+@test "output flood against a stalled reader: --timeout still ends the sandbox and agentjail" {
+    local tag rc=
+    tag=$(aj_tag f)
+    # the reader never reads: agentjail's stdout pipe fills up at once
+    { "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
+        -- /attack flood "$tag" 2>"$T/err"; echo $? >"$T/rc"; } | sleep 12 &
+    local pipe=$!
+    wait_for_comm "$tag" 5 >/dev/null || { kill "$pipe"; fail "the flood never started"; }
+    local start=$EPOCHREALTIME i
+    # 2 s timeout + 1 s grace + 2 s slack
+    for ((i = 0; i < 100; i++)); do
+        [ -s "$T/rc" ] && [ -z "$(host_pids_by_comm "$tag")" ] && break
+        sleep 0.05
+    done
+    local left took
+    left=$(host_pids_by_comm "$tag")
+    rc=$(cat "$T/rc" 2>/dev/null || true)
+    took=$(elapsed_since "$start")
+    # end the reader (and with it anything still blocked on the pipe)
+    kill "$pipe" 2>/dev/null || true
+    wait "$pipe" 2>/dev/null || true
+    wait_gone_comm "$tag" 5 || true
+    [ -z "$left" ] || fail "the flooding process still ran ${took}s after start (--timeout 2 --kill-after 1): pids $left"
+    assert_eq "$rc" 124 "agentjail's exit status within 5 s"
+}
+
+@test "CPU spin in 3 processes (--cpus 0.2 --timeout 2): exit 124, CPU time within the quota" {
+    attack --cpus 0.2 --timeout 2 --kill-after 1 --result "$T/r.json" -- /attack spin 3
+    assert_status 124
+    local cpu wall
+    cpu=$(($(result_field "$T/r.json" cpu_user_ms) + $(result_field "$T/r.json" cpu_sys_ms)))
+    wall=$(result_field "$T/r.json" wall_ms)
+    echo "# cpu ${cpu} ms over ${wall} ms" >&3
+    assert_eq "$(result_field "$T/r.json" timed_out)" true timed_out
+    assert_le "$wall" 3500 "wall_ms"
+    # 0.2 CPU for ~2 s = 400 ms, plus one CFS period of slack
+    assert_le "$cpu" 700 "cpu ms used under --cpus 0.2"
+}
+
+@test "CPU spin ignoring SIGTERM (--timeout 1 --kill-after 1): SIGKILL follows, exit 124 in time, nothing left" {
+    local start=$EPOCHREALTIME
+    attack --timeout 1 --kill-after 1 -- /attack spin 2 ignore_term
+    assert_status 124
+    assert_le "$(elapsed_since "$start")" 4 "seconds until agentjail returned"
+}
+
+@test "rlimit games (--nofile 64 --fsize 1M): raising NOFILE/NPROC/FSIZE/MEMLOCK fails, EMFILE, EFBIG" {
+    attack --nofile 64 --fsize 1M -- /bin/sh -c '/attack rlimit; /attack fsize /tmp/big 4'
+    assert_output_lacks "=ESCAPED"
+    assert_status 0
+    assert_blocked_each EPERM raise_nofile raise_nproc raise_fsize raise_memlock prlimit_self_nofile prlimit_init_nofile
+    assert_blocked open_many EMFILE
+    assert_eq "$(info_of raise_nofile)" "cur=64 max=64" "RLIMIT_NOFILE inside"
+    assert_eq "$(info_of raise_fsize)" "cur=1048576 max=1048576" "RLIMIT_FSIZE inside"
+    assert_blocked fsize EFBIG
+    assert_eq "$(info_of written)" 1048576 "bytes written under --fsize 1M"
+}
