@@ -201,3 +201,11 @@ void aj_relay_close(aj_relay *r)
 		chan_end(&r->ch[i]);
 	r->n = 0;
 }
+
+bool aj_relay_output_pending(const aj_relay *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!r->ch[i].input && r->ch[i].open && r->ch[i].len > r->ch[i].off)
+			return true;
+	return false;
+}

@@ -48,6 +48,8 @@ size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max);
 void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n);
 /* Any output channel still open? */
 bool aj_relay_outputs_open(const aj_relay *r);
+/* Output read from the sandbox that the caller has not taken yet? */
+bool aj_relay_output_pending(const aj_relay *r);
 /* Close every channel (and its sandbox-side fd when owned). */
 void aj_relay_close(aj_relay *r);
 

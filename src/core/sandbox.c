@@ -369,7 +369,7 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 	aj_relay rl;
 	setup_relay(c, &rl, &term);
 	int rc = 1; /* 1: still running */
-	int drain_ms = 2000;
+	int drain_ms = 1000;
 	if (c->tfd >= 0)
 		arm_timer(c, c->p->timeout_ms);
 	while (rc == 1 || aj_relay_outputs_open(&rl)) {
@@ -383,8 +383,14 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			rc = aj_err(err, errno, "poll");
 			break;
 		}
-		if (pr == 0 && rc != 1 && (drain_ms -= 100) <= 0)
-			break; /* nothing can write any more; don't wait forever */
+		/* After the end: a reader that is slow to take the last output
+		 * is waited for (as any writer to a pipe would), unless the run
+		 * timed out, which bounds agentjail's own life too. Waiting
+		 * for the sandbox's pipes to reach EOF is always bounded. */
+		if (pr == 0 && rc != 1 &&
+		    (c->timeout_stage || !aj_relay_output_pending(&rl)) &&
+		    (drain_ms -= 100) <= 0)
+			break;
 		if (pr <= 0)
 			continue;
 		if (pf[1].revents & POLLIN)

@@ -18,6 +18,10 @@ if [ -z "${PROBE:-}" ]; then
 fi
 AJ_TIMEOUT=${AJ_TIMEOUT:-60}
 SANDBOX_UID_MIN=1000000000
+# A non-root caller gets a (correct) one-line warning about cgroup limits on
+# every run; generic tests silence it so that they can check stderr exactly.
+# nonroot.bats checks the warning itself.
+if [ "$(id -u)" -eq 0 ]; then AJ_QUIET=(); else AJ_QUIET=(--quiet); fi
 
 # ---------------------------------------------------------------- assertions
 
@@ -99,7 +103,7 @@ require_root() {
 
 # agentjail run with the test workspace and the probe at /probe.
 ajrun() {
-    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" "$@"
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe" "$@"
 }
 
 # run ajrun, keeping stderr apart: sets $status $output $lines $stderr $stderr_lines.
@@ -161,51 +165,74 @@ host_uid_of() {
     awk -v f="${2:-1}" '$1 == "Uid:" { print $(f + 1) }' "/proc/$1/status"
 }
 
-# Is PID one of this test's sandbox processes?  Other sandboxes (e.g. another
-# test suite running concurrently) must neither fail nor be killed by us.
-# Ours: comm is one of our tags, or its mounts come from this bats run's
-# scratch tree (the workspace, binds) or from another AJ_MARKERS entry.
+# (The residue helpers below do their work in awk: bats traces every bash
+# command, which makes shell loops over the process table slow.)
+
+# Print, one per line, "pid uid comm why" for processes that appeared since
+# setup and belong to this test: they descend from the test process, or they
+# run as a sandbox uid (>= SANDBOX_UID_MIN, or AJ_EXTRA_UID) and are this
+# test's sandbox processes -- comm is one of our tags, or their mounts come
+# from this bats run's scratch tree (workspace, binds) or another AJ_MARKERS
+# entry.  Sandboxes of anyone else (another suite running concurrently) are
+# neither reported nor killed.
+_aj_new_procs() {
+    local self=$BASHPID # this (sub)shell: it and its children (ps, awk) are not residue
+    ps -e -o pid=,ppid=,uid=,comm= 2>/dev/null | awk \
+        -v setup="$AJ_SETUP_PIDS" -v testpid="$AJ_TEST_PID" -v self="$self" \
+        -v umin="$SANDBOX_UID_MIN" -v extra="${AJ_EXTRA_UID:--1}" \
+        -v tag="ajt$AJ_TEST_PID" -v markers="${AJ_MARKERS[*]}" '
+        BEGIN { n = split(setup, a, " "); for (i = 1; i <= n; i++) old[a[i]] = 1
+                nm = split(markers, mk, " ") }
+        { pid[NR] = $1; parent[$1] = $2; uid[$1] = $3; comm[$1] = $4 }
+        function mine(p,    f, line, i, hit) {
+            if (index(comm[p], tag) == 1) return 1
+            f = "/proc/" p "/mountinfo"; hit = 0
+            while (!hit && (getline line < f) > 0)
+                for (i = 1; i <= nm; i++) if (index(line, mk[i])) { hit = 1; break }
+            close(f)
+            return hit
+        }
+        END {
+            for (k = 1; k <= NR; k++) {
+                p = pid[k]
+                if (p in old || p == self) continue
+                if ((uid[p] + 0 >= umin || uid[p] == extra) && mine(p)) {
+                    print p, uid[p], comm[p], "sandbox"; continue
+                }
+                for (q = parent[p]; q != "" && q > 1 && q != self; q = parent[q])
+                    if (q == testpid) { print p, uid[p], comm[p], "child-of-test"; break }
+            }
+        }'
+}
+
+# Is PID one of this test's sandbox processes (see above)?
 aj_is_mine() {
-    local c m
-    c=$(cat "/proc/$1/comm" 2>/dev/null) || return 1
-    [[ "$c" == "ajt${AJ_TEST_PID}"* ]] && return 0
-    for m in "${AJ_MARKERS[@]}"; do
-        grep -qF -- "$m" "/proc/$1/mountinfo" 2>/dev/null && return 0
-    done
-    return 1
+    _aj_new_procs | awk -v p="$1" '$1 == p { f = 1 } END { exit !f }'
 }
 
 # New host processes (not present at setup) of this test running as a sandbox uid.
 new_sandbox_uid_pids() {
-    local pid uid
-    ps -e -o pid=,uid= | while read -r pid uid; do
-        [ "$uid" -ge "$SANDBOX_UID_MIN" ] || continue
-        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
-        aj_is_mine "$pid" && echo "$pid"
-    done
-    return 0
+    _aj_new_procs | awk -v umin="$SANDBOX_UID_MIN" '$4 == "sandbox" && $2 >= umin { print $1 }'
 }
 
 # ---------------------------------------------------------------- residue
 
 # Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
 _aj_cgroup_dirs() {
-    local mp fstype opts ctrls p path first
-    while read -r mp fstype opts; do
-        path=
-        if [ "$fstype" = cgroup2 ]; then
-            path=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
-        else
-            while IFS=: read -r _ ctrls p; do
-                [ -n "$ctrls" ] || continue
-                first=${ctrls%%,*}
-                case ",$opts," in *",$first,"*) path=$p ;; esac
-            done </proc/self/cgroup
-        fi
-        [ -n "$path" ] && [ -d "$mp$path" ] || continue
-        find "$mp$path" -mindepth 1 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
-    done < <(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 1), $(i + 3); break } }' \
-        /proc/self/mountinfo | awk '$2 == "cgroup" || $2 == "cgroup2"')
+    local roots
+    roots=$(awk '
+        FNR == 1 { file++ }
+        file == 1 { split($0, c, ":"); if (c[2] == "") v2 = c[3]; else { n = split(c[2], cs, ","); for (i = 1; i <= n; i++) path[cs[i]] = c[3] }; next }
+        {   for (i = 7; i <= NF; i++) if ($i == "-") break
+            fs = $(i + 1); opts = $(i + 3)
+            if (fs == "cgroup2") { if (v2 != "") print $5 v2; next }
+            if (fs != "cgroup") next
+            n = split(opts, o, ",")
+            for (j = 1; j <= n; j++) if (o[j] in path) { print $5 path[o[j]]; break }
+        }' /proc/self/cgroup /proc/self/mountinfo | sort -u)
+    [ -n "$roots" ] || return 0
+    # shellcheck disable=SC2086 # one root per line, no spaces in cgroup mount paths
+    find $roots -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
 }
 
 # One line per item, "KIND value", sorted.
@@ -216,87 +243,55 @@ _aj_snapshot() {
         ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
         ip netns list 2>/dev/null | awk '{ print "netns", $1 }'
         ip -o link show 2>/dev/null | awk -F': ' '{ print "link", $2 }'
-    } | sort
+    } | LC_ALL=C sort
 }
 
 # Items added since setup.  Cgroups are named agentjail-PID-RANDOM; those of
 # agentjail processes this test did not start (another suite running at the
 # same time) are not ours to judge.
 _aj_added() {
-    local kind v pid
-    comm -13 "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" |
-        while read -r kind v; do
-            if [ "$kind" = cgroup ]; then
-                pid=$(echo "${v##*/}" | sed -n 's/^agentjail-\([0-9]\+\)-.*/\1/p')
-                if [ -n "$pid" ] && ! grep -qx "$pid" "$AJ_PIDS_FILE" 2>/dev/null; then
-                    continue
-                fi
-            fi
-            echo "$kind $v"
-        done
-}
-
-# Processes that appeared since setup and either descend from the test
-# process or are this test's sandbox processes (running as a sandbox uid or
-# as AJ_EXTRA_UID, e.g. nobody for non-root runs).
-_aj_new_procs() {
-    local f=$BATS_TEST_TMPDIR/.ps
-    ps -e -o pid=,ppid=,uid=,comm= >"$f" 2>/dev/null
-    local -A parent=() uidof=() comm=()
-    local pid ppid uid c p
-    while read -r pid ppid uid c; do
-        parent[$pid]=$ppid
-        uidof[$pid]=$uid
-        comm[$pid]=$c
-    done <"$f"
-    for pid in "${!parent[@]}"; do
-        [[ " $AJ_SETUP_PIDS " == *" $pid "* ]] && continue
-        [ "$pid" = "$BASHPID" ] && continue # this very subshell
-        [ "${comm[$pid]}" = ps ] && continue
-        if [ "${uidof[$pid]}" -ge "$SANDBOX_UID_MIN" ] ||
-            { [ -n "${AJ_EXTRA_UID:-}" ] && [ "${uidof[$pid]}" = "$AJ_EXTRA_UID" ]; }; then
-            if aj_is_mine "$pid"; then
-                echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]}"
-                continue
-            fi
-        fi
-        p=${parent[$pid]}
-        while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
-            if [ "$p" = "$AJ_TEST_PID" ]; then
-                echo "$pid uid=${uidof[$pid]} comm=${comm[$pid]} (child of the test)"
-                break
-            fi
-            p=${parent[$p]:-}
-        done
-    done
+    LC_ALL=C comm -13 "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" |
+        awk -v pidsfile="$AJ_PIDS_FILE" '
+            BEGIN { while ((getline l < pidsfile) > 0) ours[l] = 1 }
+            $1 == "cgroup" {
+                n = split($2, parts, "/"); base = parts[n]
+                if (match(base, /^agentjail-[0-9]+-/)) {
+                    p = substr(base, 11, RLENGTH - 11)
+                    if (!(p in ours)) next
+                }
+            }
+            { print }'
 }
 
 aj_residue_setup() {
     AJ_TEST_PID=$BASHPID
     AJ_MARKERS=("$(basename "$BATS_RUN_TMPDIR")")
-    AJ_SETUP_PIDS=" $(ps -e -o pid= | tr -s ' \n' '  ') "
+    AJ_SETUP_PIDS=$(ps -e -o pid= | tr -s ' \n' '  ')
     _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.before"
 }
 
+# Compare with the setup snapshot, allowing ~1 s for teardown to finish.
 aj_residue_check() {
-    local i procs= added=
+    local procs='' added='' deadline
     [ -f "$BATS_TEST_TMPDIR/.residue.before" ] || return 0 # setup did not get that far
-    for ((i = 0; i < 10; i++)); do
+    deadline=$(($(date +%s%N) + 1000000000))
+    while :; do
         _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.after"
         procs=$(_aj_new_procs)
         added=$(_aj_added)
         [ -z "$procs" ] && [ -z "$added" ] && return 0
+        [ "$(date +%s%N)" -lt "$deadline" ] || break
         sleep 0.1
     done
     local ok=0
     if [ -n "$procs" ]; then
-        echo "RESIDUE: processes left behind:" >&2
+        echo "RESIDUE: processes left behind (pid uid comm why):" >&2
         echo "$procs" >&2
         ok=1
-        # Do not let our stray sandbox processes outlive the test (by pid,
-        # only those attributed to this test).
-        local pid
-        while read -r pid _; do kill -KILL "$pid" 2>/dev/null || true; done <<<"$procs"
+        # Do not let our stray processes outlive the test (by pid; only those
+        # attributed to this test above).
+        # shellcheck disable=SC2046
+        kill -KILL $(echo "$procs" | awk '{ print $1 }') 2>/dev/null || true
     fi
     if [ -n "$added" ]; then
         if [ -n "${AJ_RESIDUE_PROCS_ONLY:-}" ]; then

@@ -146,3 +146,27 @@ teardown() {
     assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
     grep -q '^agentjail: ' "$T/err" || fail "stderr does not start with 'agentjail: '"
 }
+
+@test "nonroot: every namespace differs from the host's (including cgroup)" {
+    local k args=()
+    for k in user mnt pid ipc uts net cgroup; do args+=("/proc/self/ns/$k"); done
+    nr_run -- /probe readlink "${args[@]}"
+    assert_status 0
+    for k in user mnt pid ipc uts net cgroup; do
+        assert_ne "$(kv "/proc/self/ns/$k")" "$(readlink "/proc/self/ns/$k")" "namespace $k"
+    done
+}
+
+@test "nonroot: --user UID:GID works (the caller's uid can be mapped to any one uid)" {
+    nr_run --user 1000:1000 -- /probe ids
+    assert_status 0
+    assert_eq "$(kv uid)" 1000 uid
+    assert_eq "$(kv gid)" 1000 gid
+}
+
+@test "nonroot: a failure during sandbox setup is still one stderr line" {
+    nr_aj run --workspace "$NRWS" --cwd /no/such/dir -- /bin/true >"$T/out" 2>"$T/err" && st=0 || st=$?
+    assert_eq "$st" 125 "exit status"
+    cat "$T/err" >&2
+    assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
+}

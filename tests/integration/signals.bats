@@ -37,7 +37,7 @@ assert_no_sandbox_procs() {
         [ -z "$left" ] && return 0
         sleep 0.05
     done
-    fail "sandbox processes still running: $(for p in $left; do echo "$p:$(cat /proc/$p/comm 2>/dev/null)"; done)"
+    fail "sandbox processes still running: $(for p in $left; do echo "$p:$(cat "/proc/$p/comm" 2>/dev/null)"; done)"
 }
 
 forward_test() { # SIGNAL EXPECTED_STATUS

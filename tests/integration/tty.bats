@@ -13,7 +13,7 @@ setup() {
 # carriage returns stripped.
 in_tty() {
     local ajrun
-    ajrun=$(printf '%q ' timeout --foreground 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe")
+    ajrun=$(printf '%q ' timeout --foreground 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe")
     printf 'AJRUN=(%s)\n%s\n' "$ajrun" "$1" >"$T/inner.sh"
     run --separate-stderr bash -c 'script -qec "bash $1" /dev/null </dev/null | tr -d "\r"; exit ${PIPESTATUS[0]}' _ "$T/inner.sh"
 }
@@ -59,7 +59,7 @@ READ_BACK='stty -icanon -echo min 0 time 0; x=; read -r -t 1 -n 64 x || true; ec
 }
 
 @test "tty: output and input pass through the terminal" {
-    printf 'AJRUN=(%s)\n%s\n' "$(printf "%q " timeout --foreground 60 "$AJ" run --workspace "$WS")" \
+    printf 'AJRUN=(%s)\n%s\n' "$(printf "%q " timeout --foreground 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS")" \
         '"${AJRUN[@]}" -- /bin/sh -c "read x; echo got:\$x"' >"$T/inner.sh"
     run --separate-stderr bash -c '{ sleep 0.5; printf "hello\n"; sleep 2; } | script -qec "bash $1" /dev/null | tr -d "\r"' _ "$T/inner.sh"
     assert_status 0
@@ -80,7 +80,7 @@ READ_BACK='stty -icanon -echo min 0 time 0; x=; read -r -t 1 -n 64 x || true; ec
 }
 
 @test "tty: Ctrl-C on the terminal interrupts the command (130)" {
-    printf 'AJRUN=(%s)\n%s\n' "$(printf "%q " timeout --foreground 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe")" \
+    printf 'AJRUN=(%s)\n%s\n' "$(printf "%q " timeout --foreground 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe")" \
         '"${AJRUN[@]}" -- /probe sleep 30; echo "rc=$?"' >"$T/inner.sh"
     run --separate-stderr bash -c '{ sleep 1; printf "\003"; sleep 3; } | script -qec "bash $1" /dev/null | tr -d "\r"' _ "$T/inner.sh"
     assert_status 0

@@ -70,6 +70,19 @@ result_field() { # FILE FIELD
     [[ "$stderr" == *"out of memory"* ]] || { _aj_dump; fail "stderr does not mention out of memory"; }
 }
 
+@test "two sandboxes at once: one's memory bomb (--memory 48M) leaves the other (--memory 256M, 100M used) unaffected" {
+    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 256M -- /attack membomb 100 2 \
+        >"$T/b.out" 2>"$T/b.err" &
+    local b=$!
+    attack --memory 48M -- /attack membomb 1024
+    assert_status 137
+    local rc=0
+    wait "$b" || rc=$?
+    # the big one held 100M (more than the small one's whole limit) and ended normally
+    grep -q '^membomb=ESCAPED touched 100 MiB' "$T/b.out" || { cat "$T/b.out" "$T/b.err" >&2; fail "the second sandbox could not use its own memory"; }
+    assert_eq "$rc" 1 "second sandbox's exit (1: it 'escaped' its 100M, i.e. got all it asked for)"
+}
+
 @test "tmpfs as memory: /tmp and /dev/shm writes beyond --memory 64M (with --disk 512M) are stopped" {
     local d
     for d in /tmp /dev/shm; do
@@ -132,8 +145,11 @@ result_field() { # FILE FIELD
     local tag rc=
     tag=$(aj_tag f)
     # the reader never reads: agentjail's stdout pipe fills up at once
-    { "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
-        -- /attack flood "$tag" 2>"$T/err"; echo $? >"$T/rc"; } | sleep 12 &
+    # (bats runs with errexit: keep the status without ending the group)
+    { local r=0
+      "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
+        -- /attack flood "$tag" 2>"$T/err" || r=$?
+      echo "$r" >"$T/rc"; } | sleep 12 &
     local pipe=$!
     wait_for_comm "$tag" 5 >/dev/null || { kill "$pipe"; fail "the flood never started"; }
     local start=$EPOCHREALTIME i
