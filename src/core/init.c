@@ -167,6 +167,10 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 	aj_error exec_err;
 	bool failed = aj_read_all(errpipe[0], &exec_err, sizeof(exec_err)) == 0;
 	close(errpipe[0]);
+	if (!failed) {
+		m.type = AJ_MSG_STARTED;
+		(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
+	}
 
 	int status = 0;
 	bool done = false;

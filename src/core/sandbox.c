@@ -59,20 +59,29 @@ typedef struct run_ctx {
 	int timeout_stage; /* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct rusage ru;
 	aj_redactor red[2]; /* stdout, stderr */
+	char warnings[4][768];
+	size_t n_warnings;
 	pid_t pid;
 } run_ctx;
 
-static void warn(const run_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(const run_ctx *c, const char *fmt, ...)
+/* Warnings about degraded features are held until the sandbox is set up:
+ * a run that fails says one thing only, its error. */
+static void warn(run_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(run_ctx *c, const char *fmt, ...)
 {
-	if (!c->hooks || !c->hooks->warn || c->p->quiet)
+	if (!c->hooks || !c->hooks->warn || c->p->quiet || c->n_warnings >= AJ_ARRAY_SIZE(c->warnings))
 		return;
-	char buf[768];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(c->warnings[c->n_warnings++], sizeof(c->warnings[0]), fmt, ap);
 	va_end(ap);
-	c->hooks->warn(c->hooks->ctx, buf);
+}
+
+static void flush_warnings(run_ctx *c)
+{
+	for (size_t i = 0; i < c->n_warnings; i++)
+		c->hooks->warn(c->hooks->ctx, c->warnings[i]);
+	c->n_warnings = 0;
 }
 
 static int bring_up_loopback(aj_error *err)
@@ -110,10 +119,17 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 	/* From now on act as the sandbox's root, not as the caller. */
 	if (c->idm.privileged && setgroups(0, NULL) < 0)
 		return aj_err(err, errno, "setgroups in the sandbox");
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
-		return aj_err(err, errno, "cannot become root of the sandbox's user namespace");
+	/* Privileged: ids 0-65535 are mapped, become 0. Unprivileged: only
+	 * the caller's ids are mapped (to --user); we keep every capability
+	 * of the new namespace either way. */
+	uid_t u = c->idm.privileged ? 0 : c->idm.inside_uid;
+	gid_t g = c->idm.privileged ? 0 : c->idm.inside_gid;
+	if (setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0)
+		return aj_err(err, errno, "cannot become uid %u of the sandbox's user namespace",
+			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
-	if (c->have_cg && unshare(CLONE_NEWCGROUP) < 0)
+	/* after joining our cgroup (if any): it becomes the namespace's root */
+	if (unshare(CLONE_NEWCGROUP) < 0)
 		return aj_err(err, errno, "cannot create a cgroup namespace");
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
@@ -274,6 +290,10 @@ static int handle_msg(run_ctx *c, aj_run_result *res, aj_error *err)
 		res->term_signal = SIGKILL;
 		res->exit_code = 128 + SIGKILL;
 		return 0;
+	}
+	if (r == 0 && m.type == AJ_MSG_STARTED) {
+		flush_warnings(c);
+		return 1; /* still running */
 	}
 	if (r == 0 && m.type == AJ_MSG_EXIT) {
 		res->term_signal = m.signal;

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <linux/netlink.h>
 #include <unistd.h>
@@ -54,6 +55,8 @@ static int deny(scmp_filter_ctx ctx, const char *name)
 	return r == -EEXIST ? 0 : r;
 }
 
+static int add_setid_rules(scmp_filter_ctx ctx);
+
 static int add_arg_rules(scmp_filter_ctx ctx)
 {
 	int r = 0;
@@ -84,6 +87,59 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
 				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK),
 				     SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	if (r == 0)
+		r = add_setid_rules(ctx);
+	return r;
+}
+
+/* No setuid/setgid file may be made: the workspace is idmapped to its
+ * owner, so such a file would be setuid to that owner (root, often) on the
+ * host. Every call that sets a file mode is checked on the mode argument;
+ * openat2 hides its mode in memory and fails with ENOSYS (libc never uses
+ * it for open()); so does fchmodat2 (libc falls back to fchmodat). */
+static int add_setid_rules(scmp_filter_ctx ctx)
+{
+	static const struct {
+		const char *name;
+		unsigned arg;
+		bool creat_only; /* the mode counts only with O_CREAT/O_TMPFILE */
+	} calls[] = {{"chmod", 1, false},  {"fchmod", 1, false}, {"fchmodat", 2, false},
+		     {"creat", 1, false},  {"mknod", 1, false},  {"mknodat", 2, false},
+		     {"open", 2, true},    {"openat", 3, true}};
+	static const unsigned long bits[] = {S_ISUID, S_ISGID};
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(calls); i++) {
+		int nr = seccomp_syscall_resolve_name(calls[i].name);
+		if (nr == __NR_SCMP_ERROR)
+			continue;
+		for (size_t b = 0; r == 0 && b < AJ_ARRAY_SIZE(bits); b++) {
+			struct scmp_arg_cmp mode = {.arg = calls[i].arg, .op = SCMP_CMP_MASKED_EQ,
+						    .datum_a = bits[b], .datum_b = bits[b]};
+			if (!calls[i].creat_only) {
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &mode);
+				continue;
+			}
+			/* open/openat: only when creating (O_CREAT, or O_TMPFILE
+			 * whose bits include O_DIRECTORY) */
+			static const unsigned long creat_flags[] = {O_CREAT, __O_TMPFILE};
+			unsigned flags_arg = calls[i].arg - 1;
+			for (size_t f = 0; r == 0 && f < AJ_ARRAY_SIZE(creat_flags); f++) {
+				struct scmp_arg_cmp cmp[2] = {
+					{.arg = flags_arg, .op = SCMP_CMP_MASKED_EQ,
+					 .datum_a = creat_flags[f], .datum_b = creat_flags[f]},
+					mode};
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, cmp);
+			}
+		}
+	}
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+	if (r == 0 && seccomp_syscall_resolve_name("fchmodat2") != __NR_SCMP_ERROR)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+				     seccomp_syscall_resolve_name("fchmodat2"), 0);
+	if (r == 0 && seccomp_syscall_resolve_name("fchmodat2") == __NR_SCMP_ERROR)
+		/* libseccomp older than the syscall: x86_64 number 452 */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), 452, 0);
 	return r;
 }
 

@@ -16,6 +16,7 @@ enum aj_msg_type {
 	AJ_MSG_SETUP_DONE,      /* child: root built; may carry a pty master fd */
 	AJ_MSG_ERROR,           /* child: setup or exec failed (err filled) */
 	AJ_MSG_EXIT,            /* init: command ended (status/signal filled) */
+	AJ_MSG_STARTED,         /* init: the command was executed */
 };
 
 typedef struct aj_msg {

@@ -15,7 +15,7 @@ scratch_state() {
 assert_rejected() {
     local before after
     before=$(scratch_state)
-    run --separate-stderr timeout 60 "$AJ" "$@"
+    run --separate-stderr aj_timeout "$AJ" "$@"
     if [ "$status" != 125 ]; then
         _aj_dump
         fail "agentjail $* : expected exit 125, got $status"

@@ -101,9 +101,16 @@ require_root() {
     [ "$(id -u)" -eq 0 ] || skip "needs root (run the suite as root for this test)"
 }
 
-# agentjail run with the test workspace and the probe at /probe.
+# timeout(1) for one agentjail invocation, stdin from /dev/null (see ajrun).
+aj_timeout() {
+    timeout -k 5 "$AJ_TIMEOUT" "$@" </dev/null
+}
+
+# agentjail run with the test workspace and the probe at /probe.  stdin is
+# /dev/null: timeout(1) runs agentjail in a background process group, which
+# must not touch a terminal the suite may have been started from.
 ajrun() {
-    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe" "$@"
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe" "$@" </dev/null
 }
 
 # run ajrun, keeping stderr apart: sets $status $output $lines $stderr $stderr_lines.
@@ -118,46 +125,46 @@ aj_tag() {
 
 # Host pids whose comm is exactly NAME.
 host_pids_by_comm() {
-    local d c
-    for d in /proc/[0-9]*; do
-        c=$(cat "$d/comm" 2>/dev/null) || continue
-        [ "$c" = "$1" ] && echo "${d#/proc/}"
-    done
-    return 0
+    ps -e -o pid=,comm= | awk -v n="$1" '$2 == n { print $1 }'
 }
+
+_aj_now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # Wait up to SECS (default 5) for a process named NAME; print its pid.
 wait_for_comm() {
-    local i pids
-    for ((i = 0; i < ${2:-5} * 20; i++)); do
+    local end pids
+    end=$(($(_aj_now_ms) + ${2:-5} * 1000))
+    while :; do
         pids=$(host_pids_by_comm "$1")
         if [ -n "$pids" ]; then
             echo "$pids" | head -n1
             return 0
         fi
+        [ "$(_aj_now_ms)" -lt "$end" ] || return 1
         sleep 0.05
     done
-    return 1
 }
 
-# Wait up to SECS (default 1) until no process is named NAME.
+# Wait up to SECS (default 1, fractions allowed) until no process is named NAME.
 wait_gone_comm() {
-    local i
-    for ((i = 0; i < ${2:-1} * 20; i++)); do
+    local end
+    end=$(($(_aj_now_ms) + $(awk -v s="${2:-1}" 'BEGIN { print int(s * 1000) }')))
+    while :; do
         [ -z "$(host_pids_by_comm "$1")" ] && return 0
+        [ "$(_aj_now_ms)" -lt "$end" ] || return 1
         sleep 0.05
     done
-    return 1
 }
 
 # Wait up to SECS for FILE to contain a line matching REGEX.
 wait_for_file_line() { # FILE REGEX [SECS]
-    local i
-    for ((i = 0; i < ${3:-5} * 20; i++)); do
+    local end
+    end=$(($(_aj_now_ms) + ${3:-5} * 1000))
+    while :; do
         grep -qE "$2" "$1" 2>/dev/null && return 0
+        [ "$(_aj_now_ms)" -lt "$end" ] || return 1
         sleep 0.05
     done
-    return 1
 }
 
 # Field N (1-based: real, effective, saved, fs) of "Uid:" in /proc/PID/status.
@@ -235,14 +242,18 @@ _aj_cgroup_dirs() {
     find $roots -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
 }
 
-# One line per item, "KIND value", sorted.
+# One line per item, "KIND value", sorted.  Named network namespaces
+# (/run/netns/NAME, `ip netns`) are only counted when agentjail-named: other
+# suites build their fake networks with their own named namespaces, possibly
+# while this one runs; agentjail's anonymous namespaces die with their
+# processes, which are checked separately.
 _aj_snapshot() {
     {
-        awk '{ print "mount", $5 }' /proc/self/mountinfo
+        awk '$5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])" { print "mount", $5 }' /proc/self/mountinfo
         _aj_cgroup_dirs | sed 's/^/cgroup /'
         ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
-        ip netns list 2>/dev/null | awk '{ print "netns", $1 }'
-        ip -o link show 2>/dev/null | awk -F': ' '{ print "link", $2 }'
+        ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
+        ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
     } | LC_ALL=C sort
 }
 

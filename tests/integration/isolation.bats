@@ -240,13 +240,13 @@ NS_KINDS="user mnt pid ipc uts net cgroup"
 @test "host file descriptors other than 0-2 are not inherited by the sandbox" {
     echo "host-secret-$BASHPID" >"$T/secret"
     chmod 0600 "$T/secret"
-    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f" 9>>"$f"; exec "$@"' _ "$T/secret" \
-        timeout 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe exists /proc/self/fd/7 /proc/self/fd/9
+    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f" 9>>"$f" </dev/null; exec "$@"' _ "$T/secret" \
+        timeout -k 5 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe" -- /probe exists /proc/self/fd/7 /proc/self/fd/9
     assert_status 0
     assert_eq "$(kv /proc/self/fd/7)" no "host fd 7 (read) visible inside"
     assert_eq "$(kv /proc/self/fd/9)" no "host fd 9 (write) visible inside"
-    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f"; exec "$@"' _ "$T/secret" \
-        timeout 60 "$AJ" run --workspace "$WS" -- /bin/sh -c 'cat <&7'
+    run --separate-stderr bash -c 'f=$1; shift; exec 7<"$f" </dev/null; exec "$@"' _ "$T/secret" \
+        timeout -k 5 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" -- /bin/sh -c 'cat <&7'
     assert_output_lacks "host-secret-$BASHPID"
 }
 

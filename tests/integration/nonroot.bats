@@ -18,7 +18,7 @@ nr_aj() {
 
 nr_exec_timeout() {
     cd "$NRWS" && exec timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
-        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@"
+        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@" </dev/null
 }
 
 nr_run() { # OPTIONS... -- CMD...
@@ -97,7 +97,7 @@ teardown() {
 @test "nonroot: the sandboxed process runs as the caller's host uid" {
     local tag pid
     tag=$(aj_tag n)
-    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") >"$T/out" 2>"$T/err" 3>&- &
+    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") </dev/null >"$T/out" 2>"$T/err" 3>&- &
     AJ_BG_PID=$!
     pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared"; }
     assert_eq "$(host_uid_of "$pid" 1)" "$NR_UID" "host uid of the sandboxed process"

@@ -29,13 +29,13 @@ done
 if [ $# -gt 0 ]; then files=("$@"); else files=("$here"/*.bats); fi
 
 if [ -t 1 ] && [ -z "${AJ_TAP:-}" ]; then
-    bats --pretty --print-output-on-failure "${files[@]}"
+    bats --pretty --print-output-on-failure "${files[@]}" </dev/null
     exit $?
 fi
 
 log=$(mktemp /tmp/ajtest-integration.XXXXXX)
 trap 'rm -f "$log"' EXIT
-bats --tap --print-output-on-failure "${files[@]}" | tee "$log"
+bats --tap --print-output-on-failure "${files[@]}" </dev/null | tee "$log"
 rc=${PIPESTATUS[0]}
 total=$(grep -cE '^(not )?ok ' "$log")
 failed=$(grep -cE '^not ok ' "$log")

@@ -73,19 +73,19 @@ load helpers
     head -c 1048576 /dev/urandom >"$T/blob"
     local want
     want=$(sha256sum <"$T/blob" | cut -d' ' -f1)
-    run --separate-stderr bash -c '"$0" run --workspace "$1" -- /usr/bin/sha256sum <"$2"' "$AJ" "$WS" "$T/blob"
+    run --separate-stderr bash -c 'timeout -k 5 60 "$0" run --workspace "$1" -- /usr/bin/sha256sum <"$2"' "$AJ" "$WS" "$T/blob"
     assert_status 0
     assert_eq "${output%% *}" "$want" "sha256 of stdin seen inside"
 }
 
 @test "large stdout is delivered completely" {
-    run --separate-stderr bash -c '"$0" run --workspace "$1" -- /usr/bin/head -c 3000000 /dev/zero | wc -c' "$AJ" "$WS"
+    run --separate-stderr bash -c 'timeout -k 5 60 "$0" run --workspace "$1" -- /usr/bin/head -c 3000000 /dev/zero </dev/null | wc -c' "$AJ" "$WS"
     assert_status 0
     assert_eq "$output" 3000000 "bytes received"
 }
 
 @test "stdin at EOF: command sees end of input" {
-    run --separate-stderr bash -c '"$0" run --workspace "$1" -- /bin/sh -c "cat; echo done" </dev/null' "$AJ" "$WS"
+    run --separate-stderr bash -c 'timeout -k 5 60 "$0" run --workspace "$1" -- /bin/sh -c "cat; echo done" </dev/null' "$AJ" "$WS"
     assert_status 0
     assert_eq "$output" done
 }
@@ -93,7 +93,7 @@ load helpers
 @test "environment: only PATH HOME TERM LANG, caller's variables do not leak" {
     run --separate-stderr env AJ_SECRET_TEST=s3cr3t-value-xyz LD_PRELOAD= SSH_AUTH_SOCK=/tmp/agent.sock \
         TERM=xterm LANG=C.UTF-8 \
-        timeout 60 "$AJ" run --workspace "$WS" --ro "$PROBE:/probe" -- /probe env
+        timeout -k 5 60 "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$PROBE:/probe" -- /probe env </dev/null
     assert_status 0
     assert_output_lacks s3cr3t-value-xyz
     assert_output_lacks AJ_SECRET_TEST

@@ -15,9 +15,9 @@ start_bg() { # OPTIONS... -- CMD...
 
 # Wait (max SECS) for the background agentjail; set BG_STATUS.
 wait_bg() {
-    local i
-    for ((i = 0; i < ${1:-10} * 20; i++)); do
-        kill -0 "$AJ_BG_PID" 2>/dev/null || break
+    local end
+    end=$(($(_aj_now_ms) + ${1:-10} * 1000))
+    while kill -0 "$AJ_BG_PID" 2>/dev/null && [ "$(_aj_now_ms)" -lt "$end" ]; do
         sleep 0.05
     done
     if kill -0 "$AJ_BG_PID" 2>/dev/null; then
@@ -29,12 +29,14 @@ wait_bg() {
     AJ_BG_PID=
 }
 
-# No process running as a sandbox uid (new since setup) within SECS.
+# No process of this test running as a sandbox uid (new since setup) within SECS.
 assert_no_sandbox_procs() {
-    local i left
-    for ((i = 0; i < ${1:-1} * 20; i++)); do
+    local end left
+    end=$(($(_aj_now_ms) + ${1:-1} * 1000))
+    while :; do
         left=$(new_sandbox_uid_pids)
         [ -z "$left" ] && return 0
+        [ "$(_aj_now_ms)" -lt "$end" ] || break
         sleep 0.05
     done
     fail "sandbox processes still running: $(for p in $left; do echo "$p:$(cat "/proc/$p/comm" 2>/dev/null)"; done)"

@@ -112,7 +112,7 @@ make_rootfs() {
 @test "workspace path containing spaces" {
     mkdir "$T/my ws"
     chmod 0755 "$T/my ws"
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$T/my ws" --ro "$PROBE:/probe" -- /probe write /workspace/f ok
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$T/my ws" --ro "$PROBE:/probe" -- /probe write /workspace/f ok
     assert_status 0
     assert_eq "$(cat "$T/my ws/f")" ok content
 }
@@ -135,7 +135,7 @@ make_rootfs() {
 
 @test "--rootfs: the directory is the root (no host /usr)" {
     make_rootfs
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe exists /MARKER /bin/probe /usr/bin/sh /etc/shadow
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe exists /MARKER /bin/probe /usr/bin/sh /etc/shadow
     assert_status 0
     assert_eq "$(kv /MARKER)" yes /MARKER
     assert_eq "$(kv /bin/probe)" yes /bin/probe
@@ -146,22 +146,22 @@ make_rootfs() {
     make_rootfs
     local before
     before=$(tree_state "$R")
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe write /MARKER changed
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe write /MARKER changed
     assert_status 0
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe write /newfile x
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe write /newfile x
     assert_status 0
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe write /bin/newbin y
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe write /bin/newbin y
     assert_status 0
     assert_eq "$(tree_state "$R")" "$before" "rootfs tree on the host"
     # A second run starts from the pristine tree.
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe read /MARKER
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe read /MARKER
     assert_status 0
     assert_eq "$output" original "/MARKER in a fresh run"
 }
 
 @test "--rootfs: the workspace is still mounted at /workspace" {
     make_rootfs
-    run --separate-stderr timeout 60 "$AJ" run --workspace "$WS" --rootfs "$R" -- /bin/probe write /workspace/from-rootfs z
+    run --separate-stderr aj_timeout "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --rootfs "$R" -- /bin/probe write /workspace/from-rootfs z
     assert_status 0
     assert_eq "$(cat "$WS/from-rootfs")" z content
 }
