@@ -39,7 +39,7 @@ build() { # DIR [meson options...]
 unit() { # BUILD-DIR NAME
 	local log
 	log=$(mktemp)
-	echo "== unit tests ($2)"
+	echo "== unit tests ($2) (at ${SECONDS}s)"
 	# meson's TAP-ish summary is not per-test; run each cmocka binary in TAP mode
 	local t rc=0
 	for t in "$1"/tests/test_*; do
@@ -59,7 +59,7 @@ integration() { # BUILD-DIR NAME [BATS-FILES...]
 	local log dir=$1 name=$2
 	shift 2
 	log=$(mktemp)
-	echo "== $name"
+	echo "== $name (at ${SECONDS}s)"
 	AJ="$PWD/$dir/agentjail" PROBE="$PWD/build/tests/ajprobe" ATTACK="$PWD/build/tests/ajattack" \
 		tests/integration/run.sh "$@" 2>&1 | tee "$log"
 	count_tap "$log" "$name"
@@ -98,7 +98,7 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 fi
 
 fuzz() { # seconds per target
-	echo "== fuzz targets (libFuzzer, ${1}s each)"
+	echo "== fuzz targets (libFuzzer, ${1}s each) (at ${SECONDS}s)"
 	if ! command -v clang >/dev/null || ! CC=clang build build-fuzz -Dfuzz=true \
 		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
 		failed=$((failed + 1))
@@ -128,5 +128,6 @@ fuzz() { # seconds per target
 
 echo
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
+echo "(took ${SECONDS}s)"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -47,14 +47,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	all[alen] = '\0';
-	/* the plain value is gone (memmem: the data may hold NULs) */
-	assert(!memmem(all, alen, secret, slen));
+	/* The plain value is gone from every stretch of output between two
+	 * replacements (each such stretch is contiguous input). A value that
+	 * starts or ends like "[REDACTED]" may reappear where a replacement
+	 * meets ordinary text: that is no leak, so each token becomes one
+	 * separator byte first (memmem: the data may hold NULs). */
+	size_t k = 0;
+	for (size_t i = 0; i < alen;) {
+		if (alen - i >= sizeof(AJ_REDACTED) - 1 &&
+		    memcmp(all + i, AJ_REDACTED, sizeof(AJ_REDACTED) - 1) == 0) {
+			all[k++] = '\x01';
+			i += sizeof(AJ_REDACTED) - 1;
+		} else {
+			all[k++] = all[i++];
+		}
+	}
+	if (!memchr(secret, '\x01', slen))
+		assert(!memmem(all, k, secret, slen));
 	if (!memmem(in, inlen, secret, slen) && !memchr(in, '[', inlen)) {
 		bool any_pattern = false;
 		for (size_t i = 0; i < r.n; i++)
 			any_pattern |= memmem(in, inlen, r.pat[i], r.plen[i]) != NULL;
 		if (!any_pattern)
-			assert(alen == inlen && memcmp(all, in, inlen) == 0);
+			assert(k == inlen && memcmp(all, in, inlen) == 0);
 	}
 	free(all);
 	aj_redactor_free(&r);
