@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail: run untrusted commands in isolated, limited, throw-away sandboxes. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "commands.h"
@@ -29,8 +31,23 @@ int aj_cli_fail(const aj_error *err)
 	return err->exit ? err->exit : AJ_EXIT_INTERNAL;
 }
 
+/* A closed stdin/stdout/stderr would be taken by the next open() or pipe()
+ * and mistaken for the caller's stream: put /dev/null there. */
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0) {
+			int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+}
+
 int main(int argc, char **argv)
 {
+	ensure_std_fds();
 	aj_proctitle_init(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);

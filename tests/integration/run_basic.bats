@@ -151,3 +151,12 @@ load helpers
     assert_status 0
     assert_eq "$stderr" "" "agentjail stderr"
 }
+
+@test "closed stdin, stdout or stderr (as under CI): agentjail still runs and relays" {
+    run --separate-stderr bash -c '"$1" run --workspace "$2" --ro "$3:/probe" -- /bin/sh -c "echo out; cat; echo done" <&-' _ "$AJ" "$WS" "$PROBE"
+    assert_status 0
+    assert_eq "$output" "$(printf 'out\ndone')" "stdout with stdin closed"
+    run --separate-stderr bash -c '"$1" run --workspace "$2" -- /bin/sh -c "echo err >&2; echo out" >&-' _ "$AJ" "$WS"
+    assert_status 0
+    assert_eq "$stderr" "err" "stderr with stdout closed"
+}
