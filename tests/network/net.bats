@@ -171,4 +171,10 @@ REFUSED_NAMES=(metadata lan host-public loopback loopback-127.1 zero meta-decima
     assert_status 125
     assert_one_error_line
     [[ "$stderr" == *"--net open"* ]] || fail "no hint: $stderr"
+    # an unprivileged caller cannot create veths or nft rules: clear refusal
+    run --separate-stderr timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$AJ_REAL" run --quiet --net open -- true
+    assert_status 125
+    assert_one_error_line
+    [[ "$stderr" == *"needs root"* ]] || fail "no reason: $stderr"
 }
