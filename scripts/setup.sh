@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
 	build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
 	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
-	bats jq iproute2 util-linux procps psmisc python3
+	libnftables-dev libmnl-dev nftables
+	bats jq iproute2 util-linux procps psmisc python3 curl socat
 )
 
 missing=()

@@ -83,6 +83,7 @@ while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); d
 unit build plain
 integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats
+integration build "network tests" tests/network/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

@@ -16,7 +16,7 @@ static const char run_usage[] =
 	"Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Run COMMAND in a new sandbox: new user, mount, pid, ipc, uts, cgroup and\n"
-	"network namespaces (loopback only); the host's /usr, /bin, /lib... read-only;\n"
+	"network namespaces (loopback only by default); the host's /usr, /bin, /lib... read-only;\n"
 	"a synthesized /etc; fresh /proc and a minimal /dev; tmpfs /tmp and home.\n"
 	"\n"
 	"Filesystem:\n"
@@ -51,6 +51,11 @@ static const char run_usage[] =
 	"      --result FILE       write a JSON report: exit_code, signal, timed_out,\n"
 	"                          oom_killed, wall_ms, cpu_user_ms, cpu_sys_ms,\n"
 	"                          peak_memory_bytes\n"
+	"Network (docs/network.md):\n"
+	"      --net none|open     none: loopback only (default); open: outbound via\n"
+	"                          NAT (root), never to the host, private, link-local,\n"
+	"                          metadata, multicast or reserved addresses\n"
+	"      --deny CIDR         also refuse CIDR with --net open (repeatable)\n"
 	"Terminal:\n"
 	"  -t, --tty               always give the command a new pseudo-terminal\n"
 	"  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -68,7 +73,7 @@ static const char run_usage[] =
 enum {
 	OPT_ROOTFS = 256, OPT_RO, OPT_RW, OPT_CWD, OPT_TMP, OPT_HOST, OPT_ENVFILE,
 	OPT_MEM, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILLAFTER, OPT_NOFILE, OPT_FSIZE,
-	OPT_RESULT, OPT_SECCOMP, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS,
+	OPT_RESULT, OPT_SECCOMP, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS, OPT_NET, OPT_DENY,
 };
 
 static const struct option run_opts[] = {
@@ -87,6 +92,7 @@ static const struct option run_opts[] = {
 	{"memory", required_argument, NULL, OPT_MEM}, {"pids", required_argument, NULL, OPT_PIDS},
 	{"cpus", required_argument, NULL, OPT_CPUS}, {"tty", no_argument, NULL, 't'},
 	{"no-tty", no_argument, NULL, 'T'},          {"quiet", no_argument, NULL, 'q'},
+	{"net", required_argument, NULL, OPT_NET},   {"deny", required_argument, NULL, OPT_DENY},
 	{"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
 };
 
@@ -160,6 +166,8 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 	case 't': p->tty = AJ_TTY_ALWAYS; return 0;
 	case 'T': p->tty = AJ_TTY_NEVER; return 0;
 	case 'q': p->quiet = true; return 0;
+	case OPT_NET: return aj_policy_set_net(p, v, err);
+	case OPT_DENY: return aj_policy_add_deny(p, v, err);
 	default: return aj_err(err, EINVAL, "unknown option");
 	}
 }

@@ -37,7 +37,8 @@ static int write_one(const char *root, const char *name, const char *content, aj
 	return 0;
 }
 
-int aj_etc_write(const char *root, const aj_policy *p, aj_error *err)
+int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf,
+		 aj_error *err)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/etc", root);
@@ -56,8 +57,9 @@ int aj_etc_write(const char *root, const aj_policy *p, aj_error *err)
 	    (r = write_one(root, "hosts", hosts, err)) < 0 ||
 	    (r = write_one(root, "hostname", hostname, err)) < 0 ||
 	    (r = write_one(root, "resolv.conf",
-			   "# agentjail: this sandbox has no network (loopback only)\n"
-			   "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+			   resolv_conf ? resolv_conf
+				       : "# agentjail: this sandbox has no network (loopback only)\n"
+					 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
 			   err)) < 0 ||
 	    (r = write_one(root, "nsswitch.conf",
 			   "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"

@@ -342,7 +342,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		return aj_err(err, errno, "cannot mount a fresh /proc");
 	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
-	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, err)) < 0)
+	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, plan->resolv_conf, err)) < 0)
 		return r;
 	for (size_t i = first; i < plan->n; i++)
 		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)

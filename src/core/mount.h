@@ -43,6 +43,7 @@ typedef struct aj_mount_op {
 typedef struct aj_mount_plan {
 	aj_mount_op ops[AJ_MAX_MOUNT_OPS];
 	size_t n;
+	char *resolv_conf; /* /etc/resolv.conf of the default root (net.c) */
 } aj_mount_plan;
 
 /* Build the plan for a policy (host paths are checked for existence). */

@@ -159,5 +159,7 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 			close(plan->ops[i].fd);
 	}
 	plan->n = 0;
+	free(plan->resolv_conf);
+	plan->resolv_conf = NULL;
 }
 

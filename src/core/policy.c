@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "net.h"
 #include "util.h"
 
 void aj_policy_init(aj_policy *p)
@@ -429,6 +430,30 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 	return 0;
 }
 
+int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err)
+{
+	if (strcmp(mode, "none") == 0)
+		p->net = AJ_NET_NONE;
+	else if (strcmp(mode, "open") == 0)
+		p->net = AJ_NET_OPEN;
+	else
+		return aj_err(err, EINVAL, "--net '%s': expected none or open", mode);
+	return 0;
+}
+
+int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err)
+{
+	if (p->n_deny >= AJ_MAX_DENY)
+		return aj_err(err, E2BIG, "too many --deny (at most %d)", AJ_MAX_DENY);
+	if (aj_cidr_parse(cidr, &p->deny[p->n_deny]) < 0) {
+		aj_err(err, EINVAL, "--deny '%s': expected an address or CIDR", cidr);
+		aj_err_hint(err, "for example --deny 203.0.113.0/24 or --deny 2001:db8::/32");
+		return -EINVAL;
+	}
+	p->n_deny++;
+	return 0;
+}
+
 int aj_policy_validate(const aj_policy *p, aj_error *err)
 {
 	if (!p->argv || !p->argv[0] || !p->argv[0][0]) {
@@ -454,5 +479,10 @@ int aj_policy_validate(const aj_policy *p, aj_error *err)
 		return aj_err(err, EINVAL, "--nofile must be at least 16");
 	if (p->memory && p->memory < (4ULL << 20))
 		return aj_err(err, EINVAL, "--memory must be at least 4M");
+	if (p->n_deny && p->net != AJ_NET_OPEN) {
+		aj_err(err, EINVAL, "--deny needs a network: the sandbox has only loopback");
+		aj_err_hint(err, "add --net open");
+		return -EINVAL;
+	}
 	return 0;
 }

@@ -36,6 +36,19 @@ typedef struct aj_secret {
 	char *placeholder; /* what the sandbox sees instead */
 } aj_secret;
 
+#define AJ_MAX_DENY 64
+
+typedef enum aj_net_mode {
+	AJ_NET_NONE = 0, /* loopback only */
+	AJ_NET_OPEN,     /* veth + NAT, refused ranges and --deny always refused */
+} aj_net_mode;
+
+typedef struct aj_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	unsigned char addr[16];
+	unsigned prefix;
+} aj_cidr;
+
 typedef enum aj_tty_mode {
 	AJ_TTY_AUTO = 0, /* pty when stdin and stdout are terminals */
 	AJ_TTY_ALWAYS,
@@ -73,6 +86,9 @@ typedef struct aj_policy {
 	size_t n_masks;
 	bool no_default_masks;
 	aj_tty_mode tty;
+	aj_net_mode net;
+	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
+	size_t n_deny;
 	bool quiet; /* suppress warnings about degraded features */
 } aj_policy;
 
@@ -110,6 +126,11 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
 int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
+
+/* --net none|open */
+int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);
+/* --deny CIDR (IPv4 or IPv6; a bare address is a /32 or /128) */
+int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err);
 
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);

@@ -29,6 +29,7 @@
 #include "cgroup.h"
 #include "init.h"
 #include "mount.h"
+#include "net.h"
 #include "pty.h"
 #include "relay.h"
 #include "sysfilter.h"
@@ -47,6 +48,7 @@ typedef struct run_ctx {
 	aj_mount_plan plan;
 	aj_cgroup cg;
 	bool have_cg;
+	aj_net net;
 	bool want_tty;
 	char **envp;
 	aj_bpf bpf;
@@ -217,6 +219,13 @@ static int prepare(run_ctx *c, aj_error *err)
 		return r;
 	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
 		return r;
+	if ((r = aj_net_prepare(&c->net, p, err)) < 0)
+		return r;
+	_cleanup_free_ char *host_resolv = NULL;
+	if (p->net == AJ_NET_OPEN)
+		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
+	if (!(c->plan.resolv_conf = aj_net_resolv_conf(p, host_resolv)))
+		return aj_err(err, ENOMEM, "resolv.conf");
 	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
 		return r;
 	if (c->idm.privileged) {
@@ -256,6 +265,8 @@ static int parent_start(run_ctx *c, aj_error *err)
 	int r = aj_userns_write_maps(&c->idm, c->pid, err);
 	if (r == 0 && c->have_cg)
 		r = aj_cgroup_join(&c->cg, c->pid, err);
+	if (r == 0)
+		r = aj_net_setup(&c->net, c->p, c->pid, err);
 	if (r < 0)
 		return r;
 	aj_msg m;
@@ -471,6 +482,7 @@ static void teardown(run_ctx *c)
 	c->tfd = -1;
 	if (c->have_cg)
 		aj_cgroup_destroy(&c->cg);
+	aj_net_teardown(&c->net);
 	aj_mount_plan_free(&c->plan);
 	aj_strv_free(c->envp);
 	c->envp = NULL;
@@ -504,7 +516,7 @@ static void finish_result(const run_ctx *c, aj_run_result *res, const struct tim
 int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
 		   aj_error *err)
 {
-	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1,
+	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1, .net = {.slot_fd = -1},
 		     .stdio = {-1, -1, -1}, .child_io = {-1, -1, -1}, .tfd = -1};
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -565,6 +577,7 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 out:
 	if (c.pid == 0 && c.have_cg)
 		aj_cgroup_destroy(&c.cg);
+	aj_net_teardown(&c.net);
 	aj_mount_plan_free(&c.plan);
 	aj_strv_free(c.envp);
 	aj_strv_free(c.argv);

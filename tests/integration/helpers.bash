@@ -5,7 +5,8 @@
 #
 # Every test gets a fresh workspace "$WS" (mode 0755, owned by root) and a
 # scratch dir "$T".  setup() snapshots host state, teardown() checks that the
-# test left nothing behind: mounts, cgroups, processes, temp dirs, netns, links.
+# test left nothing behind: mounts, cgroups, processes, temp dirs, netns, links,
+# nftables rules.
 
 bats_require_minimum_version 1.5.0
 
@@ -254,6 +255,8 @@ _aj_snapshot() {
         ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
         ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
         ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
+        # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT)
+        nft list ruleset 2>/dev/null | awk 'NF { print "nft", $0 }'
     } | LC_ALL=C sort
 }
 

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: MIT */
+/* --net open: a veth pair between agentjail's network namespace and the
+ * sandbox's, a /30 from a private pool, a default route via the host side,
+ * NAT and filtering in an nftables table of the sandbox's own (nft.c). */
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Always refused, whatever the mode. 127/8 is the host's loopback (the
+ * sandbox's own loopback never leaves it). */
+const char *const aj_net_refused[] = {
+    "0.0.0.0/8",     "10.0.0.0/8",     "100.64.0.0/10", "127.0.0.0/8",	"169.254.0.0/16",
+    "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4",	"240.0.0.0/4",	"255.255.255.255/32",
+    "::/128",	     "::1/128",	       "::ffff:0:0/96", "64:ff9b::/96", "fc00::/7",
+    "fe80::/10",     "ff00::/8",
+};
+const size_t aj_net_n_refused = AJ_ARRAY_SIZE(aj_net_refused);
+
+int aj_cidr_parse(const char *s, aj_cidr *c)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	memset(c, 0, sizeof(*c));
+	char *slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	if (inet_pton(AF_INET, buf, c->addr) == 1)
+		c->family = AF_INET;
+	else if (inet_pton(AF_INET6, buf, c->addr) == 1)
+		c->family = AF_INET6;
+	else
+		return -EINVAL;
+	unsigned max = c->family == AF_INET ? 32 : 128;
+	c->prefix = max;
+	if (slash) {
+		unsigned long long v;
+		if (!slash[1] || aj_parse_uint(slash + 1, max, &v) < 0)
+			return -EINVAL;
+		c->prefix = (unsigned)v;
+	}
+	for (unsigned bit = c->prefix; bit < max; bit++)
+		c->addr[bit / 8] &= (unsigned char)~(0x80u >> (bit % 8));
+	return 0;
+}
+
+void aj_cidr_format(const aj_cidr *c, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+	inet_ntop(c->family, c->addr, a, sizeof(a));
+	snprintf(buf, len, "%s/%u", a, c->prefix);
+}
+
+bool aj_cidr_contains(const aj_cidr *c, int family, const void *addr)
+{
+	if (c->family != family)
+		return false;
+	const unsigned char *a = addr;
+	for (unsigned bit = 0; bit < c->prefix; bit++) {
+		unsigned m = 0x80u >> (bit % 8);
+		if ((a[bit / 8] & m) != (c->addr[bit / 8] & m))
+			return false;
+	}
+	return true;
+}
+
+bool aj_net_is_refused(const aj_policy *p, int family, const void *addr)
+{
+	for (size_t i = 0; i < aj_net_n_refused; i++) {
+		aj_cidr c;
+		if (aj_cidr_parse(aj_net_refused[i], &c) == 0 && aj_cidr_contains(&c, family, addr))
+			return true;
+	}
+	for (size_t i = 0; p && i < p->n_deny; i++)
+		if (aj_cidr_contains(&p->deny[i], family, addr))
+			return true;
+	return false;
+}
+
+char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
+{
+	if (p->net != AJ_NET_OPEN)
+		return strdup("# agentjail: this sandbox has no network (loopback only)\n"
+			      "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+	char out[512] = "# agentjail: the host's nameservers outside the refused ranges\n";
+	int n = 0;
+	for (const char *l = host_resolv; l && *l && n < 3;) {
+		const char *nl = strchrnul(l, '\n');
+		char line[256], addr[64];
+		size_t len = (size_t)(nl - l);
+		if (len < sizeof(line)) {
+			memcpy(line, l, len);
+			line[len] = '\0';
+		} else {
+			line[0] = '\0';
+		}
+		l = *nl ? nl + 1 : nl;
+		unsigned char a[4];
+		if (sscanf(line, " nameserver %63s", addr) == 1 &&
+		    inet_pton(AF_INET, addr, a) == 1 && !aj_net_is_refused(p, AF_INET, a)) {
+			size_t o = strlen(out);
+			snprintf(out + o, sizeof(out) - o, "nameserver %s\n", addr);
+			n++;
+		}
+	}
+	if (n == 0)
+		return strdup(
+		    "# agentjail: none of the host's nameservers is reachable from the\n"
+		    "# sandbox (they are in refused ranges, e.g. a local stub resolver):\n"
+		    "# name resolution is not available; use addresses.\n"
+		    "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+	size_t o = strlen(out);
+	snprintf(out + o, sizeof(out) - o, "options timeout:2 attempts:2\n");
+	return strdup(out);
+}
+
+/* ------------------------------------------------------------ address slots */
+
+/* Hold slot S of the pool for this process's lifetime with an abstract unix
+ * socket name (as userns.c does for uid ranges): the kernel frees it when
+ * agentjail dies. Abstract names are per network namespace, exactly the
+ * scope in which two sandboxes' addresses and links could collide. */
+static int reserve_slot(unsigned slot)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "agentjail/net-slot/%u", slot);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static bool pid_alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static int link_delete(const char *name);
+
+/* Host-side links aj<PID>n<SLOT> of agentjails that are gone. (Their peer
+ * usually vanished with the sandbox's namespace, taking the pair along.) */
+static void sweep_stale_links(void)
+{
+	struct if_nameindex *ifs = if_nameindex();
+	if (!ifs)
+		return;
+	for (struct if_nameindex *i = ifs; i->if_index; i++) {
+		int pid;
+		unsigned slot;
+		char end;
+		if (sscanf(i->if_name, "aj%dn%u%c", &pid, &slot, &end) == 2 && pid > 0 &&
+		    !pid_alive(pid))
+			(void)link_delete(i->if_name);
+	}
+	if_freenameindex(ifs);
+}
+
+int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
+{
+	memset(n, 0, sizeof(*n));
+	n->slot_fd = -1;
+	if (p->net != AJ_NET_OPEN)
+		return 0;
+	if (geteuid() != 0) {
+		aj_err(err, EPERM,
+		       "--net open needs root (it creates a veth pair and nftables rules)");
+		aj_err_hint(err, "run agentjail as root, or use --net none");
+		return -EPERM;
+	}
+	aj_nft_sweep_stale();
+	sweep_stale_links();
+	for (int attempt = 0; attempt < 128; attempt++) {
+		unsigned r;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
+		unsigned slot = r % AJ_NET_SLOTS;
+		int fd = reserve_slot(slot);
+		if (fd == -EADDRINUSE)
+			continue;
+		if (fd < 0)
+			return aj_err(err, -fd, "cannot reserve a sandbox address");
+		n->slot_fd = fd;
+		n->slot = slot;
+		n->host_ip = AJ_NET_POOL + slot * 4 + 1;
+		n->sandbox_ip = n->host_ip + 1;
+		snprintf(n->host_if, sizeof(n->host_if), "aj%dn%u", (int)getpid(), slot);
+		snprintf(n->table, sizeof(n->table), "agentjail-%d-%u", (int)getpid(), slot);
+		n->active = true;
+		return 0;
+	}
+	return aj_err(err, EBUSY, "no free address in 10.200.0.0/16 for a new sandbox");
+}
+
+/* ------------------------------------------------------------ rtnetlink */
+
+static int nl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	unsigned seq = (unsigned)time(NULL);
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	ssize_t r = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (r < 0)
+		return -errno;
+	if (mnl_cb_run(buf, (size_t)r, seq, mnl_socket_get_portid(nl), NULL, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static struct mnl_socket *nl_open(void)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	if (nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		int e = errno;
+		mnl_socket_close(nl);
+		errno = e;
+		return NULL;
+	}
+	return nl;
+}
+
+static int link_delete(const char *name)
+{
+	struct mnl_socket *nl = nl_open();
+	if (!nl)
+		return -errno;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_DELLINK;
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	int r = nl_talk(nl, nlh);
+	mnl_socket_close(nl);
+	return r;
+}
+
+/* veth HOST <-> eth0, eth0 created directly in the netns of pid. */
+static int veth_create(struct mnl_socket *nl, const char *host, pid_t pid)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWLINK;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, host);
+	struct nlattr *info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+	struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+	struct nlattr *peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+	struct ifinfomsg *pifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*pifm));
+	pifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, "eth0");
+	mnl_attr_put_u32(nlh, IFLA_NET_NS_PID, (uint32_t)pid);
+	mnl_attr_nest_end(nlh, peer);
+	mnl_attr_nest_end(nlh, data);
+	mnl_attr_nest_end(nlh, info);
+	return nl_talk(nl, nlh);
+}
+
+static int link_up(struct mnl_socket *nl, unsigned ifindex)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWLINK;
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = (int)ifindex;
+	ifm->ifi_flags = IFF_UP;
+	ifm->ifi_change = IFF_UP;
+	return nl_talk(nl, nlh);
+}
+
+static int addr_add(struct mnl_socket *nl, unsigned ifindex, uint32_t ip, unsigned prefix)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWADDR;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = AF_INET;
+	ifa->ifa_prefixlen = (unsigned char)prefix;
+	ifa->ifa_index = ifindex;
+	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+	uint32_t be = htonl(ip);
+	mnl_attr_put_u32(nlh, IFA_LOCAL, be);
+	mnl_attr_put_u32(nlh, IFA_ADDRESS, be);
+	return nl_talk(nl, nlh);
+}
+
+static int route_default(struct mnl_socket *nl, unsigned ifindex, uint32_t gw)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWROUTE;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+	rtm->rtm_family = AF_INET;
+	rtm->rtm_table = RT_TABLE_MAIN;
+	rtm->rtm_protocol = RTPROT_BOOT;
+	rtm->rtm_scope = RT_SCOPE_UNIVERSE;
+	rtm->rtm_type = RTN_UNICAST;
+	mnl_attr_put_u32(nlh, RTA_GATEWAY, htonl(gw));
+	mnl_attr_put_u32(nlh, RTA_OIF, ifindex);
+	return nl_talk(nl, nlh);
+}
+
+/* ------------------------------------------------------------ sandbox side */
+
+typedef struct inside_job {
+	const aj_net *n;
+	int nsfd;
+	int result;
+	const char *what;
+} inside_job;
+
+/* Runs in a short-lived thread that joins the sandbox's network namespace
+ * (setns affects only the calling thread): eth0 gets the address and the
+ * default route via the host side. */
+static void *inside_thread(void *arg)
+{
+	inside_job *j = arg;
+	j->what = "join the sandbox's network namespace";
+	if (setns(j->nsfd, CLONE_NEWNET) < 0) {
+		j->result = -errno;
+		return NULL;
+	}
+	j->what = "find eth0 in the sandbox";
+	unsigned idx = if_nametoindex("eth0");
+	if (!idx) {
+		j->result = -errno;
+		return NULL;
+	}
+	j->what = "open a netlink socket in the sandbox";
+	struct mnl_socket *nl = nl_open();
+	if (!nl) {
+		j->result = -errno;
+		return NULL;
+	}
+	int r;
+	j->what = "set the sandbox's address";
+	if ((r = addr_add(nl, idx, j->n->sandbox_ip, 30)) == 0) {
+		j->what = "bring up eth0 in the sandbox";
+		if ((r = link_up(nl, idx)) == 0) {
+			j->what = "add the sandbox's default route";
+			r = route_default(nl, idx, j->n->host_ip);
+		}
+	}
+	mnl_socket_close(nl);
+	j->result = r;
+	return NULL;
+}
+
+static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		return aj_err(err, errno, "cannot open %s", path);
+	inside_job j = {.n = n, .nsfd = nsfd};
+	pthread_t t;
+	int r = pthread_create(&t, NULL, inside_thread, &j);
+	if (r != 0)
+		return aj_err(err, r, "cannot start a thread to configure the sandbox's network");
+	pthread_join(t, NULL);
+	if (j.result < 0)
+		return aj_err(err, -j.result, "cannot %s", j.what);
+	return 0;
+}
+
+/* Forwarding is per network namespace: agentjail turns it on in its own
+ * (never off again: other sandboxes may be running). */
+static int enable_forwarding(aj_error *err)
+{
+	_cleanup_free_ char *v = NULL;
+	if (aj_read_file("/proc/sys/net/ipv4/ip_forward", &v, NULL) == 0 && v[0] == '1')
+		return 0;
+	int r = aj_write_file("/proc/sys/net/ipv4/ip_forward", "1", 0);
+	if (r < 0)
+		return aj_err(err, -r, "cannot turn on net.ipv4.ip_forward");
+	return 0;
+}
+
+static int setup_host_side(aj_net *n, pid_t child, aj_error *err)
+{
+	struct mnl_socket *nl = nl_open();
+	if (!nl)
+		return aj_err(err, errno, "cannot open a netlink socket");
+	int r = veth_create(nl, n->host_if, child);
+	const char *what = "create the veth pair";
+	if (r == 0) {
+		n->link_made = true;
+		unsigned idx = if_nametoindex(n->host_if);
+		r = idx ? 0 : -errno;
+		what = "set the host side's address";
+		if (r == 0 && (r = addr_add(nl, idx, n->host_ip, 30)) == 0) {
+			what = "bring up the host side";
+			r = link_up(nl, idx);
+		}
+	}
+	mnl_socket_close(nl);
+	if (r < 0)
+		return aj_err(err, -r, "cannot %s %s", what, n->host_if);
+	return 0;
+}
+
+int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
+{
+	if (!n->active)
+		return 0;
+	_cleanup_free_ char *cmds = NULL;
+	int r = aj_nft_build(n, p, &cmds);
+	if (r < 0)
+		return aj_err(err, -r, "cannot build the nftables rules");
+	/* the filter first: no packet leaves the sandbox before it is there */
+	if ((r = aj_nft_apply(cmds, err)) < 0)
+		return r;
+	n->table_made = true;
+	if ((r = enable_forwarding(err)) < 0 || (r = setup_host_side(n, child, err)) < 0 ||
+	    (r = configure_inside(n, child, err)) < 0) {
+		aj_err_prefix(err, "--net open");
+		return r;
+	}
+	return 0;
+}
+
+void aj_net_teardown(aj_net *n)
+{
+	if (n->link_made)
+		(void)link_delete(n->host_if);
+	if (n->table_made)
+		aj_nft_delete_table(n->table);
+	n->link_made = n->table_made = false;
+	if (n->slot_fd >= 0)
+		close(n->slot_fd);
+	n->slot_fd = -1;
+	n->active = false;
+}

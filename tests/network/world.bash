@@ -1,0 +1,122 @@
+# A fake world for network tests; nothing here sends a packet to a real
+# address. Built per test, torn down in teardown:
+#
+#   sandbox --veth/NAT--> "host" netns $HNS --veth--> "internet" netns $INS
+#                         up0 198.51.100.2/24          wan0 198.51.100.1/24
+#                         default via .1               + 192.0.2.10, 203.0.113.10
+#                         http :8080 on all addrs        (TEST-NET web servers)
+#                                                      + 169.254.169.254 (metadata)
+#                                                      + 10.0.0.5 (a LAN host)
+#                                                      http :80 on all addrs
+#
+# agentjail runs inside $HNS (nsenter --net: only the network namespace
+# changes; "ip netns exec" would also remount /sys and hide the cgroups), so
+# its veth, nft table and ip_forward live there, never in the real host's.
+
+# "ip netns add" mounts /run/netns once; do that before the residue snapshot.
+world_prepare() {
+    ip netns add "ajt-warm-$$" && ip netns del "ajt-warm-$$"
+}
+
+world_up() {
+    local id=${BATS_TEST_NUMBER:-0}$$
+    HNS=ajt-host-$id
+    INS=ajt-inet-$id
+    ip netns add "$HNS"
+    ip netns add "$INS"
+    ip link add up0 netns "$HNS" type veth peer name wan0 netns "$INS"
+    ip -n "$HNS" link set lo up
+    ip -n "$INS" link set lo up
+    ip -n "$HNS" addr add 198.51.100.2/24 dev up0
+    ip -n "$HNS" link set up0 up
+    ip -n "$HNS" route add default via 198.51.100.1
+    ip -n "$INS" addr add 198.51.100.1/24 dev wan0
+    local a
+    for a in 192.0.2.10 203.0.113.10 169.254.169.254 10.0.0.5; do
+        ip -n "$INS" addr add "$a/32" dev lo
+    done
+    ip -n "$INS" link set wan0 up
+    # the internet answers the NATed sandbox via the host's public address
+    ip -n "$INS" route add default via 198.51.100.2
+    WORLD_PIDS=()
+    mkdir -p "$T/www-inet" "$T/www-host"
+    echo "inet-ok" >"$T/www-inet/index.html"
+    echo "host-ok" >"$T/www-host/index.html"
+    ip netns exec "$INS" python3 -m http.server -d "$T/www-inet" -b 0.0.0.0 80 >/dev/null 2>&1 &
+    WORLD_PIDS+=($!)
+    ip netns exec "$HNS" python3 -m http.server -d "$T/www-host" -b 0.0.0.0 8080 >/dev/null 2>&1 &
+    WORLD_PIDS+=($!)
+    # wait for both servers
+    local i
+    for ((i = 0; i < 100; i++)); do
+        if ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10/ 2>/dev/null | grep -q inet-ok &&
+            ip netns exec "$HNS" curl -s -m 1 http://127.0.0.1:8080/ 2>/dev/null | grep -q host-ok; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    fail "the test world's HTTP servers did not start"
+}
+
+world_down() {
+    local p
+    for p in "${WORLD_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${WORLD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    WORLD_PIDS=()
+    [ -n "${HNS:-}" ] && ip netns del "$HNS" 2>/dev/null
+    [ -n "${INS:-}" ] && ip netns del "$INS" 2>/dev/null
+    return 0
+}
+
+# agentjail inside the host netns, with probe.py at /probe.py
+hrun() {
+    timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" \
+        "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$NET_PROBE:/probe.py" "$@"
+}
+
+NET_PROBE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/probe.py
+
+# Run probe.py in a sandbox with ARGS... before "--" and targets after.
+matrix() {
+    local args=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+    shift
+    run --separate-stderr hrun "${args[@]}" -- python3 /probe.py "$@"
+}
+
+# The line of target NAME in $output: "RESULT MS".
+result_of() {
+    printf '%s\n' "$output" | awk -v n="$1" '$1 == n { print $2, $3; exit }'
+}
+
+assert_served() { # NAME BODY
+    local r
+    r=$(result_of "$1")
+    [ "${r%% *}" = "$2" ] || { _aj_dump; fail "$1: expected to be served [$2], got [$r]"; }
+}
+
+# Refused, and fast (under 2 s): a TCP reset or an ICMP error, never a hang.
+assert_refused() { # NAME
+    local r res ms
+    r=$(result_of "$1")
+    res=${r%% *}
+    ms=${r##* }
+    case $res in
+    refused | unreachable) ;;
+    *) _aj_dump; fail "$1: expected refused, got [$r]" ;;
+    esac
+    [ "$ms" -lt 2000 ] || { _aj_dump; fail "$1: refused only after ${ms} ms"; }
+}
+
+# What agentjail may leave in the host netns: its links and nft ruleset.
+world_residue() {
+    ip -n "$HNS" -o link show | awk -F': ' '{ print $2 }' | grep -vE '^(lo|up0@.*)$'
+    ip netns exec "$HNS" nft list ruleset
+}
+
+# Nothing of agentjail left in the host netns.
+assert_world_clean() {
+    local left
+    left=$(world_residue)
+    [ -z "$left" ] || fail "left in the host netns: $left"
+}
