@@ -80,6 +80,23 @@ chmod -R o+rX build 2>/dev/null || true
 d=$PWD
 while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
 
+lint() {
+	echo "== clang-format (at ${SECONDS}s)"
+	if ! command -v clang-format >/dev/null; then
+		failed=$((failed + 1))
+		failures+=("clang-format not installed")
+	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] tests/unit/*.c \
+		tests/fuzz/*.c tests/probe/*.c tests/security/*.c; then
+		echo "ok - sources are clang-formatted"
+		passed=$((passed + 1))
+	else
+		echo "not ok - run: clang-format -i on the files above"
+		failed=$((failed + 1))
+		failures+=("clang-format: sources not formatted")
+	fi
+}
+
+lint
 unit build plain
 integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats

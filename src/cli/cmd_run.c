@@ -13,87 +13,120 @@
 #include "util.h"
 
 static const char run_usage[] =
-	"Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
-	"\n"
-	"Run COMMAND in a new sandbox: new user, mount, pid, ipc, uts, cgroup and\n"
-	"network namespaces (loopback only by default); the host's /usr, /bin, /lib... read-only;\n"
-	"a synthesized /etc; fresh /proc and a minimal /dev; tmpfs /tmp and home.\n"
-	"\n"
-	"Filesystem:\n"
-	"  -w, --workspace DIR     bind DIR read-write at /workspace (the default cwd)\n"
-	"      --rootfs DIR        use DIR as the root, read-only under a tmpfs overlay\n"
-	"      --ro SRC[:DEST]     bind a host path read-only (DEST defaults to SRC)\n"
-	"      --rw SRC[:DEST]     bind a host path read-write\n"
-	"      --cwd DIR           working directory inside the sandbox\n"
-	"      --disk SIZE         room for everything written outside the workspace:\n"
-	"                          /tmp, home, /dev/shm and the --rootfs overlay (512M)\n"
-	"Identity and environment:\n"
-	"  -u, --user UID[:GID]    uid (and gid) inside the sandbox (0)\n"
-	"      --hostname NAME     host name inside the sandbox (agentjail)\n"
-	"  -e, --env NAME=VALUE    set a variable; --env NAME copies it from the caller\n"
-	"      --env-file FILE     NAME=VALUE lines ('#' comments allowed)\n"
-	"Secrets:\n"
-	"      --secret NAME=VALUE the command sees NAME set to a placeholder, never\n"
-	"                          VALUE; --secret NAME takes VALUE from your environment.\n"
-	"                          VALUE (and its base64) is redacted from the output\n"
-	"      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
-	"      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
-	"      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
-	"Limits (cgroup; the whole sandbox):\n"
-	"      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
-	"      --pids N            process limit (256; 0 = none)\n"
-	"      --cpus N.N          CPU quota in CPUs (none)\n"
-	"      --timeout SECS      wall-clock limit (fractional); then SIGTERM to the\n"
-	"                          whole sandbox, SIGKILL after --kill-after; exit 124\n"
-	"      --kill-after SECS   grace between SIGTERM and SIGKILL (2)\n"
-	"      --nofile N          open files per process (RLIMIT_NOFILE)\n"
-	"      --fsize SIZE        largest file a process may write (RLIMIT_FSIZE)\n"
-	"      --result FILE       write a JSON report: exit_code, signal, timed_out,\n"
-	"                          oom_killed, wall_ms, cpu_user_ms, cpu_sys_ms,\n"
-	"                          peak_memory_bytes\n"
-	"Network (docs/network.md):\n"
-	"      --net none|open     none: loopback only (default); open: outbound via\n"
-	"                          NAT (root), never to the host, private, link-local,\n"
-	"                          metadata, multicast or reserved addresses\n"
-	"      --deny CIDR         also refuse CIDR with --net open (repeatable)\n"
-	"Terminal:\n"
-	"  -t, --tty               always give the command a new pseudo-terminal\n"
-	"  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
-	"Hardening:\n"
-	"      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
-	"                          (docs/security.md)\n"
-	"Other:\n"
-	"  -q, --quiet             don't warn about features this host lacks\n"
-	"  -h, --help              show this help\n"
-	"\n"
-	"Exit status: the command's; 128+N if it was killed by signal N; 125 if\n"
-	"agentjail itself failed; 126 if COMMAND is not executable; 127 if not found.\n"
-	"SIZE accepts K, M, G suffixes (1024-based).\n";
+    "Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
+    "\n"
+    "Run COMMAND in a new sandbox: new user, mount, pid, ipc, uts, cgroup and\n"
+    "network namespaces (loopback only by default); the host's /usr, /bin, /lib... read-only;\n"
+    "a synthesized /etc; fresh /proc and a minimal /dev; tmpfs /tmp and home.\n"
+    "\n"
+    "Filesystem:\n"
+    "  -w, --workspace DIR     bind DIR read-write at /workspace (the default cwd)\n"
+    "      --rootfs DIR        use DIR as the root, read-only under a tmpfs overlay\n"
+    "      --ro SRC[:DEST]     bind a host path read-only (DEST defaults to SRC)\n"
+    "      --rw SRC[:DEST]     bind a host path read-write\n"
+    "      --cwd DIR           working directory inside the sandbox\n"
+    "      --disk SIZE         room for everything written outside the workspace:\n"
+    "                          /tmp, home, /dev/shm and the --rootfs overlay (512M)\n"
+    "Identity and environment:\n"
+    "  -u, --user UID[:GID]    uid (and gid) inside the sandbox (0)\n"
+    "      --hostname NAME     host name inside the sandbox (agentjail)\n"
+    "  -e, --env NAME=VALUE    set a variable; --env NAME copies it from the caller\n"
+    "      --env-file FILE     NAME=VALUE lines ('#' comments allowed)\n"
+    "Secrets:\n"
+    "      --secret NAME=VALUE the command sees NAME set to a placeholder, never\n"
+    "                          VALUE; --secret NAME takes VALUE from your environment.\n"
+    "                          VALUE (and its base64) is redacted from the output\n"
+    "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
+    "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
+    "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
+    "Limits (cgroup; the whole sandbox):\n"
+    "      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
+    "      --pids N            process limit (256; 0 = none)\n"
+    "      --cpus N.N          CPU quota in CPUs (none)\n"
+    "      --timeout SECS      wall-clock limit (fractional); then SIGTERM to the\n"
+    "                          whole sandbox, SIGKILL after --kill-after; exit 124\n"
+    "      --kill-after SECS   grace between SIGTERM and SIGKILL (2)\n"
+    "      --nofile N          open files per process (RLIMIT_NOFILE)\n"
+    "      --fsize SIZE        largest file a process may write (RLIMIT_FSIZE)\n"
+    "      --result FILE       write a JSON report: exit_code, signal, timed_out,\n"
+    "                          oom_killed, wall_ms, cpu_user_ms, cpu_sys_ms,\n"
+    "                          peak_memory_bytes\n"
+    "Network (docs/network.md):\n"
+    "      --net none|open     none: loopback only (default); open: outbound via\n"
+    "                          NAT (root), never to the host, private, link-local,\n"
+    "                          metadata, multicast or reserved addresses\n"
+    "      --deny CIDR         also refuse CIDR with --net open (repeatable)\n"
+    "Terminal:\n"
+    "  -t, --tty               always give the command a new pseudo-terminal\n"
+    "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
+    "Hardening:\n"
+    "      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
+    "                          (docs/security.md)\n"
+    "Other:\n"
+    "  -q, --quiet             don't warn about features this host lacks\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: the command's; 128+N if it was killed by signal N; 125 if\n"
+    "agentjail itself failed; 126 if COMMAND is not executable; 127 if not found.\n"
+    "SIZE accepts K, M, G suffixes (1024-based).\n";
 
 enum {
-	OPT_ROOTFS = 256, OPT_RO, OPT_RW, OPT_CWD, OPT_TMP, OPT_HOST, OPT_ENVFILE,
-	OPT_MEM, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT, OPT_KILLAFTER, OPT_NOFILE, OPT_FSIZE,
-	OPT_RESULT, OPT_SECCOMP, OPT_SECRET, OPT_REDACT, OPT_MASK, OPT_NOMASKS, OPT_NET, OPT_DENY,
+	OPT_ROOTFS = 256,
+	OPT_RO,
+	OPT_RW,
+	OPT_CWD,
+	OPT_TMP,
+	OPT_HOST,
+	OPT_ENVFILE,
+	OPT_MEM,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_TIMEOUT,
+	OPT_KILLAFTER,
+	OPT_NOFILE,
+	OPT_FSIZE,
+	OPT_RESULT,
+	OPT_SECCOMP,
+	OPT_SECRET,
+	OPT_REDACT,
+	OPT_MASK,
+	OPT_NOMASKS,
+	OPT_NET,
+	OPT_DENY,
 };
 
 static const struct option run_opts[] = {
-	{"workspace", required_argument, NULL, 'w'}, {"rootfs", required_argument, NULL, OPT_ROOTFS},
-	{"ro", required_argument, NULL, OPT_RO},     {"rw", required_argument, NULL, OPT_RW},
-	{"cwd", required_argument, NULL, OPT_CWD},   {"tmp-size", required_argument, NULL, OPT_TMP},
-	{"disk", required_argument, NULL, OPT_TMP},  {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"kill-after", required_argument, NULL, OPT_KILLAFTER},
-	{"nofile", required_argument, NULL, OPT_NOFILE}, {"fsize", required_argument, NULL, OPT_FSIZE},
-	{"result", required_argument, NULL, OPT_RESULT},
-	{"seccomp-profile", required_argument, NULL, OPT_SECCOMP},
-	{"secret", required_argument, NULL, OPT_SECRET}, {"redact", required_argument, NULL, OPT_REDACT},
-	{"mask", required_argument, NULL, OPT_MASK}, {"no-default-masks", no_argument, NULL, OPT_NOMASKS},
-	{"user", required_argument, NULL, 'u'},      {"hostname", required_argument, NULL, OPT_HOST},
-	{"env", required_argument, NULL, 'e'},       {"env-file", required_argument, NULL, OPT_ENVFILE},
-	{"memory", required_argument, NULL, OPT_MEM}, {"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS}, {"tty", no_argument, NULL, 't'},
-	{"no-tty", no_argument, NULL, 'T'},          {"quiet", no_argument, NULL, 'q'},
-	{"net", required_argument, NULL, OPT_NET},   {"deny", required_argument, NULL, OPT_DENY},
-	{"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+    {"workspace", required_argument, NULL, 'w'},
+    {"rootfs", required_argument, NULL, OPT_ROOTFS},
+    {"ro", required_argument, NULL, OPT_RO},
+    {"rw", required_argument, NULL, OPT_RW},
+    {"cwd", required_argument, NULL, OPT_CWD},
+    {"tmp-size", required_argument, NULL, OPT_TMP},
+    {"disk", required_argument, NULL, OPT_TMP},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"kill-after", required_argument, NULL, OPT_KILLAFTER},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"fsize", required_argument, NULL, OPT_FSIZE},
+    {"result", required_argument, NULL, OPT_RESULT},
+    {"seccomp-profile", required_argument, NULL, OPT_SECCOMP},
+    {"secret", required_argument, NULL, OPT_SECRET},
+    {"redact", required_argument, NULL, OPT_REDACT},
+    {"mask", required_argument, NULL, OPT_MASK},
+    {"no-default-masks", no_argument, NULL, OPT_NOMASKS},
+    {"user", required_argument, NULL, 'u'},
+    {"hostname", required_argument, NULL, OPT_HOST},
+    {"env", required_argument, NULL, 'e'},
+    {"env-file", required_argument, NULL, OPT_ENVFILE},
+    {"memory", required_argument, NULL, OPT_MEM},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"tty", no_argument, NULL, 't'},
+    {"no-tty", no_argument, NULL, 'T'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"net", required_argument, NULL, OPT_NET},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int parse_size_opt(const char *flag, const char *v, unsigned long long *out, aj_error *err)
@@ -143,12 +176,14 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 	case OPT_FSIZE: return parse_size_opt("--fsize", v, &p->fsize, err);
 	case OPT_NOFILE:
 		if (aj_parse_uint(v, 1048576, &p->nofile) < 0)
-			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576", v);
+			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576",
+				      v);
 		return 0;
 	case OPT_RESULT: return set_result_path(p, v, err);
 	case OPT_SECCOMP:
 		free(p->seccomp_profile);
-		return (p->seccomp_profile = strdup(v)) ? 0 : aj_err(err, ENOMEM, "--seccomp-profile");
+		return (p->seccomp_profile = strdup(v)) ? 0
+							: aj_err(err, ENOMEM, "--seccomp-profile");
 	case OPT_SECRET: return aj_policy_add_secret(p, v, err);
 	case OPT_REDACT: return aj_policy_add_redact(p, v, err);
 	case OPT_MASK: return aj_policy_add_mask(p, v, err);
@@ -182,13 +217,19 @@ static void cli_warn(void *ctx, const char *msg)
 static void report_end(const aj_policy *p, const aj_run_result *res)
 {
 	if (res->timed_out)
-		fprintf(stderr, "agentjail: timeout: the sandbox ran longer than --timeout %.3gs and was stopped (exit 124)\n",
+		fprintf(stderr,
+			"agentjail: timeout: the sandbox ran longer than --timeout %.3gs and was "
+			"stopped (exit 124)\n",
 			(double)p->timeout_ms / 1000.0);
 	else if (res->oom_killed && res->term_signal == SIGKILL)
-		fprintf(stderr, "agentjail: out of memory: the sandbox reached --memory %lluM and the kernel killed the command (exit 137)\n",
+		fprintf(stderr,
+			"agentjail: out of memory: the sandbox reached --memory %lluM and the "
+			"kernel killed the command (exit 137)\n",
 			p->memory >> 20);
 	else if (res->oom_killed)
-		fprintf(stderr, "agentjail: out of memory: the kernel killed a process of the sandbox (--memory %lluM)\n",
+		fprintf(stderr,
+			"agentjail: out of memory: the kernel killed a process of the sandbox "
+			"(--memory %lluM)\n",
 			p->memory >> 20);
 }
 

@@ -10,18 +10,18 @@
 #include "util.h"
 
 static const char usage[] =
-	"Usage: agentjail COMMAND [OPTIONS]\n"
-	"\n"
-	"Run untrusted commands (an AI agent's shell lines, generated code, a stranger's\n"
-	"`npm install`) in an isolated, limited, ephemeral sandbox.\n"
-	"\n"
-	"Commands:\n"
-	"  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
-	"  doctor                          check what this host supports, with fixes\n"
-	"  help                            show this help\n"
-	"  version                         print the version\n"
-	"\n"
-	"Run 'agentjail run --help' for the sandbox options. Docs: docs/cli.md.\n";
+    "Usage: agentjail COMMAND [OPTIONS]\n"
+    "\n"
+    "Run untrusted commands (an AI agent's shell lines, generated code, a stranger's\n"
+    "`npm install`) in an isolated, limited, ephemeral sandbox.\n"
+    "\n"
+    "Commands:\n"
+    "  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+    "  doctor                          check what this host supports, with fixes\n"
+    "  help                            show this help\n"
+    "  version                         print the version\n"
+    "\n"
+    "Run 'agentjail run --help' for the sandbox options. Docs: docs/cli.md.\n";
 
 int aj_cli_fail(const aj_error *err)
 {

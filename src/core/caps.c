@@ -16,7 +16,8 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
 		last = (int)cap_max_bits() - 1;
 	for (int c = 0; c <= last; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return aj_err(err, errno, "cannot drop capability %d from the bounding set", c);
+			return aj_err(err, errno, "cannot drop capability %d from the bounding set",
+				      c);
 	unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
 			     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 			     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
@@ -25,9 +26,11 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
 	if (drop_groups && setgroups(0, NULL) < 0)
 		return aj_err(err, errno, "cannot drop supplementary groups");
 	if (setresgid(gid, gid, gid) < 0)
-		return aj_err(err, errno, "cannot switch to gid %u inside the sandbox", (unsigned)gid);
+		return aj_err(err, errno, "cannot switch to gid %u inside the sandbox",
+			      (unsigned)gid);
 	if (setresuid(uid, uid, uid) < 0)
-		return aj_err(err, errno, "cannot switch to uid %u inside the sandbox", (unsigned)uid);
+		return aj_err(err, errno, "cannot switch to uid %u inside the sandbox",
+			      (unsigned)uid);
 	cap_t empty = cap_init();
 	if (!empty)
 		return aj_err(err, errno, "cap_init");

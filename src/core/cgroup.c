@@ -39,7 +39,8 @@ static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t
 			if (cl < sizeof(ctrls)) {
 				memcpy(ctrls, c1 + 1, cl);
 				ctrls[cl] = '\0';
-				bool match = *ctrl ? has_opt(ctrls, ctrl) : (cl == 0 && strncmp(line, "0:", 2) == 0);
+				bool match = *ctrl ? has_opt(ctrls, ctrl)
+						   : (cl == 0 && strncmp(line, "0:", 2) == 0);
 				size_t pl = (size_t)(nl - c2 - 1);
 				if (match && pl < len) {
 					memcpy(out, c2 + 1, pl);
@@ -151,7 +152,8 @@ static int add_dir(aj_cgroup *cg, const aj_cgroup_hier *h, const char *ctrl, aj_
 		int e = errno;
 		aj_err(err, e, "cannot create cgroup %s", d->path);
 		if (e == EACCES || e == EPERM || e == EROFS)
-			aj_err_hint(err, "run as root, or inside a delegated cgroup (systemd-run --user --scope -p Delegate=yes agentjail run ...)");
+			aj_err_hint(err, "run as root, or inside a delegated cgroup (systemd-run "
+					 "--user --scope -p Delegate=yes agentjail run ...)");
 		return -e;
 	}
 	cg->n++;
@@ -163,8 +165,10 @@ static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
 {
 	char path[PATH_MAX + 32];
 	_cleanup_free_ char *avail = NULL;
-	snprintf(path, sizeof(path), "%s%s/cgroup.controllers", h->mount, strcmp(h->own, "/") ? h->own : "");
-	if (aj_read_file(path, &avail, NULL) < 0 || !strstr(avail, "memory") || !strstr(avail, "pids"))
+	snprintf(path, sizeof(path), "%s%s/cgroup.controllers", h->mount,
+		 strcmp(h->own, "/") ? h->own : "");
+	if (aj_read_file(path, &avail, NULL) < 0 || !strstr(avail, "memory") ||
+	    !strstr(avail, "pids"))
 		return -ENOENT;
 	snprintf(path, sizeof(path), "%s%s/cgroup.subtree_control", h->mount,
 		 strcmp(h->own, "/") ? h->own : "");
@@ -172,7 +176,8 @@ static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
 	int r = aj_write_file(path, want, 0);
 	if (r < 0) {
 		aj_err(err, -r, "cannot enable cgroup controllers in %s", path);
-		aj_err_hint(err, "start agentjail in a cgroup of its own that has no other processes, e.g. systemd-run --scope -p Delegate=yes");
+		aj_err_hint(err, "start agentjail in a cgroup of its own that has no other "
+				 "processes, e.g. systemd-run --scope -p Delegate=yes");
 	}
 	return r;
 }
@@ -226,9 +231,11 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 	}
 	if (r == 0 && !v1_any) {
 		if (aj_cgroup_find(mi, pc, "", &h) < 0)
-			r = aj_err(err, ENOENT, "no cgroup hierarchy with the memory and pids controllers");
+			r = aj_err(err, ENOENT,
+				   "no cgroup hierarchy with the memory and pids controllers");
 		else if ((r = v2_enable(&h, err)) == -ENOENT)
-			r = aj_err(err, ENOENT, "cgroup v2 at %s offers no memory/pids controller", h.mount);
+			r = aj_err(err, ENOENT, "cgroup v2 at %s offers no memory/pids controller",
+				   h.mount);
 		if (r == 0)
 			sweep_stale(&h);
 		if (r == 0 && (r = add_dir(cg, &h, "unified", err)) == 0)
@@ -251,43 +258,38 @@ int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err)
 	return 0;
 }
 
-bool aj_cgroup_oom_killed(const aj_cgroup *cg)
+/* Read the memory controller's file (v1 name or v2 name) into *txt. */
+static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2, char **txt)
 {
 	for (int i = 0; i < cg->n; i++) {
 		const aj_cgroup_dir *d = &cg->dirs[i];
 		char path[PATH_MAX + 32];
-		_cleanup_free_ char *txt = NULL;
 		if (d->version == 1 && strcmp(d->ctrl, "memory") == 0)
-			snprintf(path, sizeof(path), "%s/memory.oom_control", d->path);
+			snprintf(path, sizeof(path), "%s/%s", d->path, v1);
 		else if (d->version == 2)
-			snprintf(path, sizeof(path), "%s/memory.events", d->path);
+			snprintf(path, sizeof(path), "%s/%s", d->path, v2);
 		else
 			continue;
-		if (aj_read_file(path, &txt, NULL) < 0)
-			continue;
-		const char *k = strstr(txt, "oom_kill ");
-		if (k && strtoull(k + 9, NULL, 10) > 0)
-			return true;
+		return aj_read_file(path, txt, NULL);
 	}
-	return false;
+	return -ENOENT;
+}
+
+bool aj_cgroup_oom_killed(const aj_cgroup *cg)
+{
+	_cleanup_free_ char *txt = NULL;
+	if (read_memory_file(cg, "memory.oom_control", "memory.events", &txt) < 0)
+		return false;
+	const char *k = strstr(txt, "oom_kill ");
+	return k && strtoull(k + 9, NULL, 10) > 0;
 }
 
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg)
 {
-	for (int i = 0; i < cg->n; i++) {
-		const aj_cgroup_dir *d = &cg->dirs[i];
-		char path[PATH_MAX + 32];
-		_cleanup_free_ char *txt = NULL;
-		if (d->version == 1 && strcmp(d->ctrl, "memory") == 0)
-			snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", d->path);
-		else if (d->version == 2)
-			snprintf(path, sizeof(path), "%s/memory.peak", d->path);
-		else
-			continue;
-		if (aj_read_file(path, &txt, NULL) == 0)
-			return strtoull(txt, NULL, 10);
-	}
-	return 0;
+	_cleanup_free_ char *txt = NULL;
+	if (read_memory_file(cg, "memory.max_usage_in_bytes", "memory.peak", &txt) < 0)
+		return 0;
+	return strtoull(txt, NULL, 10);
 }
 
 static void kill_procs(const aj_cgroup_dir *d)

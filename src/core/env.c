@@ -51,7 +51,7 @@ char **aj_policy_build_env(const aj_policy *p, const char *term)
 	/* secrets: the sandbox sees placeholders, never the values */
 	for (size_t i = 0; i < p->n_secrets; i++) {
 		_cleanup_free_ char *e =
-			aj_asprintf("%s=%s", p->secrets[i].name, p->secrets[i].placeholder);
+		    aj_asprintf("%s=%s", p->secrets[i].name, p->secrets[i].placeholder);
 		if (!e || strv_set(v, &n, e) < 0)
 			goto fail;
 	}

@@ -37,8 +37,7 @@ static int write_one(const char *root, const char *name, const char *content, aj
 	return 0;
 }
 
-int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf,
-		 aj_error *err)
+int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf, aj_error *err)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/etc", root);
@@ -47,9 +46,10 @@ int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf,
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
 	_cleanup_free_ char *passwd = aj_etc_passwd(p);
 	_cleanup_free_ char *group = aj_etc_group(p);
-	_cleanup_free_ char *hosts = aj_asprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-						  "127.0.1.1\t%s\n",
-						  host);
+	_cleanup_free_ char *hosts =
+	    aj_asprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+			"127.0.1.1\t%s\n",
+			host);
 	_cleanup_free_ char *hostname = aj_asprintf("%s\n", host);
 	int r;
 	if ((r = write_one(root, "passwd", passwd, err)) < 0 ||
@@ -57,9 +57,10 @@ int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf,
 	    (r = write_one(root, "hosts", hosts, err)) < 0 ||
 	    (r = write_one(root, "hostname", hostname, err)) < 0 ||
 	    (r = write_one(root, "resolv.conf",
-			   resolv_conf ? resolv_conf
-				       : "# agentjail: this sandbox has no network (loopback only)\n"
-					 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+			   resolv_conf
+			       ? resolv_conf
+			       : "# agentjail: this sandbox has no network (loopback only)\n"
+				 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
 			   err)) < 0 ||
 	    (r = write_one(root, "nsswitch.conf",
 			   "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"

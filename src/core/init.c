@@ -26,7 +26,10 @@ int aj_init_exec_exit(int errnum)
 	return errnum == ENOENT || errnum == ENOTDIR ? AJ_EXIT_NOTFOUND : AJ_EXIT_NOEXEC;
 }
 
-static void noop_handler(int sig) { (void)sig; }
+static void noop_handler(int sig)
+{
+	(void)sig;
+}
 
 static int set_rlimits(const aj_policy *p, aj_error *err)
 {
@@ -93,7 +96,8 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		aj_err_hint(&err, "--cwd must name an existing directory in the sandbox");
 		command_fail(errfd, &err);
 	}
-	if (set_rlimits(p, &err) < 0 || aj_landlock_apply(p, &err) < 0 || aj_seccomp_load(a->seccomp, &err) < 0)
+	if (set_rlimits(p, &err) < 0 || aj_landlock_apply(p, &err) < 0 ||
+	    aj_seccomp_load(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
 	environ = a->envp;
 	execvp(a->argv[0], a->argv);
@@ -101,8 +105,10 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 	aj_err(&err, e, "cannot execute '%s'", a->argv[0]);
 	err.exit = aj_init_exec_exit(e);
 	if (e == ENOENT)
-		aj_err_hint(&err, "the command must exist inside the sandbox (PATH=%s); bind it in with --ro",
-			    AJ_DEFAULT_PATH);
+		aj_err_hint(
+		    &err,
+		    "the command must exist inside the sandbox (PATH=%s); bind it in with --ro",
+		    AJ_DEFAULT_PATH);
 	command_fail(errfd, &err);
 }
 

@@ -14,11 +14,11 @@ typedef struct aj_init_args {
 	const aj_policy *policy;
 	char **argv;
 	char **envp;
-	int sync_fd;        /* to the agentjail parent */
-	const char *pty;    /* slave path inside the sandbox, or NULL */
-	bool drop_groups;   /* setgroups() allowed (privileged mode) */
+	int sync_fd;	       /* to the agentjail parent */
+	const char *pty;       /* slave path inside the sandbox, or NULL */
+	bool drop_groups;      /* setgroups() allowed (privileged mode) */
 	const aj_bpf *seccomp; /* compiled filter, loaded last before exec */
-	int stdio[3];          /* the command's stdin/stdout/stderr, -1: inherit */
+	int stdio[3];	       /* the command's stdin/stdout/stderr, -1: inherit */
 } aj_init_args;
 
 /* Sent by agentjail to init: SIGTERM every process of the sandbox. */

@@ -28,9 +28,9 @@
 #define LL_FS_MAKE_FIFO (1ULL << 10)
 #define LL_FS_MAKE_BLOCK (1ULL << 11)
 #define LL_FS_MAKE_SYM (1ULL << 12)
-#define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
-#define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
-#define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
+#define LL_FS_REFER (1ULL << 13)	   /* ABI 2 */
+#define LL_FS_TRUNCATE (1ULL << 14)	   /* ABI 3 */
+#define LL_FS_IOCTL_DEV (1ULL << 15)	   /* ABI 5 */
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)
 
@@ -46,9 +46,9 @@ struct ll_path_beneath {
 } __attribute__((packed));
 
 #define LL_READ (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
-#define LL_WRITE_TREE                                                                        \
-	(LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR |            \
-	 LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_SYM | LL_FS_REFER |   \
+#define LL_WRITE_TREE                                                                              \
+	(LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR |                \
+	 LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_SYM | LL_FS_REFER |       \
 	 LL_FS_TRUNCATE)
 #define LL_DEVICE (LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
 
@@ -94,8 +94,8 @@ static int add_rules(int rs, const aj_policy *p, uint64_t mask, aj_error *err)
 	static const char *const scratch[] = {"/tmp", AJ_SANDBOX_HOME, "/dev/shm"};
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(scratch); i++)
 		r = allow(rs, scratch[i], LL_READ | LL_WRITE_TREE, mask, err);
-	static const char *const devs[] = {"/dev/null",   "/dev/zero", "/dev/full", "/dev/random",
-					   "/dev/urandom", "/dev/tty",  "/dev/pts"};
+	static const char *const devs[] = {"/dev/null",	   "/dev/zero", "/dev/full", "/dev/random",
+					   "/dev/urandom", "/dev/tty",	"/dev/pts"};
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(devs); i++)
 		r = allow(rs, devs[i], LL_DEVICE, mask, err);
 	if (r == 0 && p->workspace)

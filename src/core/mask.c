@@ -19,9 +19,10 @@
 #include "util.h"
 
 const char *const aj_mask_defaults[] = {
-	".env*",  "*.pem",   "*.key",   "id_rsa*",    "id_ed25519*", "id_ecdsa*",
-	"id_dsa*", ".npmrc", ".netrc",  ".pypirc",    ".aws/",       ".ssh/",
-	".gnupg/", ".git-credentials", ".docker/config.json", "*.p12", "*.pfx", NULL,
+    ".env*",	 "*.pem",   "*.key",   "id_rsa*",	   "id_ed25519*",
+    "id_ecdsa*", "id_dsa*", ".npmrc",  ".netrc",	   ".pypirc",
+    ".aws/",	 ".ssh/",   ".gnupg/", ".git-credentials", ".docker/config.json",
+    "*.p12",	 "*.pfx",   NULL,
 };
 
 #define MASK_MAX_ENTRIES 200000
@@ -95,8 +96,8 @@ char *aj_mask_env_text(const aj_policy *p, const char *content)
 typedef struct mask_walk {
 	const aj_policy *p;
 	const char *scratch;
-	int root_fd;          /* the sandbox's future root, to resolve links as inside */
-	uint64_t ws_mnt;      /* mount id of the workspace */
+	int root_fd;	 /* the sandbox's future root, to resolve links as inside */
+	uint64_t ws_mnt; /* mount id of the workspace */
 	size_t entries, masked;
 	aj_error *err;
 } mask_walk;
@@ -146,7 +147,8 @@ static int mask_one(mask_walk *w, const char *name, int content, const char *pat
 	if (fd < 0 ||
 	    aj_mount_setattr(fd, "", AT_EMPTY_PATH,
 			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1) < 0 ||
-	    aj_move_mount(fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	    aj_move_mount(fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
+		0)
 		return aj_err(w->err, errno, "cannot mask %s in the workspace", path);
 	w->masked++;
 	return 0;
@@ -158,7 +160,8 @@ static int mask_entry(mask_walk *w, int dfd, const char *name, const char *path,
 	_cleanup_close_ int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (t < 0)
 		return 0;
-	_cleanup_close_ int c = is_dir ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_close_ int c =
+	    is_dir ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	return mask_one(w, name, c, path, is_dir, t);
 }
 
@@ -204,8 +207,8 @@ static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int de
 		bool is_dir = S_ISDIR(st.st_mode);
 		char sub[PATH_MAX], subrel[PATH_MAX];
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, name) >= sizeof(sub) ||
-		    (size_t)snprintf(subrel, sizeof(subrel), "%s%s%s", rel, *rel ? "/" : "", name) >=
-			    sizeof(subrel))
+		    (size_t)snprintf(subrel, sizeof(subrel), "%s%s%s", rel, *rel ? "/" : "",
+				     name) >= sizeof(subrel))
 			continue;
 		if (S_ISLNK(st.st_mode)) {
 			/* never followed by the walk; a matching name masks its target */
@@ -243,8 +246,8 @@ int aj_mask_workspace(const aj_policy *p, const char *root, const char *scratch,
 			close(fd);
 		return aj_err(err, errno, "mask: cannot open the workspace");
 	}
-	mask_walk w = {.p = p, .scratch = scratch, .root_fd = root_fd, .ws_mnt = mnt_id(fd),
-		       .err = err};
+	mask_walk w = {
+	    .p = p, .scratch = scratch, .root_fd = root_fd, .ws_mnt = mnt_id(fd), .err = err};
 	int r = walk(&w, fd, ws, "", 0);
 	return r < 0 ? r : (int)w.masked;
 }

@@ -45,7 +45,8 @@ int aj_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, un
 int aj_mount_setattr(int dfd, const char *path, unsigned flags, unsigned long long set,
 		     unsigned long long clr, int userns_fd)
 {
-	struct aj_mount_attr a = {.attr_set = set, .attr_clr = clr,
+	struct aj_mount_attr a = {.attr_set = set,
+				  .attr_clr = clr,
 				  .userns_fd = userns_fd >= 0 ? (unsigned long long)userns_fd : 0};
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof(a));
 }
@@ -88,15 +89,17 @@ static int open_detached(const aj_mount_op *op, const char *root_prefix, int use
 		int e = errno;
 		close(fd);
 		aj_err(err, e, "cannot create an idmapped mount of '%s'", op->src);
-		aj_err_hint(err, "the filesystem of '%s' must support idmapped mounts (ext4, xfs, btrfs, tmpfs >= 6.3); see agentjail doctor",
+		aj_err_hint(err,
+			    "the filesystem of '%s' must support idmapped mounts (ext4, xfs, "
+			    "btrfs, tmpfs >= 6.3); see agentjail doctor",
 			    op->src);
 		return -e;
 	}
 	return fd;
 }
 
-int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_uid,
-		       gid_t host_gid, aj_error *err)
+int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_uid, gid_t host_gid,
+		       aj_error *err)
 {
 	_cleanup_close_ int sandbox_ns = -1;
 	for (size_t i = 0; i < plan->n; i++) {
@@ -108,8 +111,10 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
 		if (op->idmap == AJ_IDMAP_OWNER) {
 			/* disk owner <-> the sandbox user's host id */
 			char um[64], gm[64];
-			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)op->owner_uid, (unsigned)host_uid);
-			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)op->owner_gid, (unsigned)host_gid);
+			snprintf(um, sizeof(um), "%u %u 1\n", (unsigned)op->owner_uid,
+				 (unsigned)host_uid);
+			snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)op->owner_gid,
+				 (unsigned)host_gid);
 			ns = aj_userns_make_fd(um, gm, err);
 			if (ns < 0)
 				return ns;
@@ -233,7 +238,8 @@ static int setup_scratch(const aj_policy *p, aj_error *err)
 	static const struct {
 		const char *name;
 		mode_t mode;
-	} dirs[] = {{"upper", 0755}, {"work", 0755}, {"tmp", 01777}, {"shm", 01777}, {"home", 0700}};
+	} dirs[] = {
+	    {"upper", 0755}, {"work", 0755}, {"tmp", 01777}, {"shm", 01777}, {"home", 0700}};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
 		char d[64];
 		snprintf(d, sizeof(d), SCRATCH "/%s", dirs[i].name);
@@ -241,7 +247,8 @@ static int setup_scratch(const aj_policy *p, aj_error *err)
 			return aj_err(err, errno, "cannot create %s", d);
 	}
 	if (chown(SCRATCH "/home", p->uid, p->gid) < 0)
-		return aj_err(err, errno, "cannot hand the home directory to uid %u", (unsigned)p->uid);
+		return aj_err(err, errno, "cannot hand the home directory to uid %u",
+			      (unsigned)p->uid);
 	return 0;
 }
 
@@ -268,7 +275,8 @@ static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_erro
 	lower->dest[0] = '\0'; /* attach at /lower */
 	if ((r = attach_op(lower, "/lower", err)) < 0)
 		return r;
-	const char *o1 = "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work,userxattr";
+	const char *o1 =
+	    "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work,userxattr";
 	const char *o2 = "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work";
 	if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o1) < 0 &&
 	    mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, o2) < 0) {
@@ -285,9 +293,9 @@ static int setup_dev(const aj_policy *p, aj_error *err)
 	if (r < 0)
 		return r;
 	static const char *const links[][2] = {
-		{"/proc/self/fd", NEWROOT "/dev/fd"},     {"/proc/self/fd/0", NEWROOT "/dev/stdin"},
-		{"/proc/self/fd/1", NEWROOT "/dev/stdout"}, {"/proc/self/fd/2", NEWROOT "/dev/stderr"},
-		{"pts/ptmx", NEWROOT "/dev/ptmx"},
+	    {"/proc/self/fd", NEWROOT "/dev/fd"},	{"/proc/self/fd/0", NEWROOT "/dev/stdin"},
+	    {"/proc/self/fd/1", NEWROOT "/dev/stdout"}, {"/proc/self/fd/2", NEWROOT "/dev/stderr"},
+	    {"pts/ptmx", NEWROOT "/dev/ptmx"},
 	};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(links); i++)
 		if (symlink(links[i][0], links[i][1]) < 0)
@@ -318,7 +326,8 @@ static int pivot_into_newroot(bool readonly_root, aj_error *err)
 	if (chdir("/") < 0)
 		return aj_err(err, errno, "chdir /");
 	if (readonly_root &&
-	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+		0)
 		return aj_err(err, errno, "cannot make the root read-only");
 	return 0;
 }
@@ -333,7 +342,8 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		if ((r = setup_rootfs_overlay(p, plan, err)) < 0)
 			return r;
 		first = 1;
-	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") < 0) {
+	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") <
+		   0) {
 		return aj_err(err, errno, "cannot mount the root tmpfs");
 	}
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
@@ -347,8 +357,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	for (size_t i = first; i < plan->n; i++)
 		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)
 			return r;
-	if (p->workspace &&
-	    (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
+	if (p->workspace && (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
 		return r;
 	return pivot_into_newroot(!p->rootfs, err);
 }

@@ -16,14 +16,14 @@
 
 typedef enum aj_idmap_kind {
 	AJ_IDMAP_NONE = 0,
-	AJ_IDMAP_OWNER,   /* the source's owner appears as the sandbox user */
+	AJ_IDMAP_OWNER,	  /* the source's owner appears as the sandbox user */
 	AJ_IDMAP_SANDBOX, /* host ids shifted like the sandbox's user namespace */
 } aj_idmap_kind;
 
 typedef enum aj_mount_kind {
-	AJ_MOUNT_BIND,    /* bind src (file or dir) at dest */
+	AJ_MOUNT_BIND,	  /* bind src (file or dir) at dest */
 	AJ_MOUNT_SYMLINK, /* create symlink dest -> src */
-	AJ_MOUNT_LOWER,   /* the --rootfs tree, used as overlay lower layer */
+	AJ_MOUNT_LOWER,	  /* the --rootfs tree, used as overlay lower layer */
 } aj_mount_kind;
 
 typedef struct aj_mount_op {
@@ -36,7 +36,7 @@ typedef struct aj_mount_op {
 	aj_idmap_kind idmap;
 	uid_t owner_uid; /* for AJ_IDMAP_OWNER */
 	gid_t owner_gid;
-	int fd;    /* detached mount tree opened by the parent, or -1 */
+	int fd;	   /* detached mount tree opened by the parent, or -1 */
 	bool skip; /* optional source missing: nothing to mount */
 } aj_mount_op;
 
@@ -54,8 +54,8 @@ void aj_mount_plan_free(aj_mount_plan *plan);
  * a detached mount with its attributes and idmapping set; the child inherits
  * the fds. sandbox_map is the sandbox's uid_map text ("0 BASE 65536");
  * host_uid/gid the host ids of the sandbox user. */
-int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_uid,
-		       gid_t host_gid, aj_error *err);
+int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_uid, gid_t host_gid,
+		       aj_error *err);
 
 /* Child, in its own user and mount namespace: build the root and pivot into
  * it. The old root is detached. */

@@ -11,25 +11,43 @@
 #include "util.h"
 
 /* Host directories that make up the default root, read-only. */
-static const char *const system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-					  "/libx32"};
+static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
+					  "/lib32", "/lib64", "/libx32"};
 
 /* Harmless host configuration programs need; everything else in /etc is
  * synthesized (see etc.c) or absent. Never: shadow, gshadow, machine-id, ssh
  * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens). */
 static const char *const etc_binds[] = {
-	"/etc/ld.so.cache",   "/etc/ld.so.conf",  "/etc/ld.so.conf.d",
-	"/etc/ssl/certs",     "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
-	"/etc/ca-certificates.conf", "/etc/alternatives", "/etc/protocols",
-	"/etc/services",      "/etc/mime.types",  "/etc/inputrc",
-	"/etc/bash.bashrc",   "/etc/profile",     "/etc/gai.conf",
-	"/etc/host.conf",     "/etc/localtime",   "/etc/timezone",
-	"/etc/mailcap",       "/etc/magic",       "/etc/magic.mime",
-	"/etc/perl",          "/etc/fonts",       "/etc/debian_version",
-	"/etc/os-release",    "/etc/locale.alias", "/etc/papersize",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/alternatives",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/mime.types",
+    "/etc/inputrc",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mailcap",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/perl",
+    "/etc/fonts",
+    "/etc/debian_version",
+    "/etc/os-release",
+    "/etc/locale.alias",
+    "/etc/papersize",
 };
 
-static const char *const dev_nodes[] = {"/dev/null", "/dev/zero", "/dev/full",
+static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
 					"/dev/random", "/dev/urandom", "/dev/tty"};
 
 static aj_mount_op *plan_add(aj_mount_plan *plan, aj_mount_kind kind, const char *src,
@@ -99,8 +117,8 @@ static int plan_etc_python(aj_mount_plan *plan, aj_error *err)
 	return r;
 }
 
-static int plan_owned_bind(aj_mount_plan *plan, const char *src, const char *dest,
-			   bool writable, aj_error *err)
+static int plan_owned_bind(aj_mount_plan *plan, const char *src, const char *dest, bool writable,
+			   aj_error *err)
 {
 	struct stat st;
 	if (stat(src, &st) < 0)
@@ -162,4 +180,3 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 	free(plan->resolv_conf);
 	plan->resolv_conf = NULL;
 }
-

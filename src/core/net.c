@@ -142,18 +142,7 @@ char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
  * scope in which two sandboxes' addresses and links could collide. */
 static int reserve_slot(unsigned slot)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "agentjail/net-slot/%u", slot);
-	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return aj_reserve_name("net-slot", slot);
 }
 
 static bool pid_alive(int pid)

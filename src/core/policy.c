@@ -89,8 +89,8 @@ static char *normalize_abs(const char *path)
 	return out;
 }
 
-int aj_path_validate_host(const char *what, const char *path, bool want_dir,
-			  char **canon, aj_error *err)
+int aj_path_validate_host(const char *what, const char *path, bool want_dir, char **canon,
+			  aj_error *err)
 {
 	if (!path || !*path)
 		return aj_err(err, EINVAL, "%s: empty path", what);
@@ -120,12 +120,15 @@ int aj_path_validate_host(const char *what, const char *path, bool want_dir,
 			int e = errno;
 			aj_err(err, e, "%s '%s': cannot access '%s'", what, path, buf);
 			if (e == ENOENT)
-				aj_err_hint(err, "create it first (mkdir -p '%s') or fix the path", norm);
+				aj_err_hint(err, "create it first (mkdir -p '%s') or fix the path",
+					    norm);
 			return -e;
 		}
 		if (S_ISLNK(st.st_mode)) {
 			aj_err(err, ELOOP, "%s '%s': '%s' is a symbolic link", what, path, buf);
-			aj_err_hint(err, "symlinks are refused so a path cannot be redirected; pass the real path: %s",
+			aj_err_hint(err,
+				    "symlinks are refused so a path cannot be redirected; pass the "
+				    "real path: %s",
 				    "$(realpath PATH)");
 			return -ELOOP;
 		}
@@ -135,7 +138,8 @@ int aj_path_validate_host(const char *what, const char *path, bool want_dir,
 			return -ENOTDIR;
 		}
 		if (saved == '\0' && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-			aj_err(err, EINVAL, "%s '%s' is neither a regular file nor a directory", what, path);
+			aj_err(err, EINVAL, "%s '%s' is neither a regular file nor a directory",
+			       what, path);
 			return -EINVAL;
 		}
 		buf[i] = saved;
@@ -145,12 +149,11 @@ int aj_path_validate_host(const char *what, const char *path, bool want_dir,
 	return 0;
 }
 
-int aj_path_validate_inside(const char *what, const char *path, char **canon,
-			    aj_error *err)
+int aj_path_validate_inside(const char *what, const char *path, char **canon, aj_error *err)
 {
 	if (!path || path[0] != '/') {
-		aj_err(err, EINVAL, "%s '%s' must be an absolute path inside the sandbox",
-		       what, path ? path : "");
+		aj_err(err, EINVAL, "%s '%s' must be an absolute path inside the sandbox", what,
+		       path ? path : "");
 		return -EINVAL;
 	}
 	_cleanup_free_ char *norm = normalize_abs(path);
@@ -251,7 +254,8 @@ int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err)
 	} else {
 		const char *v = getenv(spec);
 		if (!v)
-			return aj_err(err, ENOENT, "--env %s: not set in the caller's environment", spec);
+			return aj_err(err, ENOENT, "--env %s: not set in the caller's environment",
+				      spec);
 		entry = aj_asprintf("%s=%s", spec, v);
 	}
 	if (!entry)
@@ -268,15 +272,19 @@ int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
 	size_t n = eq ? (size_t)(eq - spec) : strlen(spec);
 	if (!env_name_valid(spec, n)) {
 		aj_err(err, EINVAL, "--secret: invalid variable name in '%.*s'", (int)n, spec);
-		aj_err_hint(err, "use --secret NAME=VALUE or --secret NAME (taken from your environment)");
+		aj_err_hint(
+		    err, "use --secret NAME=VALUE or --secret NAME (taken from your environment)");
 		return -EINVAL;
 	}
 	const char *value = eq ? eq + 1 : getenv(spec);
 	if (!value)
-		return aj_err(err, ENOENT, "--secret %s: not set in the caller's environment", spec);
+		return aj_err(err, ENOENT, "--secret %s: not set in the caller's environment",
+			      spec);
 	if (strlen(value) < 4) {
-		aj_err(err, EINVAL, "--secret %.*s: the value is shorter than 4 characters", (int)n, spec);
-		aj_err_hint(err, "such a value cannot be told apart from ordinary output for redaction");
+		aj_err(err, EINVAL, "--secret %.*s: the value is shorter than 4 characters", (int)n,
+		       spec);
+		aj_err_hint(err,
+			    "such a value cannot be told apart from ordinary output for redaction");
 		return -EINVAL;
 	}
 	unsigned char rnd[8];
@@ -285,9 +293,9 @@ int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
 	aj_secret *s = &p->secrets[p->n_secrets];
 	s->name = strndup(spec, n);
 	s->value = strdup(value);
-	s->placeholder = aj_asprintf("agentjail-placeholder-%.*s-%02x%02x%02x%02x%02x%02x%02x%02x",
-				     (int)n, spec, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5],
-				     rnd[6], rnd[7]);
+	s->placeholder =
+	    aj_asprintf("agentjail-placeholder-%.*s-%02x%02x%02x%02x%02x%02x%02x%02x", (int)n, spec,
+			rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	p->n_secrets++;
 	if (!s->name || !s->value || !s->placeholder)
 		return aj_err(err, ENOMEM, "--secret");
@@ -299,7 +307,8 @@ int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err)
 	if (p->n_redact >= AJ_MAX_SECRETS)
 		return aj_err(err, E2BIG, "--redact: at most %d values", AJ_MAX_SECRETS);
 	if (strlen(value) < 4)
-		return aj_err(err, EINVAL, "--redact: values shorter than 4 characters are refused");
+		return aj_err(err, EINVAL,
+			      "--redact: values shorter than 4 characters are refused");
 	if (!(p->redact[p->n_redact] = strdup(value)))
 		return aj_err(err, ENOMEM, "--redact");
 	p->n_redact++;
@@ -311,7 +320,9 @@ int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err)
 	if (p->n_masks >= AJ_MAX_MASKS)
 		return aj_err(err, E2BIG, "--mask: at most %d globs", AJ_MAX_MASKS);
 	if (!*glob || glob[0] == '/' || strstr(glob, ".."))
-		return aj_err(err, EINVAL, "--mask '%s': give a glob relative to the workspace, e.g. '*.secret' or 'config/prod.yml'",
+		return aj_err(err, EINVAL,
+			      "--mask '%s': give a glob relative to the workspace, e.g. '*.secret' "
+			      "or 'config/prod.yml'",
 			      glob);
 	if (!(p->masks[p->n_masks] = strdup(glob)))
 		return aj_err(err, ENOMEM, "--mask");
@@ -341,7 +352,8 @@ int aj_policy_add_env_file(aj_policy *p, const char *path, aj_error *err)
 		if (aj_startswith(s, "export "))
 			s += 7;
 		if (!strchr(s, '=')) {
-			aj_err(err, EINVAL, "--env-file '%s' line %u: expected NAME=VALUE", path, line);
+			aj_err(err, EINVAL, "--env-file '%s' line %u: expected NAME=VALUE", path,
+			       line);
 			return -EINVAL;
 		}
 		r = aj_policy_add_env(p, s, err);
@@ -396,7 +408,8 @@ int aj_policy_set_user(aj_policy *p, const char *spec, aj_error *err)
 	unsigned long long uid, gid;
 	if (aj_parse_uint(s, 65533, &uid) < 0 ||
 	    (colon && aj_parse_uint(colon + 1, 65533, &gid) < 0)) {
-		aj_err(err, EINVAL, "--user '%s': expected UID[:GID], numbers from 0 to 65533", spec);
+		aj_err(err, EINVAL, "--user '%s': expected UID[:GID], numbers from 0 to 65533",
+		       spec);
 		return -EINVAL;
 	}
 	p->uid = (uid_t)uid;
@@ -410,7 +423,8 @@ int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err)
 	errno = 0;
 	double v = strtod(spec, &end);
 	if (errno || end == spec || *end || !isfinite(v) || v < 0.01 || v > 4096) {
-		aj_err(err, EINVAL, "--cpus '%s': expected a number of CPUs such as 0.5 or 2", spec);
+		aj_err(err, EINVAL, "--cpus '%s': expected a number of CPUs such as 0.5 or 2",
+		       spec);
 		return -EINVAL;
 	}
 	p->cpu_millis = (unsigned long long)llround(v * 1000.0);

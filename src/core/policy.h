@@ -31,8 +31,8 @@ typedef struct aj_bind {
 #define AJ_MAX_MASKS 64
 
 typedef struct aj_secret {
-	char *name;        /* environment variable name */
-	char *value;       /* the real value: never reaches the sandbox */
+	char *name;	   /* environment variable name */
+	char *value;	   /* the real value: never reaches the sandbox */
 	char *placeholder; /* what the sandbox sees instead */
 } aj_secret;
 
@@ -40,7 +40,7 @@ typedef struct aj_secret {
 
 typedef enum aj_net_mode {
 	AJ_NET_NONE = 0, /* loopback only */
-	AJ_NET_OPEN,     /* veth + NAT, refused ranges and --deny always refused */
+	AJ_NET_OPEN,	 /* veth + NAT, refused ranges and --deny always refused */
 } aj_net_mode;
 
 typedef struct aj_cidr {
@@ -56,24 +56,24 @@ typedef enum aj_tty_mode {
 } aj_tty_mode;
 
 typedef struct aj_policy {
-	char **argv;       /* command and arguments (borrowed, NULL-terminated) */
-	char *rootfs;      /* NULL: host minimal view */
-	char *workspace;   /* NULL: none */
-	char *cwd;         /* NULL: /workspace if any, else home */
-	char *hostname;    /* NULL: AJ_DEFAULT_HOSTNAME */
-	uid_t uid;         /* uid inside the sandbox (default 0) */
-	gid_t gid;         /* gid inside the sandbox (default = uid) */
+	char **argv;	 /* command and arguments (borrowed, NULL-terminated) */
+	char *rootfs;	 /* NULL: host minimal view */
+	char *workspace; /* NULL: none */
+	char *cwd;	 /* NULL: /workspace if any, else home */
+	char *hostname;	 /* NULL: AJ_DEFAULT_HOSTNAME */
+	uid_t uid;	 /* uid inside the sandbox (default 0) */
+	gid_t gid;	 /* gid inside the sandbox (default = uid) */
 	aj_bind binds[AJ_MAX_BINDS];
 	size_t n_binds;
 	char *env[AJ_MAX_ENV]; /* extra "NAME=VALUE" entries, later wins */
 	size_t n_env;
-	unsigned long long tmp_size; /* --disk: bytes for all writable tmpfs areas */
-	unsigned long long timeout_ms;    /* wall clock; 0: none */
+	unsigned long long tmp_size;	  /* --disk: bytes for all writable tmpfs areas */
+	unsigned long long timeout_ms;	  /* wall clock; 0: none */
 	unsigned long long kill_after_ms; /* SIGTERM -> SIGKILL grace */
-	unsigned long long nofile;        /* RLIMIT_NOFILE; 0: inherit */
-	unsigned long long fsize;         /* RLIMIT_FSIZE bytes; 0: none */
-	char *result_path;                /* --result FILE (JSON) */
-	char *seccomp_profile;            /* --seccomp-profile FILE, NULL: default */
+	unsigned long long nofile;	  /* RLIMIT_NOFILE; 0: inherit */
+	unsigned long long fsize;	  /* RLIMIT_FSIZE bytes; 0: none */
+	char *result_path;		  /* --result FILE (JSON) */
+	char *seccomp_profile;		  /* --seccomp-profile FILE, NULL: default */
 	/* cgroup limits; 0 means "no limit" */
 	unsigned long long memory;
 	unsigned long long pids;
@@ -98,19 +98,17 @@ void aj_policy_free(aj_policy *p);
 /* Validate a host path given by the user: absolute, no "." or ".." parts,
  * no symlink in any component, exists. want_dir: must be a directory.
  * On success *canon is a malloc'ed normalized copy. */
-int aj_path_validate_host(const char *what, const char *path, bool want_dir,
-			  char **canon, aj_error *err);
+int aj_path_validate_host(const char *what, const char *path, bool want_dir, char **canon,
+			  aj_error *err);
 /* Validate a path inside the sandbox: absolute, no "."/".." parts, not "/",
  * not under /proc or /dev. On success *canon is a malloc'ed normalized copy. */
-int aj_path_validate_inside(const char *what, const char *path, char **canon,
-			    aj_error *err);
+int aj_path_validate_inside(const char *what, const char *path, char **canon, aj_error *err);
 
 /* Setters used by every front-end; each validates its input. */
 int aj_policy_set_workspace(aj_policy *p, const char *path, aj_error *err);
 int aj_policy_set_rootfs(aj_policy *p, const char *path, aj_error *err);
 /* spec: "SRC[:DEST]" */
-int aj_policy_add_bind(aj_policy *p, const char *spec, bool writable,
-		       aj_error *err);
+int aj_policy_add_bind(aj_policy *p, const char *spec, bool writable, aj_error *err);
 /* "NAME=VALUE", or "NAME" to copy from the caller's environment. */
 int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err);
 /* File of NAME=VALUE lines; blank lines and '#' comments ignored. */

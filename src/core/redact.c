@@ -51,7 +51,8 @@ static int add_base64(aj_redactor *r, const char *value, size_t len, size_t k)
 		goto out;
 	memcpy(buf + k, value, len);
 	for (size_t g = 0; g < groups; g++) {
-		unsigned v = (unsigned)buf[3 * g] << 16 | (unsigned)buf[3 * g + 1] << 8 | buf[3 * g + 2];
+		unsigned v =
+		    (unsigned)buf[3 * g] << 16 | (unsigned)buf[3 * g + 1] << 8 | buf[3 * g + 2];
 		enc[4 * g] = b64[(v >> 18) & 63];
 		enc[4 * g + 1] = b64[(v >> 12) & 63];
 		enc[4 * g + 2] = b64[(v >> 6) & 63];

@@ -16,7 +16,7 @@ typedef struct aj_redactor {
 	size_t n;
 	size_t maxlen;
 	bool first[256]; /* bytes that start some pattern */
-	char *tail;      /* bytes held back: they may start a match */
+	char *tail;	 /* bytes held back: they may start a match */
 	size_t tail_len;
 } aj_redactor;
 

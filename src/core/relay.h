@@ -17,15 +17,15 @@
 
 typedef struct aj_chan {
 	int src, dst;
-	int dst_nb;       /* non-blocking descriptor for dst (own open file
-			   * description, so the caller's stays as it is) */
-	bool dst_small;   /* no non-blocking descriptor: write PIPE_BUF at a time */
-	bool input;       /* caller -> sandbox */
-	bool owns;        /* close the sandbox-side fd when the channel ends */
+	int dst_nb;	/* non-blocking descriptor for dst (own open file
+			 * description, so the caller's stays as it is) */
+	bool dst_small; /* no non-blocking descriptor: write PIPE_BUF at a time */
+	bool input;	/* caller -> sandbox */
+	bool owns;	/* close the sandbox-side fd when the channel ends */
 	bool open;
-	bool eof;         /* src ended; flush what is pending, then close */
+	bool eof;	  /* src ended; flush what is pending, then close */
 	aj_redactor *red; /* output filter, or NULL */
-	char *pend;       /* bytes read (and filtered) but not written yet */
+	char *pend;	  /* bytes read (and filtered) but not written yet */
 	size_t len, off;
 	char buf[AJ_RELAY_BUF];
 } aj_chan;

@@ -12,12 +12,12 @@
 
 int aj_run_result_write(const char *path, const aj_run_result *res, aj_error *err)
 {
-	json_t *o = json_pack("{s:i, s:o, s:b, s:b, s:I, s:I, s:I, s:I}", "exit_code", res->exit_code,
-			      "signal", res->term_signal ? json_integer(res->term_signal) : json_null(),
-			      "timed_out", res->timed_out, "oom_killed", res->oom_killed, "wall_ms",
-			      (json_int_t)res->wall_ms, "cpu_user_ms", (json_int_t)res->cpu_user_ms,
-			      "cpu_sys_ms", (json_int_t)res->cpu_sys_ms, "peak_memory_bytes",
-			      (json_int_t)res->peak_memory_bytes);
+	json_t *o = json_pack(
+	    "{s:i, s:o, s:b, s:b, s:I, s:I, s:I, s:I}", "exit_code", res->exit_code, "signal",
+	    res->term_signal ? json_integer(res->term_signal) : json_null(), "timed_out",
+	    res->timed_out, "oom_killed", res->oom_killed, "wall_ms", (json_int_t)res->wall_ms,
+	    "cpu_user_ms", (json_int_t)res->cpu_user_ms, "cpu_sys_ms", (json_int_t)res->cpu_sys_ms,
+	    "peak_memory_bytes", (json_int_t)res->peak_memory_bytes);
 	if (!o)
 		return aj_err(err, ENOMEM, "--result: cannot build the report");
 	_cleanup_free_ char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);

@@ -37,9 +37,8 @@
 #include "userns.h"
 #include "util.h"
 
-#define AJ_CLONE_FLAGS                                                                       \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |          \
-	 CLONE_NEWNET)
+#define AJ_CLONE_FLAGS                                                                             \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
 
 typedef struct run_ctx {
 	const aj_policy *p;
@@ -55,9 +54,9 @@ typedef struct run_ctx {
 	char **argv; /* heap copy: the original argv area is wiped in init */
 	int sock[2];
 	int master;
-	int stdio[3];     /* parent's ends of the command's stdin/stdout/stderr pipes */
-	int child_io[3];  /* the sandbox's ends */
-	int tfd;          /* --timeout timer */
+	int stdio[3];	   /* parent's ends of the command's stdin/stdout/stderr pipes */
+	int child_io[3];   /* the sandbox's ends */
+	int tfd;	   /* --timeout timer */
 	int timeout_stage; /* 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	struct rusage ru;
 	aj_redactor red[2]; /* stdout, stderr */
@@ -71,7 +70,8 @@ typedef struct run_ctx {
 static void warn(run_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(run_ctx *c, const char *fmt, ...)
 {
-	if (!c->hooks || !c->hooks->warn || c->p->quiet || c->n_warnings >= AJ_ARRAY_SIZE(c->warnings))
+	if (!c->hooks || !c->hooks->warn || c->p->quiet ||
+	    c->n_warnings >= AJ_ARRAY_SIZE(c->warnings))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -194,8 +194,12 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		_exit(AJ_EXIT_INTERNAL);
 	if (master >= 0)
 		close(master);
-	aj_init_args a = {.policy = c->p, .argv = c->argv, .envp = c->envp, .sync_fd = sock,
-			  .pty = c->want_tty ? pty : NULL, .drop_groups = c->idm.privileged,
+	aj_init_args a = {.policy = c->p,
+			  .argv = c->argv,
+			  .envp = c->envp,
+			  .sync_fd = sock,
+			  .pty = c->want_tty ? pty : NULL,
+			  .drop_groups = c->idm.privileged,
 			  .seccomp = &c->bpf,
 			  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}};
 	aj_init_main(&a);
@@ -295,7 +299,8 @@ static int handle_msg(run_ctx *c, aj_run_result *res, aj_error *err)
 {
 	aj_msg m;
 	int r = aj_sync_recv(c->sock[0], &m, NULL, 0, NULL);
-	if (r == -EPIPE && (c->timeout_stage == 2 || (c->have_cg && aj_cgroup_oom_killed(&c->cg)))) {
+	if (r == -EPIPE &&
+	    (c->timeout_stage == 2 || (c->have_cg && aj_cgroup_oom_killed(&c->cg)))) {
 		/* we killed init after the grace period, or the OOM killer
 		 * took it: either way the sandbox is over */
 		res->term_signal = SIGKILL;
@@ -370,8 +375,8 @@ static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
 
 static int arm_timer(run_ctx *c, unsigned long long ms)
 {
-	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ms / 1000),
-					      .tv_nsec = (long)(ms % 1000) * 1000000L}};
+	struct itimerspec its = {
+	    .it_value = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L}};
 	return timerfd_settime(c->tfd, 0, &its, NULL);
 }
 
@@ -418,8 +423,7 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 		 * is waited for (as any writer to a pipe would), unless the run
 		 * timed out, which bounds agentjail's own life too. Waiting
 		 * for the sandbox's pipes to reach EOF is always bounded. */
-		if (pr == 0 && rc != 1 &&
-		    (c->timeout_stage || !aj_relay_output_pending(&rl)) &&
+		if (pr == 0 && rc != 1 && (c->timeout_stage || !aj_relay_output_pending(&rl)) &&
 		    (drain_ms -= 100) <= 0)
 			break;
 		if (pr <= 0)
@@ -450,7 +454,8 @@ static int make_stdio_pipes(run_ctx *c, aj_error *err)
 		 * /proc/self/fd) works inside */
 		if (fchown(pfd[0], aj_userns_host_uid(&c->idm), aj_userns_host_gid(&c->idm)) < 0 &&
 		    c->idm.privileged)
-			return aj_err(err, errno, "cannot hand the stdio pipes to the sandbox user");
+			return aj_err(err, errno,
+				      "cannot hand the stdio pipes to the sandbox user");
 	}
 	return 0;
 }
@@ -513,11 +518,16 @@ static void finish_result(const run_ctx *c, aj_run_result *res, const struct tim
 	}
 }
 
-int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
-		   aj_error *err)
+int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
-	run_ctx c = {.p = p, .hooks = hooks, .sock = {-1, -1}, .master = -1, .net = {.slot_fd = -1},
-		     .stdio = {-1, -1, -1}, .child_io = {-1, -1, -1}, .tfd = -1};
+	run_ctx c = {.p = p,
+		     .hooks = hooks,
+		     .sock = {-1, -1},
+		     .master = -1,
+		     .net = {.slot_fd = -1},
+		     .stdio = {-1, -1, -1},
+		     .child_io = {-1, -1, -1},
+		     .tfd = -1};
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	_cleanup_close_ int sfd = -1;

@@ -9,10 +9,10 @@
 #include "policy.h"
 
 typedef struct aj_run_result {
-	int exit_code;   /* what `agentjail run` exits with */
+	int exit_code;	 /* what `agentjail run` exits with */
 	int term_signal; /* signal that killed the command, 0 if it exited */
-	int status;      /* raw exit status when it exited normally */
-	bool timed_out;  /* --timeout expired (exit_code 124) */
+	int status;	 /* raw exit status when it exited normally */
+	bool timed_out;	 /* --timeout expired (exit_code 124) */
 	bool oom_killed; /* the kernel's OOM killer acted in the sandbox */
 	unsigned long long wall_ms;
 	unsigned long long cpu_user_ms, cpu_sys_ms;

@@ -24,26 +24,73 @@
 
 /* Denied with EPERM whatever their arguments. */
 const char *const aj_seccomp_denied[] = {
-	/* mounts and root changes */
-	"mount", "umount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
-	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
-	/* namespaces */
-	"unshare", "setns",
-	/* other processes' memory */
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
-	/* kernel attack surface */
-	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"create_module", "open_by_handle_at", "name_to_handle_at", "io_uring_setup",
-	"io_uring_enter", "io_uring_register", "lookup_dcookie", "nfsservctl", "uselib",
-	"_sysctl", "iopl", "ioperm", "vhangup", "get_kernel_syms", "query_module",
-	"fanotify_init", "quotactl", "quotactl_fd", "syslog", "acct",
-	"reboot", "swapon", "swapoff",
-	/* time */
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "stime",
-	/* other processes' page placement */
-	"migrate_pages", "move_pages",
-	NULL,
+    /* mounts and root changes */
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    /* namespaces */
+    "unshare",
+    "setns",
+    /* other processes' memory */
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    /* kernel attack surface */
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "lookup_dcookie",
+    "nfsservctl",
+    "uselib",
+    "_sysctl",
+    "iopl",
+    "ioperm",
+    "vhangup",
+    "get_kernel_syms",
+    "query_module",
+    "fanotify_init",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "acct",
+    "reboot",
+    "swapon",
+    "swapoff",
+    /* time */
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "stime",
+    /* other processes' page placement */
+    "migrate_pages",
+    "move_pages",
+    NULL,
 };
 
 static int deny(scmp_filter_ctx ctx, const char *name)
@@ -62,8 +109,8 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	int r = 0;
 	/* clone with any namespace flag; clone3 hides its flags: ENOSYS makes
 	 * libc fall back to clone, which we can inspect. */
-	static const unsigned long ns_flags[] = {CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID,
-						 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+	static const unsigned long ns_flags[] = {CLONE_NEWUSER,	  CLONE_NEWNS,	CLONE_NEWPID,
+						 CLONE_NEWNET,	  CLONE_NEWIPC, CLONE_NEWUTS,
 						 CLONE_NEWCGROUP, CLONE_NEWTIME};
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(ns_flags); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
@@ -81,8 +128,9 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	/* socket families: no vsock, no packet sockets, netlink only ROUTE */
 	static const int families[] = {AF_VSOCK, AF_PACKET};
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(families); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (unsigned)families[i]));
+		r = seccomp_rule_add(
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (unsigned)families[i]));
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
 				     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK),
@@ -103,9 +151,9 @@ static int add_setid_rules(scmp_filter_ctx ctx)
 		const char *name;
 		unsigned arg;
 		bool creat_only; /* the mode counts only with O_CREAT/O_TMPFILE */
-	} calls[] = {{"chmod", 1, false},  {"fchmod", 1, false}, {"fchmodat", 2, false},
-		     {"creat", 1, false},  {"mknod", 1, false},  {"mknodat", 2, false},
-		     {"open", 2, true},    {"openat", 3, true}};
+	} calls[] = {{"chmod", 1, false}, {"fchmod", 1, false}, {"fchmodat", 2, false},
+		     {"creat", 1, false}, {"mknod", 1, false},	{"mknodat", 2, false},
+		     {"open", 2, true},	  {"openat", 3, true}};
 	static const unsigned long bits[] = {S_ISUID, S_ISGID};
 	int r = 0;
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(calls); i++) {
@@ -113,10 +161,13 @@ static int add_setid_rules(scmp_filter_ctx ctx)
 		if (nr == __NR_SCMP_ERROR)
 			continue;
 		for (size_t b = 0; r == 0 && b < AJ_ARRAY_SIZE(bits); b++) {
-			struct scmp_arg_cmp mode = {.arg = calls[i].arg, .op = SCMP_CMP_MASKED_EQ,
-						    .datum_a = bits[b], .datum_b = bits[b]};
+			struct scmp_arg_cmp mode = {.arg = calls[i].arg,
+						    .op = SCMP_CMP_MASKED_EQ,
+						    .datum_a = bits[b],
+						    .datum_b = bits[b]};
 			if (!calls[i].creat_only) {
-				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &mode);
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+							   &mode);
 				continue;
 			}
 			/* open/openat: only when creating (O_CREAT, or O_TMPFILE
@@ -124,10 +175,11 @@ static int add_setid_rules(scmp_filter_ctx ctx)
 			static const unsigned long creat_flags[] = {O_CREAT, __O_TMPFILE};
 			unsigned flags_arg = calls[i].arg - 1;
 			for (size_t f = 0; r == 0 && f < AJ_ARRAY_SIZE(creat_flags); f++) {
-				struct scmp_arg_cmp cmp[2] = {
-					{.arg = flags_arg, .op = SCMP_CMP_MASKED_EQ,
-					 .datum_a = creat_flags[f], .datum_b = creat_flags[f]},
-					mode};
+				struct scmp_arg_cmp cmp[2] = {{.arg = flags_arg,
+							       .op = SCMP_CMP_MASKED_EQ,
+							       .datum_a = creat_flags[f],
+							       .datum_b = creat_flags[f]},
+							      mode};
 				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2, cmp);
 			}
 		}
@@ -147,15 +199,15 @@ static int add_setid_rules(scmp_filter_ctx ctx)
  * cannot test one argument against two values in one rule, so this small
  * check is a second, hand-written filter stacked on the first. */
 static const struct sock_filter personality_filter[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 4),
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
 static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)

@@ -37,8 +37,12 @@ static int parse_op(const char *s, enum scmp_compare *op)
 	static const struct {
 		const char *name;
 		enum scmp_compare op;
-	} ops[] = {{"eq", SCMP_CMP_EQ}, {"ne", SCMP_CMP_NE}, {"lt", SCMP_CMP_LT},
-		   {"le", SCMP_CMP_LE}, {"gt", SCMP_CMP_GT}, {"ge", SCMP_CMP_GE},
+	} ops[] = {{"eq", SCMP_CMP_EQ},
+		   {"ne", SCMP_CMP_NE},
+		   {"lt", SCMP_CMP_LT},
+		   {"le", SCMP_CMP_LE},
+		   {"gt", SCMP_CMP_GT},
+		   {"ge", SCMP_CMP_GE},
 		   {"masked_eq", SCMP_CMP_MASKED_EQ}};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(ops); i++)
 		if (!strcmp(s, ops[i].name)) {
@@ -63,22 +67,28 @@ static int parse_args(json_t *args, struct scmp_arg_cmp *cmp, unsigned *n, const
 	if (!args)
 		return 0;
 	if (!json_is_array(args) || json_array_size(args) > 6)
-		return aj_err(err, EINVAL, "%s: \"args\" must be an array of at most 6 objects", where);
+		return aj_err(err, EINVAL, "%s: \"args\" must be an array of at most 6 objects",
+			      where);
 	size_t i;
 	json_t *a;
-	json_array_foreach(args, i, a) {
+	json_array_foreach(args, i, a)
+	{
 		uint64_t idx, val, mask = 0;
 		const char *ops;
 		enum scmp_compare op;
-		if (!json_is_object(a) || get_u64(json_object_get(a, "index"), &idx) < 0 || idx > 5 ||
-		    get_u64(json_object_get(a, "value"), &val) < 0 ||
+		if (!json_is_object(a) || get_u64(json_object_get(a, "index"), &idx) < 0 ||
+		    idx > 5 || get_u64(json_object_get(a, "value"), &val) < 0 ||
 		    !(ops = json_string_value(json_object_get(a, "op"))) || parse_op(ops, &op) < 0)
 			return aj_err(err, EINVAL,
-				      "%s: args[%zu] needs \"index\" (0-5), \"op\" (eq, ne, lt, le, gt, ge, masked_eq) and a non-negative integer \"value\"",
+				      "%s: args[%zu] needs \"index\" (0-5), \"op\" (eq, ne, lt, "
+				      "le, gt, ge, masked_eq) and a non-negative integer \"value\"",
 				      where, i);
 		if (op == SCMP_CMP_MASKED_EQ && get_u64(json_object_get(a, "mask"), &mask) < 0)
-			return aj_err(err, EINVAL, "%s: args[%zu]: masked_eq needs an integer \"mask\"", where, i);
-		cmp[i] = (struct scmp_arg_cmp){.arg = (unsigned)idx, .op = op,
+			return aj_err(err, EINVAL,
+				      "%s: args[%zu]: masked_eq needs an integer \"mask\"", where,
+				      i);
+		cmp[i] = (struct scmp_arg_cmp){.arg = (unsigned)idx,
+					       .op = op,
 					       .datum_a = op == SCMP_CMP_MASKED_EQ ? mask : val,
 					       .datum_b = op == SCMP_CMP_MASKED_EQ ? val : 0};
 		(*n)++;
@@ -96,15 +106,19 @@ static int add_entry(scmp_filter_ctx ctx, json_t *e, size_t idx, uint32_t def, a
 	const char *acts = json_string_value(json_object_get(e, "action"));
 	json_t *ej = json_object_get(e, "errno");
 	int errnum = EPERM;
-	if (ej && (!json_is_integer(ej) || json_integer_value(ej) < 1 || json_integer_value(ej) > 4095))
-		return aj_err(err, EINVAL, "%s: \"errno\" must be an integer from 1 to 4095", where);
+	if (ej &&
+	    (!json_is_integer(ej) || json_integer_value(ej) < 1 || json_integer_value(ej) > 4095))
+		return aj_err(err, EINVAL, "%s: \"errno\" must be an integer from 1 to 4095",
+			      where);
 	if (ej)
 		errnum = (int)json_integer_value(ej);
 	uint32_t act;
 	if (!acts || parse_action(acts, errnum, &act) < 0)
-		return aj_err(err, EINVAL, "%s: \"action\" must be one of allow, errno, kill, trap, log", where);
+		return aj_err(err, EINVAL,
+			      "%s: \"action\" must be one of allow, errno, kill, trap, log", where);
 	if (!json_is_array(names) || json_array_size(names) == 0)
-		return aj_err(err, EINVAL, "%s: \"names\" must be a non-empty array of syscall names", where);
+		return aj_err(err, EINVAL,
+			      "%s: \"names\" must be a non-empty array of syscall names", where);
 	struct scmp_arg_cmp cmp[6];
 	unsigned ncmp;
 	int r = parse_args(json_object_get(e, "args"), cmp, &ncmp, where, err);
@@ -114,7 +128,8 @@ static int add_entry(scmp_filter_ctx ctx, json_t *e, size_t idx, uint32_t def, a
 		return 0; /* same as the default: nothing to add */
 	size_t i;
 	json_t *nm;
-	json_array_foreach(names, i, nm) {
+	json_array_foreach(names, i, nm)
+	{
 		const char *name = json_string_value(nm);
 		if (!name)
 			return aj_err(err, EINVAL, "%s: names[%zu] is not a string", where, i);
@@ -145,7 +160,8 @@ int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, voi
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
 		if (je.line > 0)
-			aj_err(err, EINVAL, "--seccomp-profile %s: line %d: %s", path, je.line, je.text);
+			aj_err(err, EINVAL, "--seccomp-profile %s: line %d: %s", path, je.line,
+			       je.text);
 		else
 			aj_err(err, EINVAL, "--seccomp-profile: %s", je.text);
 		return -EINVAL;
@@ -157,12 +173,16 @@ int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, voi
 	int derr = dej && json_is_integer(dej) ? (int)json_integer_value(dej) : EPERM;
 	uint32_t def;
 	if (!json_is_object(root)) {
-		r = aj_err(err, EINVAL, "--seccomp-profile %s: the top level must be an object", path);
+		r = aj_err(err, EINVAL, "--seccomp-profile %s: the top level must be an object",
+			   path);
 	} else if (!defs || parse_action(defs, derr, &def) < 0 || derr < 1 || derr > 4095) {
-		r = aj_err(err, EINVAL, "--seccomp-profile %s: \"default_action\" must be one of allow, errno, kill, trap, log (\"default_errno\" 1-4095)",
+		r = aj_err(err, EINVAL,
+			   "--seccomp-profile %s: \"default_action\" must be one of allow, errno, "
+			   "kill, trap, log (\"default_errno\" 1-4095)",
 			   path);
 	} else if (!json_is_array(json_object_get(root, "syscalls"))) {
-		r = aj_err(err, EINVAL, "--seccomp-profile %s: \"syscalls\" must be an array", path);
+		r = aj_err(err, EINVAL, "--seccomp-profile %s: \"syscalls\" must be an array",
+			   path);
 	} else if (!(ctx = seccomp_init(def))) {
 		r = aj_err(err, ENOMEM, "seccomp_init");
 	} else {
@@ -171,7 +191,8 @@ int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, voi
 			r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 		size_t i;
 		json_t *e;
-		json_array_foreach(json_object_get(root, "syscalls"), i, e) {
+		json_array_foreach(json_object_get(root, "syscalls"), i, e)
+		{
 			if (r < 0)
 				break;
 			r = add_entry(ctx, e, i, def, err);

@@ -42,7 +42,9 @@ int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
 		char buf[CMSG_SPACE(sizeof(int) * AJ_SYNC_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf)};
 	if (n)
 		*n = 0;

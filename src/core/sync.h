@@ -12,17 +12,17 @@
 
 enum aj_msg_type {
 	AJ_MSG_CHILD_READY = 1, /* child: namespaces created, please map ids */
-	AJ_MSG_PARENT_GO,       /* parent: ids mapped, cgroup joined, fds attached */
-	AJ_MSG_SETUP_DONE,      /* child: root built; may carry a pty master fd */
-	AJ_MSG_ERROR,           /* child: setup or exec failed (err filled) */
-	AJ_MSG_EXIT,            /* init: command ended (status/signal filled) */
-	AJ_MSG_STARTED,         /* init: the command was executed */
+	AJ_MSG_PARENT_GO,	/* parent: ids mapped, cgroup joined, fds attached */
+	AJ_MSG_SETUP_DONE,	/* child: root built; may carry a pty master fd */
+	AJ_MSG_ERROR,		/* child: setup or exec failed (err filled) */
+	AJ_MSG_EXIT,		/* init: command ended (status/signal filled) */
+	AJ_MSG_STARTED,		/* init: the command was executed */
 };
 
 typedef struct aj_msg {
 	int type;
-	int status;  /* AJ_MSG_EXIT: exit status or 0 */
-	int signal;  /* AJ_MSG_EXIT: terminating signal or 0 */
+	int status;   /* AJ_MSG_EXIT: exit status or 0 */
+	int signal;   /* AJ_MSG_EXIT: terminating signal or 0 */
 	aj_error err; /* AJ_MSG_ERROR */
 } aj_msg;
 

@@ -21,18 +21,7 @@
  * behind and two live sandboxes never share host ids. */
 static int reserve_slot(unsigned slot)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "agentjail/uid-slot/%u", slot);
-	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
+	return aj_reserve_name("uid-slot", slot);
 }
 
 static int slot_fd = -1;
@@ -82,9 +71,11 @@ int aj_userns_format_map(const aj_idmap *m, bool gid, char *buf, size_t len)
 	if (m->privileged)
 		n = snprintf(buf, len, "0 %u %u\n", (unsigned)m->host_base, AJ_UID_RANGE);
 	else if (gid)
-		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_gid, (unsigned)m->caller_gid);
+		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_gid,
+			     (unsigned)m->caller_gid);
 	else
-		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_uid, (unsigned)m->caller_uid);
+		n = snprintf(buf, len, "%u %u 1\n", (unsigned)m->inside_uid,
+			     (unsigned)m->caller_uid);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

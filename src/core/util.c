@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,7 +10,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 
 int aj_write_all(int fd, const void *buf, size_t len)
@@ -161,22 +164,12 @@ int aj_parse_size(const char *s, unsigned long long *out)
 		return -EINVAL;
 	double mult = 1;
 	switch (toupper((unsigned char)*end)) {
-	case '\0':
-		break;
-	case 'K':
-		mult = 1024.0;
-		break;
-	case 'M':
-		mult = 1024.0 * 1024;
-		break;
-	case 'G':
-		mult = 1024.0 * 1024 * 1024;
-		break;
-	case 'T':
-		mult = 1024.0 * 1024 * 1024 * 1024;
-		break;
-	default:
-		return -EINVAL;
+	case '\0': break;
+	case 'K': mult = 1024.0; break;
+	case 'M': mult = 1024.0 * 1024; break;
+	case 'G': mult = 1024.0 * 1024 * 1024; break;
+	case 'T': mult = 1024.0 * 1024 * 1024 * 1024; break;
+	default: return -EINVAL;
 	}
 	if (*end) {
 		end++;
@@ -269,4 +262,20 @@ void aj_close_all_except(const int *keep, size_t n)
 		lo = (unsigned)k[i] + 1;
 	}
 	syscall(SYS_close_range, lo, ~0U, 0);
+}
+
+int aj_reserve_name(const char *kind, unsigned slot)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "agentjail/%s/%u", kind, slot);
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+	if (bind(fd, (struct sockaddr *)&sa, len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
 }

@@ -9,7 +9,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-static inline void aj_freep(void *p) { free(*(void **)p); }
+static inline void aj_freep(void *p)
+{
+	free(*(void **)p);
+}
 static inline void aj_closep(int *fd)
 {
 	if (*fd >= 0)
@@ -20,18 +23,18 @@ static inline void aj_closep(int *fd)
 #define _cleanup_close_ __attribute__((cleanup(aj_closep)))
 
 /* Return *pp and set it to NULL, so a cleanup attribute won't free it. */
-#define steal_pointer(pp)                                                      \
-	({                                                                     \
-		__typeof__(*(pp)) _p = *(pp);                                  \
-		*(pp) = NULL;                                                  \
-		_p;                                                            \
+#define steal_pointer(pp)                                                                          \
+	({                                                                                         \
+		__typeof__(*(pp)) _p = *(pp);                                                      \
+		*(pp) = NULL;                                                                      \
+		_p;                                                                                \
 	})
 
-#define steal_fd(fdp)                                                          \
-	({                                                                     \
-		int _fd = *(fdp);                                              \
-		*(fdp) = -1;                                                   \
-		_fd;                                                           \
+#define steal_fd(fdp)                                                                              \
+	({                                                                                         \
+		int _fd = *(fdp);                                                                  \
+		*(fdp) = -1;                                                                       \
+		_fd;                                                                               \
 	})
 
 #define AJ_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -72,3 +75,9 @@ void aj_proctitle_set(const char *title);
 
 /* Close every fd >= 3 except those in keep (n entries, any order). */
 void aj_close_all_except(const int *keep, size_t n);
+
+/* Hold the abstract unix socket name "agentjail/<kind>/<slot>" for as long
+ * as the returned fd is open: the kernel frees the name when the process
+ * dies, so such a reservation can never be left behind. Returns the fd,
+ * -EADDRINUSE when another process holds it, or -errno. */
+int aj_reserve_name(const char *kind, unsigned slot);

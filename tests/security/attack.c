@@ -307,7 +307,8 @@ static int a_init_fds(void)
 				escaped("init_fd", "%s is a %s", e->d_name,
 					S_ISDIR(st.st_mode) ? "directory" : "regular file");
 			else
-				info("init fd %s opened (not a file: mode %o)", e->d_name, st.st_mode & S_IFMT);
+				info("init fd %s opened (not a file: mode %o)", e->d_name,
+				     st.st_mode & S_IFMT);
 			close(fd);
 		}
 		closedir(d);
@@ -378,16 +379,16 @@ static int a_proc_write(void)
 	static const struct {
 		const char *name, *path;
 	} t[] = {
-		{"core_pattern", "/proc/sys/kernel/core_pattern"},
-		{"modprobe", "/proc/sys/kernel/modprobe"},
-		{"sysrq_trigger", "/proc/sysrq-trigger"},
-		{"sysrq", "/proc/sys/kernel/sysrq"},
-		{"drop_caches", "/proc/sys/vm/drop_caches"},
-		{"panic", "/proc/sys/kernel/panic"},
-		{"hostname", "/proc/sys/kernel/hostname"},
-		{"ip_forward", "/proc/sys/net/ipv4/ip_forward"},
-		{"self_oom_adj", "/proc/self/oom_score_adj"},
-		{"init_oom_adj", "/proc/1/oom_score_adj"},
+	    {"core_pattern", "/proc/sys/kernel/core_pattern"},
+	    {"modprobe", "/proc/sys/kernel/modprobe"},
+	    {"sysrq_trigger", "/proc/sysrq-trigger"},
+	    {"sysrq", "/proc/sys/kernel/sysrq"},
+	    {"drop_caches", "/proc/sys/vm/drop_caches"},
+	    {"panic", "/proc/sys/kernel/panic"},
+	    {"hostname", "/proc/sys/kernel/hostname"},
+	    {"ip_forward", "/proc/sys/net/ipv4/ip_forward"},
+	    {"self_oom_adj", "/proc/self/oom_score_adj"},
+	    {"init_oom_adj", "/proc/1/oom_score_adj"},
 	};
 	/* opening for write is the escape: never write anything */
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++)
@@ -399,8 +400,7 @@ static int a_sys(void)
 {
 	struct stat st;
 	expect_fail("sys_stat", stat("/sys", &st));
-	expect_fail("sys_cgroup_procs",
-		    open("/sys/fs/cgroup/cgroup.procs", O_WRONLY | O_CLOEXEC));
+	expect_fail("sys_cgroup_procs", open("/sys/fs/cgroup/cgroup.procs", O_WRONLY | O_CLOEXEC));
 	mkdir("/tmp/ajsys", 0755);
 	expect_fail("sysfs_mount", mount("sysfs", "/tmp/ajsys", "sysfs", 0, NULL));
 	rmdir("/tmp/ajsys");
@@ -430,8 +430,7 @@ static int a_newmount(void)
 	expect_fail("fsopen", syscall(SYS_fsopen, "tmpfs", 0));
 	expect_fail("fspick", syscall(SYS_fspick, AT_FDCWD, "/usr", 0));
 	expect_fail("open_tree", syscall(SYS_open_tree, AT_FDCWD, "/usr", OPEN_TREE_CLONE));
-	expect_fail("move_mount",
-		    syscall(SYS_move_mount, AT_FDCWD, "/tmp", AT_FDCWD, "/usr", 0));
+	expect_fail("move_mount", syscall(SYS_move_mount, AT_FDCWD, "/tmp", AT_FDCWD, "/usr", 0));
 	expect_fail("fsconfig", syscall(SYS_fsconfig, 0, FSCONFIG_CMD_CREATE, NULL, NULL, 0));
 	expect_fail("fsmount", syscall(SYS_fsmount, 0, 0, 0));
 	struct mount_attr attr = {.attr_clr = MOUNT_ATTR_RDONLY};
@@ -486,10 +485,8 @@ static int a_symlink_write(const char *name, const char *target)
 		escaped("symlink_setup", "cannot create %s: %s", link, ename(errno));
 		return finish();
 	}
-	expect_open_fail("write_through_link",
-			 open(link, O_WRONLY | O_APPEND | O_CLOEXEC));
-	expect_open_fail("trunc_through_link",
-			 open(link, O_WRONLY | O_TRUNC | O_CLOEXEC));
+	expect_open_fail("write_through_link", open(link, O_WRONLY | O_APPEND | O_CLOEXEC));
+	expect_open_fail("trunc_through_link", open(link, O_WRONLY | O_TRUNC | O_CLOEXEC));
 	/* a directory link: create a file beneath what it points at */
 	char dlink[PATH_MAX], f[PATH_MAX + 16];
 	snprintf(dlink, sizeof(dlink), "/workspace/%s.dir", name);
@@ -643,8 +640,9 @@ static void scan_dev(const char *dir, int depth)
 			escaped("dev_block", "%s (%u:%u)", p, major(st.st_rdev), minor(st.st_rdev));
 		} else if (S_ISCHR(st.st_mode)) {
 			unsigned ma = major(st.st_rdev), mi = minor(st.st_rdev);
-			bool ok = (ma == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9)) ||
-				  (ma == 5 && (mi == 0 || mi == 2)) || ma == 136;
+			bool ok =
+			    (ma == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9)) ||
+			    (ma == 5 && (mi == 0 || mi == 2)) || ma == 136;
 			if (!ok)
 				escaped("dev_char", "%s (%u:%u)", p, ma, mi);
 			else
@@ -657,10 +655,10 @@ static void scan_dev(const char *dir, int depth)
 static int a_devscan(void)
 {
 	scan_dev("/dev", 0);
-	static const char *const gone[] = {"/dev/mem", "/dev/kmem", "/dev/port", "/dev/kmsg",
-					   "/dev/vda", "/dev/sda", "/dev/console", "/dev/tty0",
-					   "/dev/vsock", "/dev/fuse", "/dev/net/tun",
-					   "/dev/userfaultfd", "/dev/kvm", "/dev/hwrng"};
+	static const char *const gone[] = {
+	    "/dev/mem",	    "/dev/kmem",	"/dev/port", "/dev/kmsg",  "/dev/vda",
+	    "/dev/sda",	    "/dev/console",	"/dev/tty0", "/dev/vsock", "/dev/fuse",
+	    "/dev/net/tun", "/dev/userfaultfd", "/dev/kvm",  "/dev/hwrng"};
 	for (size_t i = 0; i < ARRAY_SIZE(gone); i++) {
 		struct stat st;
 		char name[64];
@@ -687,9 +685,12 @@ static int a_privstate(void)
 	}
 	static const struct {
 		const char *key, *want;
-	} k[] = {{"CapInh:", "0000000000000000"}, {"CapPrm:", "0000000000000000"},
-		 {"CapEff:", "0000000000000000"}, {"CapBnd:", "0000000000000000"},
-		 {"CapAmb:", "0000000000000000"}, {"NoNewPrivs:", "1"},
+	} k[] = {{"CapInh:", "0000000000000000"},
+		 {"CapPrm:", "0000000000000000"},
+		 {"CapEff:", "0000000000000000"},
+		 {"CapBnd:", "0000000000000000"},
+		 {"CapAmb:", "0000000000000000"},
+		 {"NoNewPrivs:", "1"},
 		 {"Seccomp:", "2"}};
 	for (size_t i = 0; i < ARRAY_SIZE(k); i++) {
 		char *p = strstr(buf, k[i].key);
@@ -772,7 +773,8 @@ static int a_ids(void)
 /* Exec PATH ids as this (non-root) user: must gain no uid and no capability. */
 static int a_suid_exec(int argc, char **argv)
 {
-	static const char *const mnts[] = {"/tmp", "/home/agent", "/dev/shm", "/workspace", "/usr", "/"};
+	static const char *const mnts[] = {"/tmp",	 "/home/agent", "/dev/shm",
+					   "/workspace", "/usr",	"/"};
 	for (size_t i = 0; i < ARRAY_SIZE(mnts); i++) {
 		struct statvfs sv;
 		char name[64];
@@ -812,11 +814,13 @@ static int a_suid_exec(int argc, char **argv)
 		snprintf(name, sizeof(name), "exec_%d", i);
 		struct stat st;
 		stat(argv[i], &st);
-		info("%s %s mode %o owner %u: %s", name, argv[i], st.st_mode & 07777, st.st_uid, buf);
+		info("%s %s mode %o owner %u: %s", name, argv[i], st.st_mode & 07777, st.st_uid,
+		     buf);
 		if (sscanf(buf, "ids uid=%u euid=%u suid=%u capeff=%31s", &u, &e, &s, eff) != 4) {
 			held(name); /* could not even run it */
 		} else if (e != me || s != me || strcmp(eff, "0000000000000000")) {
-			escaped(name, "%s gave euid=%u suid=%u capeff=%s (we are %u)", argv[i], e, s, eff, me);
+			escaped(name, "%s gave euid=%u suid=%u capeff=%s (we are %u)", argv[i], e,
+				s, eff, me);
 		} else {
 			held(name);
 		}
@@ -893,7 +897,8 @@ static int a_kill1(void)
 	expect_fail("rt_sigqueueinfo_1", syscall(SYS_rt_sigqueueinfo, 1, SIGKILL, &si));
 	long pfd = syscall(SYS_pidfd_open, 1, 0);
 	if (pfd >= 0) {
-		expect_fail("pidfd_send_signal_1", syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0));
+		expect_fail("pidfd_send_signal_1",
+			    syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0));
 		close((int)pfd);
 	} else {
 		blocked("pidfd_send_signal_1", errno);
@@ -926,7 +931,8 @@ static int a_tty_ioctl(bool linux_req)
 			continue;
 		for (size_t k = 0; k < ARRAY_SIZE(v); k++) {
 			char name[64];
-			snprintf(name, sizeof(name), "%s_%s%s", nm, i < 3 ? (const char *[]){"fd0", "fd1", "fd2"}[i] : "devtty",
+			snprintf(name, sizeof(name), "%s_%s%s", nm,
+				 i < 3 ? (const char *[]){"fd0", "fd1", "fd2"}[i] : "devtty",
 				 v[k].suffix);
 			/* TIOCSTI: push "#" (harmless); TIOCLINUX: subcode 3 = paste selection */
 			char arg = linux_req ? 3 : '#';
@@ -947,7 +953,8 @@ static int connect_unix(const char *name, bool abstract)
 		return -1;
 	}
 	memcpy(sa.sun_path + (abstract ? 1 : 0), name, n);
-	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (abstract ? 1 : 0));
+	socklen_t len =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (abstract ? 1 : 0));
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -1;
@@ -961,9 +968,13 @@ static int connect_unix(const char *name, bool abstract)
 /* Host unix sockets: no /run, abstract sockets of the host unreachable. */
 static int a_hostsock(int argc, char **argv)
 {
-	static const char *const paths[] = {"/run", "/var/run", "/run/systemd/private",
-					    "/run/dbus/system_bus_socket", "/var/run/docker.sock",
-					    "/run/containerd/containerd.sock", "/tmp/.X11-unix/X0",
+	static const char *const paths[] = {"/run",
+					    "/var/run",
+					    "/run/systemd/private",
+					    "/run/dbus/system_bus_socket",
+					    "/var/run/docker.sock",
+					    "/run/containerd/containerd.sock",
+					    "/tmp/.X11-unix/X0",
 					    "/run/user"};
 	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
 		struct stat st;
@@ -1007,7 +1018,9 @@ static int a_listen_abstract(const char *name, int secs)
 		return 2;
 	memcpy(sa.sun_path + 1, name, n);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1)) < 0 ||
+	if (s < 0 ||
+	    bind(s, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1)) < 0 ||
 	    listen(s, 8) < 0) {
 		out("listen failed: %s\n", ename(errno));
 		return 2;
@@ -1031,9 +1044,9 @@ static int a_userns(void)
 	static const struct {
 		const char *name;
 		int flag;
-	} f[] = {{"unshare_user", CLONE_NEWUSER}, {"unshare_mnt", CLONE_NEWNS},
-		 {"unshare_pid", CLONE_NEWPID},   {"unshare_net", CLONE_NEWNET},
-		 {"unshare_ipc", CLONE_NEWIPC},   {"unshare_uts", CLONE_NEWUTS},
+	} f[] = {{"unshare_user", CLONE_NEWUSER},     {"unshare_mnt", CLONE_NEWNS},
+		 {"unshare_pid", CLONE_NEWPID},	      {"unshare_net", CLONE_NEWNET},
+		 {"unshare_ipc", CLONE_NEWIPC},	      {"unshare_uts", CLONE_NEWUTS},
 		 {"unshare_cgroup", CLONE_NEWCGROUP}, {"unshare_time", CLONE_NEWTIME}};
 	for (size_t i = 0; i < ARRAY_SIZE(f); i++)
 		expect_fail(f[i].name, unshare(f[i].flag));
@@ -1115,7 +1128,8 @@ static int a_cgroup(void)
 				bad++;
 		}
 		if (bad)
-			escaped("proc_self_cgroup", "%d line(s) show a path above the namespace root", bad);
+			escaped("proc_self_cgroup",
+				"%d line(s) show a path above the namespace root", bad);
 		else
 			held("proc_self_cgroup");
 	}
@@ -1208,10 +1222,13 @@ static int a_io_uring(void)
 
 static int a_keyring(void)
 {
-	expect_fail("add_key", syscall(SYS_add_key, "user", "ajkey", "x", 1, KEY_SPEC_SESSION_KEYRING));
-	expect_fail("keyctl_get_id", syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0));
+	expect_fail("add_key",
+		    syscall(SYS_add_key, "user", "ajkey", "x", 1, KEY_SPEC_SESSION_KEYRING));
+	expect_fail("keyctl_get_id",
+		    syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0));
 	expect_fail("keyctl_join", syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "ajring"));
-	expect_fail("request_key", syscall(SYS_request_key, "user", "ajkey", NULL, KEY_SPEC_SESSION_KEYRING));
+	expect_fail("request_key",
+		    syscall(SYS_request_key, "user", "ajkey", NULL, KEY_SPEC_SESSION_KEYRING));
 	return finish();
 }
 
@@ -1228,8 +1245,8 @@ static int a_bpf(void)
 		close((int)fd);
 	expect_fail("bpf_map_create", fd);
 	struct bpf_insn prog[] = {
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
-		{.code = BPF_JMP | BPF_EXIT},
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
 	};
 	memset(&a, 0, sizeof(a));
 	a.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
@@ -1357,11 +1374,16 @@ static int a_netlink(void)
 	static const struct {
 		const char *name;
 		unsigned long proto;
-	} p[] = {{"netlink_sock_diag", NETLINK_SOCK_DIAG}, {"netlink_audit", NETLINK_AUDIT},
-		 {"netlink_kobject_uevent", NETLINK_KOBJECT_UEVENT}, {"netlink_netfilter", NETLINK_NETFILTER},
-		 {"netlink_generic", NETLINK_GENERIC}, {"netlink_xfrm", NETLINK_XFRM},
-		 {"netlink_connector", NETLINK_CONNECTOR}, {"netlink_selinux", NETLINK_SELINUX},
-		 {"netlink_crypto", NETLINK_CRYPTO}, {"netlink_rdma", NETLINK_RDMA},
+	} p[] = {{"netlink_sock_diag", NETLINK_SOCK_DIAG},
+		 {"netlink_audit", NETLINK_AUDIT},
+		 {"netlink_kobject_uevent", NETLINK_KOBJECT_UEVENT},
+		 {"netlink_netfilter", NETLINK_NETFILTER},
+		 {"netlink_generic", NETLINK_GENERIC},
+		 {"netlink_xfrm", NETLINK_XFRM},
+		 {"netlink_connector", NETLINK_CONNECTOR},
+		 {"netlink_selinux", NETLINK_SELINUX},
+		 {"netlink_crypto", NETLINK_CRYPTO},
+		 {"netlink_rdma", NETLINK_RDMA},
 		 {"netlink_audit_hi32", 0x100000000UL | NETLINK_AUDIT}};
 	for (size_t i = 0; i < ARRAY_SIZE(p); i++)
 		sock3(p[i].name, AF_NETLINK, SOCK_RAW, p[i].proto);
@@ -1414,7 +1436,8 @@ static int a_membomb(long max_mb, int hold)
 	out("attempt=membomb\n");
 	long mb = 0;
 	for (; mb < max_mb; mb++) {
-		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *p =
+		    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			blocked("mmap", errno);
 			return finish();
@@ -1539,7 +1562,8 @@ static void raise_limit(const char *name, int res)
 		}
 		r = low;
 	}
-	info("%s cur=%llu max=%llu", name, (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max);
+	info("%s cur=%llu max=%llu", name, (unsigned long long)r.rlim_cur,
+	     (unsigned long long)r.rlim_max);
 	struct rlimit up = {r.rlim_max + 1, r.rlim_max + 1};
 	expect_fail(name, setrlimit(res, &up));
 }
@@ -1569,7 +1593,8 @@ static int a_rlimit(void)
 	if (e && (unsigned long long)n < r.rlim_cur)
 		blocked("open_many", e);
 	else
-		escaped("open_many", "opened %ld files, limit %llu", n, (unsigned long long)r.rlim_cur);
+		escaped("open_many", "opened %ld files, limit %llu", n,
+			(unsigned long long)r.rlim_cur);
 	return finish();
 }
 
@@ -1737,8 +1762,9 @@ static int a_scan_secret(const char *reversed, bool pid1_only)
 	info("scanned %d unreadable %d", scanned, unreadable);
 	if (!pid1_only) {
 		/* and every file the sandbox can read outside the host's system dirs */
-		static const char *const dirs[] = {"/etc", "/tmp", "/home", "/workspace", "/dev/shm",
-						   "/run", "/var", "/root", "/"};
+		static const char *const dirs[] = {"/etc",	 "/tmp",     "/home",
+						   "/workspace", "/dev/shm", "/run",
+						   "/var",	 "/root",    "/"};
 		int files = 0;
 		for (size_t i = 0; i < ARRAY_SIZE(dirs) - 1; i++)
 			scan_tree(dirs[i], needle, 0, &files);
@@ -1847,10 +1873,20 @@ static int a_leak(const char *file)
 
 static int a_creds(int argc, char **argv)
 {
-	static const char *const paths[] = {"/root", "/root/.ssh", "/etc/shadow", "/etc/gshadow",
-					    "/etc/ssh", "/etc/sudoers", "/etc/machine-id", "/var",
-					    "/run", "/home/agent/.ssh", "/etc/ssh/ssh_host_ed25519_key",
-					    "/etc/pip.conf", "/etc/npmrc", "/proc/1/root/root"};
+	static const char *const paths[] = {"/root",
+					    "/root/.ssh",
+					    "/etc/shadow",
+					    "/etc/gshadow",
+					    "/etc/ssh",
+					    "/etc/sudoers",
+					    "/etc/machine-id",
+					    "/var",
+					    "/run",
+					    "/home/agent/.ssh",
+					    "/etc/ssh/ssh_host_ed25519_key",
+					    "/etc/pip.conf",
+					    "/etc/npmrc",
+					    "/proc/1/root/root"};
 	for (size_t i = 0; i < ARRAY_SIZE(paths) + (size_t)argc; i++) {
 		const char *p = i < ARRAY_SIZE(paths) ? paths[i] : argv[i - ARRAY_SIZE(paths)];
 		char name[128];
@@ -1911,7 +1947,8 @@ static int a_landlock(void)
 	expect_fail("truncate_attack", truncate("/attack", 0));
 	expect_fail("chmod_usr_bin", chmod("/usr/bin", 0777));
 	/* the writable areas do work */
-	static const char *const ok[] = {"/workspace/ajok", "/tmp/ajok", "/home/agent/ajok", "/dev/shm/ajok"};
+	static const char *const ok[] = {"/workspace/ajok", "/tmp/ajok", "/home/agent/ajok",
+					 "/dev/shm/ajok"};
 	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
 		fd = open(ok[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		bool w = fd >= 0 && write(fd, "ok\n", 3) == 3;
@@ -1963,66 +2000,126 @@ int main(int argc, char **argv)
 	const char *c = argv[1];
 	argc -= 1;
 	argv += 1;
-	if (!strcmp(c, "fds")) return a_fds();
-	if (!strcmp(c, "fd_write")) return a_fd_write(atoi(ARG(1)), ARG(2));
-	if (!strcmp(c, "init_fds")) return a_init_fds();
-	if (!strcmp(c, "cwd")) return a_cwd();
-	if (!strcmp(c, "exe_write")) return a_exe_write();
-	if (!strcmp(c, "proc_write")) return a_proc_write();
-	if (!strcmp(c, "sys")) return a_sys();
-	if (!strcmp(c, "remount")) return a_remount();
-	if (!strcmp(c, "newmount")) return a_newmount();
-	if (!strcmp(c, "chroot")) return a_chroot();
-	if (!strcmp(c, "pivot_root")) return a_pivot_root();
-	if (!strcmp(c, "symlink_write")) return a_symlink_write(ARG(1), ARG(2));
-	if (!strcmp(c, "read_planted")) return a_read_planted(ARG(1), argc > 2 ? argv[2] : NULL);
-	if (!strcmp(c, "handle")) return a_handle();
-	if (!strcmp(c, "proc1root")) return a_proc1root();
-	if (!strcmp(c, "mknod")) return a_mknod();
-	if (!strcmp(c, "devscan")) return a_devscan();
-	if (!strcmp(c, "privstate")) return a_privstate();
-	if (!strcmp(c, "setuid")) return a_setuid();
-	if (!strcmp(c, "caps_raise")) return a_caps_raise();
-	if (!strcmp(c, "ids")) return a_ids();
-	if (!strcmp(c, "suid_exec")) return a_suid_exec(argc - 1, argv + 1);
-	if (!strcmp(c, "suid_copy")) return a_suid_copy(ARG(1));
-	if (!strcmp(c, "ptrace1")) return a_ptrace1();
-	if (!strcmp(c, "kill1")) return a_kill1();
-	if (!strcmp(c, "tiocsti")) return a_tty_ioctl(false);
-	if (!strcmp(c, "tioclinux")) return a_tty_ioctl(true);
-	if (!strcmp(c, "hostsock")) return a_hostsock(argc - 1, argv + 1);
-	if (!strcmp(c, "listen_abstract")) return a_listen_abstract(ARG(1), argc > 2 ? atoi(argv[2]) : 30);
-	if (!strcmp(c, "userns")) return a_userns();
-	if (!strcmp(c, "cgroup")) return a_cgroup();
-	if (!strcmp(c, "clone3")) return a_clone3();
-	if (!strcmp(c, "int80")) return a_int80();
-	if (!strcmp(c, "x32")) return a_x32();
-	if (!strcmp(c, "io_uring")) return a_io_uring();
-	if (!strcmp(c, "keyring")) return a_keyring();
-	if (!strcmp(c, "bpf")) return a_bpf();
-	if (!strcmp(c, "perf")) return a_perf();
-	if (!strcmp(c, "userfaultfd")) return a_userfaultfd();
-	if (!strcmp(c, "privsweep")) return a_privsweep();
-	if (!strcmp(c, "rawsock")) return a_rawsock();
-	if (!strcmp(c, "vsock")) return a_vsock();
-	if (!strcmp(c, "netlink")) return a_netlink();
-	if (!strcmp(c, "forkbomb")) return a_forkbomb(argc > 1 ? atoi(argv[1]) : 100000);
-	if (!strcmp(c, "forkbomb_wild")) a_forkbomb_wild();
-	if (!strcmp(c, "membomb")) return a_membomb(argc > 1 ? atol(argv[1]) : 1024, argc > 2 ? atoi(argv[2]) : 0);
-	if (!strcmp(c, "fill")) return a_fill(ARG(1), argc > 2 ? atol(argv[2]) : 2048);
-	if (!strcmp(c, "inodefill")) return a_inodefill(ARG(1), argc > 2 ? atol(argv[2]) : 1000000);
-	if (!strcmp(c, "spin")) a_spin(argc > 1 ? atoi(argv[1]) : 1, argc > 2 && !strcmp(argv[2], "ignore_term"));
-	if (!strcmp(c, "killall")) return a_killall();
-	if (!strcmp(c, "flood")) a_flood(ARG(1));
-	if (!strcmp(c, "rlimit")) return a_rlimit();
-	if (!strcmp(c, "fsize")) return a_fsize(ARG(1), argc > 2 ? atol(argv[2]) : 64);
-	if (!strcmp(c, "orphan")) return a_orphan(ARG(1), argc > 2 && !strcmp(argv[2], "keepfds"));
-	if (!strcmp(c, "spawn")) return a_spawn(ARG(1), argc > 2 ? atoi(argv[2]) : 4);
-	if (!strcmp(c, "scan_secret")) return a_scan_secret(ARG(1), argc > 2 && !strcmp(argv[2], "pid1"));
-	if (!strcmp(c, "creds")) return a_creds(argc - 1, argv + 1);
-	if (!strcmp(c, "leak")) return a_leak(ARG(1));
-	if (!strcmp(c, "landlock")) return a_landlock();
-	if (!strcmp(c, "kinfo")) return a_kinfo();
+	if (!strcmp(c, "fds"))
+		return a_fds();
+	if (!strcmp(c, "fd_write"))
+		return a_fd_write(atoi(ARG(1)), ARG(2));
+	if (!strcmp(c, "init_fds"))
+		return a_init_fds();
+	if (!strcmp(c, "cwd"))
+		return a_cwd();
+	if (!strcmp(c, "exe_write"))
+		return a_exe_write();
+	if (!strcmp(c, "proc_write"))
+		return a_proc_write();
+	if (!strcmp(c, "sys"))
+		return a_sys();
+	if (!strcmp(c, "remount"))
+		return a_remount();
+	if (!strcmp(c, "newmount"))
+		return a_newmount();
+	if (!strcmp(c, "chroot"))
+		return a_chroot();
+	if (!strcmp(c, "pivot_root"))
+		return a_pivot_root();
+	if (!strcmp(c, "symlink_write"))
+		return a_symlink_write(ARG(1), ARG(2));
+	if (!strcmp(c, "read_planted"))
+		return a_read_planted(ARG(1), argc > 2 ? argv[2] : NULL);
+	if (!strcmp(c, "handle"))
+		return a_handle();
+	if (!strcmp(c, "proc1root"))
+		return a_proc1root();
+	if (!strcmp(c, "mknod"))
+		return a_mknod();
+	if (!strcmp(c, "devscan"))
+		return a_devscan();
+	if (!strcmp(c, "privstate"))
+		return a_privstate();
+	if (!strcmp(c, "setuid"))
+		return a_setuid();
+	if (!strcmp(c, "caps_raise"))
+		return a_caps_raise();
+	if (!strcmp(c, "ids"))
+		return a_ids();
+	if (!strcmp(c, "suid_exec"))
+		return a_suid_exec(argc - 1, argv + 1);
+	if (!strcmp(c, "suid_copy"))
+		return a_suid_copy(ARG(1));
+	if (!strcmp(c, "ptrace1"))
+		return a_ptrace1();
+	if (!strcmp(c, "kill1"))
+		return a_kill1();
+	if (!strcmp(c, "tiocsti"))
+		return a_tty_ioctl(false);
+	if (!strcmp(c, "tioclinux"))
+		return a_tty_ioctl(true);
+	if (!strcmp(c, "hostsock"))
+		return a_hostsock(argc - 1, argv + 1);
+	if (!strcmp(c, "listen_abstract"))
+		return a_listen_abstract(ARG(1), argc > 2 ? atoi(argv[2]) : 30);
+	if (!strcmp(c, "userns"))
+		return a_userns();
+	if (!strcmp(c, "cgroup"))
+		return a_cgroup();
+	if (!strcmp(c, "clone3"))
+		return a_clone3();
+	if (!strcmp(c, "int80"))
+		return a_int80();
+	if (!strcmp(c, "x32"))
+		return a_x32();
+	if (!strcmp(c, "io_uring"))
+		return a_io_uring();
+	if (!strcmp(c, "keyring"))
+		return a_keyring();
+	if (!strcmp(c, "bpf"))
+		return a_bpf();
+	if (!strcmp(c, "perf"))
+		return a_perf();
+	if (!strcmp(c, "userfaultfd"))
+		return a_userfaultfd();
+	if (!strcmp(c, "privsweep"))
+		return a_privsweep();
+	if (!strcmp(c, "rawsock"))
+		return a_rawsock();
+	if (!strcmp(c, "vsock"))
+		return a_vsock();
+	if (!strcmp(c, "netlink"))
+		return a_netlink();
+	if (!strcmp(c, "forkbomb"))
+		return a_forkbomb(argc > 1 ? atoi(argv[1]) : 100000);
+	if (!strcmp(c, "forkbomb_wild"))
+		a_forkbomb_wild();
+	if (!strcmp(c, "membomb"))
+		return a_membomb(argc > 1 ? atol(argv[1]) : 1024, argc > 2 ? atoi(argv[2]) : 0);
+	if (!strcmp(c, "fill"))
+		return a_fill(ARG(1), argc > 2 ? atol(argv[2]) : 2048);
+	if (!strcmp(c, "inodefill"))
+		return a_inodefill(ARG(1), argc > 2 ? atol(argv[2]) : 1000000);
+	if (!strcmp(c, "spin"))
+		a_spin(argc > 1 ? atoi(argv[1]) : 1, argc > 2 && !strcmp(argv[2], "ignore_term"));
+	if (!strcmp(c, "killall"))
+		return a_killall();
+	if (!strcmp(c, "flood"))
+		a_flood(ARG(1));
+	if (!strcmp(c, "rlimit"))
+		return a_rlimit();
+	if (!strcmp(c, "fsize"))
+		return a_fsize(ARG(1), argc > 2 ? atol(argv[2]) : 64);
+	if (!strcmp(c, "orphan"))
+		return a_orphan(ARG(1), argc > 2 && !strcmp(argv[2], "keepfds"));
+	if (!strcmp(c, "spawn"))
+		return a_spawn(ARG(1), argc > 2 ? atoi(argv[2]) : 4);
+	if (!strcmp(c, "scan_secret"))
+		return a_scan_secret(ARG(1), argc > 2 && !strcmp(argv[2], "pid1"));
+	if (!strcmp(c, "creds"))
+		return a_creds(argc - 1, argv + 1);
+	if (!strcmp(c, "leak"))
+		return a_leak(ARG(1));
+	if (!strcmp(c, "landlock"))
+		return a_landlock();
+	if (!strcmp(c, "kinfo"))
+		return a_kinfo();
 	usage();
 	return 2;
 }

@@ -12,12 +12,12 @@
 #include "cgroup.h"
 
 static const char hybrid_mi[] =
-	"30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-	"31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-	"32 30 0:29 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
-	"34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
-	"38 30 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-	"40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "32 30 0:29 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "38 30 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 static const char hybrid_pc[] = "8:pids:/\n"
 				"4:memory:/process_api/abc\n"
 				"2:cpuacct:/\n"
@@ -46,7 +46,8 @@ static void test_hybrid(void **state)
 static void test_combined_v1(void **state)
 {
 	(void)state;
-	const char mi[] = "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
+	const char mi[] =
+	    "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
 	const char pc[] = "3:cpu,cpuacct:/user.slice\n";
 	aj_cgroup_hier h;
 	assert_int_equal(aj_cgroup_find(mi, pc, "cpu", &h), 0);
@@ -74,17 +75,18 @@ static void test_garbage(void **state)
 	(void)state;
 	aj_cgroup_hier h;
 	assert_int_equal(aj_cgroup_find("", "", "memory", &h), -ENOENT);
-	assert_int_equal(aj_cgroup_find("garbage line\n\n- - -\n", "x:y\n::\n", "memory", &h), -ENOENT);
+	assert_int_equal(aj_cgroup_find("garbage line\n\n- - -\n", "x:y\n::\n", "memory", &h),
+			 -ENOENT);
 	assert_int_equal(aj_cgroup_find(hybrid_mi, "garbage", "memory", &h), -ENOENT);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hybrid),
-		cmocka_unit_test(test_combined_v1),
-		cmocka_unit_test(test_v2),
-		cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_hybrid),
+	    cmocka_unit_test(test_combined_v1),
+	    cmocka_unit_test(test_v2),
+	    cmocka_unit_test(test_garbage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

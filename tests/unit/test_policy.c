@@ -116,7 +116,8 @@ static void test_env(void **state)
 
 	char envfile[256];
 	snprintf(envfile, sizeof(envfile), "%s/env", tmpdir);
-	assert_int_equal(aj_write_file(envfile, "# comment\n\nB=two words\r\nexport C=3\n", 0600), 0);
+	assert_int_equal(aj_write_file(envfile, "# comment\n\nB=two words\r\nexport C=3\n", 0600),
+			 0);
 	assert_int_equal(aj_policy_add_env_file(&p, envfile, &err), 0);
 	assert_int_equal(aj_write_file(envfile, "OK=1\nnot a var\n", 0600), 0);
 	assert_int_equal(aj_policy_add_env_file(&p, envfile, &err), -EINVAL);
@@ -210,9 +211,12 @@ static void test_etc_passwd(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_workspace_paths),  cmocka_unit_test(test_binds),
-		cmocka_unit_test(test_env),              cmocka_unit_test(test_user_hostname_cpus),
-		cmocka_unit_test(test_validate_command), cmocka_unit_test(test_etc_passwd),
+	    cmocka_unit_test(test_workspace_paths),
+	    cmocka_unit_test(test_binds),
+	    cmocka_unit_test(test_env),
+	    cmocka_unit_test(test_user_hostname_cpus),
+	    cmocka_unit_test(test_validate_command),
+	    cmocka_unit_test(test_etc_passwd),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -15,8 +15,10 @@
 static void test_privileged_map(void **state)
 {
 	(void)state;
-	aj_idmap m = {.privileged = true, .host_base = AJ_UID_BASE + 3 * AJ_UID_RANGE,
-		      .inside_uid = 1000, .inside_gid = 100};
+	aj_idmap m = {.privileged = true,
+		      .host_base = AJ_UID_BASE + 3 * AJ_UID_RANGE,
+		      .inside_uid = 1000,
+		      .inside_gid = 100};
 	char buf[64];
 	assert_int_equal(aj_userns_format_map(&m, false, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "0 1000196608 65536\n");
@@ -28,7 +30,10 @@ static void test_privileged_map(void **state)
 static void test_unprivileged_map(void **state)
 {
 	(void)state;
-	aj_idmap m = {.privileged = false, .caller_uid = 1000, .caller_gid = 1001, .inside_uid = 0,
+	aj_idmap m = {.privileged = false,
+		      .caller_uid = 1000,
+		      .caller_gid = 1001,
+		      .inside_uid = 0,
 		      .inside_gid = 0};
 	char buf[64];
 	assert_int_equal(aj_userns_format_map(&m, false, buf, sizeof(buf)), 0);
@@ -61,9 +66,9 @@ static void test_plan_never_root_nor_caller(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_privileged_map),
-		cmocka_unit_test(test_unprivileged_map),
-		cmocka_unit_test(test_plan_never_root_nor_caller),
+	    cmocka_unit_test(test_privileged_map),
+	    cmocka_unit_test(test_unprivileged_map),
+	    cmocka_unit_test(test_plan_never_root_nor_caller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

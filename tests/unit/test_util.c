@@ -59,7 +59,8 @@ static void test_error_format(void **state)
 	aj_err_prefix(&err, "setup");
 	char buf[1024];
 	aj_err_format(&err, buf, sizeof(buf));
-	assert_string_equal(buf, "setup: cannot mount /workspace: Permission denied (fix: chmod it)");
+	assert_string_equal(buf,
+			    "setup: cannot mount /workspace: Permission denied (fix: chmod it)");
 	assert_int_equal(aj_err(NULL, 0, "x"), -EINVAL);
 	aj_err_clear(&err);
 	aj_err(&err, EINVAL, "bad flag");
@@ -85,10 +86,10 @@ static void test_steal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_size),
-		cmocka_unit_test(test_parse_uint),
-		cmocka_unit_test(test_error_format),
-		cmocka_unit_test(test_steal),
+	    cmocka_unit_test(test_parse_size),
+	    cmocka_unit_test(test_parse_uint),
+	    cmocka_unit_test(test_error_format),
+	    cmocka_unit_test(test_steal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
