@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: every text parser behind the CLI flags (sizes, numbers,
- * seconds, user, cpus, hostname, env entries, in-sandbox paths, masks) and
+ * seconds, user, cpus, hostname, env entries, in-sandbox paths, masks, CIDRs,
+ * resolv.conf) and
  * the env-file parser. Each must accept or refuse, never crash or leak. */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "mask.h"
+#include "net.h"
 #include "policy.h"
 #include "util.h"
 
@@ -38,6 +40,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (aj_path_validate_inside("--ro", s, &canon, &err) == 0)
 		free(canon);
 	(void)aj_mask_match(s, "a/b/.env", ".env", false);
+	aj_cidr cidr;
+	if (aj_cidr_parse(s, &cidr) == 0) {
+		char text[64];
+		aj_cidr_format(&cidr, text, sizeof(text));
+		aj_cidr c2;
+		/* what we print, we read back the same */
+		if (aj_cidr_parse(text, &c2) != 0 || memcmp(&cidr, &c2, sizeof(c2)) != 0)
+			abort();
+	}
+	(void)aj_policy_add_deny(&p, s, &err);
+	char *rc = aj_net_resolv_conf(&p, s);
+	free(rc);
 	char *masked = aj_mask_env_text(&p, s);
 	free(masked);
 	/* the env-file parser reads a file: give it one */
