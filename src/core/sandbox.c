@@ -49,6 +49,7 @@ typedef struct run_ctx {
 	bool have_cg;
 	aj_net net;
 	bool want_tty;
+	bool background; /* in the background of the caller's terminal */
 	char **envp;
 	aj_bpf bpf;
 	char **argv; /* heap copy: the original argv area is wiped in init */
@@ -356,15 +357,22 @@ static void setup_relay(run_ctx *c, aj_relay *rl, aj_term *term)
 {
 	aj_relay_init(rl);
 	if (c->master >= 0) {
-		aj_term_make_raw(term, STDIN_FILENO);
 		aj_pty_copy_winsize(STDIN_FILENO, c->master);
-		aj_relay_add(rl, STDIN_FILENO, c->master, true, false);
+		if (!c->background) {
+			aj_term_make_raw(term, STDIN_FILENO);
+			aj_relay_add(rl, STDIN_FILENO, c->master, true, false);
+		}
 		aj_relay_add(rl, c->master, STDOUT_FILENO, false, false);
 		aj_relay_set_redactor(rl, &c->red[0]);
 		return;
 	}
 	/* pipes: the command's stdio are ours to relay and filter */
-	aj_relay_add(rl, STDIN_FILENO, c->stdio[0], true, true);
+	if (c->background) {
+		close(c->stdio[0]); /* the command's stdin: EOF */
+		c->stdio[0] = -1;
+	} else {
+		aj_relay_add(rl, STDIN_FILENO, c->stdio[0], true, true);
+	}
 	aj_relay_add(rl, c->stdio[1], STDOUT_FILENO, false, true);
 	aj_relay_set_redactor(rl, &c->red[0]);
 	aj_relay_add(rl, c->stdio[2], STDERR_FILENO, false, true);
@@ -535,8 +543,11 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	int r = aj_policy_validate(p, err);
 	if (r < 0)
 		return r;
-	c.want_tty = p->tty == AJ_TTY_ALWAYS ||
-		     (p->tty == AJ_TTY_AUTO && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
+	/* In the background of a terminal (cmd &), reading it or changing its
+	 * modes would stop us (SIGTTIN/SIGTTOU): no pty, and stdin at EOF. */
+	c.background = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp();
+	c.want_tty = p->tty == AJ_TTY_ALWAYS || (p->tty == AJ_TTY_AUTO && !c.background &&
+						 isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
 	if ((r = prepare(&c, err)) < 0)
 		goto out;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c.sock) < 0) {

@@ -86,3 +86,10 @@ READ_BACK='stty -icanon -echo min 0 time 0; x=; read -r -t 1 -n 64 x || true; ec
     assert_status 0
     [[ "$output" == *rc=130* ]] || { _aj_dump; fail "command not interrupted by ^C"; }
 }
+
+@test "tty: in the background of a terminal (cmd &) agentjail is not stopped; the command's stdin is at EOF" {
+    in_tty 'set -m; "${AJRUN[@]}" -- /bin/sh -c "cat; echo cat-eof" & wait $!; echo "rc=$?"'
+    assert_status 0
+    assert_output_has_line "cat-eof"
+    assert_eq "$(kv rc)" 0 "exit status of the background run"
+}
