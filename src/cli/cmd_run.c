@@ -66,8 +66,9 @@ static const char run_usage[] =
     "  -q, --quiet             don't warn about features this host lacks\n"
     "  -h, --help              show this help\n"
     "\n"
-    "Exit status: the command's; 128+N if it was killed by signal N; 125 if\n"
-    "agentjail itself failed; 126 if COMMAND is not executable; 127 if not found.\n"
+    "Exit status: the command's; 128+N if it was killed by signal N (137 with\n"
+    "an out-of-memory line); 124 on --timeout; 125 if agentjail itself failed;\n"
+    "126 if COMMAND is not executable; 127 if not found.\n"
     "SIZE accepts K, M, G suffixes (1024-based).\n";
 
 enum {
