@@ -136,15 +136,6 @@ char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
 
 /* ------------------------------------------------------------ address slots */
 
-/* Hold slot S of the pool for this process's lifetime with an abstract unix
- * socket name (as userns.c does for uid ranges): the kernel frees it when
- * agentjail dies. Abstract names are per network namespace, exactly the
- * scope in which two sandboxes' addresses and links could collide. */
-static int reserve_slot(unsigned slot)
-{
-	return aj_reserve_name("net-slot", slot);
-}
-
 static bool pid_alive(int pid)
 {
 	return kill(pid, 0) == 0 || errno == EPERM;
@@ -184,16 +175,12 @@ int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
 	}
 	aj_nft_sweep_stale();
 	sweep_stale_links();
-	for (int attempt = 0; attempt < 128; attempt++) {
-		unsigned r;
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
-		unsigned slot = r % AJ_NET_SLOTS;
-		int fd = reserve_slot(slot);
-		if (fd == -EADDRINUSE)
-			continue;
-		if (fd < 0)
-			return aj_err(err, -fd, "cannot reserve a sandbox address");
+	/* Slot S of the pool is held for this process's lifetime by an
+	 * abstract unix socket name; such names are per network namespace,
+	 * exactly the scope in which two sandboxes' addresses could collide. */
+	unsigned slot;
+	int fd = aj_reserve_random("net-slot", AJ_NET_SLOTS, &slot);
+	if (fd >= 0) {
 		n->slot_fd = fd;
 		n->slot = slot;
 		n->host_ip = AJ_NET_POOL + slot * 4 + 1;
@@ -203,6 +190,8 @@ int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
 		n->active = true;
 		return 0;
 	}
+	if (fd != -EBUSY)
+		return aj_err(err, -fd, "cannot reserve a sandbox address");
 	return aj_err(err, EBUSY, "no free address in 10.200.0.0/16 for a new sandbox");
 }
 

@@ -16,14 +16,6 @@
 
 #include "util.h"
 
-/* Reserve a uid slot for the lifetime of this process with an abstract unix
- * socket name: the kernel frees it when the process dies, so nothing is left
- * behind and two live sandboxes never share host ids. */
-static int reserve_slot(unsigned slot)
-{
-	return aj_reserve_name("uid-slot", slot);
-}
-
 static int slot_fd = -1;
 
 int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *err)
@@ -36,23 +28,20 @@ int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *er
 	m->privileged = m->caller_uid == 0;
 	if (!m->privileged)
 		return 0;
-	for (int attempt = 0; attempt < 64; attempt++) {
-		unsigned r;
-		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-			r = (unsigned)getpid() * 2654435761u + (unsigned)attempt;
-		unsigned slot = r % AJ_UID_SLOTS;
-		int fd = reserve_slot(slot);
-		if (fd == -EADDRINUSE)
-			continue;
-		if (fd < 0)
-			return aj_err(err, -fd, "cannot reserve a host uid range");
-		if (slot_fd >= 0)
-			close(slot_fd);
-		slot_fd = fd;
-		m->host_base = AJ_UID_BASE + slot * AJ_UID_RANGE;
-		return 0;
-	}
-	return aj_err(err, EBUSY, "no free host uid range for a new sandbox");
+	/* The range is held by an abstract unix socket name for this
+	 * process's lifetime: the kernel frees it when the process dies, so
+	 * nothing is left behind and two live sandboxes never share ids. */
+	unsigned slot;
+	int fd = aj_reserve_random("uid-slot", AJ_UID_SLOTS, &slot);
+	if (fd == -EBUSY)
+		return aj_err(err, EBUSY, "no free host uid range for a new sandbox");
+	if (fd < 0)
+		return aj_err(err, -fd, "cannot reserve a host uid range");
+	if (slot_fd >= 0)
+		close(slot_fd);
+	slot_fd = fd;
+	m->host_base = AJ_UID_BASE + slot * AJ_UID_RANGE;
+	return 0;
 }
 
 uid_t aj_userns_host_uid(const aj_idmap *m)

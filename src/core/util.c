@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -278,4 +279,20 @@ int aj_reserve_name(const char *kind, unsigned slot)
 		return -e;
 	}
 	return fd;
+}
+
+int aj_reserve_random(const char *kind, unsigned nslots, unsigned *slot)
+{
+	for (unsigned attempt = 0; attempt < 128; attempt++) {
+		unsigned r;
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (unsigned)getpid() * 2654435761u + attempt;
+		int fd = aj_reserve_name(kind, r % nslots);
+		if (fd == -EADDRINUSE)
+			continue;
+		if (fd >= 0)
+			*slot = r % nslots;
+		return fd;
+	}
+	return -EBUSY;
 }

@@ -81,3 +81,7 @@ void aj_close_all_except(const int *keep, size_t n);
  * dies, so such a reservation can never be left behind. Returns the fd,
  * -EADDRINUSE when another process holds it, or -errno. */
 int aj_reserve_name(const char *kind, unsigned slot);
+/* Reserve a free slot of "agentjail/<kind>/" among nslots, picked at
+ * random. Returns the fd holding it (slot in *slot), -EBUSY when none was
+ * free after many tries, or -errno. */
+int aj_reserve_random(const char *kind, unsigned nslots, unsigned *slot);
