@@ -86,7 +86,7 @@ lint() {
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
 	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] tests/unit/*.c \
-		tests/fuzz/*.c tests/probe/*.c tests/security/*.c; then
+		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
 	else

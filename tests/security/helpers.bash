@@ -7,7 +7,7 @@
 #   AJ      agentjail binary                 (default: build/agentjail)
 #   ATTACK  static attack program            (default: build/tests/ajattack;
 #           when that does not exist it is compiled once per bats run from
-#           tests/security/attack.c into $BATS_RUN_TMPDIR)
+#           tests/security/attack*.c into $BATS_RUN_TMPDIR)
 #
 # Every attack runs as `/attack NAME ...` inside the sandbox and prints
 # `NAME=blocked errno=E` / `NAME=ESCAPED ...` per attempt and a final
@@ -31,7 +31,7 @@ _aj_find_attack() {
     ATTACK=${BATS_RUN_TMPDIR:-/tmp}/ajattack
     if [ ! -x "$ATTACK" ]; then
         gcc -std=c17 -D_GNU_SOURCE -static -O2 -Wall -Wextra -Werror \
-            -o "$ATTACK.tmp.$$" "$_aj_sec_dir/attack.c" -pthread >&2 &&
+            -o "$ATTACK.tmp.$$" "$_aj_sec_dir"/attack*.c -pthread >&2 &&
             mv -f "$ATTACK.tmp.$$" "$ATTACK"
     fi
 }
