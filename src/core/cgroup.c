@@ -277,11 +277,16 @@ static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2,
 
 bool aj_cgroup_oom_killed(const aj_cgroup *cg)
 {
+	return aj_cgroup_oom_kills(cg) > 0;
+}
+
+unsigned long long aj_cgroup_oom_kills(const aj_cgroup *cg)
+{
 	_cleanup_free_ char *txt = NULL;
 	if (read_memory_file(cg, "memory.oom_control", "memory.events", &txt) < 0)
-		return false;
+		return 0;
 	const char *k = strstr(txt, "oom_kill ");
-	return k && strtoull(k + 9, NULL, 10) > 0;
+	return k ? strtoull(k + 9, NULL, 10) : 0;
 }
 
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg)

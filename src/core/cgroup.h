@@ -45,6 +45,8 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err);
 /* True when the memory controller recorded an OOM kill. */
 bool aj_cgroup_oom_killed(const aj_cgroup *cg);
+/* How many processes the OOM killer took in the sandbox so far. */
+unsigned long long aj_cgroup_oom_kills(const aj_cgroup *cg);
 /* Peak memory use of the sandbox in bytes, 0 when unknown. */
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg);
 /* Kill whatever is left and remove the directories. */

@@ -2,12 +2,15 @@
 #include "init.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,7 +59,8 @@ __attribute__((noreturn)) static void command_fail(int errfd, const aj_error *er
 }
 
 /* The command process: own session (and terminal), dropped privileges, exec. */
-__attribute__((noreturn)) static void command_main(const aj_init_args *a, int errfd)
+__attribute__((noreturn)) static void command_main(const aj_init_args *a, const aj_init_cmd *cmd,
+						   int errfd)
 {
 	const aj_policy *p = a->policy;
 	aj_error err;
@@ -71,14 +75,14 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
 		aj_err(&err, errno, "setsid");
-	if (!err.code && a->pty) {
-		int fd = open(a->pty, O_RDWR | O_CLOEXEC);
+	if (!err.code && cmd->pty) {
+		int fd = open(cmd->pty, O_RDWR | O_CLOEXEC);
 		if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
 		    dup2(fd, 2) < 0)
-			aj_err(&err, errno, "cannot attach the terminal %s", a->pty);
+			aj_err(&err, errno, "cannot attach the terminal %s", cmd->pty);
 	}
 	for (int i = 0; !err.code && i < 3; i++)
-		if (a->stdio[i] >= 0 && dup2(a->stdio[i], i) < 0)
+		if (cmd->stdio[i] >= 0 && dup2(cmd->stdio[i], i) < 0)
 			aj_err(&err, errno, "cannot attach the command's stdio");
 	if (err.code)
 		command_fail(errfd, &err);
@@ -90,7 +94,10 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 	(void)aj_write_file("/proc/self/oom_score_adj", "500", 0);
 	if (aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err) < 0)
 		command_fail(errfd, &err);
-	const char *cwd = p->cwd ? p->cwd : p->workspace ? AJ_WORKSPACE_DIR : AJ_SANDBOX_HOME;
+	const char *cwd = cmd->cwd	 ? cmd->cwd
+			  : p->cwd	 ? p->cwd
+			  : p->workspace ? AJ_WORKSPACE_DIR
+					 : AJ_SANDBOX_HOME;
 	if (chdir(cwd) < 0) {
 		aj_err(&err, errno, "cannot change to directory %s inside the sandbox", cwd);
 		aj_err_hint(&err, "--cwd must name an existing directory in the sandbox");
@@ -99,10 +106,10 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 	if (set_rlimits(p, &err) < 0 || aj_landlock_apply(p, &err) < 0 ||
 	    aj_seccomp_load(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
-	environ = a->envp;
-	execvp(a->argv[0], a->argv);
+	environ = cmd->envp;
+	execvp(cmd->argv[0], cmd->argv);
 	int e = errno;
-	aj_err(&err, e, "cannot execute '%s'", a->argv[0]);
+	aj_err(&err, e, "cannot execute '%s'", cmd->argv[0]);
 	err.exit = aj_init_exec_exit(e);
 	if (e == ENOENT)
 		aj_err_hint(
@@ -110,6 +117,58 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, int er
 		    "the command must exist inside the sandbox (PATH=%s); bind it in with --ro",
 		    AJ_DEFAULT_PATH);
 	command_fail(errfd, &err);
+}
+
+/* Fork and exec one command. Returns its pid, or -1 with err filled (and
+ * err->exit set) when it could not start; the failed child is reaped. */
+static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, aj_error *err)
+{
+	int errpipe[2];
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		aj_err(err, errno, "pipe");
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		aj_err(err, errno, "cannot fork the command");
+		close(errpipe[0]);
+		close(errpipe[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(errpipe[0]);
+		close(a->sync_fd);
+		command_main(a, cmd, errpipe[1]);
+	}
+	close(errpipe[1]);
+	/* only the command (and what it starts) holds its stdio now */
+	for (int i = 0; i < 3; i++)
+		if (cmd->stdio[i] >= 0)
+			close(cmd->stdio[i]);
+	/* EOF: exec succeeded (CLOEXEC); data: the command could not start. */
+	bool failed = aj_read_all(errpipe[0], err, sizeof(*err)) == 0;
+	close(errpipe[0]);
+	if (!failed)
+		return pid;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return -1;
+}
+
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	struct sigaction sa = {.sa_handler = noop_handler};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(forwarded); i++) {
+		sigaddset(set, forwarded[i]);
+		sigaction(forwarded[i], &sa, NULL);
+	}
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaddset(set, AJ_SIG_TERM_ALL);
+	sigaction(AJ_SIG_TERM_ALL, &sa, NULL);
+	sigprocmask(SIG_BLOCK, set, NULL);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 /* Reap everything; returns true when cmd_pid was reaped (status in *st). */
@@ -132,47 +191,13 @@ static bool reap_all(pid_t cmd_pid, int *st)
 __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 {
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	struct sigaction sa = {.sa_handler = noop_handler};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(forwarded); i++) {
-		sigaddset(&set, forwarded[i]);
-		sigaction(forwarded[i], &sa, NULL);
-	}
-	sigaction(SIGCHLD, &sa, NULL);
-	sigaddset(&set, AJ_SIG_TERM_ALL);
-	sigaction(AJ_SIG_TERM_ALL, &sa, NULL);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-
-	int errpipe[2];
+	block_signals(&set);
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
-	if (pipe2(errpipe, O_CLOEXEC) < 0) {
-		aj_err(&m.err, errno, "pipe");
-		aj_sync_send_error(a->sync_fd, &m.err);
-		_exit(AJ_EXIT_INTERNAL);
-	}
-	pid_t cmd = fork();
-	if (cmd < 0) {
-		aj_err(&m.err, errno, "cannot fork the command");
-		aj_sync_send_error(a->sync_fd, &m.err);
-		_exit(AJ_EXIT_INTERNAL);
-	}
-	if (cmd == 0) {
-		close(errpipe[0]);
-		close(a->sync_fd);
-		command_main(a, errpipe[1]);
-	}
-	close(errpipe[1]);
-	/* only the command (and what it starts) holds its stdio now */
-	for (int i = 0; i < 3; i++)
-		if (a->stdio[i] >= 0)
-			close(a->stdio[i]);
-	/* EOF: exec succeeded (CLOEXEC); data: the command could not start. */
 	aj_error exec_err;
-	bool failed = aj_read_all(errpipe[0], &exec_err, sizeof(exec_err)) == 0;
-	close(errpipe[0]);
+	aj_err_clear(&exec_err);
+	pid_t cmd = spawn(a, &a->cmd, &exec_err);
+	bool failed = cmd < 0;
 	if (!failed) {
 		m.type = AJ_MSG_STARTED;
 		(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
@@ -180,7 +205,7 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 
 	int status = 0;
 	bool done = false;
-	while (!done) {
+	while (!done && !failed) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
 		if (sig < 0)
@@ -211,5 +236,179 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 	else
 		m.status = WEXITSTATUS(status);
 	(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
+	_exit(0);
+}
+
+/* ---- persistent sandbox: commands on request ---- */
+
+typedef struct serve_exec {
+	pid_t pid;
+	int sock; /* -1 once the requester is gone */
+} serve_exec;
+
+/* Parse the spec memfd: cwd, argc args, envc env entries (NUL-terminated). */
+static int parse_spec(char *buf, size_t len, int argc, int envc, aj_init_cmd *cmd)
+{
+	if (argc < 1 || envc < 0 || argc > 65536 || envc > 65536)
+		return -EINVAL;
+	char **v = calloc((size_t)argc + (size_t)envc + 2, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	size_t off = 0;
+	int want = 1 + argc + envc;
+	for (int i = 0; i < want; i++) {
+		char *end = off < len ? memchr(buf + off, '\0', len - off) : NULL;
+		if (!end) {
+			free(v);
+			return -EINVAL;
+		}
+		if (i == 0)
+			cmd->cwd = buf[off] ? buf + off : NULL;
+		else
+			v[i <= argc ? i - 1 : i] = buf + off; /* argv, NULL, envp, NULL */
+		off = (size_t)(end - buf) + 1;
+	}
+	cmd->argv = v;
+	cmd->envp = v + argc + 1;
+	return 0;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* One AJ_MSG_EXEC: start the command, report on its own socket. */
+static void serve_start(const aj_init_args *a, const aj_msg *req, int *fds, size_t n,
+			serve_exec *ex, size_t *n_ex)
+{
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	if (n != 5 || *n_ex >= AJ_INIT_MAX_EXECS) {
+		if (n >= 1) {
+			aj_err(&m.err, n != 5 ? EPROTO : EAGAIN, "cannot start the command");
+			aj_sync_send_error(fds[0], &m.err);
+		}
+		close_fds(fds, n);
+		return;
+	}
+	_cleanup_free_ char *spec = NULL;
+	size_t len = 0;
+	aj_init_cmd cmd = {.stdio = {fds[1], fds[2], fds[3]}};
+	int r = aj_read_fd(fds[4], &spec, &len);
+	close(fds[4]);
+	if (r == 0)
+		r = parse_spec(spec, len, req->argc, req->envc, &cmd);
+	pid_t pid = -1;
+	if (r < 0) {
+		aj_err(&m.err, -r, "bad command request");
+		close_fds(fds + 1, 3);
+	} else {
+		pid = spawn(a, &cmd, &m.err);
+		free(cmd.argv);
+	}
+	if (pid < 0) {
+		aj_sync_send_error(fds[0], &m.err);
+		close(fds[0]);
+		return;
+	}
+	m.type = AJ_MSG_STARTED;
+	(void)aj_sync_send(fds[0], &m, NULL, 0);
+	ex[(*n_ex)++] = (serve_exec){.pid = pid, .sock = fds[0]};
+}
+
+/* A command ended: its whole process group goes, its requester learns. */
+static void serve_reaped(serve_exec *e, int status)
+{
+	kill(-e->pid, SIGKILL);
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_EXIT;
+	if (WIFSIGNALED(status))
+		m.signal = WTERMSIG(status);
+	else
+		m.status = WEXITSTATUS(status);
+	if (e->sock >= 0) {
+		(void)aj_sync_send(e->sock, &m, NULL, 0);
+		close(e->sock);
+	}
+	e->pid = 0;
+}
+
+static void serve_reap(serve_exec *ex, size_t n_ex)
+{
+	for (;;) {
+		int st;
+		pid_t r = waitpid(-1, &st, WNOHANG);
+		if (r <= 0)
+			return;
+		for (size_t i = 0; i < n_ex; i++)
+			if (ex[i].pid == r)
+				serve_reaped(&ex[i], st);
+	}
+}
+
+static void serve_request(serve_exec *e)
+{
+	aj_msg m;
+	int r = aj_sync_recv(e->sock, &m, NULL, 0, NULL);
+	if (r == 0 && m.type == AJ_MSG_SIGNAL && m.signal > 0 && m.signal < 65) {
+		kill(-e->pid, m.signal);
+		return;
+	}
+	/* the requester went away (or spoke nonsense): the command goes */
+	kill(-e->pid, SIGKILL);
+	close(e->sock);
+	e->sock = -1;
+}
+
+__attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
+{
+	sigset_t set;
+	block_signals(&set);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	static serve_exec ex[AJ_INIT_MAX_EXECS];
+	size_t n_ex = 0;
+	while (sfd >= 0) {
+		struct pollfd pf[2 + AJ_INIT_MAX_EXECS];
+		pf[0] = (struct pollfd){a->sync_fd, POLLIN, 0};
+		pf[1] = (struct pollfd){sfd, POLLIN, 0};
+		for (size_t i = 0; i < n_ex; i++)
+			pf[2 + i] = (struct pollfd){ex[i].sock, POLLIN, 0};
+		if (poll(pf, 2 + n_ex, -1) < 0)
+			continue;
+		for (size_t i = 0; i < n_ex; i++)
+			if (pf[2 + i].revents && ex[i].sock >= 0)
+				serve_request(&ex[i]);
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+			    (int)si.ssi_signo == AJ_SIG_TERM_ALL)
+				kill(-1, SIGTERM);
+			serve_reap(ex, n_ex);
+		}
+		size_t k = 0; /* drop the reaped */
+		for (size_t i = 0; i < n_ex; i++)
+			if (ex[i].pid > 0)
+				ex[k++] = ex[i];
+		n_ex = k;
+		if (pf[0].revents) {
+			aj_msg m;
+			int fds[AJ_SYNC_MAX_FDS];
+			size_t n = 0;
+			int r = aj_sync_recv(a->sync_fd, &m, fds, AJ_ARRAY_SIZE(fds), &n);
+			if (r == -EPIPE || (r < 0 && r != -EBADMSG && r != -EINTR))
+				break; /* agentjail is gone: so is the sandbox */
+			if (r == 0 && m.type == AJ_MSG_EXEC)
+				serve_start(a, &m, fds, n, ex, &n_ex);
+			else
+				close_fds(fds, n);
+		}
+	}
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
 	_exit(0);
 }

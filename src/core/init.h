@@ -10,22 +10,41 @@
 #include "policy.h"
 #include "sysfilter.h"
 
-typedef struct aj_init_args {
-	const aj_policy *policy;
+/* One command to start in the sandbox. */
+typedef struct aj_init_cmd {
 	char **argv;
 	char **envp;
+	const char *cwd; /* NULL: the policy's */
+	const char *pty; /* slave path inside the sandbox, or NULL */
+	int stdio[3];	 /* the command's stdin/stdout/stderr, -1: inherit */
+} aj_init_cmd;
+
+typedef struct aj_init_args {
+	const aj_policy *policy;
 	int sync_fd;	       /* to the agentjail parent */
-	const char *pty;       /* slave path inside the sandbox, or NULL */
 	bool drop_groups;      /* setgroups() allowed (privileged mode) */
 	const aj_bpf *seccomp; /* compiled filter, loaded last before exec */
-	int stdio[3];	       /* the command's stdin/stdout/stderr, -1: inherit */
+	aj_init_cmd cmd;       /* aj_init_main: the one command */
 } aj_init_args;
 
 /* Sent by agentjail to init: SIGTERM every process of the sandbox. */
 #define AJ_SIG_TERM_ALL (SIGRTMIN + 1)
 
-/* Never returns. */
+/* Run a->cmd and end with it. Never returns. */
 __attribute__((noreturn)) void aj_init_main(const aj_init_args *a);
+
+/* A persistent sandbox's init: start commands on request and stay. Each
+ * AJ_MSG_EXEC on sync_fd carries five fds: a SEQPACKET socket for that
+ * command (STARTED or ERROR, then EXIT, are sent there; AJ_MSG_SIGNAL read
+ * from there signals the command's process group, EOF kills it), its
+ * stdin, stdout, stderr, and a memfd holding NUL-terminated strings: the
+ * working directory ("" for the policy's), then argc arguments, then envc
+ * environment entries. When a command ends its process group is killed.
+ * EOF on sync_fd ends the sandbox. Never returns. */
+__attribute__((noreturn)) void aj_init_serve(const aj_init_args *a);
+
+/* Most commands one persistent sandbox runs at once. */
+#define AJ_INIT_MAX_EXECS 128
 
 /* Exit status for an exec errno: 127 not found, 126 not executable. */
 int aj_init_exec_exit(int errnum);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "redact.h"
 
+#include "policy.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,4 +154,16 @@ void aj_redactor_free(aj_redactor *r)
 		free(r->pat[i]);
 	free(r->tail);
 	memset(r, 0, sizeof(*r));
+}
+
+int aj_redactor_init_policy(aj_redactor *r, const aj_policy *p)
+{
+	aj_redactor_init(r);
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (aj_redactor_add(r, p->secrets[i].value) < 0)
+			return -ENOMEM;
+	for (size_t i = 0; i < p->n_redact; i++)
+		if (aj_redactor_add(r, p->redact[i]) < 0)
+			return -ENOMEM;
+	return 0;
 }

@@ -25,6 +25,9 @@ void aj_redactor_init(aj_redactor *r);
  * (those long enough not to match by chance). Values shorter than 4 bytes
  * are refused (-EINVAL): redacting them would garble ordinary output. */
 int aj_redactor_add(aj_redactor *r, const char *value);
+/* Init with every secret value and --redact value of a policy. */
+struct aj_policy;
+int aj_redactor_init_policy(aj_redactor *r, const struct aj_policy *p);
 bool aj_redactor_active(const aj_redactor *r);
 /* Feed len bytes; out receives what can be emitted now (malloc'ed, *out_len
  * bytes). final: no more input, flush everything. Returns 0 or -ENOMEM. */

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "box.h"
 #include "cgroup.h"
 #include "init.h"
 #include "mount.h"
@@ -64,6 +65,7 @@ typedef struct run_ctx {
 	char warnings[4][768];
 	size_t n_warnings;
 	pid_t pid;
+	bool persistent; /* a box: init serves commands on request (box.c) */
 } run_ctx;
 
 /* Warnings about degraded features are held until the sandbox is set up:
@@ -196,13 +198,15 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 	if (master >= 0)
 		close(master);
 	aj_init_args a = {.policy = c->p,
-			  .argv = c->argv,
-			  .envp = c->envp,
 			  .sync_fd = sock,
-			  .pty = c->want_tty ? pty : NULL,
 			  .drop_groups = c->idm.privileged,
 			  .seccomp = &c->bpf,
-			  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}};
+			  .cmd = {.argv = c->argv,
+				  .envp = c->envp,
+				  .pty = c->want_tty ? pty : NULL,
+				  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}}};
+	if (c->persistent)
+		aj_init_serve(&a);
 	aj_init_main(&a);
 }
 
@@ -254,7 +258,7 @@ static int prepare(run_ctx *c, aj_error *err)
 	}
 	c->envp = aj_policy_build_env(p, getenv("TERM"));
 	size_t argc = 0;
-	while (p->argv[argc])
+	while (p->argv && p->argv[argc])
 		argc++;
 	c->argv = calloc(argc + 1, sizeof(char *));
 	for (size_t i = 0; c->argv && i < argc; i++)
@@ -340,16 +344,9 @@ static void handle_signal(run_ctx *c, int sfd)
  * or logs: both output streams get a redactor with the same patterns. */
 static int setup_redactors(run_ctx *c, aj_error *err)
 {
-	const aj_policy *p = c->p;
-	for (int k = 0; k < 2; k++) {
-		aj_redactor_init(&c->red[k]);
-		for (size_t i = 0; i < p->n_secrets; i++)
-			if (aj_redactor_add(&c->red[k], p->secrets[i].value) < 0)
-				return aj_err(err, ENOMEM, "redaction patterns");
-		for (size_t i = 0; i < p->n_redact; i++)
-			if (aj_redactor_add(&c->red[k], p->redact[i]) < 0)
-				return aj_err(err, ENOMEM, "redaction patterns");
-	}
+	for (int k = 0; k < 2; k++)
+		if (aj_redactor_init_policy(&c->red[k], c->p) < 0)
+			return aj_err(err, ENOMEM, "redaction patterns");
 	return 0;
 }
 
@@ -606,4 +603,74 @@ out:
 	aj_redactor_free(&c.red[0]);
 	aj_redactor_free(&c.red[1]);
 	return r;
+}
+
+/* ---- a persistent sandbox, held by a keeper process (box.h) ---- */
+
+static int hold_start(run_ctx *c, aj_error *err)
+{
+	int r = prepare(c, err);
+	if (r < 0)
+		return r;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock) < 0)
+		return aj_err(err, errno, "socketpair");
+	c->pid = (pid_t)syscall(SYS_clone, AJ_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (c->pid == 0)
+		child_main(c);
+	if (c->pid < 0) {
+		r = aj_err(err, errno, "cannot create the sandbox's namespaces");
+		aj_err_hint(err, "check user namespace support with: agentjail doctor");
+		return r;
+	}
+	close(c->sock[1]);
+	c->sock[1] = -1;
+	return parent_start(c, err);
+}
+
+int aj_sandbox_hold(const aj_policy *p, int ctl)
+{
+	/* a box has no command of its own: its init starts them on request */
+	static char *no_argv[] = {"agentjail-box", NULL};
+	aj_policy *copy = malloc(sizeof(*copy));
+	if (!copy)
+		return AJ_EXIT_INTERNAL;
+	*copy = *p; /* shallow: p's strings stay p's */
+	copy->argv = no_argv;
+	copy->tty = AJ_TTY_NEVER;
+	run_ctx c = {.p = copy,
+		     .sock = {-1, -1},
+		     .master = -1,
+		     .net = {.slot_fd = -1},
+		     .stdio = {-1, -1, -1},
+		     .child_io = {-1, -1, -1},
+		     .tfd = -1,
+		     .persistent = true};
+	aj_box_info info;
+	memset(&info, 0, sizeof(info));
+	int r = aj_policy_validate(copy, &info.m.err);
+	if (r == 0)
+		r = hold_start(&c, &info.m.err);
+	if (r < 0) {
+		info.m.type = AJ_MSG_ERROR;
+		(void)aj_sync_send_buf(ctl, &info, sizeof(info), NULL, 0);
+	} else {
+		info.m.type = AJ_MSG_SETUP_DONE;
+		info.init = c.pid;
+		info.uid = aj_userns_host_uid(&c.idm);
+		info.gid = aj_userns_host_gid(&c.idm);
+		info.have_cg = c.have_cg;
+		info.cg = c.cg;
+		(void)aj_sync_send_buf(ctl, &info, sizeof(info), &c.sock[0], 1);
+		char b;
+		ssize_t n;
+		do /* until our creator closes it (or dies) */
+			n = read(ctl, &b, 1);
+		while (n > 0 || (n < 0 && errno == EINTR));
+	}
+	teardown(&c); /* kills init, removes the cgroup, network, mounts */
+	aj_bpf_free(&c.bpf);
+	aj_redactor_free(&c.red[0]);
+	aj_redactor_free(&c.red[1]);
+	free(copy);
+	return r < 0 ? AJ_EXIT_INTERNAL : 0;
 }

@@ -8,9 +8,19 @@
 
 int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n)
 {
+	return aj_sync_send_buf(sock, msg, sizeof(*msg), fds, n);
+}
+
+int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
+{
+	return aj_sync_recv_buf(sock, msg, sizeof(*msg), fds, cap, n);
+}
+
+int aj_sync_send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n)
+{
 	if (n > AJ_SYNC_MAX_FDS)
 		return -E2BIG;
-	struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof(*msg)};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * AJ_SYNC_MAX_FDS)];
 		struct cmsghdr align;
@@ -29,15 +39,15 @@ int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n)
 	for (;;) {
 		ssize_t r = sendmsg(sock, &mh, MSG_NOSIGNAL);
 		if (r >= 0)
-			return r == (ssize_t)sizeof(*msg) ? 0 : -EIO;
+			return r == (ssize_t)len ? 0 : -EIO;
 		if (errno != EINTR)
 			return -errno;
 	}
 }
 
-int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
+int aj_sync_recv_buf(int sock, void *buf, size_t len, int *fds, size_t cap, size_t *n)
 {
-	struct iovec iov = {.iov_base = msg, .iov_len = sizeof(*msg)};
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * AJ_SYNC_MAX_FDS)];
 		struct cmsghdr align;
@@ -68,7 +78,7 @@ int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
 				close(in[i]);
 		}
 	}
-	if (r != (ssize_t)sizeof(*msg) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+	if (r != (ssize_t)len || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EBADMSG;
 	return 0;
 }

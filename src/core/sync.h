@@ -17,6 +17,8 @@ enum aj_msg_type {
 	AJ_MSG_ERROR,		/* child: setup or exec failed (err filled) */
 	AJ_MSG_EXIT,		/* init: command ended (status/signal filled) */
 	AJ_MSG_STARTED,		/* init: the command was executed */
+	AJ_MSG_EXEC,		/* to a persistent init: start a command (fds: see init.h) */
+	AJ_MSG_SIGNAL,		/* to a persistent init: signal one command's process group */
 };
 
 typedef struct aj_msg {
@@ -24,6 +26,8 @@ typedef struct aj_msg {
 	int status;   /* AJ_MSG_EXIT: exit status or 0 */
 	int signal;   /* AJ_MSG_EXIT: terminating signal or 0 */
 	aj_error err; /* AJ_MSG_ERROR */
+	int argc;     /* AJ_MSG_EXEC: strings of the command line, then */
+	int envc;     /* of the environment, in the spec memfd */
 } aj_msg;
 
 /* Send msg with n fds (may be 0). Returns 0 or -errno. */
@@ -31,6 +35,9 @@ int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n);
 /* Receive one message; received fds (CLOEXEC) go to fds[*n] (max cap).
  * Returns 0, -EPIPE on EOF, or -errno. */
 int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n);
+/* The same for a message of any fixed size len (both ends agree on it). */
+int aj_sync_send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n);
+int aj_sync_recv_buf(int sock, void *buf, size_t len, int *fds, size_t cap, size_t *n);
 /* Child side helpers: report an error to the parent. */
 void aj_sync_send_error(int sock, const aj_error *err);
 

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/* A persistent sandbox: create (through a keeper process), run commands in
+ * it with streamed, redacted output, destroy. */
+#include "box.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "init.h"
+#include "redact.h"
+#include "util.h"
+
+int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
+{
+	memset(b, 0, sizeof(*b));
+	b->policy = p;
+	b->ctl = b->sock = -1;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return aj_err(err, errno, "socketpair");
+	pid_t parent = getpid();
+	b->keeper = fork();
+	if (b->keeper < 0) {
+		int e = errno;
+		close(sv[0]);
+		close(sv[1]);
+		return aj_err(err, e, "cannot fork the sandbox's keeper");
+	}
+	if (b->keeper == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (getppid() != parent)
+			_exit(AJ_EXIT_INTERNAL);
+		aj_close_all_except(&sv[1], 1);
+		aj_proctitle_set("agentjail-box");
+		_exit(aj_sandbox_hold(p, sv[1]));
+	}
+	close(sv[1]);
+	b->ctl = sv[0];
+	int fd = -1;
+	size_t n = 0;
+	int r = aj_sync_recv_buf(b->ctl, &b->info, sizeof(b->info), &fd, 1, &n);
+	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 1) {
+		b->sock = fd;
+		if ((b->envp = aj_policy_build_env(p, NULL)))
+			return 0;
+		r = aj_err(err, ENOMEM, "environment");
+	} else if (r == 0 && b->info.m.type == AJ_MSG_ERROR) {
+		*err = b->info.m.err;
+		aj_err_prefix(err, "sandbox setup failed");
+		r = -(err->code ? err->code : EINVAL);
+	} else {
+		r = aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's keeper died during setup");
+	}
+	if (n == 1 && r < 0 && fd != b->sock)
+		close(fd);
+	aj_box_destroy(b);
+	return r;
+}
+
+void aj_box_destroy(aj_box *b)
+{
+	if (b->sock >= 0)
+		close(b->sock);
+	if (b->ctl >= 0)
+		close(b->ctl); /* the keeper tears everything down and exits */
+	if (b->keeper > 0)
+		while (waitpid(b->keeper, NULL, 0) < 0 && errno == EINTR)
+			;
+	aj_strv_free(b->envp);
+	b->envp = NULL;
+	b->sock = b->ctl = -1;
+	b->keeper = 0;
+}
+
+int aj_box_root_fd(const aj_box *b, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)b->info.init);
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "cannot open the sandbox's root");
+	return fd;
+}
+
+/* ---- one command ---- */
+
+typedef struct exec_ctx {
+	aj_box *box;
+	const aj_exec_io *io;
+	int ctl;    /* our end of the command's socket to init */
+	int out[2]; /* read ends of stdout, stderr; -1 at EOF */
+	aj_redactor red[2];
+	int stage;	/* timeout: 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
+	bool ended;	/* init reported the end */
+	bool cancelled; /* the consumer went away */
+	aj_msg end;
+} exec_ctx;
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A memfd with the given bytes, read from its start. */
+static int memfd_with(const char *name, const char *data, size_t len, aj_error *err)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "memfd_create");
+	if ((len && aj_write_all(fd, data, len) < 0) || lseek(fd, 0, SEEK_SET) < 0) {
+		int e = errno;
+		close(fd);
+		return aj_err(err, e, "cannot write the command's %s", name);
+	}
+	return fd;
+}
+
+/* cwd, argv, environment (the policy's, then spec->env: later wins), as
+ * NUL-terminated strings; counts in m. */
+static int build_spec(const aj_box *b, const aj_exec_spec *s, aj_msg *m, aj_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int n_env = 0;
+	for (char **v = s->env; v && *v; v++)
+		n_env++;
+	int envc = 0;
+	for (char **v = b->envp; *v; v++)
+		envc++;
+	_cleanup_free_ const char **env = calloc((size_t)(envc + n_env + 1), sizeof(char *));
+	if (!env)
+		return aj_err(err, ENOMEM, "environment");
+	for (int i = 0; i < envc; i++)
+		env[i] = b->envp[i];
+	for (int i = 0; i < n_env; i++) { /* replace NAME= or append */
+		const char *e = s->env[i];
+		size_t nl = strcspn(e, "=");
+		int k = 0;
+		while (k < envc && !(strncmp(env[k], e, nl) == 0 && env[k][nl] == '='))
+			k++;
+		env[k] = e;
+		if (k == envc)
+			envc++;
+	}
+	m->argc = 0;
+	for (char **v = s->argv; *v; v++)
+		m->argc++;
+	m->envc = envc;
+	const char *cwd = s->cwd ? s->cwd : "";
+	for (int i = -1; i < m->argc + envc; i++) {
+		const char *str = i < 0 ? cwd : i < m->argc ? s->argv[i] : env[i - m->argc];
+		size_t l = strlen(str) + 1;
+		if (len + l > cap) {
+			cap = (len + l) * 2;
+			char *nb = realloc(buf, cap);
+			if (!nb)
+				return aj_err(err, ENOMEM, "command line");
+			buf = nb;
+		}
+		memcpy(buf + len, str, l);
+		len += l;
+	}
+	return memfd_with("command", buf, len, err);
+}
+
+/* Send the request to init; our ends of stdout/stderr/control in c. */
+static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
+{
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_EXEC;
+	int fds[5] = {-1, -1, -1, -1, -1}, sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
+	int r = 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
+		r = aj_err(err, errno, "cannot create the command's pipes");
+	/* owned by the sandbox user, so /dev/stdout works inside */
+	if (r == 0 &&
+	    (fchown(po[0], c->box->info.uid, c->box->info.gid) < 0 ||
+	     fchown(pe[0], c->box->info.uid, c->box->info.gid) < 0) &&
+	    getuid() == 0)
+		r = aj_err(err, errno, "cannot hand the pipes to the sandbox user");
+	if (r == 0 && (fds[1] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
+		r = fds[1];
+	if (r == 0 && (fds[4] = build_spec(c->box, s, &m, err)) < 0)
+		r = fds[4];
+	if (r == 0) {
+		fds[0] = sv[1];
+		fds[2] = po[1];
+		fds[3] = pe[1];
+		int e = aj_sync_send(c->box->sock, &m, fds, 5);
+		if (e < 0)
+			r = aj_err(err, -e, "the sandbox is gone");
+	}
+	for (int i = 0; i < 5; i++)
+		if (fds[i] >= 0 && fds[i] != sv[1] && fds[i] != po[1] && fds[i] != pe[1])
+			close(fds[i]);
+	int close_now[] = {sv[1], po[1], pe[1]};
+	for (size_t i = 0; i < 3; i++)
+		if (close_now[i] >= 0)
+			close(close_now[i]);
+	c->ctl = sv[0];
+	c->out[0] = po[0];
+	c->out[1] = pe[0];
+	if (r < 0)
+		return r;
+	/* init answers at once: STARTED, or why the command could not start */
+	struct pollfd pf = {c->ctl, POLLIN, 0};
+	if (poll(&pf, 1, 30000) != 1)
+		return aj_err(err, ETIMEDOUT, "the sandbox did not start the command");
+	int e = aj_sync_recv(c->ctl, &m, NULL, 0, NULL);
+	if (e == 0 && m.type == AJ_MSG_STARTED)
+		return 0;
+	if (e == 0 && m.type == AJ_MSG_ERROR) {
+		*err = m.err;
+		return -(err->code ? err->code : EINVAL);
+	}
+	return aj_err(err, e < 0 ? -e : EPROTO, "the sandbox is gone");
+}
+
+static void send_signal(exec_ctx *c, int sig)
+{
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_SIGNAL;
+	m.signal = sig;
+	(void)aj_sync_send(c->ctl, &m, NULL, 0);
+}
+
+static void emit(exec_ctx *c, int k, const char *buf, size_t len, bool final)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t olen = 0;
+	if (aj_redactor_feed(&c->red[k], buf, len, final, &out, &olen) < 0)
+		return;
+	if (olen && !c->cancelled && c->io->output(c->io->ctx, k + 1, out, olen) < 0) {
+		c->cancelled = true;
+		send_signal(c, SIGKILL);
+	}
+}
+
+static void read_output(exec_ctx *c, int k)
+{
+	char buf[65536];
+	ssize_t n = read(c->out[k], buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0) {
+		emit(c, k, buf, (size_t)n, false);
+		return;
+	}
+	emit(c, k, NULL, 0, true);
+	close(c->out[k]);
+	c->out[k] = -1;
+}
+
+static void on_control(exec_ctx *c)
+{
+	int r = aj_sync_recv(c->ctl, &c->end, NULL, 0, NULL);
+	if (r == 0 && c->end.type != AJ_MSG_EXIT)
+		return;
+	if (r < 0) { /* init died: the sandbox is gone (OOM, destroyed) */
+		memset(&c->end, 0, sizeof(c->end));
+		c->end.signal = SIGKILL;
+	}
+	c->ended = true;
+}
+
+/* Poll until the end is reported and the output drained (bounded). */
+static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
+{
+	long long t0 = now_ms(), deadline = s->timeout_ms ? t0 + (long long)s->timeout_ms : 0;
+	long long drain_until = 0;
+	unsigned long long grace = c->box->policy->kill_after_ms;
+	while (!c->ended || c->out[0] >= 0 || c->out[1] >= 0) {
+		if (c->ended && !drain_until)
+			drain_until = now_ms() + 1000;
+		struct pollfd pf[4] = {{c->ended ? -1 : c->ctl, POLLIN, 0},
+				       {c->out[0], POLLIN, 0},
+				       {c->out[1], POLLIN, 0},
+				       {c->cancelled ? -1 : c->io->cancel_fd, POLLIN, 0}};
+		long long now = now_ms(), wait = -1;
+		if (deadline && !c->ended)
+			wait = deadline > now ? deadline - now : 0;
+		if (drain_until)
+			wait = drain_until > now ? drain_until - now : 0;
+		int pr = poll(pf, 4, wait > 60000 ? 60000 : (int)wait);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr == 0 && drain_until && now_ms() >= drain_until)
+			break;
+		if (pr == 0 && deadline && !c->ended && now_ms() >= deadline) {
+			c->stage++;
+			send_signal(c, c->stage == 1 ? SIGTERM : SIGKILL);
+			deadline = c->stage == 1 ? now_ms() + (long long)(grace ? grace : 1) : 0;
+			continue;
+		}
+		for (int k = 0; k < 2; k++)
+			if (pf[1 + k].revents)
+				read_output(c, k);
+		if (pf[3].revents) {
+			c->cancelled = true;
+			send_signal(c, SIGKILL);
+		}
+		if (pf[0].revents)
+			on_control(c);
+	}
+}
+
+int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
+		aj_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	exec_ctx c = {.box = b, .io = io, .ctl = -1, .out = {-1, -1}};
+	long long t0 = now_ms();
+	unsigned long long oom0 = b->info.have_cg ? aj_cgroup_oom_kills(&b->info.cg) : 0;
+	int r = 0;
+	for (int k = 0; k < 2 && r == 0; k++)
+		if (aj_redactor_init_policy(&c.red[k], b->policy) < 0)
+			r = aj_err(err, ENOMEM, "redaction patterns");
+	if (r == 0)
+		r = start(&c, spec, err);
+	if (r == 0) {
+		exec_loop(&c, spec);
+		res->term_signal = c.end.signal;
+		res->status = c.end.status;
+		res->exit_code = c.end.signal ? 128 + c.end.signal : c.end.status;
+		res->oom_killed = b->info.have_cg && aj_cgroup_oom_kills(&b->info.cg) > oom0;
+		if (c.stage > 0) {
+			res->timed_out = true;
+			res->exit_code = AJ_EXIT_TIMEOUT;
+		}
+		res->peak_memory_bytes = b->info.have_cg ? aj_cgroup_peak_memory(&b->info.cg) : 0;
+	}
+	res->wall_ms = (unsigned long long)(now_ms() - t0);
+	for (int k = 0; k < 2; k++) {
+		if (c.out[k] >= 0)
+			close(c.out[k]);
+		aj_redactor_free(&c.red[k]);
+	}
+	if (c.ctl >= 0)
+		close(c.ctl); /* should the command still run, init kills it */
+	return r;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* A persistent sandbox ("box"): built once by the same pipeline as
+ * `agentjail run` (sandbox.c), then many commands run in it, each with the
+ * policy's capabilities drop, Landlock, seccomp, rlimits and redaction. The
+ * sandbox is held by a small keeper process (init's parent, so init dies
+ * with it, and it dies with its creator); closing the keeper's socket tears
+ * the sandbox down. */
+#ifndef AJ_BOX_H
+#define AJ_BOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "error.h"
+#include "policy.h"
+#include "sandbox.h"
+#include "sync.h"
+
+/* What the keeper tells its creator once the sandbox is up. */
+typedef struct aj_box_info {
+	aj_msg m; /* AJ_MSG_SETUP_DONE (with init's socket) or AJ_MSG_ERROR */
+	pid_t init;
+	uid_t uid; /* host ids of the sandbox's root user (files written by the service) */
+	gid_t gid;
+	bool have_cg;
+	aj_cgroup cg;
+} aj_box_info;
+
+typedef struct aj_box {
+	const aj_policy *policy; /* borrowed: must outlive the box */
+	pid_t keeper;
+	int ctl;  /* to the keeper; closing it ends the sandbox */
+	int sock; /* requests to init */
+	aj_box_info info;
+	char **envp; /* the policy's environment, the base of every command's */
+} aj_box;
+
+/* Build a sandbox for p (p->argv is ignored). The calling thread must
+ * live as long as the box (the keeper dies with it). */
+int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err);
+/* Kill everything in it and remove every trace; waits for the keeper. */
+void aj_box_destroy(aj_box *b);
+/* The keeper's side (sandbox.c): build the sandbox, report on ctl, hold it
+ * until ctl is closed, tear down. Returns an exit status. */
+int aj_sandbox_hold(const aj_policy *p, int ctl);
+
+typedef struct aj_exec_spec {
+	char **argv;		       /* command and arguments (required) */
+	char **env;		       /* more NAME=VALUE entries (later wins), or NULL */
+	const char *cwd;	       /* NULL: the policy's */
+	const char *stdin_data;	       /* the command's whole stdin, or NULL (empty) */
+	size_t stdin_len;	       /* bytes */
+	unsigned long long timeout_ms; /* 0: none; then SIGTERM, SIGKILL after kill_after */
+} aj_exec_spec;
+
+typedef struct aj_exec_io {
+	/* Redacted output as it comes: stream 1 stdout, 2 stderr. A negative
+	 * return kills the command (the consumer went away). */
+	int (*output)(void *ctx, int stream, const char *buf, size_t len);
+	void *ctx;
+	int cancel_fd; /* readable: kill the command; -1: none */
+} aj_exec_io;
+
+/* Run one command in the box and wait for it, streaming its output. Returns
+ * 0 when it ran (res: exit_code, term_signal, timed_out (124), oom_killed
+ * (137), wall_ms), or a negative errno with err filled when it could not
+ * start (err->exit 126/127: not executable/not found, 125: other). Safe to
+ * call from several threads at once. */
+int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
+		aj_error *err);
+
+/* A new fd (O_PATH) on the sandbox's root directory, for openat2 with
+ * RESOLVE_IN_ROOT. */
+int aj_box_root_fd(const aj_box *b, aj_error *err);
+
+#endif
