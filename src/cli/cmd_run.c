@@ -130,82 +130,13 @@ static const struct option run_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int parse_size_opt(const char *flag, const char *v, unsigned long long *out, aj_error *err)
-{
-	if (aj_parse_size(v, out) < 0) {
-		aj_err(err, EINVAL, "%s '%s': expected a size such as 512M or 2G", flag, v);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The report file is written by agentjail (not the sandbox): refuse a path
- * through a symlink or into a missing directory before anything runs. */
-static int set_result_path(aj_policy *p, const char *v, aj_error *err)
-{
-	_cleanup_free_ char *dir = strdup(v);
-	if (!dir)
-		return aj_err(err, ENOMEM, "--result");
-	char *slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	if (!*v || (slash && slash[1] == '\0' && slash != dir) || v[strlen(v) - 1] == '/')
-		return aj_err(err, EINVAL, "--result '%s': expected a file name", v);
-	struct stat st;
-	if (slash && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
-		return aj_err(err, ENOENT, "--result '%s': directory '%s' does not exist", v, dir);
-	if (lstat(v, &st) == 0 && !S_ISREG(st.st_mode))
-		return aj_err(err, EINVAL, "--result '%s' exists and is not a regular file", v);
-	free(p->result_path);
-	p->result_path = strdup(v);
-	return p->result_path ? 0 : aj_err(err, ENOMEM, "--result");
-}
-
+/* One option: the core sets it by its long name (the API shares the names). */
 static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 {
-	switch (c) {
-	case 'w': return aj_policy_set_workspace(p, v, err);
-	case OPT_ROOTFS: return aj_policy_set_rootfs(p, v, err);
-	case OPT_RO: return aj_policy_add_bind(p, v, false, err);
-	case OPT_RW: return aj_policy_add_bind(p, v, true, err);
-	case OPT_CWD: return aj_policy_set_cwd(p, v, err);
-	case OPT_TMP: return parse_size_opt("--disk", v, &p->tmp_size, err);
-	case OPT_TIMEOUT: return aj_parse_seconds("--timeout", v, &p->timeout_ms, err);
-	case OPT_KILLAFTER: return aj_parse_seconds("--kill-after", v, &p->kill_after_ms, err);
-	case OPT_FSIZE: return parse_size_opt("--fsize", v, &p->fsize, err);
-	case OPT_NOFILE:
-		if (aj_parse_uint(v, 1048576, &p->nofile) < 0)
-			return aj_err(err, EINVAL, "--nofile '%s': expected a number up to 1048576",
-				      v);
-		return 0;
-	case OPT_RESULT: return set_result_path(p, v, err);
-	case OPT_SECCOMP:
-		free(p->seccomp_profile);
-		return (p->seccomp_profile = strdup(v)) ? 0
-							: aj_err(err, ENOMEM, "--seccomp-profile");
-	case OPT_SECRET: return aj_policy_add_secret(p, v, err);
-	case OPT_REDACT: return aj_policy_add_redact(p, v, err);
-	case OPT_MASK: return aj_policy_add_mask(p, v, err);
-	case OPT_NOMASKS: p->no_default_masks = true; return 0;
-	case 'u': return aj_policy_set_user(p, v, err);
-	case OPT_HOST: return aj_policy_set_hostname(p, v, err);
-	case 'e': return aj_policy_add_env(p, v, err);
-	case OPT_ENVFILE: return aj_policy_add_env_file(p, v, err);
-	case OPT_MEM: return parse_size_opt("--memory", v, &p->memory, err);
-	case OPT_PIDS:
-		if (aj_parse_uint(v, 4194304, &p->pids) < 0)
-			return aj_err(err, EINVAL, "--pids '%s': expected a number", v);
-		return 0;
-	case OPT_CPUS: return aj_policy_set_cpus(p, v, err);
-	case 't': p->tty = AJ_TTY_ALWAYS; return 0;
-	case 'T': p->tty = AJ_TTY_NEVER; return 0;
-	case 'q': p->quiet = true; return 0;
-	case OPT_NET: return aj_policy_set_net(p, v, err);
-	case OPT_DENY: return aj_policy_add_deny(p, v, err);
-	default: return aj_err(err, EINVAL, "unknown option");
-	}
+	for (const struct option *o = run_opts; o->name; o++)
+		if (o->val == c)
+			return aj_policy_set(p, o->name, v, 0, err);
+	return aj_err(err, EINVAL, "unknown option");
 }
 
 static void cli_warn(void *ctx, const char *msg)

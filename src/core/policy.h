@@ -130,6 +130,19 @@ int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);
 /* --deny CIDR (IPv4 or IPv6; a bare address is a /32 or /128) */
 int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err);
 
+/* Set one option by the long name `agentjail run` gives it ("memory",
+ * "env", "ro", ...; flags without a value take NULL). With
+ * AJ_POLICY_SET_REMOTE (the service's API), options naming host files
+ * (--result, --seccomp-profile, --env-file) or copying the caller's
+ * environment (--env NAME, --secret NAME) are refused. */
+#define AJ_POLICY_SET_REMOTE 1u
+int aj_policy_set(aj_policy *p, const char *name, const char *value, unsigned flags,
+		  aj_error *err);
+/* Set options from a JSON object {name: value} (the service's API): a
+ * value is a string, a number, true (a flag), an array (repeated), or for
+ * "env"/"secret" an object {NAME: VALUE}. Remote rules apply. */
+struct json_t;
+int aj_policy_from_json(aj_policy *p, struct json_t *obj, aj_error *err);
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);
 

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* Setting a policy by option name (the long options of `agentjail run`),
+ * shared by the command line and the JSON of the service's API. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include "policy.h"
+#include "util.h"
+
+static int parse_size_opt(const char *flag, const char *v, unsigned long long *out, aj_error *err)
+{
+	if (aj_parse_size(v, out) < 0) {
+		aj_err(err, EINVAL, "%s '%s': expected a size such as 512M or 2G", flag, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The report file is written by agentjail (not the sandbox): refuse a path
+ * through a symlink or into a missing directory before anything runs. */
+static int set_result_path(aj_policy *p, const char *v, aj_error *err)
+{
+	_cleanup_free_ char *dir = strdup(v);
+	if (!dir)
+		return aj_err(err, ENOMEM, "--result");
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	if (!*v || (slash && slash[1] == '\0' && slash != dir) || v[strlen(v) - 1] == '/')
+		return aj_err(err, EINVAL, "--result '%s': expected a file name", v);
+	struct stat st;
+	if (slash && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return aj_err(err, ENOENT, "--result '%s': directory '%s' does not exist", v, dir);
+	if (lstat(v, &st) == 0 && !S_ISREG(st.st_mode))
+		return aj_err(err, EINVAL, "--result '%s' exists and is not a regular file", v);
+	free(p->result_path);
+	p->result_path = strdup(v);
+	return p->result_path ? 0 : aj_err(err, ENOMEM, "--result");
+}
+
+static int set_uint(const char *flag, const char *v, unsigned long long max,
+		    unsigned long long *out, aj_error *err)
+{
+	if (aj_parse_uint(v, max, out) < 0)
+		return aj_err(err, EINVAL, "--%s '%s': expected a number up to %llu", flag, v, max);
+	return 0;
+}
+
+/* Options that name host files or read the caller's environment: the
+ * command line only. */
+static bool host_only(const char *name, const char *v)
+{
+	static const char *const names[] = {"result", "seccomp-profile", "env-file", "tty",
+					    "no-tty"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	/* --env NAME / --secret NAME copy from the caller's environment */
+	return (!strcmp(name, "env") || !strcmp(name, "secret")) && !strchr(v, '=');
+}
+
+int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags, aj_error *err)
+{
+	if ((flags & AJ_POLICY_SET_REMOTE) && host_only(name, v ? v : ""))
+		return aj_err(err, EINVAL, "'%s' cannot be set through the API%s", name,
+			      strcmp(name, "env") && strcmp(name, "secret") ? ""
+									    : ": give NAME=VALUE");
+	if (!v)
+		v = "";
+#define IS(s) (strcmp(name, s) == 0)
+	if (IS("workspace"))
+		return aj_policy_set_workspace(p, v, err);
+	if (IS("rootfs"))
+		return aj_policy_set_rootfs(p, v, err);
+	if (IS("ro") || IS("rw"))
+		return aj_policy_add_bind(p, v, IS("rw"), err);
+	if (IS("cwd"))
+		return aj_policy_set_cwd(p, v, err);
+	if (IS("disk") || IS("tmp-size"))
+		return parse_size_opt("--disk", v, &p->tmp_size, err);
+	if (IS("timeout"))
+		return aj_parse_seconds("--timeout", v, &p->timeout_ms, err);
+	if (IS("kill-after"))
+		return aj_parse_seconds("--kill-after", v, &p->kill_after_ms, err);
+	if (IS("fsize"))
+		return parse_size_opt("--fsize", v, &p->fsize, err);
+	if (IS("nofile"))
+		return set_uint(name, v, 1048576, &p->nofile, err);
+	if (IS("result"))
+		return set_result_path(p, v, err);
+	if (IS("seccomp-profile")) {
+		free(p->seccomp_profile);
+		return (p->seccomp_profile = strdup(v)) ? 0
+							: aj_err(err, ENOMEM, "--seccomp-profile");
+	}
+	if (IS("secret"))
+		return aj_policy_add_secret(p, v, err);
+	if (IS("redact"))
+		return aj_policy_add_redact(p, v, err);
+	if (IS("mask"))
+		return aj_policy_add_mask(p, v, err);
+	if (IS("no-default-masks"))
+		return p->no_default_masks = true, 0;
+	if (IS("user"))
+		return aj_policy_set_user(p, v, err);
+	if (IS("hostname"))
+		return aj_policy_set_hostname(p, v, err);
+	if (IS("env"))
+		return aj_policy_add_env(p, v, err);
+	if (IS("env-file"))
+		return aj_policy_add_env_file(p, v, err);
+	if (IS("memory"))
+		return parse_size_opt("--memory", v, &p->memory, err);
+	if (IS("pids"))
+		return set_uint(name, v, 4194304, &p->pids, err);
+	if (IS("cpus"))
+		return aj_policy_set_cpus(p, v, err);
+	if (IS("tty"))
+		return p->tty = AJ_TTY_ALWAYS, 0;
+	if (IS("no-tty"))
+		return p->tty = AJ_TTY_NEVER, 0;
+	if (IS("quiet"))
+		return p->quiet = true, 0;
+	if (IS("net"))
+		return aj_policy_set_net(p, v, err);
+	if (IS("deny"))
+		return aj_policy_add_deny(p, v, err);
+#undef IS
+	return aj_err(err, EINVAL, "unknown option '%s'", name);
+}
+
+/* One JSON value of option name: a string, a number, true (a flag), an
+ * array (the option repeated) or, for env and secret, an object of
+ * NAME: VALUE. */
+static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_error *err)
+{
+	char num[64];
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return aj_policy_set(p, name, json_string_value(v), AJ_POLICY_SET_REMOTE, err);
+	case JSON_INTEGER:
+		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+		return aj_policy_set(p, name, num, AJ_POLICY_SET_REMOTE, err);
+	case JSON_REAL:
+		snprintf(num, sizeof(num), "%.6f", json_real_value(v));
+		return aj_policy_set(p, name, num, AJ_POLICY_SET_REMOTE, err);
+	case JSON_TRUE: return aj_policy_set(p, name, NULL, AJ_POLICY_SET_REMOTE, err);
+	case JSON_FALSE: return 0;
+	case JSON_ARRAY: {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+		{
+			int r = depth ? -EINVAL : set_json(p, name, e, 1, err);
+			if (r < 0)
+				return depth ? aj_err(err, EINVAL, "'%s': nested arrays", name) : r;
+		}
+		return 0;
+	}
+	case JSON_OBJECT: {
+		if (strcmp(name, "env") && strcmp(name, "secret"))
+			break;
+		const char *k;
+		json_t *e;
+		json_object_foreach(v, k, e)
+		{
+			if (!json_is_string(e))
+				return aj_err(err, EINVAL, "'%s.%s': expected a string", name, k);
+			if (!*k || strchr(k, '='))
+				return aj_err(err, EINVAL, "'%s': bad variable name '%s'", name, k);
+			_cleanup_free_ char *kv = aj_asprintf("%s=%s", k, json_string_value(e));
+			int r = kv ? aj_policy_set(p, name, kv, AJ_POLICY_SET_REMOTE, err)
+				   : aj_err(err, ENOMEM, "%s", name);
+			if (r < 0)
+				return r;
+		}
+		return 0;
+	}
+	case JSON_NULL: return 0;
+	}
+	return aj_err(err, EINVAL, "'%s': unexpected JSON type", name);
+}
+
+int aj_policy_from_json(aj_policy *p, json_t *obj, aj_error *err)
+{
+	if (!json_is_object(obj))
+		return aj_err(err, EINVAL, "expected a JSON object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(obj, k, v)
+	{
+		int r = set_json(p, k, v, 0, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
