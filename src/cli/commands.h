@@ -4,6 +4,8 @@
 
 int aj_cmd_run(int argc, char **argv);
 int aj_cmd_doctor(int argc, char **argv);
+int aj_cmd_serve(int argc, char **argv);
+int aj_cmd_sandbox(int argc, char **argv);
 
 /* Print "agentjail: MSG" for a structured error; returns its exit code. */
 struct aj_error;

@@ -18,6 +18,8 @@ static const char usage[] =
     "Commands:\n"
     "  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
     "  doctor                          check what this host supports, with fixes\n"
+    "  serve [OPTIONS]                 serve the sandbox API (docs/api.md)\n"
+    "  sandbox create|ls|exec|cp|rm    use the service's sandboxes\n"
     "  help                            show this help\n"
     "  version                         print the version\n"
     "\n"
@@ -58,6 +60,10 @@ int main(int argc, char **argv)
 		return aj_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return aj_cmd_serve(argc - 1, argv + 1);
+	if (strcmp(cmd, "sandbox") == 0)
+		return aj_cmd_sandbox(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);
 		return 0;

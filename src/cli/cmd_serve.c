@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail serve: the sandbox service (src/daemon). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "daemon.h"
+#include "util.h"
+
+static const char serve_usage[] =
+    "Usage: agentjail serve [OPTIONS]\n"
+    "\n"
+    "Serve the sandbox API (docs/api.md): sandboxes that live across many commands,\n"
+    "files in and out, streamed output, TTLs, metrics and an audit log.\n"
+    "\n"
+    "  --socket PATH         unix socket, mode 0600 (" AJ_DAEMON_RUN_DIR "/agentjail.sock)\n"
+    "  --listen ADDR:PORT    also listen on TCP; needs --token-file\n"
+    "  --token-file FILE     bearer token every request must carry (one line)\n"
+    "  --state-dir DIR       audit log, state of live sandboxes (" AJ_DAEMON_RUN_DIR ")\n"
+    "  --max-sandboxes N     at most N sandboxes at once (64)\n"
+    "  -q, --quiet           no start message, only errors\n";
+
+static const struct option serve_opts[] = {
+    {"socket", required_argument, NULL, 's'},
+    {"listen", required_argument, NULL, 'l'},
+    {"token-file", required_argument, NULL, 'k'},
+    {"state-dir", required_argument, NULL, 'd'},
+    {"max-sandboxes", required_argument, NULL, 'm'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int aj_cmd_serve(int argc, char **argv)
+{
+	aj_daemon_opts o = {.socket = AJ_DAEMON_RUN_DIR "/agentjail.sock",
+			    .state_dir = AJ_DAEMON_RUN_DIR,
+			    .max_sandboxes = AJ_DAEMON_DEFAULT_MAX};
+	aj_error err;
+	aj_err_clear(&err);
+	opterr = 0;
+	optind = 1;
+	int c;
+	unsigned long long n;
+	while ((c = getopt_long(argc, argv, "+qh", serve_opts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.socket = optarg; break;
+		case 'l': o.listen = optarg; break;
+		case 'k': o.token_file = optarg; break;
+		case 'd': o.state_dir = optarg; break;
+		case 'q': o.quiet = true; break;
+		case 'm':
+			if (aj_parse_uint(optarg, 100000, &n) < 0 || n == 0) {
+				aj_err(&err, EINVAL, "--max-sandboxes '%s': expected 1 to 100000",
+				       optarg);
+				return aj_cli_fail(&err);
+			}
+			o.max_sandboxes = (unsigned)n;
+			break;
+		case 'h': fputs(serve_usage, stdout); return 0;
+		default:
+			aj_err(&err, EINVAL, "unknown or incomplete option '%s'", argv[optind - 1]);
+			aj_err_hint(&err, "see agentjail serve --help");
+			return aj_cli_fail(&err);
+		}
+	}
+	if (optind < argc) {
+		aj_err(&err, EINVAL, "unexpected argument '%s'", argv[optind]);
+		return aj_cli_fail(&err);
+	}
+	if (o.socket[0] != '/' || o.state_dir[0] != '/') {
+		aj_err(&err, EINVAL, "--socket and --state-dir must be absolute paths");
+		return aj_cli_fail(&err);
+	}
+	if (aj_daemon_run(&o, &err) < 0)
+		return aj_cli_fail(&err);
+	return 0;
+}

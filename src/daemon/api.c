@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* Routing of the API (docs/api.md) to its handlers. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "http.h"
+#include "request.h"
+#include "util.h"
+
+#define PREFIX "/v1/sandboxes"
+
+typedef struct route {
+	char id[40];	 /* "" for the collection */
+	const char *sub; /* "" for the sandbox itself, "exec", "files", "mkdir" */
+	bool ok;
+} route;
+
+static route parse_route(const char *path)
+{
+	route rt = {.sub = ""};
+	if (strncmp(path, PREFIX, strlen(PREFIX)) != 0)
+		return rt;
+	const char *p = path + strlen(PREFIX);
+	if (*p == '\0' || !strcmp(p, "/"))
+		return rt.ok = true, rt;
+	if (*p++ != '/')
+		return rt;
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
+	if (n == 0 || n >= sizeof(rt.id) || (p[n] != '\0' && p[n] != '/'))
+		return rt;
+	memcpy(rt.id, p, n);
+	p += n;
+	static const char *const subs[] = {"exec", "files", "mkdir"};
+	if (*p == '\0' || !strcmp(p, "/"))
+		return rt.ok = true, rt;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
+		if (!strcmp(p + 1, subs[i]))
+			return rt.sub = subs[i], rt.ok = true, rt;
+	return rt;
+}
+
+static void text(aj_req *r, const char *ctype, char *body)
+{
+	free(r->resp);
+	r->resp = body;
+	r->resp_len = body ? strlen(body) : 0;
+	r->status = body ? 200 : 500;
+	r->ctype = ctype;
+	lws_callback_on_writable(r->wsi);
+}
+
+static void create(aj_req *r)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *body = aj_json_body(r->body, r->body_len, &err);
+	if (!body) {
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	json_t *logged = json_deep_copy(body);
+	json_object_del(logged, "secret"); /* values never reach the log */
+	aj_sandbox *sb = NULL;
+	int rc = aj_registry_create(body, r->peer, &sb, &err);
+	json_decref(body);
+	if (rc < 0) {
+		aj_metrics_add(&aj_stats.sandboxes_failed, 1);
+		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", r->peer, "request",
+						    logged, "error", err.msg));
+		aj_http_fail(r,
+			     rc == -EAGAIN					  ? 429
+			     : err.exit == AJ_EXIT_INTERNAL && err.code == EINVAL ? 400
+										  : 500,
+			     rc == -EAGAIN ? "too_many_sandboxes" : "create_failed", &err);
+		return;
+	}
+	aj_metrics_add(&aj_stats.sandboxes_created, 1);
+	aj_audit("create", json_pack("{s:s, s:s, s:o}", "sandbox", sb->id, "peer", r->peer,
+				     "request", logged));
+	aj_http_json(r, 201, aj_sandbox_json(sb));
+	aj_sandbox_unref(sb);
+}
+
+static void patch(aj_req *r, aj_sandbox *sb)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *body = aj_json_body(r->body, r->body_len, &err);
+	if (!body) {
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	json_t *t = json_object_get(body, "timeout");
+	double s = json_number_value(t);
+	if (!json_is_number(t) || s < 0 || s > AJ_DAEMON_MAX_TTL_S || json_object_size(body) != 1) {
+		json_decref(body);
+		aj_http_error(r, 400, "bad_request",
+			      "expected {\"timeout\": seconds from now (0: no TTL, at most %d)}",
+			      AJ_DAEMON_MAX_TTL_S);
+		return;
+	}
+	json_decref(body);
+	aj_sandbox_set_ttl(sb, s);
+	aj_audit("patch",
+		 json_pack("{s:s, s:s, s:f}", "sandbox", sb->id, "peer", r->peer, "timeout", s));
+	aj_http_json(r, 200, aj_sandbox_json(sb));
+}
+
+static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
+{
+	const char *sub = rt->sub;
+	int m = r->method;
+	if (!*sub && m == AJ_GET)
+		aj_http_json(r, 200, aj_sandbox_json(sb));
+	else if (!*sub && m == AJ_PATCH)
+		patch(r, sb);
+	else if (!*sub && m == AJ_DELETE) {
+		aj_registry_destroy(sb->id);
+		aj_audit("delete", json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", r->peer));
+		aj_http_json(r, 200, json_pack("{s:s, s:b}", "id", sb->id, "deleted", 1));
+		r->sb = NULL;
+		aj_sandbox_unref(sb); /* the last reference: gone before we answer */
+	} else if (!strcmp(sub, "exec") && m == AJ_POST)
+		aj_exec_start(r, sb);
+	else if (!strcmp(sub, "files") && m == AJ_GET)
+		aj_files_get(r, sb);
+	else if (!strcmp(sub, "files") && m == AJ_DELETE)
+		aj_files_delete(r, sb);
+	else if (!strcmp(sub, "files") && m == AJ_PUT) { /* an empty file */
+		if (aj_files_open_upload(r, sb) == 0)
+			aj_files_finish_upload(r);
+	} else if (!strcmp(sub, "mkdir") && m == AJ_POST)
+		aj_files_mkdir(r, sb);
+	else
+		aj_http_error(r, 405, "method_not_allowed", "%s does not take this method",
+			      r->path);
+}
+
+/* The sandbox of a route, with a reference held by the request. */
+static aj_sandbox *find(aj_req *r, const route *rt)
+{
+	aj_sandbox *sb = aj_registry_get(rt->id);
+	if (!sb) {
+		aj_http_error(r, 404, "not_found", "no sandbox '%s'", rt->id);
+		return NULL;
+	}
+	aj_sandbox_unref(r->sb);
+	r->sb = sb;
+	return sb;
+}
+
+void aj_api_dispatch(aj_req *r)
+{
+	if (!strcmp(r->path, "/healthz") && r->method == AJ_GET) {
+		aj_http_json(
+		    r, 200,
+		    json_pack("{s:s, s:i}", "status", "ok", "sandboxes", (int)aj_registry_count()));
+		return;
+	}
+	if (!strcmp(r->path, "/metrics") && r->method == AJ_GET) {
+		text(r, "text/plain; version=0.0.4", aj_metrics_text());
+		return;
+	}
+	route rt = parse_route(r->path);
+	if (!rt.ok) {
+		aj_http_error(r, 404, "not_found", "no such endpoint: %s", r->path);
+		return;
+	}
+	if (!rt.id[0]) {
+		if (r->method == AJ_POST)
+			create(r);
+		else if (r->method == AJ_GET)
+			aj_http_json(r, 200, aj_registry_list());
+		else
+			aj_http_error(r, 405, "method_not_allowed", "use GET or POST on %s",
+				      PREFIX);
+		return;
+	}
+	aj_sandbox *sb = r->sb ? r->sb : find(r, &rt);
+	if (sb)
+		on_sandbox(r, &rt, sb);
+}
+
+bool aj_api_begin_upload(aj_req *r)
+{
+	route rt = parse_route(r->path);
+	if (!rt.ok || !rt.id[0] || strcmp(rt.sub, "files") != 0) {
+		aj_http_error(r, rt.ok ? 405 : 404, rt.ok ? "method_not_allowed" : "not_found",
+			      "PUT is for %s/{id}/files", PREFIX);
+		return false;
+	}
+	aj_sandbox *sb = find(r, &rt);
+	return sb && aj_files_open_upload(r, sb) == 0;
+}
+
+int aj_api_upload_data(aj_req *r, const void *buf, size_t len)
+{
+	int e = aj_write_all(r->upload_fd, buf, len);
+	if (e < 0) {
+		errno = -e;
+		close(r->upload_fd);
+		r->upload_fd = -1;
+		return e;
+	}
+	r->uploaded += len;
+	return 0;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail serve: sandboxes that live across many commands, behind an
+ * HTTP API (libwebsockets), with files, streamed output, TTLs, metrics and
+ * an audit log. */
+#ifndef AJ_DAEMON_H
+#define AJ_DAEMON_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "box.h"
+#include "error.h"
+#include "policy.h"
+
+typedef struct aj_daemon_opts {
+	const char *listen;	/* "ADDR:PORT" or NULL: no TCP */
+	const char *socket;	/* unix socket path */
+	const char *token_file; /* bearer token; required with listen */
+	const char *state_dir;
+	unsigned max_sandboxes;
+	bool quiet;
+} aj_daemon_opts;
+
+#define AJ_DAEMON_RUN_DIR "/run/agentjail"
+#define AJ_DAEMON_DEFAULT_MAX 64
+#define AJ_DAEMON_MAX_TTL_S (7 * 24 * 3600)
+#define AJ_DAEMON_DEFAULT_TTL_S 3600
+
+/* Serve until SIGINT/SIGTERM. Returns 0 or a negative errno (err filled). */
+int aj_daemon_run(const aj_daemon_opts *o, aj_error *err);
+
+/* ---- sandboxes (registry.c) ---- */
+
+typedef struct aj_sandbox {
+	char id[40];
+	aj_policy policy;
+	aj_box box;
+	int root_fd;	      /* O_PATH of the sandbox's root */
+	long long created_ms; /* wall clock, ms since the epoch */
+	long long expires_ms; /* wall clock; 0: never */
+	unsigned long long execs;
+	int refs;	/* the registry's + running execs' (atomic) */
+	bool dead;	/* destroyed: no new work */
+	char owner[64]; /* who created it (audit) */
+} aj_sandbox;
+
+/* The service's state directory; set once at start. */
+void aj_registry_init(const char *state_dir, unsigned max);
+/* Remove what a previous (killed) service left, before serving. */
+void aj_registry_sweep(void);
+/* Create from a JSON request body; the result holds a reference. */
+int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err);
+/* Find a live sandbox; the result holds a reference (aj_sandbox_unref). */
+aj_sandbox *aj_registry_get(const char *id);
+/* Destroy: kill everything in it now; freed with its last reference. */
+int aj_registry_destroy(const char *id);
+/* Destroy the expired ones (ttl) / all (at exit). */
+void aj_registry_expire(void);
+void aj_registry_destroy_all(void);
+/* JSON description of one / all. */
+json_t *aj_sandbox_json(const aj_sandbox *sb);
+json_t *aj_registry_list(void);
+unsigned aj_registry_count(void);
+void aj_sandbox_ref(aj_sandbox *sb);
+void aj_sandbox_unref(aj_sandbox *sb);
+/* Set the TTL to seconds from now (PATCH). */
+void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds);
+long long aj_now_ms(void);
+
+/* ---- metrics.c ---- */
+typedef struct aj_metrics {
+	unsigned long long sandboxes_created, sandboxes_failed, sandboxes_destroyed,
+	    sandboxes_expired;
+	unsigned long long execs, exec_failed, timeouts, oom_kills, bytes_out, requests, errors;
+	unsigned long long latency_buckets[12]; /* exec duration histogram */
+	double latency_sum;
+} aj_metrics;
+extern aj_metrics aj_stats;
+void aj_metrics_add(unsigned long long *counter, unsigned long long n);
+void aj_metrics_exec(double seconds);
+/* The Prometheus text exposition (malloc'ed). */
+char *aj_metrics_text(void);
+
+/* ---- audit.c: JSON lines ---- */
+int aj_audit_open(const char *path, aj_error *err);
+/* Log one event: {"ts":..., "event": event, ...fields} (fields consumed). */
+void aj_audit(const char *event, json_t *fields);
+void aj_audit_close(void);
+
+#endif

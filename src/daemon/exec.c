@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* POST /v1/sandboxes/{id}/exec: a worker thread runs the command in the
+ * sandbox (aj_box_exec) and queues NDJSON events; the service thread sends
+ * them as the connection can take them. The queue is bounded: a slow
+ * client slows the command's output, a vanished one kills the command. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "request.h"
+#include "util.h"
+
+#define JOB_MAX_QUEUED (1u << 20)
+
+typedef struct aj_job {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *buf; /* queued NDJSON bytes [off, len) */
+	size_t len, off, cap;
+	bool done, gone, wake;
+	int refs;
+	struct lws *wsi;
+	int cancel_fd; /* eventfd: the command is killed when it becomes readable */
+	aj_sandbox *sb;
+	char peer[80];
+	aj_exec_req q;
+	char carry[2][4]; /* an incomplete UTF-8 sequence at a chunk's end */
+	size_t carry_n[2];
+	struct aj_job *next;
+} aj_job;
+
+static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_cv = PTHREAD_COND_INITIALIZER;
+static aj_job *jobs;  /* attached to a connection */
+static int n_workers; /* running */
+static struct lws_context *ctx;
+
+void aj_exec_set_context(struct lws_context *c)
+{
+	ctx = c;
+}
+
+static void job_unref(aj_job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	int left = --j->refs;
+	pthread_mutex_unlock(&j->mu);
+	if (left > 0)
+		return;
+	pthread_mutex_destroy(&j->mu);
+	pthread_cond_destroy(&j->cv);
+	free(j->buf);
+	aj_exec_req_free(&j->q);
+	if (j->cancel_fd >= 0)
+		close(j->cancel_fd);
+	aj_sandbox_unref(j->sb);
+	free(j);
+}
+
+/* Queue one event (o consumed). Waits while the queue is full; returns -1
+ * when the client is gone. */
+static int push(aj_job *j, json_t *o)
+{
+	char *line = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!line)
+		return 0;
+	size_t n = strlen(line);
+	int r = 0;
+	pthread_mutex_lock(&j->mu);
+	while (!j->gone && j->len - j->off > JOB_MAX_QUEUED)
+		pthread_cond_wait(&j->cv, &j->mu);
+	if (j->gone) {
+		r = -1;
+	} else {
+		if (j->len + n + 1 > j->cap) {
+			size_t cap = (j->len + n + 1) * 2;
+			char *b = realloc(j->buf, cap);
+			if (b)
+				j->buf = b, j->cap = cap;
+		}
+		if (j->len + n + 1 <= j->cap) {
+			memcpy(j->buf + j->len, line, n);
+			j->buf[j->len + n] = '\n';
+			j->len += n + 1;
+		}
+		j->wake = true;
+	}
+	pthread_mutex_unlock(&j->mu);
+	free(line);
+	if (r == 0)
+		lws_cancel_service(ctx);
+	return r;
+}
+
+/* Bytes at the end of buf that begin a UTF-8 sequence not complete yet. */
+static size_t incomplete_tail(const unsigned char *b, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char c = b[n - back];
+		if ((c & 0xC0) == 0x80)
+			continue; /* continuation byte: look further back */
+		size_t need = (c & 0xE0) == 0xC0   ? 2
+			      : (c & 0xF0) == 0xE0 ? 3
+			      : (c & 0xF8) == 0xF0 ? 4
+						   : 1;
+		return need > back ? back : 0;
+	}
+	return 0;
+}
+
+/* One piece of output: text as "data", anything else as "data_b64". */
+static int push_data(aj_job *j, int stream, const char *buf, size_t len)
+{
+	const char *name = stream == 1 ? "stdout" : "stderr";
+	json_t *s = json_stringn(buf, len);
+	if (s)
+		return push(j, json_pack("{s:s, s:o}", "type", name, "data", s));
+	size_t cap = len * 4 / 3 + 8;
+	_cleanup_free_ char *b64 = malloc(cap);
+	if (!b64 || lws_b64_encode_string(buf, (int)len, b64, (int)cap) < 0)
+		return 0;
+	return push(j, json_pack("{s:s, s:s}", "type", name, "data_b64", b64));
+}
+
+static int on_output(void *c, int stream, const char *buf, size_t len)
+{
+	aj_job *j = c;
+	int k = stream - 1;
+	aj_metrics_add(&aj_stats.bytes_out, len);
+	_cleanup_free_ char *all = malloc(j->carry_n[k] + len);
+	if (!all)
+		return 0;
+	memcpy(all, j->carry[k], j->carry_n[k]);
+	memcpy(all + j->carry_n[k], buf, len);
+	size_t n = j->carry_n[k] + len;
+	size_t keep = incomplete_tail((const unsigned char *)all, n);
+	memcpy(j->carry[k], all + n - keep, keep);
+	j->carry_n[k] = keep;
+	return n - keep ? push_data(j, stream, all, n - keep) : 0;
+}
+
+static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *err)
+{
+	for (int k = 0; k < 2; k++)
+		if (j->carry_n[k])
+			push_data(j, k + 1, j->carry[k], j->carry_n[k]);
+	json_t *ev;
+	if (r < 0) {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+		aj_err_format(err, msg, sizeof(msg));
+		const char *code = err->exit == AJ_EXIT_NOTFOUND ? "command_not_found"
+				   : err->exit == AJ_EXIT_NOEXEC ? "command_not_executable"
+								 : "exec_failed";
+		ev = json_pack("{s:s, s:i, s:{s:s, s:s}, s:I}", "type", "exit", "exit_code",
+			       err->exit, "error", "code", code, "message", msg, "duration_ms",
+			       (json_int_t)res->wall_ms);
+		aj_metrics_add(&aj_stats.exec_failed, 1);
+	} else {
+		ev = json_pack("{s:s, s:i, s:o, s:b, s:b, s:I}", "type", "exit", "exit_code",
+			       res->exit_code, "signal",
+			       res->term_signal ? json_integer(res->term_signal) : json_null(),
+			       "timed_out", res->timed_out, "oom_killed", res->oom_killed,
+			       "duration_ms", (json_int_t)res->wall_ms);
+		if (res->timed_out)
+			aj_metrics_add(&aj_stats.timeouts, 1);
+		if (res->oom_killed)
+			aj_metrics_add(&aj_stats.oom_kills, 1);
+	}
+	aj_metrics_add(&aj_stats.execs, 1);
+	aj_metrics_exec((double)res->wall_ms / 1000.0);
+	aj_audit("exec",
+		 json_pack("{s:s, s:s, s:O, s:i, s:I, s:b}", "sandbox", j->sb->id, "peer", j->peer,
+			   "cmd", j->q.cmd, "exit_code", r < 0 ? err->exit : res->exit_code,
+			   "duration_ms", (json_int_t)res->wall_ms, "timed_out",
+			   r == 0 && res->timed_out));
+	push(j, ev);
+	pthread_mutex_lock(&j->mu);
+	j->done = true;
+	j->wake = true;
+	pthread_mutex_unlock(&j->mu);
+	lws_cancel_service(ctx);
+}
+
+static void *worker(void *arg)
+{
+	aj_job *j = arg;
+	aj_exec_spec spec = {.argv = j->q.argv,
+			     .env = j->q.env,
+			     .cwd = j->q.cwd,
+			     .stdin_data = j->q.stdin_data,
+			     .stdin_len = j->q.stdin_len,
+			     .timeout_ms = j->q.timeout_ms};
+	aj_exec_io io = {.output = on_output, .ctx = j, .cancel_fd = j->cancel_fd};
+	aj_run_result res;
+	aj_error err;
+	aj_err_clear(&err);
+	__atomic_add_fetch(&j->sb->execs, 1, __ATOMIC_SEQ_CST);
+	int r = aj_box_exec(&j->sb->box, &spec, &io, &res, &err);
+	finish(j, r, &res, &err);
+	job_unref(j);
+	pthread_mutex_lock(&jobs_mu);
+	n_workers--;
+	pthread_cond_broadcast(&jobs_cv);
+	pthread_mutex_unlock(&jobs_mu);
+	return NULL;
+}
+
+void aj_exec_start(aj_req *r, aj_sandbox *sb)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	aj_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		aj_http_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	j->cancel_fd = -1;
+	if (aj_exec_req_parse(r->body, r->body_len, &j->q, &err) < 0) {
+		free(j);
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	j->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_init(&j->mu, NULL);
+	pthread_cond_init(&j->cv, NULL);
+	j->refs = 2; /* the connection's and the worker's */
+	j->wsi = r->wsi;
+	j->sb = sb;
+	aj_sandbox_ref(sb);
+	snprintf(j->peer, sizeof(j->peer), "%s", r->peer);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	pthread_mutex_lock(&jobs_mu);
+	int e = j->cancel_fd < 0 ? errno : pthread_create(&t, &attr, worker, j);
+	if (e == 0) {
+		n_workers++;
+		j->next = jobs;
+		jobs = j;
+	}
+	pthread_mutex_unlock(&jobs_mu);
+	pthread_attr_destroy(&attr);
+	if (e != 0) {
+		j->refs = 1;
+		job_unref(j);
+		aj_http_error(r, 503, "busy", "cannot start a worker: %s", strerror(e));
+		return;
+	}
+	r->job = j;
+	aj_http_stream(r, 200, "application/x-ndjson");
+}
+
+int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
+{
+	aj_job *j = r->job;
+	size_t room = cap - LWS_PRE - 16;
+	pthread_mutex_lock(&j->mu);
+	size_t n = j->len - j->off;
+	if (n > room)
+		n = room;
+	memcpy(buf + LWS_PRE, j->buf + j->off, n);
+	j->off += n;
+	if (j->off == j->len)
+		j->off = j->len = 0;
+	bool fin = j->done && j->len == 0;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	if (n && lws_write(r->wsi, buf + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
+		return -1;
+	if (fin) {
+		r->finished = true; /* completed (and closed) once this is flushed */
+		lws_callback_on_writable(r->wsi);
+	} else if (n) {
+		lws_callback_on_writable(r->wsi);
+	}
+	return 0;
+}
+
+void aj_exec_detach(aj_req *r)
+{
+	aj_job *j = r->job;
+	r->job = NULL;
+	pthread_mutex_lock(&jobs_mu);
+	for (aj_job **pp = &jobs; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	pthread_mutex_unlock(&jobs_mu);
+	pthread_mutex_lock(&j->mu);
+	bool running = !j->done;
+	j->gone = true;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	if (running) { /* nobody reads its output any more */
+		uint64_t one = 1;
+		if (write(j->cancel_fd, &one, sizeof(one)) < 0)
+			(void)0;
+	}
+	job_unref(j);
+}
+
+void aj_exec_wake_all(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	for (aj_job *j = jobs; j; j = j->next) {
+		pthread_mutex_lock(&j->mu);
+		bool w = j->wake && !j->gone;
+		j->wake = false;
+		pthread_mutex_unlock(&j->mu);
+		if (w)
+			lws_callback_on_writable(j->wsi);
+	}
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void aj_exec_shutdown(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&jobs_mu);
+	while (n_workers > 0 && pthread_cond_timedwait(&jobs_cv, &jobs_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&jobs_mu);
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in a sandbox: every path is resolved inside the sandbox's root
+ * (openat2 RESOLVE_IN_ROOT on a descriptor of /proc/<init>/root), as the
+ * sandbox's user (setfsuid/setfsgid of this thread), so a symlink planted
+ * inside can never lead to the host, and what the service writes belongs
+ * to the sandbox user. Uploads and downloads move chunk by chunk. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "util.h"
+
+#define LIST_MAX 10000
+#define RM_DEPTH 64
+
+typedef struct as_user {
+	int uid, gid;
+} as_user;
+
+/* Become the sandbox's user for file system checks (this thread only). */
+static as_user enter(const aj_sandbox *sb)
+{
+	as_user u = {-1, -1};
+	if (geteuid() == 0) {
+		u.gid = setfsgid(sb->box.info.gid);
+		u.uid = setfsuid(sb->box.info.uid);
+	}
+	return u;
+}
+
+static void leave(as_user u)
+{
+	if (u.uid >= 0) {
+		setfsuid((uid_t)u.uid);
+		setfsgid((gid_t)u.gid);
+	}
+}
+
+static int openat2_in(int root, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = {.flags = (unsigned long long)flags | O_CLOEXEC,
+			       .mode = (flags & O_CREAT) ? mode : 0,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	long fd = syscall(SYS_openat2, root, rel, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The path argument: absolute, no NUL, resolved later in the root. */
+static const char *path_arg(aj_req *r, char *buf, size_t len)
+{
+	const char *p = aj_http_arg(r, "path", buf, len);
+	if (!p || p[0] != '/' || strlen(p) >= len - 1) {
+		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
+		return NULL;
+	}
+	return p;
+}
+
+static const char *rel_of(const char *p)
+{
+	while (*p == '/')
+		p++;
+	return *p ? p : ".";
+}
+
+static int status_of(int e)
+{
+	switch (e) {
+	case ENOENT: return 404;
+	case EACCES:
+	case EPERM:
+	case EROFS: return 403;
+	case EEXIST:
+	case ENOTEMPTY: return 409;
+	case ENOSPC:
+	case EDQUOT: return 507;
+	default: return 400;
+	}
+}
+
+static void fail_errno(aj_req *r, const char *what, const char *path, int e)
+{
+	aj_http_error(r, status_of(e), e == ENOENT ? "not_found" : "file_error", "%s %s: %s", what,
+		      path, strerror(e));
+}
+
+/* Open the parent directory of path; its last component in *base. */
+static int open_parent(aj_sandbox *sb, char *path, const char **base)
+{
+	char *slash = strrchr(path, '/');
+	while (slash && slash[1] == '\0' && slash != path) { /* trailing slashes */
+		*slash = '\0';
+		slash = strrchr(path, '/');
+	}
+	if (!slash || !slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return -EINVAL;
+	*base = slash + 1;
+	*slash = '\0';
+	int fd = openat2_in(sb->root_fd, rel_of(path), O_PATH | O_DIRECTORY, 0);
+	*slash = '/';
+	return fd;
+}
+
+static json_t *entry_json(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return NULL;
+	const char *type = S_ISDIR(st.st_mode)	 ? "dir"
+			   : S_ISREG(st.st_mode) ? "file"
+			   : S_ISLNK(st.st_mode) ? "symlink"
+						 : "other";
+	return json_pack("{s:s, s:s, s:I, s:i, s:I}", "name", name, "type", type, "size",
+			 (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777), "mtime",
+			 (json_int_t)st.st_mtime);
+}
+
+static void list_dir(aj_req *r, int fd, const char *path)
+{
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		fail_errno(r, "cannot list", path, errno);
+		return;
+	}
+	json_t *a = json_array();
+	struct dirent *de;
+	size_t n = 0;
+	bool truncated = false;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n++ >= LIST_MAX) {
+			truncated = true;
+			break;
+		}
+		json_t *e = entry_json(dirfd(d), de->d_name);
+		if (e)
+			json_array_append_new(a, e);
+	}
+	closedir(d);
+	aj_http_json(
+	    r, 200,
+	    json_pack("{s:s, s:o, s:b}", "path", path, "entries", a, "truncated", truncated));
+}
+
+void aj_files_get(aj_req *r, aj_sandbox *sb)
+{
+	char buf[4096];
+	const char *path = path_arg(r, buf, sizeof(buf));
+	if (!path)
+		return;
+	as_user u = enter(sb);
+	int fd = openat2_in(sb->root_fd, rel_of(path), O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	leave(u);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		close(fd);
+		fd = -errno;
+	}
+	if (fd < 0) {
+		fail_errno(r, "cannot open", path, -fd);
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		list_dir(r, fd, path);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		aj_http_error(r, 400, "not_a_file", "%s is not a regular file or a directory",
+			      path);
+		return;
+	}
+	r->dl_fd = fd;
+	r->dl_left = (unsigned long long)st.st_size;
+	r->status = 200;
+	r->ctype = "application/octet-stream";
+	lws_callback_on_writable(r->wsi);
+}
+
+int aj_files_open_upload(aj_req *r, aj_sandbox *sb)
+{
+	char buf[4096], mbuf[64];
+	const char *path = path_arg(r, buf, sizeof(buf));
+	if (!path)
+		return -EINVAL;
+	unsigned long long mode = 0644;
+	const char *m = aj_http_arg(r, "mode", mbuf, sizeof(mbuf));
+	if (m && (sscanf(m, "%llo", &mode) != 1 || mode > 0777)) {
+		aj_http_error(r, 400, "bad_mode", "'mode' must be octal, at most 0777");
+		return -EINVAL;
+	}
+	snprintf(r->file_path, sizeof(r->file_path), "%s", path);
+	as_user u = enter(sb);
+	int fd = openat2_in(sb->root_fd, rel_of(path),
+			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY, (mode_t)mode);
+	leave(u);
+	if (fd < 0) {
+		fail_errno(r, "cannot write", path, -fd);
+		return fd;
+	}
+	r->upload_fd = fd;
+	return 0;
+}
+
+void aj_files_finish_upload(aj_req *r)
+{
+	int fd = r->upload_fd;
+	r->upload_fd = -1;
+	if (close(fd) < 0) {
+		fail_errno(r, "cannot write", r->file_path, errno);
+		return;
+	}
+	aj_audit("upload", json_pack("{s:s, s:s, s:s, s:I}", "sandbox", r->sb->id, "peer", r->peer,
+				     "path", r->file_path, "bytes", (json_int_t)r->uploaded));
+	aj_http_json(
+	    r, 201, json_pack("{s:s, s:I}", "path", r->file_path, "size", (json_int_t)r->uploaded));
+}
+
+/* rm -r below dfd/name, never following a symlink or leaving the tree. */
+static int remove_tree(int dfd, const char *name, int depth)
+{
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth >= RM_DEPTH)
+		return -ELOOP;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+void aj_files_delete(aj_req *r, aj_sandbox *sb)
+{
+	char buf[4096], rb[64];
+	const char *path = path_arg(r, buf, sizeof(buf));
+	if (!path)
+		return;
+	const char *rec = aj_http_arg(r, "recursive", rb, sizeof(rb));
+	bool recursive = rec && (!strcmp(rec, "true") || !strcmp(rec, "1"));
+	const char *base;
+	as_user u = enter(sb);
+	int dfd = open_parent(sb, buf, &base), e = 0;
+	if (dfd >= 0) {
+		if (recursive)
+			e = -remove_tree(dfd, base, 0);
+		else if (unlinkat(dfd, base, 0) < 0)
+			e = errno == EISDIR && unlinkat(dfd, base, AT_REMOVEDIR) == 0 ? 0 : errno;
+		close(dfd);
+	} else {
+		e = -dfd;
+	}
+	leave(u);
+	if (e) {
+		fail_errno(r, "cannot remove", path, e);
+		return;
+	}
+	aj_audit("rm",
+		 json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer", r->peer, "path", path));
+	aj_http_json(r, 200, json_pack("{s:s, s:b}", "path", path, "removed", 1));
+}
+
+static int mkdir_one(aj_sandbox *sb, char *path, bool exist_ok)
+{
+	const char *base;
+	int dfd = open_parent(sb, path, &base), e = 0;
+	if (dfd < 0)
+		return -dfd;
+	if (mkdirat(dfd, base, 0755) < 0 && !(errno == EEXIST && exist_ok))
+		e = errno;
+	close(dfd);
+	return e;
+}
+
+void aj_files_mkdir(aj_req *r, aj_sandbox *sb)
+{
+	char buf[4096], pb[64];
+	const char *path = path_arg(r, buf, sizeof(buf));
+	if (!path)
+		return;
+	const char *par = aj_http_arg(r, "parents", pb, sizeof(pb));
+	bool parents = par && (!strcmp(par, "true") || !strcmp(par, "1"));
+	as_user u = enter(sb);
+	int e = 0;
+	for (char *s = buf + 1; parents && !e && (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		e = mkdir_one(sb, buf, true);
+		*s = '/';
+	}
+	if (!e)
+		e = mkdir_one(sb, buf, parents);
+	leave(u);
+	if (e) {
+		fail_errno(r, "cannot create directory", path, e);
+		return;
+	}
+	aj_http_json(r, 201, json_pack("{s:s}", "path", path));
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP side of the service: the libwebsockets protocol callback, request
+ * bodies (bounded, or streamed into a file), and responses (whole, streamed
+ * from a worker, or read from a file chunk by chunk). */
+#include "http.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void aj_http_json(aj_req *r, int status, json_t *o)
+{
+	free(r->resp);
+	r->resp = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!r->resp)
+		r->resp = strdup("{}");
+	r->resp_len = r->resp ? strlen(r->resp) : 0;
+	/* a newline ends the body, so that shells show it nicely */
+	char *nl = r->resp ? realloc(r->resp, r->resp_len + 2) : NULL;
+	if (nl) {
+		r->resp = nl;
+		r->resp[r->resp_len++] = '\n';
+		r->resp[r->resp_len] = '\0';
+	}
+	r->resp_off = 0;
+	r->status = status;
+	r->ctype = "application/json";
+	if (status >= 400)
+		aj_metrics_add(&aj_stats.errors, 1);
+	lws_callback_on_writable(r->wsi);
+}
+
+void aj_http_error(aj_req *r, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	aj_http_json(r, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+}
+
+void aj_http_fail(aj_req *r, int status, const char *code, const aj_error *err)
+{
+	char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+	aj_err_format(err, msg, sizeof(msg));
+	aj_http_error(r, status, code, "%s", msg);
+}
+
+void aj_http_stream(aj_req *r, int status, const char *ctype)
+{
+	r->status = status;
+	r->ctype = ctype;
+	r->stream = true;
+	lws_callback_on_writable(r->wsi);
+}
+
+const char *aj_http_arg(aj_req *r, const char *name, char *buf, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s=", name);
+	const char *v = lws_get_urlarg_by_name(r->wsi, key, buf, (int)len);
+	if (!v)
+		return NULL;
+	memmove(buf, v, strlen(v) + 1); /* the value, at the start of buf */
+	return buf;
+}
+
+static int send_headers(aj_req *r, unsigned char *buf, size_t cap)
+{
+	unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + cap - 1;
+	lws_filepos_t len = r->resp	    ? (lws_filepos_t)r->resp_len
+			    : r->dl_fd >= 0 ? (lws_filepos_t)r->dl_left
+					    : LWS_ILLEGAL_HTTP_CONTENT_LEN;
+	if (lws_add_http_common_headers(r->wsi, (unsigned)r->status, r->ctype, len, &p, end))
+		return -1;
+	if (r->status == 401 &&
+	    lws_add_http_header_by_name(r->wsi, (const unsigned char *)"www-authenticate:",
+					(const unsigned char *)"Bearer", 6, &p, end))
+		return -1;
+	if (lws_add_http_header_by_name(r->wsi, (const unsigned char *)"cache-control:",
+					(const unsigned char *)"no-store", 8, &p, end))
+		return -1;
+	if (lws_finalize_write_http_header(r->wsi, start, &p, end))
+		return -1;
+	r->headers_sent = true;
+	return 0;
+}
+
+/* One writable callback: headers, then a piece of the body. Returns -1 to
+ * close the connection. */
+static int on_writable(aj_req *r)
+{
+	unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK + 64];
+	if (r->finished)
+		return lws_http_transaction_completed(r->wsi) ? -1 : 0;
+	if (!r->status)
+		return 0;
+	if (!r->headers_sent) {
+		if (send_headers(r, buf, sizeof(buf)) < 0)
+			return -1;
+		lws_callback_on_writable(r->wsi);
+		return 0;
+	}
+	if (r->job)
+		return aj_exec_writable(r, buf, sizeof(buf));
+	size_t n = 0;
+	if (r->resp) {
+		n = r->resp_len - r->resp_off;
+		if (n > AJ_HTTP_CHUNK)
+			n = AJ_HTTP_CHUNK;
+		memcpy(buf + LWS_PRE, r->resp + r->resp_off, n);
+		r->resp_off += n;
+		r->finished = r->resp_off == r->resp_len;
+	} else if (r->dl_fd >= 0) {
+		ssize_t k = read(r->dl_fd, buf + LWS_PRE,
+				 r->dl_left < AJ_HTTP_CHUNK ? (size_t)r->dl_left : AJ_HTTP_CHUNK);
+		if (k <= 0)
+			return -1; /* the file shrank: the client sees a short body */
+		n = (size_t)k;
+		r->dl_left -= n;
+		aj_metrics_add(&aj_stats.bytes_out, n);
+		r->finished = r->dl_left == 0;
+	} else {
+		r->finished = true;
+	}
+	if (n && lws_write(r->wsi, buf + LWS_PRE, n,
+			   r->finished ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)n)
+		return -1;
+	lws_callback_on_writable(r->wsi);
+	return 0;
+}
+
+static void req_free(aj_req *r)
+{
+	if (!r->wsi)
+		return; /* never started */
+	if (r->job)
+		aj_exec_detach(r);
+	if (r->upload_fd >= 0)
+		close(r->upload_fd);
+	if (r->dl_fd >= 0)
+		close(r->dl_fd);
+	r->upload_fd = r->dl_fd = -1;
+	free(r->body);
+	free(r->resp);
+	r->body = r->resp = NULL;
+	aj_sandbox_unref(r->sb);
+	r->sb = NULL;
+}
+
+static void peer_of(aj_req *r)
+{
+	int fd = lws_get_socket_fd(r->wsi);
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	r->remote = getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ss.ss_family != AF_UNIX;
+	if (!r->remote && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0)
+		snprintf(r->peer, sizeof(r->peer), "uid:%u", (unsigned)cr.uid);
+	else
+		lws_get_peer_simple(r->wsi, r->peer, sizeof(r->peer));
+}
+
+static bool has_body(aj_req *r)
+{
+	char cl[32];
+	return lws_hdr_copy(r->wsi, cl, sizeof(cl), WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0 &&
+	       strtoull(cl, NULL, 10) > 0;
+}
+
+/* A new request: method, path, who; auth; bodies. */
+static int on_http(aj_req *r, struct lws *wsi, const char *uri)
+{
+	req_free(r); /* the previous request on this connection */
+	memset(r, 0, sizeof(*r));
+	r->wsi = wsi;
+	r->upload_fd = r->dl_fd = -1;
+	char *u;
+	int ul;
+	static const int map[] = {[LWSHUMETH_GET] = AJ_GET,	  [LWSHUMETH_POST] = AJ_POST,
+				  [LWSHUMETH_PUT] = AJ_PUT,	  [LWSHUMETH_PATCH] = AJ_PATCH,
+				  [LWSHUMETH_DELETE] = AJ_DELETE, [LWSHUMETH_OPTIONS] = AJ_OTHER};
+	int m = lws_http_get_uri_and_method(wsi, &u, &ul);
+	r->method =
+	    m >= 0 && m < (int)AJ_ARRAY_SIZE(map) && m <= LWSHUMETH_DELETE ? map[m] : AJ_OTHER;
+	snprintf(r->path, sizeof(r->path), "%s", uri ? uri : "");
+	peer_of(r);
+	aj_metrics_add(&aj_stats.requests, 1);
+	if (!aj_http_token_ok(r)) {
+		r->dispatched = true; /* nothing is done for it */
+		aj_http_error(r, 401, "unauthorized", "a valid bearer token is required");
+		return 0;
+	}
+	if (!has_body(r)) {
+		r->dispatched = true;
+		aj_api_dispatch(r);
+		return 0;
+	}
+	if (r->method == AJ_PUT)
+		aj_api_begin_upload(r); /* on error a response is set; the body is dropped */
+	return 0;
+}
+
+static void on_body(aj_req *r, const void *in, size_t len)
+{
+	if (r->status) /* answered already (error): drop the body */
+		return;
+	if (r->upload_fd >= 0) {
+		if (aj_api_upload_data(r, in, len) < 0)
+			aj_http_error(r, 507, "write_failed", "cannot write %s: %s", r->file_path,
+				      strerror(errno));
+		return;
+	}
+	if (r->body_len + len > AJ_HTTP_MAX_BODY) {
+		r->body_too_big = true;
+		return;
+	}
+	char *b = realloc(r->body, r->body_len + len + 1);
+	if (!b) {
+		r->body_too_big = true;
+		return;
+	}
+	r->body = b;
+	memcpy(r->body + r->body_len, in, len);
+	r->body_len += len;
+	r->body[r->body_len] = '\0';
+}
+
+static void on_body_done(aj_req *r)
+{
+	if (r->dispatched)
+		return;
+	r->dispatched = true;
+	if (r->status) {
+		lws_callback_on_writable(r->wsi);
+		return;
+	}
+	if (r->body_too_big) {
+		aj_http_error(r, 413, "body_too_large", "request bodies are limited to %u bytes",
+			      AJ_HTTP_MAX_BODY);
+		return;
+	}
+	if (r->upload_fd >= 0) {
+		aj_files_finish_upload(r);
+		return;
+	}
+	aj_api_dispatch(r);
+}
+
+int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		     size_t len);
+int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		     size_t len)
+{
+	aj_req *r = user;
+	switch (reason) {
+	case LWS_CALLBACK_HTTP: return on_http(r, wsi, in);
+	case LWS_CALLBACK_HTTP_BODY: on_body(r, in, len); return 0;
+	case LWS_CALLBACK_HTTP_BODY_COMPLETION: on_body_done(r); return 0;
+	case LWS_CALLBACK_HTTP_WRITEABLE: return r ? on_writable(r) : 0;
+	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
+	case LWS_CALLBACK_CLOSED_HTTP:
+		if (r)
+			req_free(r);
+		return 0;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED: aj_exec_wake_all(); return 0;
+	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
+}

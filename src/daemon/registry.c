@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/* The service's sandboxes: create, find, expire, destroy; a state file per
+ * live sandbox so that a killed service's residue is removed at the next
+ * start. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "net.h"
+#include "util.h"
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static aj_sandbox **reg;
+static size_t reg_n, reg_cap;
+static char state_dir[PATH_MAX];
+static unsigned reg_max;
+
+long long aj_now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void aj_registry_init(const char *dir, unsigned max)
+{
+	snprintf(state_dir, sizeof(state_dir), "%s/sandboxes", dir);
+	reg_max = max;
+}
+
+static void state_path(const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.json", state_dir, id);
+}
+
+/* What the next start needs to clean up should this service be killed. */
+static void state_write(const aj_sandbox *sb)
+{
+	json_t *cg = json_array();
+	for (int i = 0; sb->box.info.have_cg && i < sb->box.info.cg.n; i++)
+		json_array_append_new(cg, json_pack("{s:s, s:i, s:s}", "ctrl",
+						    sb->box.info.cg.dirs[i].ctrl, "version",
+						    sb->box.info.cg.dirs[i].version, "path",
+						    sb->box.info.cg.dirs[i].path));
+	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:o}", "id", sb->id, "keeper",
+			      (int)sb->box.keeper, "init", (int)sb->box.info.init, "cgroup_name",
+			      sb->box.info.cg.name, "cgroups", cg);
+	char path[PATH_MAX];
+	state_path(sb->id, path, sizeof(path));
+	if (o)
+		json_dump_file(o, path, JSON_COMPACT);
+	json_decref(o);
+}
+
+/* A pid that still runs one of our processes (by its title). */
+static bool is_ours(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	_cleanup_free_ char *txt = NULL;
+	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
+		return false;
+	return aj_startswith(txt, "agentjail-box") || aj_startswith(txt, "agentjail-init");
+}
+
+static void sweep_one(const char *path)
+{
+	json_t *o = json_load_file(path, 0, NULL);
+	if (o) {
+		int pids[2] = {(int)json_integer_value(json_object_get(o, "init")),
+			       (int)json_integer_value(json_object_get(o, "keeper"))};
+		for (int i = 0; i < 2; i++)
+			if (is_ours(pids[i]))
+				kill(pids[i], SIGKILL);
+		aj_cgroup cg;
+		memset(&cg, 0, sizeof(cg));
+		size_t i;
+		json_t *d;
+		json_array_foreach(json_object_get(o, "cgroups"), i, d)
+		{
+			const char *p = json_string_value(json_object_get(d, "path"));
+			const char *c = json_string_value(json_object_get(d, "ctrl"));
+			/* only directories of agentjail's naming, never others */
+			if (!p || !c || cg.n >= AJ_CG_MAX_DIRS || !strstr(p, "/agentjail-"))
+				continue;
+			snprintf(cg.dirs[cg.n].path, sizeof(cg.dirs[0].path), "%s", p);
+			snprintf(cg.dirs[cg.n].ctrl, sizeof(cg.dirs[0].ctrl), "%s", c);
+			cg.dirs[cg.n++].version =
+			    (int)json_integer_value(json_object_get(d, "version"));
+		}
+		if (cg.n)
+			aj_cgroup_destroy(&cg);
+		json_decref(o);
+	}
+	unlink(path);
+}
+
+void aj_registry_sweep(void)
+{
+	(void)aj_mkdir_p(state_dir, 0700);
+	DIR *d = opendir(state_dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
+		sweep_one(path);
+	}
+	if (d)
+		closedir(d);
+	if (geteuid() == 0)
+		aj_nft_sweep_stale(); /* tables of dead keepers (--net open) */
+}
+
+static void make_id(char *buf, size_t len)
+{
+	unsigned char r[8];
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		memset(r, 0, sizeof(r));
+	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+		 r[5], r[6], r[7]);
+}
+
+void aj_sandbox_ref(aj_sandbox *sb)
+{
+	__atomic_add_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST);
+}
+
+void aj_sandbox_unref(aj_sandbox *sb)
+{
+	if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST) > 0)
+		return;
+	if (sb->root_fd >= 0)
+		close(sb->root_fd);
+	aj_box_destroy(&sb->box); /* waits for the keeper's teardown */
+	char path[PATH_MAX];
+	state_path(sb->id, path, sizeof(path));
+	unlink(path);
+	aj_policy_free(&sb->policy);
+	free(sb);
+}
+
+void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds)
+{
+	__atomic_store_n(&sb->expires_ms,
+			 seconds > 0 ? aj_now_ms() + (long long)(seconds * 1000) : 0,
+			 __ATOMIC_SEQ_CST);
+}
+
+/* The API's own keys; the rest is the policy (run's long option names). */
+static int take_ttl(json_t *req, double *ttl, aj_error *err)
+{
+	json_t *t = json_object_get(req, "timeout");
+	*ttl = AJ_DAEMON_DEFAULT_TTL_S;
+	if (t && !json_is_number(t))
+		return aj_err(err, EINVAL, "'timeout': expected seconds (a number)");
+	if (t)
+		*ttl = json_number_value(t);
+	if (*ttl < 0 || *ttl > AJ_DAEMON_MAX_TTL_S)
+		return aj_err(err, ERANGE, "'timeout': expected 0 (no TTL) to %d seconds",
+			      AJ_DAEMON_MAX_TTL_S);
+	json_object_del(req, "timeout");
+	return 0;
+}
+
+static int add_to_registry(aj_sandbox *sb, aj_error *err)
+{
+	pthread_mutex_lock(&reg_mu);
+	int r = 0;
+	if (reg_n >= reg_max) {
+		r = aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
+	} else if (reg_n == reg_cap) {
+		size_t cap = reg_cap ? reg_cap * 2 : 16;
+		aj_sandbox **n = realloc(reg, cap * sizeof(*n));
+		if (!n)
+			r = aj_err(err, ENOMEM, "registry");
+		else
+			reg = n, reg_cap = cap;
+	}
+	if (r == 0)
+		reg[reg_n++] = sb;
+	pthread_mutex_unlock(&reg_mu);
+	return r;
+}
+
+int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err)
+{
+	double ttl;
+	int r = take_ttl(req, &ttl, err);
+	if (r < 0)
+		return r;
+	if (aj_registry_count() >= reg_max)
+		return aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
+	aj_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return aj_err(err, ENOMEM, "sandbox");
+	aj_policy_init(&sb->policy);
+	sb->root_fd = -1;
+	sb->box.ctl = sb->box.sock = -1;
+	sb->refs = 1;
+	make_id(sb->id, sizeof(sb->id));
+	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
+	sb->policy.quiet = true;
+	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
+	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0) {
+		sb->created_ms = aj_now_ms();
+		aj_sandbox_set_ttl(sb, ttl);
+		state_write(sb);
+		r = add_to_registry(sb, err);
+	}
+	if (r < 0) {
+		aj_sandbox_unref(sb);
+		return r;
+	}
+	aj_sandbox_ref(sb);
+	*out = sb;
+	return 0;
+}
+
+aj_sandbox *aj_registry_get(const char *id)
+{
+	aj_sandbox *found = NULL;
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < reg_n && !found; i++)
+		if (strcmp(reg[i]->id, id) == 0) {
+			found = reg[i];
+			aj_sandbox_ref(found);
+		}
+	pthread_mutex_unlock(&reg_mu);
+	return found;
+}
+
+/* Out of the registry; everything in it killed at once (init's pid stays
+ * reserved until the keeper reaps it in its teardown). */
+static aj_sandbox *take(size_t i)
+{
+	aj_sandbox *sb = reg[i];
+	reg[i] = reg[--reg_n];
+	__atomic_store_n(&sb->dead, true, __ATOMIC_SEQ_CST);
+	kill(sb->box.info.init, SIGKILL);
+	return sb;
+}
+
+int aj_registry_destroy(const char *id)
+{
+	aj_sandbox *sb = NULL;
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < reg_n && !sb; i++)
+		if (strcmp(reg[i]->id, id) == 0)
+			sb = take(i);
+	pthread_mutex_unlock(&reg_mu);
+	if (!sb)
+		return -ENOENT;
+	aj_metrics_add(&aj_stats.sandboxes_destroyed, 1);
+	aj_sandbox_unref(sb);
+	return 0;
+}
+
+static void destroy_where(bool all)
+{
+	long long now = aj_now_ms();
+	for (;;) {
+		aj_sandbox *sb = NULL;
+		pthread_mutex_lock(&reg_mu);
+		for (size_t i = 0; i < reg_n && !sb; i++) {
+			long long exp = __atomic_load_n(&reg[i]->expires_ms, __ATOMIC_SEQ_CST);
+			if (all || (exp && exp <= now))
+				sb = take(i);
+		}
+		pthread_mutex_unlock(&reg_mu);
+		if (!sb)
+			return;
+		if (!all) {
+			aj_metrics_add(&aj_stats.sandboxes_expired, 1);
+			aj_audit("expire", json_pack("{s:s}", "sandbox", sb->id));
+		}
+		aj_metrics_add(&aj_stats.sandboxes_destroyed, 1);
+		aj_sandbox_unref(sb);
+	}
+}
+
+void aj_registry_expire(void)
+{
+	destroy_where(false);
+}
+
+void aj_registry_destroy_all(void)
+{
+	destroy_where(true);
+	pthread_mutex_lock(&reg_mu);
+	free(reg);
+	reg = NULL;
+	reg_n = reg_cap = 0;
+	pthread_mutex_unlock(&reg_mu);
+}
+
+unsigned aj_registry_count(void)
+{
+	pthread_mutex_lock(&reg_mu);
+	unsigned n = (unsigned)reg_n;
+	pthread_mutex_unlock(&reg_mu);
+	return n;
+}
+
+static json_t *iso_time(long long ms)
+{
+	char buf[64];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_string(buf);
+}
+
+json_t *aj_sandbox_json(const aj_sandbox *sb)
+{
+	long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST);
+	const aj_policy *p = &sb->policy;
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I}",
+			 "id", sb->id, "state", "running", "created_at", iso_time(sb->created_ms),
+			 "expires_at", exp ? iso_time(exp) : json_null(), "timeout_remaining",
+			 exp ? json_integer((exp - aj_now_ms() + 999) / 1000) : json_null(), "pid",
+			 (json_int_t)sb->box.info.init, "limits", "memory", (json_int_t)p->memory,
+			 "pids", (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0,
+			 "disk", (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
+			 p->net == AJ_NET_OPEN ? "open" : "none", "execs",
+			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST));
+}
+
+json_t *aj_registry_list(void)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < reg_n; i++)
+		json_array_append_new(a, aj_sandbox_json(reg[i]));
+	pthread_mutex_unlock(&reg_mu);
+	return json_pack("{s:o}", "sandboxes", a);
+}
