@@ -1,8 +1,420 @@
 /* SPDX-License-Identifier: MIT */
+/* agentjail sandbox create|ls|exec|cp|rm: a client of `agentjail serve`
+ * (libcurl on its unix socket, or on --url with a bearer token). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "daemon.h"
+#include "util.h"
+
+static const char sandbox_usage[] =
+    "Usage: agentjail sandbox [--socket PATH | --url URL [--token-file F]] COMMAND ...\n"
+    "\n"
+    "  create [--timeout SECS] [RUN-OPTIONS]   new sandbox; prints its id. RUN-OPTIONS\n"
+    "                          are those of `agentjail run` (--memory 256M, --env A=1,\n"
+    "                          --secret NAME=VALUE, --workspace DIR, --net open ...)\n"
+    "  ls [--json]             the service's sandboxes\n"
+    "  exec [--timeout SECS] [--cwd DIR] [-e NAME=VALUE] [-i] ID -- CMD [ARG...]\n"
+    "                          run CMD in sandbox ID, streaming its output; exits with\n"
+    "                          its status (-i: send our stdin)\n"
+    "  cp SRC DST              copy a file in or out: one of them is ID:/path\n"
+    "  rm ID...                destroy sandboxes\n"
+    "\n"
+    "The socket defaults to $AGENTJAIL_SOCKET or " AJ_DAEMON_RUN_DIR "/agentjail.sock.\n";
+
+typedef struct client {
+	const char *socket, *url;
+	char auth[320];
+} client;
+
+typedef struct buf {
+	char *data;
+	size_t len;
+} buf;
+
+static size_t to_buf(char *p, size_t sz, size_t n, void *ud)
+{
+	buf *b = ud;
+	char *d = realloc(b->data, b->len + sz * n + 1);
+	if (!d)
+		return 0;
+	memcpy(d + b->len, p, sz * n);
+	b->data = d;
+	b->len += sz * n;
+	d[b->len] = '\0';
+	return sz * n;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("agentjail: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	return AJ_EXIT_INTERNAL;
+}
+
+/* One request. body may be NULL; sink NULL: collect into out. Returns the
+ * HTTP status, or -1 (message printed) when the service is unreachable. */
+static long request(const client *c, const char *method, const char *path, const char *body,
+		    curl_write_callback sink, void *ud, FILE *upload, buf *out)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return -1;
+	char url[4096];
+	snprintf(url, sizeof(url), "%s%s", c->url ? c->url : "http://agentjail", path);
+	struct curl_slist *hdr = NULL;
+	if (c->auth[0])
+		hdr = curl_slist_append(hdr, c->auth);
+	hdr = curl_slist_append(hdr, "Expect:");
+	if (body)
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (!c->url)
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (upload) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READDATA, upload);
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink ? sink : to_buf);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink ? ud : out);
+	CURLcode rc = curl_easy_perform(h);
+	long status = -1;
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	else if (rc != CURLE_WRITE_ERROR)
+		fail("cannot reach the service at %s: %s", c->url ? c->url : c->socket,
+		     curl_easy_strerror(rc));
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return status;
+}
+
+/* A JSON error body, printed; returns 125. */
+static int api_fail(long status, const buf *b)
+{
+	json_t *o = b->data ? json_loads(b->data, 0, NULL) : NULL;
+	const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+	int r = status < 0 ? AJ_EXIT_INTERNAL
+			   : fail("%s (HTTP %ld)", m ? m : (b->data ? b->data : "error"), status);
+	json_decref(o);
+	return r;
+}
+
+/* --name VALUE / --name=VALUE options of run, into a JSON policy. */
+static int parse_create(int argc, char **argv, json_t *req)
+{
+	static const char *const flags[] = {"no-default-masks", "quiet"};
+	for (int i = 0; i < argc; i++) {
+		if (strncmp(argv[i], "--", 2) != 0)
+			return fail("create: unexpected argument '%s'", argv[i]);
+		char name[64];
+		const char *eq = strchr(argv[i], '='), *v = NULL;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq ? eq - argv[i] - 2 : 62),
+			 argv[i] + 2);
+		bool flag = false;
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(flags); k++)
+			flag |= !strcmp(name, flags[k]);
+		if (flag) {
+			json_object_set_new(req, name, json_true());
+			continue;
+		}
+		v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!v)
+			return fail("create: --%s needs a value", name);
+		if (!strcmp(name, "timeout")) {
+			json_object_set_new(req, name, json_real(strtod(v, NULL)));
+			continue;
+		}
+		json_t *a = json_object_get(req, name);
+		if (!a)
+			json_object_set_new(req, name, a = json_array());
+		json_array_append_new(a, json_string(v));
+	}
+	return 0;
+}
+
+static int cmd_create(const client *c, int argc, char **argv)
+{
+	json_t *req = json_object();
+	int r = parse_create(argc, argv, req);
+	char *body = r ? NULL : json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	if (!body)
+		return r ? r : AJ_EXIT_INTERNAL;
+	buf b = {0};
+	long st = request(c, "POST", "/v1/sandboxes", body, NULL, NULL, NULL, &b);
+	free(body);
+	json_t *o = st == 201 ? json_loads(b.data, 0, NULL) : NULL;
+	r = o ? (printf("%s\n", json_string_value(json_object_get(o, "id"))), 0) : api_fail(st, &b);
+	json_decref(o);
+	free(b.data);
+	return r;
+}
+
+static int cmd_ls(const client *c, int argc, char **argv)
+{
+	bool raw = argc > 0 && !strcmp(argv[0], "--json");
+	buf b = {0};
+	long st = request(c, "GET", "/v1/sandboxes", NULL, NULL, NULL, NULL, &b);
+	json_t *o = st == 200 ? json_loads(b.data, 0, NULL) : NULL;
+	int r = o ? 0 : api_fail(st, &b);
+	if (o && raw) {
+		fputs(b.data, stdout);
+	} else if (o) {
+		printf("%-20s %-8s %-21s %6s %s\n", "ID", "PID", "EXPIRES", "EXECS", "WORKSPACE");
+		size_t i;
+		json_t *s;
+		json_array_foreach(json_object_get(o, "sandboxes"), i, s)
+		{
+			const char *exp = json_string_value(json_object_get(s, "expires_at"));
+			const char *ws = json_string_value(json_object_get(s, "workspace"));
+			printf("%-20s %-8lld %-21s %6lld %s\n",
+			       json_string_value(json_object_get(s, "id")),
+			       (long long)json_integer_value(json_object_get(s, "pid")),
+			       exp ? exp : "never",
+			       (long long)json_integer_value(json_object_get(s, "execs")),
+			       ws ? ws : "-");
+		}
+	}
+	json_decref(o);
+	free(b.data);
+	return r;
+}
+
+/* NDJSON events: output to our stdout/stderr, the exit status kept. */
+typedef struct stream {
+	buf line;
+	int exit_code;
+	bool ended;
+} stream;
+
+static void on_event(stream *s, const char *line)
+{
+	json_t *o = json_loads(line, 0, NULL);
+	const char *type = json_string_value(json_object_get(o, "type"));
+	json_t *data = json_object_get(o, "data");
+	if (type && data && (!strcmp(type, "stdout") || !strcmp(type, "stderr"))) {
+		FILE *f = !strcmp(type, "stdout") ? stdout : stderr;
+		fwrite(json_string_value(data), 1, json_string_length(data), f);
+		fflush(f);
+	} else if (type && !strcmp(type, "exit")) {
+		s->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
+		s->ended = true;
+		const char *m =
+		    json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+		if (m)
+			fprintf(stderr, "agentjail: %s\n", m);
+		else if (json_is_true(json_object_get(o, "timed_out")))
+			fprintf(stderr, "agentjail: timeout: the command was stopped (exit 124)\n");
+		else if (json_is_true(json_object_get(o, "oom_killed")))
+			fprintf(stderr, "agentjail: out of memory: the kernel killed a process\n");
+	} else if (!type) {
+		s->line.len = 0; /* not an event: an error body, kept for the caller */
+		to_buf((char *)line, 1, strlen(line), &s->line);
+	}
+	json_decref(o);
+}
+
+static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
+{
+	stream *s = ud;
+	for (size_t i = 0; i < sz * n; i++) {
+		if (p[i] != '\n') {
+			if (!to_buf(p + i, 1, 1, &s->line))
+				return 0;
+			continue;
+		}
+		if (s->line.data) {
+			on_event(s, s->line.data);
+			if (s->line.data)
+				s->line.len = 0, s->line.data[0] = '\0';
+		}
+	}
+	return sz * n;
+}
+
+static int exec_body(int argc, char **argv, json_t *req, const char **id)
+{
+	json_t *env = json_object();
+	json_object_set_new(req, "env", env);
+	int i = 0;
+	for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--"); i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "-i")) {
+			char *in = NULL;
+			size_t len = 0;
+			if (aj_read_fd(STDIN_FILENO, &in, &len) < 0)
+				return fail("exec -i: cannot read stdin (at most 1 MiB)");
+			json_object_set_new(req, "stdin", json_stringn(in, len));
+			free(in);
+			continue;
+		}
+		if (i + 1 >= argc)
+			return fail("exec: %s needs a value", o);
+		const char *v = argv[++i];
+		if (!strcmp(o, "--timeout"))
+			json_object_set_new(req, "timeout", json_real(strtod(v, NULL)));
+		else if (!strcmp(o, "--cwd"))
+			json_object_set_new(req, "cwd", json_string(v));
+		else if ((!strcmp(o, "-e") || !strcmp(o, "--env")) && strchr(v, '='))
+			json_object_set_new(env, (*strchr(v, '=') = '\0', v),
+					    json_string(strchr(v, 0) + 1));
+		else
+			return fail("exec: unknown option '%s'", o);
+	}
+	if (i >= argc)
+		return fail("exec: which sandbox? (agentjail sandbox exec ID -- CMD...)");
+	*id = argv[i++];
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc)
+		return fail("exec: no command given");
+	json_t *cmd = json_array();
+	for (; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_object_set_new(req, "cmd", cmd);
+	return 0;
+}
+
+static int cmd_exec(const client *c, int argc, char **argv)
+{
+	json_t *req = json_object();
+	const char *id = NULL;
+	int r = exec_body(argc, argv, req, &id);
+	char *body = r ? NULL : json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	if (!body)
+		return r ? r : AJ_EXIT_INTERNAL;
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	stream s = {.exit_code = AJ_EXIT_INTERNAL};
+	long st = request(c, "POST", path, body, on_stream, &s, NULL, NULL);
+	free(body);
+	if (st != 200 || !s.ended) {
+		if (st == 200)
+			fail("the service ended the stream early");
+		r = st == 200 ? AJ_EXIT_INTERNAL : api_fail(st, &s.line);
+	} else {
+		r = s.exit_code;
+	}
+	free(s.line.data);
+	return r;
+}
+
+static size_t to_file(char *p, size_t sz, size_t n, void *ud)
+{
+	return fwrite(p, sz, n, ud) * sz;
+}
+
+static int cmd_cp(const client *c, int argc, char **argv)
+{
+	if (argc != 2)
+		return fail("cp: expected SRC DST, one of them ID:/path");
+	const char *remote = strchr(argv[0], ':') && argv[0][0] != '/' ? argv[0] : argv[1];
+	bool upload = remote == argv[1];
+	const char *colon = strchr(remote, ':');
+	if (!colon || colon[1] != '/')
+		return fail("cp: expected ID:/absolute/path, got '%s'", remote);
+	CURL *h = curl_easy_init();
+	char *esc = h ? curl_easy_escape(h, colon + 1, 0) : NULL;
+	char path[8192];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%.*s/files?path=%s", (int)(colon - remote),
+		 remote, esc ? esc : "");
+	curl_free(esc);
+	curl_easy_cleanup(h);
+	const char *local = upload ? argv[0] : argv[1];
+	FILE *f = strcmp(local, "-") ? fopen(local, upload ? "rb" : "wb") : upload ? stdin : stdout;
+	if (!f)
+		return fail("cp: cannot open %s: %s", local, strerror(errno));
+	buf b = {0};
+	long st = upload ? request(c, "PUT", path, NULL, NULL, NULL, f, &b)
+			 : request(c, "GET", path, NULL, to_file, f, NULL, NULL);
+	if (f != stdin && f != stdout && fclose(f) != 0 && st == 200)
+		st = -1;
+	int r = st == 200 || st == 201 ? 0 : 1;
+	if (r && !upload && strcmp(local, "-")) {
+		unlink(local); /* not a half file: the error body went there */
+		r = fail("cp: cannot download %s (HTTP %ld)", remote, st);
+	} else if (r) {
+		r = api_fail(st, &b);
+	}
+	free(b.data);
+	return r;
+}
+
+static int cmd_rm(const client *c, int argc, char **argv)
+{
+	int r = argc ? 0 : fail("rm: which sandbox?");
+	for (int i = 0; i < argc; i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s", argv[i]);
+		buf b = {0};
+		long st = request(c, "DELETE", path, NULL, NULL, NULL, NULL, &b);
+		if (st != 200)
+			r = api_fail(st, &b);
+		free(b.data);
+	}
+	return r;
+}
+
+static int dispatch(const client *c, const char *cmd, int argc, char **argv)
+{
+	if (!strcmp(cmd, "create"))
+		return cmd_create(c, argc, argv);
+	if (!strcmp(cmd, "ls"))
+		return cmd_ls(c, argc, argv);
+	if (!strcmp(cmd, "exec"))
+		return cmd_exec(c, argc, argv);
+	if (!strcmp(cmd, "cp"))
+		return cmd_cp(c, argc, argv);
+	if (!strcmp(cmd, "rm"))
+		return cmd_rm(c, argc, argv);
+	return fail("sandbox: unknown command '%s' (see agentjail sandbox --help)", cmd);
+}
+
 int aj_cmd_sandbox(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return 125;
+	client c = {.socket = getenv("AGENTJAIL_SOCKET")};
+	if (!c.socket || !*c.socket)
+		c.socket = AJ_DAEMON_RUN_DIR "/agentjail.sock";
+	int i = 1;
+	for (; i + 1 < argc && argv[i][0] == '-' && strcmp(argv[i], "--help"); i += 2) {
+		if (!strcmp(argv[i], "--socket")) {
+			c.socket = argv[i + 1];
+		} else if (!strcmp(argv[i], "--url")) {
+			c.url = argv[i + 1];
+		} else if (!strcmp(argv[i], "--token-file")) {
+			_cleanup_free_ char *t = NULL;
+			if (aj_read_file(argv[i + 1], &t, NULL) < 0)
+				return fail("cannot read --token-file %s", argv[i + 1]);
+			t[strcspn(t, "\r\n")] = '\0';
+			snprintf(c.auth, sizeof(c.auth), "Authorization: Bearer %s", t);
+		} else {
+			return fail("sandbox: unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		fputs(sandbox_usage, i >= argc ? stderr : stdout);
+		return i >= argc ? AJ_EXIT_INTERNAL : 0;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int r = dispatch(&c, argv[i], argc - i - 1, argv + i + 1);
+	curl_global_cleanup();
+	return r;
 }

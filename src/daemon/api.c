@@ -76,8 +76,8 @@ static void create(aj_req *r)
 		return;
 	}
 	aj_metrics_add(&aj_stats.sandboxes_created, 1);
-	aj_audit("create", json_pack("{s:s, s:s, s:o}", "sandbox", sb->id, "peer", r->peer,
-				     "request", logged));
+	aj_audit("create", json_pack("{s:s, s:s, s:o, s:i}", "sandbox", sb->id, "peer", r->peer,
+				     "request", logged, "keeper", (int)sb->box.keeper));
 	aj_http_json(r, 201, aj_sandbox_json(sb));
 	aj_sandbox_unref(sb);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "redact.h"
 #include "request.h"
 #include "util.h"
 
@@ -145,6 +146,25 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 	return n - keep ? push_data(j, stream, all, n - keep) : 0;
 }
 
+/* The command as given, for the audit log: a secret's value in it (or its
+ * base64) is redacted as in the output. */
+static json_t *redacted_cmd(const aj_job *j)
+{
+	_cleanup_free_ char *txt = json_dumps(j->q.cmd, JSON_COMPACT | JSON_ENCODE_ANY);
+	_cleanup_free_ char *out = NULL;
+	size_t olen = 0;
+	aj_redactor red;
+	int r = txt ? aj_redactor_init_policy(&red, &j->sb->policy) : -ENOMEM;
+	if (r == 0)
+		r = aj_redactor_feed(&red, txt, strlen(txt), true, &out, &olen);
+	aj_redactor_free(&red);
+	if (r < 0 || !out)
+		return json_string("[unavailable]");
+	if (olen == strlen(txt) && memcmp(out, txt, olen) == 0)
+		return json_incref(j->q.cmd);
+	return json_stringn(out, olen);
+}
+
 static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *err)
 {
 	for (int k = 0; k < 2; k++)
@@ -175,8 +195,8 @@ static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *e
 	aj_metrics_add(&aj_stats.execs, 1);
 	aj_metrics_exec((double)res->wall_ms / 1000.0);
 	aj_audit("exec",
-		 json_pack("{s:s, s:s, s:O, s:i, s:I, s:b}", "sandbox", j->sb->id, "peer", j->peer,
-			   "cmd", j->q.cmd, "exit_code", r < 0 ? err->exit : res->exit_code,
+		 json_pack("{s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", j->sb->id, "peer", j->peer,
+			   "cmd", redacted_cmd(j), "exit_code", r < 0 ? err->exit : res->exit_code,
 			   "duration_ms", (json_int_t)res->wall_ms, "timed_out",
 			   r == 0 && res->timed_out));
 	push(j, ev);

@@ -1,0 +1,278 @@
+#!/usr/bin/env bats
+# agentjail serve: the HTTP API on its unix socket (docs/api.md).
+
+load helpers
+
+@test "serve: socket 0600, healthz, create/list/get/delete" {
+    svc_start
+    [ "$(stat -c %a "$SOCK")" = 600 ]
+    api_status GET /healthz
+    assert_eq "$status_code" 200
+    assert_eq "$(jq -r .status <<<"$body")" ok
+    api_status POST /v1/sandboxes -d '{"memory": "128M", "pids": 64, "timeout": 300}'
+    assert_eq "$status_code" 201
+    id=$(jq -r .id <<<"$body")
+    assert_eq "$(jq -r .limits.memory <<<"$body")" 134217728
+    assert_eq "$(api GET /v1/sandboxes | jq -r '.sandboxes[].id')" "$id"
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    [ "$(jq -r .timeout_remaining <<<"$body")" -gt 290 ]
+    # its init runs as a sandbox uid, not as root
+    pid=$(jq -r .pid <<<"$body")
+    [ "$(host_uid_of "$pid")" -ge "$SANDBOX_UID_MIN" ]
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 404
+    assert_eq "$(jq -r .error.code <<<"$body")" not_found
+    ! kill -0 "$pid" 2>/dev/null
+}
+
+@test "serve: exec streams stdout and stderr as they happen, then the exit" {
+    svc_start
+    id=$(sb_create)
+    # the first line must arrive while the command still sleeps
+    start=$(_aj_now_ms)
+    first=''
+    while IFS= read -r line; do
+        [ -n "$first" ] || first=$(($(_aj_now_ms) - start))
+        echo "$line"
+    done < <(sb_exec "$id" '{"cmd": "echo one; echo two >&2; sleep 1.5; echo three; exit 7"}') >"$T/ev"
+    [ "$first" -lt 1200 ] || fail "first event after ${first} ms: not streamed"
+    assert_eq "$(events_stdout <"$T/ev")" $'one\nthree'
+    assert_eq "$(events_stderr <"$T/ev")" two
+    ex=$(events_exit <"$T/ev")
+    assert_eq "$(jq -r .exit_code <<<"$ex")" 7
+    assert_eq "$(jq -r .timed_out <<<"$ex")" false
+    [ "$(jq -r .duration_ms <<<"$ex")" -ge 1400 ]
+    # the exit event is the last line
+    assert_eq "$(tail -n1 "$T/ev" | jq -r .type)" exit
+}
+
+@test "serve: a sandbox keeps its state across execs; env, cwd, stdin" {
+    svc_start
+    id=$(sb_create '{"env": {"A": "from-policy"}}')
+    sb_exec "$id" '{"cmd": ["sh", "-c", "echo kept >/tmp/state"]}' >/dev/null
+    out=$(sb_exec "$id" '{"cmd": "cat /tmp/state; echo $A $B; pwd; cat", "env": {"B": "from-exec"}, "cwd": "/tmp", "stdin": "input\n"}' | events_stdout)
+    assert_eq "$out" $'kept\nfrom-policy from-exec\n/tmp\ninput'
+}
+
+@test "serve: secrets are placeholders inside and redacted from the output" {
+    svc_start
+    id=$(sb_create '{"secret": {"API_TOKEN": "s3cr3t-value-123"}}')
+    out=$(sb_exec "$id" '{"cmd": "echo $API_TOKEN; echo s3cr3t-value-123; printf s3cr3t-value-123 | base64"}')
+    assert_output_lacks s3cr3t-value-123
+    [[ "$(events_stdout <<<"$out")" == agentjail-placeholder-API_TOKEN-* ]]
+    [ "$(events_stdout <<<"$out" | grep -c REDACTED)" -eq 2 ]
+    # nor in the audit log
+    ! grep -q s3cr3t-value-123 "$STATE/audit.log"
+}
+
+@test "serve: exec timeout (124), out of memory (137), command not found (127)" {
+    svc_start
+    id=$(sb_create '{"memory": "64M"}')
+    ex=$(sb_exec "$id" '{"cmd": ["sleep", "30"], "timeout": 0.5}' | events_exit)
+    assert_eq "$(jq -r '[.exit_code, .timed_out] | @tsv' <<<"$ex")" $'124\ttrue'
+    [ "$(jq -r .duration_ms <<<"$ex")" -lt 5000 ]
+    ex=$(sb_exec "$id" '{"cmd": ["python3", "-c", "b = bytearray(512 << 20)"]}' | events_exit)
+    assert_eq "$(jq -r '[.exit_code, .oom_killed] | @tsv' <<<"$ex")" $'137\ttrue'
+    ex=$(sb_exec "$id" '{"cmd": ["no-such-command"]}' | events_exit)
+    assert_eq "$(jq -r '[.exit_code, .error.code] | @tsv' <<<"$ex")" $'127\tcommand_not_found'
+    # the sandbox survives all three
+    assert_eq "$(sb_exec "$id" '{"cmd": "echo alive"}' | events_stdout)" alive
+}
+
+@test "serve: parallel execs in one sandbox" {
+    svc_start
+    id=$(sb_create)
+    pids=()
+    for i in 1 2 3 4 5 6; do
+        sb_exec "$id" "{\"cmd\": \"sleep 0.5; echo n$i\"}" >"$T/ev$i" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    for i in 1 2 3 4 5 6; do
+        assert_eq "$(events_stdout <"$T/ev$i")" "n$i"
+    done
+}
+
+@test "serve: files: upload, download, list, mkdir, rm" {
+    svc_start
+    id=$(sb_create)
+    head -c 3000000 /dev/urandom >"$T/blob"
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/blob" --data-binary @"$T/blob"
+    assert_eq "$status_code" 201
+    assert_eq "$(jq -r .size <<<"$body")" 3000000
+    api GET "/v1/sandboxes/$id/files?path=/tmp/blob" -o "$T/back"
+    cmp "$T/blob" "$T/back"
+    assert_eq "$(sb_exec "$id" '{"cmd": "sha256sum </tmp/blob | cut -d\" \" -f1; stat -c %u:%a /tmp/blob"}' | events_stdout)" \
+        "$(sha256sum <"$T/blob" | cut -d' ' -f1)"$'\n'"0:644"
+    api_status POST "/v1/sandboxes/$id/mkdir?path=/tmp/d/e&parents=true"
+    assert_eq "$status_code" 201
+    api PUT "/v1/sandboxes/$id/files?path=/tmp/d/e/f.txt" --data-binary 'hello' >/dev/null
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/d/e"
+    assert_eq "$(jq -c '[.entries[] | {name, type, size}]' <<<"$body")" '[{"name":"f.txt","type":"file","size":5}]'
+    api_status DELETE "/v1/sandboxes/$id/files?path=/tmp/d"
+    assert_eq "$status_code" 409
+    api_status DELETE "/v1/sandboxes/$id/files?path=/tmp/d&recursive=true"
+    assert_eq "$status_code" 200
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/d"
+    assert_eq "$status_code" 404
+    # read-only places stay read-only
+    api_status PUT "/v1/sandboxes/$id/files?path=/usr/bin/evil" --data-binary x
+    assert_eq "$status_code" 403
+}
+
+@test "serve: file paths never leave the sandbox (symlinks, ..)" {
+    svc_start
+    id=$(sb_create)
+    sb_exec "$id" '{"cmd": "ln -s /etc/shadow /tmp/shadow; ln -s / /tmp/root; ln -s /proc/1/root /tmp/p1"}' >/dev/null
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/shadow"
+    assert_eq "$status_code" 404 # the sandbox has no /etc/shadow; the host's is never read
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/root/../../../../etc/passwd"
+    assert_eq "$status_code" 200
+    [[ "$body" != *"$(head -c 20 /etc/passwd)"*"$(sed -n 2p /etc/passwd)"* ]] || fail "host passwd"
+    assert_eq "$(grep -c . <<<"$body")" "$(sb_exec "$id" '{"cmd": "cat /etc/passwd"}' | events_stdout | grep -c .)"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/p1/etc/hostname"
+    [ "$status_code" -ge 400 ]
+    # writing through a symlink is refused
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/shadow" --data-binary x
+    [ "$status_code" -ge 400 ]
+    [ ! -e /etc/shadow.x ]
+}
+
+@test "serve: workspace files belong to the workspace owner on the host" {
+    svc_start
+    chown 4321:4321 "$WS"
+    id=$(sb_create "{\"workspace\": \"$WS\"}")
+    api PUT "/v1/sandboxes/$id/files?path=/workspace/up.txt" --data-binary 'x' >/dev/null
+    sb_exec "$id" '{"cmd": "echo y >/workspace/made.txt"}' >/dev/null
+    assert_eq "$(stat -c %u:%g "$WS/up.txt" "$WS/made.txt" | sort -u)" 4321:4321
+}
+
+@test "serve: bad requests get JSON errors and the service keeps serving" {
+    svc_start
+    id=$(sb_create)
+    api_status POST /v1/sandboxes -d '{not json'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 400:bad_request
+    api_status POST /v1/sandboxes -d '{"memory": "lots"}'
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes -d '{"result": "/etc/x"}'
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes -d '{"env": "HOME"}'
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes -d '[1, 2]'
+    assert_eq "$status_code" 400
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": 42}'
+    assert_eq "$status_code" 400
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["ls"], "timeout": "soon"}'
+    assert_eq "$status_code" 400
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["ls"], "bogus": 1}'
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes/sb-0000000000000000/exec -d '{"cmd": ["ls"]}'
+    assert_eq "$status_code" 404
+    api_status GET /v1/nothing
+    assert_eq "$status_code" 404
+    api_status PUT /v1/sandboxes -d '{}'
+    assert_eq "$status_code" 405
+    head -c 3000000 /dev/zero | tr '\0' ' ' >"$T/big.json"
+    api_status POST /v1/sandboxes --data-binary @"$T/big.json"
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 413:body_too_large
+    # a header flood: the connection is refused or closed, nothing else
+    big=$(head -c 20000 /dev/zero | tr '\0' a)
+    curl -s --max-time 10 --unix-socket "$SOCK" -H "X-Flood: $big" http://agentjail/healthz >/dev/null || true
+    # a slow client that never finishes its request
+    (printf 'POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' |
+        timeout 3 socat -t 3 - UNIX-CONNECT:"$SOCK" >/dev/null 2>&1) &
+    slow=$!
+    api_status GET /healthz
+    assert_eq "$status_code" 200
+    wait "$slow" || true
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1
+    assert_eq "$(sb_exec "$id" '{"cmd": "echo still"}' | events_stdout)" still
+}
+
+@test "serve: TCP needs the bearer token; without it nothing is done" {
+    printf 'test-token-0123456789abcdef\n' >"$T/token"
+    port=$((20000 + RANDOM % 20000))
+    run "$AJ" serve --socket "$T/x.sock" --state-dir "$T/st" --listen "127.0.0.1:$port"
+    assert_status 125
+    svc_start --listen "127.0.0.1:$port" --token-file "$T/token"
+    for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+    code=$(curl -s -o "$T/out" -w '%{http_code}' -X POST "http://127.0.0.1:$port/v1/sandboxes" -d '{}')
+    assert_eq "$code:$(jq -r .error.code <"$T/out")" 401:unauthorized
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-0123456789abc' \
+        -X POST "http://127.0.0.1:$port/v1/sandboxes" -d '{}')
+    assert_eq "$code" 401
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+    code=$(curl -s -o "$T/out" -w '%{http_code}' -H 'Authorization: Bearer test-token-0123456789abcdef' \
+        -X POST "http://127.0.0.1:$port/v1/sandboxes" -d '{}')
+    assert_eq "$code" 201
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1
+}
+
+@test "serve: TTL: an expired sandbox is destroyed; PATCH extends" {
+    svc_start
+    a=$(sb_create '{"timeout": 1}')
+    b=$(sb_create '{"timeout": 1}')
+    api_status PATCH "/v1/sandboxes/$b" -d '{"timeout": 60}'
+    assert_eq "$status_code" 200
+    sleep 2.5
+    api_status GET "/v1/sandboxes/$a"
+    assert_eq "$status_code" 404
+    api_status GET "/v1/sandboxes/$b"
+    assert_eq "$status_code" 200
+    grep -q '"event":"expire"' "$STATE/audit.log"
+}
+
+@test "serve: --max-sandboxes" {
+    svc_start --max-sandboxes 2
+    sb_create >/dev/null
+    sb_create >/dev/null
+    api_status POST /v1/sandboxes -d '{}'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 429:too_many_sandboxes
+}
+
+@test "serve: metrics and the audit log" {
+    svc_start
+    id=$(sb_create)
+    sb_exec "$id" '{"cmd": "echo hi"}' >/dev/null
+    sb_exec "$id" '{"cmd": ["sleep", "5"], "timeout": 0.2}' >/dev/null
+    m=$(api GET /metrics)
+    grep -qx 'agentjail_sandboxes_active 1' <<<"$m"
+    grep -qx 'agentjail_sandboxes_created_total 1' <<<"$m"
+    grep -qx 'agentjail_execs_total 2' <<<"$m"
+    grep -qx 'agentjail_exec_timeouts_total 1' <<<"$m"
+    grep -qx 'agentjail_exec_duration_seconds_count 2' <<<"$m"
+    grep -q '^agentjail_streamed_bytes_total [1-9]' <<<"$m"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    jq -e -s 'map(.event) | index("create") < index("exec") and index("exec") < index("delete")' "$STATE/audit.log" >/dev/null
+    jq -e -s '[.[] | select(.event == "exec")][0] | .cmd == "echo hi" and .exit_code == 0 and .peer == "uid:0"' \
+        "$STATE/audit.log" >/dev/null
+}
+
+@test "serve: SIGKILL of the service kills its sandboxes; the next start removes the rest" {
+    svc_start
+    for i in 1 2 3; do sb_create >/dev/null; done
+    sb_exec "$(api GET /v1/sandboxes | jq -r '.sandboxes[0].id')" '{"cmd": "sleep 1000 & echo started"}' >/dev/null
+    _svc_record_keepers
+    pids=$(api GET /v1/sandboxes | jq -r '.sandboxes[].pid')
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    for p in $pids; do
+        for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        ! kill -0 "$p" 2>/dev/null || fail "sandbox init $p outlived the service"
+    done
+    [ "$(ls "$STATE/sandboxes" | wc -l)" -eq 3 ]
+    svc_start
+    [ "$(ls "$STATE/sandboxes" | wc -l)" -eq 0 ]
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+}
+
+@test "serve: a second service on the same state directory is refused" {
+    svc_start
+    run "$AJ" serve --socket "$T/other.sock" --state-dir "$STATE"
+    assert_status 125
+    [[ "$output" == *"another agentjail serve uses"* ]]
+}

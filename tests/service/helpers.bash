@@ -1,0 +1,78 @@
+# Helpers for the service tests: start `agentjail serve` on a socket of the
+# test's own, talk to it with curl, stop it, and check that nothing is left
+# (the residue check of tests/integration: processes, cgroups, mounts...).
+
+load ../integration/helpers
+
+# Start the service (extra serve options as arguments); waits for its socket.
+svc_start() {
+    SOCK=$BATS_TEST_TMPDIR/aj.sock
+    STATE=$BATS_TEST_TMPDIR/state
+    "$AJ" serve --quiet --socket "$SOCK" --state-dir "$STATE" "$@" \
+        2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
+    SVC_PID=$!
+    local i
+    for i in $(seq 100); do
+        [ -S "$SOCK" ] && curl -s --max-time 2 --unix-socket "$SOCK" http://agentjail/healthz >/dev/null &&
+            return 0
+        kill -0 "$SVC_PID" 2>/dev/null || break
+        sleep 0.05
+    done
+    cat "$BATS_TEST_TMPDIR/serve.log" >&2
+    fail "the service did not start"
+}
+
+# The sandboxes' keepers name their cgroups (agentjail-KEEPER-...): they are
+# this test's, for the residue check.
+_svc_record_keepers() {
+    [ -f "${STATE:-/nonexistent}/audit.log" ] || return 0
+    jq -r 'select(.keeper != null) | .keeper' "$STATE/audit.log" >>"$AJ_PIDS_FILE" 2>/dev/null || true
+}
+
+svc_stop() {
+    [ -n "${SVC_PID:-}" ] || return 0
+    _svc_record_keepers
+    kill -TERM "$SVC_PID" 2>/dev/null || true
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+}
+
+# curl on the unix socket: api METHOD PATH [curl args...]; body on stdout.
+api() {
+    local m=$1 p=$2
+    shift 2
+    curl -sSN --max-time 60 --unix-socket "$SOCK" -X "$m" "http://agentjail$p" "$@"
+}
+
+# The same, setting $status_code (HTTP) and $body.
+api_status() {
+    local out
+    out=$(api "$@" -w '\n%{http_code}')
+    status_code=${out##*$'\n'}
+    body=${out%$'\n'*}
+}
+
+# Create a sandbox (JSON body, default {}); prints its id.
+sb_create() {
+    api POST /v1/sandboxes -d "${1:-{\}}" | jq -er .id
+}
+
+# Run a command (JSON exec body) and print the NDJSON events.
+sb_exec() {
+    api POST "/v1/sandboxes/$1/exec" -d "$2"
+}
+
+# stdout / stderr of NDJSON events, concatenated.
+events_stdout() { jq -j 'select(.type == "stdout") | .data'; }
+events_stderr() { jq -j 'select(.type == "stderr") | .data'; }
+events_exit() { jq -c 'select(.type == "exit")'; }
+
+setup() {
+    require_root
+    aj_setup
+}
+
+teardown() {
+    svc_stop
+    aj_teardown
+}
