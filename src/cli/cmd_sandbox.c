@@ -87,9 +87,11 @@ static long request(const client *c, const char *method, const char *path, const
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	if (body)
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (upload) {
+	struct stat st;
+	if (upload && fstat(fileno(upload), &st) == 0) {
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READDATA, upload);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
 	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink ? sink : to_buf);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink ? ud : out);
@@ -200,6 +202,7 @@ static int cmd_ls(const client *c, int argc, char **argv)
 /* NDJSON events: output to our stdout/stderr, the exit status kept. */
 typedef struct stream {
 	buf line;
+	buf error; /* a body that is not events: the service's error */
 	int exit_code;
 	bool ended;
 } stream;
@@ -225,8 +228,7 @@ static void on_event(stream *s, const char *line)
 		else if (json_is_true(json_object_get(o, "oom_killed")))
 			fprintf(stderr, "agentjail: out of memory: the kernel killed a process\n");
 	} else if (!type) {
-		s->line.len = 0; /* not an event: an error body, kept for the caller */
-		to_buf((char *)line, 1, strlen(line), &s->line);
+		to_buf((char *)line, 1, strlen(line), &s->error);
 	}
 	json_decref(o);
 }
@@ -272,10 +274,11 @@ static int exec_body(int argc, char **argv, json_t *req, const char **id)
 			json_object_set_new(req, "timeout", json_real(strtod(v, NULL)));
 		else if (!strcmp(o, "--cwd"))
 			json_object_set_new(req, "cwd", json_string(v));
-		else if ((!strcmp(o, "-e") || !strcmp(o, "--env")) && strchr(v, '='))
-			json_object_set_new(env, (*strchr(v, '=') = '\0', v),
-					    json_string(strchr(v, 0) + 1));
-		else
+		else if ((!strcmp(o, "-e") || !strcmp(o, "--env")) && strchr(v, '=')) {
+			char *name = strndup(v, strcspn(v, "="));
+			json_object_set_new(env, name ? name : "", json_string(strchr(v, '=') + 1));
+			free(name);
+		} else
 			return fail("exec: unknown option '%s'", o);
 	}
 	if (i >= argc)
@@ -306,14 +309,17 @@ static int cmd_exec(const client *c, int argc, char **argv)
 	stream s = {.exit_code = AJ_EXIT_INTERNAL};
 	long st = request(c, "POST", path, body, on_stream, &s, NULL, NULL);
 	free(body);
+	if (s.line.len) /* a last line without its newline */
+		on_event(&s, s.line.data);
 	if (st != 200 || !s.ended) {
 		if (st == 200)
 			fail("the service ended the stream early");
-		r = st == 200 ? AJ_EXIT_INTERNAL : api_fail(st, &s.line);
+		r = st == 200 ? AJ_EXIT_INTERNAL : api_fail(st, &s.error);
 	} else {
 		r = s.exit_code;
 	}
 	free(s.line.data);
+	free(s.error.data);
 	return r;
 }
 
@@ -342,6 +348,21 @@ static int cmd_cp(const client *c, int argc, char **argv)
 	FILE *f = strcmp(local, "-") ? fopen(local, upload ? "rb" : "wb") : upload ? stdin : stdout;
 	if (!f)
 		return fail("cp: cannot open %s: %s", local, strerror(errno));
+	struct stat sst;
+	if (upload && (fstat(fileno(f), &sst) < 0 || !S_ISREG(sst.st_mode))) {
+		/* the service wants a length: spool a pipe to a temporary file */
+		FILE *tmp = tmpfile();
+		char chunk[65536];
+		size_t k;
+		while (tmp && (k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			if (fwrite(chunk, 1, k, tmp) != k)
+				break;
+		if (f != stdin)
+			fclose(f);
+		if (!tmp || ferror(tmp) || fseek(tmp, 0, SEEK_SET) < 0)
+			return fail("cp: cannot spool %s: %s", local, strerror(errno));
+		f = tmp;
+	}
 	buf b = {0};
 	long st = upload ? request(c, "PUT", path, NULL, NULL, NULL, f, &b)
 			 : request(c, "GET", path, NULL, to_file, f, NULL, NULL);

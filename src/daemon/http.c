@@ -199,6 +199,13 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 		aj_http_error(r, 401, "unauthorized", "a valid bearer token is required");
 		return 0;
 	}
+	char te[32];
+	if (lws_hdr_copy(wsi, te, sizeof(te), WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
+		r->dispatched = true;
+		aj_http_error(r, 411, "length_required",
+			      "request bodies need a Content-Length (no chunked encoding)");
+		return 0;
+	}
 	if (!has_body(r)) {
 		r->dispatched = true;
 		aj_api_dispatch(r);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bats
+# agentjail sandbox create|ls|exec|cp|rm against a real service.
+
+load helpers
+
+@test "sandbox CLI: create, ls, exec (status, streams, stdin, env), cp, rm" {
+    svc_start
+    export AGENTJAIL_SOCKET=$SOCK
+    run "$AJ" sandbox create --memory 128M --env A=1 --secret TOK=abcdefgh123 --timeout 100
+    assert_status 0
+    id=$output
+    [[ "$id" == sb-* ]]
+    run "$AJ" sandbox ls
+    assert_status 0
+    [[ "$output" == *"$id"* ]]
+    run --separate-stderr "$AJ" sandbox exec "$id" -- sh -c 'echo $A; echo abcdefgh123; echo err >&2; exit 4'
+    assert_status 4
+    assert_eq "$output" $'1\n[REDACTED]'
+    assert_eq "$stderr" err
+    run bash -c "echo piped | '$AJ' sandbox exec -i -e B=2 --cwd /tmp '$id' -- sh -c 'cat; pwd; echo \$B'"
+    assert_eq "$output" $'piped\n/tmp\n2'
+    run "$AJ" sandbox exec --timeout 0.3 "$id" -- sleep 10
+    assert_status 124
+    run -127 "$AJ" sandbox exec "$id" -- no-such-command
+    assert_status 127
+    head -c 100000 /dev/urandom >"$T/f"
+    run "$AJ" sandbox cp "$T/f" "$id:/tmp/f"
+    assert_status 0
+    run "$AJ" sandbox cp "$id:/tmp/f" "$T/g"
+    assert_status 0
+    cmp "$T/f" "$T/g"
+    run "$AJ" sandbox cp "$id:/tmp/missing" "$T/h"
+    assert_status 125
+    [ ! -e "$T/h" ]
+    run "$AJ" sandbox rm "$id"
+    assert_status 0
+    run --separate-stderr "$AJ" sandbox exec "$id" -- true
+    assert_status 125
+    assert_one_error_line
+    run "$AJ" sandbox create --memory lots
+    assert_status 125
+    [[ "$output" == *"--memory 'lots'"* ]]
+}
+
+@test "sandbox CLI: no service" {
+    run "$AJ" sandbox --socket "$T/none.sock" ls
+    assert_status 125
+    [[ "$output" == "agentjail: cannot reach the service at $T/none.sock"* ]]
+}
