@@ -85,7 +85,7 @@ lint() {
 	if ! command -v clang-format >/dev/null; then
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
-	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] tests/unit/*.c \
+	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] tests/unit/*.c \
 		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
@@ -101,6 +101,7 @@ unit build plain
 integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats
 integration build "network tests" tests/network/*.bats
+integration build "service tests" tests/service/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
@@ -109,6 +110,7 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 		chmod -R o+rX build-asan 2>/dev/null || true
 		unit build-asan asan+ubsan
 		integration build-asan "integration tests (asan+ubsan)" tests/integration/*.bats
+		integration build-asan "service tests (asan+ubsan)" tests/service/*.bats
 	else
 		failed=$((failed + 1))
 		failures+=("asan build failed")

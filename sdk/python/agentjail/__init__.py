@@ -1,0 +1,263 @@
+"""Python client for `agentjail serve` (standard library only).
+
+    from agentjail import Sandbox
+
+    with Sandbox.create(memory="512M", secret={"API_KEY": key}) as sb:
+        r = sb.exec("pytest -q", on_stdout=print_chunk)
+        print(r.exit_code, r.stdout)
+        sb.files.write("/workspace/notes.txt", b"hello")
+        print(sb.files.list("/workspace"))
+
+The service is found at $AGENTJAIL_SOCKET (a unix socket, default
+/run/agentjail/agentjail.sock), or at a URL ($AGENTJAIL_URL, with the bearer
+token in $AGENTJAIL_TOKEN). See docs/api.md for the API itself.
+"""
+
+import base64
+import http.client
+import json
+import os
+import socket
+import urllib.parse
+
+__all__ = ["Client", "Sandbox", "ExecResult", "AgentjailError"]
+
+DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
+
+
+class AgentjailError(Exception):
+    """The service answered with an error: status (HTTP), code, message."""
+
+    def __init__(self, status, code, message):
+        super().__init__(f"{message} (HTTP {status}, {code})")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=None):
+        super().__init__("agentjail", timeout=timeout)
+        self._path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if self.timeout is not None:
+            s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+class Client:
+    """A connection to the service: a unix socket, or a URL with a token."""
+
+    def __init__(self, socket_path=None, url=None, token=None, timeout=None):
+        self.url = url or os.environ.get("AGENTJAIL_URL")
+        self.socket_path = socket_path or os.environ.get("AGENTJAIL_SOCKET") or DEFAULT_SOCKET
+        self.token = token or os.environ.get("AGENTJAIL_TOKEN")
+        self.timeout = timeout
+
+    def _connection(self):
+        if self.url:
+            u = urllib.parse.urlsplit(self.url)
+            cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+            return cls(u.hostname, u.port, timeout=self.timeout)
+        return _UnixConnection(self.socket_path, timeout=self.timeout)
+
+    def request(self, method, path, body=None, query=None, headers=None):
+        """Send a request; returns the open response (status < 400) or raises."""
+        if query:
+            path += "?" + urllib.parse.urlencode(query)
+        h = {"Accept": "application/json"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        if headers:
+            h.update(headers)
+        conn = self._connection()
+        conn.request(method, path, body=body, headers=h)
+        resp = conn.getresponse()
+        if resp.status >= 400:
+            raw = resp.read()
+            conn.close()
+            try:
+                err = json.loads(raw)["error"]
+                raise AgentjailError(resp.status, err.get("code"), err.get("message"))
+            except (ValueError, KeyError, TypeError):
+                raise AgentjailError(resp.status, "http_error", raw.decode(errors="replace"))
+        resp._aj_conn = conn  # closed with the response
+        return resp
+
+    def json(self, method, path, body=None, query=None):
+        resp = self.request(method, path, body, query)
+        try:
+            return json.loads(resp.read() or b"null")
+        finally:
+            resp._aj_conn.close()
+
+    def sandboxes(self):
+        """The live sandboxes, as dicts."""
+        return self.json("GET", "/v1/sandboxes")["sandboxes"]
+
+    def healthy(self):
+        return self.json("GET", "/healthz").get("status") == "ok"
+
+
+class ExecResult:
+    """How a command ended, with its (redacted) output."""
+
+    def __init__(self, event, stdout, stderr):
+        self.exit_code = event.get("exit_code")
+        self.signal = event.get("signal")
+        self.timed_out = bool(event.get("timed_out"))
+        self.oom_killed = bool(event.get("oom_killed"))
+        self.duration_ms = event.get("duration_ms")
+        self.error = event.get("error")
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def ok(self):
+        return self.exit_code == 0
+
+    def __repr__(self):
+        return (f"ExecResult(exit_code={self.exit_code}, timed_out={self.timed_out}, "
+                f"oom_killed={self.oom_killed}, duration_ms={self.duration_ms})")
+
+
+class Files:
+    """Files of one sandbox; paths are resolved inside the sandbox only."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, sb):
+        self._sb = sb
+
+    def _path(self):
+        return f"/v1/sandboxes/{self._sb.id}/files"
+
+    def write(self, path, data, mode=None):
+        """Write bytes, str, or a binary file object (streamed) to path."""
+        if isinstance(data, str):
+            data = data.encode()
+        headers = {"Content-Type": "application/octet-stream"}
+        if not isinstance(data, (bytes, bytearray)):
+            size = os.fstat(data.fileno()).st_size - data.tell()
+            headers["Content-Length"] = str(size)
+        q = {"path": path}
+        if mode is not None:
+            q["mode"] = format(mode, "o")
+        resp = self._sb.client.request("PUT", self._path(), data, q, headers)
+        try:
+            return json.loads(resp.read())
+        finally:
+            resp._aj_conn.close()
+
+    def read(self, path, into=None):
+        """The file's bytes, or written chunk by chunk into a file object."""
+        resp = self._sb.client.request("GET", self._path(), query={"path": path})
+        try:
+            if into is None:
+                return resp.read()
+            while True:
+                chunk = resp.read(self.CHUNK)
+                if not chunk:
+                    return None
+                into.write(chunk)
+        finally:
+            resp._aj_conn.close()
+
+    def list(self, path):
+        """Entries of a directory: dicts with name, type, size, mode, mtime."""
+        return self._sb.client.json("GET", self._path(), query={"path": path})["entries"]
+
+    def mkdir(self, path, parents=False):
+        q = {"path": path, "parents": "true" if parents else "false"}
+        return self._sb.client.json("POST", f"/v1/sandboxes/{self._sb.id}/mkdir", query=q)
+
+    def remove(self, path, recursive=False):
+        q = {"path": path, "recursive": "true" if recursive else "false"}
+        return self._sb.client.json("DELETE", self._path(), query=q)
+
+
+class Sandbox:
+    """A sandbox of the service; a context manager that destroys it on exit."""
+
+    def __init__(self, client, info):
+        self.client = client
+        self.info = info
+        self.id = info["id"]
+        self.files = Files(self)
+
+    @classmethod
+    def create(cls, client=None, timeout=None, **policy):
+        """Create a sandbox. policy keys are the long options of `agentjail
+        run` (memory="512M", pids=64, cpus=0.5, env={...}, secret={...},
+        workspace="/abs/dir", ro=[...], net="none"); timeout is the
+        sandbox's time to live in seconds (0: none)."""
+        client = client or Client()
+        body = {k.replace("_", "-"): v for k, v in policy.items()}
+        if timeout is not None:
+            body["timeout"] = timeout
+        return cls(client, client.json("POST", "/v1/sandboxes", body))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+        return False
+
+    def exec(self, cmd, on_stdout=None, on_stderr=None, env=None, cwd=None, timeout=None,
+             stdin=None):
+        """Run cmd (a list, or a string for /bin/sh -c) and wait for it.
+        on_stdout/on_stderr get each piece of output (str) as it comes."""
+        body = {"cmd": cmd}
+        if env:
+            body["env"] = env
+        if cwd:
+            body["cwd"] = cwd
+        if timeout is not None:
+            body["timeout"] = timeout
+        if stdin is not None:
+            body["stdin"] = stdin if isinstance(stdin, str) else stdin.decode()
+        resp = self.client.request("POST", f"/v1/sandboxes/{self.id}/exec", body)
+        out, err, end = [], [], None
+        try:
+            for line in resp:
+                ev = json.loads(line)
+                kind = ev.get("type")
+                if kind in ("stdout", "stderr"):
+                    data = ev.get("data")
+                    if data is None:
+                        data = base64.b64decode(ev["data_b64"]).decode(errors="replace")
+                    (out if kind == "stdout" else err).append(data)
+                    cb = on_stdout if kind == "stdout" else on_stderr
+                    if cb:
+                        cb(data)
+                elif kind == "exit":
+                    end = ev
+        finally:
+            resp._aj_conn.close()
+        if end is None:
+            raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
+        return ExecResult(end, "".join(out), "".join(err))
+
+    def refresh(self):
+        self.info = self.client.json("GET", f"/v1/sandboxes/{self.id}")
+        return self.info
+
+    def extend(self, timeout):
+        """Live timeout more seconds from now (0: no time limit)."""
+        self.info = self.client.json("PATCH", f"/v1/sandboxes/{self.id}", {"timeout": timeout})
+        return self.info
+
+    def kill(self):
+        """Destroy the sandbox and everything in it (idempotent)."""
+        try:
+            self.client.json("DELETE", f"/v1/sandboxes/{self.id}")
+        except AgentjailError as e:
+            if e.status != 404:
+                raise

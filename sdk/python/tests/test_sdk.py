@@ -1,0 +1,104 @@
+"""The Python SDK against a real `agentjail serve` ($AGENTJAIL_SOCKET)."""
+
+import io
+import os
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from agentjail import AgentjailError, Client, Sandbox  # noqa: E402
+
+
+class SDKTest(unittest.TestCase):
+    def setUp(self):
+        self.client = Client()
+        self.assertTrue(self.client.healthy())
+
+    def test_exec_streams_and_result(self):
+        chunks = []
+        with Sandbox.create(memory="128M", timeout=120) as sb:
+            t0 = time.monotonic()
+            first = []
+
+            def on_out(s):
+                if not first:
+                    first.append(time.monotonic() - t0)
+                chunks.append(s)
+
+            r = sb.exec("echo a; echo b >&2; sleep 1; echo c; exit 3", on_stdout=on_out)
+            self.assertEqual(r.exit_code, 3)
+            self.assertEqual(r.stdout, "a\nc\n")
+            self.assertEqual(r.stderr, "b\n")
+            self.assertEqual("".join(chunks), "a\nc\n")
+            self.assertLess(first[0], 0.9)  # streamed, not at the end
+            r = sb.exec(["sh", "-c", "cat; echo $X; pwd"], env={"X": "y"}, cwd="/tmp",
+                        stdin="in\n")
+            self.assertEqual(r.stdout, "in\ny\n/tmp\n")
+            r = sb.exec(["sleep", "10"], timeout=0.3)
+            self.assertTrue(r.timed_out)
+            self.assertEqual(r.exit_code, 124)
+            r = sb.exec(["no-such-command"])
+            self.assertEqual(r.exit_code, 127)
+            self.assertEqual(r.error["code"], "command_not_found")
+        self.assertNotIn(sb.id, [s["id"] for s in self.client.sandboxes()])
+
+    def test_secrets(self):
+        with Sandbox.create(secret={"TOKEN": "tok-1234567890"}) as sb:
+            r = sb.exec("echo $TOKEN; echo tok-1234567890")
+            self.assertNotIn("tok-1234567890", r.stdout)
+            self.assertIn("[REDACTED]", r.stdout)
+            self.assertTrue(r.stdout.startswith("agentjail-placeholder-TOKEN-"))
+
+    def test_files(self):
+        with Sandbox.create() as sb:
+            sb.files.write("/tmp/a.txt", "hello\n")
+            self.assertEqual(sb.files.read("/tmp/a.txt"), b"hello\n")
+            self.assertEqual(sb.exec("cat /tmp/a.txt").stdout, "hello\n")
+            data = os.urandom(1 << 20)
+            with tempfile.TemporaryFile() as f:
+                f.write(data)
+                f.seek(0)
+                sb.files.write("/tmp/big", f)
+            out = io.BytesIO()
+            sb.files.read("/tmp/big", into=out)
+            self.assertEqual(out.getvalue(), data)
+            sb.files.mkdir("/tmp/d/e", parents=True)
+            sb.files.write("/tmp/d/e/x", b"x", mode=0o600)
+            names = {e["name"]: e for e in sb.files.list("/tmp/d/e")}
+            self.assertEqual(names["x"]["mode"], 0o600)
+            with self.assertRaises(AgentjailError) as cm:
+                sb.files.remove("/tmp/d")
+            self.assertEqual(cm.exception.status, 409)
+            sb.files.remove("/tmp/d", recursive=True)
+            with self.assertRaises(AgentjailError) as cm:
+                sb.files.read("/tmp/d/e/x")
+            self.assertEqual(cm.exception.status, 404)
+            sb.exec("ln -s /etc/shadow /tmp/s")
+            with self.assertRaises(AgentjailError) as cm:
+                sb.files.read("/tmp/s")
+            self.assertEqual(cm.exception.code, "not_found")
+
+    def test_ttl_and_kill(self):
+        sb = Sandbox.create(timeout=30)
+        self.assertGreater(sb.refresh()["timeout_remaining"], 20)
+        sb.extend(600)
+        self.assertGreater(sb.refresh()["timeout_remaining"], 500)
+        sb.kill()
+        sb.kill()  # idempotent
+        with self.assertRaises(AgentjailError) as cm:
+            sb.exec("true")
+        self.assertEqual(cm.exception.status, 404)
+
+    def test_errors(self):
+        with self.assertRaises(AgentjailError) as cm:
+            Sandbox.create(memory="lots")
+        self.assertEqual(cm.exception.status, 400)
+        with self.assertRaises(AgentjailError) as cm:
+            Sandbox.create(bogus_option="x")
+        self.assertIn("bogus-option", cm.exception.message)
+
+
+if __name__ == "__main__":
+    unittest.main()
