@@ -285,7 +285,8 @@ int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
 	size_t n = j->len - j->off;
 	if (n > room)
 		n = room;
-	memcpy(buf + LWS_PRE, j->buf + j->off, n);
+	if (n)
+		memcpy(buf + LWS_PRE, j->buf + j->off, n);
 	j->off += n;
 	if (j->off == j->len)
 		j->off = j->len = 0;

@@ -33,8 +33,14 @@ svc_stop() {
     [ -n "${SVC_PID:-}" ] || return 0
     _svc_record_keepers
     kill -TERM "$SVC_PID" 2>/dev/null || true
-    wait "$SVC_PID" 2>/dev/null || true
+    local rc=0
+    wait "$SVC_PID" 2>/dev/null || rc=$?
     SVC_PID=
+    # a clean exit (under ASan: no leak, no error report)
+    if [ "$rc" -ne 0 ]; then
+        cat "$BATS_TEST_TMPDIR/serve.log" >&2
+        fail "agentjail serve exited with $rc"
+    fi
 }
 
 # curl on the unix socket: api METHOD PATH [curl args...]; body on stdout.
@@ -73,6 +79,8 @@ setup() {
 }
 
 teardown() {
-    svc_stop
-    aj_teardown
+    local rc=0
+    svc_stop || rc=1
+    aj_teardown || rc=1
+    return $rc
 }
