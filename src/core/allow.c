@@ -66,7 +66,8 @@ static bool port_ok(const aj_allow *a, unsigned port)
 bool aj_allow_name(const aj_policy *p, const char *name, unsigned port)
 {
 	for (size_t i = 0; i < p->n_allow; i++)
-		if (entry_matches_name(&p->allow[i], name) && (port == 0 || port_ok(&p->allow[i], port)))
+		if (entry_matches_name(&p->allow[i], name) &&
+		    (port == 0 || port_ok(&p->allow[i], port)))
 			return true;
 	return false;
 }
@@ -116,6 +117,21 @@ static int split_port(char *s, unsigned *port)
 	return 0;
 }
 
+/* RFC 1123 labels: no '-' at either end (and no '_' in names we're given) */
+static bool ldh_ok(const char *s)
+{
+	if (strchr(s, '_'))
+		return false;
+	for (const char *l = s; l;) {
+		const char *dot = strchr(l, '.');
+		size_t len = dot ? (size_t)(dot - l) : strlen(l);
+		if (len == 0 || l[0] == '-' || l[len - 1] == '-')
+			return false;
+		l = dot ? dot + 1 : NULL;
+	}
+	return true;
+}
+
 static bool looks_numeric(const char *s)
 {
 	/* a last label of digits/hex is an address spelling, not a name */
@@ -160,7 +176,7 @@ int aj_policy_add_allow(aj_policy *p, const char *spec, aj_error *err)
 		if (wild)
 			name += 2;
 		char canon[AJ_HOST_MAX + 1];
-		if (aj_host_canon(name, strlen(name), canon, sizeof(canon)) < 0 ||
+		if (aj_host_canon(name, strlen(name), canon, sizeof(canon)) < 0 || !ldh_ok(canon) ||
 		    looks_numeric(canon) || (wild && !strchr(canon, '.')))
 			goto bad;
 		a.host = aj_asprintf("%s%s", wild ? "*." : "", canon);
@@ -192,8 +208,8 @@ int aj_policy_add_publish(aj_policy *p, const char *spec, aj_error *err)
 	if (!colon)
 		goto bad;
 	*colon = '\0';
-	if (aj_parse_uint(buf, 65535, &hp) < 0 || hp == 0 || aj_parse_uint(colon + 1, 65535, &cp) < 0 ||
-	    cp == 0)
+	if (aj_parse_uint(buf, 65535, &hp) < 0 || hp == 0 ||
+	    aj_parse_uint(colon + 1, 65535, &cp) < 0 || cp == 0)
 		goto bad;
 	for (size_t i = 0; i < p->n_publish; i++)
 		if (p->publish[i].host_port == hp)
@@ -240,8 +256,9 @@ int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err)
 int aj_policy_validate_net(const aj_policy *p, aj_error *err)
 {
 	if (p->n_allow && p->net_explicit) {
-		aj_err(err, EINVAL, "--allow is a network mode of its own; it can't be combined "
-				    "with --net");
+		aj_err(err, EINVAL,
+		       "--allow is a network mode of its own; it can't be combined "
+		       "with --net");
 		aj_err_hint(err, "drop --net: --allow gives the sandbox only the allowed "
 				 "destinations");
 		return -EINVAL;

@@ -174,7 +174,8 @@ static int resolve_for_sandbox(aj_netd_ctx *ctx, const char *name, ldns_pkt *rep
 	ldns_pkt *ans = NULL;
 	if (ask_upstream(ctx, name, &ans) < 0) {
 		json_object_set_new(ev, "verdict", json_string("error"));
-		json_object_set_new(ev, "reason", json_string("the upstream resolver did not answer"));
+		json_object_set_new(ev, "reason",
+				    json_string("the upstream resolver did not answer"));
 		return LDNS_RCODE_SERVFAIL;
 	}
 	uint32_t addrs[32];
@@ -203,8 +204,7 @@ static int resolve_for_sandbox(aj_netd_ctx *ctx, const char *name, ldns_pkt *rep
 	return rcode;
 }
 
-int aj_dns_lookup4(aj_netd_ctx *ctx, const char *name, uint32_t *addrs, size_t max,
-		   unsigned *ttl)
+int aj_dns_lookup4(aj_netd_ctx *ctx, const char *name, uint32_t *addrs, size_t max, unsigned *ttl)
 {
 	ldns_pkt *ans = NULL;
 	int r = ask_upstream(ctx, name, &ans);
@@ -277,7 +277,8 @@ ssize_t aj_dns_handle(aj_netd_ctx *ctx, const uint8_t *q, size_t qlen, uint8_t *
 			rcode = LDNS_RCODE_REFUSED;
 		} else {
 			json_object_set_new(ev, "name", json_string(name));
-			if (ldns_rr_get_class(qrr) != LDNS_RR_CLASS_IN || !aj_allow_name(ctx->p, name, 0))
+			if (ldns_rr_get_class(qrr) != LDNS_RR_CLASS_IN ||
+			    !aj_allow_name(ctx->p, name, 0))
 				rcode = LDNS_RCODE_REFUSED; /* never asked upstream */
 			else if (t == LDNS_RR_TYPE_A)
 				rcode = resolve_for_sandbox(ctx, name, reply, ev);

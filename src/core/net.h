@@ -44,6 +44,7 @@ typedef struct aj_net {
 	bool link_made, table_made;
 	unsigned nflog_group; /* --net-log with a veth: nft log group, else 0 */
 	pid_t netd;	      /* the network helper (netd.c), 0 if none */
+	int netd_stop;	      /* closing it asks netd to finish its log and exit */
 } aj_net;
 
 /* Parent, before clone: remove what dead agentjails left, reserve an

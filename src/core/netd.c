@@ -24,9 +24,9 @@
 #include "util.h"
 
 #define MAX_THREADS 256
-#define MAX_LISTEN (3 + AJ_MAX_PUBLISH + 1)
+#define MAX_LISTEN (3 + AJ_MAX_PUBLISH + 2)
 
-enum kind { K_DNS_UDP, K_DNS_TCP, K_PROXY, K_PUBLISH, K_NFLOG };
+enum kind { K_DNS_UDP, K_DNS_TCP, K_PROXY, K_PUBLISH, K_NFLOG, K_STOP };
 
 typedef struct listener {
 	int fd;
@@ -96,8 +96,8 @@ static void *job_thread(void *arg)
 		uint8_t out[512];
 		ssize_t n = aj_dns_handle(j->ctx, j->pkt, j->len, out, sizeof(out));
 		if (n > 0)
-			(void)sendto(j->fd, out, (size_t)n, MSG_NOSIGNAL, (struct sockaddr *)&j->from,
-				     sizeof(j->from));
+			(void)sendto(j->fd, out, (size_t)n, MSG_NOSIGNAL,
+				     (struct sockaddr *)&j->from, sizeof(j->from));
 		break;
 	}
 	case K_DNS_TCP:
@@ -106,7 +106,8 @@ static void *job_thread(void *arg)
 		break;
 	case K_PROXY: aj_proxy_serve(j->ctx, j->fd); break;
 	case K_PUBLISH: aj_publish_serve(j->ctx, j->fd, j->port); break;
-	case K_NFLOG: break;
+	case K_NFLOG:
+	case K_STOP: break;
 	}
 	free(j);
 	atomic_fetch_sub(&n_threads, 1);
@@ -169,10 +170,19 @@ static void loop(aj_netd_ctx *ctx, listener *ls, size_t n)
 			return;
 		}
 		for (size_t i = 0; i < n; i++) {
+			if (ls[i].kind == K_STOP && pfd[i].revents) {
+				/* agentjail tears down: log what the kernel still
+				 * holds for us, then go */
+				for (size_t k = 0; k < n; k++)
+					while (ls[k].kind == K_NFLOG &&
+					       aj_nflog_read(ctx, ls[k].fd) == 0)
+						;
+				return;
+			}
 			if (!(pfd[i].revents & POLLIN))
 				continue;
 			if (ls[i].kind == K_NFLOG)
-				aj_nflog_read(ctx, ls[i].fd);
+				(void)aj_nflog_read(ctx, ls[i].fd);
 			else
 				serve_one(ctx, &ls[i]);
 		}
@@ -191,8 +201,9 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		_cleanup_free_ char *resolv = NULL;
 		(void)aj_read_file("/etc/resolv.conf", &resolv, NULL);
 		if (aj_dns_upstream(ctx, resolv) < 0) {
-			aj_err(err, ENOENT, "--allow: no upstream resolver (no IPv4 nameserver in "
-					    "/etc/resolv.conf)");
+			aj_err(err, ENOENT,
+			       "--allow: no upstream resolver (no IPv4 nameserver in "
+			       "/etc/resolv.conf)");
 			aj_err_hint(err, "give one with --dns ADDR");
 			return -ENOENT;
 		}
@@ -205,7 +216,8 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 			   {SOCK_STREAM, AJ_PROXY_PORT, K_PROXY}};
 		for (size_t i = 0; i < AJ_ARRAY_SIZE(svc); i++) {
 			if ((fd = bind_socket(svc[i].type, gw, svc[i].port)) < 0)
-				return aj_err(err, -fd, "--allow: cannot listen on the gateway port %u",
+				return aj_err(err, -fd,
+					      "--allow: cannot listen on the gateway port %u",
 					      svc[i].port);
 			ls[(*n)++] = (listener){.fd = fd, .kind = svc[i].kind};
 		}
@@ -214,13 +226,14 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 	}
 	if (net->nflog_group) {
 		if ((fd = aj_nflog_open(net->nflog_group)) < 0)
-			return aj_err(err, -fd, "--net-log: cannot read the kernel's nflog group %u",
+			return aj_err(err, -fd,
+				      "--net-log: cannot read the kernel's nflog group %u",
 				      net->nflog_group);
 		ls[(*n)++] = (listener){.fd = fd, .kind = K_NFLOG};
 	}
 	for (size_t i = 0; i < p->n_publish; i++) {
-		if ((fd = bind_socket(SOCK_STREAM, htonl(INADDR_LOOPBACK), p->publish[i].host_port)) <
-		    0) {
+		if ((fd = bind_socket(SOCK_STREAM, htonl(INADDR_LOOPBACK),
+				      p->publish[i].host_port)) < 0) {
 			aj_err(err, -fd, "--publish: cannot listen on 127.0.0.1:%u",
 			       p->publish[i].host_port);
 			aj_err_hint(err, "choose a free host port");
@@ -245,7 +258,8 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 			if (us < 0 || setns(us, CLONE_NEWUSER) < 0 || setns(ns, CLONE_NEWNET) < 0) {
 				int e = errno;
 				close(ns);
-				return aj_err(err, e, "--publish: cannot join the sandbox's network");
+				return aj_err(err, e,
+					      "--publish: cannot join the sandbox's network");
 			}
 			close(ns);
 		}
@@ -253,14 +267,14 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 	return 0;
 }
 
-static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready)
+static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
 {
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	int keep[2] = {ready, ctx->log_fd};
-	aj_close_all_except(keep, ctx->log_fd >= 0 ? 2 : 1);
+	int keep[3] = {ready, stop, ctx->log_fd};
+	aj_close_all_except(keep, ctx->log_fd >= 0 ? 3 : 2);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
@@ -273,6 +287,7 @@ static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready)
 	aj_error err;
 	aj_err_clear(&err);
 	(void)netd_setup(ctx, child, ls, &n, &err);
+	ls[n++] = (listener){.fd = stop, .kind = K_STOP};
 	(void)aj_write_all(ready, &err, sizeof(err));
 	close(ready);
 	if (err.code == 0 && err.msg[0] == '\0')
@@ -287,13 +302,22 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 		return 0;
 	int log_fd = -1;
 	if (p->net_log) {
-		log_fd = open(p->net_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		log_fd =
+		    open(p->net_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (log_fd < 0)
 			return aj_err(err, errno, "cannot open --net-log %s", p->net_log);
 	}
-	int pfd[2];
+	int pfd[2], stop[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		int e = errno;
+		if (log_fd >= 0)
+			close(log_fd);
+		return aj_err(err, e, "pipe");
+	}
+	if (pipe2(stop, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(pfd[0]);
+		close(pfd[1]);
 		if (log_fd >= 0)
 			close(log_fd);
 		return aj_err(err, e, "pipe");
@@ -302,22 +326,26 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
+		close(stop[1]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
 		aj_netd_ctx ctx = {.p = p, .n = n, .log_fd = log_fd, .sandbox_netns = -1};
 		pthread_mutex_init(&ctx.lock, NULL);
-		netd_main(&ctx, child, pfd[1]);
+		netd_main(&ctx, child, pfd[1], stop[0]);
 	}
 	int e = errno;
 	close(pfd[1]);
+	close(stop[0]);
 	if (log_fd >= 0)
 		close(log_fd);
 	if (pid < 0) {
 		close(pfd[0]);
+		close(stop[1]);
 		return aj_err(err, e, "cannot start the network helper");
 	}
 	n->netd = pid;
+	n->netd_stop = stop[1];
 	aj_error child_err;
 	struct pollfd pw = {.fd = pfd[0], .events = POLLIN};
 	int r = poll(&pw, 1, 10000) == 1 ? aj_read_all(pfd[0], &child_err, sizeof(child_err)) : -1;
@@ -335,8 +363,16 @@ void aj_netd_stop(aj_net *n)
 {
 	if (n->netd <= 0)
 		return;
-	kill(n->netd, SIGKILL);
-	while (waitpid(n->netd, NULL, 0) < 0 && errno == EINTR)
-		;
+	/* let it write the last log lines (up to 1 s), then make sure */
+	close(n->netd_stop);
+	n->netd_stop = -1;
+	pid_t r = 0;
+	for (int i = 0; i < 100 && (r = waitpid(n->netd, NULL, WNOHANG)) == 0; i++)
+		usleep(10000);
+	if (r == 0) {
+		kill(n->netd, SIGKILL);
+		while (waitpid(n->netd, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	n->netd = 0;
 }

@@ -20,7 +20,7 @@ typedef struct aj_netd_ctx {
 	const aj_net *n;
 	struct sockaddr_in upstream; /* the resolver agentjail asks for allowed names */
 	bool have_upstream;
-	int log_fd; /* --net-log, -1 if none */
+	int log_fd;	      /* --net-log, -1 if none */
 	pthread_mutex_t lock; /* the log and the nft context */
 	struct nft_ctx *nft;
 	int sandbox_netns; /* root: threads join it to reach published ports; -1 */
@@ -32,8 +32,7 @@ ssize_t aj_dns_handle(aj_netd_ctx *ctx, const uint8_t *q, size_t qlen, uint8_t *
 /* Resolve name's IPv4 addresses through the upstream; refused addresses
  * (rebinding) are dropped. Returns how many are in addrs (network order),
  * or a negative errno; *ttl: the smallest TTL seen. */
-int aj_dns_lookup4(aj_netd_ctx *ctx, const char *name, uint32_t *addrs, size_t max,
-		   unsigned *ttl);
+int aj_dns_lookup4(aj_netd_ctx *ctx, const char *name, uint32_t *addrs, size_t max, unsigned *ttl);
 /* Pick the upstream: --dns, else the host's first IPv4 nameserver. */
 int aj_dns_upstream(aj_netd_ctx *ctx, const char *host_resolv);
 
@@ -46,15 +45,15 @@ void aj_splice_pair(int a, int b);
 
 /* The head of a proxy request, parsed (proxy_parse.c). */
 typedef struct aj_proxy_req {
-	bool connect;		 /* CONNECT host:port */
-	char host[256];		 /* as the client wrote it (not yet canonical) */
-	unsigned port;		 /* explicit or 80 */
+	bool connect;	/* CONNECT host:port */
+	char host[256]; /* as the client wrote it (not yet canonical) */
+	unsigned port;	/* explicit or 80 */
 	char method[16];
-	char target[2048];	 /* origin-form path?query for plain HTTP */
+	char target[2048]; /* origin-form path?query for plain HTTP */
 	int http_major, http_minor;
-	size_t head_len;	 /* bytes of the head (request line + headers + CRLF) */
-	char headers[8192];	 /* kept headers, "Name: value\r\n" each */
-	const char *error;	 /* why the request is refused (400) */
+	size_t head_len;    /* bytes of the head (request line + headers + CRLF) */
+	char headers[8192]; /* kept headers, "Name: value\r\n" each */
+	const char *error;  /* why the request is refused (400) */
 } aj_proxy_req;
 
 /* Parse the request head in buf (len bytes, the whole head present).
@@ -67,6 +66,7 @@ void aj_netlog(aj_netd_ctx *ctx, json_t *ev);
 /* Read the kernel's nflog messages of the sandbox's nft rules (direct
  * connections) and log them; returns the socket to poll, or -errno. */
 int aj_nflog_open(unsigned group);
-void aj_nflog_read(aj_netd_ctx *ctx, int fd);
+/* Log what is queued; -1 when nothing was. */
+int aj_nflog_read(aj_netd_ctx *ctx, int fd);
 
 #endif

@@ -90,6 +90,9 @@ int aj_nflog_open(unsigned group)
 		struct nfulnl_msg_config_mode mode = {.copy_range = htonl(80),
 						      .copy_mode = NFULNL_COPY_PACKET};
 		mnl_attr_put(nlh, NFULA_CFG_MODE, sizeof(mode), &mode);
+		/* one packet per message, sent at once: nothing waits in the
+		 * kernel when the sandbox ends */
+		mnl_attr_put_u32(nlh, NFULA_CFG_QTHRESH, htonl(1));
 		r = cfg_send(fd, nlh);
 	}
 	if (r < 0) {
@@ -132,13 +135,13 @@ static json_t *packet_event(const pkt_attrs *a)
 		return NULL;
 	char dst[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &ip->daddr, dst, sizeof(dst));
-	const char *proto = ip->protocol == IPPROTO_TCP	  ? "tcp"
-			    : ip->protocol == IPPROTO_UDP ? "udp"
+	const char *proto = ip->protocol == IPPROTO_TCP	   ? "tcp"
+			    : ip->protocol == IPPROTO_UDP  ? "udp"
 			    : ip->protocol == IPPROTO_ICMP ? "icmp"
 							   : "other";
-	json_t *ev = json_pack("{s:s,s:s,s:s,s:s}", "event", "connect", "protocol", proto,
-			       "address", dst, "verdict",
-			       strncmp(a->prefix, "aj-allow", 8) == 0 ? "allowed" : "refused");
+	json_t *ev =
+	    json_pack("{s:s,s:s,s:s,s:s}", "event", "connect", "protocol", proto, "address", dst,
+		      "verdict", strncmp(a->prefix, "aj-allow", 8) == 0 ? "allowed" : "refused");
 	if ((ip->protocol == IPPROTO_TCP || ip->protocol == IPPROTO_UDP) && a->len >= ihl + 4) {
 		uint16_t port;
 		memcpy(&port, a->payload + ihl + 2, 2);
@@ -147,12 +150,12 @@ static json_t *packet_event(const pkt_attrs *a)
 	return ev;
 }
 
-void aj_nflog_read(aj_netd_ctx *ctx, int fd)
+int aj_nflog_read(aj_netd_ctx *ctx, int fd)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 	if (r <= 0)
-		return;
+		return -1;
 	int left = (int)r;
 	for (const struct nlmsghdr *nlh = (const void *)buf; mnl_nlmsg_ok(nlh, left);
 	     nlh = mnl_nlmsg_next(nlh, &left)) {
@@ -163,4 +166,5 @@ void aj_nflog_read(aj_netd_ctx *ctx, int fd)
 		mnl_attr_parse(nlh, sizeof(struct nfgenmsg), attr_cb, &a);
 		aj_netlog(ctx, packet_event(&a));
 	}
+	return 0;
 }

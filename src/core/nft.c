@@ -87,8 +87,8 @@ static void add_allow_rules(sbuf *b, const aj_net *n, const aj_policy *p)
 			sb_add(b, "\t\tiifname \"%s\" ip daddr %s tcp dport %u %saccept\n", v, text,
 			       a->port, logs);
 		else
-			sb_add(b, "\t\tiifname \"%s\" ip daddr %s tcp dport { 80, 443 } %saccept\n", v,
-			       text, logs);
+			sb_add(b, "\t\tiifname \"%s\" ip daddr %s tcp dport { 80, 443 } %saccept\n",
+			       v, text, logs);
 	}
 	sb_add(b, "\t\tiifname \"%s\" jump refuse\n", v);
 }
@@ -116,14 +116,15 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 	sb_add(&b, "\tchain refuse {\n");
 	if (n->nflog_group)
 		sb_add(&b, "\t\tct state new log prefix \"aj-refuse \" group %u\n", n->nflog_group);
-	sb_add(&b,
-	       "\t\tmeta l4proto tcp reject with tcp reset\n"
-	       "\t\tmeta nfproto ipv4 reject with icmp type admin-prohibited\n"
-	       "\t\treject with icmpv6 type admin-prohibited\n\t}\n");
+	sb_add(&b, "\t\tmeta l4proto tcp reject with tcp reset\n"
+		   "\t\tmeta nfproto ipv4 reject with icmp type admin-prohibited\n"
+		   "\t\treject with icmpv6 type admin-prohibited\n\t}\n");
 	/* the host itself (every local address, its loopback): nothing from the
 	 * sandbox is delivered locally but, in allow-list mode, agentjail's
 	 * resolver and proxy on the gateway address */
-	sb_add(&b, "\tchain input {\n\t\ttype filter hook input priority filter - 10; policy accept;\n");
+	sb_add(
+	    &b,
+	    "\tchain input {\n\t\ttype filter hook input priority filter - 10; policy accept;\n");
 	if (allow)
 		sb_add(&b,
 		       "\t\tiifname \"%s\" ip daddr %s udp dport 53 accept\n"
@@ -133,15 +134,16 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 	       "\t\tiifname \"%s\" meta l4proto tcp reject with tcp reset\n"
 	       "\t\tiifname \"%s\" reject with icmpx type admin-prohibited\n\t}\n",
 	       v, v);
-	sb_add(&b,
-	       "\tchain forward {\n\t\ttype filter hook forward priority filter - 10; policy accept;\n"
-	       "\t\toifname \"%s\" ct state established,related accept\n"
-	       "\t\toifname \"%s\" drop\n"
-	       "\t\tiifname \"%s\" ip saddr != %s drop\n"
-	       "\t\tiifname \"%s\" ip daddr @refused4 jump refuse\n"
-	       "\t\tiifname \"%s\" ip6 daddr @refused6 jump refuse\n"
-	       "\t\tiifname \"%s\" meta nfproto ipv6 jump refuse\n",
-	       v, v, v, sip, v, v, v);
+	sb_add(
+	    &b,
+	    "\tchain forward {\n\t\ttype filter hook forward priority filter - 10; policy accept;\n"
+	    "\t\toifname \"%s\" ct state established,related accept\n"
+	    "\t\toifname \"%s\" drop\n"
+	    "\t\tiifname \"%s\" ip saddr != %s drop\n"
+	    "\t\tiifname \"%s\" ip daddr @refused4 jump refuse\n"
+	    "\t\tiifname \"%s\" ip6 daddr @refused6 jump refuse\n"
+	    "\t\tiifname \"%s\" meta nfproto ipv6 jump refuse\n",
+	    v, v, v, sip, v, v, v);
 	if (allow)
 		add_allow_rules(&b, n, p);
 	else if (n->nflog_group)

@@ -55,8 +55,8 @@ typedef struct aj_cidr {
 
 /* --allow HOST[:PORT] | *.SUFFIX[:PORT] | CIDR[:PORT] */
 typedef struct aj_allow {
-	char *host;   /* lowercase name, or "*.suffix" for a wildcard; NULL: cidr */
-	aj_cidr cidr; /* when host is NULL (IPv4) */
+	char *host;    /* lowercase name, or "*.suffix" for a wildcard; NULL: cidr */
+	aj_cidr cidr;  /* when host is NULL (IPv4) */
 	unsigned port; /* 0: the default ports 80 and 443 */
 } aj_allow;
 
@@ -104,17 +104,17 @@ typedef struct aj_policy {
 	bool no_default_masks;
 	aj_tty_mode tty;
 	aj_net_mode net;
-	bool net_explicit; /* --net was given */
+	bool net_explicit;	   /* --net was given */
 	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
 	size_t n_deny;
 	aj_allow allow[AJ_MAX_ALLOW]; /* --allow: switches to AJ_NET_ALLOW */
 	size_t n_allow;
 	aj_publish publish[AJ_MAX_PUBLISH];
 	size_t n_publish;
-	char *net_log;	    /* --net-log FILE: JSON lines of DNS queries and connections */
-	aj_cidr dns;	    /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
-	unsigned dns_port;  /* 53 unless --dns ADDR:PORT */
-	bool quiet; /* suppress warnings about degraded features */
+	char *net_log;	   /* --net-log FILE: JSON lines of DNS queries and connections */
+	aj_cidr dns;	   /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
+	unsigned dns_port; /* 53 unless --dns ADDR:PORT */
+	bool quiet;	   /* suppress warnings about degraded features */
 } aj_policy;
 
 void aj_policy_init(aj_policy *p);

@@ -51,7 +51,8 @@ void aj_splice_pair(int a, int b)
 			return;
 		}
 		for (int k = 0; k < 2; k++) {
-			if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) && !eof[k] && len[k] == 0) {
+			if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) && !eof[k] &&
+			    len[k] == 0) {
 				ssize_t r = read(fd[k], buf[k], sizeof(buf[k]));
 				if (r <= 0) {
 					if (r < 0 && errno == EINTR)
@@ -62,9 +63,10 @@ void aj_splice_pair(int a, int b)
 					off[k] = 0;
 				}
 			}
-			if ((pfd[1 - k].revents & (POLLOUT | POLLERR | POLLHUP)) && len[k] > off[k]) {
-				ssize_t w = send(fd[1 - k], buf[k] + off[k], len[k] - off[k],
-						 MSG_NOSIGNAL);
+			if ((pfd[1 - k].revents & (POLLOUT | POLLERR | POLLHUP)) &&
+			    len[k] > off[k]) {
+				ssize_t w =
+				    send(fd[1 - k], buf[k] + off[k], len[k] - off[k], MSG_NOSIGNAL);
 				if (w < 0 && errno != EINTR && errno != EAGAIN)
 					return; /* the peer is gone: both ways end */
 				if (w > 0)
@@ -202,8 +204,9 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	ssize_t len = buf && req ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
 	if (len < 0) {
 		if (buf && req)
-			reply(fd, 400, "Bad Request", "agentjail proxy: incomplete or oversized "
-						      "request head\n");
+			reply(fd, 400, "Bad Request",
+			      "agentjail proxy: incomplete or oversized "
+			      "request head\n");
 		goto out;
 	}
 	if (aj_proxy_parse(buf, head_end, req) < 0) {
@@ -235,9 +238,9 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	} else {
-		char *head = aj_asprintf("%s %s HTTP/%d.%d\r\n%sConnection: close\r\n\r\n",
-					 req->method, req->target, req->http_major,
-					 req->http_minor, req->headers);
+		char *head =
+		    aj_asprintf("%s %s HTTP/%d.%d\r\n%sConnection: close\r\n\r\n", req->method,
+				req->target, req->http_major, req->http_minor, req->headers);
 		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
 		free(head);
 		if (!ok) {
@@ -246,7 +249,8 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		}
 	}
 	/* what the client sent after the head (a body, TLS hello) goes on */
-	if ((size_t)len > head_end && aj_write_all(up, buf + head_end, (size_t)len - head_end) < 0) {
+	if ((size_t)len > head_end &&
+	    aj_write_all(up, buf + head_end, (size_t)len - head_end) < 0) {
 		close(up);
 		goto out;
 	}

@@ -118,7 +118,8 @@ static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
 		hend = colon ? colon : end;
 		port = colon ? colon + 1 : NULL;
 	}
-	if (hend == host || copy_span(req->host, sizeof(req->host), host, (size_t)(hend - host)) < 0)
+	if (hend == host ||
+	    copy_span(req->host, sizeof(req->host), host, (size_t)(hend - host)) < 0)
 		return refuse(req, "malformed host");
 	req->port = dflt;
 	if (port) {
@@ -173,8 +174,10 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 		/* hop-by-hop and proxy headers stay here; the origin gets
 		 * "Connection: close" so one connection carries one checked
 		 * request */
-		if (span_is(st.field[i], "Connection") || span_is(st.field[i], "Proxy-Connection") ||
-		    span_is(st.field[i], "Keep-Alive") || span_is(st.field[i], "Proxy-Authorization"))
+		if (span_is(st.field[i], "Connection") ||
+		    span_is(st.field[i], "Proxy-Connection") ||
+		    span_is(st.field[i], "Keep-Alive") ||
+		    span_is(st.field[i], "Proxy-Authorization"))
 			continue;
 		int n = snprintf(req->headers + o, sizeof(req->headers) - o, "%.*s: %.*s\r\n",
 				 (int)st.field[i].len, st.field[i].p, (int)st.value[i].len,
@@ -210,7 +213,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	if (!req->port)
 		return refuse(req, "port 0");
 	/* origin-form target: path and query of the URL */
-	const char *path = u.field_set & (1 << UF_PATH) ? st.url.p + u.field_data[UF_PATH].off : "/";
+	const char *path =
+	    u.field_set & (1 << UF_PATH) ? st.url.p + u.field_data[UF_PATH].off : "/";
 	size_t plen = u.field_set & (1 << UF_PATH) ? u.field_data[UF_PATH].len : 1;
 	size_t qlen = u.field_set & (1 << UF_QUERY) ? u.field_data[UF_QUERY].len + 1u : 0;
 	if (plen + qlen >= sizeof(req->target))
@@ -224,8 +228,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	if (host_hdr.p) {
 		aj_proxy_req h;
 		memset(&h, 0, sizeof(h));
-		if (split_authority(&h, host_hdr, req->port) < 0 || strcasecmp(h.host, req->host) != 0 ||
-		    h.port != req->port)
+		if (split_authority(&h, host_hdr, req->port) < 0 ||
+		    strcasecmp(h.host, req->host) != 0 || h.port != req->port)
 			return refuse(req, "the Host header does not match the URL");
 	}
 	return 0;

@@ -59,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (a->host) {
 			const char *h = a->host[0] == '*' ? a->host + 2 : a->host;
 			char back[AJ_HOST_MAX + 1];
-			if (aj_host_canon(h, strlen(h), back, sizeof(back)) != 0 || strcmp(back, h) != 0)
+			if (aj_host_canon(h, strlen(h), back, sizeof(back)) != 0 ||
+			    strcmp(back, h) != 0)
 				abort();
 			if (a->host[0] != '*' && !aj_allow_name(&p, h, 0))
 				abort();
@@ -68,7 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		char canon[AJ_HOST_MAX + 1];
 		if (aj_host_canon(s, strlen(s), canon, sizeof(canon)) == 0 &&
-		    (strlen(canon) != strlen(s) || strpbrk(canon, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@:/ ")))
+		    (strlen(canon) != strlen(s) ||
+		     strpbrk(canon, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@:/ ")))
 			abort();
 	}
 	aj_net n = {.host_ip = AJ_NET_POOL + 1};

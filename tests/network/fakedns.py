@@ -11,6 +11,7 @@ A, CNAME = 1, 5
 ZONE = {
     "allowed.test": [(A, "192.0.2.10", 60)],
     "www.allowed.test": [(A, "203.0.113.10", 60)],
+    "short.allowed.test": [(A, "198.51.100.77", 1)],
     "sub.wild.test": [(A, "192.0.2.10", 60)],
     "deep.sub.wild.test": [(A, "203.0.113.10", 60)],
     "wild.test": [(A, "192.0.2.10", 60)],

@@ -85,10 +85,18 @@ world_down() {
     return 0
 }
 
-# agentjail inside the host netns, with probe.py at /probe.py
+# agentjail inside the host netns, with probe.py at /probe.py and dnsq.py
+# at /dnsq.py
 hrun() {
     timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" \
-        "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$NET_PROBE:/probe.py" "$@"
+        "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$NET_PROBE:/probe.py" \
+        --ro "$NET_DIR/dnsq.py:/dnsq.py" "$@"
+}
+
+# Queries that reached the fake DNS server (also the attacker's) matching
+# REGEX.
+dns_seen() { # REGEX
+    grep -cE "$1" "$DNS_LOG" || true
 }
 
 NET_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -89,9 +89,10 @@ static void test_resolv(void **state)
 	assert_non_null(strstr(r, "nameserver 127.0.0.1"));
 	free(r);
 	p.net = AJ_NET_OPEN;
-	r = aj_net_resolv_conf(&n, 
-	    &p, "# x\nnameserver 127.0.0.53\nnameserver 192.0.2.53\n"
-		"nameserver 10.0.0.2\nnameserver fe80::1\n  nameserver 198.51.100.53");
+	r = aj_net_resolv_conf(
+	    &n, &p,
+	    "# x\nnameserver 127.0.0.53\nnameserver 192.0.2.53\n"
+	    "nameserver 10.0.0.2\nnameserver fe80::1\n  nameserver 198.51.100.53");
 	assert_non_null(strstr(r, "nameserver 192.0.2.53\n"));
 	assert_non_null(strstr(r, "nameserver 198.51.100.53\n"));
 	assert_null(strstr(r, "127.0.0.53"));
