@@ -99,6 +99,9 @@ static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
 		a.len--;
 	if (a.len == 0)
 		return refuse(req, "empty host");
+	for (size_t i = 0; i < a.len; i++)
+		if ((unsigned char)a.p[i] <= 0x20 || (unsigned char)a.p[i] >= 0x7f)
+			return refuse(req, "control or non-ASCII bytes in the host");
 	if (memchr(a.p, '@', a.len))
 		return refuse(req, "user information in the host");
 	const char *end = a.p + a.len, *host = a.p, *hend, *port = NULL;
@@ -152,13 +155,12 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	http_parser hp;
 	http_parser_init(&hp, HTTP_REQUEST);
 	hp.data = &st;
-	size_t used = http_parser_execute(&hp, &settings, buf, len);
+	(void)http_parser_execute(&hp, &settings, buf, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&hp);
 	if (st.too_many)
 		return refuse(req, "too many headers");
 	if ((e != HPE_OK && e != HPE_PAUSED) || !st.done || !st.url.p)
 		return refuse(req, "malformed request");
-	req->head_len = used;
 	req->connect = hp.method == HTTP_CONNECT;
 	req->http_major = hp.http_major;
 	req->http_minor = hp.http_minor;

@@ -67,10 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	{
-		char canon[AJ_HOST_MAX + 1];
-		if (aj_host_canon(s, strlen(s), canon, sizeof(canon)) == 0 &&
-		    (strlen(canon) != strlen(s) ||
-		     strpbrk(canon, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@:/ ")))
+		char host[AJ_HOST_MAX + 1];
+		if (aj_host_canon(s, strlen(s), host, sizeof(host)) == 0 &&
+		    (strlen(host) != strlen(s) || strpbrk(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@:/ ")))
 			abort();
 	}
 	aj_net n = {.host_ip = AJ_NET_POOL + 1};

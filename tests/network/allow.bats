@@ -319,3 +319,21 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     assert_status 0
     assert_world_clean
 }
+
+@test "--publish works for an unprivileged caller with --net none" {
+    local port=$((20000 + RANDOM % 20000))
+    timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$AJ_REAL" run --quiet --publish "$port:8000" -- sh -c 'cd /tmp && echo unpriv-ok >index.html &&
+        python3 -m http.server -b 127.0.0.1 8000 >/dev/null 2>&1 &
+        sleep 30' &
+    AJ_BG_PID=$!
+    local i body=""
+    for ((i = 0; i < 100; i++)); do
+        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$port/" 2>/dev/null) && [ -n "$body" ] && break
+        sleep 0.1
+    done
+    kill -TERM "$AJ_BG_PID" 2>/dev/null || true
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    assert_eq "$body" unpriv-ok "GET 127.0.0.1:$port"
+}
