@@ -15,11 +15,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "netd.h"
 #include "util.h"
 
@@ -189,6 +191,24 @@ static void loop(aj_netd_ctx *ctx, listener *ls, size_t n)
 	}
 }
 
+/* netd parses what the sandbox sends (DNS, HTTP): once its sockets exist it
+ * runs as nobody, with CAP_NET_ADMIN only for the nft set of --allow and
+ * CAP_SYS_ADMIN only to join the sandbox's netns for --publish next to
+ * --allow; no_new_privs. */
+static int drop_privileges(const aj_netd_ctx *ctx, aj_error *err)
+{
+	int keep[2];
+	size_t n = 0;
+	if (ctx->p->net == AJ_NET_ALLOW)
+		keep[n++] = CAP_NET_ADMIN;
+	if (ctx->sandbox_netns >= 0)
+		keep[n++] = CAP_SYS_ADMIN;
+	uid_t nobody = 65534;
+	if (!ctx->privileged) /* an unprivileged caller: nothing to give up but caps */
+		return aj_caps_drop_keep(geteuid(), getegid(), 0, NULL, 0, err);
+	return aj_caps_drop_keep(nobody, nobody, 1, keep, n, err);
+}
+
 /* Everything netd needs before the sandbox goes on; err says what failed. */
 static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj_error *err)
 {
@@ -247,15 +267,19 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		int ns = open(path, O_RDONLY | O_CLOEXEC);
 		if (ns < 0)
 			return aj_err(err, errno, "--publish: cannot open %s", path);
-		if (geteuid() == 0) {
+		if (p->net == AJ_NET_ALLOW) {
+			/* netd also works in agentjail's namespace: each
+			 * forwarding thread joins the sandbox's on its own */
 			ctx->sandbox_netns = ns;
 		} else {
-			/* unprivileged (no --allow then): join the sandbox's user
-			 * namespace, where we own every capability, then its
-			 * network namespace, for good */
+			/* only forwarding: join the sandbox's network namespace
+			 * for good (unprivileged: through its user namespace,
+			 * where we own every capability) */
+			bool priv = ctx->privileged;
 			snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)child);
-			_cleanup_close_ int us = open(path, O_RDONLY | O_CLOEXEC);
-			if (us < 0 || setns(us, CLONE_NEWUSER) < 0 || setns(ns, CLONE_NEWNET) < 0) {
+			_cleanup_close_ int us = priv ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+			if ((!priv && (us < 0 || setns(us, CLONE_NEWUSER) < 0)) ||
+			    setns(ns, CLONE_NEWNET) < 0) {
 				int e = errno;
 				close(ns);
 				return aj_err(err, e,
@@ -264,7 +288,7 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 			close(ns);
 		}
 	}
-	return 0;
+	return drop_privileges(ctx, err);
 }
 
 static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
@@ -330,7 +354,11 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
-		aj_netd_ctx ctx = {.p = p, .n = n, .log_fd = log_fd, .sandbox_netns = -1};
+		aj_netd_ctx ctx = {.p = p,
+				   .n = n,
+				   .log_fd = log_fd,
+				   .sandbox_netns = -1,
+				   .privileged = geteuid() == 0};
 		pthread_mutex_init(&ctx.lock, NULL);
 		netd_main(&ctx, child, pfd[1], stop[0]);
 	}

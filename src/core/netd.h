@@ -24,6 +24,7 @@ typedef struct aj_netd_ctx {
 	pthread_mutex_t lock; /* the log and the nft context */
 	struct nft_ctx *nft;
 	int sandbox_netns; /* root: threads join it to reach published ports; -1 */
+	bool privileged;   /* started as root (host root, not a userns' root) */
 } aj_netd_ctx;
 
 /* dns.c. Answer one DNS query from the sandbox (wire format). Returns the

@@ -310,6 +310,14 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     [ -n "$pid" ] || fail "no agentjail pid"
     local netd
     netd=$(pgrep -P "$pid" -x agentjail-netd) || fail "no netd child of $pid"
+    # netd parses what the sandbox sends: it runs as nobody with
+    # CAP_NET_ADMIN (0x1000) only, and no_new_privs
+    local status
+    status=$(cat "/proc/$netd/status")
+    [[ "$status" == *$'\nUid:\t65534\t65534\t65534\t65534'* ]] || fail "netd uid: $(grep Uid <<<"$status")"
+    [[ "$status" == *$'\nCapEff:\t0000000000001000'* ]] || fail "netd caps: $(grep Cap <<<"$status")"
+    [[ "$status" == *$'\nCapBnd:\t0000000000001000'* ]] || fail "netd bounding set: $(grep Cap <<<"$status")"
+    [[ "$status" == *$'\nNoNewPrivs:\t1'* ]] || fail "netd no_new_privs"
     kill -KILL "$pid"
     wait "$AJ_BG_PID" || true
     AJ_BG_PID=
