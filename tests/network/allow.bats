@@ -345,3 +345,18 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     AJ_BG_PID=
     assert_eq "$body" unpriv-ok "GET 127.0.0.1:$port"
 }
+
+@test "--allow with --rootfs: the image's resolv.conf names the resolver, a symlink can't redirect the write" {
+    local R=$T/rootfs
+    mkdir -p "$R/bin" "$R/etc"
+    cp "$PROBE" "$R/bin/probe"
+    echo "host file" >"$T/victim"
+    ln -s "$T/victim" "$R/etc/resolv.conf" # absolute: a host path if followed outside
+    chmod -R a+rX "$R"
+    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" \
+        "$AJ" run --dns 192.0.2.53 --allow allowed.test --rootfs "$R" -- /bin/probe read /etc/resolv.conf
+    assert_status 0
+    [[ "$output" == *"nameserver 10.200."* ]] || fail "resolv.conf inside: $output"
+    assert_eq "$(cat "$T/victim")" "host file" "the host file behind the symlink"
+    [ -L "$R/etc/resolv.conf" ] || fail "the rootfs itself was changed"
+}
