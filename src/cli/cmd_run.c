@@ -55,7 +55,14 @@ static const char run_usage[] =
     "      --net none|open     none: loopback only (default); open: outbound via\n"
     "                          NAT (root), never to the host, private, link-local,\n"
     "                          metadata, multicast or reserved addresses\n"
-    "      --deny CIDR         also refuse CIDR with --net open (repeatable)\n"
+    "      --deny CIDR         also refuse CIDR (repeatable)\n"
+    "      --allow DEST        allow-list mode (root): only DEST, which is HOST,\n"
+    "                          *.DOMAIN or an IPv4 CIDR, optionally :PORT (default\n"
+    "                          80 and 443); names through agentjail's resolver,\n"
+    "                          HTTP(S)_PROXY set to its proxy (repeatable)\n"
+    "      --dns ADDR[:PORT]   upstream resolver for --allow (default: the host's)\n"
+    "      --publish HP:PORT   reach the sandbox's PORT at 127.0.0.1:HP on the host\n"
+    "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
     "Terminal:\n"
     "  -t, --tty               always give the command a new pseudo-terminal\n"
     "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -94,6 +101,10 @@ enum {
 	OPT_NOMASKS,
 	OPT_NET,
 	OPT_DENY,
+	OPT_ALLOW,
+	OPT_DNS,
+	OPT_PUBLISH,
+	OPT_NETLOG,
 };
 
 static const struct option run_opts[] = {
@@ -126,6 +137,10 @@ static const struct option run_opts[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"net", required_argument, NULL, OPT_NET},
     {"deny", required_argument, NULL, OPT_DENY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"dns", required_argument, NULL, OPT_DNS},
+    {"publish", required_argument, NULL, OPT_PUBLISH},
+    {"net-log", required_argument, NULL, OPT_NETLOG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

@@ -20,6 +20,27 @@
 #include "redact.h"
 #include "util.h"
 
+/* NUL-separated strings of an fd (from its start) as a strv. */
+static char **read_env(int fd)
+{
+	_cleanup_free_ char *txt = NULL;
+	size_t len = 0;
+	if (lseek(fd, 0, SEEK_SET) < 0 || aj_read_fd(fd, &txt, &len) < 0)
+		return NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += txt[i] == '\0';
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0, k = 0; v && k < n; k++) {
+		if (!(v[k] = strdup(txt + i))) {
+			aj_strv_free(v);
+			return NULL;
+		}
+		i += strlen(txt + i) + 1;
+	}
+	return v;
+}
+
 int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 {
 	memset(b, 0, sizeof(*b));
@@ -42,18 +63,21 @@ int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 			_exit(AJ_EXIT_INTERNAL);
 		aj_close_all_except(&sv[1], 1);
 		aj_proctitle_set("agentjail-box");
+		unsetenv("TERM"); /* commands get TERM=dumb */
 		_exit(aj_sandbox_hold(p, sv[1]));
 	}
 	close(sv[1]);
 	b->ctl = sv[0];
-	int fd = -1;
+	int fds[2] = {-1, -1};
 	size_t n = 0;
-	int r = aj_sync_recv_buf(b->ctl, &b->info, sizeof(b->info), &fd, 1, &n);
-	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 1) {
-		b->sock = fd;
-		if ((b->envp = aj_policy_build_env(p, NULL)))
-			return 0;
-		r = aj_err(err, ENOMEM, "environment");
+	int r = aj_sync_recv_buf(b->ctl, &b->info, sizeof(b->info), fds, 2, &n);
+	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 2) {
+		b->sock = fds[0];
+		fds[0] = -1;
+		if ((b->envp = read_env(fds[1])))
+			r = 0;
+		else
+			r = aj_err(err, ENOMEM, "environment");
 	} else if (r == 0 && b->info.m.type == AJ_MSG_ERROR) {
 		*err = b->info.m.err;
 		aj_err_prefix(err, "sandbox setup failed");
@@ -61,9 +85,11 @@ int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 	} else {
 		r = aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's keeper died during setup");
 	}
-	if (n == 1 && r < 0 && fd != b->sock)
-		close(fd);
-	aj_box_destroy(b);
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (r < 0)
+		aj_box_destroy(b);
 	return r;
 }
 

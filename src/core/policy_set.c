@@ -56,7 +56,7 @@ static int set_uint(const char *flag, const char *v, unsigned long long max,
 static bool host_only(const char *name, const char *v)
 {
 	static const char *const names[] = {"result", "seccomp-profile", "env-file", "tty",
-					    "no-tty"};
+					    "no-tty", "net-log",	 "publish"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;
@@ -130,6 +130,14 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net(p, v, err);
 	if (IS("deny"))
 		return aj_policy_add_deny(p, v, err);
+	if (IS("allow"))
+		return aj_policy_add_allow(p, v, err);
+	if (IS("dns"))
+		return aj_policy_set_dns(p, v, err);
+	if (IS("publish"))
+		return aj_policy_add_publish(p, v, err);
+	if (IS("net-log"))
+		return aj_policy_set_net_log(p, v, err);
 #undef IS
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -233,7 +234,7 @@ static int prepare(run_ctx *c, aj_error *err)
 	_cleanup_free_ char *host_resolv = NULL;
 	if (p->net == AJ_NET_OPEN)
 		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
-	if (!(c->plan.resolv_conf = aj_net_resolv_conf(p, host_resolv)))
+	if (!(c->plan.resolv_conf = aj_net_resolv_conf(&c->net, p, host_resolv)))
 		return aj_err(err, ENOMEM, "resolv.conf");
 	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
 		return r;
@@ -256,7 +257,9 @@ static int prepare(run_ctx *c, aj_error *err)
 		aj_err_format(&cgerr, msg, sizeof(msg));
 		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
 	}
-	c->envp = aj_policy_build_env(p, getenv("TERM"));
+	char **net_env = aj_net_env(&c->net, p);
+	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
+	aj_strv_free(net_env);
 	size_t argc = 0;
 	while (p->argv && p->argv[argc])
 		argc++;
@@ -660,7 +663,14 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 		info.gid = aj_userns_host_gid(&c.idm);
 		info.have_cg = c.have_cg;
 		info.cg = c.cg;
-		(void)aj_sync_send_buf(ctl, &info, sizeof(info), &c.sock[0], 1);
+		/* the commands' base environment (with --allow's proxy variables) */
+		int fds[2] = {c.sock[0], memfd_create("environment", MFD_CLOEXEC)};
+		for (char **e = c.envp; fds[1] >= 0 && e && *e; e++)
+			if (aj_write_all(fds[1], *e, strlen(*e) + 1) < 0)
+				break;
+		(void)aj_sync_send_buf(ctl, &info, sizeof(info), fds, fds[1] >= 0 ? 2 : 1);
+		if (fds[1] >= 0)
+			close(fds[1]);
 		char b;
 		ssize_t n;
 		do /* until our creator closes it (or dies) */
