@@ -129,6 +129,7 @@ typedef struct exec_ctx {
 	int stage;	/* timeout: 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	bool ended;	/* init reported the end */
 	bool cancelled; /* the consumer went away */
+	bool sig_eof;	/* io->signal_fd ended */
 	aj_msg end;
 } exec_ctx;
 
@@ -304,6 +305,20 @@ static void on_control(exec_ctx *c)
 	c->ended = true;
 }
 
+/* Bytes on io->signal_fd: signals for the command; 0: cancel. */
+static void on_signal_fd(exec_ctx *c)
+{
+	unsigned char sigs[16];
+	ssize_t n = read(c->io->signal_fd, sigs, sizeof(sigs));
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+		c->sig_eof = true;
+	for (ssize_t i = 0; i < n; i++) {
+		if (sigs[i] == 0)
+			c->cancelled = true;
+		send_signal(c, sigs[i] ? sigs[i] : SIGKILL);
+	}
+}
+
 /* Poll until the end is reported and the output drained (bounded). */
 static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
 {
@@ -313,10 +328,11 @@ static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
 	while (!c->ended || c->out[0] >= 0 || c->out[1] >= 0) {
 		if (c->ended && !drain_until)
 			drain_until = now_ms() + 1000;
-		struct pollfd pf[4] = {{c->ended ? -1 : c->ctl, POLLIN, 0},
-				       {c->out[0], POLLIN, 0},
-				       {c->out[1], POLLIN, 0},
-				       {c->cancelled ? -1 : c->io->cancel_fd, POLLIN, 0}};
+		struct pollfd pf[4] = {
+		    {c->ended ? -1 : c->ctl, POLLIN, 0},
+		    {c->out[0], POLLIN, 0},
+		    {c->out[1], POLLIN, 0},
+		    {c->cancelled || c->sig_eof ? -1 : c->io->signal_fd, POLLIN, 0}};
 		long long now = now_ms(), wait = -1;
 		if (deadline && !c->ended)
 			wait = deadline > now ? deadline - now : 0;
@@ -336,10 +352,8 @@ static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
 		for (int k = 0; k < 2; k++)
 			if (pf[1 + k].revents)
 				read_output(c, k);
-		if (pf[3].revents) {
-			c->cancelled = true;
-			send_signal(c, SIGKILL);
-		}
+		if (pf[3].revents)
+			on_signal_fd(c);
 		if (pf[0].revents)
 			on_control(c);
 	}

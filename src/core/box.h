@@ -59,7 +59,9 @@ typedef struct aj_exec_io {
 	 * return kills the command (the consumer went away). */
 	int (*output)(void *ctx, int stream, const char *buf, size_t len);
 	void *ctx;
-	int cancel_fd; /* readable: kill the command; -1: none */
+	/* -1, or a pipe: each byte read is a signal for the command's process
+	 * group; a 0 byte cancels (SIGKILL, and output is dropped). */
+	int signal_fd;
 } aj_exec_io;
 
 /* Run one command in the box and wait for it, streaming its output. Returns

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "procs.h"
 #include "request.h"
 #include "util.h"
 
@@ -12,9 +13,35 @@
 
 typedef struct route {
 	char id[40];	 /* "" for the collection */
-	const char *sub; /* "" for the sandbox itself, "exec", "files", "mkdir" */
+	const char *sub; /* "" for the sandbox itself, "exec", "files", "mkdir", "processes" */
+	char proc[16];	 /* processes/{proc}[/output|/signal] */
+	const char *proc_sub;
 	bool ok;
 } route;
+
+/* "processes[/ID[/output|/signal]]" after the sandbox's id */
+static bool parse_procs(const char *p, route *rt)
+{
+	if (!aj_startswith(p, "processes"))
+		return false;
+	p += strlen("processes");
+	rt->sub = "processes";
+	rt->proc_sub = "";
+	if (*p == '\0')
+		return true;
+	size_t n = strspn(++p, "p0123456789");
+	if (p[-1] != '/' || n == 0 || n >= sizeof(rt->proc))
+		return false;
+	memcpy(rt->proc, p, n);
+	p += n;
+	if (*p == '\0')
+		return true;
+	if (!strcmp(p, "/output") || !strcmp(p, "/signal")) {
+		rt->proc_sub = p + 1;
+		return true;
+	}
+	return false;
+}
 
 static route parse_route(const char *path)
 {
@@ -37,6 +64,7 @@ static route parse_route(const char *path)
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
 		if (!strcmp(p + 1, subs[i]))
 			return rt.sub = subs[i], rt.ok = true, rt;
+	rt.ok = *p == '/' && parse_procs(p + 1, &rt);
 	return rt;
 }
 
@@ -107,6 +135,15 @@ static void patch(aj_req *r, aj_sandbox *sb)
 	aj_http_json(r, 200, aj_sandbox_json(sb));
 }
 
+/* An exec body asking for a background process (parsed again by its handler). */
+static bool wants_background(aj_req *r)
+{
+	json_t *o = r->body ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+	bool bg = json_is_true(json_object_get(o, "background"));
+	json_decref(o);
+	return bg;
+}
+
 static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
 {
 	const char *sub = rt->sub;
@@ -121,8 +158,16 @@ static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
 		aj_http_json(r, 200, json_pack("{s:s, s:b}", "id", sb->id, "deleted", 1));
 		r->sb = NULL;
 		aj_sandbox_unref(sb); /* the last reference: gone before we answer */
-	} else if (!strcmp(sub, "exec") && m == AJ_POST)
+	} else if (!strcmp(sub, "exec") && m == AJ_POST && wants_background(r))
+		aj_procs_start(r, sb);
+	else if (!strcmp(sub, "exec") && m == AJ_POST)
 		aj_exec_start(r, sb);
+	else if (!strcmp(sub, "processes") && m == AJ_GET && !*rt->proc_sub)
+		aj_procs_list(r, sb, rt->proc[0] ? rt->proc : NULL);
+	else if (!strcmp(sub, "processes") && m == AJ_GET && !strcmp(rt->proc_sub, "output"))
+		aj_procs_output(r, sb, rt->proc);
+	else if (!strcmp(sub, "processes") && m == AJ_POST && !strcmp(rt->proc_sub, "signal"))
+		aj_procs_signal(r, sb, rt->proc);
 	else if (!strcmp(sub, "files") && m == AJ_GET)
 		aj_files_get(r, sb);
 	else if (!strcmp(sub, "files") && m == AJ_DELETE)

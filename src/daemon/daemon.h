@@ -41,9 +41,12 @@ typedef struct aj_sandbox {
 	long long created_ms; /* wall clock, ms since the epoch */
 	long long expires_ms; /* wall clock; 0: never */
 	unsigned long long execs;
-	int refs;	/* the registry's + running execs' (atomic) */
-	bool dead;	/* destroyed: no new work */
-	char owner[64]; /* who created it (audit) */
+	int refs;		  /* the registry's + running execs' (atomic) */
+	bool dead;		  /* destroyed: no new work */
+	char owner[64];		  /* who created it (audit) */
+	pthread_mutex_t procs_mu; /* background processes (procs.c) */
+	struct aj_proc *procs;
+	unsigned next_proc;
 } aj_sandbox;
 
 /* The service's state directory; set once at start. */

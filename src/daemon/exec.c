@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,7 +26,7 @@ typedef struct aj_job {
 	bool done, gone, wake;
 	int refs;
 	struct lws *wsi;
-	int cancel_fd; /* eventfd: the command is killed when it becomes readable */
+	int sig[2]; /* pipe: signals for the command (box.h); 0 cancels it */
 	aj_sandbox *sb;
 	char peer[80];
 	aj_exec_req q;
@@ -57,8 +57,9 @@ static void job_unref(aj_job *j)
 	pthread_cond_destroy(&j->cv);
 	free(j->buf);
 	aj_exec_req_free(&j->q);
-	if (j->cancel_fd >= 0)
-		close(j->cancel_fd);
+	for (int i = 0; i < 2; i++)
+		if (j->sig[i] >= 0)
+			close(j->sig[i]);
 	aj_sandbox_unref(j->sb);
 	free(j);
 }
@@ -116,17 +117,23 @@ static size_t incomplete_tail(const unsigned char *b, size_t n)
 }
 
 /* One piece of output: text as "data", anything else as "data_b64". */
-static int push_data(aj_job *j, int stream, const char *buf, size_t len)
+json_t *aj_exec_data_event(int stream, const char *buf, size_t len)
 {
 	const char *name = stream == 1 ? "stdout" : "stderr";
 	json_t *s = json_stringn(buf, len);
 	if (s)
-		return push(j, json_pack("{s:s, s:o}", "type", name, "data", s));
+		return json_pack("{s:s, s:o}", "type", name, "data", s);
 	size_t cap = len * 4 / 3 + 8;
 	_cleanup_free_ char *b64 = malloc(cap);
 	if (!b64 || lws_b64_encode_string(buf, (int)len, b64, (int)cap) < 0)
-		return 0;
-	return push(j, json_pack("{s:s, s:s}", "type", name, "data_b64", b64));
+		return NULL;
+	return json_pack("{s:s, s:s}", "type", name, "data_b64", b64);
+}
+
+static int push_data(aj_job *j, int stream, const char *buf, size_t len)
+{
+	json_t *ev = aj_exec_data_event(stream, buf, len);
+	return ev ? push(j, ev) : 0;
 }
 
 static int on_output(void *c, int stream, const char *buf, size_t len)
@@ -148,28 +155,28 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 
 /* The command as given, for the audit log: a secret's value in it (or its
  * base64) is redacted as in the output. */
-static json_t *redacted_cmd(const aj_job *j)
+/* The command as given, for the audit log: a secret's value in it (or its
+ * base64) is redacted as in the output. */
+static json_t *redacted_cmd(const aj_sandbox *sb, json_t *cmd)
 {
-	_cleanup_free_ char *txt = json_dumps(j->q.cmd, JSON_COMPACT | JSON_ENCODE_ANY);
+	_cleanup_free_ char *txt = json_dumps(cmd, JSON_COMPACT | JSON_ENCODE_ANY);
 	_cleanup_free_ char *out = NULL;
 	size_t olen = 0;
 	aj_redactor red;
-	int r = txt ? aj_redactor_init_policy(&red, &j->sb->policy) : -ENOMEM;
+	int r = txt ? aj_redactor_init_policy(&red, &sb->policy) : -ENOMEM;
 	if (r == 0)
 		r = aj_redactor_feed(&red, txt, strlen(txt), true, &out, &olen);
 	aj_redactor_free(&red);
 	if (r < 0 || !out)
 		return json_string("[unavailable]");
 	if (olen == strlen(txt) && memcmp(out, txt, olen) == 0)
-		return json_incref(j->q.cmd);
+		return json_incref(cmd);
 	return json_stringn(out, olen);
 }
 
-static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *err)
+json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
+		      const aj_run_result *res, const aj_error *err)
 {
-	for (int k = 0; k < 2; k++)
-		if (j->carry_n[k])
-			push_data(j, k + 1, j->carry[k], j->carry_n[k]);
 	json_t *ev;
 	if (r < 0) {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
@@ -195,11 +202,19 @@ static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *e
 	aj_metrics_add(&aj_stats.execs, 1);
 	aj_metrics_exec((double)res->wall_ms / 1000.0);
 	aj_audit("exec",
-		 json_pack("{s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", j->sb->id, "peer", j->peer,
-			   "cmd", redacted_cmd(j), "exit_code", r < 0 ? err->exit : res->exit_code,
+		 json_pack("{s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", sb->id, "peer", peer, "cmd",
+			   redacted_cmd(sb, cmd), "exit_code", r < 0 ? err->exit : res->exit_code,
 			   "duration_ms", (json_int_t)res->wall_ms, "timed_out",
 			   r == 0 && res->timed_out));
-	push(j, ev);
+	return ev;
+}
+
+static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *err)
+{
+	for (int k = 0; k < 2; k++)
+		if (j->carry_n[k])
+			push_data(j, k + 1, j->carry[k], j->carry_n[k]);
+	push(j, aj_exec_ended(j->sb, j->peer, j->q.cmd, r, res, err));
 	pthread_mutex_lock(&j->mu);
 	j->done = true;
 	j->wake = true;
@@ -216,7 +231,7 @@ static void *worker(void *arg)
 			     .stdin_data = j->q.stdin_data,
 			     .stdin_len = j->q.stdin_len,
 			     .timeout_ms = j->q.timeout_ms};
-	aj_exec_io io = {.output = on_output, .ctx = j, .cancel_fd = j->cancel_fd};
+	aj_exec_io io = {.output = on_output, .ctx = j, .signal_fd = j->sig[0]};
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
@@ -240,13 +255,13 @@ void aj_exec_start(aj_req *r, aj_sandbox *sb)
 		aj_http_error(r, 500, "internal", "out of memory");
 		return;
 	}
-	j->cancel_fd = -1;
+	j->sig[0] = j->sig[1] = -1;
 	if (aj_exec_req_parse(r->body, r->body_len, &j->q, &err) < 0) {
 		free(j);
 		aj_http_fail(r, 400, "bad_request", &err);
 		return;
 	}
-	j->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	int pe = pipe2(j->sig, O_CLOEXEC | O_NONBLOCK);
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->refs = 2; /* the connection's and the worker's */
@@ -259,7 +274,7 @@ void aj_exec_start(aj_req *r, aj_sandbox *sb)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
 	pthread_mutex_lock(&jobs_mu);
-	int e = j->cancel_fd < 0 ? errno : pthread_create(&t, &attr, worker, j);
+	int e = pe < 0 ? errno : pthread_create(&t, &attr, worker, j);
 	if (e == 0) {
 		n_workers++;
 		j->next = jobs;
@@ -321,8 +336,8 @@ void aj_exec_detach(aj_req *r)
 	pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	if (running) { /* nobody reads its output any more */
-		uint64_t one = 1;
-		if (write(j->cancel_fd, &one, sizeof(one)) < 0)
+		unsigned char cancel = 0;
+		if (write(j->sig[1], &cancel, 1) < 0)
 			(void)0;
 	}
 	job_unref(j);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "procs.h"
 #include "util.h"
 
 void aj_http_json(aj_req *r, int status, json_t *o)
@@ -110,6 +111,8 @@ static int on_writable(aj_req *r)
 	}
 	if (r->job)
 		return aj_exec_writable(r, buf, sizeof(buf));
+	if (r->follow)
+		return aj_procs_writable(r, buf, sizeof(buf));
 	size_t n = 0;
 	if (r->resp) {
 		n = r->resp_len - r->resp_off;
@@ -143,6 +146,8 @@ static void req_free(aj_req *r)
 		return; /* never started */
 	if (r->job)
 		aj_exec_detach(r);
+	if (r->follow)
+		aj_procs_detach(r);
 	if (r->upload_fd >= 0)
 		close(r->upload_fd);
 	if (r->dl_fd >= 0)
@@ -278,7 +283,10 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 		if (r)
 			req_free(r);
 		return 0;
-	case LWS_CALLBACK_EVENT_WAIT_CANCELLED: aj_exec_wake_all(); return 0;
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		aj_exec_wake_all();
+		aj_procs_wake_all();
+		return 0;
 	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
 	}
 }

@@ -38,7 +38,8 @@ typedef struct aj_req {
 	bool finished;		   /* all written: complete on the next writable */
 	int dl_fd;		   /* download: read and sent chunk by chunk */
 	unsigned long long dl_left;
-	struct aj_job *job; /* exec: output produced by a worker thread */
+	struct aj_job *job;	  /* exec: output produced by a worker thread */
+	struct aj_follow *follow; /* output of a background process */
 } aj_req;
 
 /* Answer with a JSON body (o consumed). */
@@ -62,6 +63,11 @@ bool aj_api_begin_upload(aj_req *r);
 int aj_api_upload_data(aj_req *r, const void *buf, size_t len);
 
 /* exec.c */
+/* Account for an ended command (metrics, audit) and build its exit event. */
+json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
+		      const aj_run_result *res, const aj_error *err);
+/* An output event {"type": stdout|stderr, "data"|"data_b64": ...}. */
+json_t *aj_exec_data_event(int stream, const char *buf, size_t len);
 void aj_exec_start(aj_req *r, aj_sandbox *sb);
 /* Writable: send what the worker produced. Returns -1 to close. */
 int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap);

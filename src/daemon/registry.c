@@ -16,6 +16,7 @@
 
 #include "daemon.h"
 #include "net.h"
+#include "procs.h"
 #include "util.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -146,6 +147,8 @@ void aj_sandbox_unref(aj_sandbox *sb)
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
+	aj_procs_free_all(sb->procs); /* their workers have ended: they held references */
+	pthread_mutex_destroy(&sb->procs_mu);
 	aj_policy_free(&sb->policy);
 	free(sb);
 }
@@ -205,6 +208,7 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 	if (!sb)
 		return aj_err(err, ENOMEM, "sandbox");
 	aj_policy_init(&sb->policy);
+	pthread_mutex_init(&sb->procs_mu, NULL);
 	sb->root_fd = -1;
 	sb->box.ctl = sb->box.sock = -1;
 	sb->refs = 1;

@@ -99,7 +99,7 @@ static int parse_env(json_t *env, aj_exec_req *q, aj_error *err)
 
 static int parse_fields(json_t *o, aj_exec_req *q, aj_error *err)
 {
-	static const char *const known[] = {"cmd", "env", "cwd", "timeout", "stdin"};
+	static const char *const known[] = {"cmd", "env", "cwd", "timeout", "stdin", "background"};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)
@@ -130,6 +130,10 @@ static int parse_fields(json_t *o, aj_exec_req *q, aj_error *err)
 				      AJ_EXEC_MAX_TIMEOUT_S);
 		q->timeout_ms = (unsigned long long)(t * 1000.0);
 	}
+	v2 = json_object_get(o, "background");
+	if (r == 0 && v2 && !json_is_boolean(v2))
+		return aj_err(err, EINVAL, "'background': expected true or false");
+	q->background = json_is_true(v2);
 	v2 = json_object_get(o, "stdin");
 	if (r == 0 && v2 && !json_is_null(v2)) {
 		if (!json_is_string(v2))

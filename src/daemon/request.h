@@ -20,6 +20,7 @@ typedef struct aj_exec_req {
 	char *stdin_data;
 	size_t stdin_len;
 	unsigned long long timeout_ms;
+	bool background; /* a background process (procs.c) */
 } aj_exec_req;
 
 /* Parse a JSON object {cmd, env, cwd, timeout, stdin}. Returns 0 or

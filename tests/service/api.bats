@@ -276,3 +276,40 @@ load helpers
     assert_status 125
     [[ "$output" == *"another agentjail serve uses"* ]]
 }
+
+@test "serve: background processes: list, replay from an offset, follow, signal, bounded ring" {
+    svc_start
+    id=$(sb_create)
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": "for i in 1 2 3; do echo line$i; sleep 0.4; done; exit 2", "background": true}'
+    assert_eq "$status_code" 201
+    p=$(jq -r .process <<<"$body")
+    assert_eq "$(api GET "/v1/sandboxes/$id/processes" | jq -r '.processes[0] | [.id, .running] | @tsv')" "$p"$'\ttrue'
+    # follow from offset 6: the rest as it comes, then the exit
+    api GET "/v1/sandboxes/$id/processes/$p/output?offset=6&follow=true" >"$T/ev"
+    assert_eq "$(events_stdout <"$T/ev")" $'line2\nline3'
+    assert_eq "$(head -n1 "$T/ev" | jq -c .)" '{"type":"stdout","data":"line2\n","offset":6}'
+    assert_eq "$(events_exit <"$T/ev" | jq -r .exit_code)" 2
+    # signal a running one
+    p2=$(api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "60"], "background": true}' | jq -r .process)
+    api_status POST "/v1/sandboxes/$id/processes/$p2/signal" -d '{"signal": "TERM"}'
+    assert_eq "$status_code" 200
+    api GET "/v1/sandboxes/$id/processes/$p2/output?follow=true" >"$T/ev2"
+    assert_eq "$(events_exit <"$T/ev2" | jq -r '[.exit_code, .signal] | @tsv')" $'143\t15'
+    api_status POST "/v1/sandboxes/$id/processes/$p2/signal" -d '{"signal": "KILL"}'
+    assert_eq "$status_code" 409
+    api_status POST "/v1/sandboxes/$id/processes/$p2/signal" -d '{"signal": "NOPE"}'
+    assert_eq "$status_code" 400
+    # 3 MB of output: the ring keeps the last 1 MiB, older offsets get a gap
+    p3=$(api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "head -c 3000000 /dev/zero | tr \"\\0\" a", "background": true}' | jq -r .process)
+    api GET "/v1/sandboxes/$id/processes/$p3/output?follow=true&offset=0" >"$T/ev3"
+    assert_eq "$(head -n1 "$T/ev3" | jq -r '[.type, .offset] | @tsv')" $'gap\t0'
+    next=$(head -n1 "$T/ev3" | jq -r .next)
+    [ "$next" -ge $((3000000 - 1048576)) ]
+    assert_eq "$(events_stdout <"$T/ev3" | wc -c)" $((3000000 - next))
+    api_status GET "/v1/sandboxes/$id/processes/p99"
+    assert_eq "$status_code" 404
+    # deleting the sandbox ends its background processes
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "100"], "background": true}' >/dev/null
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+}

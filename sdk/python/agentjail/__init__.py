@@ -20,7 +20,7 @@ import os
 import socket
 import urllib.parse
 
-__all__ = ["Client", "Sandbox", "ExecResult", "AgentjailError"]
+__all__ = ["Client", "Sandbox", "ExecResult", "Process", "AgentjailError"]
 
 DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
 
@@ -182,6 +182,60 @@ class Files:
         return self._sb.client.json("DELETE", self._path(), query=q)
 
 
+def _event_data(ev):
+    data = ev.get("data")
+    if data is None:
+        data = base64.b64decode(ev["data_b64"]).decode(errors="replace")
+    return data
+
+
+class Process:
+    """A background process (Sandbox.exec(..., background=True))."""
+
+    def __init__(self, sb, pid):
+        self.sandbox = sb
+        self.id = pid
+
+    def _path(self):
+        return f"/v1/sandboxes/{self.sandbox.id}/processes/{self.id}"
+
+    def info(self):
+        """{"id", "cmd", "running", "output_bytes", "kept_from", "exit"?}"""
+        return self.sandbox.client.json("GET", self._path())
+
+    def signal(self, sig="TERM"):
+        """Signal its process group: a number or a name (TERM, KILL, INT...)."""
+        return self.sandbox.client.json("POST", self._path() + "/signal", {"signal": sig})
+
+    def events(self, offset=0, follow=False):
+        """Its output events from a byte offset: dicts with type stdout/stderr
+        (data, offset), gap (output older than the ring), exit."""
+        q = {"offset": offset, "follow": "true" if follow else "false"}
+        resp = self.sandbox.client.request("GET", self._path() + "/output", query=q)
+        try:
+            for line in resp:
+                yield json.loads(line)
+        finally:
+            resp._aj_conn.close()
+
+    def wait(self, on_stdout=None, on_stderr=None, offset=0):
+        """Follow the output from offset to the end; an ExecResult."""
+        out, err, end = [], [], None
+        for ev in self.events(offset, follow=True):
+            kind = ev.get("type")
+            if kind in ("stdout", "stderr"):
+                data = _event_data(ev)
+                (out if kind == "stdout" else err).append(data)
+                cb = on_stdout if kind == "stdout" else on_stderr
+                if cb:
+                    cb(data)
+            elif kind == "exit":
+                end = ev
+        if end is None:
+            raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
+        return ExecResult(end, "".join(out), "".join(err))
+
+
 class Sandbox:
     """A sandbox of the service; a context manager that destroys it on exit."""
 
@@ -211,10 +265,13 @@ class Sandbox:
         return False
 
     def exec(self, cmd, on_stdout=None, on_stderr=None, env=None, cwd=None, timeout=None,
-             stdin=None):
+             stdin=None, background=False):
         """Run cmd (a list, or a string for /bin/sh -c) and wait for it.
-        on_stdout/on_stderr get each piece of output (str) as it comes."""
+        on_stdout/on_stderr get each piece of output (str) as it comes.
+        background=True returns a Process at once instead."""
         body = {"cmd": cmd}
+        if background:
+            body["background"] = True
         if env:
             body["env"] = env
         if cwd:
@@ -223,6 +280,9 @@ class Sandbox:
             body["timeout"] = timeout
         if stdin is not None:
             body["stdin"] = stdin if isinstance(stdin, str) else stdin.decode()
+        if background:
+            r = self.client.json("POST", f"/v1/sandboxes/{self.id}/exec", body)
+            return Process(self, r["process"])
         resp = self.client.request("POST", f"/v1/sandboxes/{self.id}/exec", body)
         out, err, end = [], [], None
         try:
@@ -230,9 +290,7 @@ class Sandbox:
                 ev = json.loads(line)
                 kind = ev.get("type")
                 if kind in ("stdout", "stderr"):
-                    data = ev.get("data")
-                    if data is None:
-                        data = base64.b64decode(ev["data_b64"]).decode(errors="replace")
+                    data = _event_data(ev)
                     (out if kind == "stdout" else err).append(data)
                     cb = on_stdout if kind == "stdout" else on_stderr
                     if cb:
@@ -244,6 +302,10 @@ class Sandbox:
         if end is None:
             raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
         return ExecResult(end, "".join(out), "".join(err))
+
+    def processes(self):
+        """Background processes, newest first, as dicts."""
+        return self.client.json("GET", f"/v1/sandboxes/{self.id}/processes")["processes"]
 
     def refresh(self):
         self.info = self.client.json("GET", f"/v1/sandboxes/{self.id}")

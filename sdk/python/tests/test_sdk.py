@@ -80,6 +80,27 @@ class SDKTest(unittest.TestCase):
                 sb.files.read("/tmp/s")
             self.assertEqual(cm.exception.code, "not_found")
 
+    def test_background(self):
+        with Sandbox.create() as sb:
+            p = sb.exec("for i in 1 2 3; do echo l$i; sleep 0.2; done; exit 5", background=True)
+            self.assertTrue(p.info()["running"])
+            seen = []
+            r = p.wait(on_stdout=seen.append)
+            self.assertEqual(r.exit_code, 5)
+            self.assertEqual(r.stdout, "l1\nl2\nl3\n")
+            # replay from an offset
+            evs = list(p.events(offset=3))
+            self.assertEqual(evs[0], {"type": "stdout", "data": "l2\n", "offset": 3})
+            self.assertEqual(evs[-1]["type"], "exit")
+            q = sb.exec(["sleep", "60"], background=True)
+            q.signal("TERM")
+            r = q.wait()
+            self.assertEqual((r.exit_code, r.signal), (143, 15))
+            self.assertEqual([x["id"] for x in sb.processes()], [q.id, p.id])
+            with self.assertRaises(AgentjailError) as cm:
+                q.signal("KILL")
+            self.assertEqual(cm.exception.status, 409)
+
     def test_ttl_and_kill(self):
         sb = Sandbox.create(timeout=30)
         self.assertGreater(sb.refresh()["timeout_remaining"], 20)

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/* Background processes (procs.h). A worker thread runs the command with
+ * aj_box_exec; its output goes into a ring of records (stream, offset,
+ * bytes) bounded to AJ_PROC_RING bytes; readers replay from an offset and
+ * may follow until the end. */
+#include "procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "request.h"
+#include "util.h"
+
+#define RING_RECS 8192
+
+typedef struct rec {
+	int stream;
+	unsigned long long off;
+	size_t len;
+	char data[];
+} rec;
+
+typedef struct aj_proc {
+	pthread_mutex_t mu;
+	int refs;
+	char id[16];
+	aj_sandbox *sb; /* a reference while the worker runs */
+	char peer[80];
+	aj_exec_req q;
+	int sig[2];
+	long long started_ms;
+	bool done;
+	json_t *exit_ev;
+	rec *ring[RING_RECS];
+	size_t head, n; /* oldest record, records held */
+	size_t bytes;	/* data bytes held */
+	unsigned long long total, kept_from;
+	struct aj_proc *next;
+} aj_proc;
+
+typedef struct aj_follow {
+	aj_proc *p;
+	struct lws *wsi;
+	unsigned long long off;
+	bool follow, exit_sent, wake;
+	struct aj_follow *next;
+} aj_follow;
+
+static pthread_mutex_t follow_mu = PTHREAD_MUTEX_INITIALIZER;
+static aj_follow *follows;
+static struct lws_context *ctx;
+
+static void proc_unref(aj_proc *p)
+{
+	pthread_mutex_lock(&p->mu);
+	int left = --p->refs;
+	pthread_mutex_unlock(&p->mu);
+	if (left > 0)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		free(p->ring[(p->head + i) % RING_RECS]);
+	for (int i = 0; i < 2; i++)
+		if (p->sig[i] >= 0)
+			close(p->sig[i]);
+	aj_exec_req_free(&p->q);
+	json_decref(p->exit_ev);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+void aj_procs_free_all(aj_proc *list)
+{
+	while (list) {
+		aj_proc *next = list->next;
+		proc_unref(list);
+		list = next;
+	}
+}
+
+/* Something new for p: wake its readers (service thread). */
+static void wake(aj_proc *p)
+{
+	pthread_mutex_lock(&follow_mu);
+	for (aj_follow *f = follows; f; f = f->next)
+		if (f->p == p)
+			f->wake = true;
+	pthread_mutex_unlock(&follow_mu);
+	if (ctx)
+		lws_cancel_service(ctx);
+}
+
+static int on_output(void *c, int stream, const char *buf, size_t len)
+{
+	aj_proc *p = c;
+	aj_metrics_add(&aj_stats.bytes_out, len);
+	rec *r = malloc(sizeof(*r) + len);
+	if (!r)
+		return 0;
+	r->stream = stream;
+	r->len = len;
+	memcpy(r->data, buf, len);
+	pthread_mutex_lock(&p->mu);
+	r->off = p->total;
+	p->total += len;
+	/* the oldest output goes first */
+	while (p->n && (p->bytes + len > AJ_PROC_RING || p->n == RING_RECS)) {
+		rec *old = p->ring[p->head];
+		p->head = (p->head + 1) % RING_RECS;
+		p->n--;
+		p->bytes -= old->len;
+		p->kept_from = old->off + old->len;
+		free(old);
+	}
+	p->ring[(p->head + p->n++) % RING_RECS] = r;
+	p->bytes += len;
+	pthread_mutex_unlock(&p->mu);
+	wake(p);
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	aj_proc *p = arg;
+	aj_exec_spec spec = {.argv = p->q.argv,
+			     .env = p->q.env,
+			     .cwd = p->q.cwd,
+			     .stdin_data = p->q.stdin_data,
+			     .stdin_len = p->q.stdin_len,
+			     .timeout_ms = p->q.timeout_ms};
+	aj_exec_io io = {.output = on_output, .ctx = p, .signal_fd = p->sig[0]};
+	aj_run_result res;
+	aj_error err;
+	aj_err_clear(&err);
+	__atomic_add_fetch(&p->sb->execs, 1, __ATOMIC_SEQ_CST);
+	int r = aj_box_exec(&p->sb->box, &spec, &io, &res, &err);
+	json_t *ev = aj_exec_ended(p->sb, p->peer, p->q.cmd, r, &res, &err);
+	pthread_mutex_lock(&p->mu);
+	p->exit_ev = ev;
+	p->done = true;
+	aj_sandbox *sb = p->sb;
+	p->sb = NULL;
+	pthread_mutex_unlock(&p->mu);
+	wake(p);
+	aj_sandbox_unref(sb);
+	proc_unref(p);
+	return NULL;
+}
+
+/* Room in the sandbox's list: forget the oldest ended process if needed. */
+static int make_room(aj_sandbox *sb)
+{
+	size_t n = 0;
+	aj_proc **oldest = NULL;
+	for (aj_proc **pp = &sb->procs; *pp; pp = &(*pp)->next) {
+		n++;
+		pthread_mutex_lock(&(*pp)->mu);
+		if ((*pp)->done)
+			oldest = pp; /* the list is newest first */
+		pthread_mutex_unlock(&(*pp)->mu);
+	}
+	if (n < AJ_PROC_MAX)
+		return 0;
+	if (!oldest)
+		return -EAGAIN;
+	aj_proc *gone = *oldest;
+	*oldest = gone->next;
+	proc_unref(gone);
+	return 0;
+}
+
+void aj_procs_start(aj_req *r, aj_sandbox *sb)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	aj_proc *p = calloc(1, sizeof(*p));
+	if (!p) {
+		aj_http_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	p->sig[0] = p->sig[1] = -1;
+	if (aj_exec_req_parse(r->body, r->body_len, &p->q, &err) < 0) {
+		free(p);
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	p->refs = 1;
+	snprintf(p->peer, sizeof(p->peer), "%s", r->peer);
+	p->started_ms = aj_now_ms();
+	ctx = lws_get_context(r->wsi);
+	pthread_mutex_lock(&sb->procs_mu);
+	int e = make_room(sb);
+	if (e == 0 && pipe2(p->sig, O_CLOEXEC | O_NONBLOCK) < 0)
+		e = -errno;
+	snprintf(p->id, sizeof(p->id), "p%u", ++sb->next_proc);
+	p->sb = sb;
+	aj_sandbox_ref(sb);
+	p->refs = 2; /* the list's and the worker's */
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	if (e == 0)
+		e = -pthread_create(&t, &attr, worker, p);
+	pthread_attr_destroy(&attr);
+	if (e == 0) {
+		p->next = sb->procs;
+		sb->procs = p;
+	}
+	pthread_mutex_unlock(&sb->procs_mu);
+	if (e < 0) {
+		aj_sandbox_unref(sb);
+		p->refs = 1;
+		proc_unref(p);
+		aj_http_error(r, e == -EAGAIN ? 429 : 503, "busy",
+			      "cannot start a background process: %s", strerror(-e));
+		return;
+	}
+	aj_http_json(r, 201, json_pack("{s:s, s:s}", "sandbox", sb->id, "process", p->id));
+}
+
+static aj_proc *find(aj_req *r, aj_sandbox *sb, const char *id)
+{
+	aj_proc *found = NULL;
+	pthread_mutex_lock(&sb->procs_mu);
+	for (aj_proc *p = sb->procs; p && !found; p = p->next)
+		if (strcmp(p->id, id) == 0) {
+			found = p;
+			pthread_mutex_lock(&p->mu);
+			p->refs++;
+			pthread_mutex_unlock(&p->mu);
+		}
+	pthread_mutex_unlock(&sb->procs_mu);
+	if (!found)
+		aj_http_error(r, 404, "not_found", "no process '%s' in sandbox %s", id, sb->id);
+	return found;
+}
+
+static json_t *proc_json(aj_proc *p)
+{
+	pthread_mutex_lock(&p->mu);
+	json_t *o =
+	    json_pack("{s:s, s:O, s:b, s:I, s:I, s:I}", "id", p->id, "cmd", p->q.cmd, "running",
+		      !p->done, "started_ms", (json_int_t)p->started_ms, "output_bytes",
+		      (json_int_t)p->total, "kept_from", (json_int_t)p->kept_from);
+	if (p->exit_ev)
+		json_object_set(o, "exit", p->exit_ev);
+	pthread_mutex_unlock(&p->mu);
+	return o;
+}
+
+void aj_procs_list(aj_req *r, aj_sandbox *sb, const char *id)
+{
+	if (id) {
+		aj_proc *p = find(r, sb, id);
+		if (p) {
+			aj_http_json(r, 200, proc_json(p));
+			proc_unref(p);
+		}
+		return;
+	}
+	json_t *a = json_array();
+	pthread_mutex_lock(&sb->procs_mu);
+	for (aj_proc *p = sb->procs; p; p = p->next)
+		json_array_append_new(a, proc_json(p));
+	pthread_mutex_unlock(&sb->procs_mu);
+	aj_http_json(r, 200, json_pack("{s:o}", "processes", a));
+}
+
+static int parse_signal(json_t *v)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {{"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT},
+		     {"HUP", SIGHUP},	{"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+		     {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}};
+	if (json_is_integer(v))
+		return json_integer_value(v) > 0 && json_integer_value(v) < 65
+			   ? (int)json_integer_value(v)
+			   : -1;
+	const char *s = json_string_value(v);
+	if (s && aj_startswith(s, "SIG"))
+		s += 3;
+	for (size_t i = 0; s && i < AJ_ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i].name))
+			return names[i].sig;
+	return -1;
+}
+
+void aj_procs_signal(aj_req *r, aj_sandbox *sb, const char *id)
+{
+	aj_error err;
+	json_t *body = aj_json_body(r->body, r->body_len, &err);
+	if (!body) {
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	int sig = parse_signal(json_object_get(body, "signal"));
+	json_decref(body);
+	if (sig <= 0) {
+		aj_http_error(r, 400, "bad_request",
+			      "expected {\"signal\": a number or TERM, KILL, INT, HUP, ...}");
+		return;
+	}
+	aj_proc *p = find(r, sb, id);
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	bool running = !p->done;
+	unsigned char b = (unsigned char)sig;
+	if (running && write(p->sig[1], &b, 1) < 0)
+		running = false;
+	pthread_mutex_unlock(&p->mu);
+	aj_audit("signal", json_pack("{s:s, s:s, s:s, s:i}", "sandbox", sb->id, "peer", r->peer,
+				     "process", p->id, "signal", sig));
+	proc_unref(p);
+	if (!running)
+		aj_http_error(r, 409, "not_running", "process %s has ended", id);
+	else
+		aj_http_json(r, 200, json_pack("{s:s, s:i}", "process", id, "signal", sig));
+}
+
+void aj_procs_output(aj_req *r, aj_sandbox *sb, const char *id)
+{
+	char ob[96], fb[64];
+	const char *o = aj_http_arg(r, "offset", ob, sizeof(ob));
+	const char *fl = aj_http_arg(r, "follow", fb, sizeof(fb));
+	unsigned long long off = 0;
+	if (o && aj_parse_uint(o, ~0ULL >> 1, &off) < 0) {
+		aj_http_error(r, 400, "bad_request", "'offset' must be a byte offset");
+		return;
+	}
+	aj_proc *p = find(r, sb, id);
+	if (!p)
+		return;
+	aj_follow *f = calloc(1, sizeof(*f));
+	if (!f) {
+		proc_unref(p);
+		aj_http_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	f->p = p;
+	f->wsi = r->wsi;
+	f->off = off;
+	f->follow = fl && (!strcmp(fl, "true") || !strcmp(fl, "1"));
+	pthread_mutex_lock(&follow_mu);
+	f->next = follows;
+	follows = f;
+	pthread_mutex_unlock(&follow_mu);
+	r->follow = f;
+	aj_http_stream(r, 200, "application/x-ndjson");
+}
+
+/* Events from f->off on, at most about cap bytes; the end when done. */
+static char *collect(aj_follow *f, size_t cap, bool *fin)
+{
+	aj_proc *p = f->p;
+	json_t *evs = json_array();
+	size_t size = 0;
+	pthread_mutex_lock(&p->mu);
+	if (f->off < p->kept_from) {
+		json_array_append_new(evs, json_pack("{s:s, s:I, s:I}", "type", "gap", "offset",
+						     (json_int_t)f->off, "next",
+						     (json_int_t)p->kept_from));
+		f->off = p->kept_from;
+	}
+	for (size_t i = 0; i < p->n && size < cap; i++) {
+		rec *rc = p->ring[(p->head + i) % RING_RECS];
+		if (rc->off + rc->len <= f->off)
+			continue;
+		size_t skip = f->off > rc->off ? (size_t)(f->off - rc->off) : 0;
+		size_t n = rc->len - skip;
+		if (n > cap - size)
+			n = cap - size;
+		json_t *ev = aj_exec_data_event(rc->stream, rc->data + skip, n);
+		if (ev) {
+			json_object_set_new(ev, "offset",
+					    json_integer((json_int_t)(rc->off + skip)));
+			json_array_append_new(evs, ev);
+		}
+		f->off = rc->off + skip + n;
+		size += n;
+	}
+	bool drained = f->off >= p->total;
+	if (drained && p->done && !f->exit_sent) {
+		json_array_append(evs, p->exit_ev);
+		f->exit_sent = true;
+	}
+	*fin = drained && (f->exit_sent || !f->follow);
+	pthread_mutex_unlock(&p->mu);
+	char *out = NULL;
+	size_t len = 0, i;
+	json_t *ev;
+	json_array_foreach(evs, i, ev)
+	{
+		char *line = json_dumps(ev, JSON_COMPACT);
+		size_t l = line ? strlen(line) : 0;
+		char *nb = line ? realloc(out, len + l + 2) : NULL;
+		if (nb) {
+			out = nb;
+			memcpy(out + len, line, l);
+			out[len + l] = '\n';
+			len += l + 1;
+			out[len] = '\0';
+		}
+		free(line);
+	}
+	json_decref(evs);
+	return out;
+}
+
+int aj_procs_writable(aj_req *r, unsigned char *buf, size_t cap)
+{
+	bool fin = false;
+	_cleanup_free_ char *out = collect(r->follow, cap - LWS_PRE, &fin);
+	size_t n = out ? strlen(out) : 0;
+	/* escaping may make the events larger than the buffer: a copy of theirs */
+	_cleanup_free_ unsigned char *wb = n ? malloc(LWS_PRE + n) : NULL;
+	if (n && !wb)
+		return -1;
+	if (n) {
+		memcpy(wb + LWS_PRE, out, n);
+		if (lws_write(r->wsi, wb + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
+			return -1;
+	}
+	if (fin)
+		r->finished = true;
+	if (fin || n)
+		lws_callback_on_writable(r->wsi);
+	return 0;
+}
+
+void aj_procs_detach(aj_req *r)
+{
+	aj_follow *f = r->follow;
+	r->follow = NULL;
+	pthread_mutex_lock(&follow_mu);
+	for (aj_follow **pp = &follows; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	pthread_mutex_unlock(&follow_mu);
+	proc_unref(f->p);
+	free(f);
+}
+
+void aj_procs_wake_all(void)
+{
+	pthread_mutex_lock(&follow_mu);
+	for (aj_follow *f = follows; f; f = f->next)
+		if (f->wake) {
+			f->wake = false;
+			lws_callback_on_writable(f->wsi);
+		}
+	pthread_mutex_unlock(&follow_mu);
+}
