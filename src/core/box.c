@@ -219,7 +219,10 @@ static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 	     fchown(pe[0], c->box->info.uid, c->box->info.gid) < 0) &&
 	    getuid() == 0)
 		r = aj_err(err, errno, "cannot hand the pipes to the sandbox user");
-	if (r == 0 && (fds[1] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
+	if (r == 0 && s->stdin_fd > 0 && (fds[1] = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		r = aj_err(err, errno, "dup");
+	if (r == 0 && s->stdin_fd <= 0 &&
+	    (fds[1] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
 		r = fds[1];
 	if (r == 0 && (fds[4] = build_spec(c->box, s, &m, err)) < 0)
 		r = fds[4];

@@ -50,6 +50,7 @@ typedef struct aj_exec_spec {
 	char **env;		       /* more NAME=VALUE entries (later wins), or NULL */
 	const char *cwd;	       /* NULL: the policy's */
 	const char *stdin_data;	       /* the command's whole stdin, or NULL (empty) */
+	int stdin_fd;		       /* > 0: the command's stdin instead (e.g. a pipe) */
 	size_t stdin_len;	       /* bytes */
 	unsigned long long timeout_ms; /* 0: none; then SIGTERM, SIGKILL after kill_after */
 } aj_exec_spec;

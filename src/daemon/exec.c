@@ -30,6 +30,10 @@ typedef struct aj_job {
 	aj_sandbox *sb;
 	char peer[80];
 	aj_exec_req q;
+	bool ws;	 /* a WebSocket (channels) instead of NDJSON */
+	int stdin_rw[2]; /* ws with stdin: the command's stdin pipe */
+	char *in_pend;	 /* ws: stdin bytes the pipe did not take yet */
+	size_t in_len;
 	char carry[2][4]; /* an incomplete UTF-8 sequence at a chunk's end */
 	size_t carry_n[2];
 	struct aj_job *next;
@@ -58,6 +62,10 @@ static void job_unref(aj_job *j)
 	free(j->buf);
 	aj_exec_req_free(&j->q);
 	for (int i = 0; i < 2; i++)
+		if (j->stdin_rw[i] >= 0)
+			close(j->stdin_rw[i]);
+	free(j->in_pend);
+	for (int i = 0; i < 2; i++)
 		if (j->sig[i] >= 0)
 			close(j->sig[i]);
 	aj_sandbox_unref(j->sb);
@@ -66,13 +74,12 @@ static void job_unref(aj_job *j)
 
 /* Queue one event (o consumed). Waits while the queue is full; returns -1
  * when the client is gone. */
-static int push(aj_job *j, json_t *o)
+/* Queue head + data + tail. Waits while the queue is full; returns -1
+ * when the client is gone. */
+static int push_bytes(aj_job *j, const void *head, size_t hl, const void *data, size_t dl,
+		      const char *tail, size_t tl)
 {
-	char *line = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (!line)
-		return 0;
-	size_t n = strlen(line);
+	size_t n = hl + dl + tl;
 	int r = 0;
 	pthread_mutex_lock(&j->mu);
 	while (!j->gone && j->len - j->off > JOB_MAX_QUEUED)
@@ -80,23 +87,46 @@ static int push(aj_job *j, json_t *o)
 	if (j->gone) {
 		r = -1;
 	} else {
-		if (j->len + n + 1 > j->cap) {
-			size_t cap = (j->len + n + 1) * 2;
+		if (j->len + n > j->cap) {
+			size_t cap = (j->len + n) * 2;
 			char *b = realloc(j->buf, cap);
 			if (b)
 				j->buf = b, j->cap = cap;
 		}
-		if (j->len + n + 1 <= j->cap) {
-			memcpy(j->buf + j->len, line, n);
-			j->buf[j->len + n] = '\n';
-			j->len += n + 1;
+		if (j->len + n <= j->cap) {
+			memcpy(j->buf + j->len, head, hl);
+			if (dl)
+				memcpy(j->buf + j->len + hl, data, dl);
+			memcpy(j->buf + j->len + hl + dl, tail, tl);
+			j->len += n;
 		}
 		j->wake = true;
 	}
 	pthread_mutex_unlock(&j->mu);
-	free(line);
 	if (r == 0)
 		lws_cancel_service(ctx);
+	return r;
+}
+
+/* A WebSocket message: [length (4 bytes)][channel][data] in the queue. */
+static int push_ws(aj_job *j, unsigned char channel, const void *data, size_t len)
+{
+	unsigned char head[5];
+	uint32_t l = (uint32_t)len + 1;
+	memcpy(head, &l, 4);
+	head[4] = channel;
+	return push_bytes(j, head, sizeof(head), data, len, "", 0);
+}
+
+/* Queue one NDJSON event (o consumed). */
+static int push(aj_job *j, json_t *o)
+{
+	char *line = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!line)
+		return 0;
+	int r = push_bytes(j, line, strlen(line), NULL, 0, "\n", 1);
+	free(line);
 	return r;
 }
 
@@ -141,6 +171,8 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 	aj_job *j = c;
 	int k = stream - 1;
 	aj_metrics_add(&aj_stats.bytes_out, len);
+	if (j->ws)
+		return push_ws(j, (unsigned char)stream, buf, len);
 	_cleanup_free_ char *all = malloc(j->carry_n[k] + len);
 	if (!all)
 		return 0;
@@ -214,7 +246,30 @@ static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *e
 	for (int k = 0; k < 2; k++)
 		if (j->carry_n[k])
 			push_data(j, k + 1, j->carry[k], j->carry_n[k]);
-	push(j, aj_exec_ended(j->sb, j->peer, j->q.cmd, r, res, err));
+	json_t *ev = aj_exec_ended(j->sb, j->peer, j->q.cmd, r, res, err);
+	if (j->ws) { /* the Kubernetes status on channel 3, with our exit event */
+		int code = (int)json_integer_value(json_object_get(ev, "exit_code"));
+		json_t *st = json_pack("{s:{}, s:s}", "metadata", "status",
+				       code == 0 ? "Success" : "Failure");
+		if (code != 0) {
+			json_object_set_new(st, "reason", json_string("NonZeroExitCode"));
+			json_object_set_new(
+			    st, "message",
+			    json_string("command terminated with non-zero exit code"));
+			json_object_set_new(st, "details",
+					    json_pack("{s:[{s:s, s:o}]}", "causes", "reason",
+						      "ExitCode", "message",
+						      json_sprintf("%d", code)));
+		}
+		json_object_set_new(st, "agentjail", ev);
+		char *txt = json_dumps(st, JSON_COMPACT);
+		json_decref(st);
+		if (txt)
+			push_ws(j, 3, txt, strlen(txt));
+		free(txt);
+	} else {
+		push(j, ev);
+	}
 	pthread_mutex_lock(&j->mu);
 	j->done = true;
 	j->wake = true;
@@ -230,6 +285,7 @@ static void *worker(void *arg)
 			     .cwd = j->q.cwd,
 			     .stdin_data = j->q.stdin_data,
 			     .stdin_len = j->q.stdin_len,
+			     .stdin_fd = j->stdin_rw[0],
 			     .timeout_ms = j->q.timeout_ms};
 	aj_exec_io io = {.output = on_output, .ctx = j, .signal_fd = j->sig[0]};
 	aj_run_result res;
@@ -246,22 +302,25 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-void aj_exec_start(aj_req *r, aj_sandbox *sb)
+/* A job for a parsed request (q taken), its worker started. Returns NULL
+ * with an error answered. */
+static aj_job *launch(aj_req *r, aj_sandbox *sb, aj_exec_req *q, bool ws, bool with_stdin)
 {
-	aj_error err;
-	aj_err_clear(&err);
 	aj_job *j = calloc(1, sizeof(*j));
 	if (!j) {
+		aj_exec_req_free(q);
 		aj_http_error(r, 500, "internal", "out of memory");
-		return;
+		return NULL;
 	}
-	j->sig[0] = j->sig[1] = -1;
-	if (aj_exec_req_parse(r->body, r->body_len, &j->q, &err) < 0) {
-		free(j);
-		aj_http_fail(r, 400, "bad_request", &err);
-		return;
-	}
+	j->q = *q;
+	memset(q, 0, sizeof(*q));
+	j->ws = ws;
+	j->sig[0] = j->sig[1] = j->stdin_rw[0] = j->stdin_rw[1] = -1;
 	int pe = pipe2(j->sig, O_CLOEXEC | O_NONBLOCK);
+	if (pe == 0 && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) == 0)
+		pe = fcntl(j->stdin_rw[1], F_SETFL, O_NONBLOCK);
+	else if (pe == 0 && with_stdin)
+		pe = -1;
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->refs = 2; /* the connection's and the worker's */
@@ -286,15 +345,118 @@ void aj_exec_start(aj_req *r, aj_sandbox *sb)
 		j->refs = 1;
 		job_unref(j);
 		aj_http_error(r, 503, "busy", "cannot start a worker: %s", strerror(e));
-		return;
+		return NULL;
 	}
 	r->job = j;
-	aj_http_stream(r, 200, "application/x-ndjson");
+	return j;
+}
+
+void aj_exec_start(aj_req *r, aj_sandbox *sb)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	aj_exec_req q;
+	if (aj_exec_req_parse(r->body, r->body_len, &q, &err) < 0) {
+		aj_http_fail(r, 400, "bad_request", &err);
+		return;
+	}
+	if (launch(r, sb, &q, false, false))
+		aj_http_stream(r, 200, "application/x-ndjson");
+}
+
+int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, aj_error *err)
+{
+	aj_exec_req q;
+	if (aj_exec_req_parse(body, strlen(body), &q, err) < 0)
+		return -EINVAL;
+	if (!launch(r, sb, &q, true, with_stdin))
+		return aj_err(err, EAGAIN, "cannot start the command");
+	return 0;
+}
+
+/* Stdin bytes for the command: into its pipe, the rest kept (and the
+ * socket's input paused) until the pipe takes it. */
+static void feed_stdin(aj_req *r, aj_job *j)
+{
+	while (j->in_len && j->stdin_rw[1] >= 0) {
+		ssize_t n = write(j->stdin_rw[1], j->in_pend, j->in_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) { /* the command closed its stdin: drop the rest */
+			j->in_len = 0;
+			break;
+		}
+		memmove(j->in_pend, j->in_pend + n, j->in_len - (size_t)n);
+		j->in_len -= (size_t)n;
+	}
+	lws_rx_flow_control(r->wsi, j->in_len == 0);
+	if (j->in_len)
+		lws_callback_on_writable(r->wsi);
+}
+
+int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof)
+{
+	aj_job *j = r->job;
+	if (!j || channel != 0 || j->stdin_rw[1] < 0)
+		return 0; /* resize (4) without a pty, or stdin not asked for: ignored */
+	if (eof) {	  /* an empty stdin message: EOF */
+		close(j->stdin_rw[1]);
+		j->stdin_rw[1] = -1;
+		return 0;
+	}
+	if (j->in_len + len > JOB_MAX_QUEUED)
+		return -1;
+	char *b = len ? realloc(j->in_pend, j->in_len + len) : j->in_pend;
+	if (len && !b)
+		return -1;
+	j->in_pend = b;
+	if (len)
+		memcpy(j->in_pend + j->in_len, data, len);
+	j->in_len += len;
+	feed_stdin(r, j);
+	return 0;
+}
+
+/* One queued message out as a binary WebSocket frame. */
+static int ws_writable(aj_req *r, aj_job *j, unsigned char *buf, size_t cap)
+{
+	if (j->in_len)
+		feed_stdin(r, j);
+	pthread_mutex_lock(&j->mu);
+	uint32_t l = 0;
+	if (j->len - j->off >= 5)
+		memcpy(&l, j->buf + j->off, 4);
+	unsigned char *out = l && l <= cap - LWS_PRE ? buf : l ? malloc(LWS_PRE + l) : NULL;
+	if (out) {
+		memcpy(out + LWS_PRE, j->buf + j->off + 4, l);
+		j->off += 4 + l;
+		if (j->off == j->len)
+			j->off = j->len = 0;
+	}
+	bool fin = j->done && j->len == 0;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	int w = out ? lws_write(r->wsi, out + LWS_PRE, l, LWS_WRITE_BINARY) : 0;
+	if (out && out != buf)
+		free(out);
+	if (w < (int)l || (l && !out))
+		return -1;
+	if (fin) {
+		lws_close_reason(r->wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+		return -1;
+	}
+	if (l)
+		lws_callback_on_writable(r->wsi);
+	return 0;
 }
 
 int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
 {
 	aj_job *j = r->job;
+	if (j->ws)
+		return ws_writable(r, j, buf, cap);
 	size_t room = cap - LWS_PRE - 16;
 	pthread_mutex_lock(&j->mu);
 	size_t n = j->len - j->off;

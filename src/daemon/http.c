@@ -140,7 +140,7 @@ static int on_writable(aj_req *r)
 	return 0;
 }
 
-static void req_free(aj_req *r)
+void aj_http_req_free(aj_req *r)
 {
 	if (!r->wsi)
 		return; /* never started */
@@ -160,7 +160,7 @@ static void req_free(aj_req *r)
 	r->sb = NULL;
 }
 
-static void peer_of(aj_req *r)
+void aj_http_peer(aj_req *r)
 {
 	int fd = lws_get_socket_fd(r->wsi);
 	struct ucred cr;
@@ -184,7 +184,7 @@ static bool has_body(aj_req *r)
 /* A new request: method, path, who; auth; bodies. */
 static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 {
-	req_free(r); /* the previous request on this connection */
+	aj_http_req_free(r); /* the previous request on this connection */
 	memset(r, 0, sizeof(*r));
 	r->wsi = wsi;
 	r->upload_fd = r->dl_fd = -1;
@@ -197,7 +197,7 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 	r->method =
 	    m >= 0 && m < (int)AJ_ARRAY_SIZE(map) && m <= LWSHUMETH_DELETE ? map[m] : AJ_OTHER;
 	snprintf(r->path, sizeof(r->path), "%s", uri ? uri : "");
-	peer_of(r);
+	aj_http_peer(r);
 	aj_metrics_add(&aj_stats.requests, 1);
 	if (!aj_http_token_ok(r)) {
 		r->dispatched = true; /* nothing is done for it */
@@ -281,8 +281,13 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
 	case LWS_CALLBACK_CLOSED_HTTP:
 		if (r)
-			req_free(r);
+			aj_http_req_free(r);
 		return 0;
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+	case LWS_CALLBACK_ESTABLISHED:
+	case LWS_CALLBACK_RECEIVE:
+	case LWS_CALLBACK_SERVER_WRITEABLE:
+	case LWS_CALLBACK_CLOSED: return aj_ws_callback(wsi, reason, r, in, len);
 	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
 		aj_exec_wake_all();
 		aj_procs_wake_all();

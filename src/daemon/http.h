@@ -40,6 +40,7 @@ typedef struct aj_req {
 	unsigned long long dl_left;
 	struct aj_job *job;	  /* exec: output produced by a worker thread */
 	struct aj_follow *follow; /* output of a background process */
+	int ws_channel;		  /* WebSocket: channel of the message being received */
 } aj_req;
 
 /* Answer with a JSON body (o consumed). */
@@ -69,6 +70,14 @@ json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
 /* An output event {"type": stdout|stderr, "data"|"data_b64": ...}. */
 json_t *aj_exec_data_event(int stream, const char *buf, size_t len);
 void aj_exec_start(aj_req *r, aj_sandbox *sb);
+/* A WebSocket exec (ws.c): body is the exec request's JSON. */
+int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, aj_error *err);
+/* Data from the client on a channel (0 stdin); eof: an empty stdin
+ * message (closes the command's stdin). -1: close. */
+int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof);
+/* ws.c: the WebSocket callbacks of the protocol callback. */
+int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
+		   size_t len);
 /* Writable: send what the worker produced. Returns -1 to close. */
 int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap);
 /* The connection closed: cancel and release. */
@@ -85,6 +94,10 @@ void aj_files_delete(aj_req *r, aj_sandbox *sb);
 void aj_files_mkdir(aj_req *r, aj_sandbox *sb);
 int aj_files_open_upload(aj_req *r, aj_sandbox *sb);
 void aj_files_finish_upload(aj_req *r);
+
+/* http.c: who is at the other end (peer, remote); release a request. */
+void aj_http_peer(aj_req *r);
+void aj_http_req_free(aj_req *r);
 
 /* server.c: the bearer token, "" when none is needed. */
 bool aj_http_token_ok(aj_req *r);

@@ -71,7 +71,10 @@ static void ttl_tick(lws_sorted_usec_list_t *sul)
 }
 
 static const struct lws_protocols protocols[] = {
-    {"http", aj_http_callback, sizeof(aj_req), 0, 0, NULL, 0},
+    {"http", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    /* WebSocket exec (ws.c), by the subprotocols Kubernetes clients ask for */
+    {"v4.channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

@@ -209,6 +209,19 @@ load helpers
         -X POST "http://127.0.0.1:$port/v1/sandboxes" -d '{}')
     assert_eq "$code" 201
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1
+    # a WebSocket upgrade without the token is refused too
+    id=$(api GET /v1/sandboxes | jq -r '.sandboxes[0].id')
+    first=$(python3 - "$port" "$id" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(("GET /v1/sandboxes/%s/exec?command=true HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+           "Sec-WebSocket-Version: 13\r\n\r\n" % sys.argv[2]).encode())
+print((s.recv(4096).split(b"\r\n")[0] or b"closed").decode())
+EOF
+)
+    [[ "$first" != *" 101 "* ]] || fail "upgrade without a token: $first"
+    assert_eq "$(api GET /metrics | grep -c '^agentjail_execs_total 0$')" 1
 }
 
 @test "serve: TTL: an expired sandbox is destroyed; PATCH extends" {

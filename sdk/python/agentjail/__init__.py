@@ -20,7 +20,7 @@ import os
 import socket
 import urllib.parse
 
-__all__ = ["Client", "Sandbox", "ExecResult", "Process", "AgentjailError"]
+__all__ = ["Client", "Sandbox", "ExecResult", "Process", "Session", "AgentjailError"]
 
 DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
 
@@ -323,3 +323,107 @@ class Sandbox:
         except AgentjailError as e:
             if e.status != 404:
                 raise
+
+
+class Session:
+    """An interactive command over the WebSocket exec (Kubernetes channels):
+    send() feeds its stdin, recv() returns (channel, bytes) messages: 1
+    stdout, 2 stderr, 3 the final status (JSON). Sandbox.attach() makes one."""
+
+    def __init__(self, sb, cmd, stdin=True, cwd=None, env=None, timeout=None):
+        q = [("command", c) for c in (cmd if isinstance(cmd, list) else ["/bin/sh", "-c", cmd])]
+        q.append(("stdin", "true" if stdin else "false"))
+        if cwd:
+            q.append(("cwd", cwd))
+        if timeout is not None:
+            q.append(("timeout", str(timeout)))
+        for k, v in (env or {}).items():
+            q.append(("env", f"{k}={v}"))
+        path = f"/v1/sandboxes/{sb.id}/exec?" + urllib.parse.urlencode(q)
+        conn = sb.client._connection()
+        conn.connect()
+        self._sock = conn.sock
+        key = base64.b64encode(os.urandom(16)).decode()
+        head = [f"GET {path} HTTP/1.1", "Host: agentjail", "Upgrade: websocket",
+                "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Protocol: v4.channel.k8s.io"]
+        if sb.client.token:
+            head.append("Authorization: Bearer " + sb.client.token)
+        self._sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        self._buf = b""
+        while b"\r\n\r\n" not in self._buf:
+            chunk = self._sock.recv(4096)
+            if not chunk:
+                raise AgentjailError(502, "websocket", "the service closed the connection")
+            self._buf += chunk
+        status, self._buf = self._buf.split(b"\r\n\r\n", 1)
+        if b" 101 " not in status.split(b"\r\n")[0]:
+            raise AgentjailError(400, "websocket", status.split(b"\r\n")[0].decode())
+        self.status = None
+
+    def _send_frame(self, opcode, payload):
+        mask = os.urandom(4)
+        n = len(payload)
+        head = bytes([0x80 | opcode])
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self._sock.sendall(head + mask + body)
+
+    def send(self, data):
+        """Bytes or str for the command's stdin; b"" closes it (EOF)."""
+        self._send_frame(2, b"\0" + (data.encode() if isinstance(data, str) else data))
+
+    def _read(self, n):
+        while len(self._buf) < n:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self._buf += chunk
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+    def recv(self):
+        """The next (channel, bytes); (None, reason) once the service closed."""
+        while True:
+            b0, b1 = self._read(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = int.from_bytes(self._read(2), "big")
+            elif n == 127:
+                n = int.from_bytes(self._read(8), "big")
+            payload = self._read(n)
+            op = b0 & 0x0F
+            if op == 8:
+                return None, payload[2:].decode(errors="replace")
+            if op in (1, 2) and payload:
+                if payload[0] == 3:
+                    self.status = json.loads(payload[1:])
+                return payload[0], payload[1:]
+
+    def run(self, on_stdout=None, on_stderr=None):
+        """Read to the end; returns the final status (a Kubernetes Status
+        with our exit event under "agentjail")."""
+        while True:
+            ch, data = self.recv()
+            if ch is None:
+                return self.status
+            if ch == 1 and on_stdout:
+                on_stdout(data)
+            elif ch == 2 and on_stderr:
+                on_stderr(data)
+
+    def close(self):
+        self._sock.close()
+
+
+def _attach(self, cmd, stdin=True, cwd=None, env=None, timeout=None):
+    """An interactive Session running cmd (WebSocket exec)."""
+    return Session(self, cmd, stdin=stdin, cwd=cwd, env=env, timeout=timeout)
+
+
+Sandbox.attach = _attach

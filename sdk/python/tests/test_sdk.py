@@ -101,6 +101,29 @@ class SDKTest(unittest.TestCase):
                 q.signal("KILL")
             self.assertEqual(cm.exception.status, 409)
 
+    def test_websocket_session(self):
+        with Sandbox.create(secret={"TOKEN": "tok-1234567890"}) as sb:
+            s = sb.attach(["sh", "-c", "while read l; do echo got:$l; echo e:$l >&2; done; exit 3"])
+            s.send("hello\n")
+            self.assertEqual(s.recv(), (1, b"got:hello\n"))
+            self.assertEqual(s.recv(), (2, b"e:hello\n"))
+            s.send(b"")  # EOF on stdin
+            st = s.run()
+            self.assertEqual(st["status"], "Failure")
+            self.assertEqual(st["details"]["causes"][0], {"reason": "ExitCode", "message": "3"})
+            self.assertEqual(st["agentjail"]["exit_code"], 3)
+            s.close()
+            out = []
+            st = sb.attach("echo $TOKEN; echo tok-1234567890", stdin=False).run(on_stdout=out.append)
+            self.assertEqual(st["status"], "Success")
+            self.assertNotIn(b"tok-1234567890", b"".join(out))
+            self.assertIn(b"[REDACTED]", b"".join(out))
+            # refused: a pty (not yet), an unknown sandbox
+            bad = Sandbox(self.client, {"id": "sb-0000000000000000"})
+            ch, reason = bad.attach("true").recv()
+            self.assertIsNone(ch)
+            self.assertIn("no sandbox", reason)
+
     def test_ttl_and_kill(self):
         sb = Sandbox.create(timeout=30)
         self.assertGreater(sb.refresh()["timeout_remaining"], 20)

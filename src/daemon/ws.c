@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* GET /v1/sandboxes/{id}/exec as a WebSocket, in the Kubernetes exec
+ * channel convention: every binary message starts with its channel, 0
+ * stdin (client to server), 1 stdout, 2 stderr, 3 status (a JSON Status
+ * when the command ends, then the close), 4 resize. The command and its
+ * options come as URL arguments: command=ARG (repeated), stdin=true, cwd,
+ * timeout, env=NAME=VALUE (repeated). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "util.h"
+
+/* The exec request's JSON from the URL arguments; *with_stdin, *tty set. */
+static char *request_from_args(struct lws *wsi, bool *with_stdin, bool *tty)
+{
+	json_t *cmd = json_array(), *env = json_object();
+	json_t *o = json_pack("{s:o, s:o}", "cmd", cmd, "env", env);
+	char frag[4096];
+	for (int i = 0; o; i++) {
+		int n = lws_hdr_copy_fragment(wsi, frag, sizeof(frag), WSI_TOKEN_HTTP_URI_ARGS, i);
+		if (n < 0)
+			break;
+		char *v = strchr(frag, '=');
+		if (!v)
+			continue;
+		*v++ = '\0';
+		if (!strcmp(frag, "command"))
+			json_array_append_new(cmd, json_string(v));
+		else if (!strcmp(frag, "stdin"))
+			*with_stdin = !strcmp(v, "true") || !strcmp(v, "1");
+		else if (!strcmp(frag, "tty"))
+			*tty = !strcmp(v, "true") || !strcmp(v, "1");
+		else if (!strcmp(frag, "cwd"))
+			json_object_set_new(o, "cwd", json_string(v));
+		else if (!strcmp(frag, "timeout"))
+			json_object_set_new(o, "timeout", json_real(strtod(v, NULL)));
+		else if (!strcmp(frag, "env") && strchr(v, '=')) {
+			char *val = strchr(v, '=');
+			*val++ = '\0';
+			json_object_set_new(env, v, json_string(val));
+		}
+	}
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return body;
+}
+
+/* Refuse with a close frame saying why. */
+static int refuse(struct lws *wsi, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(struct lws *wsi, const char *fmt, ...)
+{
+	char msg[120]; /* a close frame's reason is short */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, (unsigned char *)msg, strlen(msg));
+	aj_metrics_add(&aj_stats.errors, 1);
+	return -1;
+}
+
+static int on_established(struct lws *wsi, aj_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->wsi = wsi;
+	r->upload_fd = r->dl_fd = -1;
+	aj_http_peer(r);
+	aj_metrics_add(&aj_stats.requests, 1);
+	char uri[256], id[40];
+	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
+	    sscanf(uri, "/v1/sandboxes/%39[a-z0-9-]/exec", id) != 1 ||
+	    strcmp(uri + strlen("/v1/sandboxes/") + strlen(id), "/exec") != 0)
+		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
+	aj_sandbox *sb = aj_registry_get(id);
+	if (!sb)
+		return refuse(wsi, "no sandbox '%s'", id);
+	r->sb = sb;
+	bool with_stdin = false, tty = false;
+	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
+	if (tty)
+		return refuse(wsi, "tty=true (a pty) is not supported yet");
+	aj_error err;
+	aj_err_clear(&err);
+	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, &err) < 0)
+		return refuse(wsi, "%s", body ? err.msg : "out of memory");
+	return 0;
+}
+
+int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
+		   size_t len)
+{
+	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+		aj_req tmp = {.wsi = wsi};
+		aj_http_peer(&tmp);
+		return aj_http_token_ok(&tmp) ? 0 : -1; /* refused before the upgrade */
+	}
+	case LWS_CALLBACK_ESTABLISHED: return on_established(wsi, r);
+	case LWS_CALLBACK_RECEIVE: {
+		const unsigned char *p = in;
+		if (lws_is_first_fragment(wsi)) {
+			if (len == 0)
+				return 0;
+			r->ws_channel = p[0];
+			p++;
+			len--;
+		}
+		bool eof = len == 0 && lws_is_first_fragment(wsi) && lws_is_final_fragment(wsi);
+		return aj_exec_ws_receive(r, r->ws_channel, p, len, eof);
+	}
+	case LWS_CALLBACK_SERVER_WRITEABLE: {
+		unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK];
+		return r->job ? aj_exec_writable(r, buf, sizeof(buf)) : 0;
+	}
+	case LWS_CALLBACK_CLOSED: aj_http_req_free(r); return 0;
+	default: return 0;
+	}
+}
