@@ -78,15 +78,24 @@ static void text(aj_req *r, const char *ctype, char *body)
 	lws_callback_on_writable(r->wsi);
 }
 
-static void create(aj_req *r)
+/* The request's JSON object, or NULL with a 400 answered. */
+static json_t *body_or_fail(aj_req *r)
 {
 	aj_error err;
 	aj_err_clear(&err);
 	json_t *body = aj_json_body(r->body, r->body_len, &err);
-	if (!body) {
+	if (!body)
 		aj_http_fail(r, 400, "bad_request", &err);
+	return body;
+}
+
+static void create(aj_req *r)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *body = body_or_fail(r);
+	if (!body)
 		return;
-	}
 	json_t *logged = json_deep_copy(body);
 	json_object_del(logged, "secret"); /* values never reach the log */
 	aj_sandbox *sb = NULL;
@@ -112,13 +121,9 @@ static void create(aj_req *r)
 
 static void patch(aj_req *r, aj_sandbox *sb)
 {
-	aj_error err;
-	aj_err_clear(&err);
-	json_t *body = aj_json_body(r->body, r->body_len, &err);
-	if (!body) {
-		aj_http_fail(r, 400, "bad_request", &err);
+	json_t *body = body_or_fail(r);
+	if (!body)
 		return;
-	}
 	json_t *t = json_object_get(body, "timeout");
 	double s = json_number_value(t);
 	if (!json_is_number(t) || s < 0 || s > AJ_DAEMON_MAX_TTL_S || json_object_size(body) != 1) {

@@ -189,6 +189,24 @@ def _event_data(ev):
     return data
 
 
+def _collect(events, on_stdout, on_stderr):
+    """Gather output events up to the exit event: an ExecResult."""
+    out, err, end = [], [], None
+    for ev in events:
+        kind = ev.get("type")
+        if kind in ("stdout", "stderr"):
+            data = _event_data(ev)
+            (out if kind == "stdout" else err).append(data)
+            cb = on_stdout if kind == "stdout" else on_stderr
+            if cb:
+                cb(data)
+        elif kind == "exit":
+            end = ev
+    if end is None:
+        raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
+    return ExecResult(end, "".join(out), "".join(err))
+
+
 class Process:
     """A background process (Sandbox.exec(..., background=True))."""
 
@@ -220,20 +238,7 @@ class Process:
 
     def wait(self, on_stdout=None, on_stderr=None, offset=0):
         """Follow the output from offset to the end; an ExecResult."""
-        out, err, end = [], [], None
-        for ev in self.events(offset, follow=True):
-            kind = ev.get("type")
-            if kind in ("stdout", "stderr"):
-                data = _event_data(ev)
-                (out if kind == "stdout" else err).append(data)
-                cb = on_stdout if kind == "stdout" else on_stderr
-                if cb:
-                    cb(data)
-            elif kind == "exit":
-                end = ev
-        if end is None:
-            raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
-        return ExecResult(end, "".join(out), "".join(err))
+        return _collect(self.events(offset, follow=True), on_stdout, on_stderr)
 
 
 class Sandbox:
@@ -284,24 +289,10 @@ class Sandbox:
             r = self.client.json("POST", f"/v1/sandboxes/{self.id}/exec", body)
             return Process(self, r["process"])
         resp = self.client.request("POST", f"/v1/sandboxes/{self.id}/exec", body)
-        out, err, end = [], [], None
         try:
-            for line in resp:
-                ev = json.loads(line)
-                kind = ev.get("type")
-                if kind in ("stdout", "stderr"):
-                    data = _event_data(ev)
-                    (out if kind == "stdout" else err).append(data)
-                    cb = on_stdout if kind == "stdout" else on_stderr
-                    if cb:
-                        cb(data)
-                elif kind == "exit":
-                    end = ev
+            return _collect((json.loads(line) for line in resp), on_stdout, on_stderr)
         finally:
             resp._aj_conn.close()
-        if end is None:
-            raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
-        return ExecResult(end, "".join(out), "".join(err))
 
     def processes(self):
         """Background processes, newest first, as dicts."""
