@@ -202,48 +202,63 @@ static int build_spec(const aj_box *b, const aj_exec_spec *s, aj_msg *m, aj_erro
 	return memfd_with("command", buf, len, err);
 }
 
+/* The command's stdin, stdout, stderr (io) and our ends of its output
+ * (mine): a pty's slave and master, or pipes (and stdin's memfd or fd). */
+static int make_stdio(exec_ctx *c, const aj_exec_spec *s, int io[3], int mine[2], aj_error *err)
+{
+	if (s->tty_slave > 0) {
+		for (int i = 0; i < 3; i++)
+			if ((io[i] = fcntl(s->tty_slave, F_DUPFD_CLOEXEC, 3)) < 0)
+				return aj_err(err, errno, "dup");
+		if ((mine[0] = fcntl(s->tty_master, F_DUPFD_CLOEXEC, 3)) < 0)
+			return aj_err(err, errno, "dup");
+		return 0;
+	}
+	int po[2], pe[2];
+	if (pipe2(po, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "cannot create the command's pipes");
+	mine[0] = po[0], io[1] = po[1];
+	if (pipe2(pe, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "cannot create the command's pipes");
+	mine[1] = pe[0], io[2] = pe[1];
+	/* owned by the sandbox user, so /dev/stdout works inside */
+	if ((fchown(po[0], c->box->info.uid, c->box->info.gid) < 0 ||
+	     fchown(pe[0], c->box->info.uid, c->box->info.gid) < 0) &&
+	    getuid() == 0)
+		return aj_err(err, errno, "cannot hand the pipes to the sandbox user");
+	if (s->stdin_fd > 0 && (io[0] = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return aj_err(err, errno, "dup");
+	if (s->stdin_fd <= 0 && (io[0] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
+		return io[0];
+	return 0;
+}
+
 /* Send the request to init; our ends of stdout/stderr/control in c. */
 static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 {
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
 	m.type = AJ_MSG_EXEC;
-	int fds[5] = {-1, -1, -1, -1, -1}, sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
-	int r = 0;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
-		r = aj_err(err, errno, "cannot create the command's pipes");
-	/* owned by the sandbox user, so /dev/stdout works inside */
-	if (r == 0 &&
-	    (fchown(po[0], c->box->info.uid, c->box->info.gid) < 0 ||
-	     fchown(pe[0], c->box->info.uid, c->box->info.gid) < 0) &&
-	    getuid() == 0)
-		r = aj_err(err, errno, "cannot hand the pipes to the sandbox user");
-	if (r == 0 && s->stdin_fd > 0 && (fds[1] = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3)) < 0)
-		r = aj_err(err, errno, "dup");
-	if (r == 0 && s->stdin_fd <= 0 &&
-	    (fds[1] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
-		r = fds[1];
-	if (r == 0 && (fds[4] = build_spec(c->box, s, &m, err)) < 0)
-		r = fds[4];
+	m.status = s->tty_slave > 0 ? AJ_EXEC_TTY : 0;
+	int io[3] = {-1, -1, -1}, sv[2] = {-1, -1}, spec = -1;
+	int r = make_stdio(c, s, io, c->out, err);
+	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		r = aj_err(err, errno, "socketpair");
+	if (r == 0 && (spec = build_spec(c->box, s, &m, err)) < 0)
+		r = spec;
 	if (r == 0) {
-		fds[0] = sv[1];
-		fds[2] = po[1];
-		fds[3] = pe[1];
+		int fds[5] = {sv[1], io[0], io[1], io[2], spec};
 		int e = aj_sync_send(c->box->sock, &m, fds, 5);
 		if (e < 0)
 			r = aj_err(err, -e, "the sandbox is gone");
 	}
-	for (int i = 0; i < 5; i++)
-		if (fds[i] >= 0 && fds[i] != sv[1] && fds[i] != po[1] && fds[i] != pe[1])
-			close(fds[i]);
-	int close_now[] = {sv[1], po[1], pe[1]};
-	for (size_t i = 0; i < 3; i++)
+	if (s->tty_slave > 0)
+		close(s->tty_slave); /* taken: the command holds it now (EOF when it ends) */
+	int close_now[] = {sv[1], io[0], io[1], io[2], spec};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(close_now); i++)
 		if (close_now[i] >= 0)
 			close(close_now[i]);
 	c->ctl = sv[0];
-	c->out[0] = po[0];
-	c->out[1] = pe[0];
 	if (r < 0)
 		return r;
 	/* init answers at once: STARTED, or why the command could not start */
@@ -375,6 +390,8 @@ int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_ru
 			r = aj_err(err, ENOMEM, "redaction patterns");
 	if (r == 0)
 		r = start(&c, spec, err);
+	else if (spec->tty_slave > 0)
+		close(spec->tty_slave); /* taken, as start() would have */
 	if (r == 0) {
 		exec_loop(&c, spec);
 		res->term_signal = c.end.signal;

@@ -51,6 +51,9 @@ typedef struct aj_exec_spec {
 	const char *cwd;	       /* NULL: the policy's */
 	const char *stdin_data;	       /* the command's whole stdin, or NULL (empty) */
 	int stdin_fd;		       /* > 0: the command's stdin instead (e.g. a pipe) */
+	int tty_master, tty_slave;     /* > 0: a pty: the slave is the command's stdio and
+					* controlling terminal (aj_box_exec closes tty_slave);
+					* output is read from the master */
 	size_t stdin_len;	       /* bytes */
 	unsigned long long timeout_ms; /* 0: none; then SIGTERM, SIGKILL after kill_after */
 } aj_exec_spec;

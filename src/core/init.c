@@ -84,6 +84,8 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, const 
 	for (int i = 0; !err.code && i < 3; i++)
 		if (cmd->stdio[i] >= 0 && dup2(cmd->stdio[i], i) < 0)
 			aj_err(&err, errno, "cannot attach the command's stdio");
+	if (!err.code && cmd->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
+		aj_err(&err, errno, "cannot attach the terminal");
 	if (err.code)
 		command_fail(errfd, &err);
 	/* nothing agentjail or the caller had open reaches the command */
@@ -296,7 +298,7 @@ static void serve_start(const aj_init_args *a, const aj_msg *req, int *fds, size
 	}
 	_cleanup_free_ char *spec = NULL;
 	size_t len = 0;
-	aj_init_cmd cmd = {.stdio = {fds[1], fds[2], fds[3]}};
+	aj_init_cmd cmd = {.stdio = {fds[1], fds[2], fds[3]}, .ctty = req->status & AJ_EXEC_TTY};
 	int r = aj_read_fd(fds[4], &spec, &len);
 	close(fds[4]);
 	if (r == 0)

@@ -17,6 +17,7 @@ typedef struct aj_init_cmd {
 	const char *cwd; /* NULL: the policy's */
 	const char *pty; /* slave path inside the sandbox, or NULL */
 	int stdio[3];	 /* the command's stdin/stdout/stderr, -1: inherit */
+	bool ctty;	 /* stdin is a terminal: make it the controlling one */
 } aj_init_cmd;
 
 typedef struct aj_init_args {

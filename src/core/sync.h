@@ -21,6 +21,9 @@ enum aj_msg_type {
 	AJ_MSG_SIGNAL,		/* to a persistent init: signal one command's process group */
 };
 
+/* AJ_MSG_EXEC: status holds flags */
+#define AJ_EXEC_TTY 1 /* stdin is a terminal: make it the controlling one */
+
 typedef struct aj_msg {
 	int type;
 	int status;   /* AJ_MSG_EXIT: exit status or 0 */

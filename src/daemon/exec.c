@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ typedef struct aj_job {
 	char peer[80];
 	aj_exec_req q;
 	bool ws;	 /* a WebSocket (channels) instead of NDJSON */
-	int stdin_rw[2]; /* ws with stdin: the command's stdin pipe */
+	int stdin_rw[2]; /* ws with stdin: the command's stdin pipe (or the pty master) */
+	int tty[2];	 /* ws with a pty: master, slave (the worker hands it over) */
 	char *in_pend;	 /* ws: stdin bytes the pipe did not take yet */
 	size_t in_len;
 	char carry[2][4]; /* an incomplete UTF-8 sequence at a chunk's end */
@@ -61,9 +63,12 @@ static void job_unref(aj_job *j)
 	pthread_cond_destroy(&j->cv);
 	free(j->buf);
 	aj_exec_req_free(&j->q);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (j->stdin_rw[i] >= 0)
 			close(j->stdin_rw[i]);
+		if (j->tty[i] >= 0)
+			close(j->tty[i]);
+	}
 	free(j->in_pend);
 	for (int i = 0; i < 2; i++)
 		if (j->sig[i] >= 0)
@@ -286,6 +291,8 @@ static void *worker(void *arg)
 			     .stdin_data = j->q.stdin_data,
 			     .stdin_len = j->q.stdin_len,
 			     .stdin_fd = j->stdin_rw[0],
+			     .tty_master = j->tty[0],
+			     .tty_slave = steal_fd(&j->tty[1]),
 			     .timeout_ms = j->q.timeout_ms};
 	aj_exec_io io = {.output = on_output, .ctx = j, .signal_fd = j->sig[0]};
 	aj_run_result res;
@@ -304,7 +311,8 @@ static void *worker(void *arg)
 
 /* A job for a parsed request (q taken), its worker started. Returns NULL
  * with an error answered. */
-static aj_job *launch(aj_req *r, aj_sandbox *sb, aj_exec_req *q, bool ws, bool with_stdin)
+static aj_job *launch(aj_req *r, aj_sandbox *sb, aj_exec_req *q, bool ws, bool with_stdin,
+		      const int *tty)
 {
 	aj_job *j = calloc(1, sizeof(*j));
 	if (!j) {
@@ -316,8 +324,14 @@ static aj_job *launch(aj_req *r, aj_sandbox *sb, aj_exec_req *q, bool ws, bool w
 	memset(q, 0, sizeof(*q));
 	j->ws = ws;
 	j->sig[0] = j->sig[1] = j->stdin_rw[0] = j->stdin_rw[1] = -1;
+	j->tty[0] = tty ? tty[0] : -1;
+	j->tty[1] = tty ? tty[1] : -1;
 	int pe = pipe2(j->sig, O_CLOEXEC | O_NONBLOCK);
-	if (pe == 0 && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) == 0)
+	if (pe == 0 && tty) /* stdin goes to the master */
+		pe = (j->stdin_rw[1] = fcntl(tty[0], F_DUPFD_CLOEXEC, 3)) < 0
+			 ? -1
+			 : fcntl(j->stdin_rw[1], F_SETFL, O_NONBLOCK);
+	else if (pe == 0 && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) == 0)
 		pe = fcntl(j->stdin_rw[1], F_SETFL, O_NONBLOCK);
 	else if (pe == 0 && with_stdin)
 		pe = -1;
@@ -360,16 +374,17 @@ void aj_exec_start(aj_req *r, aj_sandbox *sb)
 		aj_http_fail(r, 400, "bad_request", &err);
 		return;
 	}
-	if (launch(r, sb, &q, false, false))
+	if (launch(r, sb, &q, false, false, NULL))
 		aj_http_stream(r, 200, "application/x-ndjson");
 }
 
-int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, aj_error *err)
+int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, const int *tty,
+		     aj_error *err)
 {
 	aj_exec_req q;
 	if (aj_exec_req_parse(body, strlen(body), &q, err) < 0)
 		return -EINVAL;
-	if (!launch(r, sb, &q, true, with_stdin))
+	if (!launch(r, sb, &q, true, with_stdin, tty))
 		return aj_err(err, EAGAIN, "cannot start the command");
 	return 0;
 }
@@ -399,8 +414,18 @@ static void feed_stdin(aj_req *r, aj_job *j)
 int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof)
 {
 	aj_job *j = r->job;
+	if (j && channel == 4 && j->tty[0] >= 0) { /* resize: {"Width": W, "Height": H} */
+		json_t *o = json_loadb((const char *)data, len, 0, NULL);
+		struct winsize ws = {
+		    .ws_col = (unsigned short)json_integer_value(json_object_get(o, "Width")),
+		    .ws_row = (unsigned short)json_integer_value(json_object_get(o, "Height"))};
+		json_decref(o);
+		if (ws.ws_col && ws.ws_row)
+			(void)ioctl(j->tty[0], TIOCSWINSZ, &ws);
+		return 0;
+	}
 	if (!j || channel != 0 || j->stdin_rw[1] < 0)
-		return 0; /* resize (4) without a pty, or stdin not asked for: ignored */
+		return 0; /* stdin not asked for: ignored */
 	if (eof) {	  /* an empty stdin message: EOF */
 		close(j->stdin_rw[1]);
 		j->stdin_rw[1] = -1;

@@ -71,7 +71,9 @@ json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
 json_t *aj_exec_data_event(int stream, const char *buf, size_t len);
 void aj_exec_start(aj_req *r, aj_sandbox *sb);
 /* A WebSocket exec (ws.c): body is the exec request's JSON. */
-int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, aj_error *err);
+/* tty: {master, slave} of a pty (taken), or NULL. */
+int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, const int *tty,
+		     aj_error *err);
 /* Data from the client on a channel (0 stdin); eof: an empty stdin
  * message (closes the command's stdin). -1: close. */
 int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof);

@@ -6,6 +6,8 @@
  * options come as URL arguments: command=ARG (repeated), stdin=true, cwd,
  * timeout, env=NAME=VALUE (repeated). */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,26 @@ static int refuse(struct lws *wsi, const char *fmt, ...)
 	return -1;
 }
 
+/* A pseudo-terminal pair (80x24) for tty=true: master, slave. */
+static int open_pty(int pty[2])
+{
+	pty[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (pty[0] < 0)
+		return -1;
+	char name[64];
+	if (grantpt(pty[0]) < 0 || unlockpt(pty[0]) < 0 || ptsname_r(pty[0], name, sizeof(name)) ||
+	    (pty[1] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		close(pty[0]);
+		pty[0] = -1;
+		errno = e;
+		return -1;
+	}
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	(void)ioctl(pty[0], TIOCSWINSZ, &ws);
+	return 0;
+}
+
 static int on_established(struct lws *wsi, aj_req *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -81,12 +103,17 @@ static int on_established(struct lws *wsi, aj_req *r)
 	r->sb = sb;
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
-	if (tty)
-		return refuse(wsi, "tty=true (a pty) is not supported yet");
+	int pty[2] = {-1, -1};
+	if (tty && open_pty(pty) < 0)
+		return refuse(wsi, "cannot allocate a pty: %s", strerror(errno));
 	aj_error err;
 	aj_err_clear(&err);
-	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, &err) < 0)
+	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, tty ? pty : NULL, &err) < 0) {
+		for (int i = 0; i < 2; i++)
+			if (pty[i] >= 0)
+				close(pty[i]);
 		return refuse(wsi, "%s", body ? err.msg : "out of memory");
+	}
 	return 0;
 }
 

@@ -321,9 +321,11 @@ class Session:
     send() feeds its stdin, recv() returns (channel, bytes) messages: 1
     stdout, 2 stderr, 3 the final status (JSON). Sandbox.attach() makes one."""
 
-    def __init__(self, sb, cmd, stdin=True, cwd=None, env=None, timeout=None):
+    def __init__(self, sb, cmd, stdin=True, cwd=None, env=None, timeout=None, tty=False):
         q = [("command", c) for c in (cmd if isinstance(cmd, list) else ["/bin/sh", "-c", cmd])]
         q.append(("stdin", "true" if stdin else "false"))
+        if tty:
+            q.append(("tty", "true"))
         if cwd:
             q.append(("cwd", cwd))
         if timeout is not None:
@@ -408,13 +410,18 @@ class Session:
             elif ch == 2 and on_stderr:
                 on_stderr(data)
 
+    def resize(self, width, height):
+        """The pty's size (tty=True)."""
+        self._send_frame(2, b"\4" + json.dumps({"Width": width, "Height": height}).encode())
+
     def close(self):
         self._sock.close()
 
 
-def _attach(self, cmd, stdin=True, cwd=None, env=None, timeout=None):
-    """An interactive Session running cmd (WebSocket exec)."""
-    return Session(self, cmd, stdin=stdin, cwd=cwd, env=env, timeout=timeout)
+def _attach(self, cmd, stdin=True, cwd=None, env=None, timeout=None, tty=False):
+    """An interactive Session running cmd (WebSocket exec); tty=True gives
+    it a pseudo-terminal (output then comes on channel 1 only)."""
+    return Session(self, cmd, stdin=stdin, cwd=cwd, env=env, timeout=timeout, tty=tty)
 
 
 Sandbox.attach = _attach

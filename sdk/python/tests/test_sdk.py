@@ -118,7 +118,16 @@ class SDKTest(unittest.TestCase):
             self.assertEqual(st["status"], "Success")
             self.assertNotIn(b"tok-1234567890", b"".join(out))
             self.assertIn(b"[REDACTED]", b"".join(out))
-            # refused: a pty (not yet), an unknown sandbox
+            # a pty: a terminal of 80x24, resized, with echo
+            t = sb.attach(["sh", "-c", "stty size; read l; echo got:$l; stty size"], tty=True)
+            self.assertEqual(t.recv(), (1, b"24 80\r\n"))
+            t.resize(100, 30)
+            time.sleep(0.2)
+            t.send("hi\n")
+            out = []
+            self.assertEqual(t.run(on_stdout=out.append)["status"], "Success")
+            self.assertEqual(b"".join(out), b"hi\r\ngot:hi\r\n30 100\r\n")
+            # refused: an unknown sandbox
             bad = Sandbox(self.client, {"id": "sb-0000000000000000"})
             ch, reason = bad.attach("true").recv()
             self.assertIsNone(ch)
