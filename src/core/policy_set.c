@@ -150,6 +150,8 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 	char num[64];
 	switch (json_typeof(v)) {
 	case JSON_STRING:
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return aj_err(err, EINVAL, "'%s': NUL bytes are not allowed", name);
 		return aj_policy_set(p, name, json_string_value(v), AJ_POLICY_SET_REMOTE, err);
 	case JSON_INTEGER:
 		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
@@ -177,7 +179,8 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 		json_t *e;
 		json_object_foreach(v, k, e)
 		{
-			if (!json_is_string(e))
+			if (!json_is_string(e) ||
+			    strlen(json_string_value(e)) != json_string_length(e))
 				return aj_err(err, EINVAL, "'%s.%s': expected a string", name, k);
 			if (!*k || strchr(k, '='))
 				return aj_err(err, EINVAL, "'%s': bad variable name '%s'", name, k);

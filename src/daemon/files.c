@@ -61,6 +61,17 @@ static const char *path_arg(aj_req *r, char *buf, size_t len)
 		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
 		return NULL;
 	}
+	/* the kernel's views of the sandbox are not files to move */
+	const char *rel = p + strspn(p, "/");
+	static const char *const kernel[] = {"proc", "sys", "dev"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(kernel); i++) {
+		size_t n = strlen(kernel[i]);
+		if (!strncmp(rel, kernel[i], n) && (rel[n] == '\0' || rel[n] == '/')) {
+			aj_http_error(r, 403, "forbidden_path",
+				      "%s is not reachable through the files API", p);
+			return NULL;
+		}
+	}
 	return p;
 }
 

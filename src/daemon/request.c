@@ -12,7 +12,8 @@ json_t *aj_json_body(const char *body, size_t len, aj_error *err)
 	if (!body || !len)
 		return json_object();
 	json_error_t je;
-	json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	/* NUL bytes may stand in a string (stdin); other fields refuse them */
+	json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 	if (!o) {
 		aj_err(err, EINVAL, "malformed JSON at line %d column %d: %s", je.line, je.column,
 		       je.text);

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests: the API's request parsing (exec bodies) and policies from JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "policy.h"
+#include "request.h"
+
+static int parse(const char *body, aj_exec_req *q)
+{
+	aj_error err;
+	return aj_exec_req_parse(body, strlen(body), q, &err);
+}
+
+static void test_exec_forms(void **state)
+{
+	(void)state;
+	aj_exec_req q;
+	assert_int_equal(parse("{\"cmd\": \"echo hi\"}", &q), 0);
+	assert_string_equal(q.argv[0], "/bin/sh");
+	assert_string_equal(q.argv[1], "-c");
+	assert_string_equal(q.argv[2], "echo hi");
+	assert_null(q.argv[3]);
+	aj_exec_req_free(&q);
+	assert_int_equal(
+	    parse("{\"cmd\": [\"ls\", \"-l\"], \"env\": {\"A\": \"1\"}, \"cwd\": \"/tmp\", "
+		  "\"timeout\": 1.5, \"stdin\": \"x\\u0000y\", \"background\": true}",
+		  &q),
+	    0);
+	assert_string_equal(q.argv[1], "-l");
+	assert_string_equal(q.env[0], "A=1");
+	assert_string_equal(q.cwd, "/tmp");
+	assert_int_equal(q.timeout_ms, 1500);
+	assert_int_equal(q.stdin_len, 3); /* NUL bytes are fine in stdin */
+	assert_true(q.background);
+	aj_exec_req_free(&q);
+}
+
+static void test_exec_refused(void **state)
+{
+	(void)state;
+	const char *bad[] = {
+	    "",
+	    "[]",
+	    "{",
+	    "{}",
+	    "{\"cmd\": []}",
+	    "{\"cmd\": \"\"}",
+	    "{\"cmd\": [\"\"]}",
+	    "{\"cmd\": [1]}",
+	    "{\"cmd\": [\"a\\u0000b\"]}",
+	    "{\"cmd\": \"ls\", \"timeout\": -1}",
+	    "{\"cmd\": \"ls\", \"timeout\": \"1\"}",
+	    "{\"cmd\": \"ls\", \"cwd\": \"tmp\"}",
+	    "{\"cmd\": \"ls\", \"env\": [\"A=1\"]}",
+	    "{\"cmd\": \"ls\", \"env\": {\"A=B\": \"1\"}}",
+	    "{\"cmd\": \"ls\", \"env\": {\"A\": 1}}",
+	    "{\"cmd\": \"ls\", \"background\": 1}",
+	    "{\"cmd\": \"ls\", \"unknown\": 1}",
+	    "{\"cmd\": \"ls\", \"cmd\": \"ls\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		aj_exec_req q;
+		if (parse(bad[i], &q) == 0)
+			fail_msg("accepted: %s", bad[i]);
+	}
+}
+
+static int from_json(const char *text, aj_policy *p, aj_error *err)
+{
+	json_t *o = json_loads(text, 0, NULL);
+	aj_policy_init(p);
+	int r = aj_policy_from_json(p, o, err);
+	json_decref(o);
+	return r;
+}
+
+static void test_policy_from_json(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_error err;
+	assert_int_equal(
+	    from_json("{\"memory\": \"256M\", \"pids\": 64, \"cpus\": 0.5, "
+		      "\"env\": {\"A\": \"1\"}, \"secret\": {\"T\": \"secret-value\"}, "
+		      "\"ro\": [\"/usr:/u\"], \"no-default-masks\": true, "
+		      "\"hostname\": \"box\"}",
+		      &p, &err),
+	    0);
+	assert_int_equal(p.memory, 256ULL << 20);
+	assert_int_equal(p.pids, 64);
+	assert_int_equal(p.cpu_millis, 500);
+	assert_string_equal(p.env[0], "A=1");
+	assert_string_equal(p.secrets[0].name, "T");
+	assert_int_equal(p.n_binds, 1);
+	assert_true(p.no_default_masks);
+	aj_policy_free(&p);
+	/* host files of agentjail itself and the service's environment: refused */
+	const char *bad[] = {"{\"result\": \"/tmp/r.json\"}",
+			     "{\"env-file\": \"/etc/passwd\"}",
+			     "{\"seccomp-profile\": \"/tmp/p.json\"}",
+			     "{\"env\": \"HOME\"}",
+			     "{\"secret\": \"HOME\"}",
+			     "{\"net-log\": \"/tmp/l\"}",
+			     "{\"bogus\": 1}",
+			     "{\"memory\": {\"a\": 1}}",
+			     "{\"ro\": [[\"/usr\"]]}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (from_json(bad[i], &p, &err) == 0)
+			fail_msg("accepted: %s", bad[i]);
+		aj_policy_free(&p);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exec_forms),
+	    cmocka_unit_test(test_exec_refused),
+	    cmocka_unit_test(test_policy_from_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
