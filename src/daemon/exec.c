@@ -282,6 +282,21 @@ static void finish(aj_job *j, int r, const aj_run_result *res, const aj_error *e
 	lws_cancel_service(ctx);
 }
 
+void aj_worker_enter(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers++;
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void aj_worker_leave(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers--;
+	pthread_cond_broadcast(&jobs_cv);
+	pthread_mutex_unlock(&jobs_mu);
+}
+
 static void *worker(void *arg)
 {
 	aj_job *j = arg;
@@ -468,12 +483,14 @@ static int ws_writable(aj_req *r, aj_job *j, unsigned char *buf, size_t cap)
 		free(out);
 	if (w < (int)l || (l && !out))
 		return -1;
+	if (l) { /* the end comes on the next writable, once this is flushed */
+		lws_callback_on_writable(r->wsi);
+		return 0;
+	}
 	if (fin) {
 		lws_close_reason(r->wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
 		return -1;
 	}
-	if (l)
-		lws_callback_on_writable(r->wsi);
 	return 0;
 }
 

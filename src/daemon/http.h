@@ -87,7 +87,10 @@ void aj_exec_detach(aj_req *r);
 /* Wake the connections whose workers produced output (service thread). */
 void aj_exec_wake_all(void);
 void aj_exec_set_context(struct lws_context *ctx);
-/* Wait (bounded) for the workers to end (their sandboxes are gone). */
+/* Worker threads (exec and background processes) are counted... */
+void aj_worker_enter(void);
+void aj_worker_leave(void);
+/* ...so that shutdown waits (bounded) for them to end (their sandboxes are gone). */
 void aj_exec_shutdown(void);
 
 /* files.c */

@@ -147,6 +147,7 @@ static void *worker(void *arg)
 	wake(p);
 	aj_sandbox_unref(sb);
 	proc_unref(p);
+	aj_worker_leave();
 	return NULL;
 }
 
@@ -204,8 +205,11 @@ void aj_procs_start(aj_req *r, aj_sandbox *sb)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_t t;
-	if (e == 0)
-		e = -pthread_create(&t, &attr, worker, p);
+	if (e == 0) {
+		aj_worker_enter();
+		if ((e = -pthread_create(&t, &attr, worker, p)) < 0)
+			aj_worker_leave();
+	}
 	pthread_attr_destroy(&attr);
 	if (e == 0) {
 		p->next = sb->procs;
