@@ -314,7 +314,11 @@ EOF
     assert_eq "$status_code" 400
     # 3 MB of output: the ring keeps the last 1 MiB, older offsets get a gap
     p3=$(api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "head -c 3000000 /dev/zero | tr \"\\0\" a", "background": true}' | jq -r .process)
-    api GET "/v1/sandboxes/$id/processes/$p3/output?follow=true&offset=0" >"$T/ev3"
+    for _ in $(seq 100); do
+        [ "$(api GET "/v1/sandboxes/$id/processes/$p3" | jq -r .running)" = false ] && break
+        sleep 0.1
+    done
+    api GET "/v1/sandboxes/$id/processes/$p3/output?offset=0" >"$T/ev3"
     assert_eq "$(head -n1 "$T/ev3" | jq -r '[.type, .offset] | @tsv')" $'gap\t0'
     next=$(head -n1 "$T/ev3" | jq -r .next)
     [ "$next" -ge $((3000000 - 1048576)) ]
