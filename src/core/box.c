@@ -45,7 +45,7 @@ int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 {
 	memset(b, 0, sizeof(*b));
 	b->policy = p;
-	b->ctl = b->sock = -1;
+	b->ctl = b->sock = b->root = -1;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "socketpair");
@@ -68,13 +68,13 @@ int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 	}
 	close(sv[1]);
 	b->ctl = sv[0];
-	int fds[2] = {-1, -1};
+	int fds[3] = {-1, -1, -1};
 	size_t n = 0;
-	int r = aj_sync_recv_buf(b->ctl, &b->info, sizeof(b->info), fds, 2, &n);
-	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 2) {
-		b->sock = fds[0];
-		fds[0] = -1;
-		if ((b->envp = read_env(fds[1])))
+	int r = aj_sync_recv_buf(b->ctl, &b->info, sizeof(b->info), fds, 3, &n);
+	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 3) {
+		b->sock = steal_fd(&fds[0]);
+		b->root = steal_fd(&fds[1]);
+		if ((b->envp = read_env(fds[2])))
 			r = 0;
 		else
 			r = aj_err(err, ENOMEM, "environment");
@@ -97,6 +97,8 @@ void aj_box_destroy(aj_box *b)
 {
 	if (b->sock >= 0)
 		close(b->sock);
+	if (b->root >= 0)
+		close(b->root);
 	if (b->ctl >= 0)
 		close(b->ctl); /* the keeper tears everything down and exits */
 	if (b->keeper > 0)
@@ -104,15 +106,13 @@ void aj_box_destroy(aj_box *b)
 			;
 	aj_strv_free(b->envp);
 	b->envp = NULL;
-	b->sock = b->ctl = -1;
+	b->sock = b->ctl = b->root = -1;
 	b->keeper = 0;
 }
 
 int aj_box_root_fd(const aj_box *b, aj_error *err)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)b->info.init);
-	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = fcntl(b->root, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return aj_err(err, errno, "cannot open the sandbox's root");
 	return fd;

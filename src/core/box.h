@@ -32,6 +32,7 @@ typedef struct aj_box {
 	pid_t keeper;
 	int ctl;  /* to the keeper; closing it ends the sandbox */
 	int sock; /* requests to init */
+	int root; /* O_PATH of the sandbox's root (opened by its init) */
 	aj_box_info info;
 	char **envp; /* the policy's environment, the base of every command's */
 } aj_box;
@@ -76,7 +77,8 @@ typedef struct aj_exec_io {
 int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
 		aj_error *err);
 
-/* A new fd (O_PATH) on the sandbox's root directory, for openat2 with
+/* A new fd (O_PATH) on the sandbox's root directory (opened by its init,
+ * passed up: no ptrace access to init needed), for openat2 with
  * RESOLVE_IN_ROOT. */
 int aj_box_root_fd(const aj_box *b, aj_error *err);
 

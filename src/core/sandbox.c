@@ -67,6 +67,7 @@ typedef struct run_ctx {
 	size_t n_warnings;
 	pid_t pid;
 	bool persistent; /* a box: init serves commands on request (box.c) */
+	int root_fd;	 /* a box: O_PATH of the sandbox's root, from init */
 } run_ctx;
 
 /* Warnings about degraded features are held until the sandbox is set up:
@@ -189,6 +190,12 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		_exit(AJ_EXIT_INTERNAL);
 	}
 	/* init keeps only its socket and the command's stdio */
+	/* a box: the service reaches the sandbox's files beneath its root */
+	if (c->persistent && (master = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		aj_err(&err, errno, "cannot open the sandbox's root");
+		aj_sync_send_error(sock, &err);
+		_exit(AJ_EXIT_INTERNAL);
+	}
 	int keep[] = {sock, master, c->child_io[0], c->child_io[1], c->child_io[2]};
 	aj_close_all_except(keep, AJ_ARRAY_SIZE(keep));
 	aj_msg m;
@@ -298,7 +305,9 @@ static int parent_start(run_ctx *c, aj_error *err)
 	}
 	if (m.type != AJ_MSG_SETUP_DONE)
 		return aj_err(err, EPROTO, "unexpected message %d from the sandbox", m.type);
-	if (n == 1)
+	if (n == 1 && c->persistent)
+		c->root_fd = fds[0];
+	else if (n == 1)
 		c->master = fds[0];
 	return 0;
 }
@@ -647,7 +656,8 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 		     .stdio = {-1, -1, -1},
 		     .child_io = {-1, -1, -1},
 		     .tfd = -1,
-		     .persistent = true};
+		     .persistent = true,
+		     .root_fd = -1};
 	aj_box_info info;
 	memset(&info, 0, sizeof(info));
 	int r = aj_policy_validate(copy, &info.m.err);
@@ -664,19 +674,21 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 		info.have_cg = c.have_cg;
 		info.cg = c.cg;
 		/* the commands' base environment (with --allow's proxy variables) */
-		int fds[2] = {c.sock[0], memfd_create("environment", MFD_CLOEXEC)};
-		for (char **e = c.envp; fds[1] >= 0 && e && *e; e++)
-			if (aj_write_all(fds[1], *e, strlen(*e) + 1) < 0)
+		int fds[3] = {c.sock[0], c.root_fd, memfd_create("environment", MFD_CLOEXEC)};
+		for (char **e = c.envp; fds[2] >= 0 && e && *e; e++)
+			if (aj_write_all(fds[2], *e, strlen(*e) + 1) < 0)
 				break;
-		(void)aj_sync_send_buf(ctl, &info, sizeof(info), fds, fds[1] >= 0 ? 2 : 1);
-		if (fds[1] >= 0)
-			close(fds[1]);
+		(void)aj_sync_send_buf(ctl, &info, sizeof(info), fds, fds[2] >= 0 ? 3 : 2);
+		if (fds[2] >= 0)
+			close(fds[2]);
 		char b;
 		ssize_t n;
 		do /* until our creator closes it (or dies) */
 			n = read(ctl, &b, 1);
 		while (n > 0 || (n < 0 && errno == EINTR));
 	}
+	if (c.root_fd >= 0)
+		close(c.root_fd);
 	teardown(&c); /* kills init, removes the cgroup, network, mounts */
 	aj_bpf_free(&c.bpf);
 	aj_redactor_free(&c.red[0]);

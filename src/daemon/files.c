@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Files in a sandbox: every path is resolved inside the sandbox's root
- * (openat2 RESOLVE_IN_ROOT on a descriptor of /proc/<init>/root), as the
+ * (openat2 RESOLVE_IN_ROOT on a descriptor of the root its init opened), as the
  * sandbox's user (setfsuid/setfsgid of this thread), so a symlink planted
  * inside can never lead to the host, and what the service writes belongs
  * to the sandbox user. Uploads and downloads move chunk by chunk. */

@@ -210,7 +210,7 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 	aj_policy_init(&sb->policy);
 	pthread_mutex_init(&sb->procs_mu, NULL);
 	sb->root_fd = -1;
-	sb->box.ctl = sb->box.sock = -1;
+	sb->box.ctl = sb->box.sock = sb->box.root = -1;
 	sb->refs = 1;
 	make_id(sb->id, sizeof(sb->id));
 	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);

@@ -330,3 +330,34 @@ EOF
     api_status DELETE "/v1/sandboxes/$id"
     assert_eq "$status_code" 200
 }
+
+@test "serve as an ordinary user: sandboxes, exec, files (no cgroup limits)" {
+    # a tree nobody can traverse, with its own copy of agentjail
+    NRDIR=$(mktemp -d /tmp/ajtest-serve.XXXXXX)
+    AJ_MARKERS+=("$(basename "$NRDIR")")
+    AJ_EXTRA_UID=65534
+    chmod 0755 "$NRDIR"
+    cp "$AJ_REAL" "$NRDIR/agentjail"
+    mkdir "$NRDIR/u"
+    chown 65534:65534 "$NRDIR/u"
+    local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    "${as_nobody[@]}" "$NRDIR/agentjail" serve --quiet --socket "$NRDIR/u/s.sock" \
+        --state-dir "$NRDIR/u/state" 2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
+    SVC_PID=$!
+    SOCK=$NRDIR/u/s.sock
+    STATE=$NRDIR/u/state
+    for _ in $(seq 100); do
+        [ -S "$SOCK" ] && break
+        sleep 0.05
+    done
+    created=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" -X POST http://agentjail/v1/sandboxes -d "{}")
+    id=$(jq -r .id <<<"$created")
+    [[ "$id" == sb-* ]]
+    out=$("${as_nobody[@]}" curl -sSN --unix-socket "$SOCK" -X POST "http://agentjail/v1/sandboxes/$id/exec" \
+        -d '{"cmd": "id -u; echo x >/tmp/f"}' | events_stdout)
+    assert_eq "$out" 0
+    assert_eq "$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" "http://agentjail/v1/sandboxes/$id/files?path=/tmp/f")" x
+    # the sandbox runs as the caller, never as root
+    pid=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" "http://agentjail/v1/sandboxes/$id" | jq -r .pid)
+    assert_eq "$(host_uid_of "$pid")" 65534
+}

@@ -82,5 +82,6 @@ teardown() {
     local rc=0
     svc_stop || rc=1
     aj_teardown || rc=1
+    [ -n "${NRDIR:-}" ] && [ -d "$NRDIR" ] && rm -rf --one-file-system "$NRDIR"
     return $rc
 }
