@@ -53,6 +53,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
                  allowed.test.evil.test notallowed.test evil.test x.allowed.test; do
             echo \"\$n \$(python3 /dnsq.py $NS \$n | tr '\n' ' ')\"
         done
+        echo \"tcp \$(python3 /dnsq.py --tcp $NS allowed.test | tr '\n' ' ')\"
+        echo \"tcp-refused \$(python3 /dnsq.py --tcp $NS secret-t.evil.test | tr '\n' ' ')\"
         # TXT, MX and AAAA queries of a disallowed name are not forwarded either
         python3 /dnsq.py $NS secret-b.evil.test 16; python3 /dnsq.py $NS secret-c.evil.test 15
         python3 /dnsq.py $NS secret-d.evil.test 28"
@@ -60,6 +62,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     assert_output_has_line "allowed.test rcode=0 192.0.2.10 ttl=60 "
     assert_output_has_line "sub.wild.test rcode=0 192.0.2.10 ttl=60 "
     assert_output_has_line "deep.sub.wild.test rcode=0 203.0.113.10 ttl=60 "
+    assert_output_has_line "tcp rcode=0 192.0.2.10 ttl=60 "
+    assert_output_has_line "tcp-refused rcode=5 "
     local n
     for n in wild.test secret-a.evil.test allowed.test.evil.test notallowed.test evil.test x.allowed.test; do
         assert_output_has_line "$n rcode=5 "
