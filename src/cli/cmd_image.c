@@ -51,8 +51,7 @@ static int split_packages(char *list, aj_image_spec *s, aj_error *err)
 	     p = strtok_r(NULL, ",", &save)) {
 		if (s->n_packages >= AJ_MAX_PACKAGES)
 			return aj_err(err, E2BIG, "--packages: at most %d", AJ_MAX_PACKAGES);
-		if (!p[0] || p[0] == '-' ||
-		    strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789.+-:") != strlen(p))
+		if (!aj_image_package_ok(p))
 			return aj_err(err, EINVAL, "--packages: '%s' is not a Debian package name",
 				      p);
 		s->packages[s->n_packages++] = p;
@@ -103,7 +102,7 @@ static int cmd_build(int argc, char **argv)
 	while (r == 0 && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case O_FROM:
-			if (strncmp(optarg, "debian:", 7) != 0 || !suite_ok(optarg + 7))
+			if (strncmp(optarg, "debian:", 7) != 0 || !aj_image_suite_ok(optarg + 7))
 				r = aj_err(&err, EINVAL, "--from '%s': expected debian:SUITE",
 					   optarg);
 			s.source = AJ_IMAGE_FROM_DEBIAN, s.from = optarg + 7, sources++;

@@ -44,6 +44,18 @@ bool aj_image_name_ok(const char *name)
 	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+bool aj_image_package_ok(const char *p)
+{
+	return p && ((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= '0' && p[0] <= '9')) &&
+	       strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789.+-:") == strlen(p);
+}
+
+bool aj_image_suite_ok(const char *s)
+{
+	return s && ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')) &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s);
+}
+
 static int bad_name(const char *name, aj_error *err)
 {
 	aj_err(err, EINVAL,
@@ -388,7 +400,7 @@ int aj_image_recipe_load(const char *path, aj_image_spec *s, void **store, aj_er
 	const char *from = json_string_value(json_object_get(j, "from"));
 	json_t *pk = json_object_get(j, "packages");
 	json_t *wu = json_object_get(j, "warmup");
-	if (!from || strncmp(from, "debian:", 7) != 0 || !from[7])
+	if (!from || strncmp(from, "debian:", 7) != 0 || !aj_image_suite_ok(from + 7))
 		return aj_err(err, EINVAL, "recipe %s: \"from\" must be \"debian:SUITE\"", path);
 	s->source = AJ_IMAGE_FROM_DEBIAN;
 	s->from = from + 7;

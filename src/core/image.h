@@ -43,6 +43,9 @@ typedef struct aj_image_info {
 const char *aj_state_dir(void);
 /* Is name a valid image name: [a-z0-9][a-z0-9._-]{0,63}? */
 bool aj_image_name_ok(const char *name);
+/* A Debian package name ([a-z0-9][a-z0-9.+:-]*) and suite ([a-z0-9][a-z0-9-]*). */
+bool aj_image_package_ok(const char *p);
+bool aj_image_suite_ok(const char *s);
 /* Parse a recipe (JSON: from, packages, warmup) into spec; strings live in
  * *store (free it with json_decref semantics: aj_image_recipe_free). */
 int aj_image_recipe_load(const char *path, aj_image_spec *spec, void **store, aj_error *err);
