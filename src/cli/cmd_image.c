@@ -59,12 +59,6 @@ static int split_packages(char *list, aj_image_spec *s, aj_error *err)
 	return 0;
 }
 
-static bool suite_ok(const char *s)
-{
-	return s[0] && s[0] != '-' &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s);
-}
-
 static void print_info(const aj_image_info *i)
 {
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "name", i->name, "digest", i->digest,
