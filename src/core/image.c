@@ -411,8 +411,7 @@ int aj_image_recipe_load(const char *path, aj_image_spec *s, void **store, aj_er
 	json_array_foreach(pk, i, v)
 	{
 		const char *name = json_string_value(v);
-		if (!name || !name[0] ||
-		    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789.+-:") != strlen(name))
+		if (!aj_image_package_ok(name))
 			return aj_err(err, EINVAL, "recipe %s: bad package name", path);
 		s->packages[s->n_packages++] = name;
 	}
