@@ -195,6 +195,14 @@ static int read_name(const char *images, const char *name, char hex[65], aj_erro
 	return 0;
 }
 
+/* images dir of state (malloc'ed) and the hex digest name points at */
+static int resolve(const char *state, const char *name, char **images, char hex[65], aj_error *err)
+{
+	if (!(*images = aj_asprintf("%s/images", state)))
+		return aj_err(err, ENOMEM, "out of memory");
+	return read_name(*images, name, hex, err);
+}
+
 static void info_from_json(json_t *j, aj_image_info *out)
 {
 	const char *s;
@@ -212,9 +220,9 @@ static void info_from_json(json_t *j, aj_image_info *out)
 
 int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj_error *err)
 {
-	_cleanup_free_ char *images = aj_asprintf("%s/images", state);
+	_cleanup_free_ char *images = NULL;
 	char hex[65];
-	int r = images ? read_name(images, name, hex, err) : aj_err(err, ENOMEM, "out of memory");
+	int r = resolve(state, name, &images, hex, err);
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *meta = aj_asprintf("%s/%s/image.json", images, hex);
@@ -230,9 +238,9 @@ int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj
 
 int aj_image_rootfs(const char *state, const char *name, char **path, aj_error *err)
 {
-	_cleanup_free_ char *images = aj_asprintf("%s/images", state);
+	_cleanup_free_ char *images = NULL;
 	char hex[65];
-	int r = images ? read_name(images, name, hex, err) : aj_err(err, ENOMEM, "out of memory");
+	int r = resolve(state, name, &images, hex, err);
 	if (r < 0)
 		return r;
 	if (!(*path = aj_asprintf("%s/%s/rootfs", images, hex)))
@@ -362,9 +370,9 @@ int aj_image_list(const char *state, aj_image_info **out, size_t *n, aj_error *e
 
 int aj_image_remove(const char *state, const char *name, aj_error *err)
 {
-	_cleanup_free_ char *images = aj_asprintf("%s/images", state);
+	_cleanup_free_ char *images = NULL;
 	char hex[65];
-	int r = images ? read_name(images, name, hex, err) : aj_err(err, ENOMEM, "out of memory");
+	int r = resolve(state, name, &images, hex, err);
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *path = aj_asprintf("%s/names/%s", images, name);

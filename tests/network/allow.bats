@@ -8,27 +8,9 @@
 load ../integration/helpers
 load world
 
-setup_file() {
-    [ "$(id -u)" -eq 0 ] || return 0
-    world_prepare
-}
-
-setup() {
-    require_root
-    command -v nft >/dev/null || skip "nft not installed"
-    aj_setup
-    world_up
-}
-
-teardown() {
-    local rc=0
-    if [ -n "${HNS:-}" ] && ip netns list | grep -qw "$HNS"; then
-        assert_world_clean || rc=1
-    fi
-    world_down
-    aj_teardown || rc=1
-    return $rc
-}
+setup_file() { world_setup_file; }
+setup() { world_setup; }
+teardown() { world_teardown; }
 
 # agentjail in allow-list mode with the fake resolver as upstream
 arun() {
@@ -238,11 +220,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
         echo served-from-sandbox >/workspace/index.html
         while [ ! -e /workspace/done ]; do sleep 0.05; done' &
     AJ_BG_PID=$!
-    local i body=""
-    for ((i = 0; i < 100; i++)); do
-        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$port/" 2>/dev/null) && [ -n "$body" ] && break
-        sleep 0.1
-    done
+    local body
+    wait_published "$port"
     # only on loopback: the host's public address does not serve it
     local public
     public=$(ip netns exec "$HNS" curl -s -m 1 -o /dev/null -w "%{http_code}" "http://198.51.100.2:$port/" || true)
@@ -339,11 +318,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
         python3 -m http.server -b 127.0.0.1 8000 >/dev/null 2>&1 &
         sleep 30' &
     AJ_BG_PID=$!
-    local i body=""
-    for ((i = 0; i < 100; i++)); do
-        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$port/" 2>/dev/null) && [ -n "$body" ] && break
-        sleep 0.1
-    done
+    local body
+    wait_published "$port"
     kill -TERM "$AJ_BG_PID" 2>/dev/null || true
     wait "$AJ_BG_PID" || true
     AJ_BG_PID=

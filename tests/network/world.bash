@@ -133,3 +133,38 @@ assert_world_clean() {
     left=$(world_residue)
     [ -z "$left" ] || fail "left in the host netns: $left"
 }
+
+# The per-test setup and teardown of every network test file.
+world_setup_file() {
+    [ "$(id -u)" -eq 0 ] || return 0
+    world_prepare
+}
+
+world_setup() {
+    require_root
+    command -v nft >/dev/null || skip "nft not installed"
+    aj_setup
+    world_up
+}
+
+world_teardown() {
+    local rc=0
+    if [ -n "${HNS:-}" ] && ip netns list | grep -qw "$HNS"; then
+        assert_world_clean || rc=1
+    fi
+    world_down
+    aj_teardown || rc=1
+    return $rc
+}
+
+# GET http://127.0.0.1:PORT/ in the host netns until it answers (10 s);
+# the body in $body.
+wait_published() { # PORT
+    local i
+    body=""
+    for ((i = 0; i < 100; i++)); do
+        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$1/" 2>/dev/null) && [ -n "$body" ] && return 0
+        sleep 0.1
+    done
+    return 0
+}
