@@ -103,8 +103,15 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 				return aj_err(err, ENOMEM, "out of memory");
 		}
 		_cleanup_free_ char *incopt = inc ? aj_asprintf("--include=%s", inc) : NULL;
-		char *argv[12];
+		/* in a mount namespace of its own: the /proc, /sys and /dev
+		 * mounts it makes in the target can't outlive it on the host */
+		char *argv[16];
 		size_t a = 0;
+		argv[a++] = "unshare";
+		argv[a++] = "--mount";
+		argv[a++] = "--propagation";
+		argv[a++] = "private";
+		argv[a++] = "--";
 		argv[a++] = "mmdebstrap";
 		argv[a++] = "--mode=root";
 		argv[a++] = "--variant=minbase";
