@@ -4,6 +4,7 @@
 
 int aj_cmd_run(int argc, char **argv);
 int aj_cmd_doctor(int argc, char **argv);
+int aj_cmd_image(int argc, char **argv);
 int aj_cmd_serve(int argc, char **argv);
 int aj_cmd_sandbox(int argc, char **argv);
 

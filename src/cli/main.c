@@ -17,6 +17,7 @@ static const char usage[] =
     "\n"
     "Commands:\n"
     "  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+    "  image build|ls|inspect|rm       root filesystem images (agentjail image --help)\n"
     "  doctor                          check what this host supports, with fixes\n"
     "  serve [OPTIONS]                 serve the sandbox API (docs/api.md)\n"
     "  sandbox create|ls|exec|cp|rm    use the service's sandboxes\n"
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 		return aj_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "image") == 0)
+		return aj_cmd_image(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)
 		return aj_cmd_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "sandbox") == 0)

@@ -138,6 +138,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_add_publish(p, v, err);
 	if (IS("net-log"))
 		return aj_policy_set_net_log(p, v, err);
+	if (IS("image"))
+		return aj_policy_set_image(p, v, err);
 #undef IS
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }
