@@ -80,8 +80,15 @@ static void sweep_one(const char *path)
 		int pids[2] = {(int)json_integer_value(json_object_get(o, "init")),
 			       (int)json_integer_value(json_object_get(o, "keeper"))};
 		for (int i = 0; i < 2; i++)
-			if (is_ours(pids[i]))
+			if (!is_ours(pids[i]))
+				pids[i] = 0;
+			else
 				kill(pids[i], SIGKILL);
+		/* gone for good (a dying keeper still holds its name, e.g. in
+		 * its nftables table's) before what they held is swept */
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < 200 && pids[i] > 0 && kill(pids[i], 0) == 0; k++)
+				usleep(10000);
 		aj_cgroup cg;
 		memset(&cg, 0, sizeof(cg));
 		size_t i;

@@ -8,7 +8,7 @@ load ../integration/helpers
 svc_start() {
     SOCK=$BATS_TEST_TMPDIR/aj.sock
     STATE=$BATS_TEST_TMPDIR/state
-    "$AJ" serve --quiet --socket "$SOCK" --state-dir "$STATE" "$@" \
+    ${SVC_WRAP[@]+"${SVC_WRAP[@]}"} "$AJ" serve --quiet --socket "$SOCK" --state-dir "$STATE" "$@" \
         2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
     SVC_PID=$!
     local i
