@@ -73,6 +73,18 @@ static bool is_ours(int pid)
 	return aj_startswith(txt, "agentjail-box") || aj_startswith(txt, "agentjail-init");
 }
 
+/* A process exiting or not reaped yet (its cmdline is gone already). */
+static bool is_dying(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	_cleanup_free_ char *txt = NULL;
+	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
+		return false;
+	const char *end = strrchr(txt, ')'); /* after the command name */
+	return end && (end[2] == 'Z' || end[2] == 'X');
+}
+
 static void sweep_one(const char *path)
 {
 	json_t *o = json_load_file(path, 0, NULL);
@@ -80,14 +92,12 @@ static void sweep_one(const char *path)
 		int pids[2] = {(int)json_integer_value(json_object_get(o, "init")),
 			       (int)json_integer_value(json_object_get(o, "keeper"))};
 		for (int i = 0; i < 2; i++)
-			if (!is_ours(pids[i]))
-				pids[i] = 0;
-			else
+			if (is_ours(pids[i]))
 				kill(pids[i], SIGKILL);
 		/* gone for good (a dying keeper still holds its name, e.g. in
 		 * its nftables table's) before what they held is swept */
 		for (int i = 0; i < 2; i++)
-			for (int k = 0; k < 200 && pids[i] > 0 && kill(pids[i], 0) == 0; k++)
+			for (int k = 0; k < 200 && (is_ours(pids[i]) || is_dying(pids[i])); k++)
 				usleep(10000);
 		aj_cgroup cg;
 		memset(&cg, 0, sizeof(cg));
