@@ -5,6 +5,8 @@
 load helpers
 
 @test "serve under load: 50 sandboxes, parallel execs, no failure, no fd or memory growth" {
+    # memory figures mean nothing under ASan (its quarantine grows)
+    [ -z "${AJ_SANITIZED:-}" ] || skip "runs in the plain pass"
     svc_start --max-sandboxes 60
     AGENTJAIL_SOCKET=$SOCK run timeout 600 python3 "$BATS_TEST_DIRNAME/load.py" "$SVC_PID" --sandboxes 50 \
         --seconds "${AJ_LOAD_SECONDS:-20}" --threads 16
