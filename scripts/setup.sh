@@ -9,6 +9,7 @@ PACKAGES=(
 	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 	libnftables-dev libmnl-dev nftables
 	bats jq iproute2 util-linux procps psmisc python3 curl socat
+	bubblewrap firejail runsc hyperfine gnuplot-nox
 )
 
 missing=()

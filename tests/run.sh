@@ -144,6 +144,28 @@ fuzz() { # seconds per target
 
 [ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-20}"
 
+# The benchmark's quick mode, so it cannot rot: it must run and write a
+# valid report; its figures are not judged here.
+bench_quick() {
+	echo "== benchmark, quick mode (at ${SECONDS}s)"
+	local out log
+	out=$(mktemp -d)
+	log=$(mktemp)
+	if AJ="$PWD/build/agentjail" timeout 120 bench/run.sh --quick --out "$out" >"$log" 2>&1 &&
+		python3 bench/check.py "$out" >>"$log" 2>&1; then
+		echo "ok - bench/run.sh --quick writes valid JSON, report and plots"
+		passed=$((passed + 1))
+	else
+		echo "not ok - bench/run.sh --quick"
+		tail -20 "$log"
+		failed=$((failed + 1))
+		failures+=("bench/run.sh --quick failed (log above)")
+	fi
+	rm -rf "$out" "$log"
+}
+
+bench_quick
+
 echo
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
 echo "(took ${SECONDS}s)"
