@@ -85,7 +85,7 @@ lint() {
 	if ! command -v clang-format >/dev/null; then
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
-	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] tests/unit/*.c \
+	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/tools/*.c tests/unit/*.c \
 		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
