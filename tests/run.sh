@@ -115,6 +115,19 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	fi
 fi
 
+# One step counted as one test: RC NAME FAILURE [LOG, its tail shown on failure]
+step() {
+	if (($1 == 0)); then
+		echo "ok - $2"
+		passed=$((passed + 1))
+	else
+		echo "not ok - $2"
+		[ -z "${4:-}" ] || tail -30 "$4"
+		failed=$((failed + 1))
+		failures+=("$3")
+	fi
+}
+
 fuzz() { # seconds per target
 	echo "== fuzz targets (libFuzzer, ${1}s each) (at ${SECONDS}s)"
 	if ! command -v clang >/dev/null || ! CC=clang build build-fuzz -Dfuzz=true \
@@ -129,15 +142,9 @@ fuzz() { # seconds per target
 		corpus=$(mktemp -d)
 		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$corpus"/ 2>/dev/null
 		log=$(mktemp)
-		if ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1; then
-			echo "ok - ${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))"
-			passed=$((passed + 1))
-		else
-			echo "not ok - ${t##*/}"
-			tail -30 "$log"
-			failed=$((failed + 1))
-			failures+=("${t##*/}: crash (reproducer in the log above)")
-		fi
+		ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1
+		step $? "${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))" \
+			"${t##*/}: crash (reproducer in the log above)" "$log"
 		rm -rf "$corpus" "$log"
 	done
 }
@@ -151,16 +158,10 @@ bench_quick() {
 	local out log
 	out=$(mktemp -d)
 	log=$(mktemp)
-	if AJ="$PWD/build/agentjail" timeout 120 bench/run.sh --quick --out "$out" >"$log" 2>&1 &&
-		python3 bench/check.py "$out" >>"$log" 2>&1; then
-		echo "ok - bench/run.sh --quick writes valid JSON, report and plots"
-		passed=$((passed + 1))
-	else
-		echo "not ok - bench/run.sh --quick"
-		tail -20 "$log"
-		failed=$((failed + 1))
-		failures+=("bench/run.sh --quick failed (log above)")
-	fi
+	AJ="$PWD/build/agentjail" timeout 120 bench/run.sh --quick --out "$out" >"$log" 2>&1 &&
+		python3 bench/check.py "$out" >>"$log" 2>&1
+	step $? "bench/run.sh --quick writes valid JSON, report and plots" \
+		"bench/run.sh --quick failed (log above)" "$log"
 	rm -rf "$out" "$log"
 }
 
