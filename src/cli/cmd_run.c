@@ -55,7 +55,14 @@ static const char run_usage[] =
     "      --net none|open     none: loopback only (default); open: outbound via\n"
     "                          NAT (root), never to the host, private, link-local,\n"
     "                          metadata, multicast or reserved addresses\n"
-    "      --deny CIDR         also refuse CIDR with --net open (repeatable)\n"
+    "      --deny CIDR         also refuse CIDR (repeatable)\n"
+    "      --allow DEST        allow-list mode (root): only DEST, which is HOST,\n"
+    "                          *.DOMAIN or an IPv4 CIDR, optionally :PORT (default\n"
+    "                          80 and 443); names through agentjail's resolver,\n"
+    "                          HTTP(S)_PROXY set to its proxy (repeatable)\n"
+    "      --dns ADDR[:PORT]   upstream resolver for --allow (default: the host's)\n"
+    "      --publish HP:PORT   reach the sandbox's PORT at 127.0.0.1:HP on the host\n"
+    "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
     "Terminal:\n"
     "  -t, --tty               always give the command a new pseudo-terminal\n"
     "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -94,6 +101,10 @@ enum {
 	OPT_NOMASKS,
 	OPT_NET,
 	OPT_DENY,
+	OPT_ALLOW,
+	OPT_DNS,
+	OPT_PUBLISH,
+	OPT_NETLOG,
 };
 
 static const struct option run_opts[] = {
@@ -126,6 +137,10 @@ static const struct option run_opts[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"net", required_argument, NULL, OPT_NET},
     {"deny", required_argument, NULL, OPT_DENY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"dns", required_argument, NULL, OPT_DNS},
+    {"publish", required_argument, NULL, OPT_PUBLISH},
+    {"net-log", required_argument, NULL, OPT_NETLOG},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -204,6 +219,10 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 	case 'q': p->quiet = true; return 0;
 	case OPT_NET: return aj_policy_set_net(p, v, err);
 	case OPT_DENY: return aj_policy_add_deny(p, v, err);
+	case OPT_ALLOW: return aj_policy_add_allow(p, v, err);
+	case OPT_DNS: return aj_policy_set_dns(p, v, err);
+	case OPT_PUBLISH: return aj_policy_add_publish(p, v, err);
+	case OPT_NETLOG: return aj_policy_set_net_log(p, v, err);
 	default: return aj_err(err, EINVAL, "unknown option");
 	}
 }

@@ -4,18 +4,34 @@
 #include <errno.h>
 #include <grp.h>
 #include <linux/securebits.h>
+#include <stdbool.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+static bool kept(int c, const int *keep, size_t nkeep)
+{
+	for (size_t i = 0; i < nkeep; i++)
+		if (keep[i] == c)
+			return true;
+	return false;
+}
+
 int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
+{
+	return aj_caps_drop_keep(uid, gid, drop_groups, NULL, 0, err);
+}
+
+int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
+		      aj_error *err)
 {
 	int last = CAP_LAST_CAP;
 	/* cap_max_bits() knows caps newer than our headers */
 	if ((int)cap_max_bits() - 1 > last)
 		last = (int)cap_max_bits() - 1;
 	for (int c = 0; c <= last; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		if (!kept(c, keep, nkeep) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			return aj_err(err, errno, "cannot drop capability %d from the bounding set",
 				      c);
 	unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
@@ -31,12 +47,24 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
 	if (setresuid(uid, uid, uid) < 0)
 		return aj_err(err, errno, "cannot switch to uid %u inside the sandbox",
 			      (unsigned)uid);
-	cap_t empty = cap_init();
-	if (!empty)
+	cap_t caps = cap_init();
+	if (!caps)
 		return aj_err(err, errno, "cap_init");
-	int r = cap_set_proc(empty);
+	int r = 0;
+	if (nkeep) {
+		cap_value_t v[64];
+		for (size_t i = 0; i < nkeep && i < 64; i++)
+			v[i] = keep[i];
+		int n = (int)(nkeep < 64 ? nkeep : 64);
+		r = cap_set_flag(caps, CAP_PERMITTED, n, v, CAP_SET) < 0 ||
+			    cap_set_flag(caps, CAP_EFFECTIVE, n, v, CAP_SET) < 0
+			? -1
+			: 0;
+	}
+	if (r == 0)
+		r = cap_set_proc(caps);
 	int e = errno;
-	cap_free(empty);
+	cap_free(caps);
 	if (r < 0)
 		return aj_err(err, e, "cannot clear capabilities");
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)

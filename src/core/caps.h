@@ -4,6 +4,7 @@
 #ifndef AJ_CAPS_H
 #define AJ_CAPS_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -12,5 +13,9 @@
  * locked securebits (root gains nothing on exec) and no_new_privs.
  * drop_groups: call setgroups(0, NULL) (not allowed when unprivileged). */
 int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err);
+/* The same, but keep the capabilities keep[] (CAP_*) permitted and
+ * effective (and in the bounding set). */
+int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
+		      aj_error *err);
 
 #endif

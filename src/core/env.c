@@ -34,9 +34,12 @@ static int strv_set(char **v, size_t *n, const char *entry)
 	return 0;
 }
 
-char **aj_policy_build_env(const aj_policy *p, const char *term)
+char **aj_policy_build_env(const aj_policy *p, const char *term, char *const *extra)
 {
-	size_t cap = p->n_env + p->n_secrets + 5, n = 0;
+	size_t n_extra = 0;
+	while (extra && extra[n_extra])
+		n_extra++;
+	size_t cap = p->n_env + p->n_secrets + n_extra + 5, n = 0;
 	char **v = calloc(cap, sizeof(char *));
 	if (!v)
 		return NULL;
@@ -44,6 +47,9 @@ char **aj_policy_build_env(const aj_policy *p, const char *term)
 	const char *base[] = {"PATH=" AJ_DEFAULT_PATH, "HOME=" AJ_SANDBOX_HOME, t, "LANG=C.UTF-8"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(base); i++)
 		if (!base[i] || strv_set(v, &n, base[i]) < 0)
+			goto fail;
+	for (size_t i = 0; i < n_extra; i++)
+		if (strv_set(v, &n, extra[i]) < 0)
 			goto fail;
 	for (size_t i = 0; i < p->n_env; i++)
 		if (strv_set(v, &n, p->env[i]) < 0)

@@ -266,6 +266,29 @@ static int bind_scratch(const char *name, const char *dest, aj_error *err)
 	return 0;
 }
 
+/* --allow with --rootfs: the image's /etc/resolv.conf (in the overlay's
+ * upper layer) names agentjail's resolver. /etc and the file are looked up
+ * as the sandbox will see them: a symlink in the image can't point the
+ * write at the host. */
+static int rootfs_resolv(const char *text, aj_error *err)
+{
+	_cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int etc =
+	    root < 0 ? -1 : (int)syscall(SYS_openat2, root, "etc", &how, sizeof(how));
+	if (etc < 0)
+		return aj_err(err, errno, "--allow: the --rootfs has no usable /etc");
+	if (unlinkat(etc, "resolv.conf", 0) < 0 && errno != ENOENT)
+		return aj_err(err, errno,
+			      "--allow: cannot replace the --rootfs's /etc/resolv.conf");
+	_cleanup_close_ int fd =
+	    openat(etc, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || aj_write_all(fd, text, strlen(text)) < 0)
+		return aj_err(err, errno, "--allow: cannot write the --rootfs's /etc/resolv.conf");
+	return 0;
+}
+
 static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	aj_mount_op *lower = &plan->ops[0];
@@ -353,6 +376,8 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
 	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, plan->resolv_conf, err)) < 0)
+		return r;
+	if (p->rootfs && p->net == AJ_NET_ALLOW && (r = rootfs_resolv(plan->resolv_conf, err)) < 0)
 		return r;
 	for (size_t i = first; i < plan->n; i++)
 		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)

@@ -97,14 +97,22 @@ bool aj_net_is_refused(const aj_policy *p, int family, const void *addr)
 	return false;
 }
 
-char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
+char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_resolv)
 {
+	if (p->net == AJ_NET_ALLOW) {
+		char gw[INET_ADDRSTRLEN];
+		uint32_t be = htonl(n->host_ip);
+		inet_ntop(AF_INET, &be, gw, sizeof(gw));
+		return aj_asprintf("# agentjail: its resolver answers only for --allow names\n"
+				   "nameserver %s\noptions timeout:2 attempts:2\n",
+				   gw);
+	}
 	if (p->net != AJ_NET_OPEN)
 		return strdup("# agentjail: this sandbox has no network (loopback only)\n"
 			      "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
 	char out[512] = "# agentjail: the host's nameservers outside the refused ranges\n";
-	int n = 0;
-	for (const char *l = host_resolv; l && *l && n < 3;) {
+	int found = 0;
+	for (const char *l = host_resolv; l && *l && found < 3;) {
 		const char *nl = strchrnul(l, '\n');
 		char line[256], addr[64];
 		size_t len = (size_t)(nl - l);
@@ -120,10 +128,10 @@ char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
 		    inet_pton(AF_INET, addr, a) == 1 && !aj_net_is_refused(p, AF_INET, a)) {
 			size_t o = strlen(out);
 			snprintf(out + o, sizeof(out) - o, "nameserver %s\n", addr);
-			n++;
+			found++;
 		}
 	}
-	if (n == 0)
+	if (found == 0)
 		return strdup(
 		    "# agentjail: none of the host's nameservers is reachable from the\n"
 		    "# sandbox (they are in refused ranges, e.g. a local stub resolver):\n"
@@ -132,6 +140,28 @@ char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv)
 	size_t o = strlen(out);
 	snprintf(out + o, sizeof(out) - o, "options timeout:2 attempts:2\n");
 	return strdup(out);
+}
+
+char **aj_net_env(const aj_net *n, const aj_policy *p)
+{
+	const char *names[] = {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"};
+	char **v = calloc(AJ_ARRAY_SIZE(names) + 3, sizeof(char *));
+	if (!v || p->net != AJ_NET_ALLOW)
+		return v;
+	char gw[INET_ADDRSTRLEN];
+	uint32_t be = htonl(n->host_ip);
+	inet_ntop(AF_INET, &be, gw, sizeof(gw));
+	size_t k = 0;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
+		v[k++] = aj_asprintf("%s=http://%s:%d", names[i], gw, AJ_PROXY_PORT);
+	v[k++] = strdup("no_proxy=localhost,127.0.0.1,::1");
+	v[k++] = strdup("NO_PROXY=localhost,127.0.0.1,::1");
+	for (size_t i = 0; i < k; i++)
+		if (!v[i]) {
+			aj_strv_free(v);
+			return NULL;
+		}
+	return v;
 }
 
 /* ------------------------------------------------------------ address slots */
@@ -165,11 +195,11 @@ int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
 {
 	memset(n, 0, sizeof(*n));
 	n->slot_fd = -1;
-	if (p->net != AJ_NET_OPEN)
+	if (p->net == AJ_NET_NONE)
 		return 0;
 	if (geteuid() != 0) {
-		aj_err(err, EPERM,
-		       "--net open needs root (it creates a veth pair and nftables rules)");
+		aj_err(err, EPERM, "%s needs root (it creates a veth pair and nftables rules)",
+		       p->net == AJ_NET_ALLOW ? "--allow" : "--net open");
 		aj_err_hint(err, "run agentjail as root, or use --net none");
 		return -EPERM;
 	}
@@ -187,6 +217,7 @@ int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
 		n->sandbox_ip = n->host_ip + 1;
 		snprintf(n->host_if, sizeof(n->host_if), "aj%dn%u", (int)getpid(), slot);
 		snprintf(n->table, sizeof(n->table), "agentjail-%d-%u", (int)getpid(), slot);
+		n->nflog_group = p->net_log ? AJ_NFLOG_BASE + slot : 0;
 		n->active = true;
 		return 0;
 	}
@@ -415,7 +446,7 @@ static int setup_host_side(aj_net *n, pid_t child, aj_error *err)
 int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 {
 	if (!n->active)
-		return 0;
+		return aj_netd_start(n, p, child, err);
 	_cleanup_free_ char *cmds = NULL;
 	int r = aj_nft_build(n, p, &cmds);
 	if (r < 0)
@@ -426,14 +457,15 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	n->table_made = true;
 	if ((r = enable_forwarding(err)) < 0 || (r = setup_host_side(n, child, err)) < 0 ||
 	    (r = configure_inside(n, child, err)) < 0) {
-		aj_err_prefix(err, "--net open");
+		aj_err_prefix(err, "%s", p->net == AJ_NET_ALLOW ? "--allow" : "--net open");
 		return r;
 	}
-	return 0;
+	return aj_netd_start(n, p, child, err);
 }
 
 void aj_net_teardown(aj_net *n)
 {
+	aj_netd_stop(n);
 	if (n->link_made)
 		(void)link_delete(n->host_if);
 	if (n->table_made)

@@ -16,6 +16,10 @@
  * .1 host side (gateway), .2 the sandbox. */
 #define AJ_NET_POOL 0x0ac80000u /* 10.200.0.0 */
 #define AJ_NET_SLOTS 16384u
+/* agentjail's HTTP(S) proxy for --allow, on the gateway address */
+#define AJ_PROXY_PORT 3128
+/* nflog groups for --net-log: AJ_NFLOG_BASE + slot */
+#define AJ_NFLOG_BASE 16384u
 
 /* Parse "ADDR/PREFIX" (or a bare address: /32, /128) into c; the host bits
  * are cleared. Returns 0 or -EINVAL. */
@@ -38,23 +42,43 @@ typedef struct aj_net {
 	char host_if[16];	      /* host side of the veth: aj<PID>n<SLOT> */
 	char table[64];		      /* nftables table: inet agentjail-<PID>-<SLOT> */
 	bool link_made, table_made;
+	unsigned nflog_group; /* --net-log with a veth: nft log group, else 0 */
+	pid_t netd;	      /* the network helper (netd.c), 0 if none */
+	int netd_stop;	      /* closing it asks netd to finish its log and exit */
 } aj_net;
 
 /* Parent, before clone: remove what dead agentjails left, reserve an
  * address slot. Nothing to do for --net none. */
 int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err);
 /* The /etc/resolv.conf text for the sandbox (malloc'ed); for --net open
- * the host's nameservers that are not refused. */
-char *aj_net_resolv_conf(const aj_policy *p, const char *host_resolv);
+ * the host's nameservers that are not refused, for --allow agentjail's
+ * resolver on the gateway. */
+char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_resolv);
+/* Extra environment for the command (NULL-terminated, malloc'ed): the
+ * proxy variables in allow-list mode; NULL on ENOMEM. */
+char **aj_net_env(const aj_net *n, const aj_policy *p);
 /* Parent, after clone and before PARENT_GO: veth into the child's netns,
  * addresses, route, nft table, forwarding. */
 int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err);
 /* Remove the veth and the nft table; frees the slot. Idempotent. */
 void aj_net_teardown(aj_net *n);
 
+/* netd.c: the helper process that serves --allow (resolver, proxy),
+ * --publish and --net-log. Started after the veth exists, before the
+ * sandbox goes on; killed at teardown and with agentjail. */
+bool aj_netd_needed(const aj_policy *p);
+int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err);
+void aj_netd_stop(aj_net *n);
+
 /* nft.c: the per-sandbox nftables table. */
 int aj_nft_build(const aj_net *n, const aj_policy *p, char **out);
 int aj_nft_apply(const char *cmds, aj_error *err);
+struct nft_ctx;
+struct nft_ctx *aj_nft_ctx_new(void);
+/* Let the sandbox connect to ip_be (network order) on ports for timeout_s
+ * seconds (the allow4 set); the timeout restarts if present. */
+int aj_nft_allow(struct nft_ctx *ctx, const char *table, uint32_t ip_be, const unsigned *ports,
+		 size_t nports, unsigned timeout_s);
 void aj_nft_delete_table(const char *table);
 /* Delete tables agentjail-<PID>-* whose agentjail is dead. */
 void aj_nft_sweep_stale(void);

@@ -66,13 +66,42 @@ static void add_refused(sbuf *b, const aj_policy *p, int family)
 	}
 }
 
+/* Rules of the allow-list mode: addresses the resolver just answered for
+ * allowed names (set allow4, "address . port", with the DNS TTL as timeout)
+ * and the --allow CIDRs; TCP only. */
+static void add_allow_rules(sbuf *b, const aj_net *n, const aj_policy *p)
+{
+	const char *v = n->host_if;
+	sb_add(b, "\t\tiifname \"%s\" ct state established,related accept\n", v);
+	char logs[64] = "";
+	if (n->nflog_group)
+		snprintf(logs, sizeof(logs), "log prefix \"aj-allow \" group %u ", n->nflog_group);
+	sb_add(b, "\t\tiifname \"%s\" ip daddr . tcp dport @allow4 %saccept\n", v, logs);
+	for (size_t i = 0; i < p->n_allow; i++) {
+		const aj_allow *a = &p->allow[i];
+		if (a->host)
+			continue;
+		char text[INET6_ADDRSTRLEN + 8];
+		aj_cidr_format(&a->cidr, text, sizeof(text));
+		if (a->port)
+			sb_add(b, "\t\tiifname \"%s\" ip daddr %s tcp dport %u %saccept\n", v, text,
+			       a->port, logs);
+		else
+			sb_add(b, "\t\tiifname \"%s\" ip daddr %s tcp dport { 80, 443 } %saccept\n",
+			       v, text, logs);
+	}
+	sb_add(b, "\t\tiifname \"%s\" jump refuse\n", v);
+}
+
 int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 {
 	sbuf b = {0};
-	char sip[INET_ADDRSTRLEN];
-	uint32_t be = htonl(n->sandbox_ip);
+	char sip[INET_ADDRSTRLEN], hip[INET_ADDRSTRLEN];
+	uint32_t be = htonl(n->sandbox_ip), hbe = htonl(n->host_ip);
 	inet_ntop(AF_INET, &be, sip, sizeof(sip));
+	inet_ntop(AF_INET, &hbe, hip, sizeof(hip));
 	const char *v = n->host_if;
+	bool allow = p->net == AJ_NET_ALLOW;
 	sb_add(&b, "add table inet %s\n", n->table);
 	sb_add(&b, "table inet %s {\n", n->table);
 	sb_add(&b, "\tset refused4 { type ipv4_addr; flags interval; auto-merge; elements = { ");
@@ -81,10 +110,27 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 	       " } }\n\tset refused6 { type ipv6_addr; flags interval; auto-merge; elements = { ");
 	add_refused(&b, p, AF_INET6);
 	sb_add(&b, " } }\n");
+	if (allow)
+		sb_add(&b, "\tset allow4 { type ipv4_addr . inet_service; flags timeout; }\n");
+	/* refusals: TCP reset, else ICMP admin-prohibited; logged for --net-log */
+	sb_add(&b, "\tchain refuse {\n");
+	if (n->nflog_group)
+		sb_add(&b, "\t\tct state new log prefix \"aj-refuse \" group %u\n", n->nflog_group);
+	sb_add(&b, "\t\tmeta l4proto tcp reject with tcp reset\n"
+		   "\t\tmeta nfproto ipv4 reject with icmp type admin-prohibited\n"
+		   "\t\treject with icmpv6 type admin-prohibited\n\t}\n");
 	/* the host itself (every local address, its loopback): nothing from the
-	 * sandbox is delivered locally */
+	 * sandbox is delivered locally but, in allow-list mode, agentjail's
+	 * resolver and proxy on the gateway address */
+	sb_add(
+	    &b,
+	    "\tchain input {\n\t\ttype filter hook input priority filter - 10; policy accept;\n");
+	if (allow)
+		sb_add(&b,
+		       "\t\tiifname \"%s\" ip daddr %s udp dport 53 accept\n"
+		       "\t\tiifname \"%s\" ip daddr %s tcp dport { 53, %u } accept\n",
+		       v, hip, v, hip, AJ_PROXY_PORT);
 	sb_add(&b,
-	       "\tchain input {\n\t\ttype filter hook input priority filter - 10; policy accept;\n"
 	       "\t\tiifname \"%s\" meta l4proto tcp reject with tcp reset\n"
 	       "\t\tiifname \"%s\" reject with icmpx type admin-prohibited\n\t}\n",
 	       v, v);
@@ -94,13 +140,16 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 	    "\t\toifname \"%s\" ct state established,related accept\n"
 	    "\t\toifname \"%s\" drop\n"
 	    "\t\tiifname \"%s\" ip saddr != %s drop\n"
-	    "\t\tiifname \"%s\" ip daddr @refused4 meta l4proto tcp reject with tcp reset\n"
-	    "\t\tiifname \"%s\" ip daddr @refused4 reject with icmp type admin-prohibited\n"
-	    "\t\tiifname \"%s\" ip6 daddr @refused6 meta l4proto tcp reject with tcp reset\n"
-	    "\t\tiifname \"%s\" ip6 daddr @refused6 reject with icmpv6 type admin-prohibited\n"
-	    "\t\tiifname \"%s\" meta nfproto ipv6 reject with icmpv6 type admin-prohibited\n"
-	    "\t}\n",
-	    v, v, v, sip, v, v, v, v, v);
+	    "\t\tiifname \"%s\" ip daddr @refused4 jump refuse\n"
+	    "\t\tiifname \"%s\" ip6 daddr @refused6 jump refuse\n"
+	    "\t\tiifname \"%s\" meta nfproto ipv6 jump refuse\n",
+	    v, v, v, sip, v, v, v);
+	if (allow)
+		add_allow_rules(&b, n, p);
+	else if (n->nflog_group)
+		sb_add(&b, "\t\tiifname \"%s\" ct state new log prefix \"aj-allow \" group %u\n", v,
+		       n->nflog_group);
+	sb_add(&b, "\t}\n");
 	sb_add(
 	    &b,
 	    "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
@@ -122,6 +171,30 @@ static struct nft_ctx *ctx_new(void)
 	nft_ctx_buffer_output(ctx);
 	nft_ctx_buffer_error(ctx);
 	return ctx;
+}
+
+struct nft_ctx *aj_nft_ctx_new(void)
+{
+	return ctx_new();
+}
+
+int aj_nft_allow(struct nft_ctx *ctx, const char *table, uint32_t ip_be, const unsigned *ports,
+		 size_t nports, unsigned timeout_s)
+{
+	char ip[INET_ADDRSTRLEN], cmd[256];
+	inet_ntop(AF_INET, &ip_be, ip, sizeof(ip));
+	int r = 0;
+	for (size_t i = 0; i < nports; i++) {
+		/* "add" keeps an existing element's old timeout: replace it */
+		snprintf(cmd, sizeof(cmd), "delete element inet %s allow4 { %s . %u }\n", table, ip,
+			 ports[i]);
+		(void)nft_run_cmd_from_buffer(ctx, cmd);
+		snprintf(cmd, sizeof(cmd), "add element inet %s allow4 { %s . %u timeout %us }\n",
+			 table, ip, ports[i], timeout_s);
+		if (nft_run_cmd_from_buffer(ctx, cmd) != 0)
+			r = -EINVAL;
+	}
+	return r;
 }
 
 int aj_nft_apply(const char *cmds, aj_error *err)

@@ -49,6 +49,9 @@ void aj_policy_free(aj_policy *p)
 	}
 	for (size_t i = 0; i < p->n_masks; i++)
 		free(p->masks[i]);
+	for (size_t i = 0; i < p->n_allow; i++)
+		free(p->allow[i].host);
+	free(p->net_log);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -452,6 +455,7 @@ int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err)
 		p->net = AJ_NET_OPEN;
 	else
 		return aj_err(err, EINVAL, "--net '%s': expected none or open", mode);
+	p->net_explicit = true;
 	return 0;
 }
 
@@ -493,10 +497,5 @@ int aj_policy_validate(const aj_policy *p, aj_error *err)
 		return aj_err(err, EINVAL, "--nofile must be at least 16");
 	if (p->memory && p->memory < (4ULL << 20))
 		return aj_err(err, EINVAL, "--memory must be at least 4M");
-	if (p->n_deny && p->net != AJ_NET_OPEN) {
-		aj_err(err, EINVAL, "--deny needs a network: the sandbox has only loopback");
-		aj_err_hint(err, "add --net open");
-		return -EINVAL;
-	}
-	return 0;
+	return aj_policy_validate_net(p, err);
 }

@@ -41,6 +41,7 @@ typedef struct aj_secret {
 typedef enum aj_net_mode {
 	AJ_NET_NONE = 0, /* loopback only */
 	AJ_NET_OPEN,	 /* veth + NAT, refused ranges and --deny always refused */
+	AJ_NET_ALLOW,	 /* --allow: only allowed names/CIDRs, via agentjail's DNS and proxy */
 } aj_net_mode;
 
 typedef struct aj_cidr {
@@ -48,6 +49,22 @@ typedef struct aj_cidr {
 	unsigned char addr[16];
 	unsigned prefix;
 } aj_cidr;
+
+#define AJ_MAX_ALLOW 64
+#define AJ_MAX_PUBLISH 16
+
+/* --allow HOST[:PORT] | *.SUFFIX[:PORT] | CIDR[:PORT] */
+typedef struct aj_allow {
+	char *host;    /* lowercase name, or "*.suffix" for a wildcard; NULL: cidr */
+	aj_cidr cidr;  /* when host is NULL (IPv4) */
+	unsigned port; /* 0: the default ports 80 and 443 */
+} aj_allow;
+
+/* --publish HOSTPORT:PORT */
+typedef struct aj_publish {
+	unsigned host_port; /* on the host's 127.0.0.1 */
+	unsigned port;	    /* inside the sandbox (its loopback) */
+} aj_publish;
 
 typedef enum aj_tty_mode {
 	AJ_TTY_AUTO = 0, /* pty when stdin and stdout are terminals */
@@ -87,9 +104,17 @@ typedef struct aj_policy {
 	bool no_default_masks;
 	aj_tty_mode tty;
 	aj_net_mode net;
+	bool net_explicit;	   /* --net was given */
 	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
 	size_t n_deny;
-	bool quiet; /* suppress warnings about degraded features */
+	aj_allow allow[AJ_MAX_ALLOW]; /* --allow: switches to AJ_NET_ALLOW */
+	size_t n_allow;
+	aj_publish publish[AJ_MAX_PUBLISH];
+	size_t n_publish;
+	char *net_log;	   /* --net-log FILE: JSON lines of DNS queries and connections */
+	aj_cidr dns;	   /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
+	unsigned dns_port; /* 53 unless --dns ADDR:PORT */
+	bool quiet;	   /* suppress warnings about degraded features */
 } aj_policy;
 
 void aj_policy_init(aj_policy *p);
@@ -130,12 +155,23 @@ int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);
 /* --deny CIDR (IPv4 or IPv6; a bare address is a /32 or /128) */
 int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err);
 
+/* --allow HOST[:PORT], *.SUFFIX[:PORT] or CIDR[:PORT] (allow.c) */
+int aj_policy_add_allow(aj_policy *p, const char *spec, aj_error *err);
+/* --publish HOSTPORT:PORT (allow.c) */
+int aj_policy_add_publish(aj_policy *p, const char *spec, aj_error *err);
+/* --dns ADDR[:PORT] (allow.c) */
+int aj_policy_set_dns(aj_policy *p, const char *spec, aj_error *err);
+int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err);
+
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);
+/* The network part of it (allow.c). */
+int aj_policy_validate_net(const aj_policy *p, aj_error *err);
 
 /* Build the command's environment (NULL-terminated, malloc'ed array of
- * malloc'ed strings). term may be NULL. */
-char **aj_policy_build_env(const aj_policy *p, const char *term);
+ * malloc'ed strings). term and extra (defaults that --env overrides, e.g.
+ * the proxy variables of --allow) may be NULL. */
+char **aj_policy_build_env(const aj_policy *p, const char *term, char *const *extra);
 void aj_strv_free(char **v);
 
 #endif

@@ -229,7 +229,7 @@ static int prepare(run_ctx *c, aj_error *err)
 	_cleanup_free_ char *host_resolv = NULL;
 	if (p->net == AJ_NET_OPEN)
 		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
-	if (!(c->plan.resolv_conf = aj_net_resolv_conf(p, host_resolv)))
+	if (!(c->plan.resolv_conf = aj_net_resolv_conf(&c->net, p, host_resolv)))
 		return aj_err(err, ENOMEM, "resolv.conf");
 	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
 		return r;
@@ -252,7 +252,9 @@ static int prepare(run_ctx *c, aj_error *err)
 		aj_err_format(&cgerr, msg, sizeof(msg));
 		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
 	}
-	c->envp = aj_policy_build_env(p, getenv("TERM"));
+	char **net_env = aj_net_env(&c->net, p);
+	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
+	aj_strv_free(net_env);
 	size_t argc = 0;
 	while (p->argv[argc])
 		argc++;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "allow.h"
 #include "mask.h"
 #include "net.h"
 #include "policy.h"
@@ -50,7 +51,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	(void)aj_policy_add_deny(&p, s, &err);
-	char *rc = aj_net_resolv_conf(&p, s);
+	(void)aj_policy_add_publish(&p, s, &err);
+	(void)aj_policy_set_dns(&p, s, &err);
+	if (aj_policy_add_allow(&p, s, &err) == 0) {
+		/* a stored name is canonical: it reads back unchanged */
+		const aj_allow *a = &p.allow[p.n_allow - 1];
+		if (a->host) {
+			const char *h = a->host[0] == '*' ? a->host + 2 : a->host;
+			char back[AJ_HOST_MAX + 1];
+			if (aj_host_canon(h, strlen(h), back, sizeof(back)) != 0 ||
+			    strcmp(back, h) != 0)
+				abort();
+			if (a->host[0] != '*' && !aj_allow_name(&p, h, 0))
+				abort();
+		}
+	}
+	{
+		char host[AJ_HOST_MAX + 1];
+		if (aj_host_canon(s, strlen(s), host, sizeof(host)) == 0 &&
+		    (strlen(host) != strlen(s) || strpbrk(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@:/ ")))
+			abort();
+	}
+	aj_net n = {.host_ip = AJ_NET_POOL + 1};
+	char *rc = aj_net_resolv_conf(&n, &p, s);
 	free(rc);
 	char *masked = aj_mask_env_text(&p, s);
 	free(masked);
@@ -63,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		unlink(path);
 	}
-	char **env = aj_policy_build_env(&p, s);
+	char **env = aj_policy_build_env(&p, s, NULL);
 	aj_strv_free(env);
 	aj_policy_free(&p);
 	free(s);

@@ -7,7 +7,12 @@
 #                         http :8080 on all addrs        (TEST-NET web servers)
 #                                                      + 169.254.169.254 (metadata)
 #                                                      + 10.0.0.5 (a LAN host)
-#                                                      http :80 on all addrs
+#                                                      web :80, :443, :8443 on all
+#                                                      addrs (fakeweb.py)
+#                                                      + 192.0.2.53: DNS (fakedns.py),
+#                                                      also the attacker's server
+#                                                      for *.evil.test; queries
+#                                                      it sees go to $DNS_LOG
 #
 # agentjail runs inside $HNS (nsenter --net: only the network namespace
 # changes; "ip netns exec" would also remount /sys and hide the cgroups), so
@@ -32,7 +37,7 @@ world_up() {
     ip -n "$HNS" route add default via 198.51.100.1
     ip -n "$INS" addr add 198.51.100.1/24 dev wan0
     local a
-    for a in 192.0.2.10 203.0.113.10 169.254.169.254 10.0.0.5; do
+    for a in 192.0.2.10 192.0.2.53 203.0.113.10 169.254.169.254 10.0.0.5; do
         ip -n "$INS" addr add "$a/32" dev lo
     done
     ip -n "$INS" link set wan0 up
@@ -42,7 +47,14 @@ world_up() {
     mkdir -p "$T/www-inet" "$T/www-host"
     echo "inet-ok" >"$T/www-inet/index.html"
     echo "host-ok" >"$T/www-host/index.html"
-    ip netns exec "$INS" python3 -m http.server -d "$T/www-inet" -b 0.0.0.0 80 >/dev/null 2>&1 &
+    local port
+    for port in 80 443 8443; do
+        ip netns exec "$INS" python3 "$NET_DIR/fakeweb.py" "$port" >/dev/null 2>&1 &
+        WORLD_PIDS+=($!)
+    done
+    DNS_LOG=$T/dns.log
+    : >"$DNS_LOG"
+    ip netns exec "$INS" python3 "$NET_DIR/fakedns.py" 192.0.2.53 53 "$DNS_LOG" >/dev/null 2>&1 &
     WORLD_PIDS+=($!)
     ip netns exec "$HNS" python3 -m http.server -d "$T/www-host" -b 0.0.0.0 8080 >/dev/null 2>&1 &
     WORLD_PIDS+=($!)
@@ -50,7 +62,12 @@ world_up() {
     local i
     for ((i = 0; i < 100; i++)); do
         if ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10/ 2>/dev/null | grep -q inet-ok &&
-            ip netns exec "$HNS" curl -s -m 1 http://127.0.0.1:8080/ 2>/dev/null | grep -q host-ok; then
+            ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10:443/ 2>/dev/null | grep -q inet-ok &&
+            ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10:8443/ 2>/dev/null | grep -q inet-ok &&
+            ip netns exec "$HNS" curl -s -m 1 http://127.0.0.1:8080/ 2>/dev/null | grep -q host-ok &&
+            ip netns exec "$HNS" python3 "$NET_DIR/dnsq.py" 192.0.2.53 allowed.test 2>/dev/null |
+            grep -q 192.0.2.10; then
+            : >"$DNS_LOG"
             return 0
         fi
         sleep 0.05
@@ -68,13 +85,22 @@ world_down() {
     return 0
 }
 
-# agentjail inside the host netns, with probe.py at /probe.py
+# agentjail inside the host netns, with probe.py at /probe.py and dnsq.py
+# at /dnsq.py
 hrun() {
     timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" \
-        "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$NET_PROBE:/probe.py" "$@"
+        "$AJ" run "${AJ_QUIET[@]}" --workspace "$WS" --ro "$NET_PROBE:/probe.py" \
+        --ro "$NET_DIR/dnsq.py:/dnsq.py" "$@"
 }
 
-NET_PROBE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/probe.py
+# Queries that reached the fake DNS server (also the attacker's) matching
+# REGEX.
+dns_seen() { # REGEX
+    grep -cE "$1" "$DNS_LOG" || true
+}
+
+NET_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NET_PROBE=$NET_DIR/probe.py
 
 # Run probe.py in a sandbox with ARGS... before "--" and targets after.
 matrix() {

@@ -84,23 +84,25 @@ static void test_resolv(void **state)
 	(void)state;
 	aj_policy p;
 	aj_policy_init(&p);
-	char *r = aj_net_resolv_conf(&p, "nameserver 192.0.2.53\n");
+	aj_net n = {.host_ip = AJ_NET_POOL + 1};
+	char *r = aj_net_resolv_conf(&n, &p, "nameserver 192.0.2.53\n");
 	assert_non_null(strstr(r, "nameserver 127.0.0.1"));
 	free(r);
 	p.net = AJ_NET_OPEN;
 	r = aj_net_resolv_conf(
-	    &p, "# x\nnameserver 127.0.0.53\nnameserver 192.0.2.53\n"
-		"nameserver 10.0.0.2\nnameserver fe80::1\n  nameserver 198.51.100.53");
+	    &n, &p,
+	    "# x\nnameserver 127.0.0.53\nnameserver 192.0.2.53\n"
+	    "nameserver 10.0.0.2\nnameserver fe80::1\n  nameserver 198.51.100.53");
 	assert_non_null(strstr(r, "nameserver 192.0.2.53\n"));
 	assert_non_null(strstr(r, "nameserver 198.51.100.53\n"));
 	assert_null(strstr(r, "127.0.0.53"));
 	assert_null(strstr(r, "10.0.0.2"));
 	assert_null(strstr(r, "fe80"));
 	free(r);
-	r = aj_net_resolv_conf(&p, "nameserver 127.0.0.53\n");
+	r = aj_net_resolv_conf(&n, &p, "nameserver 127.0.0.53\n");
 	assert_non_null(strstr(r, "nameserver 127.0.0.1"));
 	free(r);
-	r = aj_net_resolv_conf(&p, NULL);
+	r = aj_net_resolv_conf(&n, &p, NULL);
 	assert_non_null(r);
 	free(r);
 	aj_policy_free(&p);

@@ -124,7 +124,7 @@ static void test_env(void **state)
 	assert_non_null(strstr(err.msg, "line 2"));
 
 	setenv("AJ_UNIT_LEAK", "secret", 1);
-	char **env = aj_policy_build_env(&p, "xterm");
+	char **env = aj_policy_build_env(&p, "xterm", NULL);
 	assert_non_null(env);
 	size_t n = 0;
 	bool path_custom = false, has_b = false, has_c = false, has_copy = false;

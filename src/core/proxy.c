@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail's HTTP(S) proxy for --allow and the --publish forwarder (both
+ * run in netd, one thread per connection). The proxy checks the CONNECT
+ * target or the request's host against the allow-list, resolves the name
+ * itself, refuses addresses in the refused ranges, connects to the address
+ * it checked and only then relays bytes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "allow.h"
+#include "netd.h"
+#include "util.h"
+
+#define HEAD_MAX 16384
+#define CONNECT_TIMEOUT_MS 10000
+#define HEAD_TIMEOUT_S 10
+
+void aj_splice_pair(int a, int b)
+{
+	char buf[2][65536];
+	size_t len[2] = {0, 0}, off[2] = {0, 0};
+	bool eof[2] = {false, false}, shut[2] = {false, false};
+	int fd[2] = {a, b};
+	/* direction k: fd[k] -> fd[1-k] */
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = a}, {.fd = b}};
+		bool any = false;
+		for (int k = 0; k < 2; k++) {
+			if (!eof[k] && len[k] == 0)
+				pfd[k].events |= POLLIN;
+			if (len[k] > off[k])
+				pfd[1 - k].events |= POLLOUT;
+			if (eof[k] && len[k] == off[k] && !shut[k]) {
+				shutdown(fd[1 - k], SHUT_WR);
+				shut[k] = true;
+			}
+			any = any || !shut[k];
+		}
+		if (!any)
+			return;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (int k = 0; k < 2; k++) {
+			if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) && !eof[k] &&
+			    len[k] == 0) {
+				ssize_t r = read(fd[k], buf[k], sizeof(buf[k]));
+				if (r <= 0) {
+					if (r < 0 && errno == EINTR)
+						continue;
+					eof[k] = true;
+				} else {
+					len[k] = (size_t)r;
+					off[k] = 0;
+				}
+			}
+			if ((pfd[1 - k].revents & (POLLOUT | POLLERR | POLLHUP)) &&
+			    len[k] > off[k]) {
+				ssize_t w =
+				    send(fd[1 - k], buf[k] + off[k], len[k] - off[k], MSG_NOSIGNAL);
+				if (w < 0 && errno != EINTR && errno != EAGAIN)
+					return; /* the peer is gone: both ways end */
+				if (w > 0)
+					off[k] += (size_t)w;
+				if (off[k] == len[k])
+					len[k] = off[k] = 0;
+			}
+		}
+	}
+}
+
+/* Non-blocking connect with a deadline; returns a connected fd or -errno. */
+static int connect_to(const struct sockaddr_in *sa)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 && errno != EINPROGRESS) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int e = 0;
+	socklen_t el = sizeof(e);
+	int r = poll(&p, 1, CONNECT_TIMEOUT_MS);
+	if (r <= 0)
+		e = r == 0 ? ETIMEDOUT : errno;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		e = errno;
+	if (e) {
+		close(fd);
+		return -e;
+	}
+	int flags = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+static void reply(int fd, int status, const char *reason, const char *body)
+{
+	char msg[1024];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n\r\n%s",
+			 status, reason, strlen(body), body);
+	if (n > 0)
+		(void)send(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1,
+			   MSG_NOSIGNAL);
+}
+
+/* Read the request head (up to the empty line); returns bytes read or -1. */
+static ssize_t read_head(int fd, char *buf, size_t max, size_t *head_end)
+{
+	struct timeval tv = {.tv_sec = HEAD_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	size_t len = 0;
+	while (len < max) {
+		ssize_t r = read(fd, buf + len, max - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		len += (size_t)r;
+		char *end = memmem(buf, len, "\r\n\r\n", 4);
+		if (end) {
+			*head_end = (size_t)(end - buf) + 4;
+			tv.tv_sec = 0;
+			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			return (ssize_t)len;
+		}
+	}
+	return -1;
+}
+
+/* The address to connect to for req, checked; 0 or an HTTP status. */
+static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sockaddr_in *sa,
+			  const char **why)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)req->port);
+	if (inet_pton(AF_INET, req->host, &sa->sin_addr) == 1) {
+		if (!aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port)) {
+			*why = "address not allowed";
+			return 403;
+		}
+		return 0;
+	}
+	char name[AJ_HOST_MAX + 1];
+	if (aj_host_canon(req->host, strlen(req->host), name, sizeof(name)) < 0) {
+		*why = "not a plain host name";
+		return 403;
+	}
+	if (!aj_allow_name(ctx->p, name, req->port)) {
+		*why = aj_allow_name(ctx->p, name, 0) ? "port not allowed" : "host not allowed";
+		return 403;
+	}
+	uint32_t addrs[8];
+	unsigned ttl;
+	int n = aj_dns_lookup4(ctx, name, addrs, AJ_ARRAY_SIZE(addrs), &ttl);
+	if (n <= 0) {
+		*why = n < 0 ? "name resolution failed" : "no usable address (refused ranges)";
+		return 502;
+	}
+	memcpy(&sa->sin_addr, &addrs[0], 4);
+	return 0;
+}
+
+static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct sockaddr_in *sa,
+		      int status, const char *why)
+{
+	json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s}", "event", "proxy", "method", req->method,
+			       "host", req->host, "port", (int)req->port, "verdict",
+			       status == 0 ? "allowed" : "refused");
+	if (!ev)
+		return;
+	if (sa && status == 0) {
+		char text[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &sa->sin_addr, text, sizeof(text));
+		json_object_set_new(ev, "address", json_string(text));
+	}
+	if (status) {
+		json_object_set_new(ev, "status", json_integer(status));
+		json_object_set_new(ev, "reason", json_string(why));
+	}
+	aj_netlog(ctx, ev);
+}
+
+void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
+{
+	char *buf = malloc(HEAD_MAX);
+	aj_proxy_req *req = calloc(1, sizeof(*req));
+	size_t head_end = 0;
+	ssize_t len = buf && req ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
+	if (len < 0) {
+		if (buf && req)
+			reply(fd, 400, "Bad Request",
+			      "agentjail proxy: incomplete or oversized "
+			      "request head\n");
+		goto out;
+	}
+	if (aj_proxy_parse(buf, head_end, req) < 0) {
+		char body[256];
+		snprintf(body, sizeof(body), "agentjail proxy: %s\n", req->error);
+		reply(fd, 400, "Bad Request", body);
+		json_t *ev = json_pack("{s:s,s:s,s:s}", "event", "proxy", "verdict", "refused",
+				       "reason", req->error);
+		aj_netlog(ctx, ev);
+		goto out;
+	}
+	struct sockaddr_in sa;
+	const char *why = "";
+	int status = choose_address(ctx, req, &sa, &why);
+	int up = -1;
+	if (status == 0 && (up = connect_to(&sa)) < 0) {
+		status = up == -ETIMEDOUT ? 504 : 502;
+		why = "connection to the server failed";
+	}
+	log_proxy(ctx, req, &sa, status, why);
+	if (status) {
+		char body[512];
+		snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", req->host, req->port,
+			 why);
+		reply(fd, status, status == 403 ? "Forbidden" : "Bad Gateway", body);
+		goto out;
+	}
+	if (req->connect) {
+		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
+	} else {
+		char *head =
+		    aj_asprintf("%s %s HTTP/%d.%d\r\n%sConnection: close\r\n\r\n", req->method,
+				req->target, req->http_major, req->http_minor, req->headers);
+		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
+		free(head);
+		if (!ok) {
+			close(up);
+			goto out;
+		}
+	}
+	/* what the client sent after the head (a body, TLS hello) goes on */
+	if ((size_t)len > head_end &&
+	    aj_write_all(up, buf + head_end, (size_t)len - head_end) < 0) {
+		close(up);
+		goto out;
+	}
+	free(buf);
+	buf = NULL;
+	aj_splice_pair(fd, up);
+	close(up);
+out:
+	free(buf);
+	free(req);
+	close(fd);
+}
+
+/* A socket in the sandbox's network namespace, connected to its loopback. */
+static int connect_inside(aj_netd_ctx *ctx, unsigned port)
+{
+	/* as root, this thread joins the sandbox's netns (setns moves only the
+	 * calling thread); unprivileged, netd as a whole already is in it */
+	if (ctx->sandbox_netns >= 0 && setns(ctx->sandbox_netns, CLONE_NEWNET) < 0)
+		return -errno;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return connect_to(&sa);
+}
+
+void aj_publish_serve(aj_netd_ctx *ctx, int fd, unsigned port)
+{
+	int in = connect_inside(ctx, port);
+	json_t *ev = json_pack("{s:s,s:i,s:s}", "event", "publish", "port", (int)port, "verdict",
+			       in >= 0 ? "allowed" : "error");
+	if (in < 0 && ev)
+		json_object_set_new(ev, "reason", json_string(strerror(-in)));
+	aj_netlog(ctx, ev);
+	if (in >= 0) {
+		aj_splice_pair(fd, in);
+		close(in);
+	}
+	close(fd);
+}
