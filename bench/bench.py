@@ -199,11 +199,15 @@ def cold_start(a, aj, log):
         "agentjail run --net open": [
             aj, "run", "--memory", "256M", "--pids", "64", "--net", "open", "--", "/bin/true",
         ],
+        "agentjail run --allow": [
+            aj, "run", "--memory", "256M", "--pids", "64", "--allow", "example.com", "--",
+            "/bin/true",
+        ],
     }
     unavailable = {}
     if os.geteuid() != 0:
         unavailable["agentjail run --net open"] = "needs root"
-    unavailable["agentjail run --allow"] = "agentjail has no --allow yet (docs/network.md)"
+        unavailable["agentjail run --allow"] = "needs root"
     cmds = {}
     for name, argv in peers.items():
         if name in unavailable:
@@ -429,9 +433,16 @@ def report_rows(res):
         "ratio": f"{no['median'] / aj['median']:.2f}× run" if no and aj else "n/a",
         "met": None,
     })
-    rows.append({"metric": "cold start with `--allow`", "target": "—",
-                 "measured": "unavailable: " + cs["unavailable"]["agentjail run --allow"],
-                 "peers": "", "ratio": "n/a", "met": None})
+    al = sm.get("agentjail run --allow")
+    rows.append({
+        "metric": "cold start with `--allow example.com` (resolver, proxy, allow-list)",
+        "target": "—",
+        "measured": fmt_ms(al) if al else "unavailable: " + cs["unavailable"].get(
+            "agentjail run --allow", "?"),
+        "peers": f"firejail --net=none {fmt_ms(sm.get('firejail --net=none'))}",
+        "ratio": f"{al['median'] / aj['median']:.2f}× run" if al and aj else "n/a",
+        "met": None,
+    })
     st = res["streaming"]
     rows.append({
         "metric": f"stdout streaming, `head -c {st['bytes'] >> 20}M /dev/zero` through `run`",
