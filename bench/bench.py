@@ -154,7 +154,8 @@ def mem_of(pid):
 
 
 def cgroup_memory(pid):
-    """Kernel memory accounting of the cgroup holding pid (v1 or v2), bytes."""
+    """Kernel memory accounting of the sandbox's own cgroup holding pid (v1
+    or v2), bytes; None when pid is not in one (unprivileged: no cgroup)."""
     try:
         with open(f"/proc/{pid}/cgroup") as f:
             lines = f.read().splitlines()
@@ -162,13 +163,13 @@ def cgroup_memory(pid):
         return None
     for line in lines:
         _, ctrl, path = line.split(":", 2)
-        if "memory" in ctrl.split(","):
+        if "memory" in ctrl.split(",") and os.path.basename(path).startswith("agentjail-"):
             base = f"/sys/fs/cgroup/memory{path}"
             files = ["memory.usage_in_bytes"]
             break
     else:
         v2 = [ln for ln in lines if ln.startswith("0::")]
-        if not v2:
+        if not v2 or not os.path.basename(v2[0]).startswith("agentjail-"):
             return None
         base = "/sys/fs/cgroup" + v2[0][3:]
         if not os.path.exists(base + "/memory.current"):
@@ -464,6 +465,10 @@ def report_rows(res):
         "ratio": f"{per['total'] / (1 << 20):.2f}× target",
         "met": per["total"] <= (1 << 20),
     })
+    if per["cgroup_memory"] is None or not per["init_rss"]:
+        # unprivileged: init belongs to the sandbox user (unreadable), no cgroup
+        rows[-1]["measured"] += " — incomplete: init's memory or the cgroup not readable"
+        rows[-1]["met"] = None
     rows.append({
         "metric": "idle sandboxes this machine holds (extrapolated)",
         "target": "—",
