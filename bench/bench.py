@@ -424,26 +424,18 @@ def report_rows(res):
         "ratio": f"{aj['median'] / bw['median']:.2f}× bwrap" if aj and bw else "n/a",
         "met": bool(aj and bw and aj["median"] <= bw["median"]),
     })
-    no = sm.get("agentjail run --net open")
-    rows.append({
-        "metric": "cold start with `--net open` (veth, NAT, nftables)",
-        "target": "—",
-        "measured": fmt_ms(no) if no else "unavailable: " + cs["unavailable"].get(
-            "agentjail run --net open", "?"),
-        "peers": f"firejail --net=none {fmt_ms(sm.get('firejail --net=none'))}",
-        "ratio": f"{no['median'] / aj['median']:.2f}× run" if no and aj else "n/a",
-        "met": None,
-    })
-    al = sm.get("agentjail run --allow")
-    rows.append({
-        "metric": "cold start with `--allow example.com` (resolver, proxy, allow-list)",
-        "target": "—",
-        "measured": fmt_ms(al) if al else "unavailable: " + cs["unavailable"].get(
-            "agentjail run --allow", "?"),
-        "peers": f"firejail --net=none {fmt_ms(sm.get('firejail --net=none'))}",
-        "ratio": f"{al['median'] / aj['median']:.2f}× run" if al and aj else "n/a",
-        "met": None,
-    })
+    for name, what in (("agentjail run --net open", "`--net open` (veth, NAT, nftables)"),
+                       ("agentjail run --allow",
+                        "`--allow example.com` (resolver, proxy, allow-list)")):
+        s = sm.get(name)
+        rows.append({
+            "metric": f"cold start with {what}",
+            "target": "—",
+            "measured": fmt_ms(s) if s else "unavailable: " + cs["unavailable"].get(name, "?"),
+            "peers": f"firejail --net=none {fmt_ms(sm.get('firejail --net=none'))}",
+            "ratio": f"{s['median'] / aj['median']:.2f}× run" if s and aj else "n/a",
+            "met": None,
+        })
     st = res["streaming"]
     rows.append({
         "metric": f"stdout streaming, `head -c {st['bytes'] >> 20}M /dev/zero` through `run`",
