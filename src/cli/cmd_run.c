@@ -22,6 +22,7 @@ static const char run_usage[] =
     "Filesystem:\n"
     "  -w, --workspace DIR     bind DIR read-write at /workspace (the default cwd)\n"
     "      --rootfs DIR        use DIR as the root, read-only under a tmpfs overlay\n"
+    "      --image NAME        use a stored image as the root (agentjail image --help)\n"
     "      --ro SRC[:DEST]     bind a host path read-only (DEST defaults to SRC)\n"
     "      --rw SRC[:DEST]     bind a host path read-write\n"
     "      --cwd DIR           working directory inside the sandbox\n"
@@ -105,6 +106,7 @@ enum {
 	OPT_DNS,
 	OPT_PUBLISH,
 	OPT_NETLOG,
+	OPT_IMAGE,
 };
 
 static const struct option run_opts[] = {
@@ -141,6 +143,7 @@ static const struct option run_opts[] = {
     {"dns", required_argument, NULL, OPT_DNS},
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
+    {"image", required_argument, NULL, OPT_IMAGE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -223,6 +226,7 @@ static int apply_opt(aj_policy *p, int c, const char *v, aj_error *err)
 	case OPT_DNS: return aj_policy_set_dns(p, v, err);
 	case OPT_PUBLISH: return aj_policy_add_publish(p, v, err);
 	case OPT_NETLOG: return aj_policy_set_net_log(p, v, err);
+	case OPT_IMAGE: return aj_policy_set_image(p, v, err);
 	default: return aj_err(err, EINVAL, "unknown option");
 	}
 }

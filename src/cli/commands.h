@@ -4,6 +4,7 @@
 
 int aj_cmd_run(int argc, char **argv);
 int aj_cmd_doctor(int argc, char **argv);
+int aj_cmd_image(int argc, char **argv);
 
 /* Print "agentjail: MSG" for a structured error; returns its exit code. */
 struct aj_error;

@@ -17,6 +17,7 @@ static const char usage[] =
     "\n"
     "Commands:\n"
     "  run [OPTIONS] -- CMD [ARG...]   run one command in a fresh sandbox\n"
+    "  image build|ls|inspect|rm       root filesystem images (agentjail image --help)\n"
     "  doctor                          check what this host supports, with fixes\n"
     "  help                            show this help\n"
     "  version                         print the version\n"
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 		return aj_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "image") == 0)
+		return aj_cmd_image(argc - 1, argv + 1);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);
 		return 0;

@@ -132,6 +132,8 @@ int aj_path_validate_inside(const char *what, const char *path, char **canon, aj
 /* Setters used by every front-end; each validates its input. */
 int aj_policy_set_workspace(aj_policy *p, const char *path, aj_error *err);
 int aj_policy_set_rootfs(aj_policy *p, const char *path, aj_error *err);
+/* --image NAME: the rootfs of a stored image (image.c) */
+int aj_policy_set_image(aj_policy *p, const char *name, aj_error *err);
 /* spec: "SRC[:DEST]" */
 int aj_policy_add_bind(aj_policy *p, const char *spec, bool writable, aj_error *err);
 /* "NAME=VALUE", or "NAME" to copy from the caller's environment. */

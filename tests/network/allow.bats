@@ -8,27 +8,9 @@
 load ../integration/helpers
 load world
 
-setup_file() {
-    [ "$(id -u)" -eq 0 ] || return 0
-    world_prepare
-}
-
-setup() {
-    require_root
-    command -v nft >/dev/null || skip "nft not installed"
-    aj_setup
-    world_up
-}
-
-teardown() {
-    local rc=0
-    if [ -n "${HNS:-}" ] && ip netns list | grep -qw "$HNS"; then
-        assert_world_clean || rc=1
-    fi
-    world_down
-    aj_teardown || rc=1
-    return $rc
-}
+setup_file() { world_setup_file; }
+setup() { world_setup; }
+teardown() { world_teardown; }
 
 # agentjail in allow-list mode with the fake resolver as upstream
 arun() {
@@ -53,6 +35,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
                  allowed.test.evil.test notallowed.test evil.test x.allowed.test; do
             echo \"\$n \$(python3 /dnsq.py $NS \$n | tr '\n' ' ')\"
         done
+        echo \"tcp \$(python3 /dnsq.py --tcp $NS allowed.test | tr '\n' ' ')\"
+        echo \"tcp-refused \$(python3 /dnsq.py --tcp $NS secret-t.evil.test | tr '\n' ' ')\"
         # TXT, MX and AAAA queries of a disallowed name are not forwarded either
         python3 /dnsq.py $NS secret-b.evil.test 16; python3 /dnsq.py $NS secret-c.evil.test 15
         python3 /dnsq.py $NS secret-d.evil.test 28"
@@ -60,6 +44,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     assert_output_has_line "allowed.test rcode=0 192.0.2.10 ttl=60 "
     assert_output_has_line "sub.wild.test rcode=0 192.0.2.10 ttl=60 "
     assert_output_has_line "deep.sub.wild.test rcode=0 203.0.113.10 ttl=60 "
+    assert_output_has_line "tcp rcode=0 192.0.2.10 ttl=60 "
+    assert_output_has_line "tcp-refused rcode=5 "
     local n
     for n in wild.test secret-a.evil.test allowed.test.evil.test notallowed.test evil.test x.allowed.test; do
         assert_output_has_line "$n rcode=5 "
@@ -234,11 +220,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
         echo served-from-sandbox >/workspace/index.html
         while [ ! -e /workspace/done ]; do sleep 0.05; done' &
     AJ_BG_PID=$!
-    local i body=""
-    for ((i = 0; i < 100; i++)); do
-        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$port/" 2>/dev/null) && [ -n "$body" ] && break
-        sleep 0.1
-    done
+    local body
+    wait_published "$port"
     # only on loopback: the host's public address does not serve it
     local public
     public=$(ip netns exec "$HNS" curl -s -m 1 -o /dev/null -w "%{http_code}" "http://198.51.100.2:$port/" || true)
@@ -335,11 +318,8 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
         python3 -m http.server -b 127.0.0.1 8000 >/dev/null 2>&1 &
         sleep 30' &
     AJ_BG_PID=$!
-    local i body=""
-    for ((i = 0; i < 100; i++)); do
-        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$port/" 2>/dev/null) && [ -n "$body" ] && break
-        sleep 0.1
-    done
+    local body
+    wait_published "$port"
     kill -TERM "$AJ_BG_PID" 2>/dev/null || true
     wait "$AJ_BG_PID" || true
     AJ_BG_PID=

@@ -1,25 +1,41 @@
 #!/usr/bin/env python3
-"""A minimal DNS client (standard library only): dnsq.py SERVER NAME [TYPE]
-sends one query over UDP and prints "rcode=N" then one address per A
-record (TYPE: A by default, or a number). Exit 0 when an answer came, 2 on
-timeout. Used from the host side and inside sandboxes (no dig there)."""
+"""A minimal DNS client (standard library only): dnsq.py [--tcp] SERVER NAME
+[TYPE] sends one query over UDP (or TCP) and prints "rcode=N" then one
+address per A record (TYPE: A by default, or a number). Exit 0 when an
+answer came, 2 on timeout. Used from the host side and inside sandboxes (no
+dig there)."""
 import random
 import socket
 import struct
 import sys
 
-server, name = sys.argv[1], sys.argv[2]
-qtype = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+args = sys.argv[1:]
+tcp = args[:1] == ["--tcp"]
+if tcp:
+    args = args[1:]
+server, name = args[0], args[1]
+qtype = int(args[2]) if len(args) > 2 else 1
 ident = random.randrange(65536)
 q = struct.pack("!HHHHHH", ident, 0x0100, 1, 0, 0, 0)
 for label in name.rstrip(".").split("."):
     q += bytes([len(label)]) + label.encode()
 q += b"\0" + struct.pack("!HH", qtype, 1)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(3)
 try:
-    s.sendto(q, (server, 53))
-    msg, _ = s.recvfrom(4096)
+    if tcp:
+        s = socket.create_connection((server, 53), timeout=3)
+        s.sendall(struct.pack("!H", len(q)) + q)
+        msg = b""
+        while len(msg) < 2 or len(msg) < 2 + struct.unpack("!H", msg[:2])[0]:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            msg += chunk
+        msg = msg[2:]
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(3)
+        s.sendto(q, (server, 53))
+        msg, _ = s.recvfrom(4096)
 except socket.timeout:
     print("timeout")
     sys.exit(2)

@@ -5,27 +5,9 @@
 load ../integration/helpers
 load world
 
-setup_file() {
-    [ "$(id -u)" -eq 0 ] || return 0
-    world_prepare
-}
-
-setup() {
-    require_root
-    command -v nft >/dev/null || skip "nft not installed"
-    aj_setup
-    world_up
-}
-
-teardown() {
-    local rc=0
-    if [ -n "${HNS:-}" ] && ip netns list | grep -qw "$HNS"; then
-        assert_world_clean || rc=1
-    fi
-    world_down
-    aj_teardown || rc=1
-    return $rc
-}
+setup_file() { world_setup_file; }
+setup() { world_setup; }
+teardown() { world_teardown; }
 
 # Everything a sandbox must not reach, as probe.py targets; the gateway (the
 # host side of the sandbox's veth) is added by the test.

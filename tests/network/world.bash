@@ -8,8 +8,8 @@
 #                                                      + 169.254.169.254 (metadata)
 #                                                      + 10.0.0.5 (a LAN host)
 #                                                      web :80, :443, :8443 on all
-#                                                      addrs (fakeweb.py)
-#                                                      + 192.0.2.53: DNS (fakedns.py),
+#                                                      addrs (fakeinet.py)
+#                                                      + 192.0.2.53: DNS (fakeinet.py),
 #                                                      also the attacker's server
 #                                                      for *.evil.test; queries
 #                                                      it sees go to $DNS_LOG
@@ -44,35 +44,22 @@ world_up() {
     # the internet answers the NATed sandbox via the host's public address
     ip -n "$INS" route add default via 198.51.100.2
     WORLD_PIDS=()
-    mkdir -p "$T/www-inet" "$T/www-host"
-    echo "inet-ok" >"$T/www-inet/index.html"
-    echo "host-ok" >"$T/www-host/index.html"
-    local port
-    for port in 80 443 8443; do
-        ip netns exec "$INS" python3 "$NET_DIR/fakeweb.py" "$port" >/dev/null 2>&1 &
-        WORLD_PIDS+=($!)
-    done
     DNS_LOG=$T/dns.log
     : >"$DNS_LOG"
-    ip netns exec "$INS" python3 "$NET_DIR/fakedns.py" 192.0.2.53 53 "$DNS_LOG" >/dev/null 2>&1 &
+    rm -f "$T/inet.ready" "$T/host.ready"
+    # fd 3 closed: bats waits for it otherwise
+    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web 80,443,8443 --body inet-ok \
+        --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
-    ip netns exec "$HNS" python3 -m http.server -d "$T/www-host" -b 0.0.0.0 8080 >/dev/null 2>&1 &
+    ip netns exec "$HNS" python3 "$NET_DIR/fakeinet.py" --web 8080 --body host-ok \
+        --ready "$T/host.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
-    # wait for both servers
     local i
-    for ((i = 0; i < 100; i++)); do
-        if ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10/ 2>/dev/null | grep -q inet-ok &&
-            ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10:443/ 2>/dev/null | grep -q inet-ok &&
-            ip netns exec "$HNS" curl -s -m 1 http://192.0.2.10:8443/ 2>/dev/null | grep -q inet-ok &&
-            ip netns exec "$HNS" curl -s -m 1 http://127.0.0.1:8080/ 2>/dev/null | grep -q host-ok &&
-            ip netns exec "$HNS" python3 "$NET_DIR/dnsq.py" 192.0.2.53 allowed.test 2>/dev/null |
-            grep -q 192.0.2.10; then
-            : >"$DNS_LOG"
-            return 0
-        fi
+    for ((i = 0; i < 600; i++)); do
+        [ -e "$T/inet.ready" ] && [ -e "$T/host.ready" ] && return 0
         sleep 0.05
     done
-    fail "the test world's HTTP servers did not start"
+    fail "the test world's servers did not start"
 }
 
 world_down() {
@@ -145,4 +132,39 @@ assert_world_clean() {
     local left
     left=$(world_residue)
     [ -z "$left" ] || fail "left in the host netns: $left"
+}
+
+# The per-test setup and teardown of every network test file.
+world_setup_file() {
+    [ "$(id -u)" -eq 0 ] || return 0
+    world_prepare
+}
+
+world_setup() {
+    require_root
+    command -v nft >/dev/null || skip "nft not installed"
+    aj_setup
+    world_up
+}
+
+world_teardown() {
+    local rc=0
+    if [ -n "${HNS:-}" ] && ip netns list | grep -qw "$HNS"; then
+        assert_world_clean || rc=1
+    fi
+    world_down
+    aj_teardown || rc=1
+    return $rc
+}
+
+# GET http://127.0.0.1:PORT/ in the host netns until it answers (10 s);
+# the body in $body.
+wait_published() { # PORT
+    local i
+    body=""
+    for ((i = 0; i < 100; i++)); do
+        body=$(ip netns exec "$HNS" curl -s -m 1 "http://127.0.0.1:$1/" 2>/dev/null) && [ -n "$body" ] && return 0
+        sleep 0.1
+    done
+    return 0
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Images: immutable root filesystems stored under the state directory,
+ * named, addressed by a content digest, used read-only by sandboxes (with a
+ * per-sandbox writable tmpfs layer, as --rootfs). */
+#ifndef AJ_IMAGE_H
+#define AJ_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define AJ_STATE_DIR_DEFAULT "/var/lib/agentjail"
+#define AJ_IMAGE_NAME_MAX 64
+#define AJ_MAX_PACKAGES 128
+
+typedef enum aj_image_source {
+	AJ_IMAGE_FROM_DEBIAN, /* mmdebstrap SUITE */
+	AJ_IMAGE_FROM_DIR,    /* a copy of a directory tree */
+	AJ_IMAGE_FROM_TAR,    /* a tar archive of a root filesystem */
+} aj_image_source;
+
+typedef struct aj_image_spec {
+	const char *name;
+	aj_image_source source;
+	const char *from; /* suite ("bookworm"), directory or tar file */
+	const char *packages[AJ_MAX_PACKAGES];
+	size_t n_packages;
+	const char *warmup; /* a command the service may run to warm a sandbox */
+	const char *mirror; /* NULL: mmdebstrap's default */
+} aj_image_spec;
+
+typedef struct aj_image_info {
+	char name[AJ_IMAGE_NAME_MAX + 1];
+	char digest[80]; /* "sha256:" + 64 hex */
+	char source[600];
+	char created[32];
+	char warmup[512];
+	unsigned long long size_bytes, files;
+} aj_image_info;
+
+/* $AGENTJAIL_STATE_DIR, else /var/lib/agentjail. */
+const char *aj_state_dir(void);
+/* Is name a valid image name: [a-z0-9][a-z0-9._-]{0,63}? */
+bool aj_image_name_ok(const char *name);
+/* A Debian package name ([a-z0-9][a-z0-9.+:-]*) and suite ([a-z0-9][a-z0-9-]*). */
+bool aj_image_package_ok(const char *p);
+bool aj_image_suite_ok(const char *s);
+/* Parse a recipe (JSON: from, packages, warmup) into spec; strings live in
+ * *store (free it with json_decref semantics: aj_image_recipe_free). */
+int aj_image_recipe_load(const char *path, aj_image_spec *spec, void **store, aj_error *err);
+void aj_image_recipe_free(void *store);
+/* Build, digest and store an image, then point spec->name at it. */
+int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *out, aj_error *err);
+/* The root filesystem of image name (malloc'ed path). */
+int aj_image_rootfs(const char *state, const char *name, char **path, aj_error *err);
+int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj_error *err);
+/* Every named image, sorted by name (malloc'ed array). */
+int aj_image_list(const char *state, aj_image_info **out, size_t *n, aj_error *err);
+/* Drop the name; the content goes when no other name points at it. */
+int aj_image_remove(const char *state, const char *name, aj_error *err);
+/* sha256 over the tree at dirfd: paths (sorted), types, modes, owners,
+ * symlink targets, device numbers and file contents. */
+int aj_image_digest(int dirfd, char digest[80], unsigned long long *size, unsigned long long *files,
+		    aj_error *err);
+
+#endif

@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# Images: build (from a directory, a tar, Debian via mmdebstrap, a recipe),
+# the store (digests, names, ls/inspect/rm) and `run --image`.
+
+load helpers
+
+setup() {
+    require_root
+    aj_setup
+    export AGENTJAIL_STATE_DIR=$T/state
+    TREE=$T/tree
+    mkdir -p "$TREE/bin" "$TREE/etc"
+    cp "$PROBE" "$TREE/bin/probe"
+    echo "from the image" >"$TREE/etc/motd"
+    chmod -R a+rX "$TREE"
+}
+
+teardown() { aj_teardown; }
+
+img() { run --separate-stderr aj_timeout "$AJ" image "$@"; }
+
+@test "image build --from-dir: stored by digest, listed, inspected, run read-only" {
+    img build tiny --from-dir "$TREE" --warmup "probe true"
+    assert_status 0
+    [[ "$stderr" == *"image tiny: sha256:"* ]] || fail "$stderr"
+    img inspect tiny
+    assert_status 0
+    local digest
+    digest=$(jq -r .digest <<<"$output")
+    [[ "$digest" =~ ^sha256:[0-9a-f]{64}$ ]] || fail "digest: $digest"
+    assert_eq "$(jq -r .source <<<"$output")" "dir:$TREE" source
+    assert_eq "$(jq -r .warmup <<<"$output")" "probe true" warmup
+    assert_eq "$(jq -r .files <<<"$output")" 4 files
+    [ -d "$AGENTJAIL_STATE_DIR/images/${digest#sha256:}/rootfs/bin" ] || fail "not stored by digest"
+    img ls
+    assert_status 0
+    [[ "$output" == *"tiny "*"${digest:0:19}"*"dir:$TREE"* ]] || fail "ls: $output"
+    # the sandbox reads the image and writes over it in its own layer only
+    run --separate-stderr aj_timeout "$AJ" run --image tiny -- /bin/probe read /etc/motd
+    assert_status 0
+    assert_eq "$output" "from the image" motd
+    run --separate-stderr aj_timeout "$AJ" run --image tiny -- /bin/probe write /etc/motd changed
+    assert_status 0
+    run --separate-stderr aj_timeout "$AJ" run --image tiny -- /bin/probe read /etc/motd
+    assert_eq "$output" "from the image" "motd after a sandbox wrote it"
+    assert_eq "$(cat "$AGENTJAIL_STATE_DIR/images/${digest#sha256:}/rootfs/etc/motd")" "from the image" "stored file"
+}
+
+@test "image digests: same content shares one copy, any change is a new digest; rm keeps shared content" {
+    img build a --from-dir "$TREE"
+    assert_status 0
+    (cd "$TREE" && tar --numeric-owner -cf "$T/tree.tar" .)
+    img build b --from-tar "$T/tree.tar"
+    assert_status 0
+    local da db dc
+    da=$(aj_timeout "$AJ" image inspect a | jq -r .digest)
+    db=$(aj_timeout "$AJ" image inspect b | jq -r .digest)
+    assert_eq "$db" "$da" "digest of the same tree from a tar"
+    chmod 0600 "$TREE/etc/motd"
+    img build c --from-dir "$TREE"
+    dc=$(aj_timeout "$AJ" image inspect c | jq -r .digest)
+    assert_ne "$dc" "$da" "digest after a mode change"
+    assert_eq "$(find "$AGENTJAIL_STATE_DIR/images" -mindepth 1 -maxdepth 1 -name '[0-9a-f]*' | wc -l)" 2 "stored copies"
+    img rm a
+    assert_status 0
+    [ -d "$AGENTJAIL_STATE_DIR/images/${da#sha256:}" ] || fail "content of b removed with a"
+    run --separate-stderr aj_timeout "$AJ" run --image b -- /bin/probe read /etc/motd
+    assert_eq "$output" "from the image" "b after rm a"
+    img rm b
+    [ ! -e "$AGENTJAIL_STATE_DIR/images/${da#sha256:}" ] || fail "content left after its last name"
+    img rm c
+    assert_eq "$(ls -A "$AGENTJAIL_STATE_DIR/images" | tr '\n' ' ')" "names " "what rm leaves"
+    img ls --json
+    assert_eq "$output" "[]" "ls after rm"
+}
+
+@test "bad image input fails with one clear line and changes nothing" {
+    img build good --from-dir "$TREE"
+    assert_status 0
+    local before
+    before=$(find "$AGENTJAIL_STATE_DIR" | sort)
+    local name
+    for name in Upper ../x "" .hidden "$(printf 'a%.0s' {1..70})" "a/b"; do
+        img build "$name" --from-dir "$TREE"
+        assert_status 125
+        assert_one_error_line
+    done
+    img build x
+    assert_status 125
+    img build x --from-dir "$TREE" --from-tar "$T/none.tar"
+    assert_status 125
+    img build x --from-dir relative/dir
+    assert_status 125
+    img build x --from-dir "$TREE" --packages python3
+    assert_status 125
+    img build x --from debian:-evil
+    assert_status 125
+    img build x --from ubuntu:jammy
+    assert_status 125
+    img build x --from debian:bookworm --packages 'a,--evil'
+    assert_status 125
+    img build x --from-dir "$T/missing"
+    assert_status 125
+    img build x --from-tar "$T/missing.tar"
+    assert_status 125
+    echo '{"from": "debian:bookworm", "packages": "python3"}' >"$T/bad.json"
+    img build x --recipe "$T/bad.json"
+    assert_status 125
+    assert_one_error_line
+    img inspect nope
+    assert_status 125
+    assert_one_error_line
+    img rm nope
+    assert_status 125
+    run --separate-stderr aj_timeout "$AJ" run --image nope -- true
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr aj_timeout "$AJ" run --image good --rootfs "$TREE" -- true
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env AGENTJAIL_STATE_DIR="$AGENTJAIL_STATE_DIR" "$AJ_REAL" image build y --from-dir "$TREE"
+    assert_status 125
+    assert_one_error_line
+    assert_eq "$(find "$AGENTJAIL_STATE_DIR" | sort)" "$before" "state dir after bad input"
+}
+
+@test "image build --recipe from Debian (mmdebstrap): python runs in it" {
+    command -v mmdebstrap >/dev/null || skip "mmdebstrap not installed (scripts/setup.sh installs it)"
+    cat >"$T/recipe.json" <<'JSON'
+{"from": "debian:bookworm", "packages": ["python3-minimal"], "warmup": "python3 -c 'import json'"}
+JSON
+    run --separate-stderr timeout -k 5 900 "$AJ" image build pymini --recipe "$T/recipe.json"
+    assert_status 0
+    img inspect pymini
+    assert_eq "$(jq -r .source <<<"$output")" "debian:bookworm +python3-minimal" source
+    assert_eq "$(jq -r .warmup <<<"$output")" "python3 -c 'import json'" warmup
+    echo "1,2,3" >"$WS/data.csv"
+    run --separate-stderr aj_timeout "$AJ" run --image pymini --workspace "$WS" -- \
+        python3 -c 'import sys; print(sum(int(x) for x in open("data.csv").read().split(",")), sys.version_info[0])'
+    assert_status 0
+    assert_eq "$output" "6 3" "python in the image"
+    # the image's own /etc, not the host's synthesized one; no host shadow
+    run --separate-stderr aj_timeout "$AJ" run --image pymini -- sh -c 'cat /etc/debian_version; id -u'
+    assert_status 0
+    [[ "$output" == 12* ]] || fail "not bookworm: $output"
+    jq -e '.packages | index("python3-pandas")' "$BATS_TEST_DIRNAME/../../images/python.json" >/dev/null ||
+        fail "the shipped python recipe lost pandas"
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""The network tests' fake internet servers, in one process (standard
+library only):
+
+  fakeinet.py --web PORTS --body TEXT [--dns ADDR --dns-log FILE] --ready FILE
+
+Web (every address, each port of the comma-separated PORTS): GET / answers
+TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL.
+
+DNS (UDP on ADDR:53): a fake recursive resolver for the zone below, and the
+attacker's authoritative server for *.evil.test; every query it receives is
+appended to FILE as "NAME TYPE", so a test can count what reached it.
+
+FILE given to --ready is created once every socket listens."""
+import argparse
+import http.server
+import socket
+import struct
+import threading
+import urllib.parse
+
+A, CNAME = 1, 5
+ZONE = {
+    "allowed.test": [(A, "192.0.2.10", 60)],
+    "www.allowed.test": [(A, "203.0.113.10", 60)],
+    "short.allowed.test": [(A, "198.51.100.77", 1)],
+    "sub.wild.test": [(A, "192.0.2.10", 60)],
+    "deep.sub.wild.test": [(A, "203.0.113.10", 60)],
+    "wild.test": [(A, "192.0.2.10", 60)],
+    "rebind.allowed.test": [(A, "169.254.169.254", 60), (A, "192.0.2.10", 60)],
+    "lan.allowed.test": [(A, "10.0.0.5", 60)],
+    "loop.allowed.test": [(A, "127.0.0.1", 60)],
+    "cname.allowed.test": [(CNAME, "web.other.test", 60)],
+    "web.other.test": [(A, "203.0.113.10", 60)],
+    "other.test": [(A, "203.0.113.10", 60)],
+    "notallowed.test": [(A, "192.0.2.10", 60)],
+}
+
+
+def qname(msg, off):
+    labels = []
+    while True:
+        n = msg[off]
+        off += 1
+        if n == 0:
+            return ".".join(labels), off
+        labels.append(msg[off:off + n].decode("latin-1"))
+        off += n
+
+
+def encode(name):
+    out = b""
+    for label in name.split("."):
+        out += bytes([len(label)]) + label.encode()
+    return out + b"\0"
+
+
+def lookup(key):
+    recs = ZONE.get(key)
+    if recs is None and key.endswith(".evil.test"):
+        recs = [(A, "192.0.2.10", 60)]
+    return recs
+
+
+def answer(msg):
+    ident, flags = struct.unpack("!HH", msg[:4])
+    name, off = qname(msg, 12)
+    qtype, _ = struct.unpack("!HH", msg[off:off + 4])
+    question = msg[12:off + 4]
+    key = name.lower()
+    records = []
+    while True:
+        recs = lookup(key)
+        if not recs:
+            break
+        for kind, value, ttl in recs:
+            if kind == A and qtype == A:
+                rdata = socket.inet_aton(value)
+            elif kind == CNAME:
+                rdata = encode(value)
+            else:
+                continue
+            records.append(encode(key) + struct.pack("!HHIH", kind, 1, ttl, len(rdata)) + rdata)
+        if recs[0][0] != CNAME:
+            break
+        key = recs[0][1]
+    rcode = 0 if lookup(key) else 3
+    head = struct.pack("!HHHHHH", ident, 0x8180 | (flags & 0x0100) | rcode, 1, len(records), 0, 0)
+    return head + question + b"".join(records), name, qtype
+
+
+def serve_dns(sock, log):
+    while True:
+        msg, peer = sock.recvfrom(4096)
+        try:
+            reply, name, qtype = answer(msg)
+        except (IndexError, struct.error, UnicodeDecodeError):
+            continue
+        with open(log, "a") as f:
+            f.write(f"{name} {qtype}\n")
+        sock.sendto(reply, peer)
+
+
+def make_handler(text):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            url = urllib.parse.urlsplit(self.path)
+            if url.path == "/redirect":
+                to = urllib.parse.parse_qs(url.query).get("to", ["http://169.254.169.254/"])[0]
+                self.send_response(302)
+                self.send_header("Location", to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = (self.headers.get("Host", "none") if url.path == "/host" else text) + "\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    return Handler
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--web", required=True)
+    ap.add_argument("--body", required=True)
+    ap.add_argument("--dns")
+    ap.add_argument("--dns-log")
+    ap.add_argument("--ready", required=True)
+    a = ap.parse_args()
+    threads = []
+    for port in a.web.split(","):
+        srv = http.server.ThreadingHTTPServer(("0.0.0.0", int(port)), make_handler(a.body))
+        threads.append(threading.Thread(target=srv.serve_forever, daemon=True))
+    if a.dns:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((a.dns, 53))
+        threads.append(threading.Thread(target=serve_dns, args=(s, a.dns_log), daemon=True))
+    for t in threads:
+        t.start()
+    open(a.ready, "w").close()
+    for t in threads:
+        t.join()
+
+
+main()

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* Images: names, recipes, and the tree digest (what changes it, what not). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "util.h"
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(aj_image_name_ok("python"));
+	assert_true(aj_image_name_ok("py-3.11_x"));
+	assert_true(aj_image_name_ok("0day"));
+	const char *bad[] = {
+	    "",	   "Python",
+	    ".x",  "-x",
+	    "_x",  "a/b",
+	    "a b", "../x",
+	    "é",   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (aj_image_name_ok(bad[i]))
+			fail_msg("'%s' accepted", bad[i]);
+}
+
+static char *write_tmp(const char *text)
+{
+	char *path = strdup("/tmp/aj-test-recipe-XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(aj_write_all(fd, text, strlen(text)), 0);
+	close(fd);
+	return path;
+}
+
+static void test_recipe(void **state)
+{
+	(void)state;
+	char *ok =
+	    write_tmp("{\"from\": \"debian:bookworm\", \"packages\": [\"python3\", \"git\"], "
+		      "\"warmup\": \"python3 -V\"}");
+	aj_image_spec s = {0};
+	void *store = NULL;
+	aj_error err;
+	assert_int_equal(aj_image_recipe_load(ok, &s, &store, &err), 0);
+	assert_int_equal(s.source, AJ_IMAGE_FROM_DEBIAN);
+	assert_string_equal(s.from, "bookworm");
+	assert_int_equal(s.n_packages, 2);
+	assert_string_equal(s.packages[1], "git");
+	assert_string_equal(s.warmup, "python3 -V");
+	aj_image_recipe_free(store);
+	unlink(ok);
+	free(ok);
+	const char *bad[] = {"{",
+			     "[]",
+			     "{\"from\": \"ubuntu:jammy\"}",
+			     "{\"from\": \"debian:\"}",
+			     "{\"from\": \"debian:bookworm\", \"packages\": \"git\"}",
+			     "{\"from\": \"debian:bookworm\", \"packages\": [\"--evil\"]}",
+			     "{\"from\": \"debian:bookworm\", \"packages\": [1]}",
+			     "{\"from\": \"debian:bookworm\", \"warmup\": 3}",
+			     "{\"from\": \"debian:a\", \"from\": \"debian:b\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *p = write_tmp(bad[i]);
+		aj_image_spec s2 = {0};
+		void *st2 = NULL;
+		if (aj_image_recipe_load(p, &s2, &st2, &err) == 0)
+			fail_msg("recipe %s accepted", bad[i]);
+		aj_image_recipe_free(st2);
+		unlink(p);
+		free(p);
+	}
+}
+
+static void digest_of(const char *dir, char out[80])
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	unsigned long long size, files;
+	aj_error err;
+	assert_int_equal(aj_image_digest(fd, out, &size, &files, &err), 0);
+	close(fd);
+}
+
+static void test_digest(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aj-test-tree-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[256], d1[80], d2[80];
+	snprintf(path, sizeof(path), "%s/f", dir);
+	assert_int_equal(aj_write_file(path, "content", 0644), 0);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub/link", dir);
+	assert_int_equal(symlink("../f", path), 0);
+	digest_of(dir, d1);
+	assert_int_equal(strncmp(d1, "sha256:", 7), 0);
+	assert_int_equal(strlen(d1), 7 + 64);
+	/* timestamps don't count */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	struct timeval tv[2] = {{.tv_sec = 1}, {.tv_sec = 1}};
+	assert_int_equal(utimes(path, tv), 0);
+	digest_of(dir, d2);
+	assert_string_equal(d1, d2);
+	/* content, mode and link targets do */
+	assert_int_equal(aj_write_file(path, "Content", 0644), 0);
+	digest_of(dir, d2);
+	assert_string_not_equal(d1, d2);
+	assert_int_equal(aj_write_file(path, "content", 0644), 0);
+	digest_of(dir, d2);
+	assert_string_equal(d1, d2);
+	assert_int_equal(chmod(path, 0600), 0);
+	digest_of(dir, d2);
+	assert_string_not_equal(d1, d2);
+	assert_int_equal(chmod(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/sub/link", dir);
+	unlink(path);
+	assert_int_equal(symlink("../g", path), 0);
+	digest_of(dir, d2);
+	assert_string_not_equal(d1, d2);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_recipe),
+	    cmocka_unit_test(test_digest),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
