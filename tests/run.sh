@@ -108,7 +108,7 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
 		chmod -R o+rX build-asan 2>/dev/null || true
 		unit build-asan asan+ubsan
-		integration build-asan "integration tests (asan+ubsan)" tests/integration/*.bats
+		AJ_SANITIZED=1 integration build-asan "integration tests (asan+ubsan)" tests/integration/*.bats
 	else
 		failed=$((failed + 1))
 		failures+=("asan build failed")

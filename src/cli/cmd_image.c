@@ -104,12 +104,18 @@ static int cmd_build(int argc, char **argv)
 		case O_DIR: s.source = AJ_IMAGE_FROM_DIR, s.from = optarg, sources++; break;
 		case O_TAR: s.source = AJ_IMAGE_FROM_TAR, s.from = optarg, sources++; break;
 		case O_RECIPE:
-			r = aj_image_recipe_load(optarg, &s, &recipe, &err);
-			sources++;
+			if (sources++ == 0)
+				r = aj_image_recipe_load(optarg, &s, &recipe, &err);
 			break;
 		case O_PACKAGES: packages = optarg; break;
 		case O_WARMUP: s.warmup = optarg; break;
-		case O_MIRROR: s.mirror = optarg; break;
+		case O_MIRROR:
+			if (strncmp(optarg, "http://", 7) != 0 &&
+			    strncmp(optarg, "https://", 8) != 0)
+				r = aj_err(&err, EINVAL,
+					   "--mirror '%s': expected an http(s):// URL", optarg);
+			s.mirror = optarg;
+			break;
 		case O_STATE: state_dir = optarg; break;
 		default: aj_image_recipe_free(recipe); return usage_error("bad option");
 		}

@@ -103,14 +103,22 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 				return aj_err(err, ENOMEM, "out of memory");
 		}
 		_cleanup_free_ char *incopt = inc ? aj_asprintf("--include=%s", inc) : NULL;
-		char *argv[12];
+		/* in a mount namespace of its own: the /proc, /sys and /dev
+		 * mounts it makes in the target can't outlive it on the host */
+		char *argv[16];
 		size_t a = 0;
+		argv[a++] = "unshare";
+		argv[a++] = "--mount";
+		argv[a++] = "--propagation";
+		argv[a++] = "private";
+		argv[a++] = "--";
 		argv[a++] = "mmdebstrap";
 		argv[a++] = "--mode=root";
 		argv[a++] = "--variant=minbase";
 		argv[a++] = "--format=directory";
 		if (incopt)
 			argv[a++] = incopt;
+		argv[a++] = "--";
 		argv[a++] = (char *)s->from;
 		argv[a++] = (char *)dest;
 		if (s->mirror)
@@ -412,7 +420,7 @@ int aj_image_recipe_load(const char *path, aj_image_spec *s, void **store, aj_er
 		return aj_err(err, EINVAL, "recipe %s: \"from\" must be \"debian:SUITE\"", path);
 	s->source = AJ_IMAGE_FROM_DEBIAN;
 	s->from = from + 7;
-	if (pk && (!json_is_array(pk) || json_array_size(pk) > AJ_MAX_PACKAGES))
+	if (pk && (!json_is_array(pk) || s->n_packages + json_array_size(pk) > AJ_MAX_PACKAGES))
 		return aj_err(err, EINVAL, "recipe %s: \"packages\" must be a list of names", path);
 	size_t i;
 	json_t *v;

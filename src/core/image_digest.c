@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -55,6 +56,33 @@ static int hash_file(walk *w, int dirfd, const char *name)
 
 static int walk_dir(walk *w, int dirfd);
 
+/* Extended attributes count (file capabilities live there): names sorted,
+ * each with its value. */
+static int hash_xattrs(walk *w, int dirfd, const char *name)
+{
+	char path[4200], list[4096], *names[256];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd, name);
+	ssize_t len = llistxattr(path, list, sizeof(list));
+	if (len < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	size_t n = 0;
+	for (char *a = list; a < list + len && n < AJ_ARRAY_SIZE(names); a += strlen(a) + 1)
+		names[n++] = a;
+	qsort(names, n, sizeof(*names), cmp_names);
+	for (size_t i = 0; i < n; i++) {
+		char value[4096];
+		ssize_t vl = lgetxattr(path, names[i], value, sizeof(value));
+		if (vl < 0)
+			return -errno;
+		char head[32];
+		int hl = snprintf(head, sizeof(head), " %zd:", vl);
+		feed(w, names[i], strlen(names[i]) + 1);
+		feed(w, head, (size_t)hl);
+		feed(w, value, (size_t)vl);
+	}
+	return 0;
+}
+
 static int walk_entry(walk *w, int dirfd, const char *name)
 {
 	struct stat st;
@@ -70,7 +98,9 @@ static int walk_entry(walk *w, int dirfd, const char *name)
 	feed(w, w->path, strlen(w->path) + 1);
 	feed(w, head, (size_t)n);
 	w->files++;
-	int r = 0;
+	int r = hash_xattrs(w, dirfd, name);
+	if (r < 0)
+		return r;
 	if (S_ISREG(st.st_mode)) {
 		n = snprintf(head, sizeof(head), "%lld\n", (long long)st.st_size);
 		feed(w, head, (size_t)n);

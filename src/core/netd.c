@@ -19,10 +19,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <nftables/libnftables.h>
 #include <unistd.h>
 
 #include "caps.h"
 #include "netd.h"
+#include "sysfilter.h"
 #include "util.h"
 
 #define MAX_THREADS 256
@@ -192,24 +194,94 @@ static void loop(aj_netd_ctx *ctx, listener *ls, size_t n)
 }
 
 /* netd parses what the sandbox sends (DNS, HTTP): once its sockets exist it
- * runs as nobody, with CAP_NET_ADMIN only for the nft set of --allow and
- * CAP_SYS_ADMIN only to join the sandbox's netns for --publish next to
- * --allow; no_new_privs. */
+ * runs as nobody with CAP_NET_ADMIN only (for the nft set of --allow; none
+ * otherwise), no_new_privs and a seccomp filter. */
 static int drop_privileges(const aj_netd_ctx *ctx, aj_error *err)
 {
-	int keep[2];
+	int keep[1];
 	size_t n = 0;
-	if (ctx->p->net == AJ_NET_ALLOW)
+	if (ctx->p->net == AJ_NET_ALLOW && !ctx->publisher_child)
 		keep[n++] = CAP_NET_ADMIN;
-	if (ctx->sandbox_netns >= 0)
-		keep[n++] = CAP_SYS_ADMIN;
 	uid_t nobody = 65534;
-	if (!ctx->privileged) /* an unprivileged caller: nothing to give up but caps */
-		return aj_caps_drop_keep(geteuid(), getegid(), 0, NULL, 0, err);
-	return aj_caps_drop_keep(nobody, nobody, 1, keep, n, err);
+	int r = ctx->privileged ? aj_caps_drop_keep(nobody, nobody, 1, keep, n, err)
+				/* unprivileged: nothing to give up but caps */
+				: aj_caps_drop_keep(geteuid(), getegid(), 0, NULL, 0, err);
+	return r < 0 ? r : aj_seccomp_netd(err);
 }
 
-/* Everything netd needs before the sandbox goes on; err says what failed. */
+/* --publish: join the sandbox's network namespace for good (unprivileged:
+ * through its user namespace, where we own every capability), so that the
+ * forwarders' sockets are made there. */
+static int join_sandbox_net(const aj_netd_ctx *ctx, pid_t child, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
+	_cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)child);
+	_cleanup_close_ int us = ctx->privileged ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || (!ctx->privileged && (us < 0 || setns(us, CLONE_NEWUSER) < 0)) ||
+	    setns(ns, CLONE_NEWNET) < 0)
+		return aj_err(err, errno, "--publish: cannot join the sandbox's network");
+	return 0;
+}
+
+/* With --allow, netd itself stays in agentjail's namespace: the --publish
+ * listeners go to a child of their own that joins the sandbox's (and keeps
+ * no capability). Returns 1 in that child, 0 in netd, or -errno. */
+static int split_publisher(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj_error *err)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "pipe");
+	pid_t pub = fork();
+	if (pub < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return aj_err(err, errno, "--publish: cannot start the forwarder");
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		bool publish = ls[i].kind == K_PUBLISH;
+		if (publish == (pub == 0))
+			ls[k++] = ls[i];
+		else
+			close(ls[i].fd);
+	}
+	*n = k;
+	if (pub == 0) {
+		close(pfd[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "agentjail-pub");
+		ctx->publisher_child = true;
+		if (ctx->nft) {
+			nft_ctx_free(ctx->nft);
+			ctx->nft = NULL;
+		}
+		int r = join_sandbox_net(ctx, child, err);
+		if (r == 0)
+			r = drop_privileges(ctx, err);
+		(void)aj_write_all(pfd[1], err, sizeof(*err));
+		close(pfd[1]);
+		if (r < 0)
+			_exit(1);
+		return 1;
+	}
+	close(pfd[1]);
+	ctx->publisher = pub;
+	aj_error child_err;
+	int r = aj_read_all(pfd[0], &child_err, sizeof(child_err));
+	close(pfd[0]);
+	if (r < 0)
+		return aj_err(err, EPROTO, "--publish: the forwarder did not start");
+	if (child_err.code || child_err.msg[0]) {
+		*err = child_err;
+		return -(child_err.code ? child_err.code : EINVAL);
+	}
+	return 0;
+}
+
+/* Everything netd needs before the sandbox goes on; err says what failed.
+ * Returns 1 in the --publish forwarder child (see split_publisher). */
 static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj_error *err)
 {
 	const aj_policy *p = ctx->p;
@@ -261,34 +333,24 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		}
 		ls[(*n)++] = (listener){.fd = fd, .kind = K_PUBLISH, .port = p->publish[i].port};
 	}
-	if (p->n_publish) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
-		int ns = open(path, O_RDONLY | O_CLOEXEC);
-		if (ns < 0)
-			return aj_err(err, errno, "--publish: cannot open %s", path);
-		if (p->net == AJ_NET_ALLOW) {
-			/* netd also works in agentjail's namespace: each
-			 * forwarding thread joins the sandbox's on its own */
-			ctx->sandbox_netns = ns;
-		} else {
-			/* only forwarding: join the sandbox's network namespace
-			 * for good (unprivileged: through its user namespace,
-			 * where we own every capability) */
-			bool priv = ctx->privileged;
-			snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)child);
-			_cleanup_close_ int us = priv ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-			if ((!priv && (us < 0 || setns(us, CLONE_NEWUSER) < 0)) ||
-			    setns(ns, CLONE_NEWNET) < 0) {
-				int e = errno;
-				close(ns);
-				return aj_err(err, e,
-					      "--publish: cannot join the sandbox's network");
-			}
-			close(ns);
-		}
+	int r;
+	if (p->n_publish && p->net == AJ_NET_ALLOW) {
+		if ((r = split_publisher(ctx, child, ls, n, err)) != 0)
+			return r;
+	} else if (p->n_publish && (r = join_sandbox_net(ctx, child, err)) < 0) {
+		return r;
 	}
 	return drop_privileges(ctx, err);
+}
+
+/* What netd doesn't need of agentjail's memory: the secrets' values. */
+static void scrub_secrets(aj_policy *p)
+{
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (p->secrets[i].value)
+			explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
+	for (size_t i = 0; i < p->n_redact; i++)
+		explicit_bzero(p->redact[i], strlen(p->redact[i]));
 }
 
 static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
@@ -306,16 +368,24 @@ static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
 			close(devnull);
 	}
 	prctl(PR_SET_NAME, "agentjail-netd");
+	scrub_secrets((aj_policy *)ctx->p); /* our copy-on-write copy */
 	listener ls[MAX_LISTEN];
 	size_t n = 0;
 	aj_error err;
 	aj_err_clear(&err);
-	(void)netd_setup(ctx, child, ls, &n, &err);
+	int r = netd_setup(ctx, child, ls, &n, &err);
 	ls[n++] = (listener){.fd = stop, .kind = K_STOP};
-	(void)aj_write_all(ready, &err, sizeof(err));
+	if (r != 1) { /* the --publish forwarder child reports to netd instead */
+		(void)aj_write_all(ready, &err, sizeof(err));
+	}
 	close(ready);
-	if (err.code == 0 && err.msg[0] == '\0')
+	if (r >= 0)
 		loop(ctx, ls, n);
+	if (ctx->publisher > 0) {
+		kill(ctx->publisher, SIGKILL);
+		while (waitpid(ctx->publisher, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	_exit(0);
 }
 
@@ -354,11 +424,7 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
-		aj_netd_ctx ctx = {.p = p,
-				   .n = n,
-				   .log_fd = log_fd,
-				   .sandbox_netns = -1,
-				   .privileged = geteuid() == 0};
+		aj_netd_ctx ctx = {.p = p, .n = n, .log_fd = log_fd, .privileged = geteuid() == 0};
 		pthread_mutex_init(&ctx.lock, NULL);
 		netd_main(&ctx, child, pfd[1], stop[0]);
 	}

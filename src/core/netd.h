@@ -23,8 +23,9 @@ typedef struct aj_netd_ctx {
 	int log_fd;	      /* --net-log, -1 if none */
 	pthread_mutex_t lock; /* the log and the nft context */
 	struct nft_ctx *nft;
-	int sandbox_netns; /* root: threads join it to reach published ports; -1 */
-	bool privileged;   /* started as root (host root, not a userns' root) */
+	pid_t publisher;      /* the --publish forwarder child next to --allow */
+	bool publisher_child; /* this is that child */
+	bool privileged;      /* started as root (host root, not a userns' root) */
 } aj_netd_ctx;
 
 /* dns.c. Answer one DNS query from the sandbox (wire format). Returns the
@@ -47,6 +48,7 @@ void aj_splice_pair(int a, int b);
 /* The head of a proxy request, parsed (proxy_parse.c). */
 typedef struct aj_proxy_req {
 	bool connect;	/* CONNECT host:port */
+	bool has_host;	/* a Host header came with it */
 	char host[256]; /* as the client wrote it (not yet canonical) */
 	unsigned port;	/* explicit or 80 */
 	char method[16];

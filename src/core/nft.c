@@ -125,6 +125,8 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 	sb_add(
 	    &b,
 	    "\tchain input {\n\t\ttype filter hook input priority filter - 10; policy accept;\n");
+	/* the gateway address serves the sandbox only (resolver, proxy) */
+	sb_add(&b, "\t\tip daddr %s iifname != \"%s\" drop\n", hip, v);
 	if (allow)
 		sb_add(&b,
 		       "\t\tiifname \"%s\" ip daddr %s udp dport 53 accept\n"

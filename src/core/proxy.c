@@ -7,11 +7,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "allow.h"
@@ -20,7 +23,9 @@
 
 #define HEAD_MAX 16384
 #define CONNECT_TIMEOUT_MS 10000
-#define HEAD_TIMEOUT_S 10
+#define HEAD_TIMEOUT_MS 10000
+/* a relayed connection with no byte either way for this long is closed */
+#define SPLICE_IDLE_MS (15 * 60 * 1000)
 
 void aj_splice_pair(int a, int b)
 {
@@ -45,14 +50,24 @@ void aj_splice_pair(int a, int b)
 		}
 		if (!any)
 			return;
-		if (poll(pfd, 2, -1) < 0) {
+		/* an fd with nothing to wait for is not polled: a reset socket
+		 * would report POLLHUP/POLLERR forever and spin this loop */
+		for (int k = 0; k < 2; k++)
+			if (!pfd[k].events)
+				pfd[k].fd = -1;
+		int pr = poll(pfd, 2, SPLICE_IDLE_MS);
+		if (pr == 0)
+			return; /* idle for too long */
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
 			return;
 		}
+		for (int k = 0; k < 2; k++)
+			if ((pfd[k].revents & POLLERR) && !(pfd[k].revents & POLLIN))
+				return; /* a broken connection ends both directions */
 		for (int k = 0; k < 2; k++) {
-			if ((pfd[k].revents & (POLLIN | POLLHUP | POLLERR)) && !eof[k] &&
-			    len[k] == 0) {
+			if ((pfd[k].revents & (POLLIN | POLLHUP)) && !eof[k] && len[k] == 0) {
 				ssize_t r = read(fd[k], buf[k], sizeof(buf[k]));
 				if (r <= 0) {
 					if (r < 0 && errno == EINTR)
@@ -63,8 +78,7 @@ void aj_splice_pair(int a, int b)
 					off[k] = 0;
 				}
 			}
-			if ((pfd[1 - k].revents & (POLLOUT | POLLERR | POLLHUP)) &&
-			    len[k] > off[k]) {
+			if ((pfd[1 - k].revents & (POLLOUT | POLLHUP)) && len[k] > off[k]) {
 				ssize_t w =
 				    send(fd[1 - k], buf[k] + off[k], len[k] - off[k], MSG_NOSIGNAL);
 				if (w < 0 && errno != EINTR && errno != EAGAIN)
@@ -118,13 +132,20 @@ static void reply(int fd, int status, const char *reason, const char *body)
 			   MSG_NOSIGNAL);
 }
 
-/* Read the request head (up to the empty line); returns bytes read or -1. */
+/* Read the request head (up to the empty line) within one deadline for
+ * the whole head; returns bytes read or -1. */
 static ssize_t read_head(int fd, char *buf, size_t max, size_t *head_end)
 {
-	struct timeval tv = {.tv_sec = HEAD_TIMEOUT_S};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	size_t len = 0;
 	while (len < max) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = HEAD_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
+					       (now.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -1;
 		ssize_t r = read(fd, buf + len, max - len);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -134,12 +155,32 @@ static ssize_t read_head(int fd, char *buf, size_t max, size_t *head_end)
 		char *end = memmem(buf, len, "\r\n\r\n", 4);
 		if (end) {
 			*head_end = (size_t)(end - buf) + 4;
-			tv.tv_sec = 0;
-			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 			return (ssize_t)len;
 		}
 	}
 	return -1;
+}
+
+/* Is ip (network order) one of the addresses of the namespace netd runs
+ * in? netd connects from there: its connections don't pass the sandbox's
+ * input chain, so it refuses the host's own addresses itself. */
+static bool host_local(uint32_t ip)
+{
+	struct ifaddrs *ifs = NULL;
+	if (getifaddrs(&ifs) < 0)
+		return true; /* can't tell: refuse */
+	bool local = false;
+	for (struct ifaddrs *i = ifs; i && !local; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		const struct sockaddr_in *a = (const void *)i->ifa_addr;
+		local = a->sin_addr.s_addr == ip;
+		if (!local && i->ifa_broadaddr && (i->ifa_flags & IFF_BROADCAST))
+			local = ((const struct sockaddr_in *)(const void *)i->ifa_broadaddr)
+				    ->sin_addr.s_addr == ip;
+	}
+	freeifaddrs(ifs);
+	return local;
 }
 
 /* The address to connect to for req, checked; 0 or an HTTP status. */
@@ -150,7 +191,8 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((uint16_t)req->port);
 	if (inet_pton(AF_INET, req->host, &sa->sin_addr) == 1) {
-		if (!aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port)) {
+		if (!aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port) ||
+		    host_local(sa->sin_addr.s_addr)) {
 			*why = "address not allowed";
 			return 403;
 		}
@@ -168,12 +210,14 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 	uint32_t addrs[8];
 	unsigned ttl;
 	int n = aj_dns_lookup4(ctx, name, addrs, AJ_ARRAY_SIZE(addrs), &ttl);
-	if (n <= 0) {
-		*why = n < 0 ? "name resolution failed" : "no usable address (refused ranges)";
-		return 502;
+	for (int i = 0; i < n; i++) {
+		if (host_local(addrs[i]))
+			continue; /* the host itself: never */
+		memcpy(&sa->sin_addr, &addrs[i], 4);
+		return 0;
 	}
-	memcpy(&sa->sin_addr, &addrs[0], 4);
-	return 0;
+	*why = n < 0 ? "name resolution failed" : "no usable address (refused ranges)";
+	return 502;
 }
 
 static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct sockaddr_in *sa,
@@ -238,9 +282,15 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	} else {
+		/* an absolute-form request may come without Host: add it */
+		char host[300] = "";
+		if (!req->has_host && req->port == 80)
+			snprintf(host, sizeof(host), "Host: %s\r\n", req->host);
+		else if (!req->has_host)
+			snprintf(host, sizeof(host), "Host: %s:%u\r\n", req->host, req->port);
 		char *head =
-		    aj_asprintf("%s %s HTTP/%d.%d\r\n%sConnection: close\r\n\r\n", req->method,
-				req->target, req->http_major, req->http_minor, req->headers);
+		    aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: close\r\n\r\n", req->method,
+				req->target, req->http_major, req->http_minor, host, req->headers);
 		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
 		free(head);
 		if (!ok) {
@@ -264,13 +314,10 @@ out:
 	close(fd);
 }
 
-/* A socket in the sandbox's network namespace, connected to its loopback. */
-static int connect_inside(aj_netd_ctx *ctx, unsigned port)
+/* A socket connected to the sandbox's loopback: the forwarder runs in the
+ * sandbox's network namespace. */
+static int connect_inside(unsigned port)
 {
-	/* as root, this thread joins the sandbox's netns (setns moves only the
-	 * calling thread); unprivileged, netd as a whole already is in it */
-	if (ctx->sandbox_netns >= 0 && setns(ctx->sandbox_netns, CLONE_NEWNET) < 0)
-		return -errno;
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	return connect_to(&sa);
@@ -278,7 +325,7 @@ static int connect_inside(aj_netd_ctx *ctx, unsigned port)
 
 void aj_publish_serve(aj_netd_ctx *ctx, int fd, unsigned port)
 {
-	int in = connect_inside(ctx, port);
+	int in = connect_inside(port);
 	json_t *ev = json_pack("{s:s,s:i,s:s}", "event", "publish", "port", (int)port, "verdict",
 			       in >= 0 ? "allowed" : "error");
 	if (in < 0 && ev)

@@ -23,7 +23,7 @@ typedef struct parse_state {
 	span url;
 	span field[MAX_HEADERS], value[MAX_HEADERS];
 	size_t n;
-	bool in_value, too_many, done;
+	bool in_value, too_many, done, folded;
 } parse_state;
 
 static int on_url(http_parser *hp, const char *at, size_t len)
@@ -58,6 +58,15 @@ static int on_value(http_parser *hp, const char *at, size_t len)
 	if (!st->in_value) {
 		st->value[st->n - 1] = (span){at, 0};
 		st->in_value = true;
+	} else if (at != st->value[st->n - 1].p + st->value[st->n - 1].len) {
+		/* obsolete line folding: the pieces aren't one span; refused
+		 * rather than rebuilt (RFC 9112 5.2 lets a proxy reject it) */
+		st->folded = true;
+		return 1;
+	}
+	if (memchr(at, '\r', len) || memchr(at, '\n', len)) {
+		st->folded = true;
+		return 1;
 	}
 	st->value[st->n - 1].len += len;
 	return 0;
@@ -159,6 +168,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	enum http_errno e = HTTP_PARSER_ERRNO(&hp);
 	if (st.too_many)
 		return refuse(req, "too many headers");
+	if (st.folded)
+		return refuse(req, "folded header lines");
 	if ((e != HPE_OK && e != HPE_PAUSED) || !st.done || !st.url.p)
 		return refuse(req, "malformed request");
 	req->connect = hp.method == HTTP_CONNECT;
@@ -172,6 +183,7 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 			if (host_hdr.p)
 				return refuse(req, "two Host headers");
 			host_hdr = st.value[i];
+			req->has_host = true;
 		}
 		/* hop-by-hop and proxy headers stay here; the origin gets
 		 * "Connection: close" so one connection carries one checked

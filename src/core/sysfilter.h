@@ -38,6 +38,9 @@ int aj_seccomp_profile_parse(const char *text, size_t len, const char *path, voi
 /* Release a context from the two above. */
 void aj_seccomp_profile_free(void *ctx);
 
+/* netd's own filter (seccomp_netd.c), loaded into the calling process. */
+int aj_seccomp_netd(aj_error *err);
+
 /* Names of the syscalls the default profile denies (for docs and doctor). */
 extern const char *const aj_seccomp_denied[];
 

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		init = true;
 	}
 	aj_net n = {.table = "agentjail-fuzz"};
-	aj_netd_ctx ctx = {.p = &p, .n = &n, .log_fd = -1, .sandbox_netns = -1};
+	aj_netd_ctx ctx = {.p = &p, .n = &n, .log_fd = -1};
 	pthread_mutex_init(&ctx.lock, NULL);
 	uint8_t out[512];
 	ssize_t len = aj_dns_handle(&ctx, data, size, out, sizeof(out));

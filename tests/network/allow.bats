@@ -301,6 +301,7 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     [[ "$status" == *$'\nCapEff:\t0000000000001000'* ]] || fail "netd caps: $(grep Cap <<<"$status")"
     [[ "$status" == *$'\nCapBnd:\t0000000000001000'* ]] || fail "netd bounding set: $(grep Cap <<<"$status")"
     [[ "$status" == *$'\nNoNewPrivs:\t1'* ]] || fail "netd no_new_privs"
+    [[ "$status" == *$'\nSeccomp:\t2'* ]] || fail "netd has no seccomp filter"
     kill -KILL "$pid"
     wait "$AJ_BG_PID" || true
     AJ_BG_PID=
@@ -339,4 +340,47 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
     [[ "$output" == *"nameserver 10.200."* ]] || fail "resolv.conf inside: $output"
     assert_eq "$(cat "$T/victim")" "host file" "the host file behind the symlink"
     [ -L "$R/etc/resolv.conf" ] || fail "the rootfs itself was changed"
+}
+
+@test "--allow: the proxy never reaches the host's own addresses, even inside an allowed CIDR" {
+    # 198.51.100.2 is the host netns' own address; the CIDR allows it by range
+    arun --allow 198.51.100.0/24:8080 -- sh -c '
+        echo "host-public $(curl -s -m 5 -p -o /dev/null -w "%{http_connect}" http://198.51.100.2:8080/)"
+        echo "host-public-get $(curl -s -m 5 -o /dev/null -w "%{http_code}" http://198.51.100.2:8080/)"
+        python3 /probe.py direct=198.51.100.2:8080'
+    assert_status 0
+    assert_output_has_line "host-public 403"
+    assert_output_has_line "host-public-get 403"
+    assert_refused direct
+}
+
+@test "--allow: folded or CR-smuggling headers are refused by the proxy" {
+    arun --allow allowed.test -- sh -c '
+        raw() { printf "$1" | python3 -c "import socket,sys; s=socket.create_connection((sys.argv[1], 3128)); s.sendall(sys.stdin.buffer.read()); print(s.recv(100).split(b\"\\r\\n\")[0].decode())" "$(sed -n "s/^nameserver //p" /etc/resolv.conf)"; }
+        echo "folded $(raw "GET http://allowed.test/ HTTP/1.1\r\nX-A: a\r\n\tb\r\nHost: allowed.test\r\n\r\n")"
+        echo "plain $(raw "GET http://allowed.test/ HTTP/1.1\r\n\r\n")"'
+    assert_status 0
+    assert_output_has_line "folded HTTP/1.1 400 Bad Request"
+    assert_output_has_line "plain HTTP/1.0 200 OK" # no Host header: the proxy adds it
+}
+
+@test "--publish next to --allow: a forwarder of its own, without capabilities" {
+    local port=$((20000 + RANDOM % 20000))
+    hrun --dns 192.0.2.53 --allow allowed.test --publish "$port:8000" -- sh -c \
+        'python3 -m http.server -b 127.0.0.1 -d /workspace 8000 >/dev/null 2>&1 &
+        echo pub-and-allow >/workspace/index.html
+        while [ ! -e /workspace/done ]; do sleep 0.05; done' &
+    AJ_BG_PID=$!
+    local body
+    wait_published "$port"
+    local pub status
+    pub=$(pgrep -x agentjail-pub | head -1)
+    status=$(cat "/proc/$pub/status" 2>/dev/null || true)
+    touch "$WS/done"
+    wait "$AJ_BG_PID"
+    AJ_BG_PID=
+    assert_eq "$body" pub-and-allow "GET 127.0.0.1:$port"
+    [[ "$status" == *$'\nCapEff:\t0000000000000000'* ]] || fail "forwarder caps: $(grep Cap <<<"$status")"
+    [[ "$status" == *$'\nUid:\t65534'* ]] || fail "forwarder uid: $(grep Uid <<<"$status")"
+    [[ "$status" == *$'\nSeccomp:\t2'* ]] || fail "forwarder seccomp"
 }

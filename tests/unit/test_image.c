@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "image.h"
@@ -130,6 +131,16 @@ static void test_digest(void **state)
 	assert_int_equal(symlink("../g", path), 0);
 	digest_of(dir, d2);
 	assert_string_not_equal(d1, d2);
+	unlink(path);
+	assert_int_equal(symlink("../f", path), 0);
+	digest_of(dir, d2);
+	assert_string_equal(d1, d2);
+	/* extended attributes (file capabilities live there) count */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	if (setxattr(path, "user.aj", "1", 1, 0) == 0) {
+		digest_of(dir, d2);
+		assert_string_not_equal(d1, d2);
+	}
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
