@@ -10,6 +10,7 @@ PACKAGES=(
 	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
 	libwebsockets-dev libcurl4-openssl-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat
+	bubblewrap firejail runsc hyperfine gnuplot-nox
 )
 
 missing=()

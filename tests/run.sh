@@ -85,7 +85,7 @@ lint() {
 	if ! command -v clang-format >/dev/null; then
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
-	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] tests/unit/*.c \
+	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] src/tools/*.c tests/unit/*.c \
 		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
@@ -117,6 +117,19 @@ if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	fi
 fi
 
+# One step counted as one test: RC NAME FAILURE [LOG, its tail shown on failure]
+step() {
+	if (($1 == 0)); then
+		echo "ok - $2"
+		passed=$((passed + 1))
+	else
+		echo "not ok - $2"
+		[ -z "${4:-}" ] || tail -30 "$4"
+		failed=$((failed + 1))
+		failures+=("$3")
+	fi
+}
+
 fuzz() { # seconds per target
 	echo "== fuzz targets (libFuzzer, ${1}s each) (at ${SECONDS}s)"
 	if ! command -v clang >/dev/null || ! CC=clang build build-fuzz -Dfuzz=true \
@@ -131,20 +144,30 @@ fuzz() { # seconds per target
 		corpus=$(mktemp -d)
 		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$corpus"/ 2>/dev/null
 		log=$(mktemp)
-		if ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1; then
-			echo "ok - ${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))"
-			passed=$((passed + 1))
-		else
-			echo "not ok - ${t##*/}"
-			tail -30 "$log"
-			failed=$((failed + 1))
-			failures+=("${t##*/}: crash (reproducer in the log above)")
-		fi
+		ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1
+		step $? "${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))" \
+			"${t##*/}: crash (reproducer in the log above)" "$log"
 		rm -rf "$corpus" "$log"
 	done
 }
 
 [ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-20}"
+
+# The benchmark's quick mode, so it cannot rot: it must run and write a
+# valid report; its figures are not judged here.
+bench_quick() {
+	echo "== benchmark, quick mode (at ${SECONDS}s)"
+	local out log
+	out=$(mktemp -d)
+	log=$(mktemp)
+	AJ="$PWD/build/agentjail" timeout 120 bench/run.sh --quick --out "$out" >"$log" 2>&1 &&
+		python3 bench/check.py "$out" >>"$log" 2>&1
+	step $? "bench/run.sh --quick writes valid JSON, report and plots" \
+		"bench/run.sh --quick failed (log above)" "$log"
+	rm -rf "$out" "$log"
+}
+
+bench_quick
 
 echo
 for f in "${failures[@]}"; do echo "FAILED: $f"; done

@@ -225,6 +225,12 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 			continue;
 		v1_any = true;
 		sweep_stale(&h);
+		/* a v1 controller with no limit to set needs no cgroup of its own
+		 * (each costs a mkdir, a move and an rmdir per run); memory is
+		 * always made: its accounting reports OOM kills and peak use */
+		if ((strcmp(ctrls[i], "cpu") == 0 && !p->cpu_millis) ||
+		    (strcmp(ctrls[i], "pids") == 0 && !p->pids))
+			continue;
 		r = add_dir(cg, &h, ctrls[i], err);
 		if (r == 0)
 			r = set_limits(&cg->dirs[cg->n - 1], p, err);

@@ -26,18 +26,29 @@ static void open_nonblocking(aj_chan *c, int fd)
 	struct stat st;
 	c->dst_nb = fd;
 	c->dst_small = false;
-	if (fstat(fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+	if (fstat(fd, &st) < 0 || S_ISBLK(st.st_mode))
 		return;
+	if (S_ISREG(st.st_mode)) {
+		c->splice = true;
+		return;
+	}
 	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		int nb = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		if (nb >= 0) {
 			c->dst_nb = nb;
+			c->splice = S_ISFIFO(st.st_mode);
 			return;
 		}
 	}
 	c->dst_small = true;
+}
+
+static bool is_pipe(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns)
@@ -54,13 +65,17 @@ int aj_relay_add(aj_relay *r, int src, int dst, bool input, bool owns)
 	c->red = NULL;
 	c->pend = NULL;
 	c->len = c->off = 0;
+	c->splice = c->wait_out = false;
 	if (input) {
 		/* our own pipe or pty master: non-blocking is ours to set */
 		fcntl(dst, F_SETFL, fcntl(dst, F_GETFL) | O_NONBLOCK);
 		c->dst_nb = dst;
 		c->dst_small = false;
 	} else {
+		/* output from the sandbox's pipe into a pipe or a file: moved
+		 * by the kernel (splice), unless it must be redacted */
 		open_nonblocking(c, dst);
+		c->splice = c->splice && is_pipe(src);
 	}
 	return 0;
 }
@@ -101,7 +116,7 @@ size_t aj_relay_pollfds(aj_relay *r, struct pollfd *pf, size_t max)
 		pf[n].revents = 0;
 		if (!c->open) {
 			pf[n].fd = -1;
-		} else if (c->len > c->off) {
+		} else if (c->len > c->off || c->wait_out) {
 			pf[n].fd = c->dst_nb;
 			pf[n].events = POLLOUT;
 		} else {
@@ -157,10 +172,33 @@ static void pump_write(aj_chan *c, const struct pollfd *p)
 	}
 }
 
+/* src is readable: move what it holds straight into dst. EAGAIN means dst
+ * is full (or src was emptied meanwhile): wait for POLLOUT on dst, then
+ * for POLLIN on src again, so neither case spins. */
+static void pump_splice(aj_chan *c)
+{
+	ssize_t n = splice(c->src, NULL, c->dst_nb, NULL, 1 << 20, SPLICE_F_NONBLOCK);
+	if (n > 0)
+		return;
+	if (n < 0 && errno == EAGAIN) {
+		c->wait_out = true;
+	} else if (n < 0 && errno == EINVAL) {
+		c->splice = false; /* dst cannot take a splice: copy from now on */
+	} else if (n == 0 || errno != EINTR) {
+		/* EOF, or the caller stopped reading (EPIPE) */
+		c->eof = true;
+		chan_end(c);
+	}
+}
+
 static void pump_read(aj_chan *c, const struct pollfd *p)
 {
 	if (!(p->revents & (POLLIN | POLLHUP | POLLERR)))
 		return;
+	if (c->splice && !c->red) {
+		pump_splice(c);
+		return;
+	}
 	ssize_t n = read(c->src, c->buf, sizeof(c->buf));
 	if (n > 0) {
 		set_pending(c, (size_t)n, false);
@@ -180,7 +218,10 @@ void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n)
 		aj_chan *c = &r->ch[i];
 		if (!c->open || pf[i].fd < 0)
 			continue;
-		if (c->len > c->off)
+		if (c->wait_out) {
+			if (pf[i].revents & (POLLOUT | POLLERR | POLLHUP))
+				c->wait_out = false;
+		} else if (c->len > c->off)
 			pump_write(c, &pf[i]);
 		else
 			pump_read(c, &pf[i]);

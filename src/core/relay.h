@@ -24,6 +24,8 @@ typedef struct aj_chan {
 	bool owns;	/* close the sandbox-side fd when the channel ends */
 	bool open;
 	bool eof;	  /* src ended; flush what is pending, then close */
+	bool splice;	  /* src and dst allow splice(2): no copy through buf */
+	bool wait_out;	  /* a splice found dst full: wait for POLLOUT */
 	aj_redactor *red; /* output filter, or NULL */
 	char *pend;	  /* bytes read (and filtered) but not written yet */
 	size_t len, off;

@@ -419,18 +419,23 @@ static void handle_timer(run_ctx *c)
 static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 {
 	aj_term term = {0};
-	aj_relay rl;
-	setup_relay(c, &rl, &term);
+	/* on the heap: its 192 KiB of buffers would be touched page by page
+	 * on the stack (stack clash probes), a page fault each, even when no
+	 * output ever flows; malloc maps them untouched */
+	_cleanup_free_ aj_relay *rl = malloc(sizeof(*rl));
+	if (!rl)
+		return aj_err(err, ENOMEM, "relay buffers");
+	setup_relay(c, rl, &term);
 	int rc = 1; /* 1: still running */
 	int drain_ms = 1000;
 	if (c->tfd >= 0)
 		arm_timer(c, c->p->timeout_ms);
-	while (rc == 1 || aj_relay_outputs_open(&rl)) {
+	while (rc == 1 || aj_relay_outputs_open(rl)) {
 		struct pollfd pf[3 + AJ_RELAY_MAX];
 		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
 		pf[2] = (struct pollfd){rc == 1 ? c->tfd : -1, POLLIN, 0};
-		size_t n = aj_relay_pollfds(&rl, pf + 3, AJ_RELAY_MAX);
+		size_t n = aj_relay_pollfds(rl, pf + 3, AJ_RELAY_MAX);
 		int pr = poll(pf, 3 + n, rc == 1 ? -1 : 100);
 		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
@@ -440,7 +445,7 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 		 * is waited for (as any writer to a pipe would), unless the run
 		 * timed out, which bounds agentjail's own life too. Waiting
 		 * for the sandbox's pipes to reach EOF is always bounded. */
-		if (pr == 0 && rc != 1 && (c->timeout_stage || !aj_relay_output_pending(&rl)) &&
+		if (pr == 0 && rc != 1 && (c->timeout_stage || !aj_relay_output_pending(rl)) &&
 		    (drain_ms -= 100) <= 0)
 			break;
 		if (pr <= 0)
@@ -449,11 +454,11 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			handle_signal(c, sfd);
 		if (pf[2].revents & POLLIN)
 			handle_timer(c);
-		aj_relay_handle(&rl, pf + 3, n);
+		aj_relay_handle(rl, pf + 3, n);
 		if (rc == 1 && pf[0].revents)
 			rc = handle_msg(c, res, err);
 	}
-	aj_relay_close(&rl);
+	aj_relay_close(rl);
 	aj_term_restore(&term);
 	return rc;
 }
@@ -467,6 +472,10 @@ static int make_stdio_pipes(run_ctx *c, aj_error *err)
 		/* stdin: the sandbox reads pfd[0]; stdout/stderr: it writes pfd[1] */
 		c->child_io[i] = i == 0 ? pfd[0] : pfd[1];
 		c->stdio[i] = i == 0 ? pfd[1] : pfd[0];
+		/* a larger output pipe: fewer wake-ups of the relay per MiB
+		 * (pages are taken only as it fills; best effort) */
+		if (i > 0)
+			(void)fcntl(pfd[0], F_SETPIPE_SZ, 1 << 20);
 		/* owned by the sandbox user, so /dev/stdout (a reopen through
 		 * /proc/self/fd) works inside */
 		if (fchown(pfd[0], aj_userns_host_uid(&c->idm), aj_userns_host_gid(&c->idm)) < 0 &&

@@ -210,6 +210,20 @@ static const struct sock_filter personality_filter[] = {
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
+/* out = the main program insns[0..n) followed by the personality filter */
+static int attach_bpf(const struct sock_filter *insns, size_t n, aj_bpf *out, aj_error *err)
+{
+	size_t extra = AJ_ARRAY_SIZE(personality_filter);
+	out->insns = calloc(n + extra, sizeof(struct sock_filter));
+	if (!out->insns)
+		return aj_err(err, ENOMEM, "seccomp filter");
+	memcpy(out->insns, insns, n * sizeof(struct sock_filter));
+	/* the personality filter rides along after the main one */
+	memcpy(out->insns + n, personality_filter, sizeof(personality_filter));
+	out->len = n;
+	return 0;
+}
+
 static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
 {
 	_cleanup_close_ int fd = memfd_create("agentjail-seccomp", MFD_CLOEXEC);
@@ -222,33 +236,17 @@ static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
 	if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter))
 		return aj_err(err, EINVAL, "seccomp filter of unexpected size");
 	size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
-	size_t extra = AJ_ARRAY_SIZE(personality_filter);
-	out->insns = calloc(n + extra, sizeof(struct sock_filter));
-	if (!out->insns)
+	_cleanup_free_ struct sock_filter *insns = calloc(n, sizeof(struct sock_filter));
+	if (!insns)
 		return aj_err(err, ENOMEM, "seccomp filter");
-	if (pread(fd, out->insns, (size_t)st.st_size, 0) != st.st_size) {
-		aj_bpf_free(out);
+	if (pread(fd, insns, (size_t)st.st_size, 0) != st.st_size)
 		return aj_err(err, EIO, "cannot read back the seccomp filter");
-	}
-	/* the personality filter rides along after the main one */
-	memcpy(out->insns + n, personality_filter, sizeof(personality_filter));
-	out->len = n;
-	return 0;
+	return attach_bpf(insns, n, out, err);
 }
 
-int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
+int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (p->seccomp_profile) {
-		void *pctx = NULL;
-		int pr = aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
-		if (pr < 0)
-			return pr;
-		pr = export_bpf((scmp_filter_ctx)pctx, out, err);
-		seccomp_release((scmp_filter_ctx)pctx);
-		out->replaced = true;
-		return pr;
-	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return aj_err(err, ENOMEM, "seccomp_init");
@@ -267,6 +265,27 @@ int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 	r = export_bpf(ctx, out, err);
 	seccomp_release(ctx);
 	return r;
+}
+
+int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->seccomp_profile) {
+		void *pctx = NULL;
+		int pr = aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
+		if (pr < 0)
+			return pr;
+		pr = export_bpf((scmp_filter_ctx)pctx, out, err);
+		seccomp_release((scmp_filter_ctx)pctx);
+		out->replaced = true;
+		return pr;
+	}
+	/* The default profile was compiled by this very code at build time
+	 * (src/tools/seccomp_gen.c; tests/unit/test_seccomp.c checks that
+	 * both agree): compiling it again would cost every run ~0.7 ms. */
+	if (aj_seccomp_prebuilt_len)
+		return attach_bpf(aj_seccomp_prebuilt, aj_seccomp_prebuilt_len, out, err);
+	return aj_seccomp_compile_default(out, err);
 }
 
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err)

@@ -19,6 +19,12 @@ typedef struct aj_bpf {
 
 /* Compile the default profile, or the policy's JSON profile. */
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err);
+/* The default profile, compiled by libseccomp now. */
+int aj_seccomp_compile_default(aj_bpf *out, aj_error *err);
+/* The default profile's main program as compiled at build time by
+ * src/tools/seccomp_gen.c (length 0: none, compile at run time). */
+extern const struct sock_filter aj_seccomp_prebuilt[];
+extern const size_t aj_seccomp_prebuilt_len;
 /* Load the compiled program (requires no_new_privs). */
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err);
 void aj_bpf_free(aj_bpf *bpf);

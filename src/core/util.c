@@ -126,16 +126,22 @@ int aj_mkdir_p(const char *path, mode_t mode)
 	if (len == 0 || len >= sizeof(buf))
 		return -ENAMETOOLONG;
 	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
+	/* Usually only the last component is missing: try the whole path,
+	 * and only when a parent is missing walk up to the deepest one that
+	 * exists (cutting the string there), then create downwards. */
+	while (mkdir(buf, mode) < 0 && errno != EEXIST) {
+		if (errno != ENOENT)
+			return -errno;
+		char *slash = strrchr(buf, '/');
+		if (!slash || slash == buf)
+			return -ENOENT;
+		*slash = '\0';
+	}
+	for (size_t cut = strlen(buf); cut < len; cut = strlen(buf)) {
+		buf[cut] = '/';
 		if (mkdir(buf, mode) < 0 && errno != EEXIST)
 			return -errno;
-		*p = '/';
 	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
 	return 0;
 }
 

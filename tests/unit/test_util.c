@@ -7,7 +7,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "util.h"
@@ -83,13 +88,44 @@ static void test_steal(void **state)
 	assert_false(aj_startswith("agent", "agentjail"));
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void test_mkdir_p(void **state)
+{
+	(void)state;
+	char tmp[] = "/tmp/aj-test-mkdir-XXXXXX";
+	assert_non_null(mkdtemp(tmp));
+	char p[256], q[256];
+	/* every missing level, then nothing to do, then one more level */
+	snprintf(p, sizeof(p), "%s/a/b/c", tmp);
+	assert_int_equal(aj_mkdir_p(p, 0755), 0);
+	assert_true(is_dir(p));
+	assert_int_equal(aj_mkdir_p(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/a/b/c/d/", tmp);
+	assert_int_equal(aj_mkdir_p(p, 0755), 0);
+	assert_true(is_dir(p));
+	/* a file in the way */
+	snprintf(q, sizeof(q), "%s/f", tmp);
+	int fd = open(q, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/f/x/y", tmp);
+	assert_int_equal(aj_mkdir_p(p, 0755), -ENOTDIR);
+	assert_int_equal(aj_mkdir_p("", 0755), -ENAMETOOLONG);
+	snprintf(p, sizeof(p), "rm -rf '%s'", tmp);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_size),
-	    cmocka_unit_test(test_parse_uint),
-	    cmocka_unit_test(test_error_format),
-	    cmocka_unit_test(test_steal),
+	    cmocka_unit_test(test_parse_size),	 cmocka_unit_test(test_parse_uint),
+	    cmocka_unit_test(test_error_format), cmocka_unit_test(test_steal),
+	    cmocka_unit_test(test_mkdir_p),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Check that a bench output directory holds a complete run (not its figures)."""
+import glob
+import json
+import os
+import sys
+
+out = sys.argv[1]
+runs = sorted(glob.glob(os.path.join(out, "*.json")))
+assert runs, "no results JSON"
+with open(runs[-1]) as f:
+    res = json.load(f)
+for key in ("meta", "cold_start", "streaming", "density", "python", "rows"):
+    assert key in res, f"missing {key}"
+sm = res["cold_start"]["summary"]
+for name in ("direct /bin/true", "agentjail run"):
+    assert sm.get(name) and sm[name]["median"] > 0, f"no cold start samples for {name}"
+for r in res["rows"]:
+    for k in ("metric", "target", "measured", "peers", "ratio"):
+        assert k in r, f"row without {k}: {r}"
+report = open(os.path.join(out, "report.md")).read()
+assert "| metric | target | measured |" in report, "report has no table"
+for png in res["plots"]:
+    path = os.path.join(out, png)
+    # gnuplot may be missing: then run.sh says so in the report instead
+    assert os.path.exists(path) or "plot unavailable" in report, f"missing {png}"
+print(f"bench: {runs[-1]} is complete ({len(res['rows'])} rows)")
