@@ -190,7 +190,8 @@ int aj_policy_set_workspace(aj_policy *p, const char *path, aj_error *err)
 int aj_policy_set_rootfs(aj_policy *p, const char *path, aj_error *err)
 {
 	if (p->rootfs)
-		return aj_err(err, EINVAL, "the root is given twice (--rootfs / --image): choose one");
+		return aj_err(err, EINVAL,
+			      "the root is given twice (--rootfs / --image): choose one");
 	char *c;
 	int r = aj_path_validate_host("rootfs", path, true, &c, err);
 	if (r < 0)
