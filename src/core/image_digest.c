@@ -68,7 +68,8 @@ static int hash_xattrs(walk *w, int dirfd, const char *name)
 	size_t n = 0;
 	for (char *a = list; a < list + len && n < AJ_ARRAY_SIZE(names); a += strlen(a) + 1)
 		names[n++] = a;
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		char value[4096];
 		ssize_t vl = lgetxattr(path, names[i], value, sizeof(value));
@@ -163,7 +164,7 @@ static int walk_dir(walk *w, int dirfd)
 		n++;
 	}
 	closedir(d);
-	if (r == 0)
+	if (r == 0 && n > 1) /* an empty directory has no array at all */
 		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0)
