@@ -8,6 +8,7 @@ PACKAGES=(
 	build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
 	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
+	arch-test libdistro-info-perl gpg libdpkg-perl
 	libwebsockets-dev libcurl4-openssl-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat
 	bubblewrap firejail runsc hyperfine gnuplot-nox
