@@ -225,6 +225,23 @@ static int join_sandbox_net(const aj_netd_ctx *ctx, pid_t child, aj_error *err)
 	return 0;
 }
 
+/* A child reports its setup over fd as one aj_error (empty: ready); wait
+ * for it (10 s at most), close fd, and pass its error on. */
+static int await_child(int fd, const char *what, aj_error *err)
+{
+	aj_error child_err;
+	struct pollfd pw = {.fd = fd, .events = POLLIN};
+	int r = poll(&pw, 1, 10000) == 1 ? aj_read_all(fd, &child_err, sizeof(child_err)) : -1;
+	close(fd);
+	if (r < 0)
+		return aj_err(err, EPROTO, "%s did not start", what);
+	if (child_err.code || child_err.msg[0]) {
+		*err = child_err;
+		return -(child_err.code ? child_err.code : EINVAL);
+	}
+	return 0;
+}
+
 /* With --allow, netd itself stays in agentjail's namespace: the --publish
  * listeners go to a child of their own that joins the sandbox's (and keeps
  * no capability). Returns 1 in that child, 0 in netd, or -errno. */
@@ -268,16 +285,7 @@ static int split_publisher(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *
 	}
 	close(pfd[1]);
 	ctx->publisher = pub;
-	aj_error child_err;
-	int r = aj_read_all(pfd[0], &child_err, sizeof(child_err));
-	close(pfd[0]);
-	if (r < 0)
-		return aj_err(err, EPROTO, "--publish: the forwarder did not start");
-	if (child_err.code || child_err.msg[0]) {
-		*err = child_err;
-		return -(child_err.code ? child_err.code : EINVAL);
-	}
-	return 0;
+	return await_child(pfd[0], "--publish: the forwarder", err);
 }
 
 /* Everything netd needs before the sandbox goes on; err says what failed.
@@ -440,17 +448,7 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	}
 	n->netd = pid;
 	n->netd_stop = stop[1];
-	aj_error child_err;
-	struct pollfd pw = {.fd = pfd[0], .events = POLLIN};
-	int r = poll(&pw, 1, 10000) == 1 ? aj_read_all(pfd[0], &child_err, sizeof(child_err)) : -1;
-	close(pfd[0]);
-	if (r < 0)
-		return aj_err(err, EPROTO, "the network helper did not start");
-	if (child_err.code || child_err.msg[0]) {
-		*err = child_err;
-		return -(child_err.code ? child_err.code : EINVAL);
-	}
-	return 0;
+	return await_child(pfd[0], "the network helper", err);
 }
 
 void aj_netd_stop(aj_net *n)
