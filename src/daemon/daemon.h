@@ -83,8 +83,11 @@ typedef struct aj_metrics {
 extern aj_metrics aj_stats;
 void aj_metrics_add(unsigned long long *counter, unsigned long long n);
 void aj_metrics_exec(double seconds);
-/* The Prometheus text exposition (malloc'ed). */
-char *aj_metrics_text(void);
+/* The supervisor's counters as JSON (the "metrics" op). */
+json_t *aj_metrics_json(void);
+/* The Prometheus text exposition (malloc'ed) of the supervisor's counters
+ * (sup: aj_metrics_json's) and the front's own (requests, errors, bytes). */
+char *aj_metrics_text(json_t *sup);
 
 /* ---- audit.c: JSON lines ---- */
 int aj_audit_open(const char *path, aj_error *err);

@@ -16,7 +16,7 @@
 
 #include "daemon.h"
 #include "net.h"
-#include "procs.h"
+#include "sup.h"
 #include "util.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;

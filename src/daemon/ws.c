@@ -7,13 +7,14 @@
  * timeout, env=NAME=VALUE (repeated). */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
+#include "request.h"
 #include "util.h"
 
 /* The exec request's JSON from the URL arguments; *with_stdin, *tty set. */
@@ -65,24 +66,30 @@ static int refuse(struct lws *wsi, const char *fmt, ...)
 	return -1;
 }
 
-/* A pseudo-terminal pair (80x24) for tty=true: master, slave. */
-static int open_pty(int pty[2])
+/* Close on the next writable, with the reason in r->resp. */
+static void close_later(aj_req *r, const char *why)
 {
-	pty[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (pty[0] < 0)
-		return -1;
-	char name[64];
-	if (grantpt(pty[0]) < 0 || unlockpt(pty[0]) < 0 || ptsname_r(pty[0], name, sizeof(name)) ||
-	    (pty[1] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		close(pty[0]);
-		pty[0] = -1;
-		errno = e;
-		return -1;
+	free(r->resp);
+	r->resp = strdup(why);
+	r->closing = true;
+	lws_callback_on_writable(r->wsi);
+}
+
+static void started(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd < 0 || status != 200) {
+		const char *m =
+		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+		close_later(r, m ? m : "cannot start the command");
+		json_decref(reply);
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
-	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	(void)ioctl(pty[0], TIOCSWINSZ, &ws);
-	return 0;
+	json_decref(reply);
+	int e = aj_stream_start(r, fd, true);
+	if (e < 0)
+		close_later(r, strerror(-e));
 }
 
 static int on_established(struct lws *wsi, aj_req *r)
@@ -97,24 +104,18 @@ static int on_established(struct lws *wsi, aj_req *r)
 	    sscanf(uri, "/v1/sandboxes/%39[a-z0-9-]/exec", id) != 1 ||
 	    strcmp(uri + strlen("/v1/sandboxes/") + strlen(id), "/exec") != 0)
 		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
-	aj_sandbox *sb = aj_registry_get(id);
-	if (!sb)
-		return refuse(wsi, "no sandbox '%s'", id);
-	r->sb = sb;
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
-	int pty[2] = {-1, -1};
-	if (tty && open_pty(pty) < 0)
-		return refuse(wsi, "cannot allocate a pty: %s", strerror(errno));
 	aj_error err;
 	aj_err_clear(&err);
-	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, tty ? pty : NULL, &err) < 0) {
-		for (int i = 0; i < 2; i++)
-			if (pty[i] >= 0)
-				close(pty[i]);
+	aj_exec_req q; /* checked here, again by the supervisor */
+	if (!body || aj_exec_req_parse(body, strlen(body), &q, &err) < 0)
 		return refuse(wsi, "%s", body ? err.msg : "out of memory");
-	}
-	return 0;
+	aj_exec_req_free(&q);
+	json_t *a = json_pack("{s:s, s:o, s:b, s:b, s:b}", "sandbox", id, "req",
+			      json_loads(body, 0, NULL), "ws", 1, "stdin", with_stdin, "tty", tty);
+	return aj_front_call(r, "exec", a, started) < 0 ? refuse(wsi, "the service is stopping")
+							: 0;
 }
 
 int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
@@ -140,6 +141,8 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 		return aj_exec_ws_receive(r, r->ws_channel, p, len, eof);
 	}
 	case LWS_CALLBACK_SERVER_WRITEABLE: {
+		if (r->closing)
+			return refuse(wsi, "%s", r->resp ? r->resp : "refused");
 		unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK];
 		return r->job ? aj_exec_writable(r, buf, sizeof(buf)) : 0;
 	}
