@@ -121,6 +121,28 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* Frames for the supervisor: sent as far as its socket takes them; the
+ * rest kept (and the client's input paused) until it does. */
+static void feed(aj_req *r, aj_job *j)
+{
+	while (j->in_len) {
+		ssize_t n = send(j->fd, j->in_pend, j->in_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) { /* the command has ended: drop the rest */
+			j->in_len = 0;
+			break;
+		}
+		memmove(j->in_pend, j->in_pend + n, j->in_len - (size_t)n);
+		j->in_len -= (size_t)n;
+	}
+	lws_rx_flow_control(r->wsi, j->in_len == 0);
+	if (j->in_len)
+		lws_callback_on_writable(r->wsi);
+}
+
 int aj_stream_start(aj_req *r, int fd, bool ws)
 {
 	aj_job *j = calloc(1, sizeof(*j));
@@ -150,50 +172,48 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 	jobs = j;
 	pthread_mutex_unlock(&jobs_mu);
 	r->job = j;
+	if (ws && r->body_len) { /* what the client sent while it started */
+		j->in_pend = r->body;
+		j->in_len = r->body_len;
+		r->body = NULL;
+		r->body_len = 0;
+	}
+	if (ws)
+		feed(r, j);
 	return 0;
 }
 
-/* Frames for the supervisor: sent as far as its socket takes them; the
- * rest kept (and the client's input paused) until it does. */
-static void feed(aj_req *r, aj_job *j)
+/* A frame [length][channel][data] at the end of *buf. */
+static int frame_append(char **buf, size_t *blen, int channel, const void *data, size_t len)
 {
-	while (j->in_len) {
-		ssize_t n = send(j->fd, j->in_pend, j->in_len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0) { /* the command has ended: drop the rest */
-			j->in_len = 0;
-			break;
-		}
-		memmove(j->in_pend, j->in_pend + n, j->in_len - (size_t)n);
-		j->in_len -= (size_t)n;
-	}
-	lws_rx_flow_control(r->wsi, j->in_len == 0);
-	if (j->in_len)
-		lws_callback_on_writable(r->wsi);
+	if (len >= AJ_IPC_FRAME_MAX || *blen + len + 5 > JOB_MAX_QUEUED)
+		return -1;
+	char *b = realloc(*buf, *blen + len + 5);
+	if (!b)
+		return -1;
+	*buf = b;
+	uint32_t l = (uint32_t)len + 1;
+	memcpy(b + *blen, &l, 4);
+	b[*blen + 4] = (char)channel;
+	if (len)
+		memcpy(b + *blen + 5, data, len);
+	*blen += len + 5;
+	return 0;
 }
 
 int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof)
 {
 	aj_job *j = r->job;
-	if (!j || (channel != 0 && channel != 4))
+	if (channel != 0 && channel != 4)
 		return 0; /* nothing else goes to the command */
-	if (len >= AJ_IPC_FRAME_MAX || j->in_len + len + 5 > JOB_MAX_QUEUED)
-		return -1;
 	if (!eof && len == 0)
 		return 0;
-	char *b = realloc(j->in_pend, j->in_len + len + 5);
-	if (!b)
-		return -1;
-	j->in_pend = b;
-	uint32_t l = (uint32_t)len + 1;
-	memcpy(b + j->in_len, &l, 4);
-	b[j->in_len + 4] = (char)channel;
-	if (len)
-		memcpy(b + j->in_len + 5, data, len);
-	j->in_len += len + 5;
+	if (!j && r->call) { /* the command is starting: kept until it has */
+		lws_rx_flow_control(r->wsi, 0);
+		return frame_append(&r->body, &r->body_len, channel, data, len);
+	}
+	if (!j || frame_append(&j->in_pend, &j->in_len, channel, data, len) < 0)
+		return j ? -1 : 0;
 	feed(r, j);
 	return 0;
 }
