@@ -20,6 +20,7 @@ typedef struct aj_daemon_opts {
 	const char *token_file; /* bearer token; required with listen */
 	const char *state_dir;
 	unsigned max_sandboxes;
+	unsigned header_timeout_s; /* request headers must come within this (408) */
 	bool quiet;
 } aj_daemon_opts;
 

@@ -260,7 +260,7 @@ static int make_context(const aj_daemon_opts *o, aj_error *err)
 	info.max_http_header_pool = 256;
 	info.timeout_secs = 20;
 	info.fd_limit_per_thread = 4096;
-	lws_set_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN, NULL);
+	lws_set_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN, aj_guard_log);
 	context = lws_create_context(&info);
 	if (!context)
 		return aj_err(err, ENOMEM, "cannot create the libwebsockets context");
@@ -282,6 +282,7 @@ void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
 	sigaction(SIGPIPE, &ign, NULL);
 	aj_error err;
 	aj_err_clear(&err);
+	aj_guard_set_timeout(o->header_timeout_s ? o->header_timeout_s : 10);
 	int r = make_context(o, &err);
 	bool quiet = o->quiet;
 	char where[600];
@@ -306,8 +307,11 @@ void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
 	}
 	if (!quiet)
 		fprintf(stderr, "agentjail: serving on %s\n", where);
-	while (!stopping && lws_service(context, 0) >= 0)
-		;
+	while (!stopping) {
+		aj_guard_before_service();
+		if (lws_service(context, 0) < 0)
+			break;
+	}
 	lws_context_destroy(context);
 	_exit(0);
 }

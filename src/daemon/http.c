@@ -267,6 +267,13 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 {
 	aj_req *r = user;
 	switch (reason) {
+	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: aj_guard_accepted(wsi); return 0;
+	case LWS_CALLBACK_FILTER_HTTP_CONNECTION: aj_guard_headers_done(wsi); return 0;
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+		aj_guard_headers_done(wsi);
+		return aj_guard_upgrade(wsi);
+	case LWS_CALLBACK_TIMER: return aj_guard_timer(wsi);
+	case LWS_CALLBACK_WSI_DESTROY: aj_guard_destroyed(wsi); return 0;
 	case LWS_CALLBACK_HTTP: return on_http(r, wsi, in);
 	case LWS_CALLBACK_HTTP_BODY: on_body(r, in, len); return 0;
 	case LWS_CALLBACK_HTTP_BODY_COMPLETION: on_body_done(r); return 0;

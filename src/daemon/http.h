@@ -109,6 +109,20 @@ void aj_exec_set_context(struct lws_context *ctx);
 void aj_http_peer(aj_req *r);
 void aj_http_req_free(aj_req *r);
 
+/* guard.c: connections whose request headers never complete (408, 431),
+ * and WebSocket upgrades without the token (401). */
+void aj_guard_set_timeout(unsigned seconds);
+void aj_guard_accepted(struct lws *wsi);
+void aj_guard_headers_done(struct lws *wsi);
+/* The timer: -1 (close) when it answered 408. */
+int aj_guard_timer(struct lws *wsi);
+void aj_guard_destroyed(struct lws *wsi);
+/* Before each lws_service(); lws's log lines go through aj_guard_log. */
+void aj_guard_before_service(void);
+void aj_guard_log(int level, const char *line);
+/* 0: the upgrade may go on; 1: answered 401; -1: hang up. */
+int aj_guard_upgrade(struct lws *wsi);
+
 /* The bearer token, "" when none is needed. */
 bool aj_http_token_ok(aj_req *r);
 
