@@ -260,7 +260,9 @@ static int make_context(const aj_daemon_opts *o, aj_error *err)
 	info.max_http_header_pool = 256;
 	info.timeout_secs = 20;
 	info.fd_limit_per_thread = 4096;
-	lws_set_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN, aj_guard_log);
+	/* info too: lws tells some header overflows only there (aj_guard_log) */
+	aj_guard_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN);
+	lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE | LLL_INFO, aj_guard_log);
 	context = lws_create_context(&info);
 	if (!context)
 		return aj_err(err, ENOMEM, "cannot create the libwebsockets context");
@@ -289,6 +291,7 @@ void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
 	snprintf(where, sizeof(where), "%s%s%s", o->socket, o->listen ? " and " : "",
 		 o->listen ? o->listen : "");
 	aj_proctitle_set("agentjail-front"); /* over argv: o's strings are gone */
+	prctl(PR_SET_NAME, "agentjail-front", 0, 0, 0);
 	if (r == 0)
 		r = aj_front_drop(AJ_FRONT_UID, AJ_FRONT_UID, &err);
 	/* dies with the supervisor (set after the drop: a credential change clears it) */

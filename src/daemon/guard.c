@@ -129,13 +129,21 @@ static void overflowed(void)
 		       "the request's headers are larger than 4096 bytes");
 }
 
+static int log_mask = LLL_ERR | LLL_WARN;
+
+void aj_guard_log_level(int mask)
+{
+	log_mask = mask;
+}
+
 void aj_guard_log(int level, const char *line)
 {
 	if (strstr(line, "Ran out of header data space")) {
 		overflowed();
 		return; /* answered, not an error of ours */
 	}
-	lwsl_emit_stderr(level, line);
+	if (level & log_mask)
+		lwsl_emit_stderr(level, line);
 }
 
 int aj_guard_timer(struct lws *wsi)

@@ -120,6 +120,8 @@ void aj_guard_destroyed(struct lws *wsi);
 /* Before each lws_service(); lws's log lines go through aj_guard_log. */
 void aj_guard_before_service(void);
 void aj_guard_log(int level, const char *line);
+/* The lws levels shown on stderr. */
+void aj_guard_log_level(int mask);
 /* 0: the upgrade may go on; 1: answered 401; -1: hang up. */
 int aj_guard_upgrade(struct lws *wsi);
 

@@ -261,6 +261,9 @@ int aj_sup_serve(int sock, int front_pid, volatile int *stopping)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 	aj_registry_destroy_all();
+	/* commands and readers end (their sandboxes are dying) and drop the last
+	 * references: the boxes are torn down while their creators live */
+	aj_exec_shutdown();
 	pthread_mutex_lock(&mu);
 	closing = true;
 	pthread_cond_broadcast(&cv);
