@@ -172,3 +172,37 @@ EOF
     [ ! -e "$SOCK" ]
     jq -e -s 'map(.event) | index("stop") != null' "$STATE/audit.log" >/dev/null
 }
+
+@test "privsep: a request waiting on the supervisor does not block the front's event loop" {
+    svc_start
+    # the supervisor stopped stands for a long operation (a create: 15-50 ms)
+    kill -STOP "$SVC_PID"
+    api POST /v1/sandboxes -d '{}' >"$T/created" &
+    waiting=$!
+    # meanwhile the front answers what it answers alone
+    api_status GET /v1/nothing
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 404:not_found
+    api_status POST /v1/sandboxes -d '{not json'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 400:bad_request
+    kill -0 "$waiting" # still waiting for its sandbox
+    kill -CONT "$SVC_PID"
+    wait "$waiting"
+    id=$(jq -er .id "$T/created")
+    assert_eq "$(sb_exec "$id" '{"cmd": "echo ok"}' | events_stdout)" ok
+}
+
+@test "privsep: a large file moves through the front with bounded memory" {
+    svc_start
+    mkdir "$T/w"
+    id=$(sb_create "{\"workspace\": \"$T/w\"}")
+    head -c $((256 << 20)) /dev/urandom >"$T/big"
+    out=$(curl -sS --max-time 120 --unix-socket "$SOCK" -T "$T/big" "http://agentjail/v1/sandboxes/$id/files?path=/workspace/big")
+    assert_eq "$(jq -r .size <<<"$out")" $((256 << 20))
+    cmp "$T/big" "$T/w/big"
+    curl -sS --max-time 120 --unix-socket "$SOCK" "http://agentjail/v1/sandboxes/$id/files?path=/workspace/big" | cmp - "$T/big"
+    f=$(front_pid)
+    hwm=$(awk '$1 == "VmHWM:" {print $2}' /proc/"$f"/status)
+    # the front's peak memory stays far below the file (ASan's shadow aside)
+    [ -n "${AJ_SANITIZED:-}" ] || [ "$hwm" -lt $((32 << 10)) ] || fail "front peak RSS ${hwm} kB"
+    rm -f "$T/big" "$T/w/big"
+}
