@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "sandbox_ws.h"
 #include "util.h"
 
 static const char sandbox_usage[] =
@@ -21,10 +22,12 @@ static const char sandbox_usage[] =
     "                          are those of `agentjail run` (--memory 256M, --env A=1,\n"
     "                          --secret NAME=VALUE, --workspace DIR, --net open ...)\n"
     "  ls [--json]             the service's sandboxes\n"
-    "  exec [--timeout SECS] [--cwd DIR] [-e NAME=VALUE] [-i] [-d] ID -- CMD [ARG...]\n"
+    "  exec [--timeout SECS] [--cwd DIR] [-e NAME=VALUE] [-i|-t|-d] ID -- CMD [ARG...]\n"
     "                          run CMD in sandbox ID, streaming its output; exits with\n"
-    "                          its status (-i: send our stdin; -d/--background: start\n"
-    "                          it in the background and print its process id)\n"
+    "                          its status (-i: send our stdin; -t/--tty: interactive,\n"
+    "                          a terminal in the sandbox, our stdin streamed to it;\n"
+    "                          -d/--background: start it in the background and print\n"
+    "                          its process id)\n"
     "  ps [--json] ID          the sandbox's background processes\n"
     "  logs [-f] [--offset N] ID PROC\n"
     "                          a background process's output (kept: its last 1 MiB);\n"
@@ -279,6 +282,10 @@ static int exec_body(int argc, char **argv, json_t *req, const char **id)
 			free(in);
 			continue;
 		}
+		if (!strcmp(o, "-t") || !strcmp(o, "--tty")) {
+			json_object_set_new(req, "tty", json_true());
+			continue;
+		}
 		if (!strcmp(o, "-d") || !strcmp(o, "--background")) {
 			json_object_set_new(req, "background", json_true());
 			continue;
@@ -311,11 +318,50 @@ static int exec_body(int argc, char **argv, json_t *req, const char **id)
 	return 0;
 }
 
+/* exec -t: the request's fields as the WebSocket's URL arguments. */
+static int exec_tty(const client *c, const char *id, json_t *req)
+{
+	if (json_is_true(json_object_get(req, "background")) || json_object_get(req, "stdin"))
+		return fail("exec: -t streams our stdin to a terminal: not with -i or -d");
+	json_t *cmd = json_object_get(req, "cmd"), *env = json_object_get(req, "env");
+	size_t n = json_array_size(cmd), ne = json_object_size(env), k = 0;
+	char **argv = calloc(n + 1, sizeof(char *)), **envv = calloc(ne + 1, sizeof(char *));
+	char timeout[32] = "";
+	json_t *t = json_object_get(req, "timeout");
+	if (t)
+		snprintf(timeout, sizeof(timeout), "%g", json_number_value(t));
+	int r = argv && envv ? 0 : fail("out of memory");
+	for (size_t i = 0; !r && i < n; i++)
+		argv[i] = (char *)json_string_value(json_array_get(cmd, i));
+	const char *name;
+	json_t *v;
+	json_object_foreach(env, name, v)
+	{
+		if (r || !(envv[k++] = aj_asprintf("%s=%s", name, json_string_value(v))))
+			r = fail("out of memory");
+	}
+	aj_ws_target target = {.socket = c->socket, .url = c->url, .auth = c->auth};
+	if (!r)
+		r = aj_sandbox_exec_tty(&target, id, argv, (int)n,
+					json_string_value(json_object_get(req, "cwd")),
+					t ? timeout : NULL, envv, (int)k);
+	for (size_t i = 0; envv && i < k; i++)
+		free(envv[i]);
+	free(envv);
+	free(argv);
+	return r;
+}
+
 static int cmd_exec(const client *c, int argc, char **argv)
 {
 	json_t *req = json_object();
 	const char *id = NULL;
 	int r = exec_body(argc, argv, req, &id);
+	if (!r && json_is_true(json_object_get(req, "tty"))) {
+		r = exec_tty(c, id, req);
+		json_decref(req);
+		return r;
+	}
 	bool bg = json_is_true(json_object_get(req, "background"));
 	if (!bg)
 		json_object_del(req, "background");

@@ -97,3 +97,26 @@ load helpers
     [ "$(grep -c '^p' <<<"$output")" = 2 ]
     "$AJ" sandbox rm "$id"
 }
+
+@test "sandbox CLI: exec -t: a terminal in the sandbox over WebSocket, stdin streamed, status passed" {
+    svc_start
+    export AGENTJAIL_SOCKET=$SOCK
+    id=$("$AJ" sandbox create --secret TOK=abcdefgh123)
+    # stdin is streamed to the sandbox's terminal (which echoes it); output redacted
+    run bash -c "printf 'echo \$((6*7)) abcdefgh123\nexit 3\n' | timeout 20 '$AJ' sandbox exec -t '$id' -- sh"
+    assert_status 3
+    [[ "$output" == *"42 [REDACTED]"* ]] || fail "$output"
+    assert_output_lacks abcdefgh123
+    # on our own terminal (script gives us one): raw mode, the sandbox's pty
+    run timeout 20 script -qec "'$AJ' sandbox exec -t -e X=1 --cwd /tmp '$id' -- sh -c 'tty; pwd; echo \$X; exit 5'" /dev/null
+    assert_status 5
+    [[ "$output" == *"/dev/pts/0"*"/tmp"*"1"* ]] || fail "$output"
+    run --separate-stderr timeout 20 "$AJ" sandbox exec -t sb-0000000000000000 -- true
+    assert_status 125
+    assert_one_error_line
+    [[ "$stderr" == *"no sandbox"* ]] || fail "$stderr"
+    run --separate-stderr "$AJ" sandbox exec -t -d "$id" -- true
+    assert_status 125
+    assert_one_error_line
+    "$AJ" sandbox rm "$id"
+}
