@@ -344,25 +344,6 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-/* A pseudo-terminal pair (80x24) for tty: master, slave. */
-static int open_pty(int pty[2])
-{
-	pty[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (pty[0] < 0)
-		return -errno;
-	char name[64];
-	if (grantpt(pty[0]) < 0 || unlockpt(pty[0]) < 0 || ptsname_r(pty[0], name, sizeof(name)) ||
-	    (pty[1] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		close(pty[0]);
-		pty[0] = -1;
-		return -e;
-	}
-	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	(void)ioctl(pty[0], TIOCSWINSZ, &ws);
-	return 0;
-}
-
 static int start_thread(void *(*fn)(void *), job *j)
 {
 	pthread_attr_t attr;
@@ -377,8 +358,9 @@ static int start_thread(void *(*fn)(void *), job *j)
 	return -e;
 }
 
-/* The job's pipes, pty and stream; *front: the front's end. */
-static int job_setup(job *j, bool with_stdin, bool tty, int *front)
+/* The job's pipes, pty (in the sandbox's own devpts) and stream; *front:
+ * the front's end. */
+static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *err)
 {
 	int s[2];
 	if (pipe2(j->sig, O_CLOEXEC) < 0 ||
@@ -387,7 +369,7 @@ static int job_setup(job *j, bool with_stdin, bool tty, int *front)
 	j->sock = s[0];
 	*front = s[1];
 	int r = 0;
-	if (tty && (r = open_pty(j->tty)) == 0 &&
+	if (tty && (r = aj_box_open_pty(&j->sb->box, j->tty, err)) == 0 &&
 	    (j->stdin_rw[1] = fcntl(j->tty[0], F_DUPFD_CLOEXEC, 3)) < 0)
 		r = -errno;
 	else if (!tty && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) < 0)
@@ -435,8 +417,8 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	j->sig[0] = j->sig[1] = j->stdin_rw[0] = j->stdin_rw[1] = j->tty[0] = j->tty[1] = -1;
 	snprintf(j->peer, sizeof(j->peer), "%s", aj_arg_peer(args));
 	int front = -1;
-	int e =
-	    job_setup(j, ws && aj_arg_bool(args, "stdin"), ws && aj_arg_bool(args, "tty"), &front);
+	int e = job_setup(j, ws && aj_arg_bool(args, "stdin"), ws && aj_arg_bool(args, "tty"),
+			  &front, &err);
 	j->refs = 3; /* this function's, the worker's and the reader's */
 	if (e == 0 && (e = start_thread(worker, j)) < 0)
 		j->refs -= 2;
@@ -450,7 +432,11 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	if (e < 0) {
 		if (front >= 0)
 			close(front);
-		aj_reply_error(rep, 503, "busy", "cannot start the command: %s", strerror(-e));
+		if (err.msg[0])
+			aj_reply_fail(rep, 500, "exec_failed", &err);
+		else
+			aj_reply_error(rep, 503, "busy", "cannot start the command: %s",
+				       strerror(-e));
 		return;
 	}
 	rep->fd = front;
