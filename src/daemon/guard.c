@@ -113,14 +113,15 @@ void aj_guard_before_service(void)
 }
 
 /* lws says it drops a connection for its headers (before it shuts the
- * socket, after no callback of ours): the one lws read from in this turn
- * of the loop, when it is the only one. */
+ * socket, after no callback of ours): the one whose unread bytes changed in
+ * this turn of the loop (lws read it: what came during the poll and was
+ * not all read, or less than before), when it is the only one. */
 static void overflowed(void)
 {
 	pending *hit = NULL;
 	int n = 0;
 	for (pending *p = list; p; p = p->next)
-		if (!p->answered && p->inq > 0 && inq(p->fd) < p->inq) {
+		if (!p->answered && inq(p->fd) != p->inq) {
 			hit = p;
 			n++;
 		}
