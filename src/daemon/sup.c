@@ -193,7 +193,10 @@ static int on_request(void)
 	if (r < 0) {
 		if (m.h.magic == AJ_IPC_MAGIC)
 			refuse(m.h.id, 400, "bad_message", &err);
-		fprintf(stderr, "agentjail serve: refused a message of the front: %s\n", err.msg);
+		static unsigned refused; /* a few lines, not a flood of them */
+		if (refused++ < 10)
+			fprintf(stderr, "agentjail serve: refused a message of the front: %s\n",
+				err.msg);
 		return 0;
 	}
 	aj_op_fn fn = aj_sup_op(m.h.op);
