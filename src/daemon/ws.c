@@ -72,6 +72,7 @@ static void close_later(aj_req *r, const char *why)
 	free(r->resp);
 	r->resp = strdup(why);
 	r->closing = true;
+	lws_rx_flow_control(r->wsi, 1); /* paused while the command started */
 	lws_callback_on_writable(r->wsi);
 }
 
@@ -90,6 +91,29 @@ static void started(aj_req *r, int status, json_t *reply, int fd)
 	int e = aj_stream_start(r, fd, true);
 	if (e < 0)
 		close_later(r, strerror(-e));
+}
+
+/* The close frame saying why, then the client's close is awaited (its
+ * frames sent meanwhile are dropped): closing at once could reset the
+ * connection under a client still writing, and lose the reason. */
+static int close_frame(struct lws *wsi, aj_req *r)
+{
+	if (r->finished)
+		return 0;
+	r->finished = true;
+	unsigned char buf[LWS_PRE + 128];
+	const char *why = r->resp ? r->resp : "refused";
+	size_t n = strlen(why) < 120 ? strlen(why) : 120;
+	buf[LWS_PRE] = (unsigned char)(LWS_CLOSE_STATUS_POLICY_VIOLATION >> 8);
+	buf[LWS_PRE + 1] = (unsigned char)(LWS_CLOSE_STATUS_POLICY_VIOLATION & 0xff);
+	memcpy(buf + LWS_PRE + 2, why, n);
+	aj_metrics_add(&aj_stats.errors, 1);
+	/* 4: the close opcode (lws-write.h keeps it for lws_close_reason, which
+	 * closes at once) */
+	if (lws_write(wsi, buf + LWS_PRE, n + 2, (enum lws_write_protocol)4) < 0)
+		return -1;
+	lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 5);
+	return 0;
 }
 
 static int on_established(struct lws *wsi, aj_req *r)
@@ -129,6 +153,8 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 	}
 	case LWS_CALLBACK_ESTABLISHED: return on_established(wsi, r);
 	case LWS_CALLBACK_RECEIVE: {
+		if (r->closing)
+			return 0; /* waiting for the client's close */
 		const unsigned char *p = in;
 		if (lws_is_first_fragment(wsi)) {
 			if (len == 0)
@@ -142,7 +168,7 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 	}
 	case LWS_CALLBACK_SERVER_WRITEABLE: {
 		if (r->closing)
-			return refuse(wsi, "%s", r->resp ? r->resp : "refused");
+			return close_frame(wsi, r);
 		unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK];
 		return r->job ? aj_exec_writable(r, buf, sizeof(buf)) : 0;
 	}
