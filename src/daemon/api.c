@@ -58,7 +58,7 @@ static route parse_route(const char *path)
 		return rt;
 	memcpy(rt.id, p, n);
 	p += n;
-	static const char *const subs[] = {"exec", "files", "mkdir"};
+	static const char *const subs[] = {"exec", "files", "mkdir", "pause", "resume"};
 	if (*p == '\0' || !strcmp(p, "/"))
 		return rt.ok = true, rt;
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
@@ -149,11 +149,45 @@ static bool wants_background(aj_req *r)
 	return bg;
 }
 
+/* POST pause / resume */
+static void pause_resume(aj_req *r, aj_sandbox *sb, bool pause)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	int rc = aj_sandbox_pause(sb, pause, &err);
+	if (rc < 0) {
+		aj_http_fail(r, rc == -EALREADY ? 409 : 500,
+			     rc == -EALREADY ? "conflict"
+			     : pause	     ? "pause_failed"
+					     : "resume_failed",
+			     &err);
+		return;
+	}
+	aj_audit(pause ? "pause" : "resume",
+		 json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", r->peer));
+	aj_http_json(r, 200, aj_sandbox_json(sb));
+}
+
+/* Work that needs the sandbox's processes running. */
+static bool needs_running(const route *rt, int m)
+{
+	return !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "files") || !strcmp(rt->sub, "mkdir") ||
+	       (!strcmp(rt->sub, "processes") && m == AJ_POST);
+}
+
 static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
 {
 	const char *sub = rt->sub;
 	int m = r->method;
-	if (!*sub && m == AJ_GET)
+	if (needs_running(rt, m) && aj_sandbox_paused(sb))
+		aj_http_error(r, 409, "sandbox_paused",
+			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
+			      PREFIX, sb->id);
+	else if (!strcmp(sub, "pause") && m == AJ_POST)
+		pause_resume(r, sb, true);
+	else if (!strcmp(sub, "resume") && m == AJ_POST)
+		pause_resume(r, sb, false);
+	else if (!*sub && m == AJ_GET)
 		aj_http_json(r, 200, aj_sandbox_json(sb));
 	else if (!*sub && m == AJ_PATCH)
 		patch(r, sb);
@@ -241,6 +275,12 @@ bool aj_api_begin_upload(aj_req *r)
 		return false;
 	}
 	aj_sandbox *sb = find(r, &rt);
+	if (sb && aj_sandbox_paused(sb)) {
+		aj_http_error(r, 409, "sandbox_paused",
+			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
+			      PREFIX, sb->id);
+		return false;
+	}
 	return sb && aj_files_open_upload(r, sb) == 0;
 }
 

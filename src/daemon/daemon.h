@@ -44,6 +44,9 @@ typedef struct aj_sandbox {
 	int refs;		  /* the registry's + running execs' (atomic) */
 	bool dead;		  /* destroyed: no new work */
 	char owner[64];		  /* who created it (audit) */
+	pthread_mutex_t state_mu; /* pause/resume and the TTL */
+	bool paused;		  /* frozen (cgroup freezer) */
+	long long paused_left_ms; /* paused: the TTL left when paused (0: none) */
 	pthread_mutex_t procs_mu; /* background processes (procs.c) */
 	struct aj_proc *procs;
 	unsigned next_proc;
@@ -63,7 +66,7 @@ int aj_registry_destroy(const char *id);
 void aj_registry_expire(void);
 void aj_registry_destroy_all(void);
 /* JSON description of one / all. */
-json_t *aj_sandbox_json(const aj_sandbox *sb);
+json_t *aj_sandbox_json(aj_sandbox *sb);
 json_t *aj_registry_list(void);
 unsigned aj_registry_count(void);
 void aj_sandbox_ref(aj_sandbox *sb);
@@ -71,6 +74,10 @@ void aj_sandbox_unref(aj_sandbox *sb);
 /* Set the TTL to seconds from now (PATCH). */
 void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds);
 long long aj_now_ms(void);
+/* Pause (freeze every process, memory kept, TTL clock stopped) or resume.
+ * -EALREADY: it is in that state already. */
+int aj_sandbox_pause(aj_sandbox *sb, bool pause, aj_error *err);
+bool aj_sandbox_paused(aj_sandbox *sb);
 
 /* ---- metrics.c ---- */
 typedef struct aj_metrics {
