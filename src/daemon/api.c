@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "pool.h"
 #include "procs.h"
 #include "request.h"
 #include "util.h"
@@ -244,6 +245,10 @@ void aj_api_dispatch(aj_req *r)
 	}
 	if (!strcmp(r->path, "/metrics") && r->method == AJ_GET) {
 		text(r, "text/plain; version=0.0.4", aj_metrics_text());
+		return;
+	}
+	if (!strcmp(r->path, "/v1/pools") && r->method == AJ_GET) {
+		aj_http_json(r, 200, aj_pool_json());
 		return;
 	}
 	route rt = parse_route(r->path);

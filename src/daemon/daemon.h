@@ -21,6 +21,8 @@ typedef struct aj_daemon_opts {
 	const char *state_dir;
 	unsigned max_sandboxes;
 	bool quiet;
+	const char *pools[16]; /* --pool IMAGE=N */
+	size_t n_pools;
 } aj_daemon_opts;
 
 #define AJ_DAEMON_RUN_DIR "/run/agentjail"
@@ -58,6 +60,9 @@ void aj_registry_init(const char *state_dir, unsigned max);
 void aj_registry_sweep(void);
 /* Create from a JSON request body; the result holds a reference. */
 int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err);
+/* A new sandbox from a policy (JSON), outside the registry (pool.c), with
+ * its state file written; NULL with err filled on failure. */
+aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err);
 /* Find a live sandbox; the result holds a reference (aj_sandbox_unref). */
 aj_sandbox *aj_registry_get(const char *id);
 /* Destroy: kill everything in it now; freed with its last reference. */

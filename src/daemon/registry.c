@@ -16,6 +16,7 @@
 
 #include "daemon.h"
 #include "net.h"
+#include "pool.h"
 #include "procs.h"
 #include "util.h"
 
@@ -254,6 +255,33 @@ static int add_to_registry(aj_sandbox *sb, aj_error *err)
 	return r;
 }
 
+aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
+{
+	aj_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		aj_err(err, ENOMEM, "sandbox");
+		return NULL;
+	}
+	aj_policy_init(&sb->policy);
+	pthread_mutex_init(&sb->procs_mu, NULL);
+	pthread_mutex_init(&sb->state_mu, NULL);
+	sb->root_fd = -1;
+	sb->box.ctl = sb->box.sock = sb->box.root = -1;
+	sb->refs = 1;
+	make_id(sb->id, sizeof(sb->id));
+	sb->policy.quiet = true;
+	int r;
+	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
+	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
+		state_write(sb);
+	if (r < 0) {
+		aj_sandbox_unref(sb);
+		return NULL;
+	}
+	return sb;
+}
+
 int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err)
 {
 	double ttl;
@@ -262,27 +290,15 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 		return r;
 	if (aj_registry_count() >= reg_max)
 		return aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
-	aj_sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return aj_err(err, ENOMEM, "sandbox");
-	aj_policy_init(&sb->policy);
-	pthread_mutex_init(&sb->procs_mu, NULL);
-	pthread_mutex_init(&sb->state_mu, NULL);
-	sb->root_fd = -1;
-	sb->box.ctl = sb->box.sock = sb->box.root = -1;
-	sb->refs = 1;
-	make_id(sb->id, sizeof(sb->id));
+	aj_sandbox *sb = NULL;
+	if ((r = aj_pool_take(req, &sb, err)) < 0)
+		return r;
+	if (!sb && !(sb = aj_sandbox_build(req, err)))
+		return -(err->code ? err->code : EINVAL);
 	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
-	sb->policy.quiet = true;
-	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
-	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0) {
-		sb->created_ms = aj_now_ms();
-		aj_sandbox_set_ttl(sb, ttl);
-		state_write(sb);
-		r = add_to_registry(sb, err);
-	}
-	if (r < 0) {
+	sb->created_ms = aj_now_ms();
+	aj_sandbox_set_ttl(sb, ttl);
+	if ((r = add_to_registry(sb, err)) < 0) {
 		aj_sandbox_unref(sb);
 		return r;
 	}
