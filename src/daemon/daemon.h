@@ -46,6 +46,7 @@ typedef struct aj_sandbox {
 	int refs;		  /* the registry's + running execs' (atomic) */
 	bool dead;		  /* destroyed: no new work */
 	char owner[64];		  /* who created it (audit) */
+	json_t *req;		  /* the policy it was made from (forks) */
 	pthread_mutex_t state_mu; /* pause/resume and the TTL */
 	bool paused;		  /* frozen (cgroup freezer) */
 	long long paused_left_ms; /* paused: the TTL left when paused (0: none) */
@@ -63,6 +64,15 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 /* A new sandbox from a policy (JSON), outside the registry (pool.c), with
  * its state file written; NULL with err filled on failure. */
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err);
+/* Into the registry (it takes sb's reference; on failure sb is gone). */
+int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err);
+/* A new image from an image sandbox's filesystem (snapshot.c). */
+int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err);
+/* count new sandboxes from a copy of sb's filesystem (snapshot.c); *out:
+ * {"sandboxes": [...]}. -EAGAIN: too many sandboxes. */
+int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
+		    aj_error *err);
+#define AJ_FORK_MAX 16
 /* Find a live sandbox; the result holds a reference (aj_sandbox_unref). */
 aj_sandbox *aj_registry_get(const char *id);
 /* Destroy: kill everything in it now; freed with its last reference. */

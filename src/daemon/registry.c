@@ -169,6 +169,7 @@ void aj_sandbox_unref(aj_sandbox *sb)
 	pthread_mutex_destroy(&sb->procs_mu);
 	pthread_mutex_destroy(&sb->state_mu);
 	aj_policy_free(&sb->policy);
+	json_decref(sb->req);
 	free(sb);
 }
 
@@ -271,9 +272,11 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	make_id(sb->id, sizeof(sb->id));
 	sb->policy.quiet = true;
 	int r;
-	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
-	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
+	if (!(sb->req = json_deep_copy(req)))
+		r = aj_err(err, ENOMEM, "sandbox");
+	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
+		 (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+		 (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
 		state_write(sb);
 	if (r < 0) {
 		aj_sandbox_unref(sb);
@@ -295,16 +298,22 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 		return r;
 	if (!sb && !(sb = aj_sandbox_build(req, err)))
 		return -(err->code ? err->code : EINVAL);
-	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
-	sb->created_ms = aj_now_ms();
-	aj_sandbox_set_ttl(sb, ttl);
-	if ((r = add_to_registry(sb, err)) < 0) {
-		aj_sandbox_unref(sb);
+	if ((r = aj_registry_add(sb, ttl, owner, err)) < 0)
 		return r;
-	}
 	aj_sandbox_ref(sb);
 	*out = sb;
 	return 0;
+}
+
+int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err)
+{
+	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
+	sb->created_ms = aj_now_ms();
+	aj_sandbox_set_ttl(sb, ttl);
+	int r = add_to_registry(sb, err);
+	if (r < 0)
+		aj_sandbox_unref(sb);
+	return r;
 }
 
 aj_sandbox *aj_registry_get(const char *id)
