@@ -11,6 +11,7 @@
 
 #include "image.h"
 #include "util.h"
+#include "zygote.h"
 
 typedef struct pool {
 	char image[AJ_IMAGE_NAME_MAX + 1]; /* "default": the host-root sandbox */
@@ -20,6 +21,7 @@ typedef struct pool {
 	unsigned long long hits, empty, built, failed;
 	long long retry_at, backoff_ms; /* after a failed build (monotonic ms) */
 	char last_error[256];
+	char warmup[512]; /* the image's Python warm-up: a zygote per sandbox */
 } pool;
 
 static pool pools[AJ_POOL_MAX];
@@ -73,6 +75,11 @@ int aj_pool_add(const char *spec, aj_error *err)
 	pool *pl = &pools[n_pools++];
 	memset(pl, 0, sizeof(*pl));
 	snprintf(pl->image, sizeof(pl->image), "%s", image);
+	aj_image_info info;
+	char interp[64];
+	if (!dflt && aj_image_inspect(aj_state_dir(), image, &info, NULL) == 0 &&
+	    aj_zygote_interp(info.warmup, interp, sizeof(interp)))
+		snprintf(pl->warmup, sizeof(pl->warmup), "%s", info.warmup);
 	pl->req = req;
 	pl->want = (unsigned)n;
 	return 0;
@@ -132,6 +139,8 @@ static void *refill(void *arg)
 			continue;
 		}
 		json_t *req = json_deep_copy(pl->req);
+		char warmup[sizeof(pl->warmup)];
+		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
 		pthread_mutex_unlock(&mu);
 		aj_error err;
 		aj_err_clear(&err);
@@ -139,6 +148,11 @@ static void *refill(void *arg)
 		if (!req)
 			aj_err(&err, ENOMEM, "pool");
 		json_decref(req);
+		aj_error zerr;
+		aj_err_clear(&zerr);
+		if (sb && warmup[0] && aj_zygote_start(&sb->box, warmup, &zerr) < 0)
+			aj_audit("zygote_failed", json_pack("{s:s, s:s}", "sandbox", sb->id,
+							    "error", zerr.msg));
 		pthread_mutex_lock(&mu);
 		if (sb) /* the keeper: the tests' residue check attributes its cgroups */
 			aj_audit("pool_build",
@@ -288,11 +302,12 @@ json_t *aj_pool_json(void)
 	for (size_t i = 0; i < n_pools; i++) {
 		const pool *pl = &pools[i];
 		json_array_append_new(
-		    a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?}", "image", pl->image,
+		    a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}", "image", pl->image,
 				 "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
 				 (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
 				 (json_int_t)pl->built, "failed", (json_int_t)pl->failed,
-				 "last_error", pl->last_error[0] ? pl->last_error : NULL));
+				 "last_error", pl->last_error[0] ? pl->last_error : NULL, "warmup",
+				 pl->warmup[0] ? pl->warmup : NULL));
 	}
 	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
 	pthread_mutex_unlock(&mu);

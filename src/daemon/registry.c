@@ -19,6 +19,7 @@
 #include "pool.h"
 #include "procs.h"
 #include "util.h"
+#include "zygote.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_sandbox **reg;
@@ -423,7 +424,8 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 	long long left = paused ? sb->paused_left_ms : exp ? exp - aj_now_ms() : 0;
 	pthread_mutex_unlock(&sb->state_mu);
 	const aj_policy *p = &sb->policy;
-	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I}",
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I, "
+			 "s:s?}",
 			 "id", sb->id, "state", paused ? "paused" : "running", "created_at",
 			 iso_time(sb->created_ms), "expires_at", exp ? iso_time(exp) : json_null(),
 			 "timeout_remaining",
@@ -432,7 +434,8 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 			 "pids", (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0,
 			 "disk", (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
 			 p->net == AJ_NET_OPEN ? "open" : "none", "execs",
-			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST));
+			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
+			 aj_zygote_ready(&sb->box));
 }
 
 json_t *aj_registry_list(void)
