@@ -34,7 +34,7 @@ typedef struct aj_box {
 	int sock; /* requests to init */
 	int root; /* O_PATH of the sandbox's root (opened by its init) */
 	aj_box_info info;
-	char **envp; /* the policy's environment, the base of every command's */
+	char **envp;		  /* the policy's environment, the base of every command's */
 	struct aj_zygote *zygote; /* a warm interpreter (zygote.h), or NULL */
 } aj_box;
 

@@ -21,8 +21,8 @@ struct aj_zygote {
 	char interp[64];
 	char sock[64];
 	char *warmup;
-	int ready;	 /* atomic */
-	char line[128];	 /* the start of its stdout: "ready INTERP\n" */
+	int ready;	/* atomic */
+	char line[128]; /* the start of its stdout: "ready INTERP\n" */
 	size_t line_len;
 };
 
@@ -117,8 +117,8 @@ char **aj_zygote_argv(const aj_box *b, char *const *argv)
 		n++;
 	/* INTERP -I -S -c CLIENT SOCKET INTERP CODE ARGS... */
 	char **v = calloc(n + 6, sizeof(char *));
-	const char *head[] = {interp, "-I", "-S", "-c", aj_zygote_client_py, b->zygote->sock,
-			      interp};
+	const char *head[] = {interp,	       "-I",  "-S", "-c", aj_zygote_client_py,
+			      b->zygote->sock, interp};
 	size_t k = 0;
 	for (; v && k < AJ_ARRAY_SIZE(head); k++)
 		if (!(v[k] = strdup(head[k])))

@@ -151,8 +151,8 @@ static void *refill(void *arg)
 		aj_error zerr;
 		aj_err_clear(&zerr);
 		if (sb && warmup[0] && aj_zygote_start(&sb->box, warmup, &zerr) < 0)
-			aj_audit("zygote_failed", json_pack("{s:s, s:s}", "sandbox", sb->id,
-							    "error", zerr.msg));
+			aj_audit("zygote_failed",
+				 json_pack("{s:s, s:s}", "sandbox", sb->id, "error", zerr.msg));
 		pthread_mutex_lock(&mu);
 		if (sb) /* the keeper: the tests' residue check attributes its cgroups */
 			aj_audit("pool_build",
@@ -302,12 +302,13 @@ json_t *aj_pool_json(void)
 	for (size_t i = 0; i < n_pools; i++) {
 		const pool *pl = &pools[i];
 		json_array_append_new(
-		    a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}", "image", pl->image,
-				 "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
-				 (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
-				 (json_int_t)pl->built, "failed", (json_int_t)pl->failed,
-				 "last_error", pl->last_error[0] ? pl->last_error : NULL, "warmup",
-				 pl->warmup[0] ? pl->warmup : NULL));
+		    a,
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}", "image", pl->image,
+			      "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
+			      (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
+			      (json_int_t)pl->built, "failed", (json_int_t)pl->failed, "last_error",
+			      pl->last_error[0] ? pl->last_error : NULL, "warmup",
+			      pl->warmup[0] ? pl->warmup : NULL));
 	}
 	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
 	pthread_mutex_unlock(&mu);

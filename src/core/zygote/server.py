@@ -177,5 +177,6 @@ try:
 except (SystemExit, KeyboardInterrupt):
     raise
 except BaseException as _e:  # as python3 -c would: the traceback without this frame
-    sys.excepthook(type(_e), _e, _e.__traceback__.tb_next)
+    _e.__traceback__ = _e.__traceback__.tb_next
+    sys.excepthook(type(_e), _e, _e.__traceback__)
     sys.exit(1)
