@@ -301,14 +301,17 @@ json_t *aj_pool_json(void)
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < n_pools; i++) {
 		const pool *pl = &pools[i];
+		json_int_t warm = 0; /* ready ones whose zygote is ready */
+		for (unsigned k = 0; k < pl->n; k++)
+			warm += aj_zygote_ready(&pl->ready[k]->box) != NULL;
 		json_array_append_new(
 		    a,
-		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?}", "image", pl->image,
-			      "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
-			      (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}", "image",
+			      pl->image, "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n,
+			      "hits", (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
 			      (json_int_t)pl->built, "failed", (json_int_t)pl->failed, "last_error",
 			      pl->last_error[0] ? pl->last_error : NULL, "warmup",
-			      pl->warmup[0] ? pl->warmup : NULL));
+			      pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
 	}
 	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
 	pthread_mutex_unlock(&mu);

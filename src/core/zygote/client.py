@@ -1,9 +1,10 @@
 # agentjail warm interpreter client: the command init starts for a warm
-# `python3 -c CODE ARGS...` exec. It hands its stdin/stdout/stderr, cwd,
-# environment and arguments to the sandbox's zygote, passes signals on, and
-# ends as the forked child ends. When there is no zygote, it runs the
-# interpreter itself. argv: SOCKET-PATH INTERPRETER CODE ARGS...
-import array, json, os, signal, socket, sys
+# `python3 -c CODE ARGS...` exec (as python3 -I -S: C modules only, so that
+# it starts fast). It hands its stdin/stdout/stderr, cwd, environment and
+# arguments to the sandbox's zygote, passes signals on, and ends as the
+# forked child ends. When there is no zygote, it runs the interpreter itself.
+# argv: SOCKET-PATH INTERPRETER CODE ARGS...
+import _signal, _socket, os, sys
 
 path, interp, code, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 
@@ -12,16 +13,30 @@ def cold():
     os.execvp(interp, [interp, "-c", code] + args)
 
 
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def field(s):
+    b = s.encode("utf-8", "surrogateescape")
+    return len(b).to_bytes(4, "big") + b
+
+
+def readline():
+    line = b""
+    while not line.endswith(b"\n"):
+        c = s.recv(1)
+        if not c:
+            return line
+        line += c
+    return line
+
+
+s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
 try:
     s.connect(path)
-    body = json.dumps({"code": code, "argv": ["-c"] + args, "cwd": os.getcwd(),
-                       "env": dict(os.environ)}).encode()
-    s.sendmsg([len(body).to_bytes(4, "big")],
-               [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+    env = [k + "=" + v for k, v in os.environ.items()]
+    body = b"".join(field(x) for x in [code, os.getcwd(), str(len(args))] + args + env)
+    fds = b"".join(i.to_bytes(4, sys.byteorder) for i in (0, 1, 2))
+    s.sendmsg([len(body).to_bytes(4, "big")], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     s.sendall(body)
-    f = s.makefile("rb")
-    first = f.readline()
+    first = readline()
 except OSError:
     cold()
 if not first.startswith(b"P"):
@@ -35,15 +50,14 @@ def forward(n, _):
         pass
 
 
-for n in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-          signal.SIGUSR2, signal.SIGCONT, signal.SIGTSTP):
-    signal.signal(n, forward)
-line = f.readline()
+for n in ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGCONT", "SIGTSTP"):
+    _signal.signal(getattr(_signal, n), forward)
+line = readline()
 if line.startswith(b"X"):
     os._exit(int(line[1:]))
 if line.startswith(b"K"):
     n = int(line[1:])
-    signal.signal(n, signal.SIG_DFL)
+    _signal.signal(n, _signal.SIG_DFL)
     os.kill(os.getpid(), n)
 os.write(2, b"agentjail: the warm interpreter went away\n")
 os._exit(125)
