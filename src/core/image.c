@@ -145,6 +145,11 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 				NULL};
 		return spawn_wait(argv, err);
 	}
+	case AJ_IMAGE_FROM_OCI: {
+		_cleanup_free_ char *work = aj_asprintf("%s.oci", dest);
+		return work ? aj_image_import_oci(s->from, dest, work, err)
+			    : aj_err(err, ENOMEM, "out of memory");
+	}
 	case AJ_IMAGE_FROM_SANDBOX: break; /* aj_image_snapshot */
 	}
 	return aj_err(err, EINVAL, "unknown image source");
@@ -267,6 +272,7 @@ static void source_text(const aj_image_spec *s, char *buf, size_t len)
 	} else {
 		snprintf(buf, len, "%s:%s",
 			 s->source == AJ_IMAGE_FROM_DIR	  ? "dir"
+			 : s->source == AJ_IMAGE_FROM_OCI ? "oci"
 			 : s->source == AJ_IMAGE_FROM_TAR ? "tar"
 							  : "sandbox",
 			 s->from);

@@ -19,6 +19,7 @@ typedef enum aj_image_source {
 	AJ_IMAGE_FROM_DEBIAN,  /* mmdebstrap SUITE */
 	AJ_IMAGE_FROM_DIR,     /* a copy of a directory tree */
 	AJ_IMAGE_FROM_TAR,     /* a tar archive of a root filesystem */
+	AJ_IMAGE_FROM_OCI,     /* a container image archive (docker save, OCI layout) */
 	AJ_IMAGE_FROM_SANDBOX, /* a sandbox's filesystem (aj_image_snapshot) */
 } aj_image_source;
 
@@ -60,6 +61,10 @@ int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *
  * existing name is refused (EEXIST). */
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
 		      const char *from, const char *warmup, aj_image_info *out, aj_error *err);
+/* Apply the layers of a container image archive (`docker save` or an OCI
+ * layout tarball) to the empty directory rootfs; work is a scratch path
+ * (created and removed). */
+int aj_image_import_oci(const char *archive, const char *rootfs, const char *work, aj_error *err);
 /* The root filesystem of image name (malloc'ed path). */
 int aj_image_rootfs(const char *state, const char *name, char **path, aj_error *err);
 int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj_error *err);
