@@ -22,7 +22,8 @@ static const char serve_usage[] =
     "  --max-sandboxes N     at most N sandboxes at once (64)\n"
     "  --pool IMAGE=N        keep N sandboxes of IMAGE (an image name, or 'default'\n"
     "                        for the host-root sandbox) ready for creates that ask\n"
-    "                        for exactly that policy (env/secret/timeout may differ);\n"
+    "                        for exactly that policy (env, secret, memory, pids,\n"
+    "                        timeout may differ);\n"
     "                        repeatable\n"
     "  -q, --quiet           no start message, only errors\n";
 

@@ -321,6 +321,45 @@ static void kill_procs(const aj_cgroup_dir *d)
 	}
 }
 
+/* v1 memory: the limit and the memory+swap limit, in the order the kernel
+ * takes (memsw never below the limit). */
+static int v1_memory(const aj_cgroup_dir *d, unsigned long long bytes, aj_error *err)
+{
+	char v[32], sw[PATH_MAX + 32];
+	snprintf(v, sizeof(v), "%llu", bytes);
+	snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
+	if (access(sw, F_OK) < 0)
+		return write_knob(d, "memory.limit_in_bytes", v, err);
+	if (write_knob(d, "memory.limit_in_bytes", v, NULL) == 0) /* lower */
+		return write_knob(d, "memory.memsw.limit_in_bytes", v, err);
+	int r = write_knob(d, "memory.memsw.limit_in_bytes", v, err); /* higher */
+	return r < 0 ? r : write_knob(d, "memory.limit_in_bytes", v, err);
+}
+
+int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
+{
+	const aj_cgroup_dir *mem = NULL, *pids = NULL;
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		if (d->version == 2)
+			mem = pids = d;
+		else if (strcmp(d->ctrl, "memory") == 0)
+			mem = d;
+		else if (strcmp(d->ctrl, "pids") == 0)
+			pids = d;
+	}
+	if (!p->memory || !p->pids || !mem || !pids)
+		return aj_err(err, ENOENT, "no cgroup to change the limits in");
+	char v[32];
+	int r = mem->version == 1 ? v1_memory(mem, p->memory, err) : 0;
+	if (mem->version == 2) {
+		snprintf(v, sizeof(v), "%llu", p->memory);
+		r = write_knob(mem, "memory.max", v, err);
+	}
+	snprintf(v, sizeof(v), "%llu", p->pids);
+	return r < 0 ? r : write_knob(pids, "pids.max", v, err);
+}
+
 int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)
 {
 	for (int i = 0; i < cg->n; i++)

@@ -220,12 +220,16 @@ void aj_pool_stop(void)
 	n_pools = 0;
 }
 
-/* env and secret of a request, applied to a pooled sandbox at hand-out:
- * the policy's lists grow, the commands' base environment is rebuilt. */
+/* env, secret, memory and pids of a request, applied to a pooled sandbox
+ * at hand-out: the policy's lists grow, the commands' base environment is
+ * rebuilt, the cgroup's limits change. */
 static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 {
 	int r = aj_policy_from_json(&sb->policy, extra, err);
 	if (r < 0)
+		return r;
+	if ((json_object_get(extra, "memory") || json_object_get(extra, "pids")) &&
+	    (r = aj_cgroup_update_limits(&sb->box.info.cg, &sb->policy, err)) < 0)
 		return r;
 	char **env = aj_policy_build_env(&sb->policy, NULL, sb->box.envp);
 	if (!env)
@@ -246,7 +250,7 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		json_decref(extra);
 		return aj_err(err, ENOMEM, "pool");
 	}
-	static const char *const at_handout[] = {"env", "secret"};
+	static const char *const at_handout[] = {"env", "secret", "memory", "pids"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
 		json_t *v = json_object_get(rest, at_handout[i]);
 		if (v) {
@@ -264,6 +268,9 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		aj_policy p;
 		aj_policy_init(&p);
 		r = aj_policy_from_json(&p, extra, err);
+		/* no limit (0) cannot be applied to a built sandbox: a fresh one */
+		if (r == 0 && (!p.memory || !p.pids))
+			pl = NULL;
 		aj_policy_free(&p);
 	}
 	aj_sandbox *sb = NULL;
@@ -287,8 +294,10 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		pthread_cond_signal(&cond);
 	pthread_mutex_unlock(&mu);
 	if (sb && json_object_size(extra) && (r = apply_extra(sb, extra, err)) < 0) {
-		aj_sandbox_unref(sb); /* never back into the pool */
+		aj_sandbox_unref(sb); /* never back into the pool; built fresh instead */
 		sb = NULL;
+		r = 0;
+		aj_err_clear(err);
 	}
 	json_decref(extra);
 	*out = sb;

@@ -28,14 +28,32 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     pool_wait_ready default 2
     [ "$(pool_field default built)" -ge 4 ]
     # a policy the pool was not built with: built fresh (a miss), and it applies
-    api_status POST /v1/sandboxes -d '{"memory": "64M"}'
+    api_status POST /v1/sandboxes -d '{"disk": "64M"}'
     assert_eq "$status_code" 201
-    assert_eq "$(jq -r .limits.memory <<<"$body")" 67108864
+    assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
     assert_eq "$(pool_field default hits)" 2
     assert_eq "$(api GET /v1/pools | jq .misses)" 1
-    # env and secret are applied at hand-out: placeholders inside, redacted output
-    id=$(sb_create '{"env": {"GREETING": "hello"}, "secret": {"TOKEN": "pool-s3cret-42"}}')
+    # memory and pids are set on the pooled sandbox's cgroup at hand-out
+    pool_wait_ready default 2
+    api_status POST /v1/sandboxes -d '{"memory": "48M", "pids": 32}'
+    assert_eq "$status_code" 201
     assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(jq -r '[.limits.memory, .limits.pids] | @tsv' <<<"$body")" $'50331648\t32'
+    lim=$(jq -r .id <<<"$body")
+    ex=$(sb_exec "$lim" '{"cmd": ["python3", "-c", "b = bytearray(256 << 20)"]}' | events_exit)
+    assert_eq "$(jq -r '[.exit_code, .oom_killed] | @tsv' <<<"$ex")" $'137\ttrue'
+    out=$(sb_exec "$lim" '{"cmd": "for i in $(seq 40); do sleep 5 & done 2>&1 | head -c 300; wait"}' | events_stdout)
+    [[ "$out" == *"fork"* || "$out" == *"Resource temporarily unavailable"* ]] || fail "pids 32 not enforced: $out"
+    # no limit (0) cannot be applied to a built sandbox: a fresh one
+    api_status POST /v1/sandboxes -d '{"memory": "0"}'
+    assert_eq "$status_code" 201
+    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(api GET /v1/pools | jq .misses)" 2
+    api DELETE "/v1/sandboxes/$lim" >/dev/null
+    # env and secret are applied at hand-out: placeholders inside, redacted output
+    pool_wait_ready default 2
+    id=$(sb_create '{"env": {"GREETING": "hello"}, "secret": {"TOKEN": "pool-s3cret-42"}}')
+    assert_eq "$(pool_field default hits)" 4
     out=$(sb_exec "$id" '{"cmd": "echo $GREETING; echo $TOKEN; echo pool-s3cret-42"}' | events_stdout)
     assert_output_lacks pool-s3cret-42
     [[ "$out" == hello$'\n'agentjail-placeholder-TOKEN-* ]] || fail "unexpected: $out"
@@ -44,12 +62,14 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     # bad env: a JSON error, the pool untouched
     api_status POST /v1/sandboxes -d '{"env": {"A": 5}}'
     assert_eq "$status_code" 400
-    assert_eq "$(pool_field default hits)" 3
+    api_status POST /v1/sandboxes -d '{"memory": "lots"}'
+    assert_eq "$status_code" 400
+    assert_eq "$(pool_field default hits)" 4
     # metrics
     m=$(api GET /metrics)
-    grep -q '^agentjail_pool_hits_total{image="default"} 3$' <<<"$m"
+    grep -q '^agentjail_pool_hits_total{image="default"} 4$' <<<"$m"
     grep -q '^agentjail_pool_ready{image="default"} [0-9]' <<<"$m"
-    grep -q '^agentjail_pool_misses_total 1$' <<<"$m"
+    grep -q '^agentjail_pool_misses_total 2$' <<<"$m"
     # the TTL of a pooled sandbox counts from the hand-out
     [ "$(api GET "/v1/sandboxes/$b" | jq .timeout_remaining)" -gt 50 ]
     api DELETE "/v1/sandboxes/$a" >/dev/null
