@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "pool.h"
 #include "procs.h"
 #include "request.h"
 #include "util.h"
@@ -58,7 +59,8 @@ static route parse_route(const char *path)
 		return rt;
 	memcpy(rt.id, p, n);
 	p += n;
-	static const char *const subs[] = {"exec", "files", "mkdir"};
+	static const char *const subs[] = {"exec",   "files",	 "mkdir", "pause",
+					   "resume", "snapshot", "fork"};
 	if (*p == '\0' || !strcmp(p, "/"))
 		return rt.ok = true, rt;
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
@@ -149,11 +151,128 @@ static bool wants_background(aj_req *r)
 	return bg;
 }
 
+/* POST pause / resume */
+static void pause_resume(aj_req *r, aj_sandbox *sb, bool pause)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	int rc = aj_sandbox_pause(sb, pause, &err);
+	if (rc < 0) {
+		aj_http_fail(r, rc == -EALREADY ? 409 : 500,
+			     rc == -EALREADY ? "conflict"
+			     : pause	     ? "pause_failed"
+					     : "resume_failed",
+			     &err);
+		return;
+	}
+	aj_audit(pause ? "pause" : "resume",
+		 json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", r->peer));
+	aj_http_json(r, 200, aj_sandbox_json(sb));
+}
+
+/* POST snapshot {"name": NAME} */
+static void snapshot(aj_req *r, aj_sandbox *sb)
+{
+	json_t *body = body_or_fail(r);
+	if (!body)
+		return;
+	const char *name = json_string_value(json_object_get(body, "name"));
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *img = NULL;
+	int rc = !name || json_object_size(body) != 1
+		     ? aj_err(&err, EINVAL, "expected {\"name\": IMAGE-NAME}")
+		     : aj_sandbox_snapshot(sb, name, &img, &err);
+	if (rc < 0)
+		aj_http_fail(r,
+			     rc == -EINVAL   ? 400
+			     : rc == -EEXIST ? 409
+					     : 500,
+			     rc == -EINVAL   ? "bad_request"
+			     : rc == -EEXIST ? "conflict"
+					     : "snapshot_failed",
+			     &err);
+	else {
+		aj_audit("snapshot", json_pack("{s:s, s:s, s:s, s:s}", "sandbox", sb->id, "peer",
+					       r->peer, "image", name, "digest",
+					       json_string_value(json_object_get(img, "digest"))));
+		aj_http_json(r, 201, img);
+	}
+	json_decref(body);
+}
+
+/* POST fork {"count": N, "timeout": S} */
+static void fork_sandbox(aj_req *r, aj_sandbox *sb)
+{
+	json_t *body = body_or_fail(r);
+	if (!body)
+		return;
+	json_t *c = json_object_get(body, "count"), *t = json_object_get(body, "timeout");
+	json_int_t n = c ? json_integer_value(c) : 1;
+	double ttl = t ? json_number_value(t) : AJ_DAEMON_DEFAULT_TTL_S;
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *list = NULL;
+	size_t known = (c != NULL) + (t != NULL);
+	int rc = (c && !json_is_integer(c)) || n < 1 || n > AJ_FORK_MAX
+		     ? aj_err(&err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX)
+		 : (t && !json_is_number(t)) || ttl < 0 || ttl > AJ_DAEMON_MAX_TTL_S
+		     ? aj_err(&err, EINVAL, "'timeout': expected 0 (no TTL) to %d seconds",
+			      AJ_DAEMON_MAX_TTL_S)
+		 : json_object_size(body) != known
+		     ? aj_err(&err, EINVAL, "fork takes only 'count' and 'timeout'")
+		     : aj_sandbox_fork(sb, (unsigned)n, ttl, r->peer, &list, &err);
+	json_decref(body);
+	if (rc < 0) {
+		aj_http_fail(r,
+			     rc == -EINVAL   ? 400
+			     : rc == -EAGAIN ? 429
+					     : 500,
+			     rc == -EINVAL   ? "bad_request"
+			     : rc == -EAGAIN ? "too_many_sandboxes"
+					     : "fork_failed",
+			     &err);
+		return;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(list, "sandboxes"), i, v)
+	{
+		aj_sandbox *f = aj_registry_get(json_string_value(json_object_get(v, "id")));
+		aj_metrics_add(&aj_stats.sandboxes_created, 1);
+		if (f)
+			aj_audit("fork",
+				 json_pack("{s:s, s:s, s:s, s:i}", "sandbox", f->id, "fork_of",
+					   sb->id, "peer", r->peer, "keeper", (int)f->box.keeper));
+		aj_sandbox_unref(f);
+	}
+	aj_http_json(r, 201, list);
+}
+
+/* Work that needs the sandbox's processes running. */
+static bool needs_running(const route *rt, int m)
+{
+	return !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "files") || !strcmp(rt->sub, "mkdir") ||
+	       (!strcmp(rt->sub, "processes") && m == AJ_POST);
+}
+
 static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
 {
 	const char *sub = rt->sub;
 	int m = r->method;
-	if (!*sub && m == AJ_GET)
+	if (needs_running(rt, m) && aj_sandbox_paused(sb))
+		aj_http_error(r, 409, "sandbox_paused",
+			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
+			      PREFIX, sb->id);
+	else if (!strcmp(sub, "pause") && m == AJ_POST)
+		pause_resume(r, sb, true);
+	else if (!strcmp(sub, "resume") && m == AJ_POST)
+		pause_resume(r, sb, false);
+	else if (!strcmp(sub, "snapshot") && m == AJ_POST)
+		snapshot(r, sb);
+	else if (!strcmp(sub, "fork") && m == AJ_POST)
+		fork_sandbox(r, sb);
+	else if (!*sub && m == AJ_GET)
 		aj_http_json(r, 200, aj_sandbox_json(sb));
 	else if (!*sub && m == AJ_PATCH)
 		patch(r, sb);
@@ -212,6 +331,10 @@ void aj_api_dispatch(aj_req *r)
 		text(r, "text/plain; version=0.0.4", aj_metrics_text());
 		return;
 	}
+	if (!strcmp(r->path, "/v1/pools") && r->method == AJ_GET) {
+		aj_http_json(r, 200, aj_pool_json());
+		return;
+	}
 	route rt = parse_route(r->path);
 	if (!rt.ok) {
 		aj_http_error(r, 404, "not_found", "no such endpoint: %s", r->path);
@@ -241,6 +364,12 @@ bool aj_api_begin_upload(aj_req *r)
 		return false;
 	}
 	aj_sandbox *sb = find(r, &rt);
+	if (sb && aj_sandbox_paused(sb)) {
+		aj_http_error(r, 409, "sandbox_paused",
+			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
+			      PREFIX, sb->id);
+		return false;
+	}
 	return sb && aj_files_open_upload(r, sb) == 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "pool.h"
 #include "util.h"
 
 aj_metrics aj_stats;
@@ -102,5 +103,8 @@ char *aj_metrics_text(void)
 	    "%llu\n",
 	    aj_stats.latency_sum, cum);
 	pthread_mutex_unlock(&lat_mu);
+	_cleanup_free_ char *pools = aj_pool_metrics();
+	if (pools)
+		add(&t, "%s", pools);
 	return t.buf;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "pool.h"
 #include "util.h"
 
 int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -160,7 +161,12 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 		return -EINVAL;
 	char path[PATH_MAX];
 	aj_registry_init(o->state_dir, o->max_sandboxes);
+	for (size_t i = 0; i < o->n_pools; i++)
+		if (aj_pool_add(o->pools[i], err) < 0)
+			return -EINVAL;
 	aj_registry_sweep();
+	if (aj_pool_start(err) < 0)
+		return -EAGAIN;
 	snprintf(path, sizeof(path), "%s/audit.log", o->state_dir);
 	if (aj_audit_open(path, err) < 0)
 		return -EIO;
@@ -195,6 +201,7 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 		aj_audit("stop", NULL);
 	}
 	aj_registry_destroy_all();
+	aj_pool_stop(); /* after: its thread built some of them */
 	aj_exec_shutdown();
 	if (context)
 		lws_context_destroy(context);

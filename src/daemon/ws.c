@@ -81,6 +81,8 @@ static int on_established(struct lws *wsi, aj_req *r)
 	if (!sb)
 		return refuse(wsi, "no sandbox '%s'", id);
 	r->sb = sb;
+	if (aj_sandbox_paused(sb))
+		return refuse(wsi, "sandbox '%s' is paused: resume it first", id);
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
 	int pty[2] = {-1, -1};
