@@ -35,6 +35,8 @@ static const char sandbox_usage[] =
     "  kill [-s SIGNAL] ID PROC  signal a background process's group (default TERM)\n"
     "  cp SRC DST              copy a file in or out: one of them is ID:/path\n"
     "  rm ID...                destroy sandboxes\n"
+    "  pause ID...             freeze every process (memory kept, TTL clock stopped)\n"
+    "  resume ID...            let them run again\n"
     "\n"
     "The socket defaults to $AGENTJAIL_SOCKET or " AJ_DAEMON_RUN_DIR "/agentjail.sock.\n";
 
@@ -585,8 +587,26 @@ static int cmd_rm(const client *c, int argc, char **argv)
 	return r;
 }
 
+/* POST /v1/sandboxes/ID/WHAT for each ID (pause, resume). */
+static int cmd_post_each(const client *c, const char *what, int argc, char **argv)
+{
+	int r = argc ? 0 : fail("%s: which sandbox?", what);
+	for (int i = 0; i < argc; i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", argv[i], what);
+		buf b = {0};
+		long st = request(c, "POST", path, "{}", NULL, NULL, NULL, &b);
+		if (st != 200)
+			r = api_fail(st, &b);
+		free(b.data);
+	}
+	return r;
+}
+
 static int dispatch(const client *c, const char *cmd, int argc, char **argv)
 {
+	if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume"))
+		return cmd_post_each(c, cmd, argc, argv);
 	if (!strcmp(cmd, "create"))
 		return cmd_create(c, argc, argv);
 	if (!strcmp(cmd, "ls"))

@@ -21,6 +21,11 @@ static const char serve_usage[] =
     "  --state-dir DIR       audit log, state of live sandboxes (" AJ_DAEMON_RUN_DIR ")\n"
     "  --max-sandboxes N     at most N sandboxes at once (64)\n"
     "  --header-timeout S    a request's headers must come within S seconds, else 408 (10)\n"
+    "  --pool IMAGE=N        keep N sandboxes of IMAGE (an image name, or 'default'\n"
+    "                        for the host-root sandbox) ready for creates that ask\n"
+    "                        for exactly that policy (env, secret, memory, pids,\n"
+    "                        timeout may differ);\n"
+    "                        repeatable\n"
     "  -q, --quiet           no start message, only errors\n";
 
 static const struct option serve_opts[] = {
@@ -30,6 +35,7 @@ static const struct option serve_opts[] = {
     {"state-dir", required_argument, NULL, 'd'},
     {"max-sandboxes", required_argument, NULL, 'm'},
     {"header-timeout", required_argument, NULL, 't'},
+    {"pool", required_argument, NULL, 'p'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -54,6 +60,14 @@ int aj_cmd_serve(int argc, char **argv)
 		case 'k': o.token_file = optarg; break;
 		case 'd': o.state_dir = optarg; break;
 		case 'q': o.quiet = true; break;
+		case 'p':
+			if (o.n_pools >= AJ_ARRAY_SIZE(o.pools)) {
+				aj_err(&err, E2BIG, "--pool: at most %zu pools",
+				       AJ_ARRAY_SIZE(o.pools));
+				return aj_cli_fail(&err);
+			}
+			o.pools[o.n_pools++] = optarg;
+			break;
 		case 'm':
 			if (aj_parse_uint(optarg, 100000, &n) < 0 || n == 0) {
 				aj_err(&err, EINVAL, "--max-sandboxes '%s': expected 1 to 100000",

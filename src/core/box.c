@@ -19,6 +19,7 @@
 #include "init.h"
 #include "redact.h"
 #include "util.h"
+#include "zygote.h"
 
 /* NUL-separated strings of an fd (from its start) as a strv. */
 static char **read_env(int fd)
@@ -104,6 +105,7 @@ void aj_box_destroy(aj_box *b)
 	if (b->keeper > 0)
 		while (waitpid(b->keeper, NULL, 0) < 0 && errno == EINTR)
 			;
+	aj_zygote_free(b); /* its command ended with the sandbox */
 	aj_strv_free(b->envp);
 	b->envp = NULL;
 	b->sock = b->ctl = b->root = -1;
@@ -379,6 +381,19 @@ static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
 
 int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
 		aj_error *err)
+{
+	char **warm = spec->tty_slave > 0 ? NULL : aj_zygote_argv(b, spec->argv);
+	if (!warm)
+		return aj_box_exec_direct(b, spec, io, res, err);
+	aj_exec_spec s = *spec;
+	s.argv = warm;
+	int r = aj_box_exec_direct(b, &s, io, res, err);
+	aj_strv_free(warm);
+	return r;
+}
+
+int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io,
+		       aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
 	exec_ctx c = {.box = b, .io = io, .ctl = -1, .out = {-1, -1}};

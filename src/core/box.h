@@ -34,7 +34,8 @@ typedef struct aj_box {
 	int sock; /* requests to init */
 	int root; /* O_PATH of the sandbox's root (opened by its init) */
 	aj_box_info info;
-	char **envp; /* the policy's environment, the base of every command's */
+	char **envp;		  /* the policy's environment, the base of every command's */
+	struct aj_zygote *zygote; /* a warm interpreter (zygote.h), or NULL */
 } aj_box;
 
 /* Build a sandbox for p (p->argv is ignored). The calling thread must
@@ -76,6 +77,10 @@ typedef struct aj_exec_io {
  * call from several threads at once. */
 int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
 		aj_error *err);
+
+/* The same, never through the warm interpreter (zygote.h). */
+int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io,
+		       aj_run_result *res, aj_error *err);
 
 /* A new fd (O_PATH) on the sandbox's root directory (opened by its init,
  * passed up: no ptrace access to init needed), for openat2 with

@@ -321,8 +321,125 @@ static void kill_procs(const aj_cgroup_dir *d)
 	}
 }
 
+/* v1 memory: the limit and the memory+swap limit, in the order the kernel
+ * takes (memsw never below the limit). */
+static int v1_memory(const aj_cgroup_dir *d, unsigned long long bytes, aj_error *err)
+{
+	char v[32], sw[PATH_MAX + 32];
+	snprintf(v, sizeof(v), "%llu", bytes);
+	snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
+	if (access(sw, F_OK) < 0)
+		return write_knob(d, "memory.limit_in_bytes", v, err);
+	if (write_knob(d, "memory.limit_in_bytes", v, NULL) == 0) /* lower */
+		return write_knob(d, "memory.memsw.limit_in_bytes", v, err);
+	int r = write_knob(d, "memory.memsw.limit_in_bytes", v, err); /* higher */
+	return r < 0 ? r : write_knob(d, "memory.limit_in_bytes", v, err);
+}
+
+int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
+{
+	const aj_cgroup_dir *mem = NULL, *pids = NULL;
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		if (d->version == 2)
+			mem = pids = d;
+		else if (strcmp(d->ctrl, "memory") == 0)
+			mem = d;
+		else if (strcmp(d->ctrl, "pids") == 0)
+			pids = d;
+	}
+	if (!p->memory || !p->pids || !mem || !pids)
+		return aj_err(err, ENOENT, "no cgroup to change the limits in");
+	char v[32];
+	int r = mem->version == 1 ? v1_memory(mem, p->memory, err) : 0;
+	if (mem->version == 2) {
+		snprintf(v, sizeof(v), "%llu", p->memory);
+		r = write_knob(mem, "memory.max", v, err);
+	}
+	snprintf(v, sizeof(v), "%llu", p->pids);
+	return r < 0 ? r : write_knob(pids, "pids.max", v, err);
+}
+
+int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)
+{
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 2 || strcmp(cg->dirs[i].ctrl, "freezer") == 0)
+			return 0; /* v2: cgroup.freeze is there */
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	aj_cgroup_hier h;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0 ||
+	    aj_cgroup_find(mi, pc, "freezer", &h) < 0)
+		return 0;
+	if (cg->n >= AJ_CG_MAX_DIRS)
+		return aj_err(err, ENOSPC, "too many cgroup directories");
+	sweep_stale(&h);
+	return add_dir(cg, &h, "freezer", err);
+}
+
+/* The directory and knob that freeze cg, or NULL. */
+static const aj_cgroup_dir *freezer_dir(const aj_cgroup *cg)
+{
+	for (int i = 0; i < cg->n; i++)
+		if (strcmp(cg->dirs[i].ctrl, "freezer") == 0)
+			return &cg->dirs[i];
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 2)
+			return &cg->dirs[i];
+	return NULL;
+}
+
+/* Has the kernel finished freezing/thawing d? */
+static bool freeze_done(const aj_cgroup_dir *d, bool frozen)
+{
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *txt = NULL;
+	snprintf(path, sizeof(path), "%s/%s", d->path,
+		 d->version == 1 ? "freezer.state" : "cgroup.events");
+	if (aj_read_file(path, &txt, NULL) < 0)
+		return false;
+	if (d->version == 1)
+		return aj_startswith(txt, frozen ? "FROZEN" : "THAWED");
+	const char *f = strstr(txt, "frozen ");
+	return f && f[7] == (frozen ? '1' : '0');
+}
+
+int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err)
+{
+	const aj_cgroup_dir *d = freezer_dir(cg);
+	if (!d) {
+		int r = aj_err(err, ENOTSUP, "the sandbox has no freezer cgroup");
+		aj_err_hint(err, "pause needs the cgroup v1 freezer controller or cgroup v2 (see "
+				 "agentjail doctor)");
+		return r;
+	}
+	int r = d->version == 1 ? write_knob(d, "freezer.state", frozen ? "FROZEN" : "THAWED", err)
+				: write_knob(d, "cgroup.freeze", frozen ? "1" : "0", err);
+	if (r < 0)
+		return r;
+	/* v1 passes through FREEZING; a task in an uninterruptible sleep can
+	 * hold it there a while (bounded: 5 s) */
+	for (int i = 0; i < 1000; i++) {
+		if (freeze_done(d, frozen))
+			return 0;
+		if (d->version == 1 && frozen && i % 20 == 19)
+			(void)write_knob(d, "freezer.state", "FROZEN", NULL); /* retry */
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (frozen)
+		(void)aj_cgroup_freeze(cg, false, NULL);
+	return aj_err(err, ETIMEDOUT, "the sandbox's processes did not %s within 5 s",
+		      frozen ? "freeze" : "thaw");
+}
+
 void aj_cgroup_destroy(aj_cgroup *cg)
 {
+	/* frozen processes would not die: thaw first */
+	const aj_cgroup_dir *fd = freezer_dir(cg);
+	if (fd)
+		(void)write_knob(fd, fd->version == 1 ? "freezer.state" : "cgroup.freeze",
+				 fd->version == 1 ? "THAWED" : "0", NULL);
 	for (int i = cg->n - 1; i >= 0; i--) {
 		for (int attempt = 0; attempt < 200; attempt++) {
 			if (rmdir(cg->dirs[i].path) == 0 || errno == ENOENT)

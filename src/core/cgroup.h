@@ -49,6 +49,18 @@ bool aj_cgroup_oom_killed(const aj_cgroup *cg);
 unsigned long long aj_cgroup_oom_kills(const aj_cgroup *cg);
 /* Peak memory use of the sandbox in bytes, 0 when unknown. */
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg);
+/* Change the memory and pids limits of existing cgroups to p's (a pooled
+ * sandbox at hand-out). -ENOENT when cg has no directory for a limit p
+ * sets (or p sets none of them to a value: 0 cannot lift a limit). */
+int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *err);
+/* Also a freezer cgroup (the v1 freezer hierarchy, when there is one; a v2
+ * cgroup has cgroup.freeze of its own), for aj_cgroup_freeze. Call before
+ * aj_cgroup_join. Without a freezer, nothing is added and 0 is returned
+ * (aj_cgroup_freeze then says why it cannot). */
+int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err);
+/* Freeze (every process stopped, memory kept) or thaw the cgroup; waits
+ * until the kernel reports it frozen. */
+int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err);
 /* Kill whatever is left and remove the directories. */
 void aj_cgroup_destroy(aj_cgroup *cg);
 

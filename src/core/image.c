@@ -150,6 +150,7 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 		return work ? aj_image_import_oci(s->from, dest, work, err)
 			    : aj_err(err, ENOMEM, "out of memory");
 	}
+	case AJ_IMAGE_FROM_SANDBOX: break; /* aj_image_snapshot */
 	}
 	return aj_err(err, EINVAL, "unknown image source");
 }
@@ -272,7 +273,8 @@ static void source_text(const aj_image_spec *s, char *buf, size_t len)
 		snprintf(buf, len, "%s:%s",
 			 s->source == AJ_IMAGE_FROM_DIR	  ? "dir"
 			 : s->source == AJ_IMAGE_FROM_OCI ? "oci"
-							  : "tar",
+			 : s->source == AJ_IMAGE_FROM_TAR ? "tar"
+							  : "sandbox",
 			 s->from);
 	}
 }
@@ -315,7 +317,12 @@ static int store_tree(const char *images, const char *build, const aj_image_spec
 	return 0;
 }
 
-int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out, aj_error *err)
+typedef int (*fill_fn)(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err);
+
+/* A build directory under state's images, filled by fill, digested, stored
+ * and named. */
+static int build_with(const char *state, const aj_image_spec *s, fill_fn fill, void *ctx,
+		      aj_image_info *out, aj_error *err)
 {
 	if (!aj_image_name_ok(s->name))
 		return bad_name(s->name, err);
@@ -336,7 +343,7 @@ int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out
 		return aj_err(err, ENOMEM, "out of memory");
 	if (aj_mkdir_p(images, 0755) < 0 || mkdir(build, 0700) < 0 || mkdir(rootfs, 0755) < 0)
 		return aj_err(err, errno, "cannot create %s", build);
-	int r = fill_tree(s, rootfs, err);
+	int r = fill(s, rootfs, ctx, err);
 	if (r == 0)
 		r = store_tree(images, build, s, out, err);
 	if (r != 0)
@@ -345,6 +352,54 @@ int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out
 		return r;
 	chmod(images, 0755);
 	return point_name(images, s->name, out->digest, err);
+}
+
+static int fill_from_spec(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
+{
+	(void)ctx;
+	return fill_tree(s, dest, err);
+}
+
+int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out, aj_error *err)
+{
+	return build_with(state, s, fill_from_spec, NULL, out, err);
+}
+
+typedef struct snap_ctx {
+	int root;
+	const aj_tree_ids *ids;
+} snap_ctx;
+
+static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
+{
+	(void)s;
+	const snap_ctx *c = ctx;
+	_cleanup_close_ int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "cannot open %s", dest);
+	return aj_tree_sync(c->root, fd, c->ids, err);
+}
+
+int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
+		      const char *from, const char *warmup, aj_image_info *out, aj_error *err)
+{
+	if (!aj_image_name_ok(name))
+		return bad_name(name, err);
+	_cleanup_free_ char *path = aj_asprintf("%s/images/names/%s", state, name);
+	if (!path)
+		return aj_err(err, ENOMEM, "out of memory");
+	if (access(path, F_OK) == 0) {
+		int r = aj_err(err, EEXIST, "an image named '%s' exists already", name);
+		aj_err_hint(err, "choose another name, or remove it first: agentjail image rm %s",
+			    name);
+		return r;
+	}
+	aj_image_spec s = {.name = name,
+			   .source = AJ_IMAGE_FROM_SANDBOX,
+			   .from = from,
+			   .warmup = warmup && *warmup ? warmup : NULL};
+	snap_ctx c = {.root = root, .ids = ids};
+	return build_with(state, &s, fill_from_root, &c, out, err);
 }
 
 static int cmp_info(const void *a, const void *b)

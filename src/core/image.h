@@ -9,16 +9,18 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "tree.h"
 
 #define AJ_STATE_DIR_DEFAULT "/var/lib/agentjail"
 #define AJ_IMAGE_NAME_MAX 64
 #define AJ_MAX_PACKAGES 128
 
 typedef enum aj_image_source {
-	AJ_IMAGE_FROM_DEBIAN, /* mmdebstrap SUITE */
-	AJ_IMAGE_FROM_DIR,    /* a copy of a directory tree */
-	AJ_IMAGE_FROM_TAR,    /* a tar archive of a root filesystem */
-	AJ_IMAGE_FROM_OCI,    /* a container image archive (docker save, OCI layout) */
+	AJ_IMAGE_FROM_DEBIAN,  /* mmdebstrap SUITE */
+	AJ_IMAGE_FROM_DIR,     /* a copy of a directory tree */
+	AJ_IMAGE_FROM_TAR,     /* a tar archive of a root filesystem */
+	AJ_IMAGE_FROM_OCI,     /* a container image archive (docker save, OCI layout) */
+	AJ_IMAGE_FROM_SANDBOX, /* a sandbox's filesystem (aj_image_snapshot) */
 } aj_image_source;
 
 typedef struct aj_image_spec {
@@ -53,6 +55,12 @@ int aj_image_recipe_load(const char *path, aj_image_spec *spec, void **store, aj
 void aj_image_recipe_free(void *store);
 /* Build, digest and store an image, then point spec->name at it. */
 int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *out, aj_error *err);
+/* A new image name from the tree at root (a sandbox's root directory, its
+ * own mount only: aj_tree_sync), owners shifted by ids to the image's
+ * (inside) ids; from describes the source ("sb-... (image python)"). An
+ * existing name is refused (EEXIST). */
+int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
+		      const char *from, const char *warmup, aj_image_info *out, aj_error *err);
 /* Apply the layers of a container image archive (`docker save` or an OCI
  * layout tarball) to the empty directory rootfs; work is a scratch path
  * (created and removed). */

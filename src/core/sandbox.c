@@ -503,6 +503,8 @@ static void teardown(run_ctx *c)
 			close(c->stdio[i]);
 			c->stdio[i] = -1;
 		}
+	if (c->persistent && c->have_cg) /* a paused box: frozen processes would not die */
+		(void)aj_cgroup_freeze(&c->cg, false, NULL);
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		while (wait4(c->pid, NULL, 0, &c->ru) < 0 && errno == EINTR)
@@ -632,6 +634,9 @@ static int hold_start(run_ctx *c, aj_error *err)
 {
 	int r = prepare(c, err);
 	if (r < 0)
+		return r;
+	/* a box can be paused (the service's pause/resume) */
+	if (c->have_cg && (r = aj_cgroup_add_freezer(&c->cg, err)) < 0)
 		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock) < 0)
 		return aj_err(err, errno, "socketpair");

@@ -60,7 +60,8 @@ static route parse_route(const char *path)
 		return rt;
 	memcpy(rt.id, p, n);
 	p += n;
-	static const char *const subs[] = {"exec", "files", "mkdir"};
+	static const char *const subs[] = {"exec",   "files",	 "mkdir", "pause",
+					   "resume", "snapshot", "fork"};
 	if (*p == '\0' || !strcmp(p, "/"))
 		return rt.ok = true, rt;
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
@@ -194,7 +195,15 @@ static void on_sandbox(aj_req *r, const route *rt)
 	const char *sub = rt->sub;
 	int m = r->method;
 	json_t *a;
-	if (!*sub && m == AJ_GET)
+	if (!strcmp(sub, "pause") && m == AJ_POST)
+		aj_front_forward(r, "pause", args_of(r));
+	else if (!strcmp(sub, "resume") && m == AJ_POST)
+		aj_front_forward(r, "resume", args_of(r));
+	else if (!strcmp(sub, "snapshot") && m == AJ_POST)
+		with_body(r, "snapshot", args_of(r));
+	else if (!strcmp(sub, "fork") && m == AJ_POST)
+		with_body(r, "fork", args_of(r));
+	else if (!*sub && m == AJ_GET)
 		aj_front_forward(r, "get", args_of(r));
 	else if (!*sub && m == AJ_PATCH)
 		with_body(r, "patch", args_of(r));
@@ -244,6 +253,10 @@ void aj_api_dispatch(aj_req *r)
 	}
 	if (!strcmp(r->path, "/metrics") && r->method == AJ_GET) {
 		aj_front_call(r, "metrics", NULL, metrics_done);
+		return;
+	}
+	if (!strcmp(r->path, "/v1/pools") && r->method == AJ_GET) {
+		aj_front_forward(r, "pools", NULL);
 		return;
 	}
 	route rt = parse_route(r->path);

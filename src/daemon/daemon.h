@@ -22,6 +22,8 @@ typedef struct aj_daemon_opts {
 	unsigned max_sandboxes;
 	unsigned header_timeout_s; /* request headers must come within this (408) */
 	bool quiet;
+	const char *pools[16]; /* --pool IMAGE=N */
+	size_t n_pools;
 } aj_daemon_opts;
 
 #define AJ_DAEMON_RUN_DIR "/run/agentjail"
@@ -45,6 +47,10 @@ typedef struct aj_sandbox {
 	int refs;		  /* the registry's + running execs' (atomic) */
 	bool dead;		  /* destroyed: no new work */
 	char owner[64];		  /* who created it (audit) */
+	json_t *req;		  /* the policy it was made from (forks) */
+	pthread_mutex_t state_mu; /* pause/resume and the TTL */
+	bool paused;		  /* frozen (cgroup freezer) */
+	long long paused_left_ms; /* paused: the TTL left when paused (0: none) */
 	pthread_mutex_t procs_mu; /* background processes (procs.c) */
 	struct aj_proc *procs;
 	unsigned next_proc;
@@ -56,6 +62,18 @@ void aj_registry_init(const char *state_dir, unsigned max);
 void aj_registry_sweep(void);
 /* Create from a JSON request body; the result holds a reference. */
 int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err);
+/* A new sandbox from a policy (JSON), outside the registry (pool.c), with
+ * its state file written; NULL with err filled on failure. */
+aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err);
+/* Into the registry (it takes sb's reference; on failure sb is gone). */
+int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err);
+/* A new image from an image sandbox's filesystem (snapshot.c). */
+int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err);
+/* count new sandboxes from a copy of sb's filesystem (snapshot.c); *out:
+ * {"sandboxes": [...]}. -EAGAIN: too many sandboxes. */
+int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
+		    aj_error *err);
+#define AJ_FORK_MAX 16
 /* Find a live sandbox; the result holds a reference (aj_sandbox_unref). */
 aj_sandbox *aj_registry_get(const char *id);
 /* Destroy: kill everything in it now; freed with its last reference. */
@@ -64,7 +82,7 @@ int aj_registry_destroy(const char *id);
 void aj_registry_expire(void);
 void aj_registry_destroy_all(void);
 /* JSON description of one / all. */
-json_t *aj_sandbox_json(const aj_sandbox *sb);
+json_t *aj_sandbox_json(aj_sandbox *sb);
 json_t *aj_registry_list(void);
 unsigned aj_registry_count(void);
 void aj_sandbox_ref(aj_sandbox *sb);
@@ -72,6 +90,10 @@ void aj_sandbox_unref(aj_sandbox *sb);
 /* Set the TTL to seconds from now (PATCH). */
 void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds);
 long long aj_now_ms(void);
+/* Pause (freeze every process, memory kept, TTL clock stopped) or resume.
+ * -EALREADY: it is in that state already. */
+int aj_sandbox_pause(aj_sandbox *sb, bool pause, aj_error *err);
+bool aj_sandbox_paused(aj_sandbox *sb);
 
 /* ---- metrics.c ---- */
 typedef struct aj_metrics {

@@ -174,7 +174,7 @@ void aj_op_files_get(json_t *args, aj_reply *r)
 {
 	char buf[4096];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
-	aj_sandbox *sb = path ? aj_arg_sandbox(args, r) : NULL;
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
 	if (!sb)
 		return;
 	as_user u = enter(sb);
@@ -222,7 +222,7 @@ void aj_op_files_put(json_t *args, aj_reply *r)
 		aj_reply_error(r, 400, "bad_mode", "'mode' must be octal, at most 0777");
 		return;
 	}
-	aj_sandbox *sb = aj_arg_sandbox(args, r);
+	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
 	as_user u = enter(sb);
@@ -283,7 +283,7 @@ void aj_op_files_delete(json_t *args, aj_reply *r)
 {
 	char buf[4096];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
-	aj_sandbox *sb = path ? aj_arg_sandbox(args, r) : NULL;
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
 	if (!sb)
 		return;
 	bool recursive = aj_arg_bool(args, "recursive");
@@ -326,7 +326,7 @@ void aj_op_files_mkdir(json_t *args, aj_reply *r)
 {
 	char buf[4096];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
-	aj_sandbox *sb = path ? aj_arg_sandbox(args, r) : NULL;
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
 	if (!sb)
 		return;
 	bool parents = aj_arg_bool(args, "parents");

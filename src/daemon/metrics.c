@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "pool.h"
 #include "util.h"
 
 aj_metrics aj_stats;
@@ -102,6 +103,9 @@ json_t *aj_metrics_json(void)
 	json_object_set_new(o, "latency_sum", json_real(aj_stats.latency_sum));
 	pthread_mutex_unlock(&lat_mu);
 	json_object_set_new(o, "latency_buckets", b);
+	_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
+	if (pools)
+		json_object_set_new(o, "pools_text", json_string(pools));
 	return o;
 }
 
@@ -162,5 +166,8 @@ char *aj_metrics_text(json_t *sup)
 	    "agentjail_exec_duration_seconds_sum %.6f\nagentjail_exec_duration_seconds_count "
 	    "%llu\n",
 	    json_number_value(json_object_get(sup, "latency_sum")), cum);
+	const char *pools = json_string_value(json_object_get(sup, "pools_text"));
+	if (pools)
+		add(&t, "%s", pools);
 	return t.buf;
 }

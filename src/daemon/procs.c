@@ -253,9 +253,9 @@ static json_t *proc_json(aj_proc *p)
 }
 
 /* The process named by args.process (a reference), the sandbox's too. */
-static aj_proc *arg_proc(json_t *args, aj_reply *rep, aj_sandbox **sbp, bool optional)
+static aj_proc *arg_proc(json_t *args, aj_reply *rep, aj_sandbox **sbp, bool optional, bool running)
 {
-	*sbp = aj_arg_sandbox(args, rep);
+	*sbp = running ? aj_arg_running(args, rep) : aj_arg_sandbox(args, rep);
 	if (!*sbp)
 		return NULL;
 	const char *id = aj_arg_str(args, "process", 15, optional, rep);
@@ -267,7 +267,7 @@ static aj_proc *arg_proc(json_t *args, aj_reply *rep, aj_sandbox **sbp, bool opt
 void aj_op_procs_list(json_t *args, aj_reply *rep)
 {
 	aj_sandbox *sb;
-	aj_proc *p = arg_proc(args, rep, &sb, true);
+	aj_proc *p = arg_proc(args, rep, &sb, true, false);
 	if (p) {
 		aj_reply_json(rep, 200, proc_json(p));
 		proc_unref(p);
@@ -312,7 +312,7 @@ void aj_op_procs_signal(json_t *args, aj_reply *rep)
 		return;
 	}
 	aj_sandbox *sb;
-	aj_proc *p = arg_proc(args, rep, &sb, false);
+	aj_proc *p = arg_proc(args, rep, &sb, false, true);
 	if (!p) {
 		aj_sandbox_unref(sb);
 		return;
@@ -438,7 +438,7 @@ void aj_op_procs_output(json_t *args, aj_reply *rep)
 		return;
 	}
 	aj_sandbox *sb;
-	aj_proc *p = arg_proc(args, rep, &sb, false);
+	aj_proc *p = arg_proc(args, rep, &sb, false, false);
 	aj_sandbox_unref(sb);
 	if (!p)
 		return;

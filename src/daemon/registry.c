@@ -16,8 +16,10 @@
 
 #include "daemon.h"
 #include "net.h"
+#include "pool.h"
 #include "sup.h"
 #include "util.h"
+#include "zygote.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_sandbox **reg;
@@ -166,15 +168,57 @@ void aj_sandbox_unref(aj_sandbox *sb)
 	unlink(path);
 	aj_procs_free_all(sb->procs); /* their workers have ended: they held references */
 	pthread_mutex_destroy(&sb->procs_mu);
+	pthread_mutex_destroy(&sb->state_mu);
 	aj_policy_free(&sb->policy);
+	json_decref(sb->req);
 	free(sb);
 }
 
 void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds)
 {
-	__atomic_store_n(&sb->expires_ms,
-			 seconds > 0 ? aj_now_ms() + (long long)(seconds * 1000) : 0,
-			 __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&sb->state_mu);
+	long long ms = seconds > 0 ? (long long)(seconds * 1000) : 0;
+	if (sb->paused) /* counts from the resume */
+		sb->paused_left_ms = ms;
+	else
+		__atomic_store_n(&sb->expires_ms, ms ? aj_now_ms() + ms : 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&sb->state_mu);
+}
+
+bool aj_sandbox_paused(aj_sandbox *sb)
+{
+	pthread_mutex_lock(&sb->state_mu);
+	bool p = sb->paused;
+	pthread_mutex_unlock(&sb->state_mu);
+	return p;
+}
+
+int aj_sandbox_pause(aj_sandbox *sb, bool pause, aj_error *err)
+{
+	pthread_mutex_lock(&sb->state_mu);
+	int r = 0;
+	if (sb->paused == pause)
+		r = aj_err(err, EALREADY, "sandbox '%s' is %s already", sb->id,
+			   pause ? "paused" : "running");
+	else if (!sb->box.info.have_cg)
+		r = aj_err(err, ENOTSUP, "sandbox '%s' has no cgroup: it cannot be paused", sb->id);
+	else
+		r = aj_cgroup_freeze(&sb->box.info.cg, pause, err);
+	if (r == 0 && pause) { /* the TTL clock stops */
+		long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST),
+			  now = aj_now_ms();
+		sb->paused_left_ms = exp ? (exp > now ? exp - now : 1) : 0;
+		__atomic_store_n(&sb->expires_ms, 0, __ATOMIC_SEQ_CST);
+	} else if (r == 0) {
+		__atomic_store_n(&sb->expires_ms,
+				 sb->paused_left_ms ? aj_now_ms() + sb->paused_left_ms : 0,
+				 __ATOMIC_SEQ_CST);
+		sb->paused_left_ms = 0;
+	}
+	if (r == 0)
+		sb->paused = pause;
+	pthread_mutex_unlock(&sb->state_mu);
+	return r;
 }
 
 /* The API's own keys; the rest is the policy (run's long option names). */
@@ -213,6 +257,35 @@ static int add_to_registry(aj_sandbox *sb, aj_error *err)
 	return r;
 }
 
+aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
+{
+	aj_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		aj_err(err, ENOMEM, "sandbox");
+		return NULL;
+	}
+	aj_policy_init(&sb->policy);
+	pthread_mutex_init(&sb->procs_mu, NULL);
+	pthread_mutex_init(&sb->state_mu, NULL);
+	sb->root_fd = -1;
+	sb->box.ctl = sb->box.sock = sb->box.root = -1;
+	sb->refs = 1;
+	make_id(sb->id, sizeof(sb->id));
+	sb->policy.quiet = true;
+	int r;
+	if (!(sb->req = json_deep_copy(req)))
+		r = aj_err(err, ENOMEM, "sandbox");
+	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
+		 (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+		 (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
+		state_write(sb);
+	if (r < 0) {
+		aj_sandbox_unref(sb);
+		return NULL;
+	}
+	return sb;
+}
+
 int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err)
 {
 	double ttl;
@@ -221,32 +294,27 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 		return r;
 	if (aj_registry_count() >= reg_max)
 		return aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
-	aj_sandbox *sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return aj_err(err, ENOMEM, "sandbox");
-	aj_policy_init(&sb->policy);
-	pthread_mutex_init(&sb->procs_mu, NULL);
-	sb->root_fd = -1;
-	sb->box.ctl = sb->box.sock = sb->box.root = -1;
-	sb->refs = 1;
-	make_id(sb->id, sizeof(sb->id));
-	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
-	sb->policy.quiet = true;
-	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
-	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0) {
-		sb->created_ms = aj_now_ms();
-		aj_sandbox_set_ttl(sb, ttl);
-		state_write(sb);
-		r = add_to_registry(sb, err);
-	}
-	if (r < 0) {
-		aj_sandbox_unref(sb);
+	aj_sandbox *sb = NULL;
+	if ((r = aj_pool_take(req, &sb, err)) < 0)
 		return r;
-	}
+	if (!sb && !(sb = aj_sandbox_build(req, err)))
+		return -(err->code ? err->code : EINVAL);
+	if ((r = aj_registry_add(sb, ttl, owner, err)) < 0)
+		return r;
 	aj_sandbox_ref(sb);
 	*out = sb;
 	return 0;
+}
+
+int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err)
+{
+	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
+	sb->created_ms = aj_now_ms();
+	aj_sandbox_set_ttl(sb, ttl);
+	int r = add_to_registry(sb, err);
+	if (r < 0)
+		aj_sandbox_unref(sb);
+	return r;
 }
 
 aj_sandbox *aj_registry_get(const char *id)
@@ -269,6 +337,10 @@ static aj_sandbox *take(size_t i)
 	aj_sandbox *sb = reg[i];
 	reg[i] = reg[--reg_n];
 	__atomic_store_n(&sb->dead, true, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&sb->state_mu);
+	if (sb->paused) /* a frozen init would not die, nor end its commands */
+		(void)aj_cgroup_freeze(&sb->box.info.cg, false, NULL);
+	pthread_mutex_unlock(&sb->state_mu);
 	kill(sb->box.info.init, SIGKILL);
 	return sb;
 }
@@ -344,19 +416,26 @@ static json_t *iso_time(long long ms)
 	return json_string(buf);
 }
 
-json_t *aj_sandbox_json(const aj_sandbox *sb)
+json_t *aj_sandbox_json(aj_sandbox *sb)
 {
+	pthread_mutex_lock(&sb->state_mu);
 	long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST);
+	bool paused = sb->paused;
+	long long left = paused ? sb->paused_left_ms : exp ? exp - aj_now_ms() : 0;
+	pthread_mutex_unlock(&sb->state_mu);
 	const aj_policy *p = &sb->policy;
-	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I}",
-			 "id", sb->id, "state", "running", "created_at", iso_time(sb->created_ms),
-			 "expires_at", exp ? iso_time(exp) : json_null(), "timeout_remaining",
-			 exp ? json_integer((exp - aj_now_ms() + 999) / 1000) : json_null(), "pid",
+	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I, "
+			 "s:s?}",
+			 "id", sb->id, "state", paused ? "paused" : "running", "created_at",
+			 iso_time(sb->created_ms), "expires_at", exp ? iso_time(exp) : json_null(),
+			 "timeout_remaining",
+			 exp || left ? json_integer((left + 999) / 1000) : json_null(), "pid",
 			 (json_int_t)sb->box.info.init, "limits", "memory", (json_int_t)p->memory,
 			 "pids", (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0,
 			 "disk", (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
 			 p->net == AJ_NET_OPEN ? "open" : "none", "execs",
-			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST));
+			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
+			 aj_zygote_ready(&sb->box));
 }
 
 json_t *aj_registry_list(void)

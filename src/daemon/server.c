@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "pool.h"
 #include "sup.h"
 #include "util.h"
 
@@ -75,6 +76,9 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 		return -EINVAL;
 	char path[PATH_MAX];
 	aj_registry_init(o->state_dir, o->max_sandboxes);
+	for (size_t i = 0; i < o->n_pools; i++)
+		if (aj_pool_add(o->pools[i], err) < 0)
+			return -EINVAL;
 	aj_registry_sweep();
 	snprintf(path, sizeof(path), "%s/audit.log", o->state_dir);
 	if (aj_audit_open(path, err) < 0)
@@ -125,6 +129,13 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	if (r == 0 && (front = fork_front(o, sock, lock, err)) < 0)
 		r = front;
 	explicit_bzero(token, sizeof(token));
+	/* the pool's thread (after the fork: the front has no thread of ours) */
+	if (r == 0 && aj_pool_start(err) < 0) {
+		r = -EAGAIN;
+		kill(front, SIGTERM);
+		while (waitpid(front, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	if (r == 0) {
 		aj_audit("start", json_pack("{s:s, s:s?, s:i, s:i}", "socket", o->socket, "listen",
 					    o->listen, "pid", (int)getpid(), "front", (int)front));
@@ -144,6 +155,7 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 		aj_audit("stop", NULL);
 	}
 	aj_registry_destroy_all();
+	aj_pool_stop(); /* after: its thread built some of them */
 	aj_exec_shutdown();
 	if (sock[0] >= 0)
 		close(sock[0]);

@@ -39,6 +39,11 @@ static const struct {
     {"files.put", aj_op_files_put},
     {"files.delete", aj_op_files_delete},
     {"files.mkdir", aj_op_files_mkdir},
+    {"pools", aj_op_pools},
+    {"pause", aj_op_pause},
+    {"resume", aj_op_resume},
+    {"snapshot", aj_op_snapshot},
+    {"fork", aj_op_fork},
 };
 
 aj_op_fn aj_sup_op(const char *name)
@@ -96,6 +101,20 @@ aj_sandbox *aj_arg_sandbox(json_t *args, aj_reply *rep)
 	aj_sandbox *sb = aj_registry_get(id);
 	if (!sb)
 		aj_reply_error(rep, 404, "not_found", "no sandbox '%s'", id);
+	return sb;
+}
+
+aj_sandbox *aj_arg_running(json_t *args, aj_reply *rep)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (sb && aj_sandbox_paused(sb)) {
+		aj_reply_error(
+		    rep, 409, "sandbox_paused",
+		    "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
+		    sb->id, sb->id);
+		aj_sandbox_unref(sb);
+		return NULL;
+	}
 	return sb;
 }
 

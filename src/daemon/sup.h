@@ -34,6 +34,9 @@ void aj_reply_fail(aj_reply *rep, int status, const char *code, const aj_error *
 const char *aj_arg_str(json_t *args, const char *key, size_t max, bool optional, aj_reply *rep);
 /* The sandbox named by args.sandbox, with a reference; NULL: answered. */
 aj_sandbox *aj_arg_sandbox(json_t *args, aj_reply *rep);
+/* The same, and 409 sandbox_paused when it is paused (work that needs its
+ * processes running: exec, files, signals). */
+aj_sandbox *aj_arg_running(json_t *args, aj_reply *rep);
 /* Who the front says the client is (audit only): never more than that. */
 const char *aj_arg_peer(json_t *args);
 /* A boolean (absent: false). */
@@ -55,6 +58,11 @@ void aj_op_files_get(json_t *args, aj_reply *rep);
 void aj_op_files_put(json_t *args, aj_reply *rep);
 void aj_op_files_delete(json_t *args, aj_reply *rep);
 void aj_op_files_mkdir(json_t *args, aj_reply *rep);
+void aj_op_pools(json_t *args, aj_reply *rep);
+void aj_op_pause(json_t *args, aj_reply *rep);
+void aj_op_resume(json_t *args, aj_reply *rep);
+void aj_op_snapshot(json_t *args, aj_reply *rep);
+void aj_op_fork(json_t *args, aj_reply *rep);
 
 /* The op of a name, or NULL (sup.c). */
 aj_op_fn aj_sup_op(const char *name);

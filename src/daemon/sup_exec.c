@@ -391,7 +391,7 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 		aj_reply_fail(rep, 400, "bad_request", &err);
 		return;
 	}
-	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	aj_sandbox *sb = aj_arg_running(args, rep);
 	if (!sb) {
 		aj_exec_req_free(&q);
 		return;

@@ -307,6 +307,29 @@ class Sandbox:
         self.info = self.client.json("PATCH", f"/v1/sandboxes/{self.id}", {"timeout": timeout})
         return self.info
 
+    def pause(self):
+        """Freeze every process of the sandbox (memory kept, TTL clock stopped);
+        exec and files answer 409 until resume()."""
+        self.info = self.client.json("POST", f"/v1/sandboxes/{self.id}/pause", {})
+        return self.info
+
+    def resume(self):
+        """Let a paused sandbox's processes run again; its TTL goes on from where it stopped."""
+        self.info = self.client.json("POST", f"/v1/sandboxes/{self.id}/resume", {})
+        return self.info
+
+    def snapshot(self, name):
+        """Store the sandbox's filesystem as a new image named name (an image dict)."""
+        return self.client.json("POST", f"/v1/sandboxes/{self.id}/snapshot", {"name": name})
+
+    def fork(self, count=1, timeout=None):
+        """count new sandboxes starting from a copy of this one's filesystem."""
+        body = {"count": count}
+        if timeout is not None:
+            body["timeout"] = timeout
+        r = self.client.json("POST", f"/v1/sandboxes/{self.id}/fork", body)
+        return [Sandbox(self.client, info) for info in r["sandboxes"]]
+
     def kill(self):
         """Destroy the sandbox and everything in it (idempotent)."""
         try:

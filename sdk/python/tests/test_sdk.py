@@ -149,6 +149,22 @@ class SDKTest(unittest.TestCase):
             sb.exec("true")
         self.assertEqual(cm.exception.status, 404)
 
+    def test_pause_resume(self):
+        with Sandbox.create(timeout=600) as sb:
+            p = sb.exec("i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done",
+                        background=True)
+            time.sleep(0.5)
+            self.assertEqual(sb.pause()["state"], "paused")
+            with self.assertRaises(AgentjailError) as cm:
+                sb.exec("true")
+            self.assertEqual((cm.exception.status, cm.exception.code), (409, "sandbox_paused"))
+            with self.assertRaises(AgentjailError) as cm:
+                sb.pause()
+            self.assertEqual(cm.exception.status, 409)
+            self.assertEqual(sb.resume()["state"], "running")
+            self.assertTrue(int(sb.files.read("/tmp/n")) > 0)
+            p.signal("KILL")
+
     def test_errors(self):
         with self.assertRaises(AgentjailError) as cm:
             Sandbox.create(memory="lots")

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/* Warm pools: N ready sandboxes per image, built by a refill thread (never
+ * on the event loop), each handed out at most once and never returned. */
+#include "pool.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "image.h"
+#include "util.h"
+#include "zygote.h"
+
+typedef struct pool {
+	char image[AJ_IMAGE_NAME_MAX + 1]; /* "default": the host-root sandbox */
+	json_t *req;			   /* the policy its sandboxes are built with */
+	unsigned want, n;
+	aj_sandbox *ready[AJ_POOL_MAX_SIZE];
+	unsigned long long hits, empty, built, failed;
+	long long retry_at, backoff_ms; /* after a failed build (monotonic ms) */
+	char last_error[256];
+	char warmup[512]; /* the image's Python warm-up: a zygote per sandbox */
+} pool;
+
+static pool pools[AJ_POOL_MAX];
+static size_t n_pools;
+static unsigned long long misses; /* creates no pool could serve */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond;
+static pthread_t thread;
+static bool running, stopping;
+
+static long long mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int aj_pool_add(const char *spec, aj_error *err)
+{
+	const char *eq = strrchr(spec, '=');
+	unsigned long long n = 0;
+	char image[AJ_IMAGE_NAME_MAX + 1];
+	size_t il = eq ? (size_t)(eq - spec) : 0;
+	if (!eq || il == 0 || il >= sizeof(image) ||
+	    aj_parse_uint(eq + 1, AJ_POOL_MAX_SIZE, &n) < 0 || n == 0)
+		return aj_err(err, EINVAL, "--pool '%s': expected IMAGE=N (N from 1 to %d)", spec,
+			      AJ_POOL_MAX_SIZE);
+	memcpy(image, spec, il);
+	image[il] = '\0';
+	bool dflt = strcmp(image, "default") == 0;
+	if (!dflt && !aj_image_name_ok(image))
+		return aj_err(err, EINVAL, "--pool '%s': '%s' is not an image name", spec, image);
+	if (n_pools >= AJ_POOL_MAX)
+		return aj_err(err, E2BIG, "--pool: at most %d pools", AJ_POOL_MAX);
+	for (size_t i = 0; i < n_pools; i++)
+		if (strcmp(pools[i].image, image) == 0)
+			return aj_err(err, EEXIST, "--pool: two pools of '%s'", image);
+	json_t *req = dflt ? json_object() : json_pack("{s:s}", "image", image);
+	if (!req)
+		return aj_err(err, ENOMEM, "pool");
+	aj_policy p;
+	aj_policy_init(&p);
+	p.quiet = true;
+	int r = aj_policy_from_json(&p, req, err); /* e.g. no such image */
+	aj_policy_free(&p);
+	if (r < 0) {
+		json_decref(req);
+		aj_err_prefix(err, "--pool '%s'", spec);
+		return r;
+	}
+	pool *pl = &pools[n_pools++];
+	memset(pl, 0, sizeof(*pl));
+	snprintf(pl->image, sizeof(pl->image), "%s", image);
+	aj_image_info info;
+	char interp[64];
+	if (!dflt && aj_image_inspect(aj_state_dir(), image, &info, NULL) == 0 &&
+	    aj_zygote_interp(info.warmup, interp, sizeof(interp)))
+		snprintf(pl->warmup, sizeof(pl->warmup), "%s", info.warmup);
+	pl->req = req;
+	pl->want = (unsigned)n;
+	return 0;
+}
+
+/* The first pool short of sandboxes that may be built now; else when to
+ * look again (0: when signalled). Called locked. */
+static pool *next_to_fill(long long *wake)
+{
+	long long now = mono_ms();
+	*wake = 0;
+	for (size_t i = 0; i < n_pools; i++) {
+		pool *pl = &pools[i];
+		if (pl->n >= pl->want)
+			continue;
+		if (pl->retry_at <= now)
+			return pl;
+		if (!*wake || pl->retry_at < *wake)
+			*wake = pl->retry_at;
+	}
+	return NULL;
+}
+
+static void built(pool *pl, aj_sandbox *sb, const aj_error *err)
+{
+	if (sb) {
+		pl->ready[pl->n++] = sb;
+		pl->built++;
+		pl->backoff_ms = 0;
+		pl->retry_at = 0;
+		return;
+	}
+	pl->failed++;
+	snprintf(pl->last_error, sizeof(pl->last_error), "%s", err->msg);
+	pl->backoff_ms =
+	    pl->backoff_ms ? (pl->backoff_ms * 2 > 30000 ? 30000 : pl->backoff_ms * 2) : 500;
+	pl->retry_at = mono_ms() + pl->backoff_ms;
+}
+
+/* The refill thread. It must live as long as any sandbox it built: a
+ * keeper dies with the thread that forked it (PR_SET_PDEATHSIG). */
+static void *refill(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	while (!stopping) {
+		long long wake;
+		pool *pl = next_to_fill(&wake);
+		if (!pl) {
+			if (!wake) {
+				pthread_cond_wait(&cond, &mu);
+			} else {
+				struct timespec ts = {(time_t)(wake / 1000),
+						      (long)(wake % 1000) * 1000000};
+				pthread_cond_timedwait(&cond, &mu, &ts);
+			}
+			continue;
+		}
+		json_t *req = json_deep_copy(pl->req);
+		char warmup[sizeof(pl->warmup)];
+		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
+		pthread_mutex_unlock(&mu);
+		aj_error err;
+		aj_err_clear(&err);
+		aj_sandbox *sb = req ? aj_sandbox_build(req, &err) : NULL;
+		if (!req)
+			aj_err(&err, ENOMEM, "pool");
+		json_decref(req);
+		aj_error zerr;
+		aj_err_clear(&zerr);
+		if (sb && warmup[0] && aj_zygote_start(&sb->box, warmup, &zerr) < 0)
+			aj_audit("zygote_failed",
+				 json_pack("{s:s, s:s}", "sandbox", sb->id, "error", zerr.msg));
+		pthread_mutex_lock(&mu);
+		if (sb) /* the keeper: the tests' residue check attributes its cgroups */
+			aj_audit("pool_build",
+				 json_pack("{s:s, s:s, s:i}", "sandbox", sb->id, "image", pl->image,
+					   "keeper", (int)sb->box.keeper));
+		else
+			aj_audit("pool_build_failed",
+				 json_pack("{s:s, s:s}", "image", pl->image, "error", err.msg));
+		if (sb && (stopping || pl->n >= pl->want)) {
+			pthread_mutex_unlock(&mu);
+			aj_sandbox_unref(sb);
+			pthread_mutex_lock(&mu);
+			continue;
+		}
+		built(pl, sb, &err);
+	}
+	/* drained here, by the thread their keepers die with */
+	for (size_t i = 0; i < n_pools; i++)
+		while (pools[i].n) {
+			aj_sandbox *sb = pools[i].ready[--pools[i].n];
+			pthread_mutex_unlock(&mu);
+			aj_sandbox_unref(sb);
+			pthread_mutex_lock(&mu);
+		}
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+int aj_pool_start(aj_error *err)
+{
+	if (!n_pools)
+		return 0;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cond, &ca);
+	pthread_condattr_destroy(&ca);
+	stopping = false;
+	int e = pthread_create(&thread, NULL, refill, NULL);
+	if (e)
+		return aj_err(err, e, "cannot start the pool's thread");
+	running = true;
+	return 0;
+}
+
+void aj_pool_stop(void)
+{
+	pthread_mutex_lock(&mu);
+	stopping = true;
+	if (running)
+		pthread_cond_broadcast(&cond);
+	pthread_mutex_unlock(&mu);
+	if (running)
+		pthread_join(thread, NULL);
+	for (size_t i = 0; i < n_pools; i++) {
+		for (unsigned k = 0; k < pools[i].n; k++)
+			aj_sandbox_unref(pools[i].ready[k]);
+		pools[i].n = 0;
+		json_decref(pools[i].req);
+		pools[i].req = NULL;
+	}
+	if (running)
+		pthread_cond_destroy(&cond);
+	running = false;
+	n_pools = 0;
+}
+
+/* env, secret, memory and pids of a request, applied to a pooled sandbox
+ * at hand-out: the policy's lists grow, the commands' base environment is
+ * rebuilt, the cgroup's limits change. */
+static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
+{
+	int r = aj_policy_from_json(&sb->policy, extra, err);
+	if (r < 0)
+		return r;
+	if ((json_object_get(extra, "memory") || json_object_get(extra, "pids")) &&
+	    (r = aj_cgroup_update_limits(&sb->box.info.cg, &sb->policy, err)) < 0)
+		return r;
+	char **env = aj_policy_build_env(&sb->policy, NULL, sb->box.envp);
+	if (!env)
+		return aj_err(err, ENOMEM, "environment");
+	aj_strv_free(sb->box.envp);
+	sb->box.envp = env;
+	return 0;
+}
+
+int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
+{
+	*out = NULL;
+	if (!n_pools)
+		return 0;
+	json_t *rest = json_copy(req), *extra = json_object();
+	if (!rest || !extra) {
+		json_decref(rest);
+		json_decref(extra);
+		return aj_err(err, ENOMEM, "pool");
+	}
+	static const char *const at_handout[] = {"env", "secret", "memory", "pids"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
+		json_t *v = json_object_get(rest, at_handout[i]);
+		if (v) {
+			json_object_set(extra, at_handout[i], v);
+			json_object_del(rest, at_handout[i]);
+		}
+	}
+	pool *pl = NULL;
+	for (size_t i = 0; i < n_pools && !pl; i++)
+		if (json_equal(rest, pools[i].req))
+			pl = &pools[i];
+	json_decref(rest);
+	int r = 0;
+	if (pl && json_object_size(extra)) { /* bad input: an error, the pool untouched */
+		aj_policy p;
+		aj_policy_init(&p);
+		r = aj_policy_from_json(&p, extra, err);
+		/* no limit (0) cannot be applied to a built sandbox: a fresh one */
+		if (r == 0 && (!p.memory || !p.pids))
+			pl = NULL;
+		aj_policy_free(&p);
+	}
+	aj_sandbox *sb = NULL;
+	pthread_mutex_lock(&mu);
+	while (r == 0 && pl && pl->n && !sb) {
+		sb = pl->ready[--pl->n];
+		if (kill(sb->box.info.init, 0) < 0) { /* died while waiting */
+			pthread_mutex_unlock(&mu);
+			aj_sandbox_unref(sb);
+			pthread_mutex_lock(&mu);
+			sb = NULL;
+		}
+	}
+	if (sb)
+		pl->hits++;
+	else if (r == 0 && pl)
+		pl->empty++;
+	if (r == 0 && !sb)
+		misses++;
+	if (pl && running)
+		pthread_cond_signal(&cond);
+	pthread_mutex_unlock(&mu);
+	if (sb && json_object_size(extra) && (r = apply_extra(sb, extra, err)) < 0) {
+		aj_sandbox_unref(sb); /* never back into the pool; built fresh instead */
+		sb = NULL;
+		r = 0;
+		aj_err_clear(err);
+	}
+	json_decref(extra);
+	*out = sb;
+	return r;
+}
+
+json_t *aj_pool_json(void)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_pools; i++) {
+		const pool *pl = &pools[i];
+		json_int_t warm = 0; /* ready ones whose zygote is ready */
+		for (unsigned k = 0; k < pl->n; k++)
+			warm += aj_zygote_ready(&pl->ready[k]->box) != NULL;
+		json_array_append_new(
+		    a,
+		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}", "image",
+			      pl->image, "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n,
+			      "hits", (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
+			      (json_int_t)pl->built, "failed", (json_int_t)pl->failed, "last_error",
+			      pl->last_error[0] ? pl->last_error : NULL, "warmup",
+			      pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
+	}
+	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
+	pthread_mutex_unlock(&mu);
+	return o;
+}
+
+char *aj_pool_metrics(void)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	pthread_mutex_lock(&mu);
+	fprintf(f, "# HELP agentjail_pool_ready Ready sandboxes in the warm pool.\n"
+		   "# TYPE agentjail_pool_ready gauge\n");
+	for (size_t i = 0; i < n_pools; i++)
+		fprintf(f, "agentjail_pool_ready{image=\"%s\"} %u\n", pools[i].image, pools[i].n);
+	fprintf(f, "# HELP agentjail_pool_hits_total Creates served from the warm pool.\n"
+		   "# TYPE agentjail_pool_hits_total counter\n");
+	for (size_t i = 0; i < n_pools; i++)
+		fprintf(f, "agentjail_pool_hits_total{image=\"%s\"} %llu\n", pools[i].image,
+			pools[i].hits);
+	fprintf(f,
+		"# HELP agentjail_pool_misses_total Creates no pool could serve (no pool of "
+		"that policy, or it was empty).\n# TYPE agentjail_pool_misses_total counter\n"
+		"agentjail_pool_misses_total %llu\n",
+		misses);
+	pthread_mutex_unlock(&mu);
+	fclose(f);
+	return out;
+}

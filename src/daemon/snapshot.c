@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Snapshots (a sandbox's filesystem into a new image) and forks (new
+ * sandboxes of the same policy that start from a copy of its files). The
+ * source is frozen while its files are copied: a consistent copy, and no
+ * process of it changes the tree under the copy. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "image.h"
+#include "pool.h"
+#include "userns.h"
+#include "util.h"
+
+/* The host ids of inside 0 (the sandbox's id range starts there). */
+static void base_ids(const aj_sandbox *sb, uid_t *u, gid_t *g)
+{
+	*u = sb->box.info.uid - sb->policy.uid;
+	*g = sb->box.info.gid - sb->policy.gid;
+}
+
+/* Freeze sb for a copy unless it is paused; state_mu held until thaw(). */
+static int hold_still(aj_sandbox *sb, bool *froze, aj_error *err)
+{
+	pthread_mutex_lock(&sb->state_mu);
+	*froze = false;
+	if (sb->paused || !sb->box.info.have_cg)
+		return 0;
+	int r = aj_cgroup_freeze(&sb->box.info.cg, true, err);
+	if (r < 0) {
+		pthread_mutex_unlock(&sb->state_mu);
+		return r;
+	}
+	*froze = true;
+	return 0;
+}
+
+static void thaw(aj_sandbox *sb, bool froze)
+{
+	if (froze)
+		(void)aj_cgroup_freeze(&sb->box.info.cg, false, NULL);
+	pthread_mutex_unlock(&sb->state_mu);
+}
+
+/* A directory of a sandbox (rel inside its root), never through a symlink. */
+static int open_in(const aj_sandbox *sb, const char *rel, aj_error *err)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+			       .resolve =
+				   RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, sb->root_fd, *rel ? rel : ".", &how, sizeof(how));
+	if (fd < 0)
+		return aj_err(err, errno, "cannot open /%s of sandbox %s", rel, sb->id);
+	return fd;
+}
+
+int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err)
+{
+	if (!sb->policy.rootfs) {
+		int r = aj_err(err, EINVAL,
+			       "sandbox '%s' has the host's minimal root: a snapshot needs a "
+			       "sandbox made from an image",
+			       sb->id);
+		aj_err_hint(err, "create it with {\"image\": NAME}");
+		return r;
+	}
+	if (!aj_image_name_ok(name))
+		return aj_err(
+		    err, EINVAL,
+		    "'name': expected lowercase letters, digits, '.', '_', '-' (up to %d, "
+		    "starting with a letter or digit)",
+		    AJ_IMAGE_NAME_MAX);
+	aj_tree_ids ids = {.range = AJ_UID_RANGE};
+	base_ids(sb, &ids.from_uid, &ids.from_gid);
+	const char *image = json_string_value(json_object_get(sb->req, "image"));
+	char from[128];
+	snprintf(from, sizeof(from), "%s%s%s%s", sb->id, image ? " (image " : "",
+		 image ? image : "", image ? ")" : "");
+	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
+	aj_image_info src;
+	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
+		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
+	bool froze;
+	int r = hold_still(sb, &froze, err);
+	if (r < 0)
+		return r;
+	int root = open_in(sb, "", err);
+	aj_image_info info;
+	if (root >= 0)
+		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, &info, err);
+	else
+		r = root;
+	if (root >= 0)
+		close(root);
+	thaw(sb, froze);
+	if (r < 0)
+		return r;
+	*out = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "name", info.name, "digest",
+			 info.digest, "source", info.source, "created", info.created, "size_bytes",
+			 (json_int_t)info.size_bytes, "files", (json_int_t)info.files, "warmup",
+			 info.warmup);
+	return *out ? 0 : aj_err(err, ENOMEM, "out of memory");
+}
+
+/* src's files into dst: the root's own mount (for an image sandbox), /tmp
+ * and the home directory. */
+static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
+{
+	aj_tree_ids ids = {.range = AJ_UID_RANGE};
+	base_ids(src, &ids.from_uid, &ids.from_gid);
+	base_ids(dst, &ids.to_uid, &ids.to_gid);
+	static const char *const dirs[] = {"", "tmp", AJ_SANDBOX_HOME + 1};
+	int r = 0;
+	for (size_t i = src->policy.rootfs ? 0 : 1; i < AJ_ARRAY_SIZE(dirs) && r == 0; i++) {
+		int s = open_in(src, dirs[i], err);
+		int d = s < 0 ? -1 : open_in(dst, dirs[i], err);
+		r = s < 0 ? s : d < 0 ? d : aj_tree_sync(s, d, &ids, err);
+		if (s >= 0)
+			close(s);
+		if (d >= 0)
+			close(d);
+		if (r < 0)
+			aj_err_prefix(err, "fork of %s: /%s", src->id, dirs[i]);
+	}
+	return r;
+}
+
+int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
+		    aj_error *err)
+{
+	if (count < 1 || count > AJ_FORK_MAX)
+		return aj_err(err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX);
+	if (geteuid() != 0)
+		return aj_err(err, EPERM,
+			      "fork needs a service running as root (files of any owner)");
+	aj_sandbox *made[AJ_FORK_MAX] = {0};
+	bool froze;
+	int r = hold_still(sb, &froze, err);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < count && r == 0; i++) {
+		json_t *req = json_deep_copy(sb->req);
+		if (!req) {
+			r = aj_err(err, ENOMEM, "out of memory");
+			break;
+		}
+		if ((r = aj_pool_take(req, &made[i], err)) == 0 && !made[i] &&
+		    !(made[i] = aj_sandbox_build(req, err)))
+			r = -(err->code ? err->code : EINVAL);
+		json_decref(req);
+		if (r == 0)
+			r = copy_files(sb, made[i], err);
+	}
+	thaw(sb, froze);
+	json_t *list = json_array();
+	for (unsigned i = 0; i < count && r == 0; i++) {
+		r = aj_registry_add(made[i], ttl, owner, err);
+		aj_sandbox *added = made[i];
+		made[i] = NULL; /* the registry's now (or gone) */
+		if (r == 0)
+			json_array_append_new(list, aj_sandbox_json(added));
+		else /* all or nothing: the ones added go again */
+			for (size_t k = 0; k < json_array_size(list); k++)
+				aj_registry_destroy(json_string_value(
+				    json_object_get(json_array_get(list, k), "id")));
+	}
+	for (unsigned i = 0; i < count; i++)
+		aj_sandbox_unref(made[i]);
+	if (r < 0) {
+		json_decref(list);
+		return r;
+	}
+	*out = json_pack("{s:o}", "sandboxes", list);
+	return 0;
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env bats
+# Warm pools (serve --pool IMAGE=N): sandboxes built ahead, each handed out
+# at most once; as isolated as a fresh one (the attack program runs in a
+# pooled sandbox through the API); drained at shutdown, swept after a crash.
+
+load ../security/helpers
+load helpers
+
+# Wait until the pool of image $1 has $2 ready sandboxes.
+pool_wait_ready() {
+    local i
+    for i in $(seq 200); do
+        [ "$(api GET /v1/pools | jq --arg i "$1" '.pools[] | select(.image == $i) | .ready')" = "$2" ] && return 0
+        sleep 0.05
+    done
+    api GET /v1/pools >&2
+    fail "pool $1 did not reach $2 ready sandboxes"
+}
+
+pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == \$i) | .$2"; }
+
+@test "pool: creates are served from the pool and it refills in the background" {
+    svc_start --pool default=2
+    pool_wait_ready default 2
+    a=$(sb_create)
+    b=$(sb_create '{"timeout": 60}')
+    assert_eq "$(pool_field default hits)" 2
+    pool_wait_ready default 2
+    [ "$(pool_field default built)" -ge 4 ]
+    # a policy the pool was not built with: built fresh (a miss), and it applies
+    api_status POST /v1/sandboxes -d '{"disk": "64M"}'
+    assert_eq "$status_code" 201
+    assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
+    assert_eq "$(pool_field default hits)" 2
+    assert_eq "$(api GET /v1/pools | jq .misses)" 1
+    # memory and pids are set on the pooled sandbox's cgroup at hand-out
+    pool_wait_ready default 2
+    api_status POST /v1/sandboxes -d '{"memory": "48M", "pids": 32}'
+    assert_eq "$status_code" 201
+    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(jq -r '[.limits.memory, .limits.pids] | @tsv' <<<"$body")" $'50331648\t32'
+    lim=$(jq -r .id <<<"$body")
+    ex=$(sb_exec "$lim" '{"cmd": ["python3", "-c", "b = bytearray(256 << 20)"]}' | events_exit)
+    assert_eq "$(jq -r '[.exit_code, .oom_killed] | @tsv' <<<"$ex")" $'137\ttrue'
+    out=$(sb_exec "$lim" '{"cmd": "for i in $(seq 40); do sleep 5 & done 2>&1 | head -c 300; wait"}' | events_stdout)
+    [[ "$out" == *"fork"* || "$out" == *"Resource temporarily unavailable"* ]] || fail "pids 32 not enforced: $out"
+    # no limit (0) cannot be applied to a built sandbox: a fresh one
+    api_status POST /v1/sandboxes -d '{"memory": "0"}'
+    assert_eq "$status_code" 201
+    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(api GET /v1/pools | jq .misses)" 2
+    api DELETE "/v1/sandboxes/$lim" >/dev/null
+    # env and secret are applied at hand-out: placeholders inside, redacted output
+    pool_wait_ready default 2
+    id=$(sb_create '{"env": {"GREETING": "hello"}, "secret": {"TOKEN": "pool-s3cret-42"}}')
+    assert_eq "$(pool_field default hits)" 4
+    out=$(sb_exec "$id" '{"cmd": "echo $GREETING; echo $TOKEN; echo pool-s3cret-42"}' | events_stdout)
+    assert_output_lacks pool-s3cret-42
+    [[ "$out" == hello$'\n'agentjail-placeholder-TOKEN-* ]] || fail "unexpected: $out"
+    [[ "$out" == *REDACTED* ]]
+    ! grep -q pool-s3cret-42 "$STATE/audit.log"
+    # bad env: a JSON error, the pool untouched
+    api_status POST /v1/sandboxes -d '{"env": {"A": 5}}'
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes -d '{"memory": "lots"}'
+    assert_eq "$status_code" 400
+    assert_eq "$(pool_field default hits)" 4
+    # metrics
+    m=$(api GET /metrics)
+    grep -q '^agentjail_pool_hits_total{image="default"} 4$' <<<"$m"
+    grep -q '^agentjail_pool_ready{image="default"} [0-9]' <<<"$m"
+    grep -q '^agentjail_pool_misses_total 2$' <<<"$m"
+    # the TTL of a pooled sandbox counts from the hand-out
+    [ "$(api GET "/v1/sandboxes/$b" | jq .timeout_remaining)" -gt 50 ]
+    api DELETE "/v1/sandboxes/$a" >/dev/null
+}
+
+@test "pool: the attack program finds every wall in place in a pooled sandbox" {
+    svc_start --pool default=1
+    pool_wait_ready default 1
+    id=$(sb_create)
+    assert_eq "$(pool_field default hits)" 1
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/attack&mode=755" --data-binary "@$ATTACK"
+    assert_eq "$status_code" 201
+    local a
+    for a in fds init_fds cwd proc_write sys remount newmount chroot pivot_root handle proc1root \
+        mknod devscan landlock privstate caps_raise ptrace1 kill1 tiocsti tioclinux userns cgroup \
+        clone3 io_uring keyring bpf perf userfaultfd rawsock vsock netlink; do
+        output=$(sb_exec "$id" "{\"cmd\": [\"/tmp/attack\", \"$a\"]}" | jq -j 'select(.type == "stdout" or .type == "stderr") | .data')
+        [[ "$output" != *=ESCAPED* ]] || fail "$a ESCAPED in a pooled sandbox: $output"
+        [[ "$(kv result)" == blocked* ]] || fail "$a: no result=blocked line: $output"
+    done
+    # the x32 ABI: killed by seccomp (SIGSYS)
+    ex=$(sb_exec "$id" '{"cmd": ["/tmp/attack", "x32"]}' | events_exit)
+    assert_eq "$(jq -r .exit_code <<<"$ex")" 159
+}
+
+@test "pool: two pooled sandboxes in a row share nothing (uid range, pid ns, writable layer)" {
+    svc_start --pool default=2
+    pool_wait_ready default 2
+    a=$(sb_create)
+    b=$(sb_create)
+    assert_eq "$(pool_field default hits)" 2
+    pa=$(api GET "/v1/sandboxes/$a" | jq -r .pid)
+    pb=$(api GET "/v1/sandboxes/$b" | jq -r .pid)
+    ua=$(host_uid_of "$pa")
+    ub=$(host_uid_of "$pb")
+    [ "$ua" -ge "$SANDBOX_UID_MIN" ] && [ "$ub" -ge "$SANDBOX_UID_MIN" ]
+    [ "$ua" != "$ub" ] || fail "both pooled sandboxes run as host uid $ua"
+    for ns in pid mnt user net ipc uts; do
+        [ "$(readlink "/proc/$pa/ns/$ns")" != "$(readlink "/proc/$pb/ns/$ns")" ] || fail "same $ns namespace"
+    done
+    sb_exec "$a" '{"cmd": "echo from-a >/tmp/mark; echo from-a >/workspace/mark; echo x >/root/mark"}' >/dev/null
+    for f in /tmp/mark /workspace/mark /root/mark; do
+        ex=$(sb_exec "$b" "{\"cmd\": [\"cat\", \"$f\"]}")
+        assert_eq "$(events_exit <<<"$ex" | jq -r .exit_code)" 1 "$f in the second sandbox"
+        [[ "$(events_stdout <<<"$ex")" != *from-a* ]]
+    done
+    # b sees only its own processes (init, the shell, ls, grep)
+    n=$(sb_exec "$b" '{"cmd": "ls /proc | grep -c ^[0-9]"}' | events_stdout)
+    [ "$n" -le 5 ] || fail "$n processes visible in the second sandbox"
+    # a pooled sandbox is used once: after a's deletion, the next one is new
+    api DELETE "/v1/sandboxes/$a" >/dev/null
+    c=$(sb_create)
+    [ "$c" != "$a" ] && [ "$c" != "$b" ]
+    [ "$(api GET "/v1/sandboxes/$c" | jq -r .pid)" != "$pa" ]
+    ex=$(sb_exec "$c" '{"cmd": ["cat", "/tmp/mark"]}' | events_exit)
+    assert_eq "$(jq -r .exit_code <<<"$ex")" 1
+}
+
+@test "pool: bad --pool specs are refused (exit 125), nothing started" {
+    for spec in nosuch-image=2 default=0 default=65 default 'Bad/Name=1' =3 default=x; do
+        run "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/xs" --pool "$spec"
+        assert_status 125
+        [[ "$output" == *"--pool"* ]] || fail "no --pool in: $output"
+        [ ! -e "$BATS_TEST_TMPDIR/x.sock" ]
+    done
+    run "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/xs" --pool default=1 --pool default=2
+    assert_status 125
+    [[ "$output" == *"two pools"* ]]
+}
+
+@test "pool: drained at shutdown; after a SIGKILL the next start sweeps the pooled sandboxes" {
+    svc_start --pool default=3
+    pool_wait_ready default 3
+    _svc_record_keepers
+    pids=$(ps -eo pid=,args= | awk '$2 == "agentjail-init" { print $1 }')
+    [ "$(ls "$STATE/sandboxes" | wc -l)" -eq 3 ]
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    for p in $pids; do
+        for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    done
+    svc_start
+    [ "$(ls "$STATE/sandboxes" | wc -l)" -eq 0 ]
+    svc_stop
+    # a clean stop with a full pool: teardown's residue check
+    svc_start --pool default=2
+    pool_wait_ready default 2
+}
