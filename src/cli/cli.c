@@ -34,33 +34,10 @@ void aj_cli_std_fds(void)
 		}
 }
 
-/* The helpers are found where this program is (the kernel's
- * /proc/self/exe: a build directory, or an install's bindir next to
- * nothing else), else in the libexec directory fixed at build time; never
- * through $PATH or the environment. */
-static int helper_path(const char *name, char *out, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			if (snprintf(out, len, "%s/%s", self, name) < (int)len &&
-			    access(out, X_OK) == 0)
-				return 0;
-		}
-	}
-	if (snprintf(out, len, "%s/%s", AJ_LIBEXECDIR, name) >= (int)len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 int aj_cli_exec_helper(const char *name, char **argv)
 {
 	char path[PATH_MAX];
-	int r = helper_path(name, path, sizeof(path));
+	int r = aj_program_path(name, path, sizeof(path));
 	if (r == 0) {
 		fflush(NULL);
 		execve(path, argv, environ);

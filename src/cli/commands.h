@@ -7,6 +7,8 @@ int aj_cmd_doctor(int argc, char **argv);
 int aj_cmd_image(int argc, char **argv);
 int aj_cmd_serve(int argc, char **argv);
 int aj_cmd_sandbox(int argc, char **argv);
+/* the service's keeper of one sandbox (box.h: AJ_KEEPER_COMMAND) */
+int aj_cmd_keeper(int argc, char **argv);
 
 /* Print "agentjail: MSG" for a structured error; returns its exit code. */
 struct aj_error;

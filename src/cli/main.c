@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "box.h"
 #include "commands.h"
 #include "error.h"
 #include "util.h"
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "run") == 0)
 		return aj_cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, AJ_KEEPER_COMMAND) == 0)
+		return aj_cmd_keeper(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "image") == 0)

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The helper programs `agentjail` execs for the commands whose libraries
  * it does not load itself (src/cli/main.c): one source, built as
- *   agentjail-net      run (any network mode)      -DAJ_HELPER_RUN
+ *   agentjail-net      run (any network mode), the
+ *                      service's keeper with one    -DAJ_HELPER_RUN
  *   agentjail-image    image                       -DAJ_HELPER_IMAGE
  *   agentjail-service  serve, sandbox              -DAJ_HELPER_SERVICE
  * They take agentjail's own command line ("agentjail run ..."). */
 #include <stdio.h>
 #include <string.h>
 
+#include "box.h"
 #include "commands.h"
 #include "error.h"
 #include "util.h"
@@ -20,6 +22,8 @@ int main(int argc, char **argv)
 #ifdef AJ_HELPER_RUN
 	if (strcmp(cmd, "run") == 0)
 		return aj_cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, AJ_KEEPER_COMMAND) == 0) /* a sandbox of the service with a network */
+		return aj_cmd_keeper(argc - 1, argv + 1);
 #endif
 #ifdef AJ_HELPER_IMAGE
 	if (strcmp(cmd, "image") == 0)

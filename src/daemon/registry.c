@@ -232,14 +232,19 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 	make_id(sb->id, sizeof(sb->id));
 	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
 	sb->policy.quiet = true;
-	if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-	    (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+	/* the keeper rebuilds the policy from the same text (box.h) */
+	char *source = json_dumps(req, JSON_COMPACT);
+	if (!source)
+		r = aj_err(err, ENOMEM, "policy");
+	if (r == 0 && (r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
+	    (r = aj_box_create(&sb->box, &sb->policy, source, err)) == 0 &&
 	    (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0) {
 		sb->created_ms = aj_now_ms();
 		aj_sandbox_set_ttl(sb, ttl);
 		state_write(sb);
 		r = add_to_registry(sb, err);
 	}
+	free(source);
 	if (r < 0) {
 		aj_sandbox_unref(sb);
 		return r;
