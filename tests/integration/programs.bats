@@ -71,3 +71,17 @@ needed() {
     assert_status 125
     assert_one_error_line
 }
+
+@test "programs: the service's keeper command refuses to run from a command line" {
+    local args
+    for args in "" "3" "3 4" "abc def" "0 1"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$AJ" __keeper $args
+        assert_status 125
+        assert_one_error_line
+    done
+    # a descriptor that is no seqpacket socket: still refused
+    run --separate-stderr "$AJ" __keeper 5 6 5</dev/null 6</dev/null
+    assert_status 125
+    assert_one_error_line
+}
