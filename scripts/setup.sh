@@ -9,7 +9,7 @@ PACKAGES=(
 	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
 	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
 	arch-test libdistro-info-perl gpg libdpkg-perl
-	libwebsockets-dev libcurl4-openssl-dev
+	libwebsockets-dev libcurl4-openssl-dev libarchive-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 )

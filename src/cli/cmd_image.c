@@ -31,6 +31,9 @@ static const char usage[] =
     "      --mirror URL        Debian mirror (default: mmdebstrap's)\n"
     "  --from-dir DIR          a copy of the tree at DIR\n"
     "  --from-tar FILE         a tar archive of a root filesystem\n"
+    "  --from-oci FILE         a container image archive: `docker save` output or an\n"
+    "                          OCI image layout tarball (layers applied in order,\n"
+    "                          whiteouts honoured, unsafe members refused)\n"
     "  --recipe FILE           JSON: {\"from\": \"debian:SUITE\", \"packages\": [...],\n"
     "                          \"warmup\": \"CMD\"} (images/python.json is the default\n"
     "                          code-interpreter image)\n"
@@ -72,7 +75,18 @@ static void print_info(const aj_image_info *i)
 	json_decref(j);
 }
 
-enum { O_FROM = 256, O_DIR, O_TAR, O_RECIPE, O_PACKAGES, O_WARMUP, O_MIRROR, O_STATE, O_JSON };
+enum {
+	O_FROM = 256,
+	O_DIR,
+	O_TAR,
+	O_OCI,
+	O_RECIPE,
+	O_PACKAGES,
+	O_WARMUP,
+	O_MIRROR,
+	O_STATE,
+	O_JSON
+};
 
 static int cmd_build(int argc, char **argv)
 {
@@ -80,6 +94,7 @@ static int cmd_build(int argc, char **argv)
 	    {"from", required_argument, NULL, O_FROM},
 	    {"from-dir", required_argument, NULL, O_DIR},
 	    {"from-tar", required_argument, NULL, O_TAR},
+	    {"from-oci", required_argument, NULL, O_OCI},
 	    {"recipe", required_argument, NULL, O_RECIPE},
 	    {"packages", required_argument, NULL, O_PACKAGES},
 	    {"warmup", required_argument, NULL, O_WARMUP},
@@ -103,6 +118,7 @@ static int cmd_build(int argc, char **argv)
 			break;
 		case O_DIR: s.source = AJ_IMAGE_FROM_DIR, s.from = optarg, sources++; break;
 		case O_TAR: s.source = AJ_IMAGE_FROM_TAR, s.from = optarg, sources++; break;
+		case O_OCI: s.source = AJ_IMAGE_FROM_OCI, s.from = optarg, sources++; break;
 		case O_RECIPE:
 			if (sources++ == 0)
 				r = aj_image_recipe_load(optarg, &s, &recipe, &err);
@@ -123,8 +139,9 @@ static int cmd_build(int argc, char **argv)
 	if (r == 0 && optind + 1 != argc)
 		r = aj_err(&err, EINVAL, "image build takes one NAME");
 	if (r == 0 && sources != 1)
-		r = aj_err(&err, EINVAL,
-			   "give exactly one of --from, --from-dir, --from-tar, --recipe");
+		r = aj_err(
+		    &err, EINVAL,
+		    "give exactly one of --from, --from-dir, --from-tar, --from-oci, --recipe");
 	if (r == 0 && s.source != AJ_IMAGE_FROM_DEBIAN && (packages || s.mirror))
 		r = aj_err(&err, EINVAL, "--packages and --mirror go with --from debian:SUITE");
 	if (r == 0 && s.source != AJ_IMAGE_FROM_DEBIAN && s.from[0] != '/')

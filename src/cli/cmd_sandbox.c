@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "sandbox_ws.h"
 #include "util.h"
 
 static const char sandbox_usage[] =
@@ -21,9 +22,17 @@ static const char sandbox_usage[] =
     "                          are those of `agentjail run` (--memory 256M, --env A=1,\n"
     "                          --secret NAME=VALUE, --workspace DIR, --net open ...)\n"
     "  ls [--json]             the service's sandboxes\n"
-    "  exec [--timeout SECS] [--cwd DIR] [-e NAME=VALUE] [-i] ID -- CMD [ARG...]\n"
+    "  exec [--timeout SECS] [--cwd DIR] [-e NAME=VALUE] [-i|-t|-d] ID -- CMD [ARG...]\n"
     "                          run CMD in sandbox ID, streaming its output; exits with\n"
-    "                          its status (-i: send our stdin)\n"
+    "                          its status (-i: send our stdin; -t/--tty: interactive,\n"
+    "                          a terminal in the sandbox, our stdin streamed to it;\n"
+    "                          -d/--background: start it in the background and print\n"
+    "                          its process id)\n"
+    "  ps [--json] ID          the sandbox's background processes\n"
+    "  logs [-f] [--offset N] ID PROC\n"
+    "                          a background process's output (kept: its last 1 MiB);\n"
+    "                          -f: follow until it ends, then exit with its status\n"
+    "  kill [-s SIGNAL] ID PROC  signal a background process's group (default TERM)\n"
     "  cp SRC DST              copy a file in or out: one of them is ID:/path\n"
     "  rm ID...                destroy sandboxes\n"
     "\n"
@@ -216,6 +225,11 @@ static void on_event(stream *s, const char *line)
 		FILE *f = !strcmp(type, "stdout") ? stdout : stderr;
 		fwrite(json_string_value(data), 1, json_string_length(data), f);
 		fflush(f);
+	} else if (type && !strcmp(type, "gap")) {
+		fprintf(stderr,
+			"agentjail: output from byte %lld to %lld has left the ring (1 MiB kept)\n",
+			(long long)json_integer_value(json_object_get(o, "offset")),
+			(long long)json_integer_value(json_object_get(o, "next")));
 	} else if (type && !strcmp(type, "exit")) {
 		s->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
 		s->ended = true;
@@ -253,6 +267,7 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 
 static int exec_body(int argc, char **argv, json_t *req, const char **id)
 {
+	json_object_set_new(req, "background", json_false());
 	json_t *env = json_object();
 	json_object_set_new(req, "env", env);
 	int i = 0;
@@ -265,6 +280,14 @@ static int exec_body(int argc, char **argv, json_t *req, const char **id)
 				return fail("exec -i: cannot read stdin (at most 1 MiB)");
 			json_object_set_new(req, "stdin", json_stringn(in, len));
 			free(in);
+			continue;
+		}
+		if (!strcmp(o, "-t") || !strcmp(o, "--tty")) {
+			json_object_set_new(req, "tty", json_true());
+			continue;
+		}
+		if (!strcmp(o, "-d") || !strcmp(o, "--background")) {
+			json_object_set_new(req, "background", json_true());
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -295,17 +318,70 @@ static int exec_body(int argc, char **argv, json_t *req, const char **id)
 	return 0;
 }
 
+/* exec -t: the request's fields as the WebSocket's URL arguments. */
+static int exec_tty(const client *c, const char *id, json_t *req)
+{
+	if (json_is_true(json_object_get(req, "background")) || json_object_get(req, "stdin"))
+		return fail("exec: -t streams our stdin to a terminal: not with -i or -d");
+	json_t *cmd = json_object_get(req, "cmd"), *env = json_object_get(req, "env");
+	size_t n = json_array_size(cmd), ne = json_object_size(env), k = 0;
+	char **argv = calloc(n + 1, sizeof(char *)), **envv = calloc(ne + 1, sizeof(char *));
+	char timeout[32] = "";
+	json_t *t = json_object_get(req, "timeout");
+	if (t)
+		snprintf(timeout, sizeof(timeout), "%g", json_number_value(t));
+	int r = argv && envv ? 0 : fail("out of memory");
+	for (size_t i = 0; !r && i < n; i++)
+		argv[i] = (char *)json_string_value(json_array_get(cmd, i));
+	const char *name;
+	json_t *v;
+	json_object_foreach(env, name, v)
+	{
+		if (r || !(envv[k++] = aj_asprintf("%s=%s", name, json_string_value(v))))
+			r = fail("out of memory");
+	}
+	aj_ws_target target = {.socket = c->socket, .url = c->url, .auth = c->auth};
+	if (!r)
+		r = aj_sandbox_exec_tty(&target, id, argv, (int)n,
+					json_string_value(json_object_get(req, "cwd")),
+					t ? timeout : NULL, envv, (int)k);
+	for (size_t i = 0; envv && i < k; i++)
+		free(envv[i]);
+	free(envv);
+	free(argv);
+	return r;
+}
+
 static int cmd_exec(const client *c, int argc, char **argv)
 {
 	json_t *req = json_object();
 	const char *id = NULL;
 	int r = exec_body(argc, argv, req, &id);
+	if (!r && json_is_true(json_object_get(req, "tty"))) {
+		r = exec_tty(c, id, req);
+		json_decref(req);
+		return r;
+	}
+	bool bg = json_is_true(json_object_get(req, "background"));
+	if (!bg)
+		json_object_del(req, "background");
 	char *body = r ? NULL : json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	if (!body)
 		return r ? r : AJ_EXIT_INTERNAL;
 	char path[256];
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	if (bg) {
+		buf b = {0};
+		long st = request(c, "POST", path, body, NULL, NULL, NULL, &b);
+		free(body);
+		json_t *o = st == 201 ? json_loads(b.data, 0, NULL) : NULL;
+		const char *proc = json_string_value(json_object_get(o, "process"));
+		r = proc ? (printf("%s\n", proc), 0) : api_fail(st, &b);
+		json_decref(o);
+		free(b.data);
+		return r;
+	}
 	stream s = {.exit_code = AJ_EXIT_INTERNAL};
 	long st = request(c, "POST", path, body, on_stream, &s, NULL, NULL);
 	free(body);
@@ -320,6 +396,121 @@ static int cmd_exec(const client *c, int argc, char **argv)
 	}
 	free(s.line.data);
 	free(s.error.data);
+	return r;
+}
+
+/* ID PROC after options; fills a path below /v1/sandboxes/ID/processes. */
+static int proc_path(int argc, char **argv, int i, const char *what, char *path, size_t size,
+		     const char *suffix)
+{
+	if (argc - i != 2)
+		return fail("%s: expected ID PROC (agentjail sandbox ps ID lists them)", what);
+	for (int k = i; k < argc; k++)
+		if (!argv[k][0] || strpbrk(argv[k], "/?#%"))
+			return fail("%s: bad id '%s'", what, argv[k]);
+	snprintf(path, size, "/v1/sandboxes/%s/processes/%s%s", argv[i], argv[i + 1], suffix);
+	return 0;
+}
+
+static int cmd_ps(const client *c, int argc, char **argv)
+{
+	bool raw = argc > 0 && !strcmp(argv[0], "--json");
+	if (argc != 1 + raw || argv[raw][0] == '-' || strpbrk(argv[raw], "/?#%"))
+		return fail("ps: expected [--json] ID");
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", argv[raw]);
+	buf b = {0};
+	long st = request(c, "GET", path, NULL, NULL, NULL, NULL, &b);
+	json_t *o = st == 200 ? json_loads(b.data, 0, NULL) : NULL;
+	int r = o ? 0 : api_fail(st, &b);
+	if (o && raw) {
+		fputs(b.data, stdout);
+	} else if (o) {
+		printf("%-6s %-8s %10s  %s\n", "PROC", "STATUS", "OUTPUT", "COMMAND");
+		size_t i;
+		json_t *p;
+		json_array_foreach(json_object_get(o, "processes"), i, p)
+		{
+			json_t *ex = json_object_get(p, "exit");
+			char status[32] = "running";
+			if (ex)
+				snprintf(status, sizeof(status), "exit %lld",
+					 (long long)json_integer_value(
+					     json_object_get(ex, "exit_code")));
+			char *cmd =
+			    json_dumps(json_object_get(p, "cmd"), JSON_COMPACT | JSON_ENCODE_ANY);
+			printf("%-6s %-8s %10lld  %s\n",
+			       json_string_value(json_object_get(p, "id")), status,
+			       (long long)json_integer_value(json_object_get(p, "output_bytes")),
+			       cmd ? cmd : "?");
+			free(cmd);
+		}
+	}
+	json_decref(o);
+	free(b.data);
+	return r;
+}
+
+static int cmd_logs(const client *c, int argc, char **argv)
+{
+	bool follow = false;
+	long long offset = 0;
+	int i = 0;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--follow")) {
+			follow = true;
+		} else if (!strcmp(argv[i], "--offset") && i + 1 < argc) {
+			char *end;
+			errno = 0;
+			offset = strtoll(argv[++i], &end, 10);
+			if (errno || *end || end == argv[i] || offset < 0)
+				return fail("logs: --offset wants a byte count, got '%s'", argv[i]);
+		} else {
+			return fail("logs: unknown option '%s'", argv[i]);
+		}
+	}
+	char suffix[96], path[512];
+	snprintf(suffix, sizeof(suffix), "/output?offset=%lld%s", offset,
+		 follow ? "&follow=true" : "");
+	int r = proc_path(argc, argv, i, "logs", path, sizeof(path), suffix);
+	if (r)
+		return r;
+	stream s = {.exit_code = 0};
+	long st = request(c, "GET", path, NULL, on_stream, &s, NULL, NULL);
+	if (s.line.len)
+		on_event(&s, s.line.data);
+	if (st != 200)
+		r = api_fail(st, &s.error);
+	else if (follow && !s.ended)
+		r = fail("the service ended the stream early");
+	else
+		r = follow ? s.exit_code : 0;
+	free(s.line.data);
+	free(s.error.data);
+	return r;
+}
+
+static int cmd_kill(const client *c, int argc, char **argv)
+{
+	const char *sig = "TERM";
+	int i = 0;
+	if (argc > 1 && (!strcmp(argv[0], "-s") || !strcmp(argv[0], "--signal")))
+		sig = argv[1], i = 2;
+	char path[512];
+	int r = proc_path(argc, argv, i, "kill", path, sizeof(path), "/signal");
+	if (r)
+		return r;
+	json_t *req = json_object();
+	char *end;
+	long n = strtol(sig, &end, 10);
+	json_object_set_new(req, "signal", *end || end == sig ? json_string(sig) : json_integer(n));
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	buf b = {0};
+	long st = body ? request(c, "POST", path, body, NULL, NULL, NULL, &b) : -1;
+	free(body);
+	r = st == 200 ? 0 : api_fail(st, &b);
+	free(b.data);
 	return r;
 }
 
@@ -406,6 +597,12 @@ static int dispatch(const client *c, const char *cmd, int argc, char **argv)
 		return cmd_cp(c, argc, argv);
 	if (!strcmp(cmd, "rm"))
 		return cmd_rm(c, argc, argv);
+	if (!strcmp(cmd, "ps"))
+		return cmd_ps(c, argc, argv);
+	if (!strcmp(cmd, "logs"))
+		return cmd_logs(c, argc, argv);
+	if (!strcmp(cmd, "kill"))
+		return cmd_kill(c, argc, argv);
 	return fail("sandbox: unknown command '%s' (see agentjail sandbox --help)", cmd);
 }
 

@@ -87,4 +87,9 @@ int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_ru
  * RESOLVE_IN_ROOT. */
 int aj_box_root_fd(const aj_box *b, aj_error *err);
 
+/* A new pseudo-terminal (80x24) in the sandbox's own devpts: pty[0] the
+ * master, pty[1] the terminal (owned by the sandbox's root user) for
+ * aj_exec_spec.tty_slave. Returns 0 or a negative errno (err filled). */
+int aj_box_open_pty(const aj_box *b, int pty[2], aj_error *err);
+
 #endif

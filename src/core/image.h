@@ -18,6 +18,7 @@ typedef enum aj_image_source {
 	AJ_IMAGE_FROM_DEBIAN, /* mmdebstrap SUITE */
 	AJ_IMAGE_FROM_DIR,    /* a copy of a directory tree */
 	AJ_IMAGE_FROM_TAR,    /* a tar archive of a root filesystem */
+	AJ_IMAGE_FROM_OCI,    /* a container image archive (docker save, OCI layout) */
 } aj_image_source;
 
 typedef struct aj_image_spec {
@@ -52,6 +53,10 @@ int aj_image_recipe_load(const char *path, aj_image_spec *spec, void **store, aj
 void aj_image_recipe_free(void *store);
 /* Build, digest and store an image, then point spec->name at it. */
 int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *out, aj_error *err);
+/* Apply the layers of a container image archive (`docker save` or an OCI
+ * layout tarball) to the empty directory rootfs; work is a scratch path
+ * (created and removed). */
+int aj_image_import_oci(const char *archive, const char *rootfs, const char *work, aj_error *err);
 /* The root filesystem of image name (malloc'ed path). */
 int aj_image_rootfs(const char *state, const char *name, char **path, aj_error *err);
 int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj_error *err);

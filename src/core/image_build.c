@@ -72,6 +72,11 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 				NULL};
 		return aj_image_spawn_wait(argv, err);
 	}
+	case AJ_IMAGE_FROM_OCI: {
+		_cleanup_free_ char *work = aj_asprintf("%s.oci", dest);
+		return work ? aj_image_import_oci(s->from, dest, work, err)
+			    : aj_err(err, ENOMEM, "out of memory");
+	}
 	}
 	return aj_err(err, EINVAL, "unknown image source");
 }
@@ -110,7 +115,10 @@ static void source_text(const aj_image_spec *s, char *buf, size_t len)
 			o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : " +",
 				      s->packages[i]);
 	} else {
-		snprintf(buf, len, "%s:%s", s->source == AJ_IMAGE_FROM_DIR ? "dir" : "tar",
+		snprintf(buf, len, "%s:%s",
+			 s->source == AJ_IMAGE_FROM_DIR	  ? "dir"
+			 : s->source == AJ_IMAGE_FROM_OCI ? "oci"
+							  : "tar",
 			 s->from);
 	}
 }

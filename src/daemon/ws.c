@@ -65,26 +65,6 @@ static int refuse(struct lws *wsi, const char *fmt, ...)
 	return -1;
 }
 
-/* A pseudo-terminal pair (80x24) for tty=true: master, slave. */
-static int open_pty(int pty[2])
-{
-	pty[0] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (pty[0] < 0)
-		return -1;
-	char name[64];
-	if (grantpt(pty[0]) < 0 || unlockpt(pty[0]) < 0 || ptsname_r(pty[0], name, sizeof(name)) ||
-	    (pty[1] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		int e = errno;
-		close(pty[0]);
-		pty[0] = -1;
-		errno = e;
-		return -1;
-	}
-	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	(void)ioctl(pty[0], TIOCSWINSZ, &ws);
-	return 0;
-}
-
 static int on_established(struct lws *wsi, aj_req *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -104,10 +84,10 @@ static int on_established(struct lws *wsi, aj_req *r)
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
 	int pty[2] = {-1, -1};
-	if (tty && open_pty(pty) < 0)
-		return refuse(wsi, "cannot allocate a pty: %s", strerror(errno));
 	aj_error err;
 	aj_err_clear(&err);
+	if (tty && aj_box_open_pty(&sb->box, pty, &err) < 0)
+		return refuse(wsi, "%s", err.msg);
 	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, tty ? pty : NULL, &err) < 0) {
 		for (int i = 0; i < 2; i++)
 			if (pty[i] >= 0)

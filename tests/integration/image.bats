@@ -125,6 +125,52 @@ img() { run --separate-stderr aj_timeout "$AJ" image "$@"; }
     assert_eq "$(find "$AGENTJAIL_STATE_DIR" | sort)" "$before" "state dir after bad input"
 }
 
+@test "image build --from-oci: docker save and OCI layouts, layers, whiteouts; hostile archives refused" {
+    mkdir -p "$T/oci" "$T/hostdir"
+    echo "host file" >"$T/hostfile"
+    python3 "$BATS_TEST_DIRNAME/mkoci.py" "$T/oci" "$PROBE" "$T/hostdir" "$T/hostfile"
+    img build fromdocker --from-oci "$T/oci/docker.tar"
+    assert_status 0
+    [[ "$stderr" == *"1 device nodes skipped"* ]] || fail "$stderr"
+    img build fromoci --from-oci "$T/oci/oci.tar"
+    assert_status 0
+    local dd do
+    dd=$(aj_timeout "$AJ" image inspect fromdocker | jq -r .digest)
+    do=$(aj_timeout "$AJ" image inspect fromoci | jq -r .digest)
+    assert_eq "$do" "$dd" "the same layers in both layouts give the same digest"
+    # (one copy of that content: its record keeps the first source)
+    assert_eq "$(aj_timeout "$AJ" image inspect fromoci | jq -r .source)" "oci:$T/oci/docker.tar" source
+    # the upper layer wins, whiteouts removed what the lower one made,
+    # a symlink replaced by a file never wrote through it
+    run --separate-stderr aj_timeout "$AJ" run --image fromoci -- /bin/probe read /etc/motd
+    assert_status 0
+    assert_eq "$output" "top" motd
+    local root=$AGENTJAIL_STATE_DIR/images/${do#sha256:}/rootfs
+    [ ! -e "$root/etc/gone" ] || fail "whiteout .wh.gone not applied"
+    assert_eq "$(ls "$root/etc/dir" | tr '\n' ' ')" "c " "opaque directory"
+    assert_eq "$(cat "$root/etc/foo")" "replaced" "etc/foo"
+    [ ! -L "$root/etc/foo" ] || fail "etc/foo is still a link"
+    assert_eq "$(cat "$root/etc/motd.link")" "base" "hard link of the first layer's motd"
+    [ ! -e "$root/dev/null" ] || fail "device node imported"
+    assert_eq "$(cat "$T/hostfile")" "host file" "host file"
+    # hostile archives: refused with one line; nothing on the host or in the store
+    local before
+    before=$(find "$AGENTJAIL_STATE_DIR" | sort)
+    local a
+    for a in evil-symlink evil-dotdot evil-hardlink evil-whiteout evil-outer evil-layerpath \
+        two-images not-a-tar missing; do
+        img build x --from-oci "$T/oci/$a.tar"
+        assert_status 125
+        mapfile -t stderr_lines < <(grep -v '^agentjail: building image x\.\.\.$' <<<"$stderr")
+        assert_one_error_line
+    done
+    [ -z "$(ls -A "$T/hostdir")" ] || fail "written through a layer's symlink: $(ls "$T/hostdir")"
+    [ ! -e "$T/pwned" ] && [ ! -e "$T/oci/pwned" ] && [ ! -e "$AGENTJAIL_STATE_DIR/pwned" ] ||
+        fail "a member climbed out"
+    assert_eq "$(cat "$T/hostfile")" "host file" "host file after the hostile archives"
+    assert_eq "$(find "$AGENTJAIL_STATE_DIR" | sort)" "$before" "state dir after hostile archives"
+}
+
 @test "image build --recipe from Debian (mmdebstrap): python runs in it" {
     command -v mmdebstrap >/dev/null || skip "mmdebstrap not installed (scripts/setup.sh installs it)"
     # a download of ~40 MB from the Debian mirror: once per suite, in the plain pass

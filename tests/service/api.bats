@@ -361,3 +361,11 @@ EOF
     pid=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" "http://agentjail/v1/sandboxes/$id" | jq -r .pid)
     assert_eq "$(host_uid_of "$pid")" 65534
 }
+
+@test "docs/openapi.json: every route it names exists; every route of docs/api.md is in it" {
+    svc_start
+    run timeout 60 python3 "$BATS_TEST_DIRNAME/openapi_check.py" "$SOCK" \
+        "$BATS_TEST_DIRNAME/../../docs/openapi.json" "$BATS_TEST_DIRNAME/../../docs/api.md"
+    assert_status 0
+    [[ "$output" == *"routes checked, 0 problems"* ]] || fail "$output"
+}

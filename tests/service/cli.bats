@@ -47,3 +47,76 @@ load helpers
     assert_status 125
     [[ "$output" == "agentjail: cannot reach the service at $T/none.sock"* ]]
 }
+
+@test "sandbox CLI: background processes: exec -d, ps, logs (-f, --offset), kill" {
+    svc_start
+    export AGENTJAIL_SOCKET=$SOCK
+    id=$("$AJ" sandbox create --secret TOK=abcdefgh123)
+    run "$AJ" sandbox exec -d "$id" -- sh -c 'echo one; echo abcdefgh123; echo two >&2; exit 3'
+    assert_status 0
+    p1=$output
+    [[ "$p1" == p* ]]
+    # -f follows to the end and exits with the process's status
+    run --separate-stderr "$AJ" sandbox logs -f "$id" "$p1"
+    assert_status 3
+    assert_eq "$output" $'one\n[REDACTED]'
+    assert_eq "$stderr" two
+    # --offset skips what was already read ("one\n" is 4 bytes)
+    run --separate-stderr "$AJ" sandbox logs --offset 4 "$id" "$p1"
+    assert_status 0
+    assert_eq "$output" '[REDACTED]'
+    run "$AJ" sandbox exec --background "$id" -- sleep 100
+    p2=$output
+    run "$AJ" sandbox ps "$id"
+    assert_status 0
+    [[ "$output" == *"$p1"*"exit 3"* ]]
+    [[ "$output" == *"$p2"*running*sleep* ]]
+    run "$AJ" sandbox kill -s KILL "$id" "$p2"
+    assert_status 0
+    run "$AJ" sandbox logs -f "$id" "$p2"
+    assert_status 137
+    run "$AJ" sandbox ps --json "$id"
+    [ "$(jq -r '[.processes[] | select(.running)] | length' <<<"$output")" = 0 ]
+    # bad input: one clear line, nothing changes
+    run --separate-stderr "$AJ" sandbox kill "$id" "$p2"
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr "$AJ" sandbox logs "$id" p999
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr "$AJ" sandbox logs --offset -1 "$id" "$p1"
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr "$AJ" sandbox kill -s NOPE "$id" "$p1"
+    assert_status 125
+    assert_one_error_line
+    run --separate-stderr "$AJ" sandbox ps "$id/../x"
+    assert_status 125
+    assert_one_error_line
+    run "$AJ" sandbox ps "$id"
+    [ "$(grep -c '^p' <<<"$output")" = 2 ]
+    "$AJ" sandbox rm "$id"
+}
+
+@test "sandbox CLI: exec -t: a terminal in the sandbox over WebSocket, stdin streamed, status passed" {
+    svc_start
+    export AGENTJAIL_SOCKET=$SOCK
+    id=$("$AJ" sandbox create --secret TOK=abcdefgh123)
+    # stdin is streamed to the sandbox's terminal (which echoes it); output redacted
+    run bash -c "printf 'echo \$((6*7)) abcdefgh123\nexit 3\n' | timeout 20 '$AJ' sandbox exec -t '$id' -- sh"
+    assert_status 3
+    [[ "$output" == *"42 [REDACTED]"* ]] || fail "$output"
+    assert_output_lacks abcdefgh123
+    # on our own terminal (script gives us one): raw mode, the sandbox's pty
+    run timeout 20 script -qec "'$AJ' sandbox exec -t -e X=1 --cwd /tmp '$id' -- sh -c 'tty; pwd; echo \$X; exit 5'" /dev/null
+    assert_status 5
+    [[ "$output" == *"/dev/pts/0"*"/tmp"*"1"* ]] || fail "$output"
+    run --separate-stderr timeout 20 "$AJ" sandbox exec -t sb-0000000000000000 -- true
+    assert_status 125
+    assert_one_error_line
+    [[ "$stderr" == *"no sandbox"* ]] || fail "$stderr"
+    run --separate-stderr "$AJ" sandbox exec -t -d "$id" -- true
+    assert_status 125
+    assert_one_error_line
+    "$AJ" sandbox rm "$id"
+}

@@ -127,6 +127,11 @@ class SDKTest(unittest.TestCase):
             out = []
             self.assertEqual(t.run(on_stdout=out.append)["status"], "Success")
             self.assertEqual(b"".join(out), b"hi\r\ngot:hi\r\n30 100\r\n")
+            # the pty is the sandbox's own (its devpts), owned by its root user
+            out = []
+            t = sb.attach(["sh", "-c", "tty; stat -c %U /dev/pts/0; ls /dev/pts"], tty=True)
+            self.assertEqual(t.run(on_stdout=out.append)["status"], "Success")
+            self.assertEqual(b"".join(out), b"/dev/pts/0\r\nroot\r\n0  ptmx\r\n")
             # refused: an unknown sandbox
             bad = Sandbox(self.client, {"id": "sb-0000000000000000"})
             ch, reason = bad.attach("true").recv()
