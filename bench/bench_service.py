@@ -422,8 +422,9 @@ def python_image_cell(a, aj, svc, log):
             sb.kill()
 
     fns = {"agentjail run --image python": via_run, "API create + exec + delete": via_api}
-    log(f"python cell (pandas + plot): {a.py_rounds} interleaved rounds")
-    samples, failed = interleaved_fns(fns, a.py_rounds, 1)
+    rounds = max(3, a.py_rounds // 2)  # seconds each
+    log(f"python cell (pandas + plot): {rounds} interleaved rounds")
+    samples, failed = interleaved_fns(fns, rounds, 1)
     return {"code": CELL, "summary": {n: bench.summary(v) for n, v in samples.items()},
             "unavailable": failed}
 
