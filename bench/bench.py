@@ -431,6 +431,10 @@ def fmt_ms(s):
     return f"{s['median']:.1f} ms (p95 {s['p95']:.1f})" if s else "n/a"
 
 
+def fmt_load(la):
+    return " / ".join(f"{x:.2f}" for x in la) if la else "n/a"
+
+
 def mib(x):
     return f"{x / (1 << 20):.2f} MiB" if x is not None else "n/a"
 
@@ -543,6 +547,9 @@ def write_report(res, out, stamp):
         f"agentjail {m['agentjail_version']} ({m['commit']}). Raw samples: `{stamp}.json`.",
         "Medians (p95) over interleaved rounds: every command of a metric runs once per "
         "round in a random order, so a busy machine slows all of them alike.",
+        f"Load average (1, 5, 15 min) at the start {fmt_load(m['loadavg_start'])}, at the end "
+        f"{fmt_load(m.get('loadavg_end'))}: the machine is shared with other work; compare the "
+        "ratios, not the milliseconds.",
         "",
         "| metric | target | measured | peers (same run) | ratio | met |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -605,6 +612,14 @@ def write_plot_data(res, out):
                     f"{p['host_used_delta_bytes'] / n / 2**20:.3f} "
                     f"{(p['cgroup_memory_median'] or 0) / 2**20:.3f} "
                     f"{p['cold_start_ms']['median']:.3f} {p['accounted_bytes'] / 2**20:.3f}\n")
+    de = res.get("service", {}).get("service_density", {})
+    if de.get("curve"):
+        with open(os.path.join(out, "scale.dat"), "w") as f:
+            f.write("# alive create_exec_ms concurrent_ms per_sandbox_MiB\n")
+            for p in de["curve"]:
+                c1, cc = p["create_exec_ms"], p["create_exec_concurrent_ms"]
+                f.write(f"{p['sandboxes']} {c1['median'] if c1 else 0:.3f} "
+                        f"{cc['median'] if cc else 0:.3f} {p['per_sandbox_bytes'] / 2**20:.3f}\n")
     return len(names)
 
 
@@ -666,6 +681,8 @@ def main():
     res["rows"] = report_rows(res)
     write_plot_data(res, a.out)
     res["plots"] = [f"{a.stamp}-latency.png", f"{a.stamp}-density.png"]
+    if os.path.exists(os.path.join(a.out, "scale.dat")):
+        res["plots"].append(f"{a.stamp}-scale.png")
     with open(os.path.join(a.out, f"{a.stamp}.json"), "w") as f:
         json.dump(res, f, indent=1)
     write_report(res, a.out, a.stamp)
