@@ -153,6 +153,18 @@ def mem_of(pid):
     return out
 
 
+def page_tables(pid):
+    """VmPTE of pid in bytes (0 when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def cgroup_memory(pid):
     """Kernel memory accounting of the sandbox's own cgroup holding pid (v1
     or v2), bytes; None when pid is not in one (unprivileged: no cgroup)."""
@@ -247,7 +259,13 @@ def pipe_throughput(producer, nbytes):
 def streaming(a, aj, log):
     n = a.stream_bytes
     head = ["head", "-c", str(n), "/dev/zero"]
-    cmds = {"plain pipe": head, "agentjail run": [aj, "run", "-T", "--"] + head}
+    cmds = {
+        "plain pipe": head,
+        "agentjail run": [aj, "run", "-T", "--"] + head,
+        # redaction on the path: read, scan, write instead of splice
+        "agentjail run --secret": [aj, "run", "-T", "--secret", "BENCH_KEY=sk-bench-3f9a2c71",
+                                   "--"] + head,
+    }
     log(f"streaming: {n >> 20} MiB x {a.stream_reps} interleaved")
     secs = {k: [] for k in cmds}
     for _ in range(a.stream_reps):
@@ -259,6 +277,8 @@ def streaming(a, aj, log):
         "seconds": secs,
         "mib_per_s": {k: summary(v) for k, v in mibs.items()},
         "ratio": round(statistics.median(mibs["agentjail run"]) / statistics.median(mibs["plain pipe"]), 3),
+        "ratio_secret": round(statistics.median(mibs["agentjail run --secret"])
+                              / statistics.median(mibs["plain pipe"]), 3),
         "note": "wall time includes agentjail's start and teardown",
     }
 
@@ -308,9 +328,11 @@ def density(a, aj, log):
             cmd_m = [mem_of(found[p][1]) for p in procs]
             cg = [cgroup_memory(found[p][0]) for p in procs]
             cg = [x for x in cg if x is not None]
+            pte = [page_tables(p) + page_tables(found[p][0]) for p in procs]
             per_total = [
-                a_["pss"] + i_["pss"] + (c_ or 0)
-                for a_, i_, c_ in zip(aj_m, init_m, [cgroup_memory(found[p][0]) for p in procs])
+                a_["pss"] + i_["pss"] + t_ + (c_ or 0)
+                for a_, i_, t_, c_ in zip(aj_m, init_m, pte,
+                                          [cgroup_memory(found[p][0]) for p in procs])
             ]
             point = {
                 "accounted_bytes": sum(per_total),
@@ -322,6 +344,7 @@ def density(a, aj, log):
                 "init_rss_median": statistics.median(m["rss"] for m in init_m),
                 "init_pss_median": statistics.median(m["pss"] for m in init_m),
                 "command_pss_median": statistics.median(m["pss"] for m in cmd_m),
+                "page_tables_median": statistics.median(pte),
                 "cgroup_memory_median": statistics.median(cg) if cg else None,
                 "cold_start_ms": summary(lat),
             }
@@ -336,12 +359,16 @@ def density(a, aj, log):
             "init_pss": last["init_pss_median"],
             "init_rss": last["init_rss_median"],
             "cgroup_memory": last["cgroup_memory_median"],
+            "page_tables": last["page_tables_median"],
             "host_used_delta_per_sandbox": last["host_used_delta_bytes"] / n,
         }
         # agentjail + init (PSS: shared library pages split among users) and
         # the kernel's accounting of the sandbox's cgroup (init + command +
         # its tmpfs + kernel objects charged to it)
-        per["total"] = per["agentjail_pss"] + per["init_pss"] + (per["cgroup_memory"] or 0)
+        # and both processes' page tables (kernel memory that PSS does not
+        # show, charged to agentjail's cgroup, not the sandbox's)
+        per["total"] = (per["agentjail_pss"] + per["init_pss"] + per["page_tables"]
+                        + (per["cgroup_memory"] or 0))
     finally:
         for p in procs:
             try:
@@ -362,7 +389,8 @@ def density(a, aj, log):
         "curve": curve,
         "per_sandbox_bytes": per,
         "mem_available_before": avail,
-        "note": "total = agentjail PSS + init PSS + the cgroup's memory accounting (an upper "
+        "note": "total = agentjail PSS + init PSS + their page tables + the cgroup's memory "
+        "accounting (an upper "
         "bound: init's own pages are charged to the cgroup too); MemFree is machine-wide "
         "and moves with other work on the host",
         "capacity_limits": limits,
@@ -401,6 +429,10 @@ def python_cell(a, aj, log):
 
 def fmt_ms(s):
     return f"{s['median']:.1f} ms (p95 {s['p95']:.1f})" if s else "n/a"
+
+
+def fmt_load(la):
+    return " / ".join(f"{x:.2f}" for x in la) if la else "n/a"
 
 
 def mib(x):
@@ -445,13 +477,22 @@ def report_rows(res):
         "ratio": f"{100 * st['ratio']:.0f}% of the pipe",
         "met": st["ratio"] >= 0.5,
     })
+    rows.append({
+        "metric": "the same with `--secret` (every byte scanned by the redactor)",
+        "target": "—",
+        "measured": f"{st['mib_per_s']['agentjail run --secret']['median']:.0f} MiB/s",
+        "peers": f"plain pipe {st['mib_per_s']['plain pipe']['median']:.0f} MiB/s",
+        "ratio": f"{100 * st['ratio_secret']:.0f}% of the pipe",
+        "met": None,
+    })
     de = res["density"]
     per = de["per_sandbox_bytes"]
     rows.append({
         "metric": f"host memory per idle sandbox ({de['curve'][-1]['sandboxes']} alive)",
         "target": "≤ 1 MiB",
         "measured": f"{mib(per['total'])} (agentjail PSS {mib(per['agentjail_pss'])} + init PSS "
-                    f"{mib(per['init_pss'])} + cgroup {mib(per['cgroup_memory'])})",
+                    f"{mib(per['init_pss'])} + page tables {mib(per['page_tables'])} + cgroup "
+                    f"{mib(per['cgroup_memory'])})",
         "peers": f"RSS: agentjail {mib(per['agentjail_rss'])}, init {mib(per['init_rss'])}; "
                  f"MemFree drop per sandbox {mib(per['host_used_delta_per_sandbox'])}",
         "ratio": f"{per['total'] / (1 << 20):.2f}× target",
@@ -482,16 +523,15 @@ def report_rows(res):
     for k, why in py["unavailable"].items():
         rows.append({"metric": f"python cell with `{k}`", "target": "—",
                      "measured": f"unavailable: {why}", "peers": "", "ratio": "n/a", "met": None})
+    import bench_service  # here: it imports this file's helpers
+
+    rows += bench_service.report_rows(res.get("service", {}))
     for metric, target, issue in (
-        ("warm create-from-pool + exec `true` (API)", "≤ 1.5× direct spawn", "issues 5, 6"),
-        ("API exec round trip (HTTP, WebSocket)", "≤ 2× direct spawn", "issue 5"),
-        ("streaming through the API", "≥ 50% of a plain pipe", "issue 5"),
-        ("file upload/download 1 GiB (API) vs cp", "—", "issue 5"),
-        ("create+exec latency with 1/10/50/100 alive, concurrent clients (API)", "—", "issue 5"),
-        ("python cell with warm interpreters", "—", "issue 6"),
+        ("warm create-from-pool + exec `true` (API)", "≤ 1.5× direct spawn", "issue 6: pools"),
+        ("python cell with warm interpreters", "—", "issue 6: pools"),
     ):
         rows.append({"metric": metric, "target": target,
-                     "measured": f"unavailable: needs the service ({issue})",
+                     "measured": f"unavailable: needs warm pools ({issue})",
                      "peers": "", "ratio": "n/a", "met": None})
     return rows
 
@@ -507,6 +547,9 @@ def write_report(res, out, stamp):
         f"agentjail {m['agentjail_version']} ({m['commit']}). Raw samples: `{stamp}.json`.",
         "Medians (p95) over interleaved rounds: every command of a metric runs once per "
         "round in a random order, so a busy machine slows all of them alike.",
+        f"Load average (1, 5, 15 min) at the start {fmt_load(m['loadavg_start'])}, at the end "
+        f"{fmt_load(m.get('loadavg_end'))}: the machine is shared with other work; compare the "
+        "ratios, not the milliseconds.",
         "",
         "| metric | target | measured | peers (same run) | ratio | met |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -569,6 +612,14 @@ def write_plot_data(res, out):
                     f"{p['host_used_delta_bytes'] / n / 2**20:.3f} "
                     f"{(p['cgroup_memory_median'] or 0) / 2**20:.3f} "
                     f"{p['cold_start_ms']['median']:.3f} {p['accounted_bytes'] / 2**20:.3f}\n")
+    de = res.get("service", {}).get("service_density", {})
+    if de.get("curve"):
+        with open(os.path.join(out, "scale.dat"), "w") as f:
+            f.write("# alive create_exec_ms concurrent_ms per_sandbox_MiB\n")
+            for p in de["curve"]:
+                c1, cc = p["create_exec_ms"], p["create_exec_concurrent_ms"]
+                f.write(f"{p['sandboxes']} {c1['median'] if c1 else 0:.3f} "
+                        f"{cc['median'] if cc else 0:.3f} {p['per_sandbox_bytes'] / 2**20:.3f}\n")
     return len(names)
 
 
@@ -582,9 +633,15 @@ def main():
     if a.quick:
         a.rounds, a.warmup, a.stream_bytes, a.stream_reps = 8, 1, 64 << 20, 2
         a.density_steps, a.scale_samples, a.py_rounds = [1, 5, 10], 3, 3
+        a.api_stream_bytes, a.files_bytes, a.files_reps = 16 << 20, 32 << 20, 1
+        a.service_steps, a.scale_clients = [1, 5], 2
     else:
         a.rounds, a.warmup, a.stream_bytes, a.stream_reps = 100, 5, 1 << 30, 5
         a.density_steps, a.scale_samples, a.py_rounds = [1, 10, 25, 50], 10, 20
+        # the API's stream is 256 MiB: 1 GiB of NDJSON at ~40 MiB/s x 4 variants x reps
+        # would be most of the run
+        a.api_stream_bytes, a.files_bytes, a.files_reps = 256 << 20, 1 << 30, 3
+        a.service_steps, a.scale_clients = [1, 10, 50, 100], 4
     aj = os.path.abspath(a.agentjail)
     os.makedirs(a.out, exist_ok=True)
 
@@ -616,11 +673,16 @@ def main():
     res["streaming"] = streaming(a, aj, log)
     res["density"] = density(a, aj, log)
     res["python"] = python_cell(a, aj, log)
+    import bench_service
+
+    res["service"] = bench_service.run_all(a, aj, log)
     res["meta"]["seconds"] = round(time.time() - t0, 1)
     res["meta"]["loadavg_end"] = os.getloadavg()
     res["rows"] = report_rows(res)
     write_plot_data(res, a.out)
     res["plots"] = [f"{a.stamp}-latency.png", f"{a.stamp}-density.png"]
+    if os.path.exists(os.path.join(a.out, "scale.dat")):
+        res["plots"].append(f"{a.stamp}-scale.png")
     with open(os.path.join(a.out, f"{a.stamp}.json"), "w") as f:
         json.dump(res, f, indent=1)
     write_report(res, a.out, a.stamp)

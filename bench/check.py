@@ -15,6 +15,12 @@ for key in ("meta", "cold_start", "streaming", "density", "python", "rows"):
 sm = res["cold_start"]["summary"]
 for name in ("direct /bin/true", "agentjail run"):
     assert sm.get(name) and sm[name]["median"] > 0, f"no cold start samples for {name}"
+# the service's rows ran (their figures are not judged)
+svc = res.get("service", {})
+assert isinstance(svc, dict) and "api_exec" in svc, "the service's rows did not run"
+for key in ("api_exec", "api_streaming", "api_files", "service_density"):
+    part = svc.get(key, {"unavailable": "missing"})
+    assert not isinstance(part.get("unavailable"), str), f"service: {key}: {part['unavailable']}"
 for r in res["rows"]:
     for k in ("metric", "target", "measured", "peers", "ratio"):
         assert k in r, f"row without {k}: {r}"

@@ -24,3 +24,18 @@ set key top left
 plot dir.'/density.dat' using 1:6 with linespoints lw 2 title 'agentjail + init PSS + cgroup memory, all sandboxes (MiB)', \
      dir.'/density.dat' using 1:2 with linespoints lw 2 title 'MemFree drop, machine-wide (MiB)', \
      dir.'/density.dat' using 1:5 axes x1y2 with linespoints lw 2 title 'cold start of one more (ms)'
+
+# scale.dat: the service's curve (written only when the service ran)
+if (system('test -s '.dir.'/scale.dat && echo y') eq "y") {
+  set output dir.'/'.stamp.'-scale.png'
+  set title 'agentjail serve: create + exec true + delete as idle sandboxes add up'
+  set xlabel 'idle sandboxes alive in the service'
+  set ylabel 'latency median (ms)'
+  set y2label 'memory per sandbox (MiB)'
+  set y2tics
+  set ytics nomirror
+  set key top left
+  plot dir.'/scale.dat' using 1:2 with linespoints lw 2 title 'one client (ms)', \
+       dir.'/scale.dat' using 1:3 with linespoints lw 2 title 'concurrent clients, each (ms)', \
+       dir.'/scale.dat' using 1:4 axes x1y2 with linespoints lw 2 title 'host memory per idle sandbox (MiB)'
+}

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "net.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -211,6 +212,14 @@ int aj_cmd_run(int argc, char **argv)
 		if ((r = apply_opt(&p, c, optarg, &err)) < 0)
 			break;
 	}
+#ifdef AJ_RUN_NET_HELPER
+	/* this program has no network stack: agentjail-net runs the same
+	 * command line (argv is main's argv + 1, see main.c) */
+	if (r == 0 && aj_net_wanted(&p)) {
+		aj_policy_free(&p);
+		return aj_cli_exec_helper("agentjail-net", argv - 1);
+	}
+#endif
 	if (r == 0) {
 		p.argv = argv + optind;
 		aj_run_hooks hooks = {.warn = cli_warn};

@@ -252,19 +252,25 @@ static void on_event(stream *s, const char *line)
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
 	stream *s = ud;
-	for (size_t i = 0; i < sz * n; i++) {
-		if (p[i] != '\n') {
-			if (!to_buf(p + i, 1, 1, &s->line))
-				return 0;
-			continue;
-		}
+	size_t total = sz * n;
+	/* whole spans up to each newline (not a byte at a time: 64 MiB of
+	 * output took 18 s in the client alone) */
+	for (size_t i = 0; i < total;) {
+		char *nl = memchr(p + i, '\n', total - i);
+		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
+		if (span && !to_buf(p + i, 1, span, &s->line))
+			return 0;
+		i += span;
+		if (!nl)
+			break;
+		i++; /* the newline */
 		if (s->line.data) {
 			on_event(s, s->line.data);
 			if (s->line.data)
 				s->line.len = 0, s->line.data[0] = '\0';
 		}
 	}
-	return sz * n;
+	return total;
 }
 
 static int exec_body(int argc, char **argv, json_t *req, const char **id)

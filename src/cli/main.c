@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* agentjail: run untrusted commands in isolated, limited, throw-away sandboxes. */
-#include <fcntl.h>
+/* agentjail: run untrusted commands in isolated, limited, throw-away sandboxes.
+ *
+ * This program links only what `run` without a network needs (libseccomp,
+ * libcap, jansson, libc): it starts in a fraction of the time the whole of
+ * agentjail would take. The rest are helper programs it execs, found next
+ * to it (src/cli/cli.c): agentjail-net (run with --net open, --allow,
+ * --publish: libmnl, libnftables, ldns, http-parser), agentjail-image
+ * (libcrypto) and agentjail-service (serve and sandbox: libwebsockets,
+ * libcurl). docs/performance.md has the figures. */
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
 
+#include "box.h"
 #include "commands.h"
 #include "error.h"
 #include "util.h"
@@ -26,31 +34,9 @@ static const char usage[] =
     "\n"
     "Run 'agentjail run --help' for the sandbox options. Docs: docs/cli.md.\n";
 
-int aj_cli_fail(const aj_error *err)
-{
-	char buf[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
-	aj_err_format(err, buf, sizeof(buf));
-	fprintf(stderr, "agentjail: %s\n", buf);
-	return err->exit ? err->exit : AJ_EXIT_INTERNAL;
-}
-
-/* A closed stdin/stdout/stderr would be taken by the next open() or pipe()
- * and mistaken for the caller's stream: put /dev/null there. */
-static void ensure_std_fds(void)
-{
-	for (int fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0) {
-			int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
-			if (n >= 0 && n != fd) {
-				dup2(n, fd);
-				close(n);
-			}
-		}
-}
-
 int main(int argc, char **argv)
 {
-	ensure_std_fds();
+	aj_cli_std_fds();
 	aj_proctitle_init(argc, argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
@@ -59,14 +45,14 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "run") == 0)
 		return aj_cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, AJ_KEEPER_COMMAND) == 0)
+		return aj_cmd_keeper(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "image") == 0)
-		return aj_cmd_image(argc - 1, argv + 1);
-	if (strcmp(cmd, "serve") == 0)
-		return aj_cmd_serve(argc - 1, argv + 1);
-	if (strcmp(cmd, "sandbox") == 0)
-		return aj_cmd_sandbox(argc - 1, argv + 1);
+		return aj_cli_exec_helper("agentjail-image", argv);
+	if (strcmp(cmd, "serve") == 0 || strcmp(cmd, "sandbox") == 0)
+		return aj_cli_exec_helper("agentjail-service", argv);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);
 		return 0;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "init.h"
+#include "net.h"
 #include "redact.h"
 #include "util.h"
 #include "zygote.h"
@@ -42,7 +44,38 @@ static char **read_env(int fd)
 	return v;
 }
 
-int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
+extern char **environ;
+
+/* The keeper as a program of its own: the light `agentjail` (or
+ * agentjail-net for a network) rebuilds the policy from source and holds
+ * the sandbox. A fork of the service would carry the service's libraries
+ * and heap into the keeper and into init, whose fork starts every command:
+ * docs/performance.md. On failure, says why on ctl and exits. */
+static void exec_keeper(const aj_policy *p, const char *source, int ctl)
+{
+	aj_box_info info;
+	memset(&info, 0, sizeof(info));
+	info.m.type = AJ_MSG_ERROR;
+	const char *prog = aj_net_wanted(p) ? "agentjail-net" : "agentjail";
+	char path[PATH_MAX], ctl_s[16], src_s[16];
+	int src = memfd_create("policy", 0); /* inherited by the program */
+	if (aj_program_path(prog, path, sizeof(path)) < 0 || src < 0 ||
+	    aj_write_all(src, source, strlen(source)) < 0 || fcntl(ctl, F_SETFD, 0) < 0) {
+		aj_err(&info.m.err, errno ? errno : ENAMETOOLONG,
+		       "cannot start the sandbox's keeper");
+	} else {
+		snprintf(ctl_s, sizeof(ctl_s), "%d", ctl);
+		snprintf(src_s, sizeof(src_s), "%d", src);
+		char *argv[] = {"agentjail-box", AJ_KEEPER_COMMAND, ctl_s, src_s, NULL};
+		execve(path, argv, environ);
+		aj_err(&info.m.err, errno, "cannot start the sandbox's keeper %s", path);
+		aj_err_hint(&info.m.err, "agentjail's programs are installed next to each other");
+	}
+	(void)aj_sync_send_buf(ctl, &info, sizeof(info), NULL, 0);
+	_exit(AJ_EXIT_INTERNAL);
+}
+
+int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *err)
 {
 	memset(b, 0, sizeof(*b));
 	b->policy = p;
@@ -65,6 +98,8 @@ int aj_box_create(aj_box *b, const aj_policy *p, aj_error *err)
 		aj_close_all_except(&sv[1], 1);
 		aj_proctitle_set("agentjail-box");
 		unsetenv("TERM"); /* commands get TERM=dumb */
+		if (source)
+			exec_keeper(p, source, sv[1]); /* returns only when it failed */
 		_exit(aj_sandbox_hold(p, sv[1]));
 	}
 	close(sv[1]);

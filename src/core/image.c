@@ -7,7 +7,8 @@
  *
  * A build fills images/.build-<pid>-<rand>/rootfs (mmdebstrap, cp -a or
  * tar), digests it, renames it into place (or drops it when that content
- * is already stored) and then points the name at it, atomically. */
+ * is already stored) and then points the name at it, atomically
+ * (image_build.c: only `agentjail image` links it and libcrypto). */
 #include "image.h"
 
 #include <dirent.h>
@@ -56,7 +57,7 @@ bool aj_image_suite_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(s);
 }
 
-static int bad_name(const char *name, aj_error *err)
+int aj_image_bad_name(const char *name, aj_error *err)
 {
 	aj_err(err, EINVAL,
 	       "image name '%s': expected lowercase letters, digits, '.', '_', '-' "
@@ -66,7 +67,7 @@ static int bad_name(const char *name, aj_error *err)
 }
 
 /* Run argv, its output to our stderr; 0 when it exited 0. */
-static int spawn_wait(char *const argv[], aj_error *err)
+int aj_image_spawn_wait(char *const argv[], aj_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
@@ -90,107 +91,16 @@ static int spawn_wait(char *const argv[], aj_error *err)
 	return 0;
 }
 
-static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
-{
-	switch (s->source) {
-	case AJ_IMAGE_FROM_DEBIAN: {
-		_cleanup_free_ char *inc = NULL;
-		for (size_t i = 0; i < s->n_packages; i++) {
-			char *j =
-			    aj_asprintf("%s%s%s", inc ? inc : "", inc ? "," : "", s->packages[i]);
-			free(inc);
-			if (!(inc = j))
-				return aj_err(err, ENOMEM, "out of memory");
-		}
-		_cleanup_free_ char *incopt = inc ? aj_asprintf("--include=%s", inc) : NULL;
-		/* in a mount namespace of its own: the /proc, /sys and /dev
-		 * mounts it makes in the target can't outlive it on the host */
-		char *argv[16];
-		size_t a = 0;
-		argv[a++] = "unshare";
-		argv[a++] = "--mount";
-		argv[a++] = "--propagation";
-		argv[a++] = "private";
-		argv[a++] = "--";
-		argv[a++] = "mmdebstrap";
-		argv[a++] = "--mode=root";
-		argv[a++] = "--variant=minbase";
-		argv[a++] = "--format=directory";
-		if (incopt)
-			argv[a++] = incopt;
-		argv[a++] = "--";
-		argv[a++] = (char *)s->from;
-		argv[a++] = (char *)dest;
-		if (s->mirror)
-			argv[a++] = (char *)s->mirror;
-		argv[a] = NULL;
-		return spawn_wait(argv, err);
-	}
-	case AJ_IMAGE_FROM_DIR: {
-		_cleanup_free_ char *src = aj_asprintf("%s/.", s->from);
-		char *argv[] = {"cp", "-a", "--", src, (char *)dest, NULL};
-		return src ? spawn_wait(argv, err) : aj_err(err, ENOMEM, "out of memory");
-	}
-	case AJ_IMAGE_FROM_TAR: {
-		/* GNU tar refuses members with ".." and strips leading "/" */
-		char *argv[] = {"tar",
-				"--extract",
-				"--file",
-				(char *)s->from,
-				"--directory",
-				(char *)dest,
-				"--numeric-owner",
-				"--same-permissions",
-				"--no-overwrite-dir",
-				NULL};
-		return spawn_wait(argv, err);
-	}
-	case AJ_IMAGE_FROM_OCI: {
-		_cleanup_free_ char *work = aj_asprintf("%s.oci", dest);
-		return work ? aj_image_import_oci(s->from, dest, work, err)
-			    : aj_err(err, ENOMEM, "out of memory");
-	}
-	case AJ_IMAGE_FROM_SANDBOX: break; /* aj_image_snapshot */
-	}
-	return aj_err(err, EINVAL, "unknown image source");
-}
-
-static int write_json(const char *path, json_t *j, aj_error *err)
-{
-	_cleanup_free_ char *tmp = aj_asprintf("%s.tmp", path);
-	if (!tmp || json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 ||
-	    rename(tmp, path) < 0)
-		return aj_err(err, errno ? errno : EIO, "cannot write %s", path);
-	return 0;
-}
-
-static int rm_rf(const char *path)
+int aj_image_rm_rf(const char *path)
 {
 	char *argv[] = {"rm", "-rf", "--one-file-system", "--", (char *)path, NULL};
-	return spawn_wait(argv, NULL);
-}
-
-static int point_name(const char *images, const char *name, const char *digest, aj_error *err)
-{
-	_cleanup_free_ char *dir = aj_asprintf("%s/names", images);
-	_cleanup_free_ char *path = aj_asprintf("%s/names/%s", images, name);
-	_cleanup_free_ char *tmp = aj_asprintf("%s/names/.%s.tmp", images, name);
-	_cleanup_free_ char *text = aj_asprintf("%s\n", digest);
-	if (!dir || !path || !tmp || !text)
-		return aj_err(err, ENOMEM, "out of memory");
-	if (aj_mkdir_p(dir, 0755) < 0)
-		return aj_err(err, errno, "cannot create %s", dir);
-	unlink(tmp);
-	int r = aj_write_file(tmp, text, 0644);
-	if (r < 0 || rename(tmp, path) < 0)
-		return aj_err(err, r < 0 ? -r : errno, "cannot name the image %s", name);
-	return 0;
+	return aj_image_spawn_wait(argv, NULL);
 }
 
 static int read_name(const char *images, const char *name, char hex[65], aj_error *err)
 {
 	if (!aj_image_name_ok(name))
-		return bad_name(name, err);
+		return aj_image_bad_name(name, err);
 	_cleanup_free_ char *path = aj_asprintf("%s/names/%s", images, name);
 	_cleanup_free_ char *text = NULL;
 	if (!path)
@@ -262,146 +172,6 @@ int aj_image_rootfs(const char *state, const char *name, char **path, aj_error *
 	return 0;
 }
 
-static void source_text(const aj_image_spec *s, char *buf, size_t len)
-{
-	if (s->source == AJ_IMAGE_FROM_DEBIAN) {
-		int o = snprintf(buf, len, "debian:%s", s->from);
-		for (size_t i = 0; i < s->n_packages && o > 0 && (size_t)o < len; i++)
-			o += snprintf(buf + o, len - (size_t)o, "%s%s", i ? "," : " +",
-				      s->packages[i]);
-	} else {
-		snprintf(buf, len, "%s:%s",
-			 s->source == AJ_IMAGE_FROM_DIR	  ? "dir"
-			 : s->source == AJ_IMAGE_FROM_OCI ? "oci"
-			 : s->source == AJ_IMAGE_FROM_TAR ? "tar"
-							  : "sandbox",
-			 s->from);
-	}
-}
-
-/* Move the built tree into place under its digest (or drop it when the
- * same content is stored already) and write its metadata. */
-static int store_tree(const char *images, const char *build, const aj_image_spec *s,
-		      aj_image_info *out, aj_error *err)
-{
-	_cleanup_free_ char *rootfs = aj_asprintf("%s/rootfs", build);
-	_cleanup_close_ int fd =
-	    rootfs ? open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	if (fd < 0)
-		return aj_err(err, errno, "the built tree %s is missing", rootfs ? rootfs : build);
-	int r = aj_image_digest(fd, out->digest, &out->size_bytes, &out->files, err);
-	if (r < 0)
-		return r;
-	_cleanup_free_ char *final = aj_asprintf("%s/%s", images, out->digest + 7);
-	if (!final)
-		return aj_err(err, ENOMEM, "out of memory");
-	source_text(s, out->source, sizeof(out->source));
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(out->created, sizeof(out->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(out->warmup, sizeof(out->warmup), "%s", s->warmup ? s->warmup : "");
-	if (access(final, F_OK) == 0)
-		return 1; /* the same content is stored: reuse it */
-	json_t *j =
-	    json_pack("{s:s,s:s,s:s,s:I,s:I,s:s}", "digest", out->digest, "source", out->source,
-		      "created", out->created, "size_bytes", (json_int_t)out->size_bytes, "files",
-		      (json_int_t)out->files, "warmup", out->warmup);
-	_cleanup_free_ char *meta = aj_asprintf("%s/image.json", build);
-	r = j && meta ? write_json(meta, j, err) : aj_err(err, ENOMEM, "out of memory");
-	json_decref(j);
-	if (r < 0)
-		return r;
-	if (rename(build, final) < 0)
-		return aj_err(err, errno, "cannot store the image at %s", final);
-	return 0;
-}
-
-typedef int (*fill_fn)(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err);
-
-/* A build directory under state's images, filled by fill, digested, stored
- * and named. */
-static int build_with(const char *state, const aj_image_spec *s, fill_fn fill, void *ctx,
-		      aj_image_info *out, aj_error *err)
-{
-	if (!aj_image_name_ok(s->name))
-		return bad_name(s->name, err);
-	if (geteuid() != 0) {
-		aj_err(err, EPERM, "image build needs root (it creates files of any owner)");
-		return -EPERM;
-	}
-	memset(out, 0, sizeof(*out));
-	snprintf(out->name, sizeof(out->name), "%s", s->name);
-	_cleanup_free_ char *images = aj_asprintf("%s/images", state);
-	unsigned rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (unsigned)time(NULL);
-	_cleanup_free_ char *build =
-	    images ? aj_asprintf("%s/.build-%d-%08x", images, (int)getpid(), rnd) : NULL;
-	_cleanup_free_ char *rootfs = build ? aj_asprintf("%s/rootfs", build) : NULL;
-	if (!rootfs)
-		return aj_err(err, ENOMEM, "out of memory");
-	if (aj_mkdir_p(images, 0755) < 0 || mkdir(build, 0700) < 0 || mkdir(rootfs, 0755) < 0)
-		return aj_err(err, errno, "cannot create %s", build);
-	int r = fill(s, rootfs, ctx, err);
-	if (r == 0)
-		r = store_tree(images, build, s, out, err);
-	if (r != 0)
-		(void)rm_rf(build); /* failed, or the same content was stored already */
-	if (r < 0)
-		return r;
-	chmod(images, 0755);
-	return point_name(images, s->name, out->digest, err);
-}
-
-static int fill_from_spec(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
-{
-	(void)ctx;
-	return fill_tree(s, dest, err);
-}
-
-int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out, aj_error *err)
-{
-	return build_with(state, s, fill_from_spec, NULL, out, err);
-}
-
-typedef struct snap_ctx {
-	int root;
-	const aj_tree_ids *ids;
-} snap_ctx;
-
-static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
-{
-	(void)s;
-	const snap_ctx *c = ctx;
-	_cleanup_close_ int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return aj_err(err, errno, "cannot open %s", dest);
-	return aj_tree_sync(c->root, fd, c->ids, err);
-}
-
-int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
-		      const char *from, const char *warmup, aj_image_info *out, aj_error *err)
-{
-	if (!aj_image_name_ok(name))
-		return bad_name(name, err);
-	_cleanup_free_ char *path = aj_asprintf("%s/images/names/%s", state, name);
-	if (!path)
-		return aj_err(err, ENOMEM, "out of memory");
-	if (access(path, F_OK) == 0) {
-		int r = aj_err(err, EEXIST, "an image named '%s' exists already", name);
-		aj_err_hint(err, "choose another name, or remove it first: agentjail image rm %s",
-			    name);
-		return r;
-	}
-	aj_image_spec s = {.name = name,
-			   .source = AJ_IMAGE_FROM_SANDBOX,
-			   .from = from,
-			   .warmup = warmup && *warmup ? warmup : NULL};
-	snap_ctx c = {.root = root, .ids = ids};
-	return build_with(state, &s, fill_from_root, &c, out, err);
-}
-
 static int cmp_info(const void *a, const void *b)
 {
 	return strcmp(((const aj_image_info *)a)->name, ((const aj_image_info *)b)->name);
@@ -466,7 +236,7 @@ int aj_image_remove(const char *state, const char *name, aj_error *err)
 	_cleanup_free_ char *trash = aj_asprintf("%s/.trash-%s", images, hex);
 	if (!dir || !trash || rename(dir, trash) < 0)
 		return aj_err(err, errno, "cannot remove the image content %s", hex);
-	return rm_rf(trash) < 0 ? aj_err(err, EIO, "cannot delete %s", trash) : 0;
+	return aj_image_rm_rf(trash) < 0 ? aj_err(err, EIO, "cannot delete %s", trash) : 0;
 }
 
 int aj_image_recipe_load(const char *path, aj_image_spec *s, void **store, aj_error *err)

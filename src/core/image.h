@@ -72,6 +72,11 @@ int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj
 int aj_image_list(const char *state, aj_image_info **out, size_t *n, aj_error *err);
 /* Drop the name; the content goes when no other name points at it. */
 int aj_image_remove(const char *state, const char *name, aj_error *err);
+/* Shared by image.c and image_build.c: the "bad name" error; run argv with
+ * its output on our stderr (0 when it exited 0); rm -rf --one-file-system. */
+int aj_image_bad_name(const char *name, aj_error *err);
+int aj_image_spawn_wait(char *const argv[], aj_error *err);
+int aj_image_rm_rf(const char *path);
 /* sha256 over the tree at dirfd: paths (sorted), types, modes, owners,
  * symlink targets, device numbers and file contents. */
 int aj_image_digest(int dirfd, char digest[80], unsigned long long *size, unsigned long long *files,

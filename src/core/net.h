@@ -47,6 +47,11 @@ typedef struct aj_net {
 	int netd_stop;	      /* closing it asks netd to finish its log and exit */
 } aj_net;
 
+/* Does p need the network stack (a veth, nftables, netd)? --net open,
+ * --allow, --publish. The light `agentjail` program has none of it linked
+ * (net_none.c) and hands such runs to agentjail-net (docs/performance.md). */
+bool aj_net_wanted(const aj_policy *p);
+
 /* Parent, before clone: remove what dead agentjails left, reserve an
  * address slot. Nothing to do for --net none. */
 int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err);
@@ -60,7 +65,9 @@ char **aj_net_env(const aj_net *n, const aj_policy *p);
 /* Parent, after clone and before PARENT_GO: veth into the child's netns,
  * addresses, route, nft table, forwarding. */
 int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err);
-/* Remove the veth and the nft table; frees the slot. Idempotent. */
+/* Remove the veth and the nft table; frees the slot. Idempotent.
+ * (prepare, setup and teardown are net.c, or net_none.c in a program
+ * without network support, which refuses what aj_net_wanted() says.) */
 void aj_net_teardown(aj_net *n);
 
 /* netd.c: the helper process that serves --allow (resolver, proxy),

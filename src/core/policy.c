@@ -433,7 +433,7 @@ int aj_policy_set_cpus(aj_policy *p, const char *spec, aj_error *err)
 		       spec);
 		return -EINVAL;
 	}
-	p->cpu_millis = (unsigned long long)llround(v * 1000.0);
+	p->cpu_millis = (unsigned long long)(v * 1000.0 + 0.5); /* v > 0: llround without libm */
 	return 0;
 }
 
@@ -446,7 +446,7 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 		aj_err(err, EINVAL, "%s '%s': expected seconds such as 30 or 0.5", flag, spec);
 		return -EINVAL;
 	}
-	*ms = (unsigned long long)llround(v * 1000.0);
+	*ms = (unsigned long long)(v * 1000.0 + 0.5); /* v > 0 */
 	return 0;
 }
 

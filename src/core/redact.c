@@ -2,8 +2,10 @@
 #include "redact.h"
 
 #include "policy.h"
+#include "util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +33,11 @@ static int add_pattern(aj_redactor *r, const char *p, size_t len)
 	r->pat[r->n] = c;
 	r->plen[r->n] = len;
 	r->n++;
+	if (!r->first[(unsigned char)p[0]]) {
+		if (r->nfirst < sizeof(r->firstv))
+			r->firstv[r->nfirst] = (unsigned char)p[0];
+		r->nfirst++;
+	}
 	r->first[(unsigned char)p[0]] = true;
 	if (len > r->maxlen)
 		r->maxlen = len;
@@ -97,52 +104,97 @@ static size_t match_at(const aj_redactor *r, const char *s, size_t avail, bool *
 	return best;
 }
 
+/* The index of the next byte at or after i that starts some pattern, total
+ * if none. With up to 8 distinct first bytes: memchr for each (vectorized
+ * by libc), the next occurrence of each cached in next[] (SIZE_MAX: not
+ * searched yet); more than that: a table scan. */
+static size_t next_first(const aj_redactor *r, const char *buf, size_t total, size_t i,
+			 size_t next[8])
+{
+	if (r->nfirst > sizeof(r->firstv)) {
+		while (i < total && !r->first[(unsigned char)buf[i]])
+			i++;
+		return i;
+	}
+	size_t best = total;
+	for (size_t k = 0; k < r->nfirst; k++) {
+		if (next[k] == SIZE_MAX || next[k] < i) {
+			const char *hit = memchr(buf + i, r->firstv[k], total - i);
+			next[k] = hit ? (size_t)(hit - buf) : total;
+		}
+		if (next[k] < best)
+			best = next[k];
+	}
+	return best;
+}
+
 int aj_redactor_feed(aj_redactor *r, const char *in, size_t len, bool final, char **out,
 		     size_t *out_len)
 {
+	/* the held-back tail and the new bytes, joined only when there is a
+	 * tail (rare: the last chunk ended in the first bytes of a pattern) */
+	const char *buf = in;
 	size_t total = r->tail_len + len;
-	char *buf = malloc(total ? total : 1);
-	/* worst case: every byte a replaced match of a 4-byte value */
-	size_t cap = total * (sizeof(AJ_REDACTED) - 1) / 4 + total + 1;
+	char *joined = NULL;
+	if (r->tail_len) {
+		if (!(joined = malloc(total)))
+			return -ENOMEM;
+		memcpy(joined, r->tail, r->tail_len);
+		if (len)
+			memcpy(joined + r->tail_len, in, len);
+		buf = joined;
+	}
+	/* room for every byte; grown when replacements make it longer */
+	size_t cap = total + 64, olen = 0, i = 0;
 	char *o = malloc(cap);
-	if (!buf || !o) {
-		free(buf);
-		free(o);
+	if (!o) {
+		free(joined);
 		return -ENOMEM;
 	}
-	if (r->tail_len)
-		memcpy(buf, r->tail, r->tail_len);
-	if (len)
-		memcpy(buf + r->tail_len, in, len);
-	size_t i = 0, olen = 0;
+	size_t next[8];
+	for (size_t k = 0; k < AJ_ARRAY_SIZE(next); k++)
+		next[k] = SIZE_MAX;
 	while (i < total) {
-		if (r->first[(unsigned char)buf[i]]) {
-			bool partial = false;
-			size_t m = match_at(r, buf + i, total - i, &partial);
-			if (m) {
-				memcpy(o + olen, AJ_REDACTED, sizeof(AJ_REDACTED) - 1);
-				olen += sizeof(AJ_REDACTED) - 1;
-				i += m;
-				continue;
+		size_t c = next_first(r, buf, total, i, next);
+		memcpy(o + olen, buf + i, c - i); /* a span no pattern starts in */
+		olen += c - i;
+		if ((i = c) == total)
+			break;
+		bool partial = false;
+		size_t m = match_at(r, buf + i, total - i, &partial);
+		if (m) {
+			size_t need = olen + sizeof(AJ_REDACTED) - 1 + (total - i - m);
+			if (need > cap) {
+				char *g = realloc(o, cap = need * 2);
+				if (!g) {
+					free(o);
+					free(joined);
+					return -ENOMEM;
+				}
+				o = g;
 			}
-			if (partial && !final)
-				break; /* hold back: the rest may arrive next time */
+			memcpy(o + olen, AJ_REDACTED, sizeof(AJ_REDACTED) - 1);
+			olen += sizeof(AJ_REDACTED) - 1;
+			i += m;
+			continue;
 		}
+		if (partial && !final)
+			break; /* hold back: the rest may arrive next time */
 		o[olen++] = buf[i++];
 	}
-	free(r->tail);
-	r->tail = NULL;
-	r->tail_len = total - i;
-	if (r->tail_len) {
-		r->tail = malloc(r->tail_len);
-		if (!r->tail) {
-			free(buf);
+	char *tail = NULL;
+	if (total > i) {
+		if (!(tail = malloc(total - i))) {
 			free(o);
+			free(joined);
 			return -ENOMEM;
 		}
-		memcpy(r->tail, buf + i, r->tail_len);
+		memcpy(tail, buf + i, total - i);
 	}
-	free(buf);
+	free(r->tail);
+	r->tail = tail;
+	r->tail_len = total - i;
+	free(joined);
 	*out = o;
 	*out_len = olen;
 	return 0;

@@ -15,8 +15,10 @@ typedef struct aj_redactor {
 	size_t plen[AJ_REDACT_MAX_PATTERNS];
 	size_t n;
 	size_t maxlen;
-	bool first[256]; /* bytes that start some pattern */
-	char *tail;	 /* bytes held back: they may start a match */
+	bool first[256];	 /* bytes that start some pattern */
+	unsigned char firstv[8]; /* the first of them, for memchr */
+	size_t nfirst;		 /* how many distinct (a table scan above 8) */
+	char *tail;		 /* bytes held back: they may start a match */
 	size_t tail_len;
 } aj_redactor;
 

@@ -146,10 +146,8 @@ static void set_pending(aj_chan *c, size_t n, bool final)
 	c->off = 0;
 }
 
-static void pump_write(aj_chan *c, const struct pollfd *p)
+static void pump_write(aj_chan *c)
 {
-	if (!(p->revents & (POLLOUT | POLLERR | POLLHUP)))
-		return;
 	size_t want = c->len - c->off;
 	if (c->dst_small && want > PIPE_BUF)
 		want = PIPE_BUF;
@@ -202,6 +200,11 @@ static void pump_read(aj_chan *c, const struct pollfd *p)
 	ssize_t n = read(c->src, c->buf, sizeof(c->buf));
 	if (n > 0) {
 		set_pending(c, (size_t)n, false);
+		/* a non-blocking dst: write now rather than after one more
+		 * poll (EAGAIN when full: then we wait for POLLOUT). Not a
+		 * socket we could not make non-blocking (dst_small). */
+		if (c->open && c->len > c->off && !c->dst_small)
+			pump_write(c);
 	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 		/* EOF, or EIO from a pty whose slave closed: flush what the
 		 * redactor held back, then end */
@@ -221,9 +224,10 @@ void aj_relay_handle(aj_relay *r, const struct pollfd *pf, size_t n)
 		if (c->wait_out) {
 			if (pf[i].revents & (POLLOUT | POLLERR | POLLHUP))
 				c->wait_out = false;
-		} else if (c->len > c->off)
-			pump_write(c, &pf[i]);
-		else
+		} else if (c->len > c->off) {
+			if (pf[i].revents & (POLLOUT | POLLERR | POLLHUP))
+				pump_write(c);
+		} else
 			pump_read(c, &pf[i]);
 	}
 }

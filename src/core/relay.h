@@ -12,7 +12,7 @@
 
 #include "redact.h"
 
-#define AJ_RELAY_BUF 65536
+#define AJ_RELAY_BUF (256 * 1024)
 #define AJ_RELAY_MAX 3
 
 typedef struct aj_chan {

@@ -302,3 +302,22 @@ int aj_reserve_random(const char *kind, unsigned nslots, unsigned *slot)
 	}
 	return -EBUSY;
 }
+
+int aj_program_path(const char *name, char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			if (snprintf(out, len, "%s/%s", self, name) < (int)len &&
+			    access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	if (snprintf(out, len, "%s/%s", AJ_LIBEXECDIR, name) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -75,6 +75,11 @@ void aj_proctitle_set(const char *title);
 
 /* Close every fd >= 3 except those in keep (n entries, any order). */
 void aj_close_all_except(const int *keep, size_t n);
+/* Where agentjail's program name (agentjail, agentjail-net, ...) is: next
+ * to the running program (the kernel's /proc/self/exe: a build directory)
+ * if it is there, else in the libexec directory fixed at build time; never
+ * through $PATH or the environment. 0, or -ENAMETOOLONG. */
+int aj_program_path(const char *name, char *out, size_t len);
 
 /* Hold the abstract unix socket name "agentjail/<kind>/<slot>" for as long
  * as the returned fd is open: the kernel frees the name when the process

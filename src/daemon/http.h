@@ -8,7 +8,7 @@
 #include "daemon.h"
 
 #define AJ_HTTP_MAX_BODY (1u << 20) /* JSON request bodies */
-#define AJ_HTTP_CHUNK 16384
+#define AJ_HTTP_CHUNK 65536
 
 enum aj_method { AJ_GET, AJ_POST, AJ_PUT, AJ_PATCH, AJ_DELETE, AJ_OTHER };
 

@@ -273,10 +273,12 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	make_id(sb->id, sizeof(sb->id));
 	sb->policy.quiet = true;
 	int r;
-	if (!(sb->req = json_deep_copy(req)))
+	/* the keeper rebuilds the policy from the same text (box.h) */
+	_cleanup_free_ char *source = json_dumps(req, JSON_COMPACT);
+	if (!source || !(sb->req = json_deep_copy(req)))
 		r = aj_err(err, ENOMEM, "sandbox");
 	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-		 (r = aj_box_create(&sb->box, &sb->policy, err)) == 0 &&
+		 (r = aj_box_create(&sb->box, &sb->policy, source, err)) == 0 &&
 		 (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
 		state_write(sb);
 	if (r < 0) {

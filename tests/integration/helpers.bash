@@ -334,6 +334,16 @@ _aj_wrap() {
     AJ=$BATS_TEST_TMPDIR/bin/agentjail
 }
 
+# Copy agentjail and the helper programs it execs (agentjail-net, -image,
+# -service: found next to it) into DIR, mode 0755.
+aj_copy_programs() { # DIR
+    local f
+    for f in "$AJ_REAL" "$(dirname "$AJ_REAL")"/agentjail-*; do
+        [ -f "$f" ] || continue
+        cp "$f" "$1/" && chmod 0755 "$1/$(basename "$f")"
+    done
+}
+
 # Standard per-test setup: binaries present, scratch dir, workspace, snapshot.
 aj_setup() {
     require_binaries

@@ -37,9 +37,9 @@ setup() {
     NRWS=$NRDIR/ws
     mkdir "$NRWS"
     chown "$NR_UID:$NR_UID" "$NRWS"
-    cp "$AJ_REAL" "$NRDIR/agentjail"
+    aj_copy_programs "$NRDIR"
     cp "$PROBE" "$NRDIR/ajprobe"
-    chmod 0755 "$NRDIR/agentjail" "$NRDIR/ajprobe"
+    chmod 0755 "$NRDIR/ajprobe"
     if ! setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all unshare --user --map-root-user true 2>/dev/null; then
         skip "unprivileged user namespaces are not available on this host"
     fi

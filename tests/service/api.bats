@@ -337,7 +337,7 @@ EOF
     AJ_MARKERS+=("$(basename "$NRDIR")")
     AJ_EXTRA_UID=65534
     chmod 0755 "$NRDIR"
-    cp "$AJ_REAL" "$NRDIR/agentjail"
+    aj_copy_programs "$NRDIR"
     mkdir "$NRDIR/u"
     chown 65534:65534 "$NRDIR/u"
     local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

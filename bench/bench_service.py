@@ -1,0 +1,560 @@
+"""The service's rows of the benchmark (bench.py): `agentjail serve` started
+for the run, on a socket of its own. Clients: the C client of the same
+program (`agentjail sandbox exec|cp`, libcurl) where a command line is
+compared with a command line, the Python SDK (sdk/python, stdlib only) for
+round trips and the WebSocket.
+"""
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk", "python"))
+from agentjail import Client, Sandbox  # noqa: E402
+
+import bench  # noqa: E402  (helpers: spawn, wait_status, summary, mem_of, ...)
+
+POLICY = {"memory": "256M", "pids": 64}
+
+
+class Service:
+    """agentjail serve on a private socket and state directory."""
+
+    def __init__(self, aj, max_sandboxes):
+        self.aj = aj
+        self.dir = tempfile.mkdtemp(prefix="ajbench-serve.")
+        os.chmod(self.dir, 0o755)
+        self.sock = os.path.join(self.dir, "s.sock")
+        self.log = open(os.path.join(self.dir, "serve.log"), "w")
+        argv = [aj, "serve", "--quiet", "--socket", self.sock, "--state-dir",
+                os.path.join(self.dir, "state"), "--max-sandboxes", str(max_sandboxes)]
+        self.pid = bench.spawn(argv, stderr=self.log.fileno())
+        deadline = time.time() + 20
+        while not os.path.exists(self.sock):
+            if time.time() > deadline or os.waitpid(self.pid, os.WNOHANG)[0]:
+                raise RuntimeError("agentjail serve did not start: " + self.log_tail())
+            time.sleep(0.05)
+        self.client = Client(socket_path=self.sock, timeout=600)
+        self.env = dict(os.environ, AGENTJAIL_SOCKET=self.sock)
+
+    def log_tail(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()[-300:]
+
+    def cli(self, *args, **kw):
+        """`agentjail sandbox ARGS` (the C client); its stdout."""
+        p = subprocess.run([self.aj, "sandbox", *args], env=self.env, capture_output=True,
+                           text=True, **kw)
+        if p.returncode != 0:
+            raise RuntimeError(f"agentjail sandbox {args[0]}: exit {p.returncode}: {p.stderr[-300:]}")
+        return p.stdout
+
+    def stop(self):
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        bench.wait_status(self.pid)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def timed(fn):
+    t0 = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def interleaved_fns(fns, rounds, warmup):
+    """Like bench.interleaved, for callables."""
+    import random
+    samples = {n: [] for n in fns}
+    failed = {}
+    names = list(fns)
+    for r in range(warmup + rounds):
+        random.shuffle(names)
+        for n in names:
+            if n in failed:
+                continue
+            try:
+                dt = timed(fns[n])
+            except Exception as e:  # noqa: BLE001
+                failed[n] = f"failed during the run: {e!r}"[:300]
+                continue
+            if r >= warmup:
+                samples[n].append(dt)
+    return samples, failed
+
+
+def check_exit(code):
+    if code != 0:
+        raise RuntimeError(f"exit {code}")
+
+
+# ---------------------------------------------------------------- round trips
+
+
+def api_exec(a, svc, log):
+    """exec `/bin/true` in an existing sandbox: HTTP (NDJSON) and WebSocket,
+    each a new connection as a client makes it, against a direct spawn."""
+    sb = Sandbox.create(client=svc.client, **POLICY)
+    try:
+        def http():
+            check_exit(sb.exec(["/bin/true"]).exit_code)
+
+        def ws():
+            s = sb.attach(["/bin/true"], stdin=False)
+            try:
+                st = s.run()
+            finally:
+                s.close()
+            check_exit(st["agentjail"]["exit_code"])
+
+        def direct():
+            check_exit(bench.wait_status(bench.spawn(["/bin/true"])))
+
+        def cli():
+            check_exit(bench.wait_status(bench.spawn(
+                [svc.aj, "sandbox", "--socket", svc.sock, "exec", sb.id, "--", "/bin/true"])))
+
+        fns = {"direct /bin/true": direct, "API exec (HTTP, SDK)": http,
+               "API exec (WebSocket, SDK)": ws, "agentjail sandbox exec (CLI)": cli}
+        log(f"API exec round trip: {len(fns)} x {a.rounds} interleaved rounds")
+        samples, failed = interleaved_fns(fns, a.rounds, a.warmup)
+    finally:
+        sb.kill()
+    return {
+        "summary": {n: bench.summary(v) for n, v in samples.items() if n not in failed},
+        "samples_ms": {n: [round(x, 3) for x in v] for n, v in samples.items() if n not in failed},
+        "unavailable": failed,
+    }
+
+
+# ---------------------------------------------------------------- streaming
+
+
+def api_streaming(a, svc, log):
+    """Output of a command through the service, as a ratio to the same
+    command through a plain pipe: NDJSON (`agentjail sandbox exec`, text:
+    JSON escapes every NUL as 6 bytes, so the stream is `tr '\\0' x` of
+    /dev/zero on both sides) and the WebSocket (raw bytes, the SDK reading)."""
+    n = a.api_stream_bytes
+    text = f"head -c {n} /dev/zero | tr '\\0' x"
+    sb = Sandbox.create(client=svc.client, **POLICY)
+    got = {}
+
+    def ws():
+        s = sb.attach(["head", "-c", str(n), "/dev/zero"], stdin=False)
+        count = [0]
+        try:
+            st = s.run(on_stdout=lambda d: count.__setitem__(0, count[0] + len(d)))
+        finally:
+            s.close()
+        check_exit(st["agentjail"]["exit_code"])
+        if count[0] != n:
+            raise RuntimeError(f"WebSocket: {count[0]} of {n} bytes")
+
+    def ws_pipe():
+        # the reference of the WebSocket row: the same bytes through a pipe
+        # into a Python reader (the SDK's side of the WebSocket)
+        r, w = os.pipe()
+        pid = bench.spawn(["head", "-c", str(n), "/dev/zero"], stdout=w)
+        os.close(w)
+        total = 0
+        while True:
+            b = os.read(r, 1 << 16)
+            if not b:
+                break
+            total += len(b)
+        os.close(r)
+        check_exit(bench.wait_status(pid))
+        if total != n:
+            raise RuntimeError("short pipe")
+
+    cmds = {
+        "plain pipe (text)": ["sh", "-c", text],
+        "agentjail sandbox exec (HTTP NDJSON)": [svc.aj, "sandbox", "--socket", svc.sock, "exec",
+                                                 sb.id, "--", "sh", "-c", text],
+    }
+    log(f"API streaming: {n >> 20} MiB x {a.stream_reps} interleaved")
+    secs = {k: [] for k in list(cmds) + ["plain pipe into Python", "WebSocket (SDK)"]}
+    try:
+        for _ in range(a.stream_reps):
+            order = list(cmds) + ["plain pipe into Python", "WebSocket (SDK)"]
+            import random
+            random.shuffle(order)
+            for k in order:
+                if k in cmds:
+                    secs[k].append(bench.pipe_throughput(cmds[k], n))
+                else:
+                    secs[k].append(timed(ws if k.startswith("WebSocket") else ws_pipe) / 1e3)
+    finally:
+        sb.kill()
+    mibs = {k: [n / (1 << 20) / s for s in v] for k, v in secs.items()}
+    med = {k: statistics.median(v) for k, v in mibs.items()}
+    got["bytes"] = n
+    got["seconds"] = secs
+    got["mib_per_s"] = {k: bench.summary(v) for k, v in mibs.items()}
+    got["ratio_http"] = round(med["agentjail sandbox exec (HTTP NDJSON)"] / med["plain pipe (text)"], 3)
+    got["ratio_ws"] = round(med["WebSocket (SDK)"] / med["plain pipe into Python"], 3)
+    got["note"] = ("HTTP: `agentjail sandbox exec ID -- sh -c \"head -c N /dev/zero | tr '\\0' x\"` "
+                   "into cat vs the same pipeline on the host; WebSocket: raw /dev/zero read by "
+                   "the Python SDK vs a pipe read by Python; wall times include the exec's start")
+    return got
+
+
+# ---------------------------------------------------------------- files
+
+
+def api_files(a, svc, log):
+    """Upload and download of one file through the API (`agentjail sandbox
+    cp`, streamed) vs cp on the same disk; the sandbox's workspace is a host
+    directory, so both write to the same filesystem."""
+    n = a.files_bytes
+    work = tempfile.mkdtemp(prefix="ajbench-files.", dir="/var/tmp")
+    ws = os.path.join(work, "ws")
+    os.mkdir(ws)
+    os.chmod(work, 0o755)
+    os.chmod(ws, 0o777)
+    src = os.path.join(work, "src.bin")
+    with open(src, "wb") as f:
+        chunk = os.urandom(1 << 20)
+        for _ in range(n >> 20):
+            f.write(chunk)
+    os.chmod(src, 0o644)
+    log(f"files: {n >> 20} MiB x {a.files_reps}")
+    sb = Sandbox.create(client=svc.client, workspace=ws, **POLICY)
+    secs = {"cp": [], "upload (sandbox cp)": [], "download (sandbox cp)": []}
+    try:
+        for i in range(a.files_reps):
+            dst = os.path.join(work, f"cp-{i}.bin")
+            secs["cp"].append(timed(lambda: subprocess.run(["cp", src, dst], check=True)) / 1e3)
+            os.unlink(dst)
+            secs["upload (sandbox cp)"].append(
+                timed(lambda: svc.cli("cp", src, f"{sb.id}:/workspace/up.bin")) / 1e3)
+            if os.path.getsize(os.path.join(ws, "up.bin")) != n:
+                raise RuntimeError("upload: wrong size")
+            down = os.path.join(work, "down.bin")
+            secs["download (sandbox cp)"].append(
+                timed(lambda: svc.cli("cp", f"{sb.id}:/workspace/up.bin", down)) / 1e3)
+            if os.path.getsize(down) != n:
+                raise RuntimeError("download: wrong size")
+            os.unlink(down)
+            os.unlink(os.path.join(ws, "up.bin"))
+    finally:
+        sb.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    mibs = {k: [n / (1 << 20) / s for s in v] for k, v in secs.items()}
+    return {"bytes": n, "seconds": secs, "mib_per_s": {k: bench.summary(v) for k, v in mibs.items()}}
+
+
+# ---------------------------------------------------------------- density, scale
+
+
+def proc_mem(pid):
+    """PSS, RSS and page tables (VmPTE: kernel memory of the process that
+    PSS does not show) in bytes."""
+    m = bench.mem_of(pid)
+    m["pte"] = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    m["pte"] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return m
+
+
+def ppid_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    return int(s[s.rindex(")") + 2:].split()[1])
+
+
+def create_exec_delete(svc):
+    sb = Sandbox.create(client=svc.client, **POLICY)
+    try:
+        check_exit(sb.exec(["/bin/true"]).exit_code)
+    finally:
+        sb.kill()
+
+
+def scale_point(svc, clients, per_client):
+    """create + exec true + delete, `clients` threads at once; ms each."""
+    lat, errors = [], []
+    lock = threading.Lock()
+
+    def worker():
+        for _ in range(per_client):
+            try:
+                dt = timed(lambda: create_exec_delete(svc))
+                with lock:
+                    lat.append(dt)
+            except Exception as e:  # noqa: BLE001
+                with lock:
+                    errors.append(repr(e)[:200])
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    wall = time.perf_counter() - t0
+    return lat, errors, wall
+
+
+def density_scale(a, svc, log):
+    """Idle sandboxes of the service, held at once; at each step their
+    memory, and the latency of create+exec+delete by one client and by
+    several at once."""
+    steps = a.service_steps
+    log(f"service density and scale: steps {steps}, {a.scale_clients} concurrent clients")
+    base = bench.meminfo()
+    svc_base = proc_mem(svc.pid)
+    boxes, curve = [], []
+    try:
+        for target in steps:
+            while len(boxes) < target:
+                boxes.append(Sandbox.create(client=svc.client, **POLICY))
+            time.sleep(0.3)
+            mi = bench.meminfo()
+            inits = [b.info["pid"] for b in boxes]
+            keepers = [ppid_of(p) for p in inits]
+            km = [proc_mem(p) for p in keepers]
+            im = [proc_mem(p) for p in inits]
+            cg = [bench.cgroup_memory(p) for p in inits]
+            sm = proc_mem(svc.pid)
+            svc_growth = max(0, sm["pss"] + sm["pte"] - svc_base["pss"] - svc_base["pte"])
+            per = [k["pss"] + k["pte"] + i["pss"] + i["pte"] + (c or 0)
+                   for k, i, c in zip(km, im, cg)]
+            single, _, _ = scale_point(svc, 1, a.scale_samples)
+            conc, errors, wall = scale_point(svc, a.scale_clients, a.scale_samples)
+            point = {
+                "sandboxes": target,
+                "per_sandbox_bytes": statistics.median(per) + svc_growth / target,
+                "keeper_pss_median": statistics.median(k["pss"] for k in km),
+                "keeper_rss_median": statistics.median(k["rss"] for k in km),
+                "keeper_pte_median": statistics.median(k["pte"] for k in km),
+                "init_pss_median": statistics.median(i["pss"] for i in im),
+                "init_pte_median": statistics.median(i["pte"] for i in im),
+                "cgroup_memory_median": statistics.median(c for c in cg if c is not None)
+                if any(c is not None for c in cg) else None,
+                "service_growth_bytes": svc_growth,
+                "service_pss": sm["pss"],
+                "host_used_delta_bytes": base["MemFree"] - mi["MemFree"],
+                "create_exec_ms": bench.summary(single),
+                "create_exec_concurrent_ms": bench.summary(conc),
+                "concurrent_per_s": round(len(conc) / wall, 2) if wall else None,
+                "errors": errors[:5],
+            }
+            curve.append(point)
+            log(f"  {target} alive: {point['per_sandbox_bytes'] / 2**20:.2f} MiB each, "
+                f"create+exec {point['create_exec_ms']['median']:.0f} ms, "
+                f"{a.scale_clients} clients {point['create_exec_concurrent_ms']['median']:.0f} ms")
+    finally:
+        for b in boxes:
+            try:
+                b.kill()
+            except Exception:  # noqa: BLE001
+                pass
+    last = curve[-1]
+    avail = base["MemAvailable"]
+    limits = {
+        "memory": int(avail / max(last["per_sandbox_bytes"], 1)),
+        "uid slots": 16384,
+        "pid_max / 3 processes per sandbox": int(open("/proc/sys/kernel/pid_max").read()) // 3,
+    }
+    return {
+        "policy": POLICY,
+        "clients": a.scale_clients,
+        "curve": curve,
+        "capacity_limits": limits,
+        "capacity": min(limits.values()),
+        "note": "per sandbox = keeper PSS + page tables + init PSS + page tables + the "
+        "sandbox cgroup's memory accounting (init's own pages are charged there too: an "
+        "upper bound) + the service's own PSS growth / sandboxes",
+    }
+
+
+# ---------------------------------------------------------------- python cell
+
+CELL = (
+    "import pandas as pd, matplotlib\n"
+    "matplotlib.use('Agg')\n"
+    "import matplotlib.pyplot as plt\n"
+    "df = pd.DataFrame({'x': range(200), 'y': [i * i % 97 for i in range(200)]})\n"
+    "ax = df.plot(x='x', y='y')\n"
+    "plt.savefig('/tmp/cell.png')\n"
+    "print(len(df), round(df.y.mean(), 3))\n"
+)
+
+
+def python_image_cell(a, aj, svc, log):
+    """`import pandas` + a small plot in a fresh sandbox of the python image
+    (images/python.json): `agentjail run --image python`, and through the
+    service (create with image + exec + delete)."""
+    if a.quick:
+        return {"unavailable": {"all": "skipped in --quick mode (a fresh pandas + matplotlib "
+                                       "start takes seconds; the full run measures it)"}}
+    p = subprocess.run([aj, "image", "inspect", "python"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"unavailable": {"all": "no image 'python' (build it: agentjail image build python "
+                                       "--recipe images/python.json)"}}
+    run = [aj, "run", "-T", "--image", "python", "--memory", "1G", "--", "python3", "-c", CELL]
+
+    def via_run():
+        check_exit(bench.wait_status(bench.spawn(run)))
+
+    def via_api():
+        sb = Sandbox.create(client=svc.client, image="python", memory="1G", pids=64)
+        try:
+            r = sb.exec(["python3", "-c", CELL])
+            check_exit(r.exit_code)
+        finally:
+            sb.kill()
+
+    fns = {"agentjail run --image python": via_run, "API create + exec + delete": via_api}
+    rounds = max(3, a.py_rounds // 2)  # seconds each
+    log(f"python cell (pandas + plot): {rounds} interleaved rounds")
+    samples, failed = interleaved_fns(fns, rounds, 1)
+    return {"code": CELL, "summary": {n: bench.summary(v) for n, v in samples.items()},
+            "unavailable": failed}
+
+
+def run_all(a, aj, log):
+    out = {}
+    try:
+        svc = Service(aj, max(a.service_steps) + a.scale_clients + 4)
+    except (OSError, RuntimeError) as e:
+        return {"unavailable": f"agentjail serve: {e}"}
+    try:
+        for name, fn in (("api_exec", lambda: api_exec(a, svc, log)),
+                         ("api_streaming", lambda: api_streaming(a, svc, log)),
+                         ("api_files", lambda: api_files(a, svc, log)),
+                         ("service_density", lambda: density_scale(a, svc, log)),
+                         ("python_image", lambda: python_image_cell(a, aj, svc, log))):
+            try:
+                out[name] = fn()
+            except Exception as e:  # noqa: BLE001
+                log(f"{name}: failed: {e!r}")
+                out[name] = {"unavailable": f"failed: {e!r}"[:300]}
+    finally:
+        svc.stop()
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+
+def _row(metric, target, measured, peers="", ratio="n/a", met=None):
+    return {"metric": metric, "target": target, "measured": measured, "peers": peers,
+            "ratio": ratio, "met": met}
+
+
+def _why(part):
+    u = part.get("unavailable") if isinstance(part, dict) else None
+    return u if isinstance(u, str) else None
+
+
+def report_rows(res):
+    fmt_ms, mib = bench.fmt_ms, bench.mib
+    rows = []
+    if "unavailable" in res and isinstance(res["unavailable"], str):
+        return [_row("the service's rows (API exec, streaming, files, density, scale)", "—",
+                     "unavailable: " + res["unavailable"])]
+    ex = res.get("api_exec", {})
+    if _why(ex):
+        rows.append(_row("API exec round trip (HTTP, WebSocket)", "≤ 2× direct spawn",
+                         "unavailable: " + _why(ex)))
+    else:
+        sm = ex["summary"]
+        d = sm.get("direct /bin/true")
+        for name in ("API exec (HTTP, SDK)", "API exec (WebSocket, SDK)",
+                     "agentjail sandbox exec (CLI)"):
+            s = sm.get(name)
+            target = "≤ 2× direct spawn" if "SDK" in name else "—"
+            rows.append(_row(
+                f"{name}: `/bin/true` in an existing sandbox", target,
+                fmt_ms(s) if s else "unavailable: " + ex["unavailable"].get(name, "?"),
+                f"direct /bin/true {fmt_ms(d)}",
+                f"{s['median'] / d['median']:.2f}× direct" if s and d else "n/a",
+                (s["median"] <= 2 * d["median"]) if s and d and "SDK" in name else None))
+    st = res.get("api_streaming", {})
+    if _why(st):
+        rows.append(_row("streaming through the API", "≥ 50% of a plain pipe",
+                         "unavailable: " + _why(st)))
+    else:
+        m = st["mib_per_s"]
+        n = st["bytes"] >> 20
+        rows.append(_row(
+            f"streaming through the API (HTTP NDJSON, `agentjail sandbox exec`), {n} MiB of text",
+            "≥ 50% of a plain pipe",
+            f"{m['agentjail sandbox exec (HTTP NDJSON)']['median']:.0f} MiB/s",
+            f"plain pipe {m['plain pipe (text)']['median']:.0f} MiB/s",
+            f"{100 * st['ratio_http']:.0f}% of the pipe", st["ratio_http"] >= 0.5))
+        rows.append(_row(
+            f"streaming through the API (WebSocket, Python SDK), {n} MiB of /dev/zero",
+            "≥ 50% of a plain pipe",
+            f"{m['WebSocket (SDK)']['median']:.0f} MiB/s",
+            f"pipe into Python {m['plain pipe into Python']['median']:.0f} MiB/s",
+            f"{100 * st['ratio_ws']:.0f}% of the pipe", st["ratio_ws"] >= 0.5))
+    fi = res.get("api_files", {})
+    if _why(fi):
+        rows.append(_row("file upload/download (API) vs cp", "—", "unavailable: " + _why(fi)))
+    else:
+        m = fi["mib_per_s"]
+        cp = m["cp"]["median"]
+        for k in ("upload (sandbox cp)", "download (sandbox cp)"):
+            rows.append(_row(f"file {k}, {fi['bytes'] >> 20} MiB", "—",
+                             f"{m[k]['median']:.0f} MiB/s", f"cp {cp:.0f} MiB/s",
+                             f"{m[k]['median'] / cp:.2f}× cp"))
+    de = res.get("service_density", {})
+    if _why(de):
+        rows.append(_row("service: memory per idle sandbox, scale", "≤ 1 MiB",
+                         "unavailable: " + _why(de)))
+    else:
+        last = de["curve"][-1]
+        per = last["per_sandbox_bytes"]
+        rows.append(_row(
+            f"service: host memory per idle sandbox ({last['sandboxes']} alive)", "≤ 1 MiB",
+            f"{mib(per)} (keeper PSS {mib(last['keeper_pss_median'])} + page tables "
+            f"{mib(last['keeper_pte_median'])}, init PSS {mib(last['init_pss_median'])} + "
+            f"{mib(last['init_pte_median'])}, cgroup {mib(last['cgroup_memory_median'])}, service "
+            f"growth {mib(last['service_growth_bytes'] / last['sandboxes'])})",
+            f"keeper RSS {mib(last['keeper_rss_median'])}",
+            f"{per / (1 << 20):.2f}× target", per <= (1 << 20)))
+        rows.append(_row(
+            "service: idle sandboxes this machine holds (extrapolated)", "—",
+            str(de["capacity"]),
+            ", ".join(f"{k}: {v}" for k, v in de["capacity_limits"].items())
+            + f" (measured: {last['sandboxes']} alive)"))
+        first = de["curve"][0]
+        for p in de["curve"]:
+            c1, cc = p["create_exec_ms"], p["create_exec_concurrent_ms"]
+            rows.append(_row(
+                f"service: create + exec `true` + delete with {p['sandboxes']} alive", "—",
+                f"{fmt_ms(c1)}; {len(de['curve']) and de_clients(de)} clients at once "
+                f"{fmt_ms(cc)} ({p['concurrent_per_s']}/s)",
+                "", f"{c1['median'] / first['create_exec_ms']['median']:.2f}× with "
+                f"{first['sandboxes']} alive" if c1 and first["create_exec_ms"] else "n/a"))
+    py = res.get("python_image", {})
+    if _why(py) or "all" in py.get("unavailable", {}):
+        rows.append(_row("python cell (`import pandas` + a small plot) in a fresh sandbox", "—",
+                         "unavailable: " + (_why(py) or py["unavailable"]["all"])))
+    else:
+        for n, s in py["summary"].items():
+            rows.append(_row(f"python cell (`import pandas` + a small plot): {n}", "—",
+                             fmt_ms(s) if s else "unavailable: " + py["unavailable"].get(n, "?")))
+    return rows
+
+
+def de_clients(de):
+    return de.get("clients", "?")

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* `agentjail __keeper CTL-FD SOURCE-FD`: not a user command. The service
+ * starts it as the keeper of one sandbox (box.c: exec_keeper): the policy
+ * is rebuilt from its JSON source (the service's own parse, with the same
+ * remote rules) and the sandbox held until CTL-FD is closed. A program of
+ * its own so that the keeper and the sandbox's init are small processes,
+ * not copies of the service. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "box.h"
+#include "commands.h"
+#include "policy.h"
+#include "sync.h"
+#include "util.h"
+
+static int fd_arg(const char *s)
+{
+	unsigned long long v;
+	return aj_parse_uint(s, 1 << 20, &v) == 0 && v > 2 ? (int)v : -1;
+}
+
+static int fail(int ctl, aj_error *err)
+{
+	aj_box_info info;
+	memset(&info, 0, sizeof(info));
+	info.m.type = AJ_MSG_ERROR;
+	info.m.err = *err;
+	(void)aj_sync_send_buf(ctl, &info, sizeof(info), NULL, 0);
+	return aj_cli_fail(err);
+}
+
+int aj_cmd_keeper(int argc, char **argv)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	int ctl = argc == 3 ? fd_arg(argv[1]) : -1, src = argc == 3 ? fd_arg(argv[2]) : -1;
+	struct stat st;
+	int type = 0;
+	socklen_t tl = sizeof(type);
+	if (ctl < 0 || src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    getsockopt(ctl, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+		aj_err(&err, EINVAL, "%s is agentjail serve's own keeper of a sandbox",
+		       AJ_KEEPER_COMMAND);
+		aj_err_hint(&err, "see agentjail --help for the commands");
+		return aj_cli_fail(&err);
+	}
+	(void)fcntl(ctl, F_SETFD, FD_CLOEXEC); /* not into the sandbox */
+	aj_proctitle_set("agentjail-box");
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = lseek(src, 0, SEEK_SET) < 0 ? -errno : aj_read_fd(src, &text, &len);
+	close(src);
+	if (r < 0) {
+		aj_err(&err, -r, "cannot read the sandbox's policy");
+		return fail(ctl, &err);
+	}
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j) {
+		aj_err(&err, EINVAL, "the sandbox's policy: %s", je.text);
+		return fail(ctl, &err);
+	}
+	aj_policy p;
+	aj_policy_init(&p);
+	p.quiet = true; /* as the service made it */
+	r = aj_policy_from_json(&p, j, &err);
+	if (r == 0)
+		r = aj_sandbox_hold(&p, ctl);
+	else
+		r = fail(ctl, &err);
+	aj_policy_free(&p);
+	json_decref(j);
+	return r;
+}

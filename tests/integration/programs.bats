@@ -1,0 +1,87 @@
+#!/usr/bin/env bats
+# One user-facing `agentjail`, helper programs for the heavy parts
+# (src/cli/main.c): `run` without a network loads none of the network,
+# crypto, HTTP or WebSocket libraries; the helpers are found next to the
+# program (never through $PATH); a missing helper is a clear 125.
+
+load helpers
+
+# The shared objects a program needs (ELF DT_NEEDED).
+needed() {
+    readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+}
+
+@test "programs: agentjail itself needs no network, crypto, HTTP or WebSocket library" {
+    command -v readelf >/dev/null || skip "readelf not installed (binutils)"
+    local libs
+    libs=$(needed "$AJ_REAL")
+    [ -n "$libs" ] || fail "no NEEDED entries read from $AJ_REAL"
+    echo "$libs" | grep -q '^libc\.so' || fail "libc not among: $libs"
+    local heavy
+    for heavy in libnftables libmnl libldns libhttp_parser libcrypto libssl libwebsockets libcurl; do
+        if echo "$libs" | grep -q "^$heavy\."; then
+            fail "agentjail needs $heavy (it belongs in a helper): $libs"
+        fi
+    done
+    # and the helpers do need theirs
+    needed "$(dirname "$AJ_REAL")/agentjail-net" | grep -q '^libnftables\.' || fail "agentjail-net without libnftables"
+    needed "$(dirname "$AJ_REAL")/agentjail-service" | grep -q '^libwebsockets\.' || fail "agentjail-service without libwebsockets"
+    needed "$(dirname "$AJ_REAL")/agentjail-image" | grep -q '^libcrypto\.' || fail "agentjail-image without libcrypto"
+}
+
+@test "programs: each command reaches its helper (image, serve, sandbox)" {
+    run --separate-stderr "$AJ" image --help
+    assert_status 0
+    [[ "$output" == *"agentjail image build"* ]] || fail "image help: $output"
+    run --separate-stderr "$AJ" serve --help
+    assert_status 0
+    [[ "$output" == *"Usage: agentjail serve"* ]] || fail "serve help: $output"
+    run --separate-stderr "$AJ" sandbox --help
+    [[ "$output$stderr" == *"agentjail sandbox"* ]] || fail "sandbox help: $output $stderr"
+}
+
+@test "programs: a missing helper is exit 125 and one line that says which and where" {
+    local d=$T/alone
+    mkdir -p "$d"
+    cp "$AJ_REAL" "$d/agentjail"
+    run --separate-stderr "$d/agentjail" serve --help
+    assert_status 125
+    assert_one_error_line
+    [[ "$stderr" == *"cannot start $d/agentjail-service"* || "$stderr" == *"cannot start"*"/agentjail-service"* ]] ||
+        fail "no helper path in: $stderr"
+    # plain run needs no helper
+    run --separate-stderr "$d/agentjail" "${AJ_QUIET[@]}" run -- /bin/true
+    assert_status 0
+}
+
+@test "programs: helpers are never taken from \$PATH or the current directory" {
+    local d=$T/alone fake=$T/fake
+    mkdir -p "$d" "$fake"
+    cp "$AJ_REAL" "$d/agentjail"
+    printf '#!/bin/sh\necho FAKE-HELPER-RAN\n' >"$fake/agentjail-service"
+    chmod 0755 "$fake/agentjail-service"
+    cd "$fake"
+    run --separate-stderr env PATH="$fake:$PATH" "$d/agentjail" serve --help
+    assert_status 125
+    [[ "$output$stderr" != *FAKE-HELPER-RAN* ]] || fail "a helper from \$PATH ran"
+}
+
+@test "programs: a helper refuses the commands it does not serve" {
+    run --separate-stderr "$(dirname "$AJ_REAL")/agentjail-image" run -- /bin/true
+    assert_status 125
+    assert_one_error_line
+}
+
+@test "programs: the service's keeper command refuses to run from a command line" {
+    local args
+    for args in "" "3" "3 4" "abc def" "0 1"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$AJ" __keeper $args
+        assert_status 125
+        assert_one_error_line
+    done
+    # a descriptor that is no seqpacket socket: still refused
+    run --separate-stderr "$AJ" __keeper 5 6 5</dev/null 6</dev/null
+    assert_status 125
+    assert_one_error_line
+}
