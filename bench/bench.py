@@ -439,6 +439,40 @@ def mib(x):
     return f"{x / (1 << 20):.2f} MiB" if x is not None else "n/a"
 
 
+def warm_pools(a, aj, log):
+    """Warm pools and interpreters (bench/warm.py): needs root (serve --pool)."""
+    if os.geteuid() != 0:
+        return {"unavailable": "needs root (agentjail serve --pool)"}
+    import warm
+
+    try:
+        return warm.measure(aj, a.warm_rounds, log=log)
+    except Exception as e:  # a row saying why, not a lost report
+        return {"unavailable": f"{type(e).__name__}: {e}"}
+
+
+def warm_rows(w):
+    if not w or "unavailable" in w:
+        why = (w or {}).get("unavailable", "not measured")
+        return [{"metric": m, "target": t, "measured": f"unavailable: {why}", "peers": "",
+                 "ratio": "n/a", "met": None}
+                for m, t in (("warm create-from-pool + exec `true` (API)", "≤ 1.5× direct spawn"),
+                             ("python cell with warm interpreters", "—"))]
+    s = {k: summary(v) for k, v in w["samples_ms"].items()}
+    d = s["direct"]
+    return [
+        {"metric": "warm create-from-pool + exec `true` (API)", "target": "≤ 1.5× direct spawn",
+         "measured": fmt_ms(s["pool"]),
+         "peers": f"direct /bin/true {fmt_ms(d)}, create without a pool + exec {fmt_ms(s['fresh'])}",
+         "ratio": f"{s['pool']['median'] / d['median']:.2f}× direct",
+         "met": s["pool"]["median"] <= 1.5 * d["median"]},
+        {"metric": f"python cell with warm interpreters (first `{w['warmup']}` of a sandbox)",
+         "target": "—", "measured": f"pooled, zygote ready: {fmt_ms(s['warm-py'])}",
+         "peers": f"fresh sandbox of the same image: {fmt_ms(s['cold-py'])}",
+         "ratio": f"{s['warm-py']['median'] / s['cold-py']['median']:.2f}× cold", "met": None},
+    ]
+
+
 def report_rows(res):
     rows = []
     cs = res["cold_start"]
@@ -526,13 +560,7 @@ def report_rows(res):
     import bench_service  # here: it imports this file's helpers
 
     rows += bench_service.report_rows(res.get("service", {}))
-    for metric, target, issue in (
-        ("warm create-from-pool + exec `true` (API)", "≤ 1.5× direct spawn", "issue 6: pools"),
-        ("python cell with warm interpreters", "—", "issue 6: pools"),
-    ):
-        rows.append({"metric": metric, "target": target,
-                     "measured": f"unavailable: needs warm pools ({issue})",
-                     "peers": "", "ratio": "n/a", "met": None})
+    rows += warm_rows(res.get("warm"))
     return rows
 
 
@@ -635,6 +663,7 @@ def main():
         a.density_steps, a.scale_samples, a.py_rounds = [1, 5, 10], 3, 3
         a.api_stream_bytes, a.files_bytes, a.files_reps = 16 << 20, 32 << 20, 1
         a.service_steps, a.scale_clients = [1, 5], 2
+        a.warm_rounds = 2
     else:
         a.rounds, a.warmup, a.stream_bytes, a.stream_reps = 100, 5, 1 << 30, 5
         a.density_steps, a.scale_samples, a.py_rounds = [1, 10, 25, 50], 10, 20
@@ -642,6 +671,7 @@ def main():
         # would be most of the run
         a.api_stream_bytes, a.files_bytes, a.files_reps = 256 << 20, 1 << 30, 3
         a.service_steps, a.scale_clients = [1, 10, 50, 100], 4
+        a.warm_rounds = 20
     aj = os.path.abspath(a.agentjail)
     os.makedirs(a.out, exist_ok=True)
 
@@ -676,6 +706,7 @@ def main():
     import bench_service
 
     res["service"] = bench_service.run_all(a, aj, log)
+    res["warm"] = warm_pools(a, aj, log)
     res["meta"]["seconds"] = round(time.time() - t0, 1)
     res["meta"]["loadavg_end"] = os.getloadavg()
     res["rows"] = report_rows(res)

@@ -21,6 +21,10 @@ assert isinstance(svc, dict) and "api_exec" in svc, "the service's rows did not 
 for key in ("api_exec", "api_streaming", "api_files", "service_density"):
     part = svc.get(key, {"unavailable": "missing"})
     assert not isinstance(part.get("unavailable"), str), f"service: {key}: {part['unavailable']}"
+# warm pools ran as root (bench/warm.py)
+if res["meta"].get("euid") == 0:
+    w = res.get("warm") or {"unavailable": "missing"}
+    assert "unavailable" not in w, f"warm pools: {w['unavailable']}"
 for r in res["rows"]:
     for k in ("metric", "target", "measured", "peers", "ratio"):
         assert k in r, f"row without {k}: {r}"

@@ -80,34 +80,28 @@ def wait_for(pred, timeout=60):
     raise RuntimeError("timed out waiting")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--aj", default=os.path.join(HERE, "..", "build", "agentjail"))
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--image")
-    ap.add_argument("--state", help="an image store to use (default: a temporary one, "
-                    "or /var/lib/agentjail when it has the python image)")
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    aj = os.path.abspath(a.aj)
+def measure(aj, rounds, image=None, state=None, log=lambda m: None):
+    """The five cases in interleaved rounds; returns medians, ratios, samples."""
+    aj = os.path.abspath(aj)
     tmp = tempfile.mkdtemp(prefix="aj-bench-warm-")
-    state = a.state
-    image = a.image
     if not state:
         state = "/var/lib/agentjail" if image_warmup(aj, "/var/lib/agentjail", "python") else tmp
     if not image:
         image = "python" if image_warmup(aj, state, "python") else "benchpy"
-    if not image_warmup(aj, state, image):
-        host_python_image(aj, state, image)
-    warmup = image_warmup(aj, state, image)
-    code = shlex.split(warmup)[2]
-    sock = os.path.join(tmp, "s")
-    env = dict(os.environ, AGENTJAIL_STATE_DIR=state)
-    srv = subprocess.Popen([aj, "serve", "--quiet", "--socket", sock, "--state-dir",
-                            os.path.join(tmp, "run"), "--pool", "default=2", "--pool", image + "=2"],
-                           env=env)
+    srv = None
     try:
+        if not image_warmup(aj, state, image):
+            log(f"warm pools: building the image {image} from the host's python3")
+            host_python_image(aj, state, image)
+        warmup = image_warmup(aj, state, image)
+        code = shlex.split(warmup)[2]
+        sock = os.path.join(tmp, "s")
+        env = dict(os.environ, AGENTJAIL_STATE_DIR=state)
+        srv = subprocess.Popen([aj, "serve", "--quiet", "--socket", sock, "--state-dir",
+                                os.path.join(tmp, "run"), "--pool", "default=2", "--pool",
+                                image + "=2"], env=env)
         c = Client(socket_path=sock)
+
         def up():
             try:
                 return os.path.exists(sock) and c.healthy()
@@ -124,7 +118,8 @@ def main():
             return ready("default", 2) and ready(image, 2, "warm")
 
         samples = {k: [] for k in ("direct", "pool", "fresh", "warm-py", "cold-py")}
-        for _ in range(a.rounds):
+        for i in range(rounds):
+            log(f"warm pools: round {i + 1}/{rounds}")
             t0 = time.perf_counter_ns()
             subprocess.run(["/bin/true"], check=True)
             samples["direct"].append(ms(t0))
@@ -139,7 +134,7 @@ def main():
 
             wait_for(quiet)
             t0 = time.perf_counter_ns()
-            sb = Sandbox.create(c, memory="1G")  # no pool has this policy
+            sb = Sandbox.create(c, hostname="fresh")  # never from a pool (not applied at hand-out)
             r = sb.exec(["true"])
             samples["fresh"].append(ms(t0))
             sb.kill()
@@ -155,31 +150,45 @@ def main():
             sb.kill()
 
             wait_for(quiet)
-            sb = Sandbox.create(c, image=image, memory="1G")
+            sb = Sandbox.create(c, image=image, hostname="fresh")
             t0 = time.perf_counter_ns()
             r = sb.exec(["python3", "-c", code])
             samples["cold-py"].append(ms(t0))
             assert r.exit_code == 0, r.stderr
             sb.kill()
         med = {k: statistics.median(v) for k, v in samples.items()}
-        res = {"image": image, "warmup": warmup, "rounds": a.rounds, "median_ms": med,
-               "pool_vs_direct": med["pool"] / med["direct"],
-               "fresh_vs_direct": med["fresh"] / med["direct"],
-               "warm_vs_cold_python": med["warm-py"] / med["cold-py"], "samples_ms": samples}
-        print(f"image {image}: {warmup}")
-        print(f"{'case':10} {'median ms':>10}")
-        for k in samples:
-            print(f"{k:10} {med[k]:10.2f}")
-        print(f"pool create+exec true / direct /bin/true: {res['pool_vs_direct']:.1f}x (issue target 1.5x)")
-        print(f"fresh create+exec true / direct /bin/true: {res['fresh_vs_direct']:.1f}x")
-        print(f"first python exec, warm / cold: {res['warm_vs_cold_python']:.2f}")
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(res, f, indent=1)
+        return {"image": image, "warmup": warmup, "rounds": rounds, "median_ms": med,
+                "pool_vs_direct": med["pool"] / med["direct"],
+                "fresh_vs_direct": med["fresh"] / med["direct"],
+                "warm_vs_cold_python": med["warm-py"] / med["cold-py"], "samples_ms": samples}
     finally:
-        srv.terminate()
-        srv.wait()
+        if srv:
+            srv.terminate()
+            srv.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--aj", default=os.path.join(HERE, "..", "build", "agentjail"))
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--image")
+    ap.add_argument("--state", help="an image store to use (default: a temporary one, "
+                    "or /var/lib/agentjail when it has the python image)")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    res = measure(a.aj, a.rounds, a.image, a.state)
+    med = res["median_ms"]
+    print(f"image {res['image']}: {res['warmup']}")
+    print(f"{'case':10} {'median ms':>10}")
+    for k in med:
+        print(f"{k:10} {med[k]:10.2f}")
+    print(f"pool create+exec true / direct /bin/true: {res['pool_vs_direct']:.1f}x (issue target 1.5x)")
+    print(f"fresh create+exec true / direct /bin/true: {res['fresh_vs_direct']:.1f}x")
+    print(f"first python exec, warm / cold: {res['warm_vs_cold_python']:.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,6 @@ int aj_cmd_keeper(int argc, char **argv)
 		return aj_cli_fail(&err);
 	}
 	(void)fcntl(ctl, F_SETFD, FD_CLOEXEC); /* not into the sandbox */
-	aj_proctitle_set("agentjail-box");
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	int r = lseek(src, 0, SEEK_SET) < 0 ? -errno : aj_read_fd(src, &text, &len);
@@ -70,8 +69,10 @@ int aj_cmd_keeper(int argc, char **argv)
 	}
 	aj_policy p;
 	aj_policy_init(&p);
-	p.quiet = true; /* as the service made it */
-	r = aj_policy_from_json(&p, j, &err);
+	p.quiet = true;			      /* as the service made it */
+	r = aj_policy_from_json(&p, j, &err); /* reads AGENTJAIL_STATE_DIR (images) */
+	/* after the policy: the title wipes the environment's strings */
+	aj_proctitle_set("agentjail-box");
 	if (r == 0)
 		r = aj_sandbox_hold(&p, ctl);
 	else

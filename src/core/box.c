@@ -96,10 +96,10 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 		if (getppid() != parent)
 			_exit(AJ_EXIT_INTERNAL);
 		aj_close_all_except(&sv[1], 1);
-		aj_proctitle_set("agentjail-box");
 		unsetenv("TERM"); /* commands get TERM=dumb */
-		if (source)
+		if (source)	  /* with the environment: AGENTJAIL_STATE_DIR names the images */
 			exec_keeper(p, source, sv[1]); /* returns only when it failed */
+		aj_proctitle_set("agentjail-box");
 		_exit(aj_sandbox_hold(p, sv[1]));
 	}
 	close(sv[1]);

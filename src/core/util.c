@@ -243,15 +243,8 @@ void aj_proctitle_set(const char *title)
 	extern char **environ;
 	if (!title_start || title_len == 0)
 		return;
-	/* environ's strings live in the area we wipe: copies go on (a program
-	 * named after it still reads AGENTJAIL_STATE_DIR, or execs with it) */
-	size_t n = 0;
-	while (environ && environ[n])
-		n++;
-	char **copy = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0; copy && i < n; i++)
-		copy[i] = strdup(environ[i]);
-	environ = copy; /* kept for the process's life */
+	/* environ's strings live in the area we wipe; nothing may read it later */
+	environ = NULL;
 	memset(title_start, 0, title_len);
 	snprintf(title_start, title_len, "%s", title);
 }
