@@ -20,6 +20,7 @@ static const char serve_usage[] =
     "  --token-file FILE     bearer token every request must carry (one line)\n"
     "  --state-dir DIR       audit log, state of live sandboxes (" AJ_DAEMON_RUN_DIR ")\n"
     "  --max-sandboxes N     at most N sandboxes at once (64)\n"
+    "  --header-timeout S    a request's headers must come within S seconds, else 408 (10)\n"
     "  --pool IMAGE=N        keep N sandboxes of IMAGE (an image name, or 'default'\n"
     "                        for the host-root sandbox) ready for creates that ask\n"
     "                        for exactly that policy (env, secret, memory, pids,\n"
@@ -33,6 +34,7 @@ static const struct option serve_opts[] = {
     {"token-file", required_argument, NULL, 'k'},
     {"state-dir", required_argument, NULL, 'd'},
     {"max-sandboxes", required_argument, NULL, 'm'},
+    {"header-timeout", required_argument, NULL, 't'},
     {"pool", required_argument, NULL, 'p'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -43,7 +45,8 @@ int aj_cmd_serve(int argc, char **argv)
 {
 	aj_daemon_opts o = {.socket = AJ_DAEMON_RUN_DIR "/agentjail.sock",
 			    .state_dir = AJ_DAEMON_RUN_DIR,
-			    .max_sandboxes = AJ_DAEMON_DEFAULT_MAX};
+			    .max_sandboxes = AJ_DAEMON_DEFAULT_MAX,
+			    .header_timeout_s = 10};
 	aj_error err;
 	aj_err_clear(&err);
 	opterr = 0;
@@ -72,6 +75,14 @@ int aj_cmd_serve(int argc, char **argv)
 				return aj_cli_fail(&err);
 			}
 			o.max_sandboxes = (unsigned)n;
+			break;
+		case 't':
+			if (aj_parse_uint(optarg, 3600, &n) < 0 || n == 0) {
+				aj_err(&err, EINVAL,
+				       "--header-timeout '%s': expected 1 to 3600 seconds", optarg);
+				return aj_cli_fail(&err);
+			}
+			o.header_timeout_s = (unsigned)n;
 			break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default:

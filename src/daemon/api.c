@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Routing of the API (docs/api.md) to its handlers. */
+/* The front's routing of the API (docs/api.md): each request is checked
+ * here (route, method, JSON body) and becomes an op for the supervisor
+ * (sup.h), whose reply is the answer, or gives an fd to stream. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http.h"
-#include "pool.h"
-#include "procs.h"
 #include "request.h"
 #include "util.h"
 
@@ -70,16 +71,6 @@ static route parse_route(const char *path)
 	return rt;
 }
 
-static void text(aj_req *r, const char *ctype, char *body)
-{
-	free(r->resp);
-	r->resp = body;
-	r->resp_len = body ? strlen(body) : 0;
-	r->status = body ? 200 : 500;
-	r->ctype = ctype;
-	lws_callback_on_writable(r->wsi);
-}
-
 /* The request's JSON object, or NULL with a 400 answered. */
 static json_t *body_or_fail(aj_req *r)
 {
@@ -91,248 +82,181 @@ static json_t *body_or_fail(aj_req *r)
 	return body;
 }
 
-static void create(aj_req *r)
+/* {"sandbox": id} plus more */
+static json_t *args_of(aj_req *r)
 {
-	aj_error err;
-	aj_err_clear(&err);
-	json_t *body = body_or_fail(r);
-	if (!body)
-		return;
-	json_t *logged = json_deep_copy(body);
-	json_object_del(logged, "secret"); /* values never reach the log */
-	aj_sandbox *sb = NULL;
-	int rc = aj_registry_create(body, r->peer, &sb, &err);
-	json_decref(body);
-	if (rc < 0) {
-		aj_metrics_add(&aj_stats.sandboxes_failed, 1);
-		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", r->peer, "request",
-						    logged, "error", err.msg));
-		aj_http_fail(r,
-			     rc == -EAGAIN					  ? 429
-			     : err.exit == AJ_EXIT_INTERNAL && err.code == EINVAL ? 400
-										  : 500,
-			     rc == -EAGAIN ? "too_many_sandboxes" : "create_failed", &err);
-		return;
-	}
-	aj_metrics_add(&aj_stats.sandboxes_created, 1);
-	aj_audit("create", json_pack("{s:s, s:s, s:o, s:i}", "sandbox", sb->id, "peer", r->peer,
-				     "request", logged, "keeper", (int)sb->box.keeper));
-	aj_http_json(r, 201, aj_sandbox_json(sb));
-	aj_sandbox_unref(sb);
+	return json_pack("{s:s}", "sandbox", r->sb_id);
 }
 
-static void patch(aj_req *r, aj_sandbox *sb)
+static bool flag(aj_req *r, const char *name)
+{
+	char b[64];
+	const char *v = aj_http_arg(r, name, b, sizeof(b));
+	return v && (!strcmp(v, "true") || !strcmp(v, "1"));
+}
+
+static void metrics_done(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	if (status != 200) {
+		aj_front_reply(r, status, reply, -1);
+		return;
+	}
+	free(r->resp);
+	r->resp = aj_metrics_text(reply);
+	json_decref(reply);
+	r->resp_len = r->resp ? strlen(r->resp) : 0;
+	r->status = r->resp ? 200 : 500;
+	r->ctype = "text/plain; version=0.0.4";
+	lws_callback_on_writable(r->wsi);
+}
+
+static void stream_done(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd < 0 || status != 200) {
+		aj_front_reply(r, status == 200 ? 500 : status, reply, fd);
+		return;
+	}
+	json_decref(reply);
+	int e = aj_stream_start(r, fd, false);
+	if (e < 0)
+		aj_http_error(r, 503, "busy", "cannot read the stream: %s", strerror(-e));
+	else
+		aj_http_stream(r, 200, "application/x-ndjson");
+}
+
+static void download_done(aj_req *r, int status, json_t *reply, int fd)
+{
+	json_int_t size = json_integer_value(json_object_get(reply, "size"));
+	if (fd < 0 || status != 200 || size < 0) {
+		aj_front_reply(r, status, reply, fd);
+		return;
+	}
+	json_decref(reply);
+	r->dl_fd = fd;
+	r->dl_left = (unsigned long long)size;
+	r->status = 200;
+	r->ctype = "application/octet-stream";
+	lws_callback_on_writable(r->wsi);
+}
+
+/* An exec, in the foreground (a stream) or the background (a JSON reply). */
+static void exec(aj_req *r)
 {
 	json_t *body = body_or_fail(r);
 	if (!body)
 		return;
-	json_t *t = json_object_get(body, "timeout");
-	double s = json_number_value(t);
-	if (!json_is_number(t) || s < 0 || s > AJ_DAEMON_MAX_TTL_S || json_object_size(body) != 1) {
+	aj_error err;
+	aj_err_clear(&err);
+	aj_exec_req q; /* checked here, again by the supervisor */
+	if (aj_exec_req_parse(r->body, r->body_len, &q, &err) < 0) {
 		json_decref(body);
-		aj_http_error(r, 400, "bad_request",
-			      "expected {\"timeout\": seconds from now (0: no TTL, at most %d)}",
-			      AJ_DAEMON_MAX_TTL_S);
+		aj_http_fail(r, 400, "bad_request", &err);
 		return;
 	}
-	json_decref(body);
-	aj_sandbox_set_ttl(sb, s);
-	aj_audit("patch",
-		 json_pack("{s:s, s:s, s:f}", "sandbox", sb->id, "peer", r->peer, "timeout", s));
-	aj_http_json(r, 200, aj_sandbox_json(sb));
+	bool bg = q.background;
+	aj_exec_req_free(&q);
+	json_t *a = args_of(r);
+	json_object_set_new(a, "req", body);
+	aj_front_call(r, "exec", a, bg ? aj_front_reply : stream_done);
 }
 
-/* An exec body asking for a background process (parsed again by its handler). */
-static bool wants_background(aj_req *r)
+/* An op whose arguments are the sandbox, the path and the named flags. */
+static void files_op(aj_req *r, const char *op, const char *flag1, aj_call_done done)
 {
-	json_t *o = r->body ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
-	bool bg = json_is_true(json_object_get(o, "background"));
-	json_decref(o);
-	return bg;
-}
-
-/* POST pause / resume */
-static void pause_resume(aj_req *r, aj_sandbox *sb, bool pause)
-{
-	aj_error err;
-	aj_err_clear(&err);
-	int rc = aj_sandbox_pause(sb, pause, &err);
-	if (rc < 0) {
-		aj_http_fail(r, rc == -EALREADY ? 409 : 500,
-			     rc == -EALREADY ? "conflict"
-			     : pause	     ? "pause_failed"
-					     : "resume_failed",
-			     &err);
+	char buf[4096];
+	const char *path = aj_http_arg(r, "path", buf, sizeof(buf));
+	if (!path) {
+		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
 		return;
 	}
-	aj_audit(pause ? "pause" : "resume",
-		 json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", r->peer));
-	aj_http_json(r, 200, aj_sandbox_json(sb));
+	json_t *a = args_of(r);
+	json_object_set_new(a, "path", json_string(path));
+	if (flag1)
+		json_object_set_new(a, flag1, json_boolean(flag(r, flag1)));
+	aj_front_call(r, op, a, done);
 }
 
-/* POST snapshot {"name": NAME} */
-static void snapshot(aj_req *r, aj_sandbox *sb)
+/* An op with the request's JSON body as "body". */
+static void with_body(aj_req *r, const char *op, json_t *a)
 {
 	json_t *body = body_or_fail(r);
-	if (!body)
-		return;
-	const char *name = json_string_value(json_object_get(body, "name"));
-	aj_error err;
-	aj_err_clear(&err);
-	json_t *img = NULL;
-	int rc = !name || json_object_size(body) != 1
-		     ? aj_err(&err, EINVAL, "expected {\"name\": IMAGE-NAME}")
-		     : aj_sandbox_snapshot(sb, name, &img, &err);
-	if (rc < 0)
-		aj_http_fail(r,
-			     rc == -EINVAL   ? 400
-			     : rc == -EEXIST ? 409
-					     : 500,
-			     rc == -EINVAL   ? "bad_request"
-			     : rc == -EEXIST ? "conflict"
-					     : "snapshot_failed",
-			     &err);
-	else {
-		aj_audit("snapshot", json_pack("{s:s, s:s, s:s, s:s}", "sandbox", sb->id, "peer",
-					       r->peer, "image", name, "digest",
-					       json_string_value(json_object_get(img, "digest"))));
-		aj_http_json(r, 201, img);
-	}
-	json_decref(body);
-}
-
-/* POST fork {"count": N, "timeout": S} */
-static void fork_sandbox(aj_req *r, aj_sandbox *sb)
-{
-	json_t *body = body_or_fail(r);
-	if (!body)
-		return;
-	json_t *c = json_object_get(body, "count"), *t = json_object_get(body, "timeout");
-	json_int_t n = c ? json_integer_value(c) : 1;
-	double ttl = t ? json_number_value(t) : AJ_DAEMON_DEFAULT_TTL_S;
-	aj_error err;
-	aj_err_clear(&err);
-	json_t *list = NULL;
-	size_t known = (c != NULL) + (t != NULL);
-	int rc = (c && !json_is_integer(c)) || n < 1 || n > AJ_FORK_MAX
-		     ? aj_err(&err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX)
-		 : (t && !json_is_number(t)) || ttl < 0 || ttl > AJ_DAEMON_MAX_TTL_S
-		     ? aj_err(&err, EINVAL, "'timeout': expected 0 (no TTL) to %d seconds",
-			      AJ_DAEMON_MAX_TTL_S)
-		 : json_object_size(body) != known
-		     ? aj_err(&err, EINVAL, "fork takes only 'count' and 'timeout'")
-		     : aj_sandbox_fork(sb, (unsigned)n, ttl, r->peer, &list, &err);
-	json_decref(body);
-	if (rc < 0) {
-		aj_http_fail(r,
-			     rc == -EINVAL   ? 400
-			     : rc == -EAGAIN ? 429
-					     : 500,
-			     rc == -EINVAL   ? "bad_request"
-			     : rc == -EAGAIN ? "too_many_sandboxes"
-					     : "fork_failed",
-			     &err);
+	if (!body) {
+		json_decref(a);
 		return;
 	}
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(list, "sandboxes"), i, v)
-	{
-		aj_sandbox *f = aj_registry_get(json_string_value(json_object_get(v, "id")));
-		aj_metrics_add(&aj_stats.sandboxes_created, 1);
-		if (f)
-			aj_audit("fork",
-				 json_pack("{s:s, s:s, s:s, s:i}", "sandbox", f->id, "fork_of",
-					   sb->id, "peer", r->peer, "keeper", (int)f->box.keeper));
-		aj_sandbox_unref(f);
-	}
-	aj_http_json(r, 201, list);
+	json_object_set_new(a, "body", body);
+	aj_front_forward(r, op, a);
 }
 
-/* Work that needs the sandbox's processes running. */
-static bool needs_running(const route *rt, int m)
-{
-	return !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "files") || !strcmp(rt->sub, "mkdir") ||
-	       (!strcmp(rt->sub, "processes") && m == AJ_POST);
-}
-
-static void on_sandbox(aj_req *r, const route *rt, aj_sandbox *sb)
+static void on_sandbox(aj_req *r, const route *rt)
 {
 	const char *sub = rt->sub;
 	int m = r->method;
-	if (needs_running(rt, m) && aj_sandbox_paused(sb))
-		aj_http_error(r, 409, "sandbox_paused",
-			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
-			      PREFIX, sb->id);
-	else if (!strcmp(sub, "pause") && m == AJ_POST)
-		pause_resume(r, sb, true);
+	json_t *a;
+	if (!strcmp(sub, "pause") && m == AJ_POST)
+		aj_front_forward(r, "pause", args_of(r));
 	else if (!strcmp(sub, "resume") && m == AJ_POST)
-		pause_resume(r, sb, false);
+		aj_front_forward(r, "resume", args_of(r));
 	else if (!strcmp(sub, "snapshot") && m == AJ_POST)
-		snapshot(r, sb);
+		with_body(r, "snapshot", args_of(r));
 	else if (!strcmp(sub, "fork") && m == AJ_POST)
-		fork_sandbox(r, sb);
+		with_body(r, "fork", args_of(r));
 	else if (!*sub && m == AJ_GET)
-		aj_http_json(r, 200, aj_sandbox_json(sb));
+		aj_front_forward(r, "get", args_of(r));
 	else if (!*sub && m == AJ_PATCH)
-		patch(r, sb);
-	else if (!*sub && m == AJ_DELETE) {
-		aj_registry_destroy(sb->id);
-		aj_audit("delete", json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", r->peer));
-		aj_http_json(r, 200, json_pack("{s:s, s:b}", "id", sb->id, "deleted", 1));
-		r->sb = NULL;
-		aj_sandbox_unref(sb); /* the last reference: gone before we answer */
-	} else if (!strcmp(sub, "exec") && m == AJ_POST && wants_background(r))
-		aj_procs_start(r, sb);
+		with_body(r, "patch", args_of(r));
+	else if (!*sub && m == AJ_DELETE)
+		aj_front_forward(r, "delete", args_of(r));
 	else if (!strcmp(sub, "exec") && m == AJ_POST)
-		aj_exec_start(r, sb);
-	else if (!strcmp(sub, "processes") && m == AJ_GET && !*rt->proc_sub)
-		aj_procs_list(r, sb, rt->proc[0] ? rt->proc : NULL);
-	else if (!strcmp(sub, "processes") && m == AJ_GET && !strcmp(rt->proc_sub, "output"))
-		aj_procs_output(r, sb, rt->proc);
-	else if (!strcmp(sub, "processes") && m == AJ_POST && !strcmp(rt->proc_sub, "signal"))
-		aj_procs_signal(r, sb, rt->proc);
-	else if (!strcmp(sub, "files") && m == AJ_GET)
-		aj_files_get(r, sb);
+		exec(r);
+	else if (!strcmp(sub, "processes") && m == AJ_GET && !*rt->proc_sub) {
+		a = args_of(r);
+		if (rt->proc[0])
+			json_object_set_new(a, "process", json_string(rt->proc));
+		aj_front_forward(r, "procs.list", a);
+	} else if (!strcmp(sub, "processes") && m == AJ_GET && !strcmp(rt->proc_sub, "output")) {
+		char ob[96];
+		const char *o = aj_http_arg(r, "offset", ob, sizeof(ob));
+		unsigned long long off = 0;
+		if (o && aj_parse_uint(o, ~0ULL >> 2, &off) < 0) {
+			aj_http_error(r, 400, "bad_request", "'offset' must be a byte offset");
+			return;
+		}
+		a = json_pack("{s:s, s:s, s:I, s:b}", "sandbox", r->sb_id, "process", rt->proc,
+			      "offset", (json_int_t)off, "follow", flag(r, "follow"));
+		aj_front_call(r, "procs.output", a, stream_done);
+	} else if (!strcmp(sub, "processes") && m == AJ_POST && !strcmp(rt->proc_sub, "signal")) {
+		a = args_of(r);
+		json_object_set_new(a, "process", json_string(rt->proc));
+		with_body(r, "procs.signal", a);
+	} else if (!strcmp(sub, "files") && m == AJ_GET)
+		files_op(r, "files.get", NULL, download_done);
 	else if (!strcmp(sub, "files") && m == AJ_DELETE)
-		aj_files_delete(r, sb);
+		files_op(r, "files.delete", "recursive", aj_front_reply);
 	else if (!strcmp(sub, "files") && m == AJ_PUT) { /* an empty file */
-		if (aj_files_open_upload(r, sb) == 0)
-			aj_files_finish_upload(r);
+		if (aj_api_begin_upload(r))
+			aj_api_upload_done(r);
 	} else if (!strcmp(sub, "mkdir") && m == AJ_POST)
-		aj_files_mkdir(r, sb);
+		files_op(r, "files.mkdir", "parents", aj_front_reply);
 	else
 		aj_http_error(r, 405, "method_not_allowed", "%s does not take this method",
 			      r->path);
 }
 
-/* The sandbox of a route, with a reference held by the request. */
-static aj_sandbox *find(aj_req *r, const route *rt)
-{
-	aj_sandbox *sb = aj_registry_get(rt->id);
-	if (!sb) {
-		aj_http_error(r, 404, "not_found", "no sandbox '%s'", rt->id);
-		return NULL;
-	}
-	aj_sandbox_unref(r->sb);
-	r->sb = sb;
-	return sb;
-}
-
 void aj_api_dispatch(aj_req *r)
 {
 	if (!strcmp(r->path, "/healthz") && r->method == AJ_GET) {
-		aj_http_json(
-		    r, 200,
-		    json_pack("{s:s, s:i}", "status", "ok", "sandboxes", (int)aj_registry_count()));
+		aj_front_forward(r, "health", NULL);
 		return;
 	}
 	if (!strcmp(r->path, "/metrics") && r->method == AJ_GET) {
-		text(r, "text/plain; version=0.0.4", aj_metrics_text());
+		aj_front_call(r, "metrics", NULL, metrics_done);
 		return;
 	}
 	if (!strcmp(r->path, "/v1/pools") && r->method == AJ_GET) {
-		aj_http_json(r, 200, aj_pool_json());
+		aj_front_forward(r, "pools", NULL);
 		return;
 	}
 	route rt = parse_route(r->path);
@@ -342,17 +266,69 @@ void aj_api_dispatch(aj_req *r)
 	}
 	if (!rt.id[0]) {
 		if (r->method == AJ_POST)
-			create(r);
+			with_body(r, "create", json_object());
 		else if (r->method == AJ_GET)
-			aj_http_json(r, 200, aj_registry_list());
+			aj_front_forward(r, "list", NULL);
 		else
 			aj_http_error(r, 405, "method_not_allowed", "use GET or POST on %s",
 				      PREFIX);
 		return;
 	}
-	aj_sandbox *sb = r->sb ? r->sb : find(r, &rt);
-	if (sb)
-		on_sandbox(r, &rt, sb);
+	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
+	on_sandbox(r, &rt);
+}
+
+/* ---- uploads: the supervisor opens the file, we fill it ---- */
+
+static void upload_finish(aj_req *r)
+{
+	int fd = r->upload_fd;
+	r->upload_fd = -1;
+	if (close(fd) < 0) {
+		aj_http_error(r, 507, "write_failed", "cannot write %s: %s", r->file_path,
+			      strerror(errno));
+		return;
+	}
+	aj_http_json(
+	    r, 201, json_pack("{s:s, s:I}", "path", r->file_path, "size", (json_int_t)r->uploaded));
+}
+
+static int upload_write(aj_req *r, const void *buf, size_t len)
+{
+	int e = aj_write_all(r->upload_fd, buf, len);
+	if (e < 0) {
+		close(r->upload_fd);
+		r->upload_fd = -1;
+		aj_http_error(r, 507, "write_failed", "cannot write %s: %s", r->file_path,
+			      strerror(-e));
+		return e;
+	}
+	r->uploaded += len;
+	return 0;
+}
+
+static void upload_opened(aj_req *r, int status, json_t *reply, int fd)
+{
+	lws_rx_flow_control(r->wsi, 1); /* the body comes (or is dropped) */
+	if (r->status && fd >= 0) {	/* answered meanwhile (an error) */
+		json_decref(reply);
+		close(fd);
+		return;
+	}
+	if (fd < 0 || status != 200) {
+		aj_front_reply(r, status == 200 ? 500 : status, reply, fd);
+		return;
+	}
+	json_decref(reply);
+	r->upload_fd = fd;
+	/* what came while the file was being opened */
+	if (r->body_len && upload_write(r, r->body, r->body_len) < 0)
+		return;
+	free(r->body);
+	r->body = NULL;
+	r->body_len = 0;
+	if (r->body_done)
+		upload_finish(r);
 }
 
 bool aj_api_begin_upload(aj_req *r)
@@ -363,25 +339,47 @@ bool aj_api_begin_upload(aj_req *r)
 			      "PUT is for %s/{id}/files", PREFIX);
 		return false;
 	}
-	aj_sandbox *sb = find(r, &rt);
-	if (sb && aj_sandbox_paused(sb)) {
-		aj_http_error(r, 409, "sandbox_paused",
-			      "sandbox '%s' is paused: resume it first (POST %s/%s/resume)", sb->id,
-			      PREFIX, sb->id);
+	char buf[4096], mb[64];
+	const char *path = aj_http_arg(r, "path", buf, sizeof(buf));
+	if (!path) {
+		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
 		return false;
 	}
-	return sb && aj_files_open_upload(r, sb) == 0;
+	snprintf(r->file_path, sizeof(r->file_path), "%s", path);
+	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
+	json_t *a = json_pack("{s:s, s:s}", "sandbox", rt.id, "path", path);
+	const char *mode = aj_http_arg(r, "mode", mb, sizeof(mb));
+	if (mode)
+		json_object_set_new(a, "mode", json_string(mode));
+	r->upload = true;
+	if (aj_front_call(r, "files.put", a, upload_opened) < 0)
+		return false;
+	lws_rx_flow_control(r->wsi, 0); /* the body waits for the file */
+	return true;
 }
 
 int aj_api_upload_data(aj_req *r, const void *buf, size_t len)
 {
-	int e = aj_write_all(r->upload_fd, buf, len);
-	if (e < 0) {
-		errno = -e;
-		close(r->upload_fd);
-		r->upload_fd = -1;
-		return e;
+	if (r->upload_fd >= 0)
+		return upload_write(r, buf, len);
+	/* the file is not open yet: keep (bounded) what still arrives */
+	if (r->body_len + len > AJ_HTTP_MAX_BODY) {
+		aj_http_error(r, 503, "busy", "the upload came faster than its file opened");
+		return -EAGAIN;
 	}
-	r->uploaded += len;
+	char *b = realloc(r->body, r->body_len + len + 1);
+	if (!b)
+		return -ENOMEM;
+	r->body = b;
+	memcpy(r->body + r->body_len, buf, len);
+	r->body_len += len;
 	return 0;
+}
+
+void aj_api_upload_done(aj_req *r)
+{
+	r->body_done = true;
+	if (r->upload_fd >= 0)
+		upload_finish(r);
+	/* else: when the file is open (upload_opened) */
 }

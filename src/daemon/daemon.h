@@ -20,6 +20,7 @@ typedef struct aj_daemon_opts {
 	const char *token_file; /* bearer token; required with listen */
 	const char *state_dir;
 	unsigned max_sandboxes;
+	unsigned header_timeout_s; /* request headers must come within this (408) */
 	bool quiet;
 	const char *pools[16]; /* --pool IMAGE=N */
 	size_t n_pools;
@@ -105,8 +106,11 @@ typedef struct aj_metrics {
 extern aj_metrics aj_stats;
 void aj_metrics_add(unsigned long long *counter, unsigned long long n);
 void aj_metrics_exec(double seconds);
-/* The Prometheus text exposition (malloc'ed). */
-char *aj_metrics_text(void);
+/* The supervisor's counters as JSON (the "metrics" op). */
+json_t *aj_metrics_json(void);
+/* The Prometheus text exposition (malloc'ed) of the supervisor's counters
+ * (sup: aj_metrics_json's) and the front's own (requests, errors, bytes). */
+char *aj_metrics_text(json_t *sup);
 
 /* ---- audit.c: JSON lines ---- */
 int aj_audit_open(const char *path, aj_error *err);

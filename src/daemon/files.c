@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Files in a sandbox: every path is resolved inside the sandbox's root
+/* Files in a sandbox (supervisor ops files.*): every path is resolved inside the sandbox's root
  * (openat2 RESOLVE_IN_ROOT on a descriptor of the root its init opened), as the
  * sandbox's user (setfsuid/setfsgid of this thread), so a symlink planted
  * inside can never lead to the host, and what the service writes belongs
- * to the sandbox user. Uploads and downloads move chunk by chunk. */
+ * to the sandbox user. For a download or an upload the front gets the
+ * opened regular file's fd (never a directory's: it could walk out) and
+ * moves the bytes chunk by chunk. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "sup.h"
 #include "util.h"
 
 #define LIST_MAX 10000
@@ -53,26 +55,29 @@ static int openat2_in(int root, const char *rel, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* The path argument: absolute, no NUL, resolved later in the root. */
-static const char *path_arg(aj_req *r, char *buf, size_t len)
+/* The path argument: absolute, no NUL, resolved later in the root; copied
+ * into buf (len bytes). */
+static const char *path_arg(json_t *args, aj_reply *rep, char *buf, size_t len)
 {
-	const char *p = aj_http_arg(r, "path", buf, len);
-	if (!p || p[0] != '/' || strlen(p) >= len - 1) {
-		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
+	const char *p = aj_arg_str(args, "path", len - 2, false, rep);
+	if (!p || p[0] != '/') {
+		aj_reply_error(rep, 400, "bad_path",
+			       "'path' must be an absolute path in the sandbox");
 		return NULL;
 	}
+	snprintf(buf, len, "%s", p);
 	/* the kernel's views of the sandbox are not files to move */
-	const char *rel = p + strspn(p, "/");
+	const char *rel = buf + strspn(buf, "/");
 	static const char *const kernel[] = {"proc", "sys", "dev"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(kernel); i++) {
 		size_t n = strlen(kernel[i]);
 		if (!strncmp(rel, kernel[i], n) && (rel[n] == '\0' || rel[n] == '/')) {
-			aj_http_error(r, 403, "forbidden_path",
-				      "%s is not reachable through the files API", p);
+			aj_reply_error(rep, 403, "forbidden_path",
+				       "%s is not reachable through the files API", buf);
 			return NULL;
 		}
 	}
-	return p;
+	return buf;
 }
 
 static const char *rel_of(const char *p)
@@ -97,10 +102,10 @@ static int status_of(int e)
 	}
 }
 
-static void fail_errno(aj_req *r, const char *what, const char *path, int e)
+static void fail_errno(aj_reply *r, const char *what, const char *path, int e)
 {
-	aj_http_error(r, status_of(e), e == ENOENT ? "not_found" : "file_error", "%s %s: %s", what,
-		      path, strerror(e));
+	aj_reply_error(r, status_of(e), e == ENOENT ? "not_found" : "file_error", "%s %s: %s", what,
+		       path, strerror(e));
 }
 
 /* Open the parent directory of path; its last component in *base. */
@@ -134,7 +139,7 @@ static json_t *entry_json(int dfd, const char *name)
 			 (json_int_t)st.st_mtime);
 }
 
-static void list_dir(aj_req *r, int fd, const char *path)
+static void list_dir(aj_reply *r, int fd, const char *path)
 {
 	DIR *d = fdopendir(fd);
 	if (!d) {
@@ -158,20 +163,24 @@ static void list_dir(aj_req *r, int fd, const char *path)
 			json_array_append_new(a, e);
 	}
 	closedir(d);
-	aj_http_json(
+	aj_reply_json(
 	    r, 200,
 	    json_pack("{s:s, s:o, s:b}", "path", path, "entries", a, "truncated", truncated));
 }
 
-void aj_files_get(aj_req *r, aj_sandbox *sb)
+/* files.get {sandbox, path}: a directory's listing, or a regular file's
+ * fd (read-only) and {"size"}. */
+void aj_op_files_get(json_t *args, aj_reply *r)
 {
 	char buf[4096];
-	const char *path = path_arg(r, buf, sizeof(buf));
-	if (!path)
+	const char *path = path_arg(args, r, buf, sizeof(buf));
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
+	if (!sb)
 		return;
 	as_user u = enter(sb);
 	int fd = openat2_in(sb->root_fd, rel_of(path), O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	leave(u);
+	aj_sandbox_unref(sb);
 	struct stat st;
 	if (fd >= 0 && fstat(fd, &st) < 0) {
 		close(fd);
@@ -187,54 +196,59 @@ void aj_files_get(aj_req *r, aj_sandbox *sb)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		aj_http_error(r, 400, "not_a_file", "%s is not a regular file or a directory",
-			      path);
+		aj_reply_error(r, 400, "not_a_file", "%s is not a regular file or a directory",
+			       path);
 		return;
 	}
-	r->dl_fd = fd;
-	r->dl_left = (unsigned long long)st.st_size;
-	r->status = 200;
-	r->ctype = "application/octet-stream";
-	lws_callback_on_writable(r->wsi);
+	r->fd = fd;
+	aj_reply_json(r, 200,
+		      json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)st.st_size));
 }
 
-int aj_files_open_upload(aj_req *r, aj_sandbox *sb)
+/* files.put {sandbox, path, mode: "octal"}: the new (truncated) regular
+ * file's fd, write-only, for the front to fill. */
+void aj_op_files_put(json_t *args, aj_reply *r)
 {
-	char buf[4096], mbuf[64];
-	const char *path = path_arg(r, buf, sizeof(buf));
+	char buf[4096];
+	const char *path = path_arg(args, r, buf, sizeof(buf));
 	if (!path)
-		return -EINVAL;
+		return;
+	const char *m = aj_arg_str(args, "mode", 16, true, r);
 	unsigned long long mode = 0644;
-	const char *m = aj_http_arg(r, "mode", mbuf, sizeof(mbuf));
-	if (m && (sscanf(m, "%llo", &mode) != 1 || mode > 0777)) {
-		aj_http_error(r, 400, "bad_mode", "'mode' must be octal, at most 0777");
-		return -EINVAL;
+	if (r->body)
+		return;
+	if (m && (m[0] == '\0' || strspn(m, "01234567") != strlen(m) ||
+		  sscanf(m, "%llo", &mode) != 1 || mode > 0777)) {
+		aj_reply_error(r, 400, "bad_mode", "'mode' must be octal, at most 0777");
+		return;
 	}
-	snprintf(r->file_path, sizeof(r->file_path), "%s", path);
+	aj_sandbox *sb = aj_arg_running(args, r);
+	if (!sb)
+		return;
 	as_user u = enter(sb);
 	int fd = openat2_in(sb->root_fd, rel_of(path),
-			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY, (mode_t)mode);
+			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+			    (mode_t)mode);
 	leave(u);
-	if (fd < 0) {
-		fail_errno(r, "cannot write", path, -fd);
-		return fd;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -EINVAL; /* a FIFO or a device: not a file to fill */
 	}
-	r->upload_fd = fd;
-	return 0;
-}
-
-void aj_files_finish_upload(aj_req *r)
-{
-	int fd = r->upload_fd;
-	r->upload_fd = -1;
-	if (close(fd) < 0) {
-		fail_errno(r, "cannot write", r->file_path, errno);
+	if (fd >= 0 && fcntl(fd, F_SETFL, 0) < 0) {
+		close(fd);
+		fd = -errno;
+	}
+	if (fd < 0) {
+		aj_sandbox_unref(sb);
+		fail_errno(r, "cannot write", path, -fd);
 		return;
 	}
-	aj_audit("upload", json_pack("{s:s, s:s, s:s, s:I}", "sandbox", r->sb->id, "peer", r->peer,
-				     "path", r->file_path, "bytes", (json_int_t)r->uploaded));
-	aj_http_json(
-	    r, 201, json_pack("{s:s, s:I}", "path", r->file_path, "size", (json_int_t)r->uploaded));
+	aj_audit("upload", json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer",
+				     aj_arg_peer(args), "path", path));
+	aj_sandbox_unref(sb);
+	r->fd = fd;
+	aj_reply_json(r, 200, json_pack("{s:s}", "path", path));
 }
 
 /* rm -r below dfd/name, never following a symlink or leaving the tree. */
@@ -265,14 +279,14 @@ static int remove_tree(int dfd, const char *name, int depth)
 	return r;
 }
 
-void aj_files_delete(aj_req *r, aj_sandbox *sb)
+void aj_op_files_delete(json_t *args, aj_reply *r)
 {
-	char buf[4096], rb[64];
-	const char *path = path_arg(r, buf, sizeof(buf));
-	if (!path)
+	char buf[4096];
+	const char *path = path_arg(args, r, buf, sizeof(buf));
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
+	if (!sb)
 		return;
-	const char *rec = aj_http_arg(r, "recursive", rb, sizeof(rb));
-	bool recursive = rec && (!strcmp(rec, "true") || !strcmp(rec, "1"));
+	bool recursive = aj_arg_bool(args, "recursive");
 	const char *base;
 	as_user u = enter(sb);
 	int dfd = open_parent(sb, buf, &base), e = 0;
@@ -286,13 +300,14 @@ void aj_files_delete(aj_req *r, aj_sandbox *sb)
 		e = -dfd;
 	}
 	leave(u);
-	if (e) {
+	if (e)
 		fail_errno(r, "cannot remove", path, e);
-		return;
+	else {
+		aj_audit("rm", json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer",
+					 aj_arg_peer(args), "path", path));
+		aj_reply_json(r, 200, json_pack("{s:s, s:b}", "path", path, "removed", 1));
 	}
-	aj_audit("rm",
-		 json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer", r->peer, "path", path));
-	aj_http_json(r, 200, json_pack("{s:s, s:b}", "path", path, "removed", 1));
+	aj_sandbox_unref(sb);
 }
 
 static int mkdir_one(aj_sandbox *sb, char *path, bool exist_ok)
@@ -307,14 +322,14 @@ static int mkdir_one(aj_sandbox *sb, char *path, bool exist_ok)
 	return e;
 }
 
-void aj_files_mkdir(aj_req *r, aj_sandbox *sb)
+void aj_op_files_mkdir(json_t *args, aj_reply *r)
 {
-	char buf[4096], pb[64];
-	const char *path = path_arg(r, buf, sizeof(buf));
-	if (!path)
+	char buf[4096];
+	const char *path = path_arg(args, r, buf, sizeof(buf));
+	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
+	if (!sb)
 		return;
-	const char *par = aj_http_arg(r, "parents", pb, sizeof(pb));
-	bool parents = par && (!strcmp(par, "true") || !strcmp(par, "1"));
+	bool parents = aj_arg_bool(args, "parents");
 	as_user u = enter(sb);
 	int e = 0;
 	for (char *s = buf + 1; parents && !e && (s = strchr(s, '/')); s++) {
@@ -325,9 +340,10 @@ void aj_files_mkdir(aj_req *r, aj_sandbox *sb)
 	if (!e)
 		e = mkdir_one(sb, buf, parents);
 	leave(u);
+	aj_sandbox_unref(sb);
 	if (e) {
 		fail_errno(r, "cannot create directory", path, e);
 		return;
 	}
-	aj_http_json(r, 201, json_pack("{s:s}", "path", path));
+	aj_reply_json(r, 201, json_pack("{s:s}", "path", path));
 }

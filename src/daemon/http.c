@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "procs.h"
 #include "util.h"
 
 void aj_http_json(aj_req *r, int status, json_t *o)
@@ -111,8 +110,6 @@ static int on_writable(aj_req *r)
 	}
 	if (r->job)
 		return aj_exec_writable(r, buf, sizeof(buf));
-	if (r->follow)
-		return aj_procs_writable(r, buf, sizeof(buf));
 	size_t n = 0;
 	if (r->resp) {
 		n = r->resp_len - r->resp_off;
@@ -144,10 +141,10 @@ void aj_http_req_free(aj_req *r)
 {
 	if (!r->wsi)
 		return; /* never started */
+	if (r->call)
+		aj_front_cancel(r);
 	if (r->job)
 		aj_exec_detach(r);
-	if (r->follow)
-		aj_procs_detach(r);
 	if (r->upload_fd >= 0)
 		close(r->upload_fd);
 	if (r->dl_fd >= 0)
@@ -156,8 +153,6 @@ void aj_http_req_free(aj_req *r)
 	free(r->body);
 	free(r->resp);
 	r->body = r->resp = NULL;
-	aj_sandbox_unref(r->sb);
-	r->sb = NULL;
 }
 
 void aj_http_peer(aj_req *r)
@@ -225,10 +220,8 @@ static void on_body(aj_req *r, const void *in, size_t len)
 {
 	if (r->status) /* answered already (error): drop the body */
 		return;
-	if (r->upload_fd >= 0) {
-		if (aj_api_upload_data(r, in, len) < 0)
-			aj_http_error(r, 507, "write_failed", "cannot write %s: %s", r->file_path,
-				      strerror(errno));
+	if (r->upload) {
+		(void)aj_api_upload_data(r, in, len); /* an error is answered */
 		return;
 	}
 	if (r->body_len + len > AJ_HTTP_MAX_BODY) {
@@ -260,8 +253,8 @@ static void on_body_done(aj_req *r)
 			      AJ_HTTP_MAX_BODY);
 		return;
 	}
-	if (r->upload_fd >= 0) {
-		aj_files_finish_upload(r);
+	if (r->upload) {
+		aj_api_upload_done(r);
 		return;
 	}
 	aj_api_dispatch(r);
@@ -274,6 +267,13 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 {
 	aj_req *r = user;
 	switch (reason) {
+	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: aj_guard_accepted(wsi); return 0;
+	case LWS_CALLBACK_FILTER_HTTP_CONNECTION: aj_guard_headers_done(wsi); return 0;
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+		aj_guard_headers_done(wsi);
+		return aj_guard_upgrade(wsi);
+	case LWS_CALLBACK_TIMER: return aj_guard_timer(wsi);
+	case LWS_CALLBACK_WSI_DESTROY: aj_guard_destroyed(wsi); return 0;
 	case LWS_CALLBACK_HTTP: return on_http(r, wsi, in);
 	case LWS_CALLBACK_HTTP_BODY: on_body(r, in, len); return 0;
 	case LWS_CALLBACK_HTTP_BODY_COMPLETION: on_body_done(r); return 0;
@@ -289,8 +289,8 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 	case LWS_CALLBACK_SERVER_WRITEABLE:
 	case LWS_CALLBACK_CLOSED: return aj_ws_callback(wsi, reason, r, in, len);
 	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		aj_front_deliver();
 		aj_exec_wake_all();
-		aj_procs_wake_all();
 		return 0;
 	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
 	}

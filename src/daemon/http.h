@@ -13,6 +13,7 @@
 enum aj_method { AJ_GET, AJ_POST, AJ_PUT, AJ_PATCH, AJ_DELETE, AJ_OTHER };
 
 struct aj_job;
+struct aj_call;
 
 typedef struct aj_req {
 	struct lws *wsi;
@@ -24,10 +25,12 @@ typedef struct aj_req {
 	/* request body */
 	char *body;
 	size_t body_len;
-	bool body_too_big;
-	int upload_fd; /* PUT .../files: written as it arrives */
+	bool body_too_big, body_done;
+	bool upload;   /* PUT .../files: the body goes to upload_fd */
+	int upload_fd; /* from the supervisor (files.put); -1 while asked for */
 	unsigned long long uploaded;
-	aj_sandbox *sb; /* a reference while the request works on it */
+	char sb_id[40];	      /* the sandbox of the route */
+	struct aj_call *call; /* a request to the supervisor in flight */
 	char file_path[4096];
 	/* response */
 	int status;
@@ -36,11 +39,11 @@ typedef struct aj_req {
 	size_t resp_len, resp_off;
 	bool headers_sent, stream; /* stream: length unknown, connection closes */
 	bool finished;		   /* all written: complete on the next writable */
+	bool closing;		   /* WebSocket: close on the next writable */
 	int dl_fd;		   /* download: read and sent chunk by chunk */
 	unsigned long long dl_left;
-	struct aj_job *job;	  /* exec: output produced by a worker thread */
-	struct aj_follow *follow; /* output of a background process */
-	int ws_channel;		  /* WebSocket: channel of the message being received */
+	struct aj_job *job; /* a stream from the supervisor (exec, process output) */
+	int ws_channel;	    /* WebSocket: channel of the message being received */
 } aj_req;
 
 /* Answer with a JSON body (o consumed). */
@@ -60,51 +63,77 @@ void aj_api_dispatch(aj_req *r);
 /* Before the body arrives: prepare a streamed upload. Returns false when
  * an error response was set instead. */
 bool aj_api_begin_upload(aj_req *r);
-/* Body bytes of an upload. */
+/* Body bytes of an upload (buffered until the file is open). */
 int aj_api_upload_data(aj_req *r, const void *buf, size_t len);
+/* The upload's body is complete. */
+void aj_api_upload_done(aj_req *r);
 
-/* exec.c */
-/* Account for an ended command (metrics, audit) and build its exit event. */
-json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
-		      const aj_run_result *res, const aj_error *err);
-/* An output event {"type": stdout|stderr, "data"|"data_b64": ...}. */
-json_t *aj_exec_data_event(int stream, const char *buf, size_t len);
-void aj_exec_start(aj_req *r, aj_sandbox *sb);
-/* A WebSocket exec (ws.c): body is the exec request's JSON. */
-/* tty: {master, slave} of a pty (taken), or NULL. */
-int aj_exec_ws_start(aj_req *r, aj_sandbox *sb, const char *body, bool with_stdin, const int *tty,
-		     aj_error *err);
+/* front.c: requests to the supervisor. done runs on the service thread
+ * with the reply (status, JSON object taken, fd taken or -1); not at all
+ * when the request went away first. */
+typedef void (*aj_call_done)(aj_req *r, int status, json_t *reply, int fd);
+/* Send op with args (consumed; "peer" added). Returns 0, or answers 503
+ * and returns a negative errno. */
+int aj_front_call(aj_req *r, const char *op, json_t *args, aj_call_done done);
+/* The usual done: answer the reply as JSON. */
+void aj_front_reply(aj_req *r, int status, json_t *reply, int fd);
+/* Forward: op with args, the reply as the answer. */
+void aj_front_forward(aj_req *r, const char *op, json_t *args);
+/* The request is gone: its reply, when it comes, is dropped. */
+void aj_front_cancel(aj_req *r);
+/* Service thread: run the done of the replies that came. */
+void aj_front_deliver(void);
+/* The front process: serve on the listeners, ask the supervisor on sock.
+ * Never returns. */
+void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
+    __attribute__((noreturn));
+
+/* stream.c: a stream from the supervisor (fd taken): NDJSON (the HTTP
+ * response's body) or frames (ws: WebSocket messages). */
+int aj_stream_start(aj_req *r, int fd, bool ws);
 /* Data from the client on a channel (0 stdin); eof: an empty stdin
  * message (closes the command's stdin). -1: close. */
 int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t len, bool eof);
 /* ws.c: the WebSocket callbacks of the protocol callback. */
 int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
 		   size_t len);
-/* Writable: send what the worker produced. Returns -1 to close. */
+/* Writable: send what the stream brought. Returns -1 to close. */
 int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap);
-/* The connection closed: cancel and release. */
+/* The connection closed: the stream is closed (which cancels a command). */
 void aj_exec_detach(aj_req *r);
-/* Wake the connections whose workers produced output (service thread). */
+/* Wake the connections whose streams brought something (service thread). */
 void aj_exec_wake_all(void);
 void aj_exec_set_context(struct lws_context *ctx);
-/* Worker threads (exec and background processes) are counted... */
-void aj_worker_enter(void);
-void aj_worker_leave(void);
-/* ...so that shutdown waits (bounded) for them to end (their sandboxes are gone). */
-void aj_exec_shutdown(void);
-
-/* files.c */
-void aj_files_get(aj_req *r, aj_sandbox *sb);
-void aj_files_delete(aj_req *r, aj_sandbox *sb);
-void aj_files_mkdir(aj_req *r, aj_sandbox *sb);
-int aj_files_open_upload(aj_req *r, aj_sandbox *sb);
-void aj_files_finish_upload(aj_req *r);
 
 /* http.c: who is at the other end (peer, remote); release a request. */
 void aj_http_peer(aj_req *r);
 void aj_http_req_free(aj_req *r);
 
-/* server.c: the bearer token, "" when none is needed. */
+/* guard.c: connections whose request headers never complete (408, 431),
+ * and WebSocket upgrades without the token (401). */
+void aj_guard_set_timeout(unsigned seconds);
+void aj_guard_accepted(struct lws *wsi);
+void aj_guard_headers_done(struct lws *wsi);
+/* The timer: -1 (close) when it answered 408. */
+int aj_guard_timer(struct lws *wsi);
+void aj_guard_destroyed(struct lws *wsi);
+/* Before each lws_service(); lws's log lines go through aj_guard_log. */
+void aj_guard_before_service(void);
+void aj_guard_log(int level, const char *line);
+/* The lws levels shown on stderr. */
+void aj_guard_log_level(int mask);
+/* 0: the upgrade may go on; 1: answered 401; -1: hang up. */
+int aj_guard_upgrade(struct lws *wsi);
+
+/* The bearer token, "" when none is needed. */
 bool aj_http_token_ok(aj_req *r);
+
+/* front_seccomp.c: the front's seccomp allow-list (after its drop). */
+int aj_front_seccomp(aj_error *err);
+/* front.c: drop to uid/gid (when root), no capabilities (bounding set
+ * too), no_new_privs, not dumpable. */
+int aj_front_drop(uid_t uid, gid_t gid, aj_error *err);
+
+#define AJ_FRONT_UID 65534 /* nobody: owns nothing */
 
 #endif

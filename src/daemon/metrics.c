@@ -57,41 +57,105 @@ static void add(text *t, const char *fmt, ...)
 	}
 }
 
-static void counter(text *t, const char *name, const char *help, unsigned long long *v)
+static const char *const names[] = {
+    "sandboxes_created",
+    "sandboxes_failed",
+    "sandboxes_destroyed",
+    "sandboxes_expired",
+    "execs",
+    "exec_failed",
+    "timeouts",
+    "oom_kills",
+    "bytes_out",
+    "requests",
+    "errors",
+};
+
+static unsigned long long *field(aj_metrics *m, size_t i)
 {
-	add(t, "# HELP agentjail_%s %s\n# TYPE agentjail_%s counter\nagentjail_%s %llu\n", name,
-	    help, name, name, __atomic_load_n(v, __ATOMIC_RELAXED));
+	unsigned long long *f[] = {
+	    &m->sandboxes_created,
+	    &m->sandboxes_failed,
+	    &m->sandboxes_destroyed,
+	    &m->sandboxes_expired,
+	    &m->execs,
+	    &m->exec_failed,
+	    &m->timeouts,
+	    &m->oom_kills,
+	    &m->bytes_out,
+	    &m->requests,
+	    &m->errors,
+	};
+	return f[i];
 }
 
-char *aj_metrics_text(void)
+json_t *aj_metrics_json(void)
 {
+	json_t *o = json_pack("{s:I}", "sandboxes_active", (json_int_t)aj_registry_count());
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
+		json_object_set_new(o, names[i],
+				    json_integer((json_int_t)__atomic_load_n(field(&aj_stats, i),
+									     __ATOMIC_RELAXED)));
+	json_t *b = json_array();
+	pthread_mutex_lock(&lat_mu);
+	for (size_t i = 0; i <= AJ_ARRAY_SIZE(bounds); i++)
+		json_array_append_new(b, json_integer((json_int_t)aj_stats.latency_buckets[i]));
+	json_object_set_new(o, "latency_sum", json_real(aj_stats.latency_sum));
+	pthread_mutex_unlock(&lat_mu);
+	json_object_set_new(o, "latency_buckets", b);
+	_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
+	if (pools)
+		json_object_set_new(o, "pools_text", json_string(pools));
+	return o;
+}
+
+static void counter(text *t, const char *name, const char *help, unsigned long long v)
+{
+	add(t, "# HELP agentjail_%s %s\n# TYPE agentjail_%s counter\nagentjail_%s %llu\n", name,
+	    help, name, name, v);
+}
+
+static unsigned long long num(json_t *o, const char *k)
+{
+	json_int_t v = json_integer_value(json_object_get(o, k));
+	return v > 0 ? (unsigned long long)v : 0;
+}
+
+char *aj_metrics_text(json_t *sup)
+{
+	aj_metrics m;
+	memset(&m, 0, sizeof(m));
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
+		*field(&m, i) = num(sup, names[i]);
+	/* the front counts requests, errors and the bytes of downloads */
+	m.requests = __atomic_load_n(&aj_stats.requests, __ATOMIC_RELAXED);
+	m.errors = __atomic_load_n(&aj_stats.errors, __ATOMIC_RELAXED);
+	m.bytes_out += __atomic_load_n(&aj_stats.bytes_out, __ATOMIC_RELAXED);
 	text t = {0};
 	add(&t,
 	    "# HELP agentjail_sandboxes_active Sandboxes alive now.\n"
-	    "# TYPE agentjail_sandboxes_active gauge\nagentjail_sandboxes_active %u\n",
-	    aj_registry_count());
-	counter(&t, "sandboxes_created_total", "Sandboxes created.", &aj_stats.sandboxes_created);
-	counter(&t, "sandboxes_failed_total", "Sandbox creations that failed.",
-		&aj_stats.sandboxes_failed);
+	    "# TYPE agentjail_sandboxes_active gauge\nagentjail_sandboxes_active %llu\n",
+	    num(sup, "sandboxes_active"));
+	counter(&t, "sandboxes_created_total", "Sandboxes created.", m.sandboxes_created);
+	counter(&t, "sandboxes_failed_total", "Sandbox creations that failed.", m.sandboxes_failed);
 	counter(&t, "sandboxes_destroyed_total", "Sandboxes destroyed (deleted or expired).",
-		&aj_stats.sandboxes_destroyed);
+		m.sandboxes_destroyed);
 	counter(&t, "sandboxes_expired_total", "Sandboxes destroyed by their TTL.",
-		&aj_stats.sandboxes_expired);
-	counter(&t, "execs_total", "Commands run.", &aj_stats.execs);
-	counter(&t, "exec_failures_total", "Commands that could not start.", &aj_stats.exec_failed);
-	counter(&t, "exec_timeouts_total", "Commands stopped by their timeout.",
-		&aj_stats.timeouts);
-	counter(&t, "oom_kills_total", "Commands killed by the OOM killer.", &aj_stats.oom_kills);
-	counter(&t, "streamed_bytes_total", "Output bytes streamed to clients.",
-		&aj_stats.bytes_out);
-	counter(&t, "http_requests_total", "HTTP requests.", &aj_stats.requests);
-	counter(&t, "http_errors_total", "HTTP requests answered with an error.", &aj_stats.errors);
+		m.sandboxes_expired);
+	counter(&t, "execs_total", "Commands run.", m.execs);
+	counter(&t, "exec_failures_total", "Commands that could not start.", m.exec_failed);
+	counter(&t, "exec_timeouts_total", "Commands stopped by their timeout.", m.timeouts);
+	counter(&t, "oom_kills_total", "Commands killed by the OOM killer.", m.oom_kills);
+	counter(&t, "streamed_bytes_total", "Output bytes streamed to clients.", m.bytes_out);
+	counter(&t, "http_requests_total", "HTTP requests.", m.requests);
+	counter(&t, "http_errors_total", "HTTP requests answered with an error.", m.errors);
 	add(&t, "# HELP agentjail_exec_duration_seconds Duration of commands.\n"
 		"# TYPE agentjail_exec_duration_seconds histogram\n");
-	pthread_mutex_lock(&lat_mu);
+	json_t *b = json_object_get(sup, "latency_buckets");
 	unsigned long long cum = 0;
 	for (size_t i = 0; i <= AJ_ARRAY_SIZE(bounds); i++) {
-		cum += aj_stats.latency_buckets[i];
+		json_int_t v = json_integer_value(json_array_get(b, i));
+		cum += v > 0 ? (unsigned long long)v : 0;
 		if (i < AJ_ARRAY_SIZE(bounds))
 			add(&t, "agentjail_exec_duration_seconds_bucket{le=\"%g\"} %llu\n",
 			    bounds[i], cum);
@@ -101,9 +165,8 @@ char *aj_metrics_text(void)
 	add(&t,
 	    "agentjail_exec_duration_seconds_sum %.6f\nagentjail_exec_duration_seconds_count "
 	    "%llu\n",
-	    aj_stats.latency_sum, cum);
-	pthread_mutex_unlock(&lat_mu);
-	_cleanup_free_ char *pools = aj_pool_metrics();
+	    json_number_value(json_object_get(sup, "latency_sum")), cum);
+	const char *pools = json_string_value(json_object_get(sup, "pools_text"));
 	if (pools)
 		add(&t, "%s", pools);
 	return t.buf;

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* Background processes (procs.h). A worker thread runs the command with
- * aj_box_exec; its output goes into a ring of records (stream, offset,
- * bytes) bounded to AJ_PROC_RING bytes; readers replay from an offset and
- * may follow until the end. */
-#include "procs.h"
-
+/* Background processes of a sandbox (supervisor ops "exec" with
+ * "background": true, "procs.list", "procs.signal", "procs.output"). A
+ * worker thread runs the command with aj_box_exec; its output goes into a
+ * ring of records (stream, offset, bytes) bounded to AJ_PROC_RING bytes;
+ * a reader (procs.output) gets a stream socket on which a thread of ours
+ * replays NDJSON events from an offset and may follow until the end. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "request.h"
+#include "sup.h"
 #include "util.h"
+
+#define AJ_PROC_RING (1u << 20) /* output bytes kept per process */
+#define AJ_PROC_MAX 64		/* processes remembered per sandbox */
 
 #define RING_RECS 8192
 
@@ -26,6 +32,7 @@ typedef struct rec {
 
 typedef struct aj_proc {
 	pthread_mutex_t mu;
+	pthread_cond_t cv; /* something new for the readers */
 	int refs;
 	char id[16];
 	aj_sandbox *sb; /* a reference while the worker runs */
@@ -42,17 +49,12 @@ typedef struct aj_proc {
 	struct aj_proc *next;
 } aj_proc;
 
-typedef struct aj_follow {
+typedef struct follow {
 	aj_proc *p;
-	struct lws *wsi;
+	int sock;
 	unsigned long long off;
-	bool follow, exit_sent, wake;
-	struct aj_follow *next;
-} aj_follow;
-
-static pthread_mutex_t follow_mu = PTHREAD_MUTEX_INITIALIZER;
-static aj_follow *follows;
-static struct lws_context *ctx;
+	bool follow, exit_sent;
+} follow;
 
 static void proc_unref(aj_proc *p)
 {
@@ -69,6 +71,7 @@ static void proc_unref(aj_proc *p)
 	aj_exec_req_free(&p->q);
 	json_decref(p->exit_ev);
 	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
 	free(p);
 }
 
@@ -81,16 +84,12 @@ void aj_procs_free_all(aj_proc *list)
 	}
 }
 
-/* Something new for p: wake its readers (service thread). */
+/* Something new for p: wake its readers. */
 static void wake(aj_proc *p)
 {
-	pthread_mutex_lock(&follow_mu);
-	for (aj_follow *f = follows; f; f = f->next)
-		if (f->p == p)
-			f->wake = true;
-	pthread_mutex_unlock(&follow_mu);
-	if (ctx)
-		lws_cancel_service(ctx);
+	pthread_mutex_lock(&p->mu);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
 }
 
 static int on_output(void *c, int stream, const char *buf, size_t len)
@@ -173,26 +172,22 @@ static int make_room(aj_sandbox *sb)
 	return 0;
 }
 
-void aj_procs_start(aj_req *r, aj_sandbox *sb)
+void aj_procs_start(aj_sandbox *sb, aj_exec_req *q, const char *peer, aj_reply *rep)
 {
-	aj_error err;
-	aj_err_clear(&err);
 	aj_proc *p = calloc(1, sizeof(*p));
 	if (!p) {
-		aj_http_error(r, 500, "internal", "out of memory");
+		aj_exec_req_free(q);
+		aj_reply_error(rep, 500, "internal", "out of memory");
 		return;
 	}
 	p->sig[0] = p->sig[1] = -1;
-	if (aj_exec_req_parse(r->body, r->body_len, &p->q, &err) < 0) {
-		free(p);
-		aj_http_fail(r, 400, "bad_request", &err);
-		return;
-	}
+	p->q = *q;
+	memset(q, 0, sizeof(*q));
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
 	p->refs = 1;
-	snprintf(p->peer, sizeof(p->peer), "%s", r->peer);
+	snprintf(p->peer, sizeof(p->peer), "%s", peer);
 	p->started_ms = aj_now_ms();
-	ctx = lws_get_context(r->wsi);
 	pthread_mutex_lock(&sb->procs_mu);
 	int e = make_room(sb);
 	if (e == 0 && pipe2(p->sig, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -220,14 +215,14 @@ void aj_procs_start(aj_req *r, aj_sandbox *sb)
 		aj_sandbox_unref(sb);
 		p->refs = 1;
 		proc_unref(p);
-		aj_http_error(r, e == -EAGAIN ? 429 : 503, "busy",
-			      "cannot start a background process: %s", strerror(-e));
+		aj_reply_error(rep, e == -EAGAIN ? 429 : 503, "busy",
+			       "cannot start a background process: %s", strerror(-e));
 		return;
 	}
-	aj_http_json(r, 201, json_pack("{s:s, s:s}", "sandbox", sb->id, "process", p->id));
+	aj_reply_json(rep, 201, json_pack("{s:s, s:s}", "sandbox", sb->id, "process", p->id));
 }
 
-static aj_proc *find(aj_req *r, aj_sandbox *sb, const char *id)
+static aj_proc *find(aj_reply *rep, aj_sandbox *sb, const char *id)
 {
 	aj_proc *found = NULL;
 	pthread_mutex_lock(&sb->procs_mu);
@@ -240,7 +235,7 @@ static aj_proc *find(aj_req *r, aj_sandbox *sb, const char *id)
 		}
 	pthread_mutex_unlock(&sb->procs_mu);
 	if (!found)
-		aj_http_error(r, 404, "not_found", "no process '%s' in sandbox %s", id, sb->id);
+		aj_reply_error(rep, 404, "not_found", "no process '%s' in sandbox %s", id, sb->id);
 	return found;
 }
 
@@ -257,22 +252,34 @@ static json_t *proc_json(aj_proc *p)
 	return o;
 }
 
-void aj_procs_list(aj_req *r, aj_sandbox *sb, const char *id)
+/* The process named by args.process (a reference), the sandbox's too. */
+static aj_proc *arg_proc(json_t *args, aj_reply *rep, aj_sandbox **sbp, bool optional, bool running)
 {
-	if (id) {
-		aj_proc *p = find(r, sb, id);
-		if (p) {
-			aj_http_json(r, 200, proc_json(p));
-			proc_unref(p);
-		}
-		return;
+	*sbp = running ? aj_arg_running(args, rep) : aj_arg_sandbox(args, rep);
+	if (!*sbp)
+		return NULL;
+	const char *id = aj_arg_str(args, "process", 15, optional, rep);
+	if (!id)
+		return NULL;
+	return find(rep, *sbp, id);
+}
+
+void aj_op_procs_list(json_t *args, aj_reply *rep)
+{
+	aj_sandbox *sb;
+	aj_proc *p = arg_proc(args, rep, &sb, true, false);
+	if (p) {
+		aj_reply_json(rep, 200, proc_json(p));
+		proc_unref(p);
+	} else if (sb && !rep->body) {
+		json_t *a = json_array();
+		pthread_mutex_lock(&sb->procs_mu);
+		for (aj_proc *q = sb->procs; q; q = q->next)
+			json_array_append_new(a, proc_json(q));
+		pthread_mutex_unlock(&sb->procs_mu);
+		aj_reply_json(rep, 200, json_pack("{s:o}", "processes", a));
 	}
-	json_t *a = json_array();
-	pthread_mutex_lock(&sb->procs_mu);
-	for (aj_proc *p = sb->procs; p; p = p->next)
-		json_array_append_new(a, proc_json(p));
-	pthread_mutex_unlock(&sb->procs_mu);
-	aj_http_json(r, 200, json_pack("{s:o}", "processes", a));
+	aj_sandbox_unref(sb);
 }
 
 static int parse_signal(json_t *v)
@@ -296,72 +303,38 @@ static int parse_signal(json_t *v)
 	return -1;
 }
 
-void aj_procs_signal(aj_req *r, aj_sandbox *sb, const char *id)
+void aj_op_procs_signal(json_t *args, aj_reply *rep)
 {
-	aj_error err;
-	json_t *body = aj_json_body(r->body, r->body_len, &err);
-	if (!body) {
-		aj_http_fail(r, 400, "bad_request", &err);
-		return;
-	}
-	int sig = parse_signal(json_object_get(body, "signal"));
-	json_decref(body);
+	int sig = parse_signal(json_object_get(json_object_get(args, "body"), "signal"));
 	if (sig <= 0) {
-		aj_http_error(r, 400, "bad_request",
-			      "expected {\"signal\": a number or TERM, KILL, INT, HUP, ...}");
+		aj_reply_error(rep, 400, "bad_request",
+			       "expected {\"signal\": a number or TERM, KILL, INT, HUP, ...}");
 		return;
 	}
-	aj_proc *p = find(r, sb, id);
-	if (!p)
+	aj_sandbox *sb;
+	aj_proc *p = arg_proc(args, rep, &sb, false, true);
+	if (!p) {
+		aj_sandbox_unref(sb);
 		return;
+	}
 	pthread_mutex_lock(&p->mu);
 	bool running = !p->done;
 	unsigned char b = (unsigned char)sig;
 	if (running && write(p->sig[1], &b, 1) < 0)
 		running = false;
 	pthread_mutex_unlock(&p->mu);
-	aj_audit("signal", json_pack("{s:s, s:s, s:s, s:i}", "sandbox", sb->id, "peer", r->peer,
-				     "process", p->id, "signal", sig));
-	proc_unref(p);
+	aj_audit("signal", json_pack("{s:s, s:s, s:s, s:i}", "sandbox", sb->id, "peer",
+				     aj_arg_peer(args), "process", p->id, "signal", sig));
 	if (!running)
-		aj_http_error(r, 409, "not_running", "process %s has ended", id);
+		aj_reply_error(rep, 409, "not_running", "process %s has ended", p->id);
 	else
-		aj_http_json(r, 200, json_pack("{s:s, s:i}", "process", id, "signal", sig));
-}
-
-void aj_procs_output(aj_req *r, aj_sandbox *sb, const char *id)
-{
-	char ob[96], fb[64];
-	const char *o = aj_http_arg(r, "offset", ob, sizeof(ob));
-	const char *fl = aj_http_arg(r, "follow", fb, sizeof(fb));
-	unsigned long long off = 0;
-	if (o && aj_parse_uint(o, ~0ULL >> 1, &off) < 0) {
-		aj_http_error(r, 400, "bad_request", "'offset' must be a byte offset");
-		return;
-	}
-	aj_proc *p = find(r, sb, id);
-	if (!p)
-		return;
-	aj_follow *f = calloc(1, sizeof(*f));
-	if (!f) {
-		proc_unref(p);
-		aj_http_error(r, 500, "internal", "out of memory");
-		return;
-	}
-	f->p = p;
-	f->wsi = r->wsi;
-	f->off = off;
-	f->follow = fl && (!strcmp(fl, "true") || !strcmp(fl, "1"));
-	pthread_mutex_lock(&follow_mu);
-	f->next = follows;
-	follows = f;
-	pthread_mutex_unlock(&follow_mu);
-	r->follow = f;
-	aj_http_stream(r, 200, "application/x-ndjson");
+		aj_reply_json(rep, 200, json_pack("{s:s, s:i}", "process", p->id, "signal", sig));
+	proc_unref(p);
+	aj_sandbox_unref(sb);
 }
 
 /* Events from f->off on, at most about cap bytes; the end when done. */
-static char *collect(aj_follow *f, size_t cap, bool *fin)
+static char *collect(follow *f, size_t cap, bool *fin)
 {
 	aj_proc *p = f->p;
 	json_t *evs = json_array();
@@ -418,49 +391,85 @@ static char *collect(aj_follow *f, size_t cap, bool *fin)
 	return out;
 }
 
-int aj_procs_writable(aj_req *r, unsigned char *buf, size_t cap)
+/* The front has closed its end of the stream. */
+static bool peer_gone(int sock)
 {
-	bool fin = false;
-	_cleanup_free_ char *out = collect(r->follow, cap - LWS_PRE, &fin);
-	size_t n = out ? strlen(out) : 0;
-	/* escaping may make the events larger than the buffer: a copy of theirs */
-	_cleanup_free_ unsigned char *wb = n ? malloc(LWS_PRE + n) : NULL;
-	if (n && !wb)
-		return -1;
-	if (n) {
-		memcpy(wb + LWS_PRE, out, n);
-		if (lws_write(r->wsi, wb + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
-			return -1;
-	}
-	if (fin)
-		r->finished = true;
-	if (fin || n)
-		lws_callback_on_writable(r->wsi);
-	return 0;
+	struct pollfd pf = {.fd = sock, .events = POLLRDHUP};
+	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-void aj_procs_detach(aj_req *r)
+static void *follower(void *arg)
 {
-	aj_follow *f = r->follow;
-	r->follow = NULL;
-	pthread_mutex_lock(&follow_mu);
-	for (aj_follow **pp = &follows; *pp; pp = &(*pp)->next)
-		if (*pp == f) {
-			*pp = f->next;
+	follow *f = arg;
+	for (;;) {
+		bool fin = false;
+		char *o = collect(f, 65536, &fin);
+		int r = o ? aj_write_all(f->sock, o, strlen(o)) : 0;
+		free(o);
+		if (r < 0 || fin)
 			break;
-		}
-	pthread_mutex_unlock(&follow_mu);
+		if (o)
+			continue;
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200 * 1000000L;
+		if (until.tv_nsec >= 1000000000L)
+			until.tv_sec++, until.tv_nsec -= 1000000000L;
+		pthread_mutex_lock(&f->p->mu);
+		if (!f->p->done && f->off >= f->p->total)
+			pthread_cond_timedwait(&f->p->cv, &f->p->mu, &until);
+		pthread_mutex_unlock(&f->p->mu);
+		if (peer_gone(f->sock))
+			break;
+	}
+	close(f->sock);
 	proc_unref(f->p);
 	free(f);
+	aj_worker_leave();
+	return NULL;
 }
 
-void aj_procs_wake_all(void)
+/* procs.output {sandbox, process, offset, follow}: the NDJSON stream. */
+void aj_op_procs_output(json_t *args, aj_reply *rep)
 {
-	pthread_mutex_lock(&follow_mu);
-	for (aj_follow *f = follows; f; f = f->next)
-		if (f->wake) {
-			f->wake = false;
-			lws_callback_on_writable(f->wsi);
-		}
-	pthread_mutex_unlock(&follow_mu);
+	json_t *o = json_object_get(args, "offset");
+	if (o && (!json_is_integer(o) || json_integer_value(o) < 0)) {
+		aj_reply_error(rep, 400, "bad_request", "'offset' must be a byte offset");
+		return;
+	}
+	aj_sandbox *sb;
+	aj_proc *p = arg_proc(args, rep, &sb, false, false);
+	aj_sandbox_unref(sb);
+	if (!p)
+		return;
+	follow *f = calloc(1, sizeof(*f));
+	int s[2] = {-1, -1};
+	if (!f || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0) {
+		free(f);
+		proc_unref(p);
+		aj_reply_error(rep, 500, "internal", "cannot make a stream: %s", strerror(errno));
+		return;
+	}
+	f->p = p;
+	f->sock = s[0];
+	f->off = (unsigned long long)json_integer_value(o);
+	f->follow = aj_arg_bool(args, "follow");
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	aj_worker_enter();
+	int e = pthread_create(&t, &attr, follower, f);
+	pthread_attr_destroy(&attr);
+	if (e) {
+		aj_worker_leave();
+		close(s[0]);
+		close(s[1]);
+		proc_unref(p);
+		free(f);
+		aj_reply_error(rep, 503, "busy", "cannot start a reader: %s", strerror(e));
+		return;
+	}
+	rep->fd = s[1];
+	aj_reply_json(rep, 200, json_pack("{s:s}", "stream", "ndjson"));
 }

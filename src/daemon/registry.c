@@ -17,7 +17,7 @@
 #include "daemon.h"
 #include "net.h"
 #include "pool.h"
-#include "procs.h"
+#include "sup.h"
 #include "util.h"
 #include "zygote.h"
 

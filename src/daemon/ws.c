@@ -7,13 +7,14 @@
  * timeout, env=NAME=VALUE (repeated). */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/ioctl.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
+#include "request.h"
 #include "util.h"
 
 /* The exec request's JSON from the URL arguments; *with_stdin, *tty set. */
@@ -65,6 +66,56 @@ static int refuse(struct lws *wsi, const char *fmt, ...)
 	return -1;
 }
 
+/* Close on the next writable, with the reason in r->resp. */
+static void close_later(aj_req *r, const char *why)
+{
+	free(r->resp);
+	r->resp = strdup(why);
+	r->closing = true;
+	lws_rx_flow_control(r->wsi, 1); /* paused while the command started */
+	lws_callback_on_writable(r->wsi);
+}
+
+static void started(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd < 0 || status != 200) {
+		const char *m =
+		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+		close_later(r, m ? m : "cannot start the command");
+		json_decref(reply);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	json_decref(reply);
+	int e = aj_stream_start(r, fd, true);
+	if (e < 0)
+		close_later(r, strerror(-e));
+}
+
+/* The close frame saying why, then the client's close is awaited (its
+ * frames sent meanwhile are dropped): closing at once could reset the
+ * connection under a client still writing, and lose the reason. */
+static int close_frame(struct lws *wsi, aj_req *r)
+{
+	if (r->finished)
+		return 0;
+	r->finished = true;
+	unsigned char buf[LWS_PRE + 128];
+	const char *why = r->resp ? r->resp : "refused";
+	size_t n = strlen(why) < 120 ? strlen(why) : 120;
+	buf[LWS_PRE] = (unsigned char)(LWS_CLOSE_STATUS_POLICY_VIOLATION >> 8);
+	buf[LWS_PRE + 1] = (unsigned char)(LWS_CLOSE_STATUS_POLICY_VIOLATION & 0xff);
+	memcpy(buf + LWS_PRE + 2, why, n);
+	aj_metrics_add(&aj_stats.errors, 1);
+	/* 4: the close opcode (lws-write.h keeps it for lws_close_reason, which
+	 * closes at once) */
+	if (lws_write(wsi, buf + LWS_PRE, n + 2, (enum lws_write_protocol)4) < 0)
+		return -1;
+	lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 5);
+	return 0;
+}
+
 static int on_established(struct lws *wsi, aj_req *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -77,26 +128,18 @@ static int on_established(struct lws *wsi, aj_req *r)
 	    sscanf(uri, "/v1/sandboxes/%39[a-z0-9-]/exec", id) != 1 ||
 	    strcmp(uri + strlen("/v1/sandboxes/") + strlen(id), "/exec") != 0)
 		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
-	aj_sandbox *sb = aj_registry_get(id);
-	if (!sb)
-		return refuse(wsi, "no sandbox '%s'", id);
-	r->sb = sb;
-	if (aj_sandbox_paused(sb))
-		return refuse(wsi, "sandbox '%s' is paused: resume it first", id);
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
-	int pty[2] = {-1, -1};
 	aj_error err;
 	aj_err_clear(&err);
-	if (tty && aj_box_open_pty(&sb->box, pty, &err) < 0)
-		return refuse(wsi, "%s", err.msg);
-	if (!body || aj_exec_ws_start(r, sb, body, with_stdin, tty ? pty : NULL, &err) < 0) {
-		for (int i = 0; i < 2; i++)
-			if (pty[i] >= 0)
-				close(pty[i]);
+	aj_exec_req q; /* checked here, again by the supervisor */
+	if (!body || aj_exec_req_parse(body, strlen(body), &q, &err) < 0)
 		return refuse(wsi, "%s", body ? err.msg : "out of memory");
-	}
-	return 0;
+	aj_exec_req_free(&q);
+	json_t *a = json_pack("{s:s, s:o, s:b, s:b, s:b}", "sandbox", id, "req",
+			      json_loads(body, 0, NULL), "ws", 1, "stdin", with_stdin, "tty", tty);
+	return aj_front_call(r, "exec", a, started) < 0 ? refuse(wsi, "the service is stopping")
+							: 0;
 }
 
 int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
@@ -110,6 +153,8 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 	}
 	case LWS_CALLBACK_ESTABLISHED: return on_established(wsi, r);
 	case LWS_CALLBACK_RECEIVE: {
+		if (r->closing)
+			return 0; /* waiting for the client's close */
 		const unsigned char *p = in;
 		if (lws_is_first_fragment(wsi)) {
 			if (len == 0)
@@ -122,6 +167,8 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 		return aj_exec_ws_receive(r, r->ws_channel, p, len, eof);
 	}
 	case LWS_CALLBACK_SERVER_WRITEABLE: {
+		if (r->closing)
+			return close_frame(wsi, r);
 		unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK];
 		return r->job ? aj_exec_writable(r, buf, sizeof(buf)) : 0;
 	}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* The front process of `agentjail serve` (docs/api.md, "Two processes"):
+ * it listens (sockets bound while still root), then drops to uid 65534
+ * with no capability, no_new_privs and a seccomp allow-list before it
+ * reads a byte from a client. It parses HTTP, WebSocket and JSON, and asks
+ * the supervisor for everything else over the protocol of ipc.h: a request
+ * is sent with an id, its reply comes back on a receiver thread and is
+ * handed to the service thread (lws_cancel_service), so no request blocks
+ * the event loop. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "http.h"
+#include "ipc.h"
+#include "util.h"
+
+int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		     size_t len);
+
+typedef struct aj_call {
+	uint32_t id;
+	aj_req *r; /* NULL: the request went away */
+	aj_call_done done;
+	bool ready;
+	int status, fd;
+	json_t *reply;
+	struct aj_call *next;
+} aj_call;
+
+static pthread_mutex_t calls_mu = PTHREAD_MUTEX_INITIALIZER;
+static aj_call *calls;
+static uint32_t next_id;
+static int ipc = -1;
+static struct lws_context *context;
+static volatile sig_atomic_t stopping;
+static char token[256];
+
+bool aj_http_token_ok(aj_req *r)
+{
+	if (!r->remote)
+		return true; /* the unix socket: its mode (0600) says who may connect */
+	if (!token[0])
+		return false;
+	char h[320];
+	int n = lws_hdr_copy(r->wsi, h, sizeof(h), WSI_TOKEN_HTTP_AUTHORIZATION);
+	if (n <= 7 || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	const char *t = h + 7;
+	size_t tl = strlen(t), kl = strlen(token);
+	unsigned char diff = (unsigned char)(tl != kl);
+	for (size_t i = 0; i < kl; i++) /* constant time in the token's length */
+		diff |= (unsigned char)(token[i] ^ (i < tl ? t[i] : 0));
+	return diff == 0;
+}
+
+int aj_front_call(aj_req *r, const char *op, json_t *args, aj_call_done done)
+{
+	if (!args)
+		args = json_object();
+	json_object_set_new(args, "peer", json_string(r->peer));
+	aj_call *c = calloc(1, sizeof(*c));
+	int e = c ? 0 : -ENOMEM;
+	if (c) {
+		c->r = r;
+		c->done = done;
+		c->fd = -1;
+		pthread_mutex_lock(&calls_mu);
+		c->id = ++next_id;
+		c->next = calls;
+		calls = c;
+		pthread_mutex_unlock(&calls_mu);
+		r->call = c;
+		e = aj_ipc_send(ipc, AJ_IPC_REQUEST, c->id, op, 0, args, -1);
+		if (e < 0) { /* no reply will come: out of the list */
+			pthread_mutex_lock(&calls_mu);
+			for (aj_call **pp = &calls; *pp; pp = &(*pp)->next)
+				if (*pp == c) {
+					*pp = c->next;
+					break;
+				}
+			r->call = NULL;
+			pthread_mutex_unlock(&calls_mu);
+			free(c);
+		}
+	}
+	json_decref(args);
+	if (e == -EMSGSIZE)
+		aj_http_error(r, 413, "body_too_large", "the request is too large");
+	else if (e < 0)
+		aj_http_error(r, 503, "unavailable", "the supervisor does not answer: %s",
+			      strerror(-e));
+	return e;
+}
+
+void aj_front_reply(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	aj_http_json(r, status, reply);
+}
+
+void aj_front_forward(aj_req *r, const char *op, json_t *args)
+{
+	aj_front_call(r, op, args, aj_front_reply);
+}
+
+void aj_front_cancel(aj_req *r)
+{
+	pthread_mutex_lock(&calls_mu);
+	if (r->call)
+		r->call->r = NULL; /* the receiver drops its reply */
+	r->call = NULL;
+	pthread_mutex_unlock(&calls_mu);
+}
+
+static void call_free(aj_call *c)
+{
+	json_decref(c->reply);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+void aj_front_deliver(void)
+{
+	for (;;) {
+		aj_call *c = NULL;
+		pthread_mutex_lock(&calls_mu);
+		for (aj_call **pp = &calls; *pp; pp = &(*pp)->next)
+			if ((*pp)->ready) {
+				c = *pp;
+				*pp = c->next;
+				break;
+			}
+		aj_req *r = c ? c->r : NULL;
+		if (r)
+			r->call = NULL;
+		pthread_mutex_unlock(&calls_mu);
+		if (!c)
+			return;
+		if (r) {
+			c->done(r, c->status, c->reply, c->fd);
+			c->reply = NULL;
+			c->fd = -1;
+		}
+		call_free(c);
+	}
+}
+
+/* Replies from the supervisor, to their calls. */
+static void *receiver(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		aj_ipc_msg m;
+		aj_error err;
+		aj_err_clear(&err);
+		int e = aj_ipc_recv(ipc, AJ_IPC_REPLY, &m, &err);
+		if (e == -EPIPE || e == -ECONNRESET || e == -EBADF)
+			break;
+		if (e < 0) {
+			fprintf(stderr, "agentjail serve (front): %s\n", err.msg);
+			continue;
+		}
+		json_t *o = aj_ipc_json(&m, &err);
+		pthread_mutex_lock(&calls_mu);
+		aj_call *c = calls;
+		while (c && (c->id != m.h.id || c->ready))
+			c = c->next;
+		if (c) {
+			c->ready = true;
+			c->status = o ? m.h.status : 502;
+			c->reply = o ? o
+				     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway",
+						 "message", err.msg);
+			c->fd = m.object_fd;
+			m.object_fd = -1;
+			o = NULL;
+		}
+		pthread_mutex_unlock(&calls_mu);
+		json_decref(o);
+		aj_ipc_msg_free(&m);
+		lws_cancel_service(context);
+	}
+	stopping = 1; /* the supervisor is gone: so are we */
+	lws_cancel_service(context);
+	return NULL;
+}
+
+int aj_front_drop(uid_t uid, gid_t gid, aj_error *err)
+{
+	int r = 0;
+	if (geteuid() == 0)
+		r = aj_caps_drop_all(uid, gid, 1, err);
+	else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		r = aj_err(err, errno, "cannot set no_new_privs");
+	if (r == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		r = aj_err(err, errno, "cannot make the front undumpable");
+	return r;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+	if (context)
+		lws_cancel_service(context);
+}
+
+static const struct lws_protocols protocols[] = {
+    {"http", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    /* WebSocket exec (ws.c), by the subprotocols Kubernetes clients ask for */
+    {"v4.channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+static int make_vhost(const aj_daemon_opts *o, bool tcp, aj_error *err)
+{
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.protocols = protocols;
+	info.vhost_name = tcp ? "tcp" : "unix";
+	info.keepalive_timeout = 30;
+	char host[256] = "";
+	if (tcp) {
+		const char *colon = strrchr(o->listen, ':');
+		unsigned long long port;
+		if (!colon || aj_parse_uint(colon + 1, 65535, &port) < 0 || port == 0)
+			return aj_err(err, EINVAL, "--listen '%s': expected ADDR:PORT", o->listen);
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - o->listen), o->listen);
+		info.port = (int)port;
+		info.iface = host[0] ? host : NULL;
+	} else {
+		info.options = LWS_SERVER_OPTION_UNIX_SOCK;
+		info.iface = o->socket;
+		info.port = 0; /* lws: a unix socket wants port 0 */
+	}
+	if (!lws_create_vhost(context, &info))
+		return aj_err(err, EADDRINUSE, "cannot listen on %s", tcp ? o->listen : o->socket);
+	if (!tcp && chmod(o->socket, 0600) < 0)
+		return aj_err(err, errno, "chmod %s", o->socket);
+	return 0;
+}
+
+/* The context and its listeners (as root: privileged ports, the socket's
+ * directory). */
+static int make_context(const aj_daemon_opts *o, aj_error *err)
+{
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_DISABLE_IPV6;
+	info.max_http_header_data = 4096; /* a header flood gets 431 */
+	info.max_http_header_pool = 256;
+	info.timeout_secs = 20;
+	info.fd_limit_per_thread = 4096;
+	/* info too: lws tells some header overflows only there (aj_guard_log) */
+	aj_guard_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN);
+	lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE | LLL_INFO, aj_guard_log);
+	context = lws_create_context(&info);
+	if (!context)
+		return aj_err(err, ENOMEM, "cannot create the libwebsockets context");
+	aj_exec_set_context(context);
+	int r = make_vhost(o, false, err);
+	if (r == 0 && o->listen)
+		r = make_vhost(o, true, err);
+	return r;
+}
+
+void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
+{
+	pid_t parent = getppid();
+	ipc = sock;
+	snprintf(token, sizeof(token), "%s", token_value ? token_value : "");
+	struct sigaction sa = {.sa_handler = on_signal}, ign = {.sa_handler = SIG_IGN};
+	sigaction(SIGINT, &ign, NULL); /* the supervisor says when (SIGTERM) */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGPIPE, &ign, NULL);
+	aj_error err;
+	aj_err_clear(&err);
+	aj_guard_set_timeout(o->header_timeout_s ? o->header_timeout_s : 10);
+	int r = make_context(o, &err);
+	bool quiet = o->quiet;
+	char where[600];
+	snprintf(where, sizeof(where), "%s%s%s", o->socket, o->listen ? " and " : "",
+		 o->listen ? o->listen : "");
+	aj_proctitle_set("agentjail-front"); /* over argv: o's strings are gone */
+	prctl(PR_SET_NAME, "agentjail-front", 0, 0, 0);
+	if (r == 0)
+		r = aj_front_drop(AJ_FRONT_UID, AJ_FRONT_UID, &err);
+	/* dies with the supervisor (set after the drop: a credential change clears it) */
+	if (r == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent))
+		r = aj_err(&err, ESRCH, "the supervisor is gone");
+	if (r == 0)
+		r = aj_front_seccomp(&err);
+	pthread_t t;
+	if (r == 0 && (r = -pthread_create(&t, NULL, receiver, NULL)) < 0)
+		aj_err(&err, -r, "cannot start the front's receiver thread");
+	if (r < 0) {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+		aj_err_format(&err, msg, sizeof(msg));
+		fprintf(stderr, "agentjail: error: %s\n", msg);
+		_exit(AJ_EXIT_INTERNAL);
+	}
+	if (!quiet)
+		fprintf(stderr, "agentjail: serving on %s\n", where);
+	while (!stopping) {
+		aj_guard_before_service();
+		if (lws_service(context, 0) < 0)
+			break;
+	}
+	lws_context_destroy(context);
+	_exit(0);
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/* The supervisor's loop (sup.h): receive the front's requests, check them,
+ * run each op on a pool of long-lived threads (a sandbox's keeper dies with
+ * the thread that created it), reply with the request's id. A request the
+ * supervisor refuses gets a 400 reply when its id is readable; the front
+ * never gets more than an op gives. */
+#include "sup.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipc.h"
+#include "util.h"
+
+#define POOL 6
+
+static const struct {
+	const char *name;
+	aj_op_fn fn;
+} ops[] = {
+    {"health", aj_op_health},
+    {"metrics", aj_op_metrics},
+    {"create", aj_op_create},
+    {"list", aj_op_list},
+    {"get", aj_op_get},
+    {"patch", aj_op_patch},
+    {"delete", aj_op_delete},
+    {"exec", aj_op_exec},
+    {"procs.list", aj_op_procs_list},
+    {"procs.signal", aj_op_procs_signal},
+    {"procs.output", aj_op_procs_output},
+    {"files.get", aj_op_files_get},
+    {"files.put", aj_op_files_put},
+    {"files.delete", aj_op_files_delete},
+    {"files.mkdir", aj_op_files_mkdir},
+    {"pools", aj_op_pools},
+    {"pause", aj_op_pause},
+    {"resume", aj_op_resume},
+    {"snapshot", aj_op_snapshot},
+    {"fork", aj_op_fork},
+};
+
+aj_op_fn aj_sup_op(const char *name)
+{
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ops); i++)
+		if (!strcmp(ops[i].name, name))
+			return ops[i].fn;
+	return NULL;
+}
+
+void aj_reply_json(aj_reply *rep, int status, json_t *o)
+{
+	json_decref(rep->body);
+	rep->body = o ? o : json_object();
+	rep->status = status;
+}
+
+void aj_reply_error(aj_reply *rep, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	aj_reply_json(rep, status,
+		      json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+}
+
+void aj_reply_fail(aj_reply *rep, int status, const char *code, const aj_error *err)
+{
+	char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+	aj_err_format(err, msg, sizeof(msg));
+	aj_reply_error(rep, status, code, "%s", msg);
+}
+
+const char *aj_arg_str(json_t *args, const char *key, size_t max, bool optional, aj_reply *rep)
+{
+	json_t *v = json_object_get(args, key);
+	if (!v && optional)
+		return NULL;
+	const char *s = json_string_value(v);
+	if (!s || strlen(s) != json_string_length(v) || strlen(s) > max) {
+		aj_reply_error(rep, 400, "bad_request",
+			       "'%s': expected a string of at most %zu bytes", key, max);
+		return NULL;
+	}
+	return s;
+}
+
+aj_sandbox *aj_arg_sandbox(json_t *args, aj_reply *rep)
+{
+	const char *id = aj_arg_str(args, "sandbox", 39, false, rep);
+	if (!id)
+		return NULL;
+	aj_sandbox *sb = aj_registry_get(id);
+	if (!sb)
+		aj_reply_error(rep, 404, "not_found", "no sandbox '%s'", id);
+	return sb;
+}
+
+aj_sandbox *aj_arg_running(json_t *args, aj_reply *rep)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (sb && aj_sandbox_paused(sb)) {
+		aj_reply_error(
+		    rep, 409, "sandbox_paused",
+		    "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
+		    sb->id, sb->id);
+		aj_sandbox_unref(sb);
+		return NULL;
+	}
+	return sb;
+}
+
+const char *aj_arg_peer(json_t *args)
+{
+	const char *p = json_string_value(json_object_get(args, "peer"));
+	return p && strlen(p) < 80 && strspn(p, "0123456789abcdefABCDEF.:[]uid") == strlen(p) ? p
+											      : "?";
+}
+
+bool aj_arg_bool(json_t *args, const char *key)
+{
+	return json_is_true(json_object_get(args, key));
+}
+
+/* ---- the pool ---- */
+
+typedef struct job {
+	uint32_t id;
+	aj_op_fn fn;
+	json_t *args;
+	struct job *next;
+} job;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static job *head, *tail;
+static unsigned queued, busy;
+static bool closing;
+static int ipc = -1;
+
+static void reply(uint32_t id, aj_reply *rep)
+{
+	if (!rep->body)
+		aj_reply_error(rep, 500, "internal", "the operation gave no answer");
+	int r = aj_ipc_send(ipc, AJ_IPC_REPLY, id, NULL, rep->status, rep->body, rep->fd);
+	if (r == -EMSGSIZE)
+		r = aj_ipc_send(ipc, AJ_IPC_REPLY, id, NULL, 507,
+				json_pack("{s:{s:s, s:s}}", "error", "code", "too_large", "message",
+					  "the answer is too large"),
+				-1);
+	(void)r; /* the front is gone: the loop sees it */
+	json_decref(rep->body);
+	if (rep->fd >= 0)
+		close(rep->fd); /* the front has its own copy */
+	rep->body = NULL;
+	rep->fd = -1;
+}
+
+static void *pool_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		while (!head && !closing)
+			pthread_cond_wait(&cv, &mu);
+		if (!head)
+			break;
+		job *j = head;
+		head = j->next;
+		if (!head)
+			tail = NULL;
+		busy++;
+		pthread_mutex_unlock(&mu);
+		aj_reply rep = {.status = 500, .fd = -1};
+		j->fn(j->args, &rep);
+		reply(j->id, &rep);
+		json_decref(j->args);
+		free(j);
+		pthread_mutex_lock(&mu);
+		busy--;
+		queued--;
+		pthread_cond_broadcast(&cv);
+	}
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+static void refuse(uint32_t id, int status, const char *code, const aj_error *err)
+{
+	aj_reply rep = {.fd = -1};
+	aj_reply_fail(&rep, status, code, err);
+	reply(id, &rep);
+}
+
+/* One request from the front: checked, queued (or refused). */
+static int on_request(void)
+{
+	aj_ipc_msg m;
+	aj_error err;
+	aj_err_clear(&err);
+	int r = aj_ipc_recv(ipc, AJ_IPC_REQUEST, &m, &err);
+	if (r == -EPIPE || r == -ECONNRESET)
+		return -EPIPE;
+	if (r < 0) {
+		if (m.h.magic == AJ_IPC_MAGIC)
+			refuse(m.h.id, 400, "bad_message", &err);
+		static unsigned refused; /* a few lines, not a flood of them */
+		if (refused++ < 10)
+			fprintf(stderr, "agentjail serve: refused a message of the front: %s\n",
+				err.msg);
+		return 0;
+	}
+	aj_op_fn fn = aj_sup_op(m.h.op);
+	json_t *args = fn ? aj_ipc_json(&m, &err) : NULL;
+	if (!fn)
+		aj_err(&err, EBADMSG, "ipc: unknown op '%s'", m.h.op);
+	uint32_t id = m.h.id;
+	aj_ipc_msg_free(&m);
+	if (!args) {
+		refuse(id, 400, "bad_message", &err);
+		return 0;
+	}
+	job *j = calloc(1, sizeof(*j));
+	pthread_mutex_lock(&mu);
+	bool full = queued >= AJ_IPC_MAX_INFLIGHT || !j;
+	if (!full) {
+		*j = (job){.id = id, .fn = fn, .args = args};
+		if (tail)
+			tail->next = j;
+		else
+			head = j;
+		tail = j;
+		queued++;
+		pthread_cond_signal(&cv);
+	}
+	pthread_mutex_unlock(&mu);
+	if (full) {
+		free(j);
+		json_decref(args);
+		aj_err(&err, EBUSY, "the supervisor has %u requests in flight",
+		       AJ_IPC_MAX_INFLIGHT);
+		refuse(id, 503, "busy", &err);
+	}
+	return 0;
+}
+
+int aj_sup_serve(int sock, int front_pid, volatile int *stopping)
+{
+	ipc = sock;
+	pthread_t t[POOL];
+	size_t n = 0;
+	for (; n < POOL; n++)
+		if (pthread_create(&t[n], NULL, pool_thread, NULL) != 0)
+			break;
+	int r = n ? 0 : -EAGAIN;
+	long long next_ttl = 0;
+	while (r == 0 && !*stopping) {
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		int k = poll(&p, 1, 250);
+		if (k > 0)
+			r = on_request();
+		long long now = aj_now_ms();
+		if (now >= next_ttl) {
+			aj_registry_expire();
+			next_ttl = now + 500;
+		}
+	}
+	/* no more requests: the front ends first */
+	if (front_pid > 0)
+		kill(front_pid, SIGTERM);
+	/* the ops in flight end (a create finishes, and is destroyed with the
+	 * rest); the pool lives on until then: keepers die with their creator */
+	pthread_mutex_lock(&mu);
+	while (queued)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	aj_registry_destroy_all();
+	/* commands and readers end (their sandboxes are dying) and drop the last
+	 * references: the boxes are torn down while their creators live */
+	aj_exec_shutdown();
+	pthread_mutex_lock(&mu);
+	closing = true;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	for (size_t i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return r;
+}

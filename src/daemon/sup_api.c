@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* The supervisor's ops on sandboxes themselves (sup.h): health, metrics,
+ * create, list, get, patch (TTL), delete. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pool.h"
+#include "sup.h"
+#include "util.h"
+
+void aj_op_health(json_t *args, aj_reply *rep)
+{
+	(void)args;
+	aj_reply_json(
+	    rep, 200,
+	    json_pack("{s:s, s:i}", "status", "ok", "sandboxes", (int)aj_registry_count()));
+}
+
+void aj_op_metrics(json_t *args, aj_reply *rep)
+{
+	(void)args;
+	aj_reply_json(rep, 200, aj_metrics_json());
+}
+
+void aj_op_create(json_t *args, aj_reply *rep)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	const char *peer = aj_arg_peer(args);
+	json_t *body = json_object_get(args, "body");
+	if (!json_is_object(body)) {
+		aj_reply_error(rep, 400, "bad_request", "expected a JSON object");
+		return;
+	}
+	json_t *req = json_deep_copy(body);
+	json_t *logged = json_deep_copy(body);
+	json_object_del(logged, "secret"); /* values never reach the log */
+	aj_sandbox *sb = NULL;
+	int rc = req ? aj_registry_create(req, peer, &sb, &err) : aj_err(&err, ENOMEM, "request");
+	json_decref(req);
+	if (rc < 0) {
+		aj_metrics_add(&aj_stats.sandboxes_failed, 1);
+		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", peer, "request",
+						    logged, "error", err.msg));
+		aj_reply_fail(rep,
+			      rc == -EAGAIN					   ? 429
+			      : err.exit == AJ_EXIT_INTERNAL && err.code == EINVAL ? 400
+										   : 500,
+			      rc == -EAGAIN ? "too_many_sandboxes" : "create_failed", &err);
+		return;
+	}
+	aj_metrics_add(&aj_stats.sandboxes_created, 1);
+	aj_audit("create", json_pack("{s:s, s:s, s:o, s:i}", "sandbox", sb->id, "peer", peer,
+				     "request", logged, "keeper", (int)sb->box.keeper));
+	aj_reply_json(rep, 201, aj_sandbox_json(sb));
+	aj_sandbox_unref(sb);
+}
+
+void aj_op_list(json_t *args, aj_reply *rep)
+{
+	(void)args;
+	aj_reply_json(rep, 200, aj_registry_list());
+}
+
+void aj_op_get(json_t *args, aj_reply *rep)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	aj_reply_json(rep, 200, aj_sandbox_json(sb));
+	aj_sandbox_unref(sb);
+}
+
+void aj_op_patch(json_t *args, aj_reply *rep)
+{
+	json_t *body = json_object_get(args, "body");
+	json_t *t = json_object_get(body, "timeout");
+	double s = json_number_value(t);
+	if (!json_is_number(t) || s < 0 || s > AJ_DAEMON_MAX_TTL_S || json_object_size(body) != 1) {
+		aj_reply_error(rep, 400, "bad_request",
+			       "expected {\"timeout\": seconds from now (0: no TTL, at most %d)}",
+			       AJ_DAEMON_MAX_TTL_S);
+		return;
+	}
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	aj_sandbox_set_ttl(sb, s);
+	aj_audit("patch", json_pack("{s:s, s:s, s:f}", "sandbox", sb->id, "peer", aj_arg_peer(args),
+				    "timeout", s));
+	aj_reply_json(rep, 200, aj_sandbox_json(sb));
+	aj_sandbox_unref(sb);
+}
+
+void aj_op_delete(json_t *args, aj_reply *rep)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	char id[sizeof(sb->id)];
+	snprintf(id, sizeof(id), "%s", sb->id);
+	aj_registry_destroy(id);
+	aj_audit("delete", json_pack("{s:s, s:s}", "sandbox", id, "peer", aj_arg_peer(args)));
+	aj_sandbox_unref(sb); /* the last reference: gone before we answer */
+	aj_reply_json(rep, 200, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+}
+
+void aj_op_pools(json_t *args, aj_reply *rep)
+{
+	(void)args;
+	aj_reply_json(rep, 200, aj_pool_json());
+}
+
+/* pause / resume {sandbox} */
+static void pause_resume(json_t *args, aj_reply *rep, bool pause)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	aj_error err;
+	aj_err_clear(&err);
+	int rc = aj_sandbox_pause(sb, pause, &err);
+	if (rc < 0) {
+		aj_reply_fail(rep, rc == -EALREADY ? 409 : 500,
+			      rc == -EALREADY ? "conflict"
+			      : pause	      ? "pause_failed"
+					      : "resume_failed",
+			      &err);
+	} else {
+		aj_audit(pause ? "pause" : "resume",
+			 json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", aj_arg_peer(args)));
+		aj_reply_json(rep, 200, aj_sandbox_json(sb));
+	}
+	aj_sandbox_unref(sb);
+}
+
+void aj_op_pause(json_t *args, aj_reply *rep)
+{
+	pause_resume(args, rep, true);
+}
+
+void aj_op_resume(json_t *args, aj_reply *rep)
+{
+	pause_resume(args, rep, false);
+}
+
+/* snapshot {sandbox, body: {"name": NAME}} */
+void aj_op_snapshot(json_t *args, aj_reply *rep)
+{
+	json_t *body = json_object_get(args, "body");
+	const char *name = json_string_value(json_object_get(body, "name"));
+	aj_error err;
+	aj_err_clear(&err);
+	if (!name || json_object_size(body) != 1) {
+		aj_reply_error(rep, 400, "bad_request", "expected {\"name\": IMAGE-NAME}");
+		return;
+	}
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	json_t *img = NULL;
+	int rc = aj_sandbox_snapshot(sb, name, &img, &err);
+	if (rc < 0)
+		aj_reply_fail(rep,
+			      rc == -EINVAL   ? 400
+			      : rc == -EEXIST ? 409
+					      : 500,
+			      rc == -EINVAL   ? "bad_request"
+			      : rc == -EEXIST ? "conflict"
+					      : "snapshot_failed",
+			      &err);
+	else {
+		aj_audit("snapshot", json_pack("{s:s, s:s, s:s, s:s}", "sandbox", sb->id, "peer",
+					       aj_arg_peer(args), "image", name, "digest",
+					       json_string_value(json_object_get(img, "digest"))));
+		aj_reply_json(rep, 201, img);
+	}
+	aj_sandbox_unref(sb);
+}
+
+/* fork {sandbox, body: {"count": N, "timeout": S}} */
+void aj_op_fork(json_t *args, aj_reply *rep)
+{
+	json_t *body = json_object_get(args, "body");
+	json_t *c = json_object_get(body, "count"), *t = json_object_get(body, "timeout");
+	json_int_t n = c ? json_integer_value(c) : 1;
+	double ttl = t ? json_number_value(t) : AJ_DAEMON_DEFAULT_TTL_S;
+	size_t known = (c != NULL) + (t != NULL);
+	if ((c && !json_is_integer(c)) || n < 1 || n > AJ_FORK_MAX) {
+		aj_reply_error(rep, 400, "bad_request", "'count': expected 1 to %d", AJ_FORK_MAX);
+		return;
+	}
+	if ((t && !json_is_number(t)) || ttl < 0 || ttl > AJ_DAEMON_MAX_TTL_S) {
+		aj_reply_error(rep, 400, "bad_request",
+			       "'timeout': expected 0 (no TTL) to %d seconds", AJ_DAEMON_MAX_TTL_S);
+		return;
+	}
+	if (!json_is_object(body) || json_object_size(body) != known) {
+		aj_reply_error(rep, 400, "bad_request", "fork takes only 'count' and 'timeout'");
+		return;
+	}
+	aj_sandbox *sb = aj_arg_sandbox(args, rep);
+	if (!sb)
+		return;
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *list = NULL;
+	const char *peer = aj_arg_peer(args);
+	int rc = aj_sandbox_fork(sb, (unsigned)n, ttl, peer, &list, &err);
+	if (rc < 0) {
+		aj_reply_fail(rep,
+			      rc == -EINVAL   ? 400
+			      : rc == -EAGAIN ? 429
+					      : 500,
+			      rc == -EINVAL   ? "bad_request"
+			      : rc == -EAGAIN ? "too_many_sandboxes"
+					      : "fork_failed",
+			      &err);
+		aj_sandbox_unref(sb);
+		return;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(list, "sandboxes"), i, v)
+	{
+		aj_sandbox *f = aj_registry_get(json_string_value(json_object_get(v, "id")));
+		aj_metrics_add(&aj_stats.sandboxes_created, 1);
+		if (f)
+			aj_audit("fork",
+				 json_pack("{s:s, s:s, s:s, s:i}", "sandbox", f->id, "fork_of",
+					   sb->id, "peer", peer, "keeper", (int)f->box.keeper));
+		aj_sandbox_unref(f);
+	}
+	aj_sandbox_unref(sb);
+	aj_reply_json(rep, 201, list);
+}

@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/* The supervisor's exec (op "exec"): a worker thread runs the command in
+ * the sandbox (aj_box_exec) and writes its redacted output to a stream
+ * socket whose other end goes to the front: NDJSON events, or for a
+ * WebSocket the frames of ipc.h (channels 1, 2, 3). A reader thread takes
+ * what the front sends back (stdin, its EOF, terminal resizes); the front
+ * closing its end cancels the command. A slow client slows the command's
+ * output (the socket's buffer is the queue). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libwebsockets.h>
+
+#include "ipc.h"
+#include "redact.h"
+#include "sup.h"
+#include "util.h"
+
+typedef struct job {
+	pthread_mutex_t mu;
+	int refs;
+	int sock;   /* our end of the stream */
+	int sig[2]; /* pipe: signals for the command (box.h); 0 cancels it */
+	bool done;
+	aj_sandbox *sb;
+	char peer[80];
+	aj_exec_req q;
+	bool ws;	  /* frames (channels) instead of NDJSON */
+	int stdin_rw[2];  /* the command's stdin pipe (or the pty master's dup) */
+	int tty[2];	  /* a pty: master, slave (the worker hands it over) */
+	char carry[2][4]; /* an incomplete UTF-8 sequence at a chunk's end */
+	size_t carry_n[2];
+} job;
+
+static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_cv = PTHREAD_COND_INITIALIZER;
+static int n_workers; /* running */
+
+static void closep2(int fd[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (fd[i] >= 0) {
+			close(fd[i]);
+			fd[i] = -1;
+		}
+}
+
+static void job_unref(job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	int left = --j->refs;
+	pthread_mutex_unlock(&j->mu);
+	if (left > 0)
+		return;
+	pthread_mutex_destroy(&j->mu);
+	aj_exec_req_free(&j->q);
+	closep2(j->stdin_rw);
+	closep2(j->tty);
+	closep2(j->sig);
+	if (j->sock >= 0)
+		close(j->sock);
+	aj_sandbox_unref(j->sb);
+	free(j);
+}
+
+/* Bytes to the front; -1 when it is gone. */
+static int out(job *j, const void *a, size_t al, const void *b, size_t bl)
+{
+	if (aj_write_all(j->sock, a, al) < 0 || (bl && aj_write_all(j->sock, b, bl) < 0))
+		return -1;
+	return 0;
+}
+
+static int out_frame(job *j, unsigned char channel, const void *data, size_t len)
+{
+	while (len > AJ_IPC_FRAME_MAX - 1) { /* long output in several frames */
+		if (out_frame(j, channel, data, AJ_IPC_FRAME_MAX - 1) < 0)
+			return -1;
+		data = (const char *)data + AJ_IPC_FRAME_MAX - 1;
+		len -= AJ_IPC_FRAME_MAX - 1;
+	}
+	unsigned char head[5];
+	uint32_t l = (uint32_t)len + 1;
+	memcpy(head, &l, 4);
+	head[4] = channel;
+	return out(j, head, sizeof(head), data, len);
+}
+
+/* One NDJSON event (o consumed). */
+static int out_event(job *j, json_t *o)
+{
+	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!line)
+		return 0;
+	int r = out(j, line, strlen(line), "\n", 1);
+	free(line);
+	return r;
+}
+
+/* Bytes at the end of buf that begin a UTF-8 sequence not complete yet. */
+static size_t incomplete_tail(const unsigned char *b, size_t n)
+{
+	for (size_t back = 1; back <= 3 && back <= n; back++) {
+		unsigned char c = b[n - back];
+		if ((c & 0xC0) == 0x80)
+			continue; /* continuation byte: look further back */
+		size_t need = (c & 0xE0) == 0xC0   ? 2
+			      : (c & 0xF0) == 0xE0 ? 3
+			      : (c & 0xF8) == 0xF0 ? 4
+						   : 1;
+		return need > back ? back : 0;
+	}
+	return 0;
+}
+
+/* One piece of output: text as "data", anything else as "data_b64". */
+json_t *aj_exec_data_event(int stream, const char *buf, size_t len)
+{
+	const char *name = stream == 1 ? "stdout" : "stderr";
+	json_t *s = json_stringn(buf, len);
+	if (s)
+		return json_pack("{s:s, s:o}", "type", name, "data", s);
+	size_t cap = len * 4 / 3 + 8;
+	_cleanup_free_ char *b64 = malloc(cap);
+	if (!b64 || lws_b64_encode_string(buf, (int)len, b64, (int)cap) < 0)
+		return NULL;
+	return json_pack("{s:s, s:s}", "type", name, "data_b64", b64);
+}
+
+static int out_data(job *j, int stream, const char *buf, size_t len)
+{
+	return out_event(j, aj_exec_data_event(stream, buf, len));
+}
+
+static int on_output(void *c, int stream, const char *buf, size_t len)
+{
+	job *j = c;
+	int k = stream - 1;
+	aj_metrics_add(&aj_stats.bytes_out, len);
+	if (j->ws)
+		return out_frame(j, (unsigned char)stream, buf, len);
+	_cleanup_free_ char *all = malloc(j->carry_n[k] + len);
+	if (!all)
+		return 0;
+	memcpy(all, j->carry[k], j->carry_n[k]);
+	memcpy(all + j->carry_n[k], buf, len);
+	size_t n = j->carry_n[k] + len;
+	size_t keep = incomplete_tail((const unsigned char *)all, n);
+	memcpy(j->carry[k], all + n - keep, keep);
+	j->carry_n[k] = keep;
+	return n - keep ? out_data(j, stream, all, n - keep) : 0;
+}
+
+/* The command as given, for the audit log: a secret's value in it (or its
+ * base64) is redacted as in the output. */
+/* The command as given, for the audit log: a secret's value in it (or its
+ * base64) is redacted as in the output. */
+static json_t *redacted_cmd(const aj_sandbox *sb, json_t *cmd)
+{
+	_cleanup_free_ char *txt = json_dumps(cmd, JSON_COMPACT | JSON_ENCODE_ANY);
+	_cleanup_free_ char *out = NULL;
+	size_t olen = 0;
+	aj_redactor red;
+	int r = txt ? aj_redactor_init_policy(&red, &sb->policy) : -ENOMEM;
+	if (r == 0)
+		r = aj_redactor_feed(&red, txt, strlen(txt), true, &out, &olen);
+	aj_redactor_free(&red);
+	if (r < 0 || !out)
+		return json_string("[unavailable]");
+	if (olen == strlen(txt) && memcmp(out, txt, olen) == 0)
+		return json_incref(cmd);
+	return json_stringn(out, olen);
+}
+
+json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
+		      const aj_run_result *res, const aj_error *err)
+{
+	json_t *ev;
+	if (r < 0) {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+		aj_err_format(err, msg, sizeof(msg));
+		const char *code = err->exit == AJ_EXIT_NOTFOUND ? "command_not_found"
+				   : err->exit == AJ_EXIT_NOEXEC ? "command_not_executable"
+								 : "exec_failed";
+		ev = json_pack("{s:s, s:i, s:{s:s, s:s}, s:I}", "type", "exit", "exit_code",
+			       err->exit, "error", "code", code, "message", msg, "duration_ms",
+			       (json_int_t)res->wall_ms);
+		aj_metrics_add(&aj_stats.exec_failed, 1);
+	} else {
+		ev = json_pack("{s:s, s:i, s:o, s:b, s:b, s:I}", "type", "exit", "exit_code",
+			       res->exit_code, "signal",
+			       res->term_signal ? json_integer(res->term_signal) : json_null(),
+			       "timed_out", res->timed_out, "oom_killed", res->oom_killed,
+			       "duration_ms", (json_int_t)res->wall_ms);
+		if (res->timed_out)
+			aj_metrics_add(&aj_stats.timeouts, 1);
+		if (res->oom_killed)
+			aj_metrics_add(&aj_stats.oom_kills, 1);
+	}
+	aj_metrics_add(&aj_stats.execs, 1);
+	aj_metrics_exec((double)res->wall_ms / 1000.0);
+	aj_audit("exec",
+		 json_pack("{s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", sb->id, "peer", peer, "cmd",
+			   redacted_cmd(sb, cmd), "exit_code", r < 0 ? err->exit : res->exit_code,
+			   "duration_ms", (json_int_t)res->wall_ms, "timed_out",
+			   r == 0 && res->timed_out));
+	return ev;
+}
+
+static void finish(job *j, int r, const aj_run_result *res, const aj_error *err)
+{
+	for (int k = 0; k < 2; k++)
+		if (j->carry_n[k])
+			out_data(j, k + 1, j->carry[k], j->carry_n[k]);
+	json_t *ev = aj_exec_ended(j->sb, j->peer, j->q.cmd, r, res, err);
+	if (j->ws) { /* the Kubernetes status on channel 3, with our exit event */
+		int code = (int)json_integer_value(json_object_get(ev, "exit_code"));
+		json_t *st = json_pack("{s:{}, s:s}", "metadata", "status",
+				       code == 0 ? "Success" : "Failure");
+		if (code != 0) {
+			json_object_set_new(st, "reason", json_string("NonZeroExitCode"));
+			json_object_set_new(
+			    st, "message",
+			    json_string("command terminated with non-zero exit code"));
+			json_object_set_new(st, "details",
+					    json_pack("{s:[{s:s, s:o}]}", "causes", "reason",
+						      "ExitCode", "message",
+						      json_sprintf("%d", code)));
+		}
+		json_object_set_new(st, "agentjail", ev);
+		char *txt = json_dumps(st, JSON_COMPACT);
+		json_decref(st);
+		if (txt)
+			out_frame(j, 3, txt, strlen(txt));
+		free(txt);
+	} else {
+		out_event(j, ev);
+	}
+	pthread_mutex_lock(&j->mu);
+	j->done = true;
+	pthread_mutex_unlock(&j->mu);
+	shutdown(j->sock, SHUT_WR); /* the end of the stream for the front */
+}
+
+void aj_worker_enter(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers++;
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void aj_worker_leave(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers--;
+	pthread_cond_broadcast(&jobs_cv);
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+static void *worker(void *arg)
+{
+	job *j = arg;
+	aj_exec_spec spec = {.argv = j->q.argv,
+			     .env = j->q.env,
+			     .cwd = j->q.cwd,
+			     .stdin_data = j->q.stdin_data,
+			     .stdin_len = j->q.stdin_len,
+			     .stdin_fd = j->stdin_rw[0],
+			     .tty_master = j->tty[0],
+			     .tty_slave = steal_fd(&j->tty[1]),
+			     .timeout_ms = j->q.timeout_ms};
+	aj_exec_io io = {.output = on_output, .ctx = j, .signal_fd = j->sig[0]};
+	aj_run_result res;
+	aj_error err;
+	aj_err_clear(&err);
+	__atomic_add_fetch(&j->sb->execs, 1, __ATOMIC_SEQ_CST);
+	int r = aj_box_exec(&j->sb->box, &spec, &io, &res, &err);
+	finish(j, r, &res, &err);
+	job_unref(j);
+	aj_worker_leave();
+	return NULL;
+}
+
+static void cancel(job *j)
+{
+	pthread_mutex_lock(&j->mu);
+	bool running = !j->done;
+	pthread_mutex_unlock(&j->mu);
+	unsigned char zero = 0;
+	if (running && write(j->sig[1], &zero, 1) < 0)
+		(void)0;
+}
+
+/* What the front sends: frames (stdin, its EOF, resizes) until it closes
+ * its end, which cancels a command still running. */
+static void *reader(void *arg)
+{
+	job *j = arg;
+	static const size_t cap = AJ_IPC_FRAME_MAX;
+	_cleanup_free_ unsigned char *buf = malloc(cap);
+	for (;;) {
+		uint32_t l;
+		if (!buf || aj_read_all(j->sock, &l, 4) < 0 || l == 0 || l > cap ||
+		    aj_read_all(j->sock, buf, l) < 0)
+			break; /* the end, or a frame the protocol has not: the end */
+		unsigned char ch = buf[0];
+		if (ch == 0 && j->stdin_rw[1] >= 0) {
+			if (l == 1) { /* EOF of stdin (a pty has none: ^D is data) */
+				if (j->tty[0] < 0) {
+					close(j->stdin_rw[1]);
+					j->stdin_rw[1] = -1;
+				}
+			} else if (aj_write_all(j->stdin_rw[1], buf + 1, l - 1) < 0) {
+				close(j->stdin_rw[1]); /* the command closed its stdin */
+				j->stdin_rw[1] = -1;
+			}
+		} else if (ch == 4 && j->tty[0] >= 0) {
+			json_t *o = json_loadb((const char *)buf + 1, l - 1, 0, NULL);
+			json_int_t w = json_integer_value(json_object_get(o, "Width"));
+			json_int_t h = json_integer_value(json_object_get(o, "Height"));
+			json_decref(o);
+			struct winsize ws = {.ws_col = (unsigned short)w,
+					     .ws_row = (unsigned short)h};
+			if (w > 0 && w < 10000 && h > 0 && h < 10000)
+				(void)ioctl(j->tty[0], TIOCSWINSZ, &ws);
+		}
+	}
+	cancel(j);
+	if (j->stdin_rw[1] >= 0) {
+		close(j->stdin_rw[1]);
+		j->stdin_rw[1] = -1;
+	}
+	job_unref(j);
+	aj_worker_leave();
+	return NULL;
+}
+
+static int start_thread(void *(*fn)(void *), job *j)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	aj_worker_enter();
+	int e = pthread_create(&t, &attr, fn, j);
+	pthread_attr_destroy(&attr);
+	if (e)
+		aj_worker_leave();
+	return -e;
+}
+
+/* The job's pipes, pty (in the sandbox's own devpts) and stream; *front:
+ * the front's end. */
+static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *err)
+{
+	int s[2];
+	if (pipe2(j->sig, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0)
+		return -errno;
+	j->sock = s[0];
+	*front = s[1];
+	int r = 0;
+	if (tty && (r = aj_box_open_pty(&j->sb->box, j->tty, err)) == 0 &&
+	    (j->stdin_rw[1] = fcntl(j->tty[0], F_DUPFD_CLOEXEC, 3)) < 0)
+		r = -errno;
+	else if (!tty && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) < 0)
+		r = -errno;
+	return r;
+}
+
+/* exec {sandbox, peer, req: {cmd, env, cwd, timeout, stdin, background},
+ * ws, stdin, tty}: 200 and the stream, or 201 {process} (background). */
+void aj_op_exec(json_t *args, aj_reply *rep)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	aj_exec_req q;
+	_cleanup_free_ char *txt = json_dumps(json_object_get(args, "req"), JSON_COMPACT);
+	if (!txt || aj_exec_req_parse(txt, strlen(txt), &q, &err) < 0) {
+		if (!txt)
+			aj_err(&err, EINVAL, "expected the exec request as a JSON object");
+		aj_reply_fail(rep, 400, "bad_request", &err);
+		return;
+	}
+	aj_sandbox *sb = aj_arg_running(args, rep);
+	if (!sb) {
+		aj_exec_req_free(&q);
+		return;
+	}
+	bool ws = aj_arg_bool(args, "ws");
+	if (q.background && !ws) {
+		aj_procs_start(sb, &q, aj_arg_peer(args), rep);
+		aj_sandbox_unref(sb);
+		return;
+	}
+	job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		aj_exec_req_free(&q);
+		aj_sandbox_unref(sb);
+		aj_reply_error(rep, 500, "internal", "out of memory");
+		return;
+	}
+	pthread_mutex_init(&j->mu, NULL);
+	j->q = q;
+	j->sb = sb;
+	j->ws = ws;
+	j->sock = -1;
+	j->sig[0] = j->sig[1] = j->stdin_rw[0] = j->stdin_rw[1] = j->tty[0] = j->tty[1] = -1;
+	snprintf(j->peer, sizeof(j->peer), "%s", aj_arg_peer(args));
+	int front = -1;
+	int e = job_setup(j, ws && aj_arg_bool(args, "stdin"), ws && aj_arg_bool(args, "tty"),
+			  &front, &err);
+	j->refs = 3; /* this function's, the worker's and the reader's */
+	if (e == 0 && (e = start_thread(worker, j)) < 0)
+		j->refs -= 2;
+	else if (e == 0 && (e = start_thread(reader, j)) < 0) {
+		j->refs--;
+		cancel(j); /* the worker ends (and drops its reference) */
+	} else if (e < 0) {
+		j->refs -= 2;
+	}
+	job_unref(j);
+	if (e < 0) {
+		if (front >= 0)
+			close(front);
+		if (err.msg[0])
+			aj_reply_fail(rep, 500, "exec_failed", &err);
+		else
+			aj_reply_error(rep, 503, "busy", "cannot start the command: %s",
+				       strerror(-e));
+		return;
+	}
+	rep->fd = front;
+	aj_reply_json(rep, 200, json_pack("{s:s}", "stream", ws ? "frames" : "ndjson"));
+}
+
+void aj_exec_shutdown(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&jobs_mu);
+	while (n_workers > 0 && pthread_cond_timedwait(&jobs_cv, &jobs_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&jobs_mu);
+}
