@@ -114,7 +114,7 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 	aj_tree_ids ids = {.range = AJ_UID_RANGE};
 	base_ids(src, &ids.from_uid, &ids.from_gid);
 	base_ids(dst, &ids.to_uid, &ids.to_gid);
-	static const char *const dirs[] = {"", "tmp", AJ_SANDBOX_HOME + 1};
+	static const char *const dirs[] = {"", "tmp", &AJ_SANDBOX_HOME[1]};
 	int r = 0;
 	for (size_t i = src->policy.rootfs ? 0 : 1; i < AJ_ARRAY_SIZE(dirs) && r == 0; i++) {
 		int s = open_in(src, dirs[i], err);
