@@ -13,5 +13,6 @@ load helpers
     echo "$output" >&2
     assert_status 0
     echo "# $(head -n1 <<<"$output")" >&3
+    echo "# $(sed -n 2p <<<"$output")" >&3
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }
