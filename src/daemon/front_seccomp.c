@@ -99,7 +99,6 @@ static const char *const allowed[] = {
     "getresgid",
     "uname",
     "sched_getaffinity",
-    "prlimit64",
     "getrlimit",
     "sysinfo",
     NULL,
@@ -140,6 +139,10 @@ int aj_front_seccomp(aj_error *err)
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(ioctls); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				     SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)ioctls[i]));
+	/* its own limits only: netd's helpers run as nobody too */
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1,
+				     SCMP_A0(SCMP_CMP_EQ, 0));
 	/* prctl: naming its threads only */
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,

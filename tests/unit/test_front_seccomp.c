@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -61,6 +62,8 @@ static int checks(void)
 	DENIED(ioctl(0, TIOCSTI, "x"));
 	DENIED(chmod("/tmp", 0777));
 	DENIED(unlink("/tmp/nothing-here"));
+	struct rlimit rl = {0, 0};
+	DENIED(prlimit(getppid(), RLIMIT_NOFILE, NULL, &rl)); /* another nobody: netd */
 	/* what it needs still works */
 	n++;
 	int p[2];
@@ -74,6 +77,9 @@ static int checks(void)
 	n++;
 	int m = memfd_create("x", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m < 0 || fcntl(m, F_ADD_SEALS, F_SEAL_WRITE) < 0)
+		return n;
+	n++;
+	if (prlimit(0, RLIMIT_NOFILE, NULL, &rl) < 0 || getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return n;
 	n++;
 	int sp[2];
