@@ -128,6 +128,7 @@ img() { run --separate-stderr aj_timeout "$AJ" image "$@"; }
 @test "image build --from-oci: docker save and OCI layouts, layers, whiteouts; hostile archives refused" {
     mkdir -p "$T/oci" "$T/hostdir"
     echo "host file" >"$T/hostfile"
+    echo "inside a host directory" >"$T/hostdir/inside"
     python3 "$BATS_TEST_DIRNAME/mkoci.py" "$T/oci" "$PROBE" "$T/hostdir" "$T/hostfile"
     img build fromdocker --from-oci "$T/oci/docker.tar"
     assert_status 0
@@ -157,14 +158,15 @@ img() { run --separate-stderr aj_timeout "$AJ" image "$@"; }
     local before
     before=$(find "$AGENTJAIL_STATE_DIR" | sort)
     local a
-    for a in evil-symlink evil-dotdot evil-hardlink evil-whiteout evil-outer evil-layerpath \
-        two-images not-a-tar missing; do
+    for a in evil-symlink evil-dotdot evil-hardlink evil-hardlink-via-symlink evil-whiteout \
+        evil-outer evil-layerpath two-images not-a-tar missing; do
         img build x --from-oci "$T/oci/$a.tar"
         assert_status 125
         mapfile -t stderr_lines < <(grep -v '^agentjail: building image x\.\.\.$' <<<"$stderr")
         assert_one_error_line
     done
-    [ -z "$(ls -A "$T/hostdir")" ] || fail "written through a layer's symlink: $(ls "$T/hostdir")"
+    assert_eq "$(ls -A "$T/hostdir")" inside "written through a layer's symlink"
+    assert_eq "$(stat -c %h "$T/hostdir/inside")" 1 "a hard link to a host file"
     [ ! -e "$T/pwned" ] && [ ! -e "$T/oci/pwned" ] && [ ! -e "$AGENTJAIL_STATE_DIR/pwned" ] ||
         fail "a member climbed out"
     assert_eq "$(cat "$T/hostfile")" "host file" "host file after the hostile archives"

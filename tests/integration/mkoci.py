@@ -121,6 +121,9 @@ one_layer_image("evil-symlink.tar", tar([("evil", "sym", hostdir, 0o777)]),
 one_layer_image("evil-dotdot.tar", tar([("../../pwned", "file", b"pwned\n", 0o644)]))
 # a hard link to a host file
 one_layer_image("evil-hardlink.tar", tar([("h", "link", hostfile, 0o644)]))
+# a hard link through a lower layer's symlink to a host directory
+one_layer_image("evil-hardlink-via-symlink.tar", tar([("evil", "sym", hostdir, 0o777)]),
+                tar([("h", "link", "evil/inside", 0o644)]))
 # a whiteout that climbs out
 one_layer_image("evil-whiteout.tar", tar([("x", "file", b"", 0o644)]), tar([("x/../../.wh.victim", "file", b"", 0o644)]))
 # the outer archive climbing out
