@@ -90,9 +90,11 @@ def summary(xs):
     }
 
 
-def interleaved(cmds, rounds, warmup, log):
-    """cmds: {name: argv}. Returns {name: [ms...]} and {name: reason} for
-    commands that stopped working during the run."""
+def interleaved(cmds, rounds, warmup, log, timer=None, errors=(RuntimeError, OSError)):
+    """cmds: {name: argv} (or, with timer, {name: what timer(what) times in
+    ms}). Returns {name: [ms...]} and {name: reason} for the ones that
+    stopped working during the run."""
+    timer = timer or time_once
     samples = {n: [] for n in cmds}
     failed = {}
     names = list(cmds)
@@ -102,9 +104,9 @@ def interleaved(cmds, rounds, warmup, log):
             if n in failed:
                 continue
             try:
-                dt = time_once(cmds[n])
-            except (RuntimeError, OSError) as e:
-                failed[n] = f"failed during the run: {e}"
+                dt = timer(cmds[n])
+            except errors as e:
+                failed[n] = f"failed during the run: {e}"[:300]
                 continue
             if r >= warmup:
                 samples[n].append(dt)

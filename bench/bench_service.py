@@ -72,24 +72,8 @@ def timed(fn):
 
 
 def interleaved_fns(fns, rounds, warmup):
-    """Like bench.interleaved, for callables."""
-    import random
-    samples = {n: [] for n in fns}
-    failed = {}
-    names = list(fns)
-    for r in range(warmup + rounds):
-        random.shuffle(names)
-        for n in names:
-            if n in failed:
-                continue
-            try:
-                dt = timed(fns[n])
-            except Exception as e:  # noqa: BLE001
-                failed[n] = f"failed during the run: {e!r}"[:300]
-                continue
-            if r >= warmup:
-                samples[n].append(dt)
-    return samples, failed
+    """bench.interleaved, for callables."""
+    return bench.interleaved(fns, rounds, warmup, None, timer=timed, errors=(Exception,))
 
 
 def check_exit(code):
