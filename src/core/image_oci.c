@@ -297,31 +297,11 @@ static int find_layers(int workfd, const char *archive, char ***layers, size_t *
 
 /* ---- applying a layer ---- */
 
-/* Remove name in dirfd and everything below it, never following a link. */
-static int rm_at(int parent, const char *name, int depth)
+/* Remove name in parent and everything below it; nothing there is fine. */
+static int rm_at(int parent, const char *name)
 {
-	struct stat st;
-	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	if (depth > OCI_RM_DEPTH)
-		return -ELOOP;
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	int r = 0;
-	for (struct dirent *e; !r && (e = readdir(d));)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			r = rm_at(dirfd(d), e->d_name, depth + 1);
-	closedir(d);
-	if (!r && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		r = -errno;
-	return r;
+	int r = aj_rm_tree_at(parent, name, OCI_RM_DEPTH);
+	return r == -ENOENT ? 0 : r;
 }
 
 /* The directory dir (relative, may be "") of the tree, without following
@@ -357,10 +337,10 @@ static int whiteout(int rootfd, const char *rel, const char *base)
 		}
 		for (struct dirent *e; !r && (e = readdir(d));)
 			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				r = rm_at(dirfd(d), e->d_name, 0);
+				r = rm_at(dirfd(d), e->d_name);
 		closedir(d);
 	} else {
-		r = rm_at(fd, victim, 0);
+		r = rm_at(fd, victim);
 		close(fd);
 	}
 	return r;
@@ -485,7 +465,7 @@ int aj_image_import_oci(const char *archive, const char *rootfs, const char *wor
 	if (fchdir(cwd) < 0 && !r)
 		r = aj_err(err, errno, "cannot return to the working directory");
 	aj_strv_free(layers);
-	int w = workfd >= 0 ? rm_at(AT_FDCWD, work, 0) : 0;
+	int w = workfd >= 0 ? rm_at(AT_FDCWD, work) : 0;
 	if (!r && w < 0)
 		r = aj_err(err, -w, "cannot remove %s", work);
 	if (!r && devices)

@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -320,4 +321,36 @@ int aj_program_path(const char *name, char *out, size_t len)
 	if (snprintf(out, len, "%s/%s", AJ_LIBEXECDIR, name) >= (int)len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+static int rm_tree_at(int dfd, const char *name, int depth, int max_depth)
+{
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth >= max_depth)
+		return -ELOOP;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = rm_tree_at(dirfd(d), de->d_name, depth + 1, max_depth);
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+int aj_rm_tree_at(int dirfd, const char *name, int max_depth)
+{
+	return rm_tree_at(dirfd, name, 0, max_depth);
 }

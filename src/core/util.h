@@ -53,6 +53,11 @@ int aj_read_file(const char *path, char **out, size_t *len_out);
 int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */
 int aj_mkdir_p(const char *path, mode_t mode);
+/* Remove name in dirfd and everything below it, never following a symlink
+ * (each level opened O_NOFOLLOW below the one before), at most max_depth
+ * levels deep. Returns 0 or a negative errno (-ENOENT when name is not
+ * there, -ELOOP when too deep). */
+int aj_rm_tree_at(int dirfd, const char *name, int max_depth);
 /* Parse a size like "512M", "1G", "1.5GiB", "4096". Returns 0 or -EINVAL/-ERANGE. */
 int aj_parse_size(const char *s, unsigned long long *out);
 /* Parse a non-negative decimal integer <= max. */

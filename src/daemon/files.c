@@ -252,33 +252,6 @@ void aj_op_files_put(json_t *args, aj_reply *r)
 }
 
 /* rm -r below dfd/name, never following a symlink or leaving the tree. */
-static int remove_tree(int dfd, const char *name, int depth)
-{
-	if (unlinkat(dfd, name, 0) == 0)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	if (depth >= RM_DEPTH)
-		return -ELOOP;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	struct dirent *de;
-	int r = 0;
-	while (r == 0 && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			r = remove_tree(dirfd(d), de->d_name, depth + 1);
-	closedir(d);
-	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		r = -errno;
-	return r;
-}
-
 void aj_op_files_delete(json_t *args, aj_reply *r)
 {
 	char buf[4096];
@@ -292,7 +265,7 @@ void aj_op_files_delete(json_t *args, aj_reply *r)
 	int dfd = open_parent(sb, buf, &base), e = 0;
 	if (dfd >= 0) {
 		if (recursive)
-			e = -remove_tree(dfd, base, 0);
+			e = -aj_rm_tree_at(dfd, base, RM_DEPTH);
 		else if (unlinkat(dfd, base, 0) < 0)
 			e = errno == EISDIR && unlinkat(dfd, base, AT_REMOVEDIR) == 0 ? 0 : errno;
 		close(dfd);
