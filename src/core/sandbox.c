@@ -135,9 +135,7 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 		return aj_err(err, errno, "cannot become uid %u of the sandbox's user namespace",
 			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
-	/* after joining our cgroup (if any): it becomes the namespace's root */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		return aj_err(err, errno, "cannot create a cgroup namespace");
+	/* the parent creates and joins our cgroups meanwhile (parent_start) */
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
@@ -150,6 +148,13 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 		if (*master < 0)
 			return *master;
 	}
+	/* before anything of the sandbox runs: in our cgroups (if any), which
+	 * become the cgroup namespace's root */
+	r = aj_sync_recv(sock, &m, NULL, 0, NULL);
+	if (r < 0 || m.type != AJ_MSG_CGROUP_DONE)
+		_exit(AJ_EXIT_INTERNAL);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		return aj_err(err, errno, "cannot create a cgroup namespace");
 	return 0;
 }
 
@@ -253,17 +258,6 @@ static int prepare(run_ctx *c, aj_error *err)
 		if (r < 0)
 			return r;
 	}
-	char name[64];
-	make_name(name, sizeof(name));
-	aj_error cgerr;
-	aj_err_clear(&cgerr);
-	if (aj_cgroup_create(&c->cg, name, p, &cgerr) == 0) {
-		c->have_cg = true;
-	} else {
-		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
-		aj_err_format(&cgerr, msg, sizeof(msg));
-		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
-	}
 	char **net_env = aj_net_env(&c->net, p);
 	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
 	aj_strv_free(net_env);
@@ -279,11 +273,29 @@ static int prepare(run_ctx *c, aj_error *err)
 	return 0;
 }
 
+/* The sandbox's cgroups, with their limits (and a freezer for a box). A
+ * host without usable cgroups is a warning, not a failure. */
+static int make_cgroup(run_ctx *c, aj_error *err)
+{
+	char name[64];
+	make_name(name, sizeof(name));
+	aj_error cgerr;
+	aj_err_clear(&cgerr);
+	if (aj_cgroup_create(&c->cg, name, c->p, &cgerr) == 0) {
+		c->have_cg = true;
+	} else {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
+		aj_err_format(&cgerr, msg, sizeof(msg));
+		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
+		return 0;
+	}
+	/* a box can be paused (the service's pause/resume) */
+	return c->persistent ? aj_cgroup_add_freezer(&c->cg, err) : 0;
+}
+
 static int parent_start(run_ctx *c, aj_error *err)
 {
 	int r = aj_userns_write_maps(&c->idm, c->pid, err);
-	if (r == 0 && c->have_cg)
-		r = aj_cgroup_join(&c->cg, c->pid, err);
 	if (r == 0)
 		r = aj_net_setup(&c->net, c->p, c->pid, err);
 	if (r < 0)
@@ -293,6 +305,16 @@ static int parent_start(run_ctx *c, aj_error *err)
 	m.type = AJ_MSG_PARENT_GO;
 	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
 		return aj_err(err, -r, "cannot reach the sandbox");
+	/* The cgroups are made and joined while the child builds its root
+	 * (docs/performance.md, round 3): moving a process into a cgroup
+	 * waits for an RCU grace period (1-2 ms here). The child waits for
+	 * CGROUP_DONE before its cgroup namespace and before init runs
+	 * anything of the sandbox. */
+	if ((r = make_cgroup(c, err)) < 0 ||
+	    (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0))
+		return r;
+	m.type = AJ_MSG_CGROUP_DONE;
+	(void)aj_sync_send(c->sock[0], &m, NULL, 0); /* a dead child: its error comes next */
 	int fds[1];
 	size_t n = 0;
 	r = aj_sync_recv(c->sock[0], &m, fds, 1, &n);
@@ -634,9 +656,6 @@ static int hold_start(run_ctx *c, aj_error *err)
 {
 	int r = prepare(c, err);
 	if (r < 0)
-		return r;
-	/* a box can be paused (the service's pause/resume) */
-	if (c->have_cg && (r = aj_cgroup_add_freezer(&c->cg, err)) < 0)
 		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock) < 0)
 		return aj_err(err, errno, "socketpair");

@@ -12,13 +12,15 @@
 
 enum aj_msg_type {
 	AJ_MSG_CHILD_READY = 1, /* child: namespaces created, please map ids */
-	AJ_MSG_PARENT_GO,	/* parent: ids mapped, cgroup joined, fds attached */
+	AJ_MSG_PARENT_GO,	/* parent: ids mapped (the cgroup comes later) */
 	AJ_MSG_SETUP_DONE,	/* child: root built; may carry a pty master fd */
 	AJ_MSG_ERROR,		/* child: setup or exec failed (err filled) */
 	AJ_MSG_EXIT,		/* init: command ended (status/signal filled) */
 	AJ_MSG_STARTED,		/* init: the command was executed */
 	AJ_MSG_EXEC,		/* to a persistent init: start a command (fds: see init.h) */
 	AJ_MSG_SIGNAL,		/* to a persistent init: signal one command's process group */
+	AJ_MSG_CGROUP_DONE,	/* parent: the child is in its cgroups (sent after
+				 * PARENT_GO, while the child builds its root) */
 };
 
 /* AJ_MSG_EXEC: status holds flags */
