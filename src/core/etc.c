@@ -27,6 +27,41 @@ char *aj_etc_group(const aj_policy *p)
 	return aj_asprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid);
 }
 
+static const char *const etc_names[AJ_ETC_FILES] = {"passwd",	"group",       "hosts",
+						    "hostname", "resolv.conf", "nsswitch.conf"};
+
+int aj_etc_prepare(const aj_policy *p, const char *resolv_conf, aj_etc_files *f)
+{
+	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
+	memset(f, 0, sizeof(*f));
+	f->text[0] = aj_etc_passwd(p);
+	f->text[1] = aj_etc_group(p);
+	f->text[2] = aj_asprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+				 "127.0.1.1\t%s\n",
+				 host);
+	f->text[3] = aj_asprintf("%s\n", host);
+	f->text[4] =
+	    strdup(resolv_conf ? resolv_conf
+			       : "# agentjail: this sandbox has no network (loopback only)\n"
+				 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+	f->text[5] = strdup("passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			    "networks: files\nprotocols: files\nservices: files\n");
+	for (size_t i = 0; i < AJ_ETC_FILES; i++)
+		if (!f->text[i]) {
+			aj_etc_free(f);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+void aj_etc_free(aj_etc_files *f)
+{
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		free(f->text[i]);
+		f->text[i] = NULL;
+	}
+}
+
 static int write_one(const char *root, const char *name, const char *content, aj_error *err)
 {
 	char path[4096];
@@ -37,36 +72,17 @@ static int write_one(const char *root, const char *name, const char *content, aj
 	return 0;
 }
 
-int aj_etc_write(const char *root, const aj_policy *p, const char *resolv_conf, aj_error *err)
+int aj_etc_write(const char *root, const aj_etc_files *f, aj_error *err)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/etc", root);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return aj_err(err, errno, "cannot create /etc");
-	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
-	_cleanup_free_ char *passwd = aj_etc_passwd(p);
-	_cleanup_free_ char *group = aj_etc_group(p);
-	_cleanup_free_ char *hosts =
-	    aj_asprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-			"127.0.1.1\t%s\n",
-			host);
-	_cleanup_free_ char *hostname = aj_asprintf("%s\n", host);
-	int r;
-	if ((r = write_one(root, "passwd", passwd, err)) < 0 ||
-	    (r = write_one(root, "group", group, err)) < 0 ||
-	    (r = write_one(root, "hosts", hosts, err)) < 0 ||
-	    (r = write_one(root, "hostname", hostname, err)) < 0 ||
-	    (r = write_one(root, "resolv.conf",
-			   resolv_conf
-			       ? resolv_conf
-			       : "# agentjail: this sandbox has no network (loopback only)\n"
-				 "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
-			   err)) < 0 ||
-	    (r = write_one(root, "nsswitch.conf",
-			   "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-			   "networks: files\nprotocols: files\nservices: files\n",
-			   err)) < 0)
-		return r;
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		int r = write_one(root, etc_names[i], f->text[i], err);
+		if (r < 0)
+			return r;
+	}
 	snprintf(path, sizeof(path), "%s/etc/ssl", root);
 	(void)mkdir(path, 0755);
 	return 0;

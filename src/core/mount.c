@@ -138,17 +138,22 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
 }
 
 /* Create the mount point for dest below NEWROOT: a directory, or an empty
- * file when the source is a file. */
-static int make_mountpoint(const char *path, bool is_dir)
+ * file when the source is a file. made (may be NULL) holds the last parent
+ * directory made: most binds share theirs (/newroot/etc), one mkdir less. */
+static int make_mountpoint(const char *path, bool is_dir, char *made, size_t made_len)
 {
 	char parent[4096];
 	snprintf(parent, sizeof(parent), "%s", path);
 	char *slash = strrchr(parent, '/');
 	if (slash && slash != parent) {
 		*slash = '\0';
-		int r = aj_mkdir_p(parent, 0755);
-		if (r < 0)
-			return r;
+		if (!made || strcmp(made, parent) != 0) {
+			int r = aj_mkdir_p(parent, 0755);
+			if (r < 0)
+				return r;
+			if (made)
+				snprintf(made, made_len, "%s", parent);
+		}
 	}
 	if (is_dir)
 		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
@@ -159,7 +164,7 @@ static int make_mountpoint(const char *path, bool is_dir)
 	return 0;
 }
 
-static int attach_op(aj_mount_op *op, const char *root, aj_error *err)
+static int attach_op(aj_mount_op *op, const char *root, char *made, size_t made_len, aj_error *err)
 {
 	char dest[4096];
 	snprintf(dest, sizeof(dest), "%s%s", root, op->dest);
@@ -185,7 +190,7 @@ static int attach_op(aj_mount_op *op, const char *root, aj_error *err)
 	struct stat st;
 	if (fstat(op->fd, &st) < 0)
 		return aj_err(err, errno, "cannot stat the mount of '%s'", op->src);
-	int r = make_mountpoint(dest, S_ISDIR(st.st_mode));
+	int r = make_mountpoint(dest, S_ISDIR(st.st_mode), made, made_len);
 	if (r < 0)
 		return aj_err(err, -r, "cannot create mount point %s", op->dest);
 	if (aj_move_mount(op->fd, "", AT_FDCWD, dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -296,7 +301,7 @@ static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_erro
 	if (mkdir("/lower", 0755) < 0)
 		return aj_err(err, errno, "cannot prepare the overlay directories");
 	lower->dest[0] = '\0'; /* attach at /lower */
-	if ((r = attach_op(lower, "/lower", err)) < 0)
+	if ((r = attach_op(lower, "/lower", NULL, 0, err)) < 0)
 		return r;
 	const char *o1 =
 	    "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work,userxattr";
@@ -375,12 +380,13 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		return aj_err(err, errno, "cannot mount a fresh /proc");
 	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
-	if (!p->rootfs && (r = aj_etc_write(NEWROOT, p, plan->resolv_conf, err)) < 0)
+	if (!p->rootfs && (r = aj_etc_write(NEWROOT, &plan->etc, err)) < 0)
 		return r;
 	if (p->rootfs && p->net == AJ_NET_ALLOW && (r = rootfs_resolv(plan->resolv_conf, err)) < 0)
 		return r;
+	char made[4096] = "";
 	for (size_t i = first; i < plan->n; i++)
-		if ((r = attach_op(&plan->ops[i], NEWROOT, err)) < 0)
+		if ((r = attach_op(&plan->ops[i], NEWROOT, made, sizeof(made), err)) < 0)
 			return r;
 	if (p->workspace && (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
 		return r;

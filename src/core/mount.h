@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "etc.h"
 #include "policy.h"
 
 #define AJ_MAX_MOUNT_OPS 96
@@ -44,6 +45,7 @@ typedef struct aj_mount_plan {
 	aj_mount_op ops[AJ_MAX_MOUNT_OPS];
 	size_t n;
 	char *resolv_conf; /* /etc/resolv.conf of the default root (net.c) */
+	aj_etc_files etc;  /* the synthesized /etc of the default root */
 } aj_mount_plan;
 
 /* Build the plan for a policy (host paths are checked for existence). */

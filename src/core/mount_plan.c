@@ -179,4 +179,5 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 	plan->n = 0;
 	free(plan->resolv_conf);
 	plan->resolv_conf = NULL;
+	aj_etc_free(&plan->etc);
 }

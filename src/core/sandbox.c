@@ -29,6 +29,7 @@
 
 #include "box.h"
 #include "cgroup.h"
+#include "etc.h"
 #include "init.h"
 #include "mount.h"
 #include "net.h"
@@ -39,8 +40,15 @@
 #include "userns.h"
 #include "util.h"
 
-#define AJ_CLONE_FLAGS                                                                             \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
+#define AJ_CLONE_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
+
+/* The network namespace: at clone when the parent sets it up (veth, nft,
+ * netd: aj_net_wanted), else made by the child itself after PARENT_GO,
+ * while the parent moves it into its cgroups (docs/performance.md). */
+static unsigned long clone_flags(const aj_policy *p)
+{
+	return AJ_CLONE_FLAGS | (aj_net_wanted(p) ? CLONE_NEWNET : 0);
+}
 
 typedef struct run_ctx {
 	const aj_policy *p;
@@ -135,7 +143,9 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 		return aj_err(err, errno, "cannot become uid %u of the sandbox's user namespace",
 			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
-	/* the parent creates and joins our cgroups meanwhile (parent_start) */
+	/* the parent moves us into our cgroups meanwhile (parent_start) */
+	if (!aj_net_wanted(p) && unshare(CLONE_NEWNET) < 0)
+		return aj_err(err, errno, "cannot create the sandbox's network namespace");
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
@@ -233,46 +243,6 @@ static void make_name(char *buf, size_t len)
 	snprintf(buf, len, "agentjail-%d-%08x", (int)getpid(), r);
 }
 
-static int prepare(run_ctx *c, aj_error *err)
-{
-	const aj_policy *p = c->p;
-	int r = aj_userns_plan(&c->idm, p->uid, p->gid, err);
-	if (r < 0)
-		return r;
-	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
-		return r;
-	if ((r = aj_net_prepare(&c->net, p, err)) < 0)
-		return r;
-	_cleanup_free_ char *host_resolv = NULL;
-	if (p->net == AJ_NET_OPEN)
-		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
-	if (!(c->plan.resolv_conf = aj_net_resolv_conf(&c->net, p, host_resolv)))
-		return aj_err(err, ENOMEM, "resolv.conf");
-	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
-		return r;
-	if (c->idm.privileged) {
-		char map[64];
-		aj_userns_format_map(&c->idm, false, map, sizeof(map));
-		r = aj_mount_plan_open(&c->plan, map, aj_userns_host_uid(&c->idm),
-				       aj_userns_host_gid(&c->idm), err);
-		if (r < 0)
-			return r;
-	}
-	char **net_env = aj_net_env(&c->net, p);
-	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
-	aj_strv_free(net_env);
-	size_t argc = 0;
-	while (p->argv && p->argv[argc])
-		argc++;
-	c->argv = calloc(argc + 1, sizeof(char *));
-	for (size_t i = 0; c->argv && i < argc; i++)
-		if (!(c->argv[i] = strdup(p->argv[i])))
-			return aj_err(err, ENOMEM, "argv");
-	if (!c->envp || !c->argv)
-		return aj_err(err, ENOMEM, "environment");
-	return 0;
-}
-
 /* The sandbox's cgroups, with their limits (and a freezer for a box). A
  * host without usable cgroups is a warning, not a failure. */
 static int make_cgroup(run_ctx *c, aj_error *err)
@@ -293,6 +263,51 @@ static int make_cgroup(run_ctx *c, aj_error *err)
 	return c->persistent ? aj_cgroup_add_freezer(&c->cg, err) : 0;
 }
 
+static int prepare(run_ctx *c, aj_error *err)
+{
+	const aj_policy *p = c->p;
+	int r = aj_userns_plan(&c->idm, p->uid, p->gid, err);
+	if (r < 0)
+		return r;
+	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
+		return r;
+	if ((r = aj_net_prepare(&c->net, p, err)) < 0)
+		return r;
+	_cleanup_free_ char *host_resolv = NULL;
+	if (p->net == AJ_NET_OPEN)
+		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
+	if (!(c->plan.resolv_conf = aj_net_resolv_conf(&c->net, p, host_resolv)) ||
+	    (!p->rootfs && aj_etc_prepare(p, c->plan.resolv_conf, &c->plan.etc) < 0))
+		return aj_err(err, ENOMEM, "cannot prepare the sandbox's /etc");
+	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
+		return r;
+	if (c->idm.privileged) {
+		char map[64];
+		aj_userns_format_map(&c->idm, false, map, sizeof(map));
+		r = aj_mount_plan_open(&c->plan, map, aj_userns_host_uid(&c->idm),
+				       aj_userns_host_gid(&c->idm), err);
+		if (r < 0)
+			return r;
+	}
+	/* before clone: every page the parent writes after clone is a
+	 * copy-on-write fault (~15 us here) */
+	if ((r = make_cgroup(c, err)) < 0)
+		return r;
+	char **net_env = aj_net_env(&c->net, p);
+	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
+	aj_strv_free(net_env);
+	size_t argc = 0;
+	while (p->argv && p->argv[argc])
+		argc++;
+	c->argv = calloc(argc + 1, sizeof(char *));
+	for (size_t i = 0; c->argv && i < argc; i++)
+		if (!(c->argv[i] = strdup(p->argv[i])))
+			return aj_err(err, ENOMEM, "argv");
+	if (!c->envp || !c->argv)
+		return aj_err(err, ENOMEM, "environment");
+	return 0;
+}
+
 static int parent_start(run_ctx *c, aj_error *err)
 {
 	int r = aj_userns_write_maps(&c->idm, c->pid, err);
@@ -305,13 +320,12 @@ static int parent_start(run_ctx *c, aj_error *err)
 	m.type = AJ_MSG_PARENT_GO;
 	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
 		return aj_err(err, -r, "cannot reach the sandbox");
-	/* The cgroups are made and joined while the child builds its root
-	 * (docs/performance.md, round 3): moving a process into a cgroup
-	 * waits for an RCU grace period (1-2 ms here). The child waits for
-	 * CGROUP_DONE before its cgroup namespace and before init runs
-	 * anything of the sandbox. */
-	if ((r = make_cgroup(c, err)) < 0 ||
-	    (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0))
+	/* The child joins its cgroups while it builds its root (and its
+	 * network namespace): moving a process into a cgroup waits for an
+	 * RCU grace period (~1 ms here, more on a busy machine). The child
+	 * waits for CGROUP_DONE before its cgroup namespace and before init
+	 * runs anything of the sandbox. (docs/performance.md, round 3) */
+	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0)
 		return r;
 	m.type = AJ_MSG_CGROUP_DONE;
 	(void)aj_sync_send(c->sock[0], &m, NULL, 0); /* a dead child: its error comes next */
@@ -570,14 +584,18 @@ static void finish_result(const run_ctx *c, aj_run_result *res, const struct tim
 
 int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
-	run_ctx c = {.p = p,
-		     .hooks = hooks,
-		     .sock = {-1, -1},
-		     .master = -1,
-		     .net = {.slot_fd = -1},
-		     .stdio = {-1, -1, -1},
-		     .child_io = {-1, -1, -1},
-		     .tfd = -1};
+	/* on the heap: calloc hands out pages nobody touched (the cgroup
+	 * paths alone are 32 KiB), where a zeroed stack frame is a page
+	 * fault per 4 KiB, and copy-on-write faults after clone */
+	_cleanup_free_ run_ctx *cp = calloc(1, sizeof(*cp));
+	if (!cp)
+		return aj_err(err, ENOMEM, "cannot allocate the sandbox's state");
+	run_ctx *c = cp;
+	c->p = p;
+	c->hooks = hooks;
+	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = -1;
+	for (int i = 0; i < 3; i++)
+		c->stdio[i] = c->child_io[i] = -1;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	_cleanup_close_ int sfd = -1;
@@ -587,18 +605,18 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		return r;
 	/* In the background of a terminal (cmd &), reading it or changing its
 	 * modes would stop us (SIGTTIN/SIGTTOU): no pty, and stdin at EOF. */
-	c.background = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp();
-	c.want_tty = p->tty == AJ_TTY_ALWAYS || (p->tty == AJ_TTY_AUTO && !c.background &&
-						 isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
-	if ((r = prepare(&c, err)) < 0)
+	c->background = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp();
+	c->want_tty = p->tty == AJ_TTY_ALWAYS || (p->tty == AJ_TTY_AUTO && !c->background &&
+						  isatty(STDIN_FILENO) && isatty(STDOUT_FILENO));
+	if ((r = prepare(c, err)) < 0)
 		goto out;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c.sock) < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock) < 0) {
 		r = aj_err(err, errno, "socketpair");
 		goto out;
 	}
-	if (!c.want_tty && (r = make_stdio_pipes(&c, err)) < 0)
+	if (!c->want_tty && (r = make_stdio_pipes(c, err)) < 0)
 		goto out;
-	if (p->timeout_ms && (c.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC)) < 0) {
+	if (p->timeout_ms && (c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC)) < 0) {
 		r = aj_err(err, errno, "timerfd_create");
 		goto out;
 	}
@@ -612,41 +630,41 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
 	sigaction(SIGPIPE, &ign, &old_pipe);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	c.pid = (pid_t)syscall(SYS_clone, AJ_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
-	if (c.pid == 0)
-		child_main(&c);
-	if (c.pid < 0) {
+	c->pid = (pid_t)syscall(SYS_clone, clone_flags(p) | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (c->pid == 0)
+		child_main(c);
+	if (c->pid < 0) {
 		r = aj_err(err, errno, "cannot create the sandbox's namespaces");
 		aj_err_hint(err, "check user namespace support with: agentjail doctor");
 	} else if (sfd < 0) {
 		r = aj_err(err, errno, "signalfd");
 	} else {
-		close(c.sock[1]);
-		c.sock[1] = -1;
-		close_child_io(&c);
-		r = parent_start(&c, err);
+		close(c->sock[1]);
+		c->sock[1] = -1;
+		close_child_io(c);
+		r = parent_start(c, err);
 		if (r == 0)
-			r = parent_loop(&c, sfd, res, err);
+			r = parent_loop(c, sfd, res, err);
 	}
-	if (c.have_cg) {
-		res->oom_killed = aj_cgroup_oom_killed(&c.cg);
-		res->peak_memory_bytes = aj_cgroup_peak_memory(&c.cg);
+	if (c->have_cg) {
+		res->oom_killed = aj_cgroup_oom_killed(&c->cg);
+		res->peak_memory_bytes = aj_cgroup_peak_memory(&c->cg);
 	}
-	teardown(&c);
-	finish_result(&c, res, &t0);
-	c.pid = 0;
+	teardown(c);
+	finish_result(c, res, &t0);
+	c->pid = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
 out:
-	if (c.pid == 0 && c.have_cg)
-		aj_cgroup_destroy(&c.cg);
-	aj_net_teardown(&c.net);
-	aj_mount_plan_free(&c.plan);
-	aj_strv_free(c.envp);
-	aj_strv_free(c.argv);
-	aj_bpf_free(&c.bpf);
-	aj_redactor_free(&c.red[0]);
-	aj_redactor_free(&c.red[1]);
+	if (c->pid == 0 && c->have_cg)
+		aj_cgroup_destroy(&c->cg);
+	aj_net_teardown(&c->net);
+	aj_mount_plan_free(&c->plan);
+	aj_strv_free(c->envp);
+	aj_strv_free(c->argv);
+	aj_bpf_free(&c->bpf);
+	aj_redactor_free(&c->red[0]);
+	aj_redactor_free(&c->red[1]);
 	return r;
 }
 
@@ -659,7 +677,7 @@ static int hold_start(run_ctx *c, aj_error *err)
 		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock) < 0)
 		return aj_err(err, errno, "socketpair");
-	c->pid = (pid_t)syscall(SYS_clone, AJ_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+	c->pid = (pid_t)syscall(SYS_clone, clone_flags(c->p) | SIGCHLD, NULL, NULL, NULL, NULL);
 	if (c->pid == 0)
 		child_main(c);
 	if (c->pid < 0) {
