@@ -190,6 +190,12 @@ static void sweep_stale(const aj_cgroup_hier *h)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s%s", h->mount, strcmp(h->own, "/") ? h->own : "");
+	/* a cgroup directory's link count is 2 + its subdirectories: with
+	 * none there is nothing to sweep, and one stat is much cheaper than
+	 * reading the directory (~0.1-0.3 ms per run, docs/performance.md) */
+	struct stat st;
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 2)
+		return;
 	DIR *d = opendir(dir);
 	if (!d)
 		return;

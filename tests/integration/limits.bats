@@ -57,3 +57,26 @@ setup() {
     # the unlimited run shows the measure can see more than the cap
     [ "$free" -gt 30 ] || skip "the machine is too busy to tell (unlimited: $free%)"
 }
+
+# Where agentjail makes its cgroups: below our own in the memory hierarchy
+# (v1), or in the unified one (v2).
+_own_memory_cgroup() {
+    awk '
+        FNR == 1 { file++ }
+        file == 1 { split($0, c, ":"); if (c[2] ~ /(^|,)memory(,|$)/) v1 = c[3]; if (c[2] == "") v2 = c[3]; next }
+        {   for (i = 7; i <= NF; i++) if ($i == "-") break
+            if ($(i + 1) == "cgroup" && $(i + 3) ~ /(^|,)memory(,|$)/ && v1 != "") m1 = $5 (v1 == "/" ? "" : v1)
+            if ($(i + 1) == "cgroup2" && v2 != "") m2 = $5 (v2 == "/" ? "" : v2)
+        }
+        END { print (m1 != "" ? m1 : m2) }' /proc/self/cgroup /proc/self/mountinfo
+}
+
+@test "a cgroup left by a killed run (its agentjail is gone) is removed by the next run" {
+    local pid dir
+    pid=$(/bin/sh -c 'echo $$') # a pid that no longer runs
+    dir=$(_own_memory_cgroup)/agentjail-$pid-0badc0de
+    mkdir "$dir" || skip "cannot create a cgroup next to agentjail's"
+    sandbox -- /bin/true
+    assert_status 0
+    [ ! -d "$dir" ] || { rmdir "$dir"; fail "the stale cgroup $dir is still there"; }
+}
