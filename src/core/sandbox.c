@@ -325,8 +325,17 @@ static int parent_start(run_ctx *c, aj_error *err)
 	 * RCU grace period (~1 ms here, more on a busy machine). The child
 	 * waits for CGROUP_DONE before its cgroup namespace and before init
 	 * runs anything of the sandbox. (docs/performance.md, round 3) */
-	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0)
+	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0) {
+		/* a child that failed and exited meanwhile: its error says why */
+		struct pollfd pfd = {.fd = c->sock[0], .events = POLLIN};
+		if (poll(&pfd, 1, 0) == 1 && aj_sync_recv(c->sock[0], &m, NULL, 0, NULL) == 0 &&
+		    m.type == AJ_MSG_ERROR) {
+			*err = m.err;
+			aj_err_prefix(err, "sandbox setup failed");
+			return -(err->code ? err->code : EINVAL);
+		}
 		return r;
+	}
 	m.type = AJ_MSG_CGROUP_DONE;
 	(void)aj_sync_send(c->sock[0], &m, NULL, 0); /* a dead child: its error comes next */
 	int fds[1];
