@@ -593,25 +593,26 @@ static void finish_result(const run_ctx *c, aj_run_result *res, const struct tim
 
 int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
-	/* on the heap: calloc hands out pages nobody touched (the cgroup
-	 * paths alone are 32 KiB), where a zeroed stack frame is a page
-	 * fault per 4 KiB, and copy-on-write faults after clone */
-	_cleanup_free_ run_ctx *cp = calloc(1, sizeof(*cp));
-	if (!cp)
-		return aj_err(err, ENOMEM, "cannot allocate the sandbox's state");
-	run_ctx *c = cp;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(res, 0, sizeof(*res));
+	int r = aj_policy_validate(p, err);
+	if (r < 0)
+		return r;
+	/* ~50 KiB (the cgroup paths alone are 32 KiB), mostly unused: fresh
+	 * zero pages from mmap are touched only where written, where a
+	 * zeroed stack frame or calloc from the heap (memset) costs a page
+	 * fault per 4 KiB (docs/performance.md) */
+	run_ctx *c =
+	    mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED)
+		return aj_err(err, errno, "cannot allocate the sandbox's state");
 	c->p = p;
 	c->hooks = hooks;
 	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = -1;
 	for (int i = 0; i < 3; i++)
 		c->stdio[i] = c->child_io[i] = -1;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	_cleanup_close_ int sfd = -1;
-	memset(res, 0, sizeof(*res));
-	int r = aj_policy_validate(p, err);
-	if (r < 0)
-		return r;
 	/* In the background of a terminal (cmd &), reading it or changing its
 	 * modes would stop us (SIGTTIN/SIGTTOU): no pty, and stdin at EOF. */
 	c->background = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) != getpgrp();
@@ -674,6 +675,7 @@ out:
 	aj_bpf_free(&c->bpf);
 	aj_redactor_free(&c->red[0]);
 	aj_redactor_free(&c->red[1]);
+	munmap(c, sizeof(*c));
 	return r;
 }
 
