@@ -8,6 +8,7 @@
  * output (the socket's buffer is the queue). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,6 +331,12 @@ static void *reader(void *arg)
 	_cleanup_free_ unsigned char *buf = malloc(cap);
 	for (;;) {
 		uint32_t l;
+		/* poll, not a blocking read: a reader blocked in read(2) on a unix
+		 * socket is woken each time the front makes room for the worker's
+		 * writes on it (one wait queue), ~1 wake-up per event for nothing */
+		struct pollfd p = {j->sock, POLLIN, 0};
+		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+			continue;
 		if (!buf || aj_read_all(j->sock, &l, 4) < 0 || l == 0 || l > cap ||
 		    aj_read_all(j->sock, buf, l) < 0)
 			break; /* the end, or a frame the protocol has not: the end */
