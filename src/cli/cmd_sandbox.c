@@ -221,18 +221,31 @@ typedef struct stream {
 	buf error;  /* a body that is not events: the service's error */
 	int exit_code;
 	bool ended;
+	FILE *last; /* written to since the last flush */
 } stream;
 
-static void put(FILE *f, const char *p, size_t n)
+/* Output kept in stdio's buffer (stream_buffers) until the end of what
+ * curl gave us (on_stream), or until the other stream is written: a write
+ * per read of the response, not one per event, in the order it came. */
+static void put(stream *s, FILE *f, const char *p, size_t n)
 {
+	if (s->last && s->last != f)
+		fflush(s->last);
 	fwrite(p, 1, n, f);
-	fflush(f);
+	s->last = f;
+}
+
+static void stream_buffers(void)
+{
+	static char out[256 * 1024], err[256 * 1024];
+	setvbuf(stdout, out, _IOFBF, sizeof(out));
+	setvbuf(stderr, err, _IOFBF, sizeof(err));
 }
 
 /* The event as the service writes text, {"type":"stdout","data":"..."}:
  * the string unescaped in place, no json_t (jansson took as long as the
  * rest of the client). false: anything else, for jansson. */
-static bool fast_event(char *line, size_t len)
+static bool fast_event(stream *s, char *line, size_t len)
 {
 	static const char pre_out[] = "{\"type\":\"stdout\",\"data\":\"";
 	static const char pre_err[] = "{\"type\":\"stderr\",\"data\":\"";
@@ -243,13 +256,13 @@ static bool fast_event(char *line, size_t len)
 	long n = f ? aj_json_unescape(line + pl, len - pl - 2, line + pl) : -1;
 	if (n < 0)
 		return false;
-	put(f, line + pl, (size_t)n);
+	put(s, f, line + pl, (size_t)n);
 	return true;
 }
 
 static void on_event(stream *s, char *line, size_t len)
 {
-	if (fast_event(line, len))
+	if (fast_event(s, line, len))
 		return;
 	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
@@ -258,21 +271,23 @@ static void on_event(stream *s, char *line, size_t len)
 	bool output = type && (!strcmp(type, "stdout") || !strcmp(type, "stderr"));
 	FILE *f = output && !strcmp(type, "stdout") ? stdout : stderr;
 	if (output && data) {
-		put(f, json_string_value(data), json_string_length(data));
+		put(s, f, json_string_value(data), json_string_length(data));
 	} else if (output && b64) { /* bytes that are not UTF-8 */
 		size_t bl = strlen(b64);
 		char *raw = malloc(bl / 4 * 3 + 4);
 		int n =
 		    raw ? lws_b64_decode_string_len(b64, (int)bl, raw, (int)(bl / 4 * 3 + 4)) : -1;
 		if (n > 0)
-			put(f, raw, (size_t)n);
+			put(s, f, raw, (size_t)n);
 		free(raw);
 	} else if (type && !strcmp(type, "gap")) {
+		put(s, stderr, "", 0);
 		fprintf(stderr,
 			"agentjail: output from byte %lld to %lld has left the ring (1 MiB kept)\n",
 			(long long)json_integer_value(json_object_get(o, "offset")),
 			(long long)json_integer_value(json_object_get(o, "next")));
 	} else if (type && !strcmp(type, "exit")) {
+		put(s, stderr, "", 0);
 		s->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
 		s->ended = true;
 		const char *m =
@@ -333,6 +348,10 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 		i++; /* the newline */
 		on_event(s, s->line.data, s->line.len);
 		s->line.len = 0;
+	}
+	if (s->last) {
+		fflush(s->last);
+		s->last = NULL;
 	}
 	return total;
 }
@@ -455,6 +474,7 @@ static int cmd_exec(const client *c, int argc, char **argv)
 		return r;
 	}
 	stream s = {.exit_code = AJ_EXIT_INTERNAL};
+	stream_buffers();
 	long st = request(c, "POST", path, body, on_stream, &s, NULL, NULL);
 	free(body);
 	if (s.line.len) /* a last line without its newline */
@@ -548,6 +568,7 @@ static int cmd_logs(const client *c, int argc, char **argv)
 	if (r)
 		return r;
 	stream s = {.exit_code = 0};
+	stream_buffers();
 	long st = request(c, "GET", path, NULL, on_stream, &s, NULL, NULL);
 	if (s.line.len)
 		on_event(&s, s.line.data, s.line.len);
