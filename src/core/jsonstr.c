@@ -20,6 +20,30 @@ static inline int kind(unsigned char c)
 	return c < 0x20 || c == '"' || c == '\\';
 }
 
+/* The first byte at or after i that is not copied as it is (or len): eight
+ * bytes at a time while none of them is below 0x20, '"', '\\' or above
+ * 0x7F (the usual bit tricks: a byte below k borrows in x - k), then byte
+ * by byte. */
+static size_t plain_run(const unsigned char *s, size_t i, size_t len)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+	while (i + 8 <= len) {
+		uint64_t x;
+		memcpy(&x, s + i, 8);
+		uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+		uint64_t bad = ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
+		/* (v - ones) & high also flags bytes >= 0x81 of v; x itself flags
+		 * every byte >= 0x80 of x, and q, b differ from x only in the low
+		 * seven bits, so any false alarm comes from a byte >= 0x80 anyway */
+		if (bad)
+			break;
+		i += 8;
+	}
+	while (i < len && kind(s[i]) == 0)
+		i++;
+	return i;
+}
+
 /* The length of the valid UTF-8 sequence at s (its lead is >= 0x80), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t left)
 {
@@ -54,9 +78,7 @@ long aj_json_escape(const char *str, size_t len, char *out)
 	char *o = out;
 	size_t i = 0;
 	while (i < len) {
-		size_t run = i;
-		while (run < len && kind(s[run]) == 0)
-			run++;
+		size_t run = plain_run(s, i, len);
 		memcpy(o, s + i, run - i);
 		o += run - i;
 		i = run;
@@ -153,10 +175,9 @@ long aj_json_unescape(const char *str, size_t len, char *out)
 	char *o = out;
 	size_t i = 0;
 	while (i < len) {
-		size_t run = i;
-		while (run < len && kind(s[run]) == 0)
-			run++;
-		memmove(o, s + i, run - i);
+		size_t run = plain_run(s, i, len);
+		if (o != (char *)s + i) /* in place: nothing to move until the first escape */
+			memmove(o, s + i, run - i);
 		o += run - i;
 		i = run;
 		if (i == len)
