@@ -222,6 +222,8 @@ typedef struct stream {
 	int exit_code;
 	bool ended;
 	FILE *last; /* written to since the last flush */
+	char *text; /* an event's output, unescaped */
+	size_t text_cap;
 } stream;
 
 /* Output kept in stdio's buffer (stream_buffers) until the end of what
@@ -243,9 +245,10 @@ static void stream_buffers(void)
 }
 
 /* The event as the service writes text, {"type":"stdout","data":"..."}:
- * the string unescaped in place, no json_t (jansson took as long as the
- * rest of the client). false: anything else, for jansson. */
-static bool fast_event(stream *s, char *line, size_t len)
+ * the string unescaped into s->text, no json_t (jansson took as long as
+ * the rest of the client). false: anything else, for jansson (the line
+ * itself is left as it came). */
+static bool fast_event(stream *s, const char *line, size_t len)
 {
 	static const char pre_out[] = "{\"type\":\"stdout\",\"data\":\"";
 	static const char pre_err[] = "{\"type\":\"stderr\",\"data\":\"";
@@ -253,14 +256,23 @@ static bool fast_event(stream *s, char *line, size_t len)
 	if (len < pl + 2 || memcmp(line + len - 2, "\"}", 2))
 		return false;
 	FILE *f = !memcmp(line, pre_out, pl) ? stdout : !memcmp(line, pre_err, pl) ? stderr : NULL;
-	long n = f ? aj_json_unescape(line + pl, len - pl - 2, line + pl) : -1;
+	if (!f)
+		return false;
+	if (len > s->text_cap) {
+		char *t = realloc(s->text, len);
+		if (!t)
+			return false;
+		s->text = t;
+		s->text_cap = len;
+	}
+	long n = aj_json_unescape(line + pl, len - pl - 2, s->text);
 	if (n < 0)
 		return false;
-	put(s, f, line + pl, (size_t)n);
+	put(s, f, s->text, (size_t)n);
 	return true;
 }
 
-static void on_event(stream *s, char *line, size_t len)
+static void on_event(stream *s, const char *line, size_t len)
 {
 	if (fast_event(s, line, len))
 		return;
@@ -299,7 +311,7 @@ static void on_event(stream *s, char *line, size_t len)
 		else if (json_is_true(json_object_get(o, "oom_killed")))
 			fprintf(stderr, "agentjail: out of memory: the kernel killed a process\n");
 	} else if (!type) {
-		to_buf(line, 1, len, &s->error);
+		to_buf((char *)line, 1, len, &s->error);
 	}
 	json_decref(o);
 }
@@ -487,6 +499,7 @@ static int cmd_exec(const client *c, int argc, char **argv)
 		r = s.exit_code;
 	}
 	free(s.line.data);
+	free(s.text);
 	free(s.error.data);
 	return r;
 }
@@ -579,6 +592,7 @@ static int cmd_logs(const client *c, int argc, char **argv)
 	else
 		r = follow ? s.exit_code : 0;
 	free(s.line.data);
+	free(s.text);
 	free(s.error.data);
 	return r;
 }
