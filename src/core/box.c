@@ -168,7 +168,11 @@ typedef struct exec_ctx {
 	bool cancelled; /* the consumer went away */
 	bool sig_eof;	/* io->signal_fd ended */
 	aj_msg end;
+	char *buf; /* for reads of the output: on the heap, a worker thread's
+		      stack is not faulted in page by page for it */
 } exec_ctx;
+
+#define EXEC_READ_MAX 65536
 
 static long long now_ms(void)
 {
@@ -335,12 +339,11 @@ static void emit(exec_ctx *c, int k, const char *buf, size_t len, bool final)
 
 static void read_output(exec_ctx *c, int k)
 {
-	char buf[65536];
-	ssize_t n = read(c->out[k], buf, sizeof(buf));
+	ssize_t n = read(c->out[k], c->buf, EXEC_READ_MAX);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n > 0) {
-		emit(c, k, buf, (size_t)n, false);
+		emit(c, k, c->buf, (size_t)n, false);
 		return;
 	}
 	emit(c, k, NULL, 0, true);
@@ -434,7 +437,7 @@ int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io
 	exec_ctx c = {.box = b, .io = io, .ctl = -1, .out = {-1, -1}};
 	long long t0 = now_ms();
 	unsigned long long oom0 = b->info.have_cg ? aj_cgroup_oom_kills(&b->info.cg) : 0;
-	int r = 0;
+	int r = (c.buf = malloc(EXEC_READ_MAX)) ? 0 : aj_err(err, ENOMEM, "output buffer");
 	for (int k = 0; k < 2 && r == 0; k++)
 		if (aj_redactor_init_policy(&c.red[k], b->policy) < 0)
 			r = aj_err(err, ENOMEM, "redaction patterns");
@@ -462,5 +465,6 @@ int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io
 	}
 	if (c.ctl >= 0)
 		close(c.ctl); /* should the command still run, init kills it */
+	free(c.buf);
 	return r;
 }

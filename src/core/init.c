@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -18,9 +20,8 @@
 #include "caps.h"
 #include "landlock.h"
 #include "sync.h"
+#include "sysfilter.h"
 #include "util.h"
-
-extern char **environ;
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
@@ -58,10 +59,26 @@ __attribute__((noreturn)) static void command_fail(int errfd, const aj_error *er
 	_exit(AJ_EXIT_INTERNAL);
 }
 
-/* The command process: own session (and terminal), dropped privileges, exec. */
-__attribute__((noreturn)) static void command_main(const aj_init_args *a, const aj_init_cmd *cmd,
-						   int errfd)
+/* What a command's process is started with. ruleset: Landlock's, built
+ * once by a persistent sandbox's init (-1: build it in the command);
+ * filtered: init is under the command's seccomp filter already, which the
+ * command inherits (else it loads it last before exec). */
+typedef struct child_arg {
+	const aj_init_args *a;
+	const aj_init_cmd *cmd;
+	int errfd;
+	int ruleset;
+	bool filtered;
+} child_arg;
+
+/* The command process: own session (and terminal), dropped privileges, exec.
+ * It runs in init's memory (see start_child): it must not change init's
+ * globals (environ; signal handlers are its own). */
+__attribute__((noreturn)) static void command_main(const child_arg *c)
 {
+	const aj_init_args *a = c->a;
+	const aj_init_cmd *cmd = c->cmd;
+	int errfd = c->errfd, ruleset = c->ruleset;
 	const aj_policy *p = a->policy;
 	aj_error err;
 	aj_err_clear(&err);
@@ -89,10 +106,13 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, const 
 	if (err.code)
 		command_fail(errfd, &err);
 	/* nothing agentjail or the caller had open reaches the command */
-	aj_close_all_except(&errfd, 1);
+	int keep[] = {errfd, ruleset};
+	aj_close_all_except(keep, ruleset >= 0 ? 2 : 1);
 	/* if the sandbox runs out of memory, the kernel takes the command
 	 * (or what it started) rather than init; raising is unprivileged */
-	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* init's setting; exec resets it anyway */
+	/* no PR_SET_DUMPABLE here: until exec this process has init's memory,
+	 * and that flag belongs to the memory: init would become dumpable
+	 * (and its /proc/1/fd readable). exec makes the command dumpable. */
 	(void)aj_write_file("/proc/self/oom_score_adj", "500", 0);
 	if (aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err) < 0)
 		command_fail(errfd, &err);
@@ -105,11 +125,14 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, const 
 		aj_err_hint(&err, "--cwd must name an existing directory in the sandbox");
 		command_fail(errfd, &err);
 	}
-	if (set_rlimits(p, &err) < 0 || aj_landlock_apply(p, &err) < 0 ||
-	    aj_seccomp_load(a->seccomp, &err) < 0)
+	if (set_rlimits(p, &err) < 0 ||
+	    (ruleset >= 0 ? aj_landlock_enforce(ruleset, &err) : aj_landlock_apply(p, &err)) < 0)
 		command_fail(errfd, &err);
-	environ = cmd->envp;
-	execvp(cmd->argv[0], cmd->argv);
+	if (ruleset >= 0)
+		close(ruleset);
+	if (!c->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
+		command_fail(errfd, &err);
+	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;
 	aj_err(&err, e, "cannot execute '%s'", cmd->argv[0]);
 	err.exit = aj_init_exec_exit(e);
@@ -121,26 +144,68 @@ __attribute__((noreturn)) static void command_main(const aj_init_args *a, const 
 	command_fail(errfd, &err);
 }
 
-/* Fork and exec one command. Returns its pid, or -1 with err filled (and
- * err->exit set) when it could not start; the failed child is reaped. */
-static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, aj_error *err)
+static int child_fn(void *v)
+{
+	child_arg *c = v;
+	close(c->a->sync_fd);
+	command_main(c);
+}
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AJ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define AJ_ASAN 1
+#endif
+
+/* The command's process. clone(CLONE_VM | CLONE_VFORK) on a stack of its
+ * own: init's page tables are not copied and no page of init is faulted in
+ * copy-on-write, which was most of a command's start. Init is one thread
+ * and stays suspended until the child has exec'd or exited, so no lock of
+ * libc can be held and the child may use libc freely; what it writes to
+ * memory (errno, its stack) is init's, which is why command_main leaves
+ * init's globals alone. AddressSanitizer's runtime does not follow a
+ * switch to a foreign stack: a sanitized build forks. */
+static pid_t start_child(child_arg *c)
+{
+#ifndef AJ_ASAN
+	static char *stack;
+	static const size_t size = 1 << 20, guard = 1 << 12;
+	if (!stack) {
+		char *m = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED && mprotect(m, guard, PROT_NONE) == 0)
+			stack = m + guard;
+	}
+	if (stack)
+		return clone(child_fn, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, c);
+#endif
+	pid_t pid = fork();
+	if (pid == 0)
+		child_fn(c);
+	return pid;
+}
+
+/* Start one command. Returns its pid, or -1 with err filled (and err->exit
+ * set) when it could not start; the failed child is reaped. */
+static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, int ruleset, bool filtered,
+		   aj_error *err)
 {
 	int errpipe[2];
 	if (pipe2(errpipe, O_CLOEXEC) < 0) {
 		aj_err(err, errno, "pipe");
 		return -1;
 	}
-	pid_t pid = fork();
+	child_arg c = {
+	    .a = a, .cmd = cmd, .errfd = errpipe[1], .ruleset = ruleset, .filtered = filtered};
+	pid_t pid = start_child(&c);
 	if (pid < 0) {
-		aj_err(err, errno, "cannot fork the command");
+		aj_err(err, errno, "cannot start the command");
 		close(errpipe[0]);
 		close(errpipe[1]);
 		return -1;
-	}
-	if (pid == 0) {
-		close(errpipe[0]);
-		close(a->sync_fd);
-		command_main(a, cmd, errpipe[1]);
 	}
 	close(errpipe[1]);
 	/* only the command (and what it starts) holds its stdio now */
@@ -198,7 +263,7 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 	memset(&m, 0, sizeof(m));
 	aj_error exec_err;
 	aj_err_clear(&exec_err);
-	pid_t cmd = spawn(a, &a->cmd, &exec_err);
+	pid_t cmd = spawn(a, &a->cmd, -1, false, &exec_err);
 	bool failed = cmd < 0;
 	if (!failed) {
 		m.type = AJ_MSG_STARTED;
@@ -283,12 +348,19 @@ static void close_fds(int *fds, size_t n)
 }
 
 /* One AJ_MSG_EXEC: start the command, report on its own socket. */
-static void serve_start(const aj_init_args *a, const aj_msg *req, int *fds, size_t n,
-			serve_exec *ex, size_t *n_ex)
+typedef struct serve_state {
+	int ruleset;
+	bool filtered;
+	serve_exec ex[AJ_INIT_MAX_EXECS];
+	size_t n_ex;
+} serve_state;
+
+static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *req, int *fds,
+			size_t n)
 {
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
-	if (n != 5 || *n_ex >= AJ_INIT_MAX_EXECS) {
+	if (n != 5 || st->n_ex >= AJ_INIT_MAX_EXECS) {
 		if (n >= 1) {
 			aj_err(&m.err, n != 5 ? EPROTO : EAGAIN, "cannot start the command");
 			aj_sync_send_error(fds[0], &m.err);
@@ -308,7 +380,7 @@ static void serve_start(const aj_init_args *a, const aj_msg *req, int *fds, size
 		aj_err(&m.err, -r, "bad command request");
 		close_fds(fds + 1, 3);
 	} else {
-		pid = spawn(a, &cmd, &m.err);
+		pid = spawn(a, &cmd, st->ruleset, st->filtered, &m.err);
 		free(cmd.argv);
 	}
 	if (pid < 0) {
@@ -318,7 +390,7 @@ static void serve_start(const aj_init_args *a, const aj_msg *req, int *fds, size
 	}
 	m.type = AJ_MSG_STARTED;
 	(void)aj_sync_send(fds[0], &m, NULL, 0);
-	ex[(*n_ex)++] = (serve_exec){.pid = pid, .sock = fds[0]};
+	st->ex[st->n_ex++] = (serve_exec){.pid = pid, .sock = fds[0]};
 }
 
 /* A command ended: its whole process group goes, its requester learns. */
@@ -366,22 +438,40 @@ static void serve_request(serve_exec *e)
 	e->sock = -1;
 }
 
+/* What every command of this sandbox starts with, prepared once: the
+ * Landlock ruleset (its rules name the sandbox's own paths, set up by
+ * now), and the default seccomp filter loaded into init itself, so that
+ * each command inherits it instead of loading (and the kernel compiling)
+ * its own. Init needs nothing the default filter denies from here on:
+ * poll, sockets it has, clone without namespace flags, wait, kill. A
+ * --seccomp-profile may deny anything: each command loads that one. On
+ * any failure the commands do it themselves, as aj_init_main's does. */
+static void serve_prepare(const aj_init_args *a, serve_state *st)
+{
+	aj_error ignored;
+	if (aj_landlock_prepare(a->policy, &st->ruleset, &ignored) < 0)
+		st->ruleset = -1;
+	st->filtered = !a->seccomp->replaced && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+		       aj_seccomp_load(a->seccomp, &ignored) == 0;
+}
+
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 {
 	sigset_t set;
 	block_signals(&set);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	static serve_exec ex[AJ_INIT_MAX_EXECS];
-	size_t n_ex = 0;
+	static serve_state st;
+	serve_prepare(a, &st);
+	serve_exec *ex = st.ex;
 	while (sfd >= 0) {
 		struct pollfd pf[2 + AJ_INIT_MAX_EXECS];
 		pf[0] = (struct pollfd){a->sync_fd, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
-		for (size_t i = 0; i < n_ex; i++)
+		for (size_t i = 0; i < st.n_ex; i++)
 			pf[2 + i] = (struct pollfd){ex[i].sock, POLLIN, 0};
-		if (poll(pf, 2 + n_ex, -1) < 0)
+		if (poll(pf, 2 + st.n_ex, -1) < 0)
 			continue;
-		for (size_t i = 0; i < n_ex; i++)
+		for (size_t i = 0; i < st.n_ex; i++)
 			if (pf[2 + i].revents && ex[i].sock >= 0)
 				serve_request(&ex[i]);
 		if (pf[1].revents & POLLIN) {
@@ -389,13 +479,13 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 			if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
 			    (int)si.ssi_signo == AJ_SIG_TERM_ALL)
 				kill(-1, SIGTERM);
-			serve_reap(ex, n_ex);
+			serve_reap(ex, st.n_ex);
 		}
 		size_t k = 0; /* drop the reaped */
-		for (size_t i = 0; i < n_ex; i++)
+		for (size_t i = 0; i < st.n_ex; i++)
 			if (ex[i].pid > 0)
 				ex[k++] = ex[i];
-		n_ex = k;
+		st.n_ex = k;
 		if (pf[0].revents) {
 			aj_msg m;
 			int fds[AJ_SYNC_MAX_FDS];
@@ -404,7 +494,7 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 			if (r == -EPIPE || (r < 0 && r != -EBADMSG && r != -EINTR))
 				break; /* agentjail is gone: so is the sandbox */
 			if (r == 0 && m.type == AJ_MSG_EXEC)
-				serve_start(a, &m, fds, n, ex, &n_ex);
+				serve_start(a, &st, &m, fds, n);
 			else
 				close_fds(fds, n);
 		}

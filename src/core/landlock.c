@@ -106,8 +106,9 @@ static int add_rules(int rs, const aj_policy *p, uint64_t mask, aj_error *err)
 	return r;
 }
 
-int aj_landlock_apply(const aj_policy *p, aj_error *err)
+int aj_landlock_prepare(const aj_policy *p, int *ruleset, aj_error *err)
 {
+	*ruleset = -1;
 	int abi = aj_landlock_abi();
 	if (abi <= 0)
 		return 0;
@@ -120,14 +121,35 @@ int aj_landlock_apply(const aj_policy *p, aj_error *err)
 		attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
 		size = sizeof(attr);
 	}
-	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (rs < 0)
 		return aj_err(err, errno, "landlock: cannot create a ruleset (ABI %d)", abi);
 	int r = add_rules(rs, p, mask, err);
-	if (r < 0)
+	if (r < 0) {
+		close(rs);
 		return r;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    syscall(SYS_landlock_restrict_self, rs, 0) < 0)
-		return aj_err(err, errno, "landlock: cannot enforce the ruleset");
+	}
+	*ruleset = rs;
 	return abi;
+}
+
+int aj_landlock_enforce(int ruleset, aj_error *err)
+{
+	if (ruleset < 0)
+		return 0;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		return aj_err(err, errno, "landlock: cannot enforce the ruleset");
+	return 0;
+}
+
+int aj_landlock_apply(const aj_policy *p, aj_error *err)
+{
+	int rs;
+	int abi = aj_landlock_prepare(p, &rs, err);
+	if (abi <= 0)
+		return abi;
+	int r = aj_landlock_enforce(rs, err);
+	close(rs);
+	return r < 0 ? r : abi;
 }

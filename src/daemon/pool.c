@@ -31,6 +31,12 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 static pthread_t thread;
 static bool running, stopping;
+/* When a sandbox was last handed out (monotonic ms). A refill waits until
+ * POOL_QUIET_MS later unless the pool is empty: building a sandbox takes
+ * a core and the kernel's mount and cgroup locks for ~20 ms, and the
+ * first command of the sandbox just handed out ran twice as long beside it. */
+static long long taken_at;
+#define POOL_QUIET_MS 250
 
 static long long mono_ms(void)
 {
@@ -95,10 +101,13 @@ static pool *next_to_fill(long long *wake)
 		pool *pl = &pools[i];
 		if (pl->n >= pl->want)
 			continue;
-		if (pl->retry_at <= now)
+		long long at = pl->retry_at;
+		if (pl->n > 0 && taken_at + POOL_QUIET_MS > at)
+			at = taken_at + POOL_QUIET_MS;
+		if (at <= now)
 			return pl;
-		if (!*wake || pl->retry_at < *wake)
-			*wake = pl->retry_at;
+		if (!*wake || at < *wake)
+			*wake = at;
 	}
 	return NULL;
 }
@@ -284,9 +293,10 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 			sb = NULL;
 		}
 	}
-	if (sb)
+	if (sb) {
 		pl->hits++;
-	else if (r == 0 && pl)
+		taken_at = mono_ms();
+	} else if (r == 0 && pl)
 		pl->empty++;
 	if (r == 0 && !sb)
 		misses++;

@@ -24,6 +24,7 @@
 #include "jsonstr.h"
 #include "redact.h"
 #include "sup.h"
+#include "threads.h"
 #include "util.h"
 
 typedef struct job {
@@ -374,16 +375,11 @@ static void *reader(void *arg)
 
 static int start_thread(void *(*fn)(void *), job *j)
 {
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
 	aj_worker_enter();
-	int e = pthread_create(&t, &attr, fn, j);
-	pthread_attr_destroy(&attr);
-	if (e)
+	int e = aj_thread_start(fn, j);
+	if (e < 0)
 		aj_worker_leave();
-	return -e;
+	return e;
 }
 
 /* The job's pipes, pty (in the sandbox's own devpts) and stream; *front:
