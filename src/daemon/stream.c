@@ -15,6 +15,7 @@
 
 #include "http.h"
 #include "ipc.h"
+#include "threads.h"
 #include "util.h"
 
 #define JOB_MAX_QUEUED (1u << 20)
@@ -172,16 +173,11 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 	j->ws = ws;
 	j->wsi = r->wsi;
 	j->refs = 2; /* the connection's and the reader's */
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int e = pthread_create(&t, &attr, reader, j);
-	pthread_attr_destroy(&attr);
-	if (e) {
+	int e = aj_thread_start(reader, j);
+	if (e < 0) {
 		j->refs = 1;
 		job_unref(j);
-		return -e;
+		return e;
 	}
 	pthread_mutex_lock(&jobs_mu);
 	j->next = jobs;
