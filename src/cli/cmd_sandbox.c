@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
+#include <libwebsockets.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "jsonstr.h"
 #include "sandbox_ws.h"
 #include "util.h"
 
@@ -104,6 +106,8 @@ static long request(const client *c, const char *method, const char *path, const
 		curl_easy_setopt(h, CURLOPT_READDATA, upload);
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
 	}
+	if (sink) /* streams: fewer, bigger reads (the default is 16 KiB) */
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink ? sink : to_buf);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink ? ud : out);
 	CURLcode rc = curl_easy_perform(h);
@@ -213,26 +217,89 @@ static int cmd_ls(const client *c, int argc, char **argv)
 /* NDJSON events: output to our stdout/stderr, the exit status kept. */
 typedef struct stream {
 	buf line;
-	buf error; /* a body that is not events: the service's error */
+	size_t cap; /* of line.data */
+	buf error;  /* a body that is not events: the service's error */
 	int exit_code;
 	bool ended;
+	FILE *last; /* written to since the last flush */
+	char *text; /* an event's output, unescaped */
+	size_t text_cap;
 } stream;
 
-static void on_event(stream *s, const char *line)
+/* Output kept in stdio's buffer (stream_buffers) until the end of what
+ * curl gave us (on_stream), or until the other stream is written: a write
+ * per read of the response, not one per event, in the order it came. */
+static void put(stream *s, FILE *f, const char *p, size_t n)
 {
-	json_t *o = json_loads(line, 0, NULL);
+	if (s->last && s->last != f)
+		fflush(s->last);
+	fwrite(p, 1, n, f);
+	s->last = f;
+}
+
+static void stream_buffers(void)
+{
+	static char out[256 * 1024], err[256 * 1024];
+	setvbuf(stdout, out, _IOFBF, sizeof(out));
+	setvbuf(stderr, err, _IOFBF, sizeof(err));
+}
+
+/* The event as the service writes text, {"type":"stdout","data":"..."}:
+ * the string unescaped into s->text, no json_t (jansson took as long as
+ * the rest of the client). false: anything else, for jansson (the line
+ * itself is left as it came). */
+static bool fast_event(stream *s, const char *line, size_t len)
+{
+	static const char pre_out[] = "{\"type\":\"stdout\",\"data\":\"";
+	static const char pre_err[] = "{\"type\":\"stderr\",\"data\":\"";
+	size_t pl = sizeof(pre_out) - 1;
+	if (len < pl + 2 || memcmp(line + len - 2, "\"}", 2))
+		return false;
+	FILE *f = !memcmp(line, pre_out, pl) ? stdout : !memcmp(line, pre_err, pl) ? stderr : NULL;
+	if (!f)
+		return false;
+	if (len > s->text_cap) {
+		char *t = realloc(s->text, len);
+		if (!t)
+			return false;
+		s->text = t;
+		s->text_cap = len;
+	}
+	long n = aj_json_unescape(line + pl, len - pl - 2, s->text);
+	if (n < 0)
+		return false;
+	put(s, f, s->text, (size_t)n);
+	return true;
+}
+
+static void on_event(stream *s, const char *line, size_t len)
+{
+	if (fast_event(s, line, len))
+		return;
+	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 	json_t *data = json_object_get(o, "data");
-	if (type && data && (!strcmp(type, "stdout") || !strcmp(type, "stderr"))) {
-		FILE *f = !strcmp(type, "stdout") ? stdout : stderr;
-		fwrite(json_string_value(data), 1, json_string_length(data), f);
-		fflush(f);
+	const char *b64 = json_string_value(json_object_get(o, "data_b64"));
+	bool output = type && (!strcmp(type, "stdout") || !strcmp(type, "stderr"));
+	FILE *f = output && !strcmp(type, "stdout") ? stdout : stderr;
+	if (output && data) {
+		put(s, f, json_string_value(data), json_string_length(data));
+	} else if (output && b64) { /* bytes that are not UTF-8 */
+		size_t bl = strlen(b64);
+		char *raw = malloc(bl / 4 * 3 + 4);
+		int n =
+		    raw ? lws_b64_decode_string_len(b64, (int)bl, raw, (int)(bl / 4 * 3 + 4)) : -1;
+		if (n > 0)
+			put(s, f, raw, (size_t)n);
+		free(raw);
 	} else if (type && !strcmp(type, "gap")) {
+		put(s, stderr, "", 0);
 		fprintf(stderr,
 			"agentjail: output from byte %lld to %lld has left the ring (1 MiB kept)\n",
 			(long long)json_integer_value(json_object_get(o, "offset")),
 			(long long)json_integer_value(json_object_get(o, "next")));
 	} else if (type && !strcmp(type, "exit")) {
+		put(s, stderr, "", 0);
 		s->exit_code = (int)json_integer_value(json_object_get(o, "exit_code"));
 		s->ended = true;
 		const char *m =
@@ -244,9 +311,26 @@ static void on_event(stream *s, const char *line)
 		else if (json_is_true(json_object_get(o, "oom_killed")))
 			fprintf(stderr, "agentjail: out of memory: the kernel killed a process\n");
 	} else if (!type) {
-		to_buf((char *)line, 1, strlen(line), &s->error);
+		to_buf((char *)line, 1, len, &s->error);
 	}
 	json_decref(o);
+}
+
+/* Room for n more bytes in s->line (doubling: one realloc per event
+ * was one per curl buffer). */
+static bool line_room(stream *s, size_t n)
+{
+	if (s->line.len + n + 1 <= s->cap)
+		return true;
+	size_t cap = s->cap ? s->cap : 4096;
+	while (cap < s->line.len + n + 1)
+		cap *= 2;
+	char *d = realloc(s->line.data, cap);
+	if (!d)
+		return false;
+	s->line.data = d;
+	s->cap = cap;
+	return true;
 }
 
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
@@ -254,21 +338,32 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 	stream *s = ud;
 	size_t total = sz * n;
 	/* whole spans up to each newline (not a byte at a time: 64 MiB of
-	 * output took 18 s in the client alone) */
+	 * output took 18 s in the client alone); a line whole in curl's
+	 * buffer is handled there, without a copy */
 	for (size_t i = 0; i < total;) {
 		char *nl = memchr(p + i, '\n', total - i);
 		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
-		if (span && !to_buf(p + i, 1, span, &s->line))
-			return 0;
+		if (nl && !s->line.len) {
+			on_event(s, p + i, span);
+			i += span + 1;
+			continue;
+		}
+		if (span) {
+			if (!line_room(s, span))
+				return 0;
+			memcpy(s->line.data + s->line.len, p + i, span);
+			s->line.len += span;
+		}
 		i += span;
 		if (!nl)
 			break;
 		i++; /* the newline */
-		if (s->line.data) {
-			on_event(s, s->line.data);
-			if (s->line.data)
-				s->line.len = 0, s->line.data[0] = '\0';
-		}
+		on_event(s, s->line.data, s->line.len);
+		s->line.len = 0;
+	}
+	if (s->last) {
+		fflush(s->last);
+		s->last = NULL;
 	}
 	return total;
 }
@@ -391,10 +486,11 @@ static int cmd_exec(const client *c, int argc, char **argv)
 		return r;
 	}
 	stream s = {.exit_code = AJ_EXIT_INTERNAL};
+	stream_buffers();
 	long st = request(c, "POST", path, body, on_stream, &s, NULL, NULL);
 	free(body);
 	if (s.line.len) /* a last line without its newline */
-		on_event(&s, s.line.data);
+		on_event(&s, s.line.data, s.line.len);
 	if (st != 200 || !s.ended) {
 		if (st == 200)
 			fail("the service ended the stream early");
@@ -403,6 +499,7 @@ static int cmd_exec(const client *c, int argc, char **argv)
 		r = s.exit_code;
 	}
 	free(s.line.data);
+	free(s.text);
 	free(s.error.data);
 	return r;
 }
@@ -484,9 +581,10 @@ static int cmd_logs(const client *c, int argc, char **argv)
 	if (r)
 		return r;
 	stream s = {.exit_code = 0};
+	stream_buffers();
 	long st = request(c, "GET", path, NULL, on_stream, &s, NULL, NULL);
 	if (s.line.len)
-		on_event(&s, s.line.data);
+		on_event(&s, s.line.data, s.line.len);
 	if (st != 200)
 		r = api_fail(st, &s.error);
 	else if (follow && !s.ended)
@@ -494,6 +592,7 @@ static int cmd_logs(const client *c, int argc, char **argv)
 	else
 		r = follow ? s.exit_code : 0;
 	free(s.line.data);
+	free(s.text);
 	free(s.error.data);
 	return r;
 }

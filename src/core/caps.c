@@ -22,8 +22,7 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
 	return aj_caps_drop_keep(uid, gid, drop_groups, NULL, 0, err);
 }
 
-int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
-		      aj_error *err)
+int aj_caps_drop_bounding(const int *keep, size_t nkeep, aj_error *err)
 {
 	int last = CAP_LAST_CAP;
 	/* cap_max_bits() knows caps newer than our headers */
@@ -34,6 +33,19 @@ int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, si
 		    errno != EINVAL)
 			return aj_err(err, errno, "cannot drop capability %d from the bounding set",
 				      c);
+	return 0;
+}
+
+int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
+		      aj_error *err)
+{
+	int r = aj_caps_drop_bounding(keep, nkeep, err);
+	return r < 0 ? r : aj_caps_drop_rest(uid, gid, drop_groups, keep, nkeep, err);
+}
+
+int aj_caps_drop_rest(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
+		      aj_error *err)
+{
 	unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
 			     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 			     SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;

@@ -18,4 +18,10 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err);
 int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
 		      aj_error *err);
 
+/* aj_caps_drop_keep in two steps: the bounding set (a process that never
+ * execs keeps its own capabilities while its children start without those
+ * it dropped), then the rest. */
+int aj_caps_drop_bounding(const int *keep, size_t nkeep, aj_error *err);
+int aj_caps_drop_rest(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
+		      aj_error *err);
 #endif

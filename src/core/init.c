@@ -59,16 +59,23 @@ __attribute__((noreturn)) static void command_fail(int errfd, const aj_error *er
 	_exit(AJ_EXIT_INTERNAL);
 }
 
-/* What a command's process is started with. ruleset: Landlock's, built
- * once by a persistent sandbox's init (-1: build it in the command);
- * filtered: init is under the command's seccomp filter already, which the
- * command inherits (else it loads it last before exec). */
+/* What a persistent sandbox's init prepared once for all its commands
+ * (serve_prepare). ruleset: Landlock's (-1: each command builds its own);
+ * filtered: init is under the commands' seccomp filter, which they inherit
+ * (else each loads it last before exec); bounded: init's bounding set is
+ * empty, which they inherit. */
+typedef struct prepared {
+	int ruleset;
+	bool filtered, bounded;
+} prepared;
+
+static const prepared nothing_prepared = {.ruleset = -1};
+
 typedef struct child_arg {
 	const aj_init_args *a;
 	const aj_init_cmd *cmd;
 	int errfd;
-	int ruleset;
-	bool filtered;
+	const prepared *pre;
 } child_arg;
 
 /* The command process: own session (and terminal), dropped privileges, exec.
@@ -78,7 +85,7 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 {
 	const aj_init_args *a = c->a;
 	const aj_init_cmd *cmd = c->cmd;
-	int errfd = c->errfd, ruleset = c->ruleset;
+	int errfd = c->errfd, ruleset = c->pre->ruleset;
 	const aj_policy *p = a->policy;
 	aj_error err;
 	aj_err_clear(&err);
@@ -114,7 +121,8 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 	 * and that flag belongs to the memory: init would become dumpable
 	 * (and its /proc/1/fd readable). exec makes the command dumpable. */
 	(void)aj_write_file("/proc/self/oom_score_adj", "500", 0);
-	if (aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err) < 0)
+	if ((c->pre->bounded ? aj_caps_drop_rest(p->uid, p->gid, a->drop_groups, NULL, 0, &err)
+			     : aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err)) < 0)
 		command_fail(errfd, &err);
 	const char *cwd = cmd->cwd	 ? cmd->cwd
 			  : p->cwd	 ? p->cwd
@@ -130,7 +138,7 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		command_fail(errfd, &err);
 	if (ruleset >= 0)
 		close(ruleset);
-	if (!c->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
+	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
 	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;
@@ -190,7 +198,7 @@ static pid_t start_child(child_arg *c)
 
 /* Start one command. Returns its pid, or -1 with err filled (and err->exit
  * set) when it could not start; the failed child is reaped. */
-static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, int ruleset, bool filtered,
+static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, const prepared *pre,
 		   aj_error *err)
 {
 	int errpipe[2];
@@ -198,8 +206,7 @@ static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, int ruleset, b
 		aj_err(err, errno, "pipe");
 		return -1;
 	}
-	child_arg c = {
-	    .a = a, .cmd = cmd, .errfd = errpipe[1], .ruleset = ruleset, .filtered = filtered};
+	child_arg c = {.a = a, .cmd = cmd, .errfd = errpipe[1], .pre = pre};
 	pid_t pid = start_child(&c);
 	if (pid < 0) {
 		aj_err(err, errno, "cannot start the command");
@@ -263,7 +270,7 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 	memset(&m, 0, sizeof(m));
 	aj_error exec_err;
 	aj_err_clear(&exec_err);
-	pid_t cmd = spawn(a, &a->cmd, -1, false, &exec_err);
+	pid_t cmd = spawn(a, &a->cmd, &nothing_prepared, &exec_err);
 	bool failed = cmd < 0;
 	if (!failed) {
 		m.type = AJ_MSG_STARTED;
@@ -349,8 +356,7 @@ static void close_fds(int *fds, size_t n)
 
 /* One AJ_MSG_EXEC: start the command, report on its own socket. */
 typedef struct serve_state {
-	int ruleset;
-	bool filtered;
+	prepared pre;
 	serve_exec ex[AJ_INIT_MAX_EXECS];
 	size_t n_ex;
 } serve_state;
@@ -380,7 +386,7 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 		aj_err(&m.err, -r, "bad command request");
 		close_fds(fds + 1, 3);
 	} else {
-		pid = spawn(a, &cmd, st->ruleset, st->filtered, &m.err);
+		pid = spawn(a, &cmd, &st->pre, &m.err);
 		free(cmd.argv);
 	}
 	if (pid < 0) {
@@ -440,19 +446,21 @@ static void serve_request(serve_exec *e)
 
 /* What every command of this sandbox starts with, prepared once: the
  * Landlock ruleset (its rules name the sandbox's own paths, set up by
- * now), and the default seccomp filter loaded into init itself, so that
- * each command inherits it instead of loading (and the kernel compiling)
- * its own. Init needs nothing the default filter denies from here on:
- * poll, sockets it has, clone without namespace flags, wait, kill. A
+ * now), an empty bounding set (init never execs; its own capabilities stay)
+ * and the default seccomp filter loaded into init itself, so that each
+ * command inherits it instead of loading (and the kernel compiling) its
+ * own. Init needs nothing the default filter denies from here on: poll,
+ * sockets it has, clone without namespace flags, wait, kill. A
  * --seccomp-profile may deny anything: each command loads that one. On
  * any failure the commands do it themselves, as aj_init_main's does. */
-static void serve_prepare(const aj_init_args *a, serve_state *st)
+static void serve_prepare(const aj_init_args *a, prepared *pre)
 {
 	aj_error ignored;
-	if (aj_landlock_prepare(a->policy, &st->ruleset, &ignored) < 0)
-		st->ruleset = -1;
-	st->filtered = !a->seccomp->replaced && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-		       aj_seccomp_load(a->seccomp, &ignored) == 0;
+	if (aj_landlock_prepare(a->policy, &pre->ruleset, &ignored) < 0)
+		pre->ruleset = -1;
+	pre->bounded = aj_caps_drop_bounding(NULL, 0, &ignored) == 0;
+	pre->filtered = !a->seccomp->replaced && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+			aj_seccomp_load(a->seccomp, &ignored) == 0;
 }
 
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
@@ -461,7 +469,7 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 	block_signals(&set);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	static serve_state st;
-	serve_prepare(a, &st);
+	serve_prepare(a, &st.pre);
 	serve_exec *ex = st.ex;
 	while (sfd >= 0) {
 		struct pollfd pf[2 + AJ_INIT_MAX_EXECS];

@@ -324,7 +324,7 @@ static int parent_start(run_ctx *c, aj_error *err)
 	 * network namespace): moving a process into a cgroup waits for an
 	 * RCU grace period (~1 ms here, more on a busy machine). The child
 	 * waits for CGROUP_DONE before its cgroup namespace and before init
-	 * runs anything of the sandbox. (docs/performance.md, round 3) */
+	 * runs anything of the sandbox. (docs/performance.md, round 4) */
 	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0) {
 		/* a child that failed and exited meanwhile: its error says why */
 		struct pollfd pfd = {.fd = c->sock[0], .events = POLLIN};

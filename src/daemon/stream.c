@@ -15,9 +15,14 @@
 
 #include "http.h"
 #include "ipc.h"
+#include "threads.h"
 #include "util.h"
 
 #define JOB_MAX_QUEUED (1u << 20)
+/* NDJSON: what one read from the supervisor and one lws_write take (an
+ * event is up to ~64 KiB of output; 64 KiB reads cut each in two, and a
+ * poll round per 64 KiB written was the front's main cost) */
+#define JOB_IO (256u * 1024)
 
 typedef struct aj_job {
 	pthread_mutex_t mu;
@@ -31,6 +36,7 @@ typedef struct aj_job {
 	bool ws;
 	char *in_pend; /* ws: frames for the supervisor not sent yet */
 	size_t in_len;
+	unsigned char *out; /* NDJSON: LWS_PRE + JOB_IO, what goes to lws_write */
 	struct aj_job *next;
 } aj_job;
 
@@ -54,18 +60,23 @@ static void job_unref(aj_job *j)
 	pthread_cond_destroy(&j->cv);
 	free(j->buf);
 	free(j->in_pend);
+	free(j->out);
 	close(j->fd);
 	free(j);
 }
 
-/* Queue head + data. Waits while the queue is full; -1 when the client is gone. */
+/* Queue head + data. Waits while the queue is full; -1 when the client is gone.
+ * The service thread is woken only when the queue was empty: while it is
+ * not, each writable callback that takes bytes asks for the next one. */
 static int push(aj_job *j, const void *head, size_t hl, const void *data, size_t dl)
 {
 	size_t n = hl + dl;
 	int r = 0;
+	bool idle;
 	pthread_mutex_lock(&j->mu);
 	while (!j->gone && j->len - j->off > JOB_MAX_QUEUED)
 		pthread_cond_wait(&j->cv, &j->mu);
+	idle = j->off == j->len;
 	if (j->gone) {
 		r = -1;
 	} else {
@@ -88,14 +99,15 @@ static int push(aj_job *j, const void *head, size_t hl, const void *data, size_t
 		j->wake = true;
 	}
 	pthread_mutex_unlock(&j->mu);
-	lws_cancel_service(ctx);
+	if (idle || r < 0)
+		lws_cancel_service(ctx);
 	return r;
 }
 
 static void *reader(void *arg)
 {
 	aj_job *j = arg;
-	_cleanup_free_ char *buf = malloc(AJ_IPC_FRAME_MAX);
+	_cleanup_free_ char *buf = malloc(j->ws ? AJ_IPC_FRAME_MAX : JOB_IO);
 	for (;;) {
 		if (!buf)
 			break;
@@ -105,7 +117,7 @@ static void *reader(void *arg)
 			    aj_read_all(j->fd, buf, l) < 0 || push(j, &l, 4, buf, l) < 0)
 				break;
 		} else {
-			ssize_t n = read(j->fd, buf, AJ_HTTP_CHUNK);
+			ssize_t n = read(j->fd, buf, JOB_IO);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0 || push(j, buf, (size_t)n, NULL, 0) < 0)
@@ -150,22 +162,22 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 		close(fd);
 		return -ENOMEM;
 	}
+	if (!ws && !(j->out = malloc(LWS_PRE + JOB_IO))) {
+		free(j);
+		close(fd);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->fd = fd;
 	j->ws = ws;
 	j->wsi = r->wsi;
 	j->refs = 2; /* the connection's and the reader's */
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int e = pthread_create(&t, &attr, reader, j);
-	pthread_attr_destroy(&attr);
-	if (e) {
+	int e = aj_thread_start(reader, j);
+	if (e < 0) {
 		j->refs = 1;
 		job_unref(j);
-		return -e;
+		return e;
 	}
 	pthread_mutex_lock(&jobs_mu);
 	j->next = jobs;
@@ -258,7 +270,8 @@ int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
 	aj_job *j = r->job;
 	if (j->ws)
 		return ws_writable(r, j, buf, cap);
-	size_t room = cap - LWS_PRE - 16;
+	buf = j->out;
+	size_t room = JOB_IO;
 	pthread_mutex_lock(&j->mu);
 	size_t n = j->len - j->off;
 	if (n > room)

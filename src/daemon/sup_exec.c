@@ -8,6 +8,7 @@
  * output (the socket's buffer is the queue). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <libwebsockets.h>
 
 #include "ipc.h"
+#include "jsonstr.h"
 #include "redact.h"
 #include "sup.h"
 #include "threads.h"
@@ -39,6 +41,8 @@ typedef struct job {
 	int tty[2];	  /* a pty: master, slave (the worker hands it over) */
 	char carry[2][4]; /* an incomplete UTF-8 sequence at a chunk's end */
 	size_t carry_n[2];
+	char *line; /* NDJSON: the event being written (jsonstr.h) */
+	size_t line_cap;
 } job;
 
 static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +73,7 @@ static void job_unref(job *j)
 	if (j->sock >= 0)
 		close(j->sock);
 	aj_sandbox_unref(j->sb);
+	free(j->line);
 	free(j);
 }
 
@@ -137,9 +142,22 @@ json_t *aj_exec_data_event(int stream, const char *buf, size_t len)
 	return json_pack("{s:s, s:s}", "type", name, "data_b64", b64);
 }
 
+/* Text as {"type":...,"data":"..."} escaped here in one pass, written in
+ * one write (jansson built a json_t and a string per chunk, and the
+ * newline took a second write: docs/performance.md); bytes that are not
+ * UTF-8 go through aj_exec_data_event (data_b64), as before. */
 static int out_data(job *j, int stream, const char *buf, size_t len)
 {
-	return out_event(j, aj_exec_data_event(stream, buf, len));
+	size_t need = AJ_JSON_EVENT_MAX(len);
+	if (need > j->line_cap) {
+		char *l = realloc(j->line, need);
+		if (l)
+			j->line = l, j->line_cap = need;
+	}
+	long n = need <= j->line_cap ? aj_json_output_event(stream, buf, len, j->line) : -1;
+	if (n < 0)
+		return out_event(j, aj_exec_data_event(stream, buf, len));
+	return out(j, j->line, (size_t)n, NULL, 0);
 }
 
 static int on_output(void *c, int stream, const char *buf, size_t len)
@@ -149,11 +167,15 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 	aj_metrics_add(&aj_stats.bytes_out, len);
 	if (j->ws)
 		return out_frame(j, (unsigned char)stream, buf, len);
-	_cleanup_free_ char *all = malloc(j->carry_n[k] + len);
-	if (!all)
-		return 0;
-	memcpy(all, j->carry[k], j->carry_n[k]);
-	memcpy(all + j->carry_n[k], buf, len);
+	_cleanup_free_ char *joined = NULL; /* the carry and buf, when there is a carry */
+	const char *all = buf;
+	if (j->carry_n[k]) {
+		if (!(joined = malloc(j->carry_n[k] + len)))
+			return 0;
+		memcpy(joined, j->carry[k], j->carry_n[k]);
+		memcpy(joined + j->carry_n[k], buf, len);
+		all = joined;
+	}
 	size_t n = j->carry_n[k] + len;
 	size_t keep = incomplete_tail((const unsigned char *)all, n);
 	memcpy(j->carry[k], all + n - keep, keep);
@@ -310,6 +332,12 @@ static void *reader(void *arg)
 	_cleanup_free_ unsigned char *buf = malloc(cap);
 	for (;;) {
 		uint32_t l;
+		/* poll, not a blocking read: a reader blocked in read(2) on a unix
+		 * socket is woken each time the front makes room for the worker's
+		 * writes on it (one wait queue), ~1 wake-up per event for nothing */
+		struct pollfd p = {j->sock, POLLIN, 0};
+		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+			continue;
 		if (!buf || aj_read_all(j->sock, &l, 4) < 0 || l == 0 || l > cap ||
 		    aj_read_all(j->sock, buf, l) < 0)
 			break; /* the end, or a frame the protocol has not: the end */

@@ -49,6 +49,33 @@ load helpers
     assert_eq "$(tail -n1 "$T/ev" | jq -r .type)" exit
 }
 
+@test "serve: exec events: text escaped as JSON, bytes that are not UTF-8 as data_b64, a character split across writes kept whole" {
+    svc_start
+    id=$(sb_create)
+    # quote, backslash, tab, ESC, é; then € written in two pieces; then a
+    # byte that is not UTF-8; then NUL
+    script='printf "q\042\134\011\033 \303\251\n"; printf "\342\202"; sleep 0.3; printf "\254\n"; sleep 0.3; printf "a\377b"; sleep 0.3; printf "\000z"'
+    sb_exec "$id" "$(jq -nc --arg s "$script" '{cmd: ["sh", "-c", $s]}')" >"$T/ev"
+    # the text as jansson writes it (the service escapes it itself: byte for byte the same)
+    grep -qxF '{"type":"stdout","data":"q\"\\\t\u001B é\n"}' "$T/ev" || fail "$(cat "$T/ev")"
+    grep -qF '"data":"\u0000z"' "$T/ev" || fail "$(cat "$T/ev")"
+    # € split across two writes arrives in a text event, never in base64
+    grep -qF '"data":"€\n"' "$T/ev" || fail "$(cat "$T/ev")"
+    # the byte that is not UTF-8: base64, and every byte accounted for
+    grep -q '"data_b64":' "$T/ev"
+    python3 - "$T/ev" <<'PY'
+import base64, json, sys
+out = b""
+for line in open(sys.argv[1], encoding="utf-8"):
+    e = json.loads(line)
+    if e["type"] == "stdout":
+        out += e["data"].encode() if "data" in e else base64.b64decode(e["data_b64"])
+want = b'q"\\\t\x1b \xc3\xa9\n\xe2\x82\xac\na\xffb\x00z'
+assert out == want, (out, want)
+PY
+    assert_eq "$(tail -n1 "$T/ev" | jq -r .exit_code)" 0
+}
+
 @test "serve: a sandbox keeps its state across execs; env, cwd, stdin" {
     svc_start
     id=$(sb_create '{"env": {"A": "from-policy"}}')

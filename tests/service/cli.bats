@@ -42,6 +42,23 @@ load helpers
     [[ "$output" == *"--memory 'lots'"* ]]
 }
 
+@test "sandbox CLI: exec output byte for byte (escapes, NUL, bytes that are not UTF-8, split characters, megabytes)" {
+    svc_start
+    export AGENTJAIL_SOCKET=$SOCK
+    id=$("$AJ" sandbox create --memory 256M)
+    script='printf "q\042\134\011\033 \303\251\n"; printf "\342\202"; sleep 0.2; printf "\254\n"; printf "a\377b" >&2; printf "\000z"'
+    "$AJ" sandbox exec "$id" -- sh -c "$script" >"$T/out" 2>"$T/err"
+    assert_eq "$(od -An -tx1 "$T/out" | tr -d ' \n')" 71225c091b20c3a90ae282ac0a007a
+    assert_eq "$(od -An -tx1 "$T/err" | tr -d ' \n')" 61ff62
+    # binary (base64 events) and text (the fast path), several MiB each
+    run "$AJ" sandbox exec "$id" -- sh -c 'head -c 3000000 /dev/urandom >/tmp/r; head -c 9000000 /dev/zero | tr "\0" "\n" >>/tmp/r; sha256sum </tmp/r'
+    assert_status 0
+    want=${output%% *}
+    got=$("$AJ" sandbox exec "$id" -- cat /tmp/r | sha256sum)
+    assert_eq "${got%% *}" "$want"
+    "$AJ" sandbox rm "$id" >/dev/null
+}
+
 @test "sandbox CLI: no service" {
     run "$AJ" sandbox --socket "$T/none.sock" ls
     assert_status 125
