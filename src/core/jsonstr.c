@@ -71,29 +71,46 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
 	return n;
 }
 
+/* Copy from s[*i] to *o what stays as it is: runs of plain bytes and whole
+ * valid UTF-8 sequences (memmove: unescaping works in place). Returns 0 at
+ * the end, 1 at a byte to escape (or an escape to undo), -1 at invalid
+ * UTF-8. */
+static int copy_plain(const unsigned char *s, size_t len, size_t *i, char **o)
+{
+	for (;;) {
+		size_t run = plain_run(s, *i, len);
+		if (*o !=
+		    (const char *)s + *i) /* in place: nothing to move until the first escape */
+			memmove(*o, s + *i, run - *i);
+		*o += run - *i;
+		*i = run;
+		if (*i == len)
+			return 0;
+		if (kind(s[*i]) != 2)
+			return 1;
+		size_t n = utf8_seq(s + *i, len - *i);
+		if (!n)
+			return -1;
+		memmove(*o, s + *i, n);
+		*o += n;
+		*i += n;
+	}
+}
+
 long aj_json_escape(const char *str, size_t len, char *out)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *s = (const unsigned char *)str;
 	char *o = out;
 	size_t i = 0;
-	while (i < len) {
-		size_t run = plain_run(s, i, len);
-		memcpy(o, s + i, run - i);
-		o += run - i;
-		i = run;
-		if (i == len)
-			break;
-		unsigned char c = s[i];
-		if (kind(c) == 2) {
-			size_t n = utf8_seq(s + i, len - i);
-			if (!n)
+	for (;;) {
+		int r = copy_plain(s, len, &i, &o);
+		if (r <= 0) {
+			if (r < 0)
 				return -1;
-			memcpy(o, s + i, n);
-			o += n;
-			i += n;
-			continue;
+			break;
 		}
+		unsigned char c = s[i];
 		*o++ = '\\';
 		switch (c) {
 		case '"': *o++ = '"'; break;
@@ -174,24 +191,14 @@ long aj_json_unescape(const char *str, size_t len, char *out)
 	const unsigned char *s = (const unsigned char *)str;
 	char *o = out;
 	size_t i = 0;
-	while (i < len) {
-		size_t run = plain_run(s, i, len);
-		if (o != (char *)s + i) /* in place: nothing to move until the first escape */
-			memmove(o, s + i, run - i);
-		o += run - i;
-		i = run;
-		if (i == len)
-			break;
-		unsigned char c = s[i];
-		if (kind(c) == 2) {
-			size_t n = utf8_seq(s + i, len - i);
-			if (!n)
+	for (;;) {
+		int r = copy_plain(s, len, &i, &o);
+		if (r <= 0) {
+			if (r < 0)
 				return -1;
-			memmove(o, s + i, n);
-			o += n;
-			i += n;
-			continue;
+			break;
 		}
+		unsigned char c = s[i];
 		if (c != '\\' || i + 1 >= len)
 			return -1; /* a raw control byte or quote: not one JSON string */
 		char e = (char)s[i + 1];
