@@ -115,12 +115,10 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 	/* nothing agentjail or the caller had open reaches the command */
 	int keep[] = {errfd, ruleset};
 	aj_close_all_except(keep, ruleset >= 0 ? 2 : 1);
-	/* if the sandbox runs out of memory, the kernel takes the command
-	 * (or what it started) rather than init; raising is unprivileged */
 	/* no PR_SET_DUMPABLE here: until exec this process has init's memory,
 	 * and that flag belongs to the memory: init would become dumpable
-	 * (and its /proc/1/fd readable). exec makes the command dumpable. */
-	(void)aj_write_file("/proc/self/oom_score_adj", "500", 0);
+	 * (and its /proc/1/fd readable). exec makes the command dumpable.
+	 * oom_score_adj came with the clone (spawn). */
 	if ((c->pre->bounded ? aj_caps_drop_rest(p->uid, p->gid, a->drop_groups, NULL, 0, &err)
 			     : aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err)) < 0)
 		command_fail(errfd, &err);
@@ -150,6 +148,24 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		    "the command must exist inside the sandbox (PATH=%s); bind it in with --ro",
 		    AJ_DEFAULT_PATH);
 	command_fail(errfd, &err);
+}
+
+/* Init's own oom_score_adj, opened while init is dumpable (else its
+ * /proc/self belongs to the host's root, out of reach in the sandbox's
+ * user namespace), and its value; -1 when it could not be. */
+static int oom_fd = -1;
+static char oom_own[16];
+
+static void oom_open(void)
+{
+	oom_fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n = oom_fd >= 0 ? pread(oom_fd, oom_own, sizeof(oom_own) - 1, 0) : -1;
+	if (n > 0) {
+		oom_own[n] = '\0';
+	} else if (oom_fd >= 0) {
+		close(oom_fd);
+		oom_fd = -1;
+	}
 }
 
 static int child_fn(void *v)
@@ -207,7 +223,16 @@ static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, const prepared
 		return -1;
 	}
 	child_arg c = {.a = a, .cmd = cmd, .errfd = errpipe[1], .pre = pre};
+	/* The command's oom_score_adj is 500 (when the sandbox runs out of
+	 * memory the kernel takes the command, or what it started, rather than
+	 * init), inherited at the clone: init holds 500 just for it, then goes
+	 * back to its own value (down to its oom_score_adj_min: no privilege
+	 * needed). The child cannot write its own: until exec it has init's
+	 * memory, which is not dumpable, so its /proc/self is not its own. */
+	bool raised = oom_fd >= 0 && pwrite(oom_fd, "500", 3, 0) == 3;
 	pid_t pid = start_child(&c);
+	if (raised && pwrite(oom_fd, oom_own, strlen(oom_own), 0) < 0)
+		(void)0; /* init stays at 500: the OOM killer may take it sooner */
 	if (pid < 0) {
 		aj_err(err, errno, "cannot start the command");
 		close(errpipe[0]);
@@ -242,6 +267,11 @@ static void block_signals(sigset_t *set)
 	sigaddset(set, AJ_SIG_TERM_ALL);
 	sigaction(AJ_SIG_TERM_ALL, &sa, NULL);
 	sigprocmask(SIG_BLOCK, set, NULL);
+	/* becoming root of the user namespace left init undumpable, and its
+	 * /proc/self files out of its reach: dumpable just for the open, while
+	 * nothing else runs in the sandbox yet */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	oom_open();
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
@@ -354,13 +384,13 @@ static void close_fds(int *fds, size_t n)
 			close(fds[i]);
 }
 
-/* One AJ_MSG_EXEC: start the command, report on its own socket. */
 typedef struct serve_state {
 	prepared pre;
 	serve_exec ex[AJ_INIT_MAX_EXECS];
 	size_t n_ex;
 } serve_state;
 
+/* One AJ_MSG_EXEC: start the command, report on its own socket. */
 static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *req, int *fds,
 			size_t n)
 {

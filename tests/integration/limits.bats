@@ -33,6 +33,14 @@ setup() {
     [ "$status" -eq 137 ] || { _aj_dump; fail "expected 137 (SIGKILL by the OOM killer), got $status"; }
 }
 
+@test "OOM preference: the command runs with oom_score_adj 500, init keeps the caller's" {
+    # the command is started from init's memory (clone(CLONE_VM)), where it
+    # cannot write its own /proc/self: it inherits 500 from init at the clone
+    sandbox -- /bin/sh -c 'cat /proc/self/oom_score_adj; cat /proc/1/oom_score_adj'
+    assert_status 0
+    assert_eq "$output" "500"$'\n'"$(cat /proc/$$/oom_score_adj)" "command's, then init's oom_score_adj"
+}
+
 @test "--memory SIZE: staying below it works" {
     sandbox --memory 64M -- /bin/sh -c 'x=$(head -c 1000000 /dev/zero | tr "\0" a); echo ok ${#x}'
     assert_status 0

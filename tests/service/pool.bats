@@ -99,6 +99,9 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     sb_exec "$id" '{"cmd": ["true"]}' >/dev/null
     output=$(sb_exec "$id" '{"cmd": ["/tmp/attack", "init_fds"]}' | jq -j 'select(.type == "stdout") | .data')
     assert_eq "$(kv init_fds_list)" "blocked errno=EACCES" "listing /proc/1/fd"
+    # every command runs with oom_score_adj 500, init keeps the service's
+    out=$(sb_exec "$id" '{"cmd": "cat /proc/self/oom_score_adj; cat /proc/1/oom_score_adj"}' | events_stdout)
+    assert_eq "$out" "500"$'\n'"$(cat /proc/$$/oom_score_adj)" "command's, then init's oom_score_adj"
     # a persistent sandbox's init runs under the commands' seccomp filter
     # (they inherit it) and keeps it: Seccomp mode 2 on the host
     pid=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
