@@ -49,20 +49,29 @@ typedef struct client {
 
 typedef struct buf {
 	char *data;
-	size_t len;
+	size_t len, cap;
 } buf;
 
+/* Append (NUL-terminated); the room doubles: a realloc per append was one
+ * per curl buffer of a stream. */
 static size_t to_buf(char *p, size_t sz, size_t n, void *ud)
 {
 	buf *b = ud;
-	char *d = realloc(b->data, b->len + sz * n + 1);
-	if (!d)
-		return 0;
-	memcpy(d + b->len, p, sz * n);
-	b->data = d;
-	b->len += sz * n;
-	d[b->len] = '\0';
-	return sz * n;
+	size_t add = sz * n;
+	if (b->len + add + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + add + 1)
+			cap *= 2;
+		char *d = realloc(b->data, cap);
+		if (!d)
+			return 0;
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, add);
+	b->len += add;
+	b->data[b->len] = '\0';
+	return add;
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -217,8 +226,7 @@ static int cmd_ls(const client *c, int argc, char **argv)
 /* NDJSON events: output to our stdout/stderr, the exit status kept. */
 typedef struct stream {
 	buf line;
-	size_t cap; /* of line.data */
-	buf error;  /* a body that is not events: the service's error */
+	buf error; /* a body that is not events: the service's error */
 	int exit_code;
 	bool ended;
 	FILE *last; /* written to since the last flush */
@@ -316,23 +324,6 @@ static void on_event(stream *s, const char *line, size_t len)
 	json_decref(o);
 }
 
-/* Room for n more bytes in s->line (doubling: one realloc per event
- * was one per curl buffer). */
-static bool line_room(stream *s, size_t n)
-{
-	if (s->line.len + n + 1 <= s->cap)
-		return true;
-	size_t cap = s->cap ? s->cap : 4096;
-	while (cap < s->line.len + n + 1)
-		cap *= 2;
-	char *d = realloc(s->line.data, cap);
-	if (!d)
-		return false;
-	s->line.data = d;
-	s->cap = cap;
-	return true;
-}
-
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
 	stream *s = ud;
@@ -348,12 +339,8 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 			i += span + 1;
 			continue;
 		}
-		if (span) {
-			if (!line_room(s, span))
-				return 0;
-			memcpy(s->line.data + s->line.len, p + i, span);
-			s->line.len += span;
-		}
+		if (span && !to_buf(p + i, 1, span, &s->line))
+			return 0;
 		i += span;
 		if (!nl)
 			break;
