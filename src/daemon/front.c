@@ -214,7 +214,7 @@ static void on_signal(int sig)
 }
 
 static const struct lws_protocols protocols[] = {
-    {"http", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    {"http", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 1u << 20},
     /* WebSocket exec (ws.c), by the subprotocols Kubernetes clients ask for */
     {"v4.channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
     {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ typedef struct aj_job {
 	char *in_pend; /* ws: frames for the supervisor not sent yet */
 	size_t in_len;
 	unsigned char *out; /* NDJSON: LWS_PRE + JOB_IO, what goes to lws_write */
+	int sndbuf;	    /* the connection's send buffer (0: unknown) */
 	struct aj_job *next;
 } aj_job;
 
@@ -80,9 +82,12 @@ static int push(aj_job *j, const void *head, size_t hl, const void *data, size_t
 	if (j->gone) {
 		r = -1;
 	} else {
-		if (j->off && j->off == j->len)
-			j->off = j->len = 0;
-		if (j->len + n > j->cap) {
+		if (j->off && j->len + n > j->cap) { /* sent bytes to the front */
+			memmove(j->buf, j->buf + j->off, j->len - j->off);
+			j->len -= j->off;
+			j->off = 0;
+		}
+		if (j->len + n > j->cap) { /* bounded: JOB_MAX_QUEUED + n */
 			size_t cap = (j->len + n) * 2;
 			char *b = realloc(j->buf, cap);
 			if (b)
@@ -265,13 +270,40 @@ static int ws_writable(aj_req *r, aj_job *j, unsigned char *buf, size_t cap)
 	return 0;
 }
 
+/* How much one lws_write may take: what the connection's send buffer has
+ * room for. lws keeps what a send() does not take in a buffer it mallocs
+ * and copies (fresh pages, faulted in, for every chunk); sending only what
+ * fits avoids that (docs/performance.md). */
+static size_t send_room(aj_req *r, aj_job *j)
+{
+	int fd = lws_get_socket_fd(r->wsi), queued = 0;
+	if (fd < 0)
+		return JOB_IO;
+	if (!j->sndbuf) {
+		int dom = 0, sz = 1 << 20;
+		socklen_t l = sizeof(dom);
+		/* a unix socket's buffer is all a local client has; TCP tunes
+		 * its own (setting it would turn that off) */
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 && dom == AF_UNIX)
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		l = sizeof(j->sndbuf);
+		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &j->sndbuf, &l) < 0 || j->sndbuf <= 0)
+			j->sndbuf = -1;
+	}
+	if (j->sndbuf < 0 || ioctl(fd, TIOCOUTQ, &queued) < 0 || queued < 0)
+		return JOB_IO;
+	/* the queue counts buffers with their overhead: keep an eighth spare */
+	size_t room = queued < j->sndbuf ? (size_t)(j->sndbuf - queued) / 8 * 7 : 0;
+	return room < 4096 ? 4096 : room > JOB_IO ? JOB_IO : room;
+}
+
 int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
 {
 	aj_job *j = r->job;
 	if (j->ws)
 		return ws_writable(r, j, buf, cap);
 	buf = j->out;
-	size_t room = JOB_IO;
+	size_t room = send_room(r, j);
 	pthread_mutex_lock(&j->mu);
 	size_t n = j->len - j->off;
 	if (n > room)

@@ -185,8 +185,6 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 
 /* The command as given, for the audit log: a secret's value in it (or its
  * base64) is redacted as in the output. */
-/* The command as given, for the audit log: a secret's value in it (or its
- * base64) is redacted as in the output. */
 static json_t *redacted_cmd(const aj_sandbox *sb, json_t *cmd)
 {
 	_cleanup_free_ char *txt = json_dumps(cmd, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -392,6 +390,11 @@ static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *er
 		return -errno;
 	j->sock = s[0];
 	*front = s[1];
+	/* room for a whole event of EXEC_READ_MAX bytes in flight: the front
+	 * reads it in one or two reads, not in the ~40 KiB pieces the
+	 * default buffer let through (best effort: FORCE needs root) */
+	int sz = 1 << 20;
+	(void)setsockopt(s[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
 	int r = 0;
 	if (tty && (r = aj_box_open_pty(&j->sb->box, j->tty, err)) == 0 &&
 	    (j->stdin_rw[1] = fcntl(j->tty[0], F_DUPFD_CLOEXEC, 3)) < 0)
