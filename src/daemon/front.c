@@ -213,11 +213,14 @@ static void on_signal(int sig)
 		lws_cancel_service(context);
 }
 
+/* tx_packet_size: what one send() may take (lws's default, rx_buffer_size,
+ * cut each 256 KiB chunk of a stream into four sends and kept three of
+ * them in a buffer it malloc'ed and copied: stream.c sends what fits) */
 static const struct lws_protocols protocols[] = {
     {"http", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 1u << 20},
     /* WebSocket exec (ws.c), by the subprotocols Kubernetes clients ask for */
-    {"v4.channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
-    {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 0},
+    {"v4.channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 1u << 20},
+    {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 1u << 20},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

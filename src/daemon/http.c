@@ -109,7 +109,7 @@ static int on_writable(aj_req *r)
 		return 0;
 	}
 	if (r->job)
-		return aj_exec_writable(r, buf, sizeof(buf));
+		return aj_exec_writable(r);
 	size_t n = 0;
 	if (r->resp) {
 		n = r->resp_len - r->resp_off;

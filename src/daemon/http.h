@@ -98,7 +98,7 @@ int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t
 int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
 		   size_t len);
 /* Writable: send what the stream brought. Returns -1 to close. */
-int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap);
+int aj_exec_writable(aj_req *r);
 /* The connection closed: the stream is closed (which cancels a command). */
 void aj_exec_detach(aj_req *r);
 /* Wake the connections whose streams brought something (service thread). */

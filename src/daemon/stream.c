@@ -37,7 +37,7 @@ typedef struct aj_job {
 	bool ws;
 	char *in_pend; /* ws: frames for the supervisor not sent yet */
 	size_t in_len;
-	unsigned char *out; /* NDJSON: LWS_PRE + JOB_IO, what goes to lws_write */
+	unsigned char *out; /* LWS_PRE + JOB_IO (or a frame), what goes to lws_write */
 	int sndbuf;	    /* the connection's send buffer (0: unknown) */
 	struct aj_job *next;
 } aj_job;
@@ -167,7 +167,7 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 		close(fd);
 		return -ENOMEM;
 	}
-	if (!ws && !(j->out = malloc(LWS_PRE + JOB_IO))) {
+	if (!(j->out = malloc(LWS_PRE + (ws ? AJ_IPC_FRAME_MAX : JOB_IO)))) {
 		free(j);
 		close(fd);
 		return -ENOMEM;
@@ -235,41 +235,6 @@ int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t
 	return 0;
 }
 
-/* One queued frame out as a binary WebSocket message. */
-static int ws_writable(aj_req *r, aj_job *j, unsigned char *buf, size_t cap)
-{
-	if (j->in_len)
-		feed(r, j);
-	pthread_mutex_lock(&j->mu);
-	uint32_t l = 0;
-	if (j->len - j->off >= 5)
-		memcpy(&l, j->buf + j->off, 4);
-	unsigned char *out = l && l <= cap - LWS_PRE ? buf : l ? malloc(LWS_PRE + l) : NULL;
-	if (out) {
-		memcpy(out + LWS_PRE, j->buf + j->off + 4, l);
-		j->off += 4 + l;
-		if (j->off == j->len)
-			j->off = j->len = 0;
-	}
-	bool fin = j->done && j->len == 0;
-	pthread_cond_broadcast(&j->cv);
-	pthread_mutex_unlock(&j->mu);
-	int w = out ? lws_write(r->wsi, out + LWS_PRE, l, LWS_WRITE_BINARY) : 0;
-	if (out && out != buf)
-		free(out);
-	if (w < (int)l || (l && !out))
-		return -1;
-	if (l) { /* the end comes on the next writable, once this is flushed */
-		lws_callback_on_writable(r->wsi);
-		return 0;
-	}
-	if (fin) {
-		lws_close_reason(r->wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
-		return -1;
-	}
-	return 0;
-}
-
 /* How much one lws_write may take: what the connection's send buffer has
  * room for. lws keeps what a send() does not take in a buffer it mallocs
  * and copies (fresh pages, faulted in, for every chunk); sending only what
@@ -297,12 +262,46 @@ static size_t send_room(aj_req *r, aj_job *j)
 	return room < 4096 ? 4096 : room > JOB_IO ? JOB_IO : room;
 }
 
-int aj_exec_writable(aj_req *r, unsigned char *buf, size_t cap)
+/* One queued frame out as a binary WebSocket message. */
+static int ws_writable(aj_req *r, aj_job *j)
+{
+	if (j->in_len)
+		feed(r, j);
+	pthread_mutex_lock(&j->mu);
+	uint32_t l = 0;
+	if (j->len - j->off >= 5)
+		memcpy(&l, j->buf + j->off, 4);
+	(void)send_room(r, j);			/* a message goes whole: this sizes the buffer */
+	unsigned char *out = l ? j->out : NULL; /* the reader took l <= AJ_IPC_FRAME_MAX */
+	if (out) {
+		memcpy(out + LWS_PRE, j->buf + j->off + 4, l);
+		j->off += 4 + l;
+		if (j->off == j->len)
+			j->off = j->len = 0;
+	}
+	bool fin = j->done && j->len == 0;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	int w = out ? lws_write(r->wsi, out + LWS_PRE, l, LWS_WRITE_BINARY) : 0;
+	if (w < (int)l)
+		return -1;
+	if (l) { /* the end comes on the next writable, once this is flushed */
+		lws_callback_on_writable(r->wsi);
+		return 0;
+	}
+	if (fin) {
+		lws_close_reason(r->wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+		return -1;
+	}
+	return 0;
+}
+
+int aj_exec_writable(aj_req *r)
 {
 	aj_job *j = r->job;
 	if (j->ws)
-		return ws_writable(r, j, buf, cap);
-	buf = j->out;
+		return ws_writable(r, j);
+	unsigned char *buf = j->out;
 	size_t room = send_room(r, j);
 	pthread_mutex_lock(&j->mu);
 	size_t n = j->len - j->off;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,11 +78,27 @@ static void job_unref(job *j)
 	free(j);
 }
 
-/* Bytes to the front; -1 when it is gone. */
+/* Bytes to the front, in one writev when they fit; -1 when it is gone. */
 static int out(job *j, const void *a, size_t al, const void *b, size_t bl)
 {
-	if (aj_write_all(j->sock, a, al) < 0 || (bl && aj_write_all(j->sock, b, bl) < 0))
-		return -1;
+	struct iovec v[2] = {{(void *)a, al}, {(void *)b, bl}};
+	struct iovec *p = v;
+	int n = bl ? 2 : 1;
+	while (n) {
+		ssize_t w = writev(j->sock, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		while (n && (size_t)w >= p->iov_len) { /* what was written, whole */
+			w -= (ssize_t)p->iov_len;
+			p++, n--;
+		}
+		if (n) {
+			p->iov_base = (char *)p->iov_base + w;
+			p->iov_len -= (size_t)w;
+		}
+	}
 	return 0;
 }
 

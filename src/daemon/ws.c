@@ -169,8 +169,7 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 	case LWS_CALLBACK_SERVER_WRITEABLE: {
 		if (r->closing)
 			return close_frame(wsi, r);
-		unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK];
-		return r->job ? aj_exec_writable(r, buf, sizeof(buf)) : 0;
+		return r->job ? aj_exec_writable(r) : 0;
 	}
 	case LWS_CALLBACK_CLOSED: aj_http_req_free(r); return 0;
 	default: return 0;

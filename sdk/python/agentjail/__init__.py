@@ -372,7 +372,8 @@ class Session:
             if not chunk:
                 raise AgentjailError(502, "websocket", "the service closed the connection")
             self._buf += chunk
-        status, self._buf = self._buf.split(b"\r\n\r\n", 1)
+        status, rest = self._buf.split(b"\r\n\r\n", 1)
+        self._buf, self._off = bytearray(rest), 0  # received, not read yet: _buf[_off:]
         if b" 101 " not in status.split(b"\r\n")[0]:
             raise AgentjailError(400, "websocket", status.split(b"\r\n")[0].decode())
         self.status = None
@@ -395,13 +396,33 @@ class Session:
         self._send_frame(2, b"\0" + (data.encode() if isinstance(data, str) else data))
 
     def _read(self, n):
-        while len(self._buf) < n:
-            chunk = self._sock.recv(65536)
-            if not chunk:
+        """n bytes: small reads (frame heads) from a buffer filled 256 KiB at a
+        time; the rest of a large payload straight into its own bytes."""
+        have = len(self._buf) - self._off
+        if have >= n:
+            out = bytes(memoryview(self._buf)[self._off:self._off + n])
+            self._off += n
+            return out
+        if n < 4096:
+            del self._buf[:self._off]
+            self._off = 0
+            while len(self._buf) < n:
+                chunk = self._sock.recv(1 << 18)
+                if not chunk:
+                    raise EOFError
+                self._buf += chunk
+            return self._read(n)
+        out = bytearray(n)
+        view = memoryview(out)
+        view[:have] = memoryview(self._buf)[self._off:]
+        del self._buf[:]
+        self._off = 0
+        while have < n:
+            k = self._sock.recv_into(view[have:], n - have)
+            if not k:
                 raise EOFError
-            self._buf += chunk
-        out, self._buf = self._buf[:n], self._buf[n:]
-        return out
+            have += k
+        return bytes(out)
 
     def recv(self):
         """The next (channel, bytes); (None, reason) once the service closed."""
@@ -412,14 +433,15 @@ class Session:
                 n = int.from_bytes(self._read(2), "big")
             elif n == 127:
                 n = int.from_bytes(self._read(8), "big")
-            payload = self._read(n)
             op = b0 & 0x0F
+            if op in (1, 2) and n:  # [channel][data]: the data read as it is, not sliced
+                ch, data = self._read(1)[0], self._read(n - 1)
+                if ch == 3:
+                    self.status = json.loads(data)
+                return ch, data
+            payload = self._read(n)
             if op == 8:
                 return None, payload[2:].decode(errors="replace")
-            if op in (1, 2) and payload:
-                if payload[0] == 3:
-                    self.status = json.loads(payload[1:])
-                return payload[0], payload[1:]
 
     def run(self, on_stdout=None, on_stderr=None):
         """Read to the end; returns the final status (a Kubernetes Status
