@@ -267,11 +267,11 @@ static int ws_writable(aj_req *r, aj_job *j)
 {
 	if (j->in_len)
 		feed(r, j);
+	(void)send_room(r, j); /* a message goes whole: this only sizes the buffer */
 	pthread_mutex_lock(&j->mu);
 	uint32_t l = 0;
 	if (j->len - j->off >= 5)
 		memcpy(&l, j->buf + j->off, 4);
-	(void)send_room(r, j);			/* a message goes whole: this sizes the buffer */
 	unsigned char *out = l ? j->out : NULL; /* the reader took l <= AJ_IPC_FRAME_MAX */
 	if (out) {
 		memcpy(out + LWS_PRE, j->buf + j->off + 4, l);
