@@ -235,6 +235,23 @@ int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t
 	return 0;
 }
 
+/* The connection's send buffer, once: a unix socket's made as large as the
+ * system lets (it is all a local client has; TCP tunes its own, and
+ * setting it would turn that off). -1: unknown. */
+static int send_buffer(int fd, aj_job *j)
+{
+	if (!j->sndbuf) {
+		int dom = 0, sz = 1 << 20;
+		socklen_t l = sizeof(dom);
+		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 && dom == AF_UNIX)
+			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		l = sizeof(j->sndbuf);
+		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &j->sndbuf, &l) < 0 || j->sndbuf <= 0)
+			j->sndbuf = -1;
+	}
+	return j->sndbuf;
+}
+
 /* How much one lws_write may take: what the connection's send buffer has
  * room for. lws keeps what a send() does not take in a buffer it mallocs
  * and copies (fresh pages, faulted in, for every chunk); sending only what
@@ -242,20 +259,7 @@ int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t
 static size_t send_room(aj_req *r, aj_job *j)
 {
 	int fd = lws_get_socket_fd(r->wsi), queued = 0;
-	if (fd < 0)
-		return JOB_IO;
-	if (!j->sndbuf) {
-		int dom = 0, sz = 1 << 20;
-		socklen_t l = sizeof(dom);
-		/* a unix socket's buffer is all a local client has; TCP tunes
-		 * its own (setting it would turn that off) */
-		if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) == 0 && dom == AF_UNIX)
-			(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-		l = sizeof(j->sndbuf);
-		if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &j->sndbuf, &l) < 0 || j->sndbuf <= 0)
-			j->sndbuf = -1;
-	}
-	if (j->sndbuf < 0 || ioctl(fd, TIOCOUTQ, &queued) < 0 || queued < 0)
+	if (fd < 0 || send_buffer(fd, j) < 0 || ioctl(fd, TIOCOUTQ, &queued) < 0 || queued < 0)
 		return JOB_IO;
 	/* the queue counts buffers with their overhead: keep an eighth spare */
 	size_t room = queued < j->sndbuf ? (size_t)(j->sndbuf - queued) / 8 * 7 : 0;
@@ -267,7 +271,9 @@ static int ws_writable(aj_req *r, aj_job *j)
 {
 	if (j->in_len)
 		feed(r, j);
-	(void)send_room(r, j); /* a message goes whole: this only sizes the buffer */
+	int fd = lws_get_socket_fd(r->wsi);
+	if (fd >= 0)
+		(void)send_buffer(fd, j); /* a message goes whole: room for one */
 	pthread_mutex_lock(&j->mu);
 	uint32_t l = 0;
 	if (j->len - j->off >= 5)
