@@ -26,8 +26,9 @@ typedef struct aj_req {
 	char *body;
 	size_t body_len;
 	bool body_too_big, body_done;
-	bool upload;   /* PUT .../files: the body goes to upload_fd */
-	int upload_fd; /* from the supervisor (files.put); -1 while asked for */
+	unsigned completions; /* HTTP_BODY_COMPLETION callbacks (http.c) */
+	bool upload;	      /* PUT .../files: the body goes to upload_fd */
+	int upload_fd;	      /* from the supervisor (files.put); -1 while asked for */
 	unsigned long long uploaded;
 	char sb_id[40];	      /* the sandbox of the route */
 	struct aj_call *call; /* a request to the supervisor in flight */

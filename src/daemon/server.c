@@ -112,6 +112,26 @@ static pid_t fork_front(const aj_daemon_opts *o, int sock[2], int lock, aj_error
 	return pid;
 }
 
+/* The front's exit status, once it has had SIGTERM: it gets 5 seconds
+ * to end, then SIGKILL (a front stuck in a loop must not keep the service,
+ * and so its sandboxes, alive). */
+static int reap_front(pid_t front)
+{
+	int status = 0;
+	for (int i = 0; i < 100; i++) {
+		pid_t p = waitpid(front, &status, WNOHANG);
+		if (p == front || (p < 0 && errno != EINTR))
+			return status;
+		if (p == 0)
+			usleep(50 * 1000);
+	}
+	fprintf(stderr, "agentjail serve: the front did not end within 5 s: killed\n");
+	kill(front, SIGKILL);
+	while (waitpid(front, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
 int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 {
 	int lock = lock_state(o->state_dir, err);
@@ -133,16 +153,13 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	if (r == 0 && aj_pool_start(err) < 0) {
 		r = -EAGAIN;
 		kill(front, SIGTERM);
-		while (waitpid(front, NULL, 0) < 0 && errno == EINTR)
-			;
+		(void)reap_front(front);
 	}
 	if (r == 0) {
 		aj_audit("start", json_pack("{s:s, s:s?, s:i, s:i}", "socket", o->socket, "listen",
 					    o->listen, "pid", (int)getpid(), "front", (int)front));
 		r = aj_sup_serve(sock[0], front, &stopping);
-		int status = 0;
-		while (waitpid(front, &status, 0) < 0 && errno == EINTR)
-			;
+		int status = reap_front(front);
 		if (r == -EPIPE && !stopping) {
 			aj_err(err, EPIPE,
 			       "the front process ended (%s %d); everything was removed",

@@ -140,7 +140,8 @@ typedef struct job {
 } job;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;	  /* a job queued, or closing */
+static pthread_cond_t drained = PTHREAD_COND_INITIALIZER; /* queued fell to 0 */
 static job *head, *tail;
 static unsigned queued, busy;
 static bool closing;
@@ -186,8 +187,11 @@ static void *pool_thread(void *arg)
 		free(j);
 		pthread_mutex_lock(&mu);
 		busy--;
-		queued--;
-		pthread_cond_broadcast(&cv);
+		/* only the shutdown waits for this: a broadcast on cv woke every
+		 * idle thread of the pool after each request, on the request's
+		 * path (docs/performance.md) */
+		if (--queued == 0)
+			pthread_cond_broadcast(&drained);
 	}
 	pthread_mutex_unlock(&mu);
 	return NULL;
@@ -280,7 +284,7 @@ int aj_sup_serve(int sock, int front_pid, volatile int *stopping)
 	 * rest); the pool lives on until then: keepers die with their creator */
 	pthread_mutex_lock(&mu);
 	while (queued)
-		pthread_cond_wait(&cv, &mu);
+		pthread_cond_wait(&drained, &mu);
 	pthread_mutex_unlock(&mu);
 	aj_registry_destroy_all();
 	/* commands and readers end (their sandboxes are dying) and drop the last

@@ -63,6 +63,13 @@ assert_ne() { # ACTUAL UNEXPECTED [WHAT]
     fi
 }
 
+assert_contains() { # TEXT SUBSTRING
+    if [[ "$1" != *"$2"* ]]; then
+        _aj_dump
+        fail "[${1:0:300}] lacks [$2]"
+    fi
+}
+
 assert_output_has_line() { # LINE : exact line present in $output
     local l
     for l in "${lines[@]}"; do [ "$l" = "$1" ] && return 0; done

@@ -14,11 +14,11 @@ token in $AGENTJAIL_TOKEN). See docs/api.md for the API itself.
 """
 
 import base64
-import http.client
 import json
 import os
-import socket
 import urllib.parse
+
+from . import _http
 
 __all__ = ["Client", "Sandbox", "ExecResult", "Process", "Session", "AgentjailError"]
 
@@ -35,19 +35,6 @@ class AgentjailError(Exception):
         self.message = message
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path, timeout=None):
-        super().__init__("agentjail", timeout=timeout)
-        self._path = path
-
-    def connect(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if self.timeout is not None:
-            s.settimeout(self.timeout)
-        s.connect(self._path)
-        self.sock = s
-
-
 class Client:
     """A connection to the service: a unix socket, or a URL with a token."""
 
@@ -56,13 +43,21 @@ class Client:
         self.socket_path = socket_path or os.environ.get("AGENTJAIL_SOCKET") or DEFAULT_SOCKET
         self.token = token or os.environ.get("AGENTJAIL_TOKEN")
         self.timeout = timeout
-
-    def _connection(self):
         if self.url:
             u = urllib.parse.urlsplit(self.url)
-            cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
-            return cls(u.hostname, u.port, timeout=self.timeout)
-        return _UnixConnection(self.socket_path, timeout=self.timeout)
+            tls = u.scheme == "https"
+            self._connect = _http.tcp_connector(u.hostname, u.port or (443 if tls else 80),
+                                                timeout, tls)
+            host, keep = u.netloc, not tls
+        else:
+            self._connect = _http.unix_connector(self.socket_path, timeout)
+            host, keep = "agentjail", True
+        # idle connections are kept for the next request (_http.py)
+        self._pool = _http.Pool(self._connect, host, keep)
+
+    def close(self):
+        """Close the idle connections (requests open new ones)."""
+        self._pool.close()
 
     def request(self, method, path, body=None, query=None, headers=None):
         """Send a request; returns the open response (status < 400) or raises."""
@@ -76,18 +71,15 @@ class Client:
             h["Content-Type"] = "application/json"
         if headers:
             h.update(headers)
-        conn = self._connection()
-        conn.request(method, path, body=body, headers=h)
-        resp = conn.getresponse()
+        resp = self._pool.request(method, path, body, h)
         if resp.status >= 400:
             raw = resp.read()
-            conn.close()
+            resp.close()
             try:
                 err = json.loads(raw)["error"]
                 raise AgentjailError(resp.status, err.get("code"), err.get("message"))
             except (ValueError, KeyError, TypeError):
                 raise AgentjailError(resp.status, "http_error", raw.decode(errors="replace"))
-        resp._aj_conn = conn  # closed with the response
         return resp
 
     def json(self, method, path, body=None, query=None):
@@ -95,7 +87,7 @@ class Client:
         try:
             return json.loads(resp.read() or b"null")
         finally:
-            resp._aj_conn.close()
+            resp.close()
 
     def sandboxes(self):
         """The live sandboxes, as dicts."""
@@ -153,7 +145,7 @@ class Files:
         try:
             return json.loads(resp.read())
         finally:
-            resp._aj_conn.close()
+            resp.close()
 
     def read(self, path, into=None):
         """The file's bytes, or written chunk by chunk into a file object."""
@@ -167,7 +159,7 @@ class Files:
                     return None
                 into.write(chunk)
         finally:
-            resp._aj_conn.close()
+            resp.close()
 
     def list(self, path):
         """Entries of a directory: dicts with name, type, size, mode, mtime."""
@@ -234,7 +226,7 @@ class Process:
             for line in resp:
                 yield json.loads(line)
         finally:
-            resp._aj_conn.close()
+            resp.close()
 
     def wait(self, on_stdout=None, on_stderr=None, offset=0):
         """Follow the output from offset to the end; an ExecResult."""
@@ -292,7 +284,7 @@ class Sandbox:
         try:
             return _collect((json.loads(line) for line in resp), on_stdout, on_stderr)
         finally:
-            resp._aj_conn.close()
+            resp.close()
 
     def processes(self):
         """Background processes, newest first, as dicts."""
@@ -356,9 +348,7 @@ class Session:
         for k, v in (env or {}).items():
             q.append(("env", f"{k}={v}"))
         path = f"/v1/sandboxes/{sb.id}/exec?" + urllib.parse.urlencode(q)
-        conn = sb.client._connection()
-        conn.connect()
-        self._sock = conn.sock
+        self._sock = sb.client._connect()  # a connection of its own, never kept
         key = base64.b64encode(os.urandom(16)).decode()
         head = [f"GET {path} HTTP/1.1", "Host: agentjail", "Upgrade: websocket",
                 "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13",
