@@ -209,6 +209,10 @@ static void sweep_stale(const aj_cgroup_hier *h)
 			continue; /* its agentjail still runs */
 		aj_cgroup_dir cd = {.version = h->version};
 		snprintf(cd.path, sizeof(cd.path), "%s/%s", dir, de->d_name);
+		/* a paused sandbox's processes die only once thawed (a v1
+		 * freezer directory has freezer.state, v2 cgroup.freeze) */
+		(void)write_knob(&cd, h->version == 1 ? "freezer.state" : "cgroup.freeze",
+				 h->version == 1 ? "THAWED" : "0", NULL);
 		kill_procs(&cd);
 		(void)rmdir(cd.path);
 	}
@@ -458,13 +462,17 @@ int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err)
 		      frozen ? "freeze" : "thaw");
 }
 
-void aj_cgroup_destroy(aj_cgroup *cg)
+void aj_cgroup_thaw(const aj_cgroup *cg)
 {
-	/* frozen processes would not die: thaw first */
 	const aj_cgroup_dir *fd = freezer_dir(cg);
 	if (fd)
 		(void)write_knob(fd, fd->version == 1 ? "freezer.state" : "cgroup.freeze",
 				 fd->version == 1 ? "THAWED" : "0", NULL);
+}
+
+void aj_cgroup_destroy(aj_cgroup *cg)
+{
+	aj_cgroup_thaw(cg); /* frozen processes would not die */
 	for (int i = cg->n - 1; i >= 0; i--) {
 		for (int attempt = 0; attempt < 200; attempt++) {
 			if (rmdir(cg->dirs[i].path) == 0 || errno == ENOENT)

@@ -62,6 +62,8 @@ int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err);
  * until the kernel reports it frozen. */
 int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err);
 /* Kill whatever is left and remove the directories. */
+/* Let frozen processes run (best effort, no wait): they can die then. */
+void aj_cgroup_thaw(const aj_cgroup *cg);
 void aj_cgroup_destroy(aj_cgroup *cg);
 
 #endif

@@ -87,12 +87,33 @@ static bool is_dying(int pid)
 	return end && (end[2] == 'Z' || end[2] == 'X');
 }
 
+/* The cgroups a state file names (only directories of agentjail's naming). */
+static void state_cgroups(json_t *o, aj_cgroup *cg)
+{
+	memset(cg, 0, sizeof(*cg));
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(o, "cgroups"), i, d)
+	{
+		const char *p = json_string_value(json_object_get(d, "path"));
+		const char *c = json_string_value(json_object_get(d, "ctrl"));
+		if (!p || !c || cg->n >= AJ_CG_MAX_DIRS || !strstr(p, "/agentjail-"))
+			continue;
+		snprintf(cg->dirs[cg->n].path, sizeof(cg->dirs[0].path), "%s", p);
+		snprintf(cg->dirs[cg->n].ctrl, sizeof(cg->dirs[0].ctrl), "%s", c);
+		cg->dirs[cg->n++].version = (int)json_integer_value(json_object_get(d, "version"));
+	}
+}
+
 static void sweep_one(const char *path)
 {
 	json_t *o = json_load_file(path, 0, NULL);
 	if (o) {
 		int pids[2] = {(int)json_integer_value(json_object_get(o, "init")),
 			       (int)json_integer_value(json_object_get(o, "keeper"))};
+		aj_cgroup cg;
+		state_cgroups(o, &cg);
+		aj_cgroup_thaw(&cg); /* a paused sandbox's init dies only once thawed */
 		for (int i = 0; i < 2; i++)
 			if (is_ours(pids[i]))
 				kill(pids[i], SIGKILL);
@@ -101,22 +122,6 @@ static void sweep_one(const char *path)
 		for (int i = 0; i < 2; i++)
 			for (int k = 0; k < 200 && (is_ours(pids[i]) || is_dying(pids[i])); k++)
 				usleep(10000);
-		aj_cgroup cg;
-		memset(&cg, 0, sizeof(cg));
-		size_t i;
-		json_t *d;
-		json_array_foreach(json_object_get(o, "cgroups"), i, d)
-		{
-			const char *p = json_string_value(json_object_get(d, "path"));
-			const char *c = json_string_value(json_object_get(d, "ctrl"));
-			/* only directories of agentjail's naming, never others */
-			if (!p || !c || cg.n >= AJ_CG_MAX_DIRS || !strstr(p, "/agentjail-"))
-				continue;
-			snprintf(cg.dirs[cg.n].path, sizeof(cg.dirs[0].path), "%s", p);
-			snprintf(cg.dirs[cg.n].ctrl, sizeof(cg.dirs[0].ctrl), "%s", c);
-			cg.dirs[cg.n++].version =
-			    (int)json_integer_value(json_object_get(d, "version"));
-		}
 		if (cg.n)
 			aj_cgroup_destroy(&cg);
 		json_decref(o);

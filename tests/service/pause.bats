@@ -79,6 +79,26 @@ counter() { api GET "/v1/sandboxes/$1/files?path=/tmp/n"; }
     # b goes at shutdown (teardown checks that nothing is left)
 }
 
+@test "pause: SIGKILL of the service while a sandbox is paused: the next start removes it" {
+    svc_start
+    id=$(sb_create)
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "100"], "background": true}' >/dev/null
+    init=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+    api POST "/v1/sandboxes/$id/pause" >/dev/null
+    _svc_record_keepers
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    # frozen, init cannot act on its parent-death SIGKILL: it stays
+    sleep 0.5
+    kill -0 "$init" 2>/dev/null || skip "init died while frozen (another freezer)"
+    svc_start # sweeps the state the killed service left: thaws, kills, removes
+    for _ in $(seq 100); do kill -0 "$init" 2>/dev/null || break; sleep 0.05; done
+    ! kill -0 "$init" 2>/dev/null || fail "the paused sandbox's init $init outlived the next start"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+    # teardown: no process, cgroup or mount of it left
+}
+
 @test "pause: unknown sandbox, wrong method, CLI" {
     svc_start
     api_status POST /v1/sandboxes/sb-0000000000000000/pause

@@ -2,6 +2,7 @@
 
 import io
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -164,6 +165,22 @@ class SDKTest(unittest.TestCase):
             self.assertEqual(sb.resume()["state"], "running")
             self.assertTrue(int(sb.files.read("/tmp/n")) > 0)
             p.signal("KILL")
+
+    def test_connections_kept(self):
+        c = Client()
+        for _ in range(5):
+            self.assertTrue(c.healthy())
+        self.assertEqual(len(c._pool._idle), 1)  # one connection for all five
+        conn = c._pool._idle[0]
+        conn.sock.shutdown(socket.SHUT_RDWR)  # as when the service closed it meanwhile
+        self.assertTrue(c.healthy())  # noticed before use: a new connection
+        self.assertEqual(len(c._pool._idle), 1)
+        self.assertIsNot(c._pool._idle[0], conn)
+        with Sandbox.create(client=c) as sb:  # a stream, then requests again
+            self.assertEqual(sb.exec("echo hi").stdout, "hi\n")
+            self.assertEqual(sb.refresh()["id"], sb.id)
+        c.close()
+        self.assertEqual(c._pool._idle, [])
 
     def test_errors(self):
         with self.assertRaises(AgentjailError) as cm:
