@@ -653,6 +653,10 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		c->sock[1] = -1;
 		close_child_io(c);
 		r = parent_start(c, err);
+		/* the child has its copies of the detached mounts: ours are closed
+		 * while it builds its root, not after the command (33 closes on
+		 * the path to the exit status, docs/performance.md) */
+		aj_mount_plan_free(&c->plan);
 		if (r == 0)
 			r = parent_loop(c, sfd, res, err);
 	}
@@ -698,7 +702,9 @@ static int hold_start(run_ctx *c, aj_error *err)
 	}
 	close(c->sock[1]);
 	c->sock[1] = -1;
-	return parent_start(c, err);
+	r = parent_start(c, err);
+	aj_mount_plan_free(&c->plan); /* the child has its copies (and the keeper ~30 fds less) */
+	return r;
 }
 
 int aj_sandbox_hold(const aj_policy *p, int ctl)
