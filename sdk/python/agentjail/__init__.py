@@ -16,6 +16,7 @@ token in $AGENTJAIL_TOKEN). See docs/api.md for the API itself.
 import base64
 import json
 import os
+import threading
 import urllib.parse
 
 from . import _http
@@ -95,6 +96,21 @@ class Client:
 
     def healthy(self):
         return self.json("GET", "/healthz").get("status") == "ok"
+
+
+_defaults = {}
+_defaults_lock = threading.Lock()
+
+
+def _default_client():
+    """The Client of Sandbox.create() without one: one per service address,
+    shared, so that its kept connections serve every such sandbox (a Client
+    each would keep a connection each to the service)."""
+    key = tuple(os.environ.get(k) for k in ("AGENTJAIL_URL", "AGENTJAIL_SOCKET", "AGENTJAIL_TOKEN"))
+    with _defaults_lock:
+        if key not in _defaults:
+            _defaults[key] = Client()
+        return _defaults[key]
 
 
 class ExecResult:
@@ -248,7 +264,7 @@ class Sandbox:
         run` (memory="512M", pids=64, cpus=0.5, env={...}, secret={...},
         workspace="/abs/dir", ro=[...], net="none"); timeout is the
         sandbox's time to live in seconds (0: none)."""
-        client = client or Client()
+        client = client or _default_client()
         body = {k.replace("_", "-"): v for k, v in policy.items()}
         if timeout is not None:
             body["timeout"] = timeout
