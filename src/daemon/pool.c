@@ -248,17 +248,17 @@ static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 	return 0;
 }
 
-int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
+/* The pool whose sandboxes fit req (NULL: none), with in extra what is
+ * applied at hand-out (env, secrets, limits). *r < 0: extra is bad input. */
+static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 {
-	*out = NULL;
-	if (!n_pools)
-		return 0;
-	json_t *rest = json_copy(req), *extra = json_object();
-	if (!rest || !extra) {
-		json_decref(rest);
-		json_decref(extra);
-		return aj_err(err, ENOMEM, "pool");
+	*r = 0;
+	json_t *rest = json_copy(req);
+	if (!rest) {
+		*r = aj_err(err, ENOMEM, "pool");
+		return NULL;
 	}
+	json_object_del(rest, "timeout"); /* the registry's, not the sandbox's */
 	static const char *const at_handout[] = {"env", "secret", "memory", "pids"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
 		json_t *v = json_object_get(rest, at_handout[i]);
@@ -272,16 +272,43 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		if (json_equal(rest, pools[i].req))
 			pl = &pools[i];
 	json_decref(rest);
-	int r = 0;
 	if (pl && json_object_size(extra)) { /* bad input: an error, the pool untouched */
 		aj_policy p;
 		aj_policy_init(&p);
-		r = aj_policy_from_json(&p, extra, err);
+		*r = aj_policy_from_json(&p, extra, err);
 		/* no limit (0) cannot be applied to a built sandbox: a fresh one */
-		if (r == 0 && (!p.memory || !p.pids))
+		if (*r == 0 && (!p.memory || !p.pids))
 			pl = NULL;
 		aj_policy_free(&p);
 	}
+	return pl;
+}
+
+bool aj_pool_ready(json_t *req)
+{
+	json_t *extra = n_pools ? json_object() : NULL;
+	if (!extra)
+		return false;
+	aj_error err;
+	int r;
+	pool *pl = match(req, extra, &r, &err);
+	json_decref(extra);
+	pthread_mutex_lock(&mu);
+	bool ready = r == 0 && pl && pl->n > 0;
+	pthread_mutex_unlock(&mu);
+	return ready;
+}
+
+int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
+{
+	*out = NULL;
+	if (!n_pools)
+		return 0;
+	json_t *extra = json_object();
+	if (!extra)
+		return aj_err(err, ENOMEM, "pool");
+	int r;
+	pool *pl = match(req, extra, &r, err);
 	aj_sandbox *sb = NULL;
 	pthread_mutex_lock(&mu);
 	while (r == 0 && pl && pl->n && !sb) {

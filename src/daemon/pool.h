@@ -26,6 +26,9 @@ void aj_pool_stop(void);
  * to it here. *out NULL: no pool for this request, or its pool is empty
  * (build a fresh one). Negative: bad env/secret (err filled). */
 int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err);
+/* A pool has a sandbox ready for this create request (a hint: another
+ * create may take it first). */
+bool aj_pool_ready(json_t *req);
 /* GET /v1/pools */
 json_t *aj_pool_json(void);
 /* Prometheus lines for /metrics (malloc'ed). */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The supervisor's loop (sup.h): receive the front's requests, check them,
  * run each op on a pool of long-lived threads (a sandbox's keeper dies with
- * the thread that created it), reply with the request's id. A request the
+ * the thread that created it) or, when it waits for nothing, on its own
+ * thread (which lives as long as the process), reply with the request's id. A request the
  * supervisor refuses gets a 400 reply when its id is readable; the front
  * never gets more than an op gives. */
 #include "sup.h"
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "pool.h"
 #include "util.h"
 
 #define POOL 6
@@ -60,8 +62,14 @@ aj_op_fn aj_sup_op(const char *name)
 	return NULL;
 }
 
-static bool op_now(aj_op_fn fn)
+/* Answered at once (ops[].now), or a create that a pool serves (a
+ * hand-out waits for nothing; building a sandbox goes to the pool). */
+static bool op_now(aj_op_fn fn, json_t *args)
 {
+	if (fn == aj_op_create) {
+		json_t *body = json_object_get(args, "body");
+		return json_is_object(body) && aj_pool_ready(body);
+	}
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(ops); i++)
 		if (ops[i].fn == fn)
 			return ops[i].now;
@@ -246,7 +254,7 @@ static int on_request(void)
 		refuse(id, 400, "bad_message", &err);
 		return 0;
 	}
-	if (op_now(fn)) {
+	if (op_now(fn, args)) {
 		aj_reply rep = {.status = 500, .fd = -1};
 		fn(args, &rep);
 		reply(id, &rep);
