@@ -101,6 +101,13 @@ static int write_knob(const aj_cgroup_dir *d, const char *knob, const char *val,
 	return 0;
 }
 
+/* Freeze or thaw through d: v1's freezer.state, v2's cgroup.freeze. */
+static int write_freeze(const aj_cgroup_dir *d, bool frozen, aj_error *err)
+{
+	return d->version == 1 ? write_knob(d, "freezer.state", frozen ? "FROZEN" : "THAWED", err)
+			       : write_knob(d, "cgroup.freeze", frozen ? "1" : "0", err);
+}
+
 static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 {
 	char v[64];
@@ -211,8 +218,7 @@ static void sweep_stale(const aj_cgroup_hier *h)
 		snprintf(cd.path, sizeof(cd.path), "%s/%s", dir, de->d_name);
 		/* a paused sandbox's processes die only once thawed (a v1
 		 * freezer directory has freezer.state, v2 cgroup.freeze) */
-		(void)write_knob(&cd, h->version == 1 ? "freezer.state" : "cgroup.freeze",
-				 h->version == 1 ? "THAWED" : "0", NULL);
+		(void)write_freeze(&cd, false, NULL);
 		kill_procs(&cd);
 		(void)rmdir(cd.path);
 	}
@@ -442,8 +448,7 @@ int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err)
 				 "agentjail doctor)");
 		return r;
 	}
-	int r = d->version == 1 ? write_knob(d, "freezer.state", frozen ? "FROZEN" : "THAWED", err)
-				: write_knob(d, "cgroup.freeze", frozen ? "1" : "0", err);
+	int r = write_freeze(d, frozen, err);
 	if (r < 0)
 		return r;
 	/* v1 passes through FREEZING; a task in an uninterruptible sleep can
@@ -466,8 +471,7 @@ void aj_cgroup_thaw(const aj_cgroup *cg)
 {
 	const aj_cgroup_dir *fd = freezer_dir(cg);
 	if (fd)
-		(void)write_knob(fd, fd->version == 1 ? "freezer.state" : "cgroup.freeze",
-				 fd->version == 1 ? "THAWED" : "0", NULL);
+		(void)write_freeze(fd, false, NULL);
 }
 
 void aj_cgroup_destroy(aj_cgroup *cg)
