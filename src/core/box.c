@@ -79,7 +79,7 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 {
 	memset(b, 0, sizeof(*b));
 	b->policy = p;
-	b->ctl = b->sock = b->root = -1;
+	b->ctl = b->sock = b->root = b->oom = -1;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "socketpair");
@@ -110,6 +110,8 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 	if (r == 0 && b->info.m.type == AJ_MSG_SETUP_DONE && n == 3) {
 		b->sock = steal_fd(&fds[0]);
 		b->root = steal_fd(&fds[1]);
+		if (b->info.have_cg && (b->oom = aj_cgroup_oom_fd(&b->info.cg)) < 0)
+			b->oom = -1;
 		if ((b->envp = read_env(fds[2])))
 			r = 0;
 		else
@@ -135,6 +137,8 @@ void aj_box_destroy(aj_box *b)
 		close(b->sock);
 	if (b->root >= 0)
 		close(b->root);
+	if (b->oom >= 0)
+		close(b->oom);
 	if (b->ctl >= 0)
 		close(b->ctl); /* the keeper tears everything down and exits */
 	if (b->keeper > 0)
@@ -143,7 +147,7 @@ void aj_box_destroy(aj_box *b)
 	aj_zygote_free(b); /* its command ended with the sandbox */
 	aj_strv_free(b->envp);
 	b->envp = NULL;
-	b->sock = b->ctl = b->root = -1;
+	b->sock = b->ctl = b->root = b->oom = -1;
 	b->keeper = 0;
 }
 
@@ -157,20 +161,25 @@ int aj_box_root_fd(const aj_box *b, aj_error *err)
 
 /* ---- one command ---- */
 
-typedef struct exec_ctx {
+struct aj_box_job {
 	aj_box *box;
-	const aj_exec_io *io;
+	aj_exec_io io;
 	int ctl;    /* our end of the command's socket to init */
 	int out[2]; /* read ends of stdout, stderr; -1 at EOF */
 	aj_redactor red[2];
 	int stage;	/* timeout: 0 running, 1 SIGTERM sent, 2 SIGKILL sent */
 	bool ended;	/* init reported the end */
 	bool cancelled; /* the consumer went away */
-	bool sig_eof;	/* io->signal_fd ended */
+	bool sig_eof;	/* io.signal_fd ended */
 	aj_msg end;
 	char *buf; /* for reads of the output: on the heap, a worker thread's
 		      stack is not faulted in page by page for it */
-} exec_ctx;
+	long long t0;
+	unsigned long long timeout_ms, oom0;
+	int r; /* what sending the command gave (0, or a negative errno and err) */
+	aj_error err;
+};
+typedef struct aj_box_job exec_ctx;
 
 /* One read of the output: a 1 MiB stdout pipe (below) lets a fast
  * producer run ahead, and each read takes up to this much of it, so a
@@ -295,8 +304,12 @@ static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 		r = spec;
 	if (r == 0) {
 		int fds[5] = {sv[1], io[0], io[1], io[2], spec};
-		int e = aj_sync_send(c->box->sock, &m, fds, 5);
-		if (e < 0)
+		/* never waits: the service's own thread sends this, and an init
+		 * that does not read (frozen) must not hold it */
+		int e = aj_sync_send_nowait(c->box->sock, &m, fds, 5);
+		if (e == -EAGAIN)
+			r = aj_err(err, EAGAIN, "the sandbox takes no more commands now");
+		else if (e < 0)
 			r = aj_err(err, -e, "the sandbox is gone");
 	}
 	if (s->tty_slave > 0)
@@ -306,9 +319,13 @@ static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 		if (close_now[i] >= 0)
 			close(close_now[i]);
 	c->ctl = sv[0];
-	if (r < 0)
-		return r;
-	/* init answers at once: STARTED, or why the command could not start */
+	return r;
+}
+
+/* init answers at once: STARTED, or why the command could not start */
+static int started(exec_ctx *c, aj_error *err)
+{
+	aj_msg m;
 	struct pollfd pf = {c->ctl, POLLIN, 0};
 	if (poll(&pf, 1, 30000) != 1)
 		return aj_err(err, ETIMEDOUT, "the sandbox did not start the command");
@@ -341,7 +358,7 @@ static void emit(exec_ctx *c, int k, const char *buf, size_t len, bool final)
 			return;
 		o = out;
 	}
-	if (olen && !c->cancelled && c->io->output(c->io->ctx, k + 1, o, olen) < 0) {
+	if (olen && !c->cancelled && c->io.output(c->io.ctx, k + 1, o, olen) < 0) {
 		c->cancelled = true;
 		send_signal(c, SIGKILL);
 	}
@@ -377,7 +394,7 @@ static void on_control(exec_ctx *c)
 static void on_signal_fd(exec_ctx *c)
 {
 	unsigned char sigs[16];
-	ssize_t n = read(c->io->signal_fd, sigs, sizeof(sigs));
+	ssize_t n = read(c->io.signal_fd, sigs, sizeof(sigs));
 	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
 		c->sig_eof = true;
 	for (ssize_t i = 0; i < n; i++) {
@@ -388,25 +405,26 @@ static void on_signal_fd(exec_ctx *c)
 }
 
 /* Poll until the end is reported and the output drained (bounded). */
-static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
+static void exec_loop(exec_ctx *c)
 {
-	long long t0 = now_ms(), deadline = s->timeout_ms ? t0 + (long long)s->timeout_ms : 0;
+	long long t0 = now_ms(), deadline = c->timeout_ms ? t0 + (long long)c->timeout_ms : 0;
 	long long drain_until = 0;
 	unsigned long long grace = c->box->policy->kill_after_ms;
 	while (!c->ended || c->out[0] >= 0 || c->out[1] >= 0) {
 		if (c->ended && !drain_until)
 			drain_until = now_ms() + 1000;
-		struct pollfd pf[4] = {
+		struct pollfd pf[5] = {
 		    {c->ended ? -1 : c->ctl, POLLIN, 0},
 		    {c->out[0], POLLIN, 0},
 		    {c->out[1], POLLIN, 0},
-		    {c->cancelled || c->sig_eof ? -1 : c->io->signal_fd, POLLIN, 0}};
+		    {c->cancelled || c->sig_eof ? -1 : c->io.signal_fd, POLLIN, 0},
+		    {c->cancelled || c->io.cancel_fd <= 0 ? -1 : c->io.cancel_fd, POLLIN, 0}};
 		long long now = now_ms(), wait = -1;
 		if (deadline && !c->ended)
 			wait = deadline > now ? deadline - now : 0;
 		if (drain_until)
 			wait = drain_until > now ? drain_until - now : 0;
-		int pr = poll(pf, 4, wait > 60000 ? 60000 : (int)wait);
+		int pr = poll(pf, 5, wait > 60000 ? 60000 : (int)wait);
 		if (pr < 0 && errno != EINTR)
 			break;
 		if (pr == 0 && drain_until && now_ms() >= drain_until)
@@ -422,59 +440,108 @@ static void exec_loop(exec_ctx *c, const aj_exec_spec *s)
 				read_output(c, k);
 		if (pf[3].revents)
 			on_signal_fd(c);
+		if (pf[4].revents) { /* the consumer went away */
+			c->cancelled = true;
+			send_signal(c, SIGKILL);
+		}
 		if (pf[0].revents)
 			on_control(c);
 	}
 }
 
-int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
-		aj_error *err)
+static unsigned long long oom_kills(const aj_box *b)
+{
+	if (b->oom >= 0)
+		return aj_cgroup_oom_kills_fd(b->oom);
+	return b->info.have_cg ? aj_cgroup_oom_kills(&b->info.cg) : 0;
+}
+
+static aj_box_job *job_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io)
+{
+	exec_ctx *c = calloc(1, sizeof(*c));
+	if (!c) {
+		if (spec->tty_slave > 0)
+			close(spec->tty_slave); /* taken, as start() would have */
+		return NULL;
+	}
+	*c = (exec_ctx){.box = b, .io = *io, .ctl = -1, .out = {-1, -1}, .t0 = now_ms(),
+			.timeout_ms = spec->timeout_ms};
+	aj_err_clear(&c->err);
+	c->oom0 = oom_kills(b);
+	int r = (c->buf = malloc(EXEC_READ_MAX)) ? 0 : aj_err(&c->err, ENOMEM, "output buffer");
+	for (int k = 0; k < 2 && r == 0; k++)
+		if (aj_redactor_init_policy(&c->red[k], b->policy) < 0)
+			r = aj_err(&c->err, ENOMEM, "redaction patterns");
+	if (r == 0)
+		r = start(c, spec, &c->err);
+	else if (spec->tty_slave > 0)
+		close(spec->tty_slave); /* taken, as start() would have */
+	c->r = r;
+	return c;
+}
+
+aj_box_job *aj_box_exec_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io)
 {
 	char **warm = spec->tty_slave > 0 ? NULL : aj_zygote_argv(b, spec->argv);
 	if (!warm)
-		return aj_box_exec_direct(b, spec, io, res, err);
+		return job_start(b, spec, io);
 	aj_exec_spec s = *spec;
 	s.argv = warm;
-	int r = aj_box_exec_direct(b, &s, io, res, err);
+	aj_box_job *c = job_start(b, &s, io);
 	aj_strv_free(warm);
+	return c;
+}
+
+void aj_box_exec_abandon(aj_box_job *c)
+{
+	if (!c)
+		return;
+	for (int k = 0; k < 2; k++) {
+		if (c->out[k] >= 0)
+			close(c->out[k]);
+		aj_redactor_free(&c->red[k]);
+	}
+	if (c->ctl >= 0)
+		close(c->ctl); /* should the command still run, init kills it */
+	free(c->buf);
+	free(c);
+}
+
+int aj_box_exec_wait(aj_box_job *c, aj_run_result *res, aj_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (!c)
+		return aj_err(err, ENOMEM, "cannot start the command: out of memory");
+	int r = c->r;
+	if (r == 0)
+		r = started(c, &c->err);
+	if (r == 0) {
+		aj_box *b = c->box;
+		exec_loop(c);
+		res->term_signal = c->end.signal;
+		res->status = c->end.status;
+		res->exit_code = c->end.signal ? 128 + c->end.signal : c->end.status;
+		res->oom_killed = oom_kills(b) > c->oom0;
+		if (c->stage > 0) {
+			res->timed_out = true;
+			res->exit_code = AJ_EXIT_TIMEOUT;
+		}
+	} else {
+		*err = c->err;
+	}
+	res->wall_ms = (unsigned long long)(now_ms() - c->t0);
+	aj_box_exec_abandon(c);
 	return r;
+}
+
+int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
+		aj_error *err)
+{
+	return aj_box_exec_wait(aj_box_exec_start(b, spec, io), res, err);
 }
 
 int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io,
 		       aj_run_result *res, aj_error *err)
 {
-	memset(res, 0, sizeof(*res));
-	exec_ctx c = {.box = b, .io = io, .ctl = -1, .out = {-1, -1}};
-	long long t0 = now_ms();
-	unsigned long long oom0 = b->info.have_cg ? aj_cgroup_oom_kills(&b->info.cg) : 0;
-	int r = (c.buf = malloc(EXEC_READ_MAX)) ? 0 : aj_err(err, ENOMEM, "output buffer");
-	for (int k = 0; k < 2 && r == 0; k++)
-		if (aj_redactor_init_policy(&c.red[k], b->policy) < 0)
-			r = aj_err(err, ENOMEM, "redaction patterns");
-	if (r == 0)
-		r = start(&c, spec, err);
-	else if (spec->tty_slave > 0)
-		close(spec->tty_slave); /* taken, as start() would have */
-	if (r == 0) {
-		exec_loop(&c, spec);
-		res->term_signal = c.end.signal;
-		res->status = c.end.status;
-		res->exit_code = c.end.signal ? 128 + c.end.signal : c.end.status;
-		res->oom_killed = b->info.have_cg && aj_cgroup_oom_kills(&b->info.cg) > oom0;
-		if (c.stage > 0) {
-			res->timed_out = true;
-			res->exit_code = AJ_EXIT_TIMEOUT;
-		}
-		res->peak_memory_bytes = b->info.have_cg ? aj_cgroup_peak_memory(&b->info.cg) : 0;
-	}
-	res->wall_ms = (unsigned long long)(now_ms() - t0);
-	for (int k = 0; k < 2; k++) {
-		if (c.out[k] >= 0)
-			close(c.out[k]);
-		aj_redactor_free(&c.red[k]);
-	}
-	if (c.ctl >= 0)
-		close(c.ctl); /* should the command still run, init kills it */
-	free(c.buf);
-	return r;
+	return aj_box_exec_wait(job_start(b, spec, io), res, err);
 }

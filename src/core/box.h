@@ -33,6 +33,7 @@ typedef struct aj_box {
 	int ctl;  /* to the keeper; closing it ends the sandbox */
 	int sock; /* requests to init */
 	int root; /* O_PATH of the sandbox's root (opened by its init) */
+	int oom;  /* the cgroup's OOM kill count (aj_cgroup_oom_fd), or -1 */
 	aj_box_info info;
 	char **envp;		  /* the policy's environment, the base of every command's */
 	struct aj_zygote *zygote; /* a warm interpreter (zygote.h), or NULL */
@@ -73,15 +74,29 @@ typedef struct aj_exec_io {
 	/* -1, or a pipe: each byte read is a signal for the command's process
 	 * group; a 0 byte cancels (SIGKILL, and output is dropped). */
 	int signal_fd;
+	/* > 0: an fd the consumer never writes to: when it is readable (its
+	 * end closed), the command is cancelled as by a 0 byte above. */
+	int cancel_fd;
 } aj_exec_io;
 
 /* Run one command in the box and wait for it, streaming its output. Returns
  * 0 when it ran (res: exit_code, term_signal, timed_out (124), oom_killed
- * (137), wall_ms), or a negative errno with err filled when it could not
+ * (137), wall_ms; not peak_memory_bytes), or a negative errno with err filled when it could not
  * start (err->exit 126/127: not executable/not found, 125: other). Safe to
  * call from several threads at once. */
 int aj_box_exec(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io, aj_run_result *res,
 		aj_error *err);
+
+/* aj_box_exec in two halves, for a caller whose thread should not be the
+ * one that waits: aj_box_exec_start sends the command to the sandbox's
+ * init and returns (NULL: out of memory; an error to send it is kept for
+ * the wait); aj_box_exec_wait, on any thread, waits as aj_box_exec does
+ * and frees the job; aj_box_exec_abandon frees it without waiting (a
+ * command still running is killed). io is copied. */
+typedef struct aj_box_job aj_box_job;
+aj_box_job *aj_box_exec_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io);
+int aj_box_exec_wait(aj_box_job *x, aj_run_result *res, aj_error *err);
+void aj_box_exec_abandon(aj_box_job *x);
 
 /* The same, never through the warm interpreter (zygote.h). */
 int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io,

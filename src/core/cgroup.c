@@ -284,8 +284,8 @@ int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err)
 /* Read the memory controller's file (v1 name or v2 name) into buf (a few
  * hundred bytes): on the stack, as the run's end is timed; a fresh heap
  * page there is one more page fault (docs/performance.md). */
-static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2, char *buf,
-			    size_t len)
+/* The memory controller's file of cg: v1 or v2's name. An fd or -errno. */
+static int open_memory_file(const aj_cgroup *cg, const char *v1, const char *v2)
 {
 	for (int i = 0; i < cg->n; i++) {
 		const aj_cgroup_dir *d = &cg->dirs[i];
@@ -296,24 +296,35 @@ static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2,
 			snprintf(path, sizeof(path), "%s/%s", d->path, v2);
 		else
 			continue;
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		size_t n = 0;
-		while (n + 1 < len) {
-			ssize_t r = read(fd, buf + n, len - n - 1);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				return -errno;
-			if (r == 0)
-				break;
-			n += (size_t)r;
-		}
-		buf[n] = '\0';
-		return 0;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
 	}
 	return -ENOENT;
+}
+
+/* The file's text from its start (pread: an fd kept open reads anew). */
+static int read_text(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+	while (n + 1 < len) {
+		ssize_t r = pread(fd, buf + n, len - n - 1, (off_t)n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2, char *buf,
+			    size_t len)
+{
+	_cleanup_close_ int fd = open_memory_file(cg, v1, v2);
+	return fd < 0 ? fd : read_text(fd, buf, len);
 }
 
 bool aj_cgroup_oom_killed(const aj_cgroup *cg)
@@ -321,13 +332,29 @@ bool aj_cgroup_oom_killed(const aj_cgroup *cg)
 	return aj_cgroup_oom_kills(cg) > 0;
 }
 
+static unsigned long long oom_kills_in(const char *txt)
+{
+	const char *k = strstr(txt, "oom_kill ");
+	return k ? strtoull(k + 9, NULL, 10) : 0;
+}
+
 unsigned long long aj_cgroup_oom_kills(const aj_cgroup *cg)
 {
 	char txt[1024];
-	if (read_memory_file(cg, "memory.oom_control", "memory.events", txt, sizeof(txt)) < 0)
-		return 0;
-	const char *k = strstr(txt, "oom_kill ");
-	return k ? strtoull(k + 9, NULL, 10) : 0;
+	return read_memory_file(cg, "memory.oom_control", "memory.events", txt, sizeof(txt)) < 0
+		   ? 0
+		   : oom_kills_in(txt);
+}
+
+int aj_cgroup_oom_fd(const aj_cgroup *cg)
+{
+	return open_memory_file(cg, "memory.oom_control", "memory.events");
+}
+
+unsigned long long aj_cgroup_oom_kills_fd(int fd)
+{
+	char txt[1024];
+	return read_text(fd, txt, sizeof(txt)) < 0 ? 0 : oom_kills_in(txt);
 }
 
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg)

@@ -47,6 +47,10 @@ int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err);
 bool aj_cgroup_oom_killed(const aj_cgroup *cg);
 /* How many processes the OOM killer took in the sandbox so far. */
 unsigned long long aj_cgroup_oom_kills(const aj_cgroup *cg);
+/* The file that count is read from, kept open (an fd, or -errno), and
+ * the count read from it: three system calls fewer per read. */
+int aj_cgroup_oom_fd(const aj_cgroup *cg);
+unsigned long long aj_cgroup_oom_kills_fd(int fd);
 /* Peak memory use of the sandbox in bytes, 0 when unknown. */
 unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg);
 /* Change the memory and pids limits of existing cgroups to p's (a pooled

@@ -6,9 +6,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags);
+
 int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n)
 {
-	return aj_sync_send_buf(sock, msg, sizeof(*msg), fds, n);
+	return send_buf(sock, msg, sizeof(*msg), fds, n, 0);
+}
+
+int aj_sync_send_nowait(int sock, const aj_msg *msg, const int *fds, size_t n)
+{
+	return send_buf(sock, msg, sizeof(*msg), fds, n, MSG_DONTWAIT);
 }
 
 int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
@@ -17,6 +24,11 @@ int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
 }
 
 int aj_sync_send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n)
+{
+	return send_buf(sock, buf, len, fds, n, 0);
+}
+
+static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags)
 {
 	if (n > AJ_SYNC_MAX_FDS)
 		return -E2BIG;
@@ -37,7 +49,7 @@ int aj_sync_send_buf(int sock, const void *buf, size_t len, const int *fds, size
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
 	}
 	for (;;) {
-		ssize_t r = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		ssize_t r = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
 		if (r >= 0)
 			return r == (ssize_t)len ? 0 : -EIO;
 		if (errno != EINTR)

@@ -37,6 +37,8 @@ typedef struct aj_msg {
 
 /* Send msg with n fds (may be 0). Returns 0 or -errno. */
 int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n);
+/* The same, -EAGAIN instead of waiting when the socket is full. */
+int aj_sync_send_nowait(int sock, const aj_msg *msg, const int *fds, size_t n);
 /* Receive one message; received fds (CLOEXEC) go to fds[*n] (max cap).
  * Returns 0, -EPIPE on EOF, or -errno. */
 int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n);

@@ -4,9 +4,10 @@
  * with no capability, no_new_privs and a seccomp allow-list before it
  * reads a byte from a client. It parses HTTP, WebSocket and JSON, and asks
  * the supervisor for everything else over the protocol of ipc.h: a request
- * is sent with an id, its reply comes back on a receiver thread and is
- * handed to the service thread (lws_cancel_service), so no request blocks
- * the event loop. */
+ * is sent with an id; the supervisor's socket is adopted by the event loop,
+ * which reads each reply when it comes and hands it to its request, so no
+ * request blocks the loop and no thread stands between the two (a hand-off
+ * from a receiver thread cost a wake-up per reply: docs/performance.md). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -153,44 +154,58 @@ void aj_front_deliver(void)
 	}
 }
 
-/* Replies from the supervisor, to their calls. */
-static void *receiver(void *arg)
+/* One reply from the supervisor, to its call; -1 when the supervisor is gone. */
+static int receive_one(void)
 {
-	(void)arg;
-	for (;;) {
-		aj_ipc_msg m;
-		aj_error err;
-		aj_err_clear(&err);
-		int e = aj_ipc_recv(ipc, AJ_IPC_REPLY, &m, &err);
-		if (e == -EPIPE || e == -ECONNRESET || e == -EBADF)
-			break;
-		if (e < 0) {
-			fprintf(stderr, "agentjail serve (front): %s\n", err.msg);
-			continue;
-		}
-		json_t *o = aj_ipc_json(&m, &err);
-		pthread_mutex_lock(&calls_mu);
-		aj_call *c = calls;
-		while (c && (c->id != m.h.id || c->ready))
-			c = c->next;
-		if (c) {
-			c->ready = true;
-			c->status = o ? m.h.status : 502;
-			c->reply = o ? o
-				     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway",
-						 "message", err.msg);
-			c->fd = m.object_fd;
-			m.object_fd = -1;
-			o = NULL;
-		}
-		pthread_mutex_unlock(&calls_mu);
-		json_decref(o);
-		aj_ipc_msg_free(&m);
-		lws_cancel_service(context);
+	aj_ipc_msg m;
+	aj_error err;
+	aj_err_clear(&err);
+	int e = aj_ipc_recv(ipc, AJ_IPC_REPLY, &m, &err);
+	if (e == -EPIPE || e == -ECONNRESET || e == -EBADF)
+		return -1;
+	if (e < 0) {
+		fprintf(stderr, "agentjail serve (front): %s\n", err.msg);
+		return 0;
 	}
-	stopping = 1; /* the supervisor is gone: so are we */
-	lws_cancel_service(context);
-	return NULL;
+	json_t *o = aj_ipc_json(&m, &err);
+	pthread_mutex_lock(&calls_mu);
+	aj_call *c = calls;
+	while (c && (c->id != m.h.id || c->ready))
+		c = c->next;
+	if (c) {
+		c->ready = true;
+		c->status = o ? m.h.status : 502;
+		c->reply = o ? o
+			     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway", "message",
+					 err.msg);
+		c->fd = m.object_fd;
+		m.object_fd = -1;
+		o = NULL;
+	}
+	pthread_mutex_unlock(&calls_mu);
+	json_decref(o);
+	aj_ipc_msg_free(&m);
+	aj_front_deliver();
+	return 0;
+}
+
+/* The supervisor's socket in the event loop: a reply is read when poll says
+ * one is there (a SEQPACKET message: one recvmsg, which does not block). */
+static int ipc_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+			size_t len)
+{
+	(void)wsi, (void)user, (void)in, (void)len;
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+		if (receive_one() == 0)
+			return 0;
+		__attribute__((fallthrough)); /* the supervisor is gone, so are we */
+	case LWS_CALLBACK_RAW_CLOSE_FILE:
+		stopping = 1;
+		lws_cancel_service(context);
+		return -1;
+	default: return 0;
+	}
 }
 
 int aj_front_drop(uid_t uid, gid_t gid, aj_error *err)
@@ -223,6 +238,27 @@ static const struct lws_protocols protocols[] = {
     {"channel.k8s.io", aj_http_callback, sizeof(aj_req), 65536, 0, NULL, 1u << 20},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
+
+/* The supervisor's socket, on a vhost of its own that listens nowhere: a
+ * client cannot ask for this protocol by name. */
+static const struct lws_protocols ipc_protocols[] = {
+    {"agentjail-ipc", ipc_callback, 0, 0, 0, NULL, 0},
+    {NULL, NULL, 0, 0, 0, NULL, 0},
+};
+
+static int adopt_ipc(aj_error *err)
+{
+	struct lws_context_creation_info info;
+	memset(&info, 0, sizeof(info));
+	info.protocols = ipc_protocols;
+	info.vhost_name = "supervisor";
+	info.port = CONTEXT_PORT_NO_LISTEN;
+	struct lws_vhost *vh = lws_create_vhost(context, &info);
+	lws_sock_file_fd_type fd = {.filefd = ipc};
+	if (!vh || !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, fd, "agentjail-ipc", NULL))
+		return aj_err(err, ENOMEM, "cannot watch the supervisor's socket");
+	return 0;
+}
 
 static int make_vhost(const aj_daemon_opts *o, bool tcp, aj_error *err)
 {
@@ -273,6 +309,8 @@ static int make_context(const aj_daemon_opts *o, aj_error *err)
 	int r = make_vhost(o, false, err);
 	if (r == 0 && o->listen)
 		r = make_vhost(o, true, err);
+	if (r == 0)
+		r = adopt_ipc(err);
 	return r;
 }
 
@@ -302,9 +340,6 @@ void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
 		r = aj_err(&err, ESRCH, "the supervisor is gone");
 	if (r == 0)
 		r = aj_front_seccomp(&err);
-	pthread_t t;
-	if (r == 0 && (r = -pthread_create(&t, NULL, receiver, NULL)) < 0)
-		aj_err(&err, -r, "cannot start the front's receiver thread");
 	if (r < 0) {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 		aj_err_format(&err, msg, sizeof(msg));

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The supervisor's exec (op "exec"): a worker thread runs the command in
- * the sandbox (aj_box_exec) and writes its redacted output to a stream
- * socket whose other end goes to the front: NDJSON events, or for a
- * WebSocket the frames of ipc.h (channels 1, 2, 3). A reader thread takes
- * what the front sends back (stdin, its EOF, terminal resizes); the front
- * closing its end cancels the command. A slow client slows the command's
- * output (the socket's buffer is the queue). */
+/* The supervisor's exec (op "exec"): the supervisor's thread sends the
+ * command to the sandbox (aj_box_exec_start), then a worker thread waits
+ * for it and writes its redacted output to a stream socket whose other end
+ * goes to the front: NDJSON events, or for a WebSocket the frames of ipc.h
+ * (channels 1, 2, 3). For a WebSocket a reader thread takes what the front
+ * sends back (stdin, its EOF, terminal resizes); the front closing its end
+ * cancels the command (for NDJSON the worker watches for that itself). A
+ * slow client slows the command's output (the socket's buffer is the
+ * queue). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +46,7 @@ typedef struct job {
 	size_t carry_n[2];
 	char *line; /* NDJSON: the event being written (jsonstr.h) */
 	size_t line_cap;
+	aj_box_job *x; /* the command, sent (aj_box_exec_start) */
 } job;
 
 static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -67,6 +70,7 @@ static void job_unref(job *j)
 	if (left > 0)
 		return;
 	pthread_mutex_destroy(&j->mu);
+	aj_box_exec_abandon(j->x);
 	aj_exec_req_free(&j->q);
 	closep2(j->stdin_rw);
 	closep2(j->tty);
@@ -307,21 +311,11 @@ void aj_worker_leave(void)
 static void *worker(void *arg)
 {
 	job *j = arg;
-	aj_exec_spec spec = {.argv = j->q.argv,
-			     .env = j->q.env,
-			     .cwd = j->q.cwd,
-			     .stdin_data = j->q.stdin_data,
-			     .stdin_len = j->q.stdin_len,
-			     .stdin_fd = j->stdin_rw[0],
-			     .tty_master = j->tty[0],
-			     .tty_slave = steal_fd(&j->tty[1]),
-			     .timeout_ms = j->q.timeout_ms};
-	aj_exec_io io = {.output = on_output, .ctx = j, .signal_fd = j->sig[0]};
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
-	__atomic_add_fetch(&j->sb->execs, 1, __ATOMIC_SEQ_CST);
-	int r = aj_box_exec(&j->sb->box, &spec, &io, &res, &err);
+	int r = aj_box_exec_wait(j->x, &res, &err);
+	j->x = NULL;
 	finish(j, r, &res, &err);
 	job_unref(j);
 	aj_worker_leave();
@@ -334,7 +328,7 @@ static void cancel(job *j)
 	bool running = !j->done;
 	pthread_mutex_unlock(&j->mu);
 	unsigned char zero = 0;
-	if (running && write(j->sig[1], &zero, 1) < 0)
+	if (running && j->sig[1] >= 0 && write(j->sig[1], &zero, 1) < 0)
 		(void)0;
 }
 
@@ -402,7 +396,7 @@ static int start_thread(void *(*fn)(void *), job *j)
 static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *err)
 {
 	int s[2];
-	if (pipe2(j->sig, O_CLOEXEC) < 0 ||
+	if ((j->ws && pipe2(j->sig, O_CLOEXEC) < 0) ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0)
 		return -errno;
 	j->sock = s[0];
@@ -418,7 +412,28 @@ static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *er
 		r = -errno;
 	else if (!tty && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) < 0)
 		r = -errno;
-	return r;
+	if (r < 0)
+		return r;
+	/* the command goes to the sandbox now, from this thread: it starts
+	 * while the worker that waits for it wakes up. A WebSocket's reader
+	 * cancels through sig; NDJSON has no reader: the front closing its end
+	 * of the stream cancels (the front never writes to it). */
+	aj_exec_spec spec = {.argv = j->q.argv,
+			     .env = j->q.env,
+			     .cwd = j->q.cwd,
+			     .stdin_data = j->q.stdin_data,
+			     .stdin_len = j->q.stdin_len,
+			     .stdin_fd = j->stdin_rw[0],
+			     .tty_master = j->tty[0],
+			     .tty_slave = steal_fd(&j->tty[1]),
+			     .timeout_ms = j->q.timeout_ms};
+	aj_exec_io io = {.output = on_output,
+			 .ctx = j,
+			 .signal_fd = j->sig[0],
+			 .cancel_fd = j->ws ? -1 : j->sock};
+	__atomic_add_fetch(&j->sb->execs, 1, __ATOMIC_SEQ_CST);
+	j->x = aj_box_exec_start(&j->sb->box, &spec, &io);
+	return 0;
 }
 
 /* exec {sandbox, peer, req: {cmd, env, cwd, timeout, stdin, background},
@@ -463,14 +478,16 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	int front = -1;
 	int e = job_setup(j, ws && aj_arg_bool(args, "stdin"), ws && aj_arg_bool(args, "tty"),
 			  &front, &err);
-	j->refs = 3; /* this function's, the worker's and the reader's */
-	if (e == 0 && (e = start_thread(worker, j)) < 0)
-		j->refs -= 2;
-	else if (e == 0 && (e = start_thread(reader, j)) < 0) {
+	j->refs = ws ? 3 : 2; /* this function's, the worker's and the reader's */
+	if (e == 0 && (e = start_thread(worker, j)) < 0) {
+		j->refs = 1;
+		aj_box_exec_abandon(j->x); /* nobody waits: the command is killed */
+		j->x = NULL;
+	} else if (e == 0 && ws && (e = start_thread(reader, j)) < 0) {
 		j->refs--;
 		cancel(j); /* the worker ends (and drops its reference) */
 	} else if (e < 0) {
-		j->refs -= 2;
+		j->refs = 1;
 	}
 	job_unref(j);
 	if (e < 0) {
