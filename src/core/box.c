@@ -201,10 +201,17 @@ static int memfd_with(const char *name, const char *data, size_t len, aj_error *
 	int fd = memfd_create(name, MFD_CLOEXEC);
 	if (fd < 0)
 		return aj_err(err, errno, "memfd_create");
-	if ((len && aj_write_all(fd, data, len) < 0) || lseek(fd, 0, SEEK_SET) < 0) {
-		int e = errno;
-		close(fd);
-		return aj_err(err, e, "cannot write the command's %s", name);
+	/* pwrite: the offset stays at 0 for the reader, no lseek */
+	for (size_t done = 0; done < len;) {
+		ssize_t w = pwrite(fd, data + done, len - done, (off_t)done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			return aj_err(err, e, "cannot write the command's %s", name);
+		}
+		done += (size_t)w;
 	}
 	return fd;
 }

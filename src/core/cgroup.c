@@ -302,7 +302,8 @@ static int open_memory_file(const aj_cgroup *cg, const char *v1, const char *v2)
 	return -ENOENT;
 }
 
-/* The file's text from its start (pread: an fd kept open reads anew). */
+/* The file's text from its start (pread: an fd kept open reads anew). A
+ * cgroup file's text comes whole in one read that is not filled up. */
 static int read_text(int fd, char *buf, size_t len)
 {
 	size_t n = 0;
@@ -312,9 +313,9 @@ static int read_text(int fd, char *buf, size_t len)
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0)
-			break;
 		n += (size_t)r;
+		if (r == 0 || n + 1 < len)
+			break;
 	}
 	buf[n] = '\0';
 	return 0;
