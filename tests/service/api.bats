@@ -123,6 +123,21 @@ PY
     done
 }
 
+@test "serve: a client that goes away mid-exec cancels its command" {
+    svc_start
+    id=$(sb_create)
+    # curl gives up after 1 s: the command is killed (it would write a file at 3 s)
+    run curl -sSN --max-time 1 --unix-socket "$SOCK" -X POST \
+        "http://agentjail/v1/sandboxes/$id/exec" -d '{"cmd": "echo started; sleep 3; touch /tmp/survived"}'
+    [ "$status" -ne 0 ]
+    assert_contains "$output" started
+    sleep 3.5
+    assert_eq "$(sb_exec "$id" '{"cmd": "ls /tmp/survived 2>&1; ps -e -o comm= | grep -c sleep"}' | events_stdout)" \
+        "ls: cannot access '/tmp/survived': No such file or directory"$'\n'"0"
+    # and the audit log has the cancelled exec's end (killed: 137)
+    grep '"event":"exec"' "$STATE/audit.log" | grep -q '"exit_code":137'
+}
+
 @test "serve: files: upload, download, list, mkdir, rm" {
     svc_start
     id=$(sb_create)
