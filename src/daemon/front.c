@@ -239,10 +239,12 @@ static const struct lws_protocols protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
-/* The supervisor's socket, on a vhost of its own that listens nowhere: a
- * client cannot ask for this protocol by name. */
+/* The supervisor's socket and the streams it passes (stream.c), on a vhost
+ * of their own that listens nowhere: a client cannot ask for these
+ * protocols by name. */
 static const struct lws_protocols ipc_protocols[] = {
     {"agentjail-ipc", ipc_callback, 0, 0, 0, NULL, 0},
+    {"agentjail-stream", aj_stream_callback, 0, 0, 0, NULL, 0}, /* stream.c */
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
@@ -257,6 +259,7 @@ static int adopt_ipc(aj_error *err)
 	lws_sock_file_fd_type fd = {.filefd = ipc};
 	if (!vh || !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, fd, "agentjail-ipc", NULL))
 		return aj_err(err, ENOMEM, "cannot watch the supervisor's socket");
+	aj_exec_set_context(context, vh);
 	return 0;
 }
 
@@ -305,7 +308,6 @@ static int make_context(const aj_daemon_opts *o, aj_error *err)
 	context = lws_create_context(&info);
 	if (!context)
 		return aj_err(err, ENOMEM, "cannot create the libwebsockets context");
-	aj_exec_set_context(context);
 	int r = make_vhost(o, false, err);
 	if (r == 0 && o->listen)
 		r = make_vhost(o, true, err);

@@ -102,9 +102,11 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 int aj_exec_writable(aj_req *r);
 /* The connection closed: the stream is closed (which cancels a command). */
 void aj_exec_detach(aj_req *r);
-/* Wake the connections whose streams brought something (service thread). */
-void aj_exec_wake_all(void);
-void aj_exec_set_context(struct lws_context *ctx);
+/* The loop's context, and the vhost whose protocols have
+ * "agentjail-stream" (aj_stream_callback): where streams are adopted. */
+void aj_exec_set_context(struct lws_context *ctx, struct lws_vhost *vh);
+int aj_stream_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		       size_t len);
 
 /* http.c: who is at the other end (peer, remote); release a request. */
 void aj_http_peer(aj_req *r);

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The front's side of a stream from the supervisor (an exec's output, a
- * background process's replay): a reader thread takes what comes on the
- * stream's fd into a bounded queue, the service thread sends it as the
+ * background process's replay): the stream's fd is adopted by the event
+ * loop, which reads what comes into a bounded queue and sends it as the
  * connection can take it. NDJSON goes out as the HTTP body; frames
  * ([u32 length][channel][data], ipc.h) as WebSocket messages. A full queue
- * stops the reader, which fills the socket, which slows the command; the
- * connection closing closes the fd, which cancels it. WebSocket stdin and
- * resizes go back on the same fd as frames. */
+ * stops the reading (flow control), which fills the socket, which slows
+ * the command; the connection closing closes the fd, which cancels it.
+ * WebSocket stdin and resizes go back on the same fd as frames. No thread
+ * stands between the stream and the connection (a reader thread cost a
+ * wake-up per event: docs/performance.md, round 7). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -16,7 +19,6 @@
 
 #include "http.h"
 #include "ipc.h"
-#include "threads.h"
 #include "util.h"
 
 #define JOB_MAX_QUEUED (1u << 20)
@@ -26,40 +28,34 @@
 #define JOB_IO (256u * 1024)
 
 typedef struct aj_job {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
 	char *buf; /* queued bytes [off, len) */
 	size_t len, off, cap;
-	bool done, gone, wake;
-	int refs;
-	struct lws *wsi;
-	int fd;
+	bool done;	  /* the stream ended: nothing more comes */
+	bool paused;	  /* its reading stopped: the queue is full */
+	int refs;	  /* the connection's and the stream's (raw) */
+	struct lws *wsi;  /* the connection; NULL once it closed */
+	struct lws *raw;  /* the stream in the event loop; NULL once closed */
+	int fd;		  /* the stream (lws has a copy of its own) */
 	bool ws;
 	char *in_pend; /* ws: frames for the supervisor not sent yet */
 	size_t in_len;
 	unsigned char *out; /* LWS_PRE + JOB_IO (or a frame), what goes to lws_write */
 	int sndbuf;	    /* the connection's send buffer (0: unknown) */
-	struct aj_job *next;
 } aj_job;
 
-static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
-static aj_job *jobs;
 static struct lws_context *ctx;
+static struct lws_vhost *stream_vhost;
 
-void aj_exec_set_context(struct lws_context *c)
+void aj_exec_set_context(struct lws_context *c, struct lws_vhost *vh)
 {
 	ctx = c;
+	stream_vhost = vh;
 }
 
 static void job_unref(aj_job *j)
 {
-	pthread_mutex_lock(&j->mu);
-	int left = --j->refs;
-	pthread_mutex_unlock(&j->mu);
-	if (left > 0)
+	if (--j->refs > 0)
 		return;
-	pthread_mutex_destroy(&j->mu);
-	pthread_cond_destroy(&j->cv);
 	free(j->buf);
 	free(j->in_pend);
 	free(j->out);
@@ -67,75 +63,88 @@ static void job_unref(aj_job *j)
 	free(j);
 }
 
-/* Queue head + data. Waits while the queue is full; -1 when the client is gone.
- * The service thread is woken only when the queue was empty: while it is
- * not, each writable callback that takes bytes asks for the next one. */
-static int push(aj_job *j, const void *head, size_t hl, const void *data, size_t dl)
+static size_t queued(const aj_job *j)
 {
-	size_t n = hl + dl;
-	int r = 0;
-	bool idle;
-	pthread_mutex_lock(&j->mu);
-	while (!j->gone && j->len - j->off > JOB_MAX_QUEUED)
-		pthread_cond_wait(&j->cv, &j->mu);
-	idle = j->off == j->len;
-	if (j->gone) {
-		r = -1;
-	} else {
-		if (j->off && j->len + n > j->cap) { /* sent bytes to the front */
-			memmove(j->buf, j->buf + j->off, j->len - j->off);
-			j->len -= j->off;
-			j->off = 0;
-		}
-		if (j->len + n > j->cap) { /* bounded: JOB_MAX_QUEUED + n */
-			size_t cap = (j->len + n) * 2;
-			char *b = realloc(j->buf, cap);
-			if (b)
-				j->buf = b, j->cap = cap;
-		}
-		if (j->len + n <= j->cap) {
-			memcpy(j->buf + j->len, head, hl);
-			if (dl)
-				memcpy(j->buf + j->len + hl, data, dl);
-			j->len += n;
-		} else {
-			r = -1;
-		}
-		j->wake = true;
-	}
-	pthread_mutex_unlock(&j->mu);
-	if (idle || r < 0)
-		lws_cancel_service(ctx);
-	return r;
+	return j->len - j->off;
 }
 
-static void *reader(void *arg)
+/* Room for n more bytes at the end of the queue. */
+static int reserve(aj_job *j, size_t n)
 {
-	aj_job *j = arg;
-	_cleanup_free_ char *buf = malloc(j->ws ? AJ_IPC_FRAME_MAX : JOB_IO);
-	for (;;) {
-		if (!buf)
-			break;
-		if (j->ws) {
-			uint32_t l;
-			if (aj_read_all(j->fd, &l, 4) < 0 || l == 0 || l > AJ_IPC_FRAME_MAX ||
-			    aj_read_all(j->fd, buf, l) < 0 || push(j, &l, 4, buf, l) < 0)
-				break;
-		} else {
-			ssize_t n = read(j->fd, buf, JOB_IO);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0 || push(j, buf, (size_t)n, NULL, 0) < 0)
-				break;
-		}
+	if (j->off && j->len + n > j->cap) { /* sent bytes to the front */
+		memmove(j->buf, j->buf + j->off, j->len - j->off);
+		j->len -= j->off;
+		j->off = 0;
 	}
-	pthread_mutex_lock(&j->mu);
-	j->done = true;
-	j->wake = true;
-	pthread_mutex_unlock(&j->mu);
-	lws_cancel_service(ctx);
-	job_unref(j);
-	return NULL;
+	if (j->len + n <= j->cap)
+		return 0;
+	size_t cap = (j->len + n) * 2;
+	char *b = realloc(j->buf, cap);
+	if (!b)
+		return -1;
+	j->buf = b;
+	j->cap = cap;
+	return 0;
+}
+
+/* What the stream has, into the queue: one read, or (all) until it has
+ * nothing more. 0, or -1 at its end (EOF, an error). */
+static int take(aj_job *j, bool all)
+{
+	for (;;) {
+		if (reserve(j, JOB_IO) < 0)
+			return -1;
+		ssize_t n = recv(j->fd, j->buf + j->len, JOB_IO, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		j->len += (size_t)n;
+		if (!all)
+			return 0;
+	}
+}
+
+static void wake(aj_job *j)
+{
+	if (j->wsi)
+		lws_callback_on_writable(j->wsi);
+}
+
+int aj_stream_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		       size_t len)
+{
+	(void)in, (void)len;
+	aj_job *j = user;
+	if (!j)
+		return 0; /* adopted, not ours yet (RAW_ADOPT_FILE) */
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+		if (!j->wsi || take(j, false) < 0) {
+			j->done = true;
+			wake(j);
+			return -1; /* closed: RAW_CLOSE_FILE */
+		}
+		if (queued(j) >= JOB_MAX_QUEUED && !j->paused) {
+			j->paused = true;
+			lws_rx_flow_control(wsi, 0);
+		}
+		wake(j);
+		return 0;
+	case LWS_CALLBACK_RAW_CLOSE_FILE:
+		/* lws closes on a hang-up even when bytes are left to read (or
+		 * while paused): they are taken now, at most a socket buffer */
+		if (j->wsi && !j->done)
+			(void)take(j, true);
+		j->done = true;
+		j->raw = NULL;
+		wake(j);
+		job_unref(j);
+		return 0;
+	default: return 0;
+	}
 }
 
 /* Frames for the supervisor: sent as far as its socket takes them; the
@@ -163,31 +172,30 @@ static void feed(aj_req *r, aj_job *j)
 int aj_stream_start(aj_req *r, int fd, bool ws)
 {
 	aj_job *j = calloc(1, sizeof(*j));
-	if (!j) {
+	int theirs = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* lws closes the one it adopts */
+	if (!j || theirs < 0 || !(j->out = malloc(LWS_PRE + (ws ? AJ_IPC_FRAME_MAX : JOB_IO)))) {
+		if (j)
+			free(j->out);
+		free(j);
+		if (theirs >= 0)
+			close(theirs);
 		close(fd);
 		return -ENOMEM;
 	}
-	if (!(j->out = malloc(LWS_PRE + (ws ? AJ_IPC_FRAME_MAX : JOB_IO)))) {
+	j->fd = fd;
+	j->ws = ws;
+	j->wsi = r->wsi;
+	lws_sock_file_fd_type u = {.filefd = theirs};
+	j->raw = lws_adopt_descriptor_vhost(stream_vhost, LWS_ADOPT_RAW_FILE_DESC, u,
+					    "agentjail-stream", NULL);
+	if (!j->raw) {
+		free(j->out);
 		free(j);
 		close(fd);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&j->mu, NULL);
-	pthread_cond_init(&j->cv, NULL);
-	j->fd = fd;
-	j->ws = ws;
-	j->wsi = r->wsi;
-	j->refs = 2; /* the connection's and the reader's */
-	int e = aj_thread_start(reader, j);
-	if (e < 0) {
-		j->refs = 1;
-		job_unref(j);
-		return e;
-	}
-	pthread_mutex_lock(&jobs_mu);
-	j->next = jobs;
-	jobs = j;
-	pthread_mutex_unlock(&jobs_mu);
+	lws_set_wsi_user(j->raw, j);
+	j->refs = 2; /* the connection's and the stream's */
 	r->job = j;
 	if (ws && r->body_len) { /* what the client sent while it started */
 		j->in_pend = r->body;
@@ -198,6 +206,15 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 	if (ws)
 		feed(r, j);
 	return 0;
+}
+
+/* The stream's reading again once the queue has room. */
+static void resume(aj_job *j)
+{
+	if (j->paused && j->raw && queued(j) < JOB_MAX_QUEUED / 2) {
+		j->paused = false;
+		lws_rx_flow_control(j->raw, 1);
+	}
 }
 
 /* A frame [length][channel][data] at the end of *buf. */
@@ -266,7 +283,8 @@ static size_t send_room(aj_req *r, aj_job *j)
 	return room < 4096 ? 4096 : room > JOB_IO ? JOB_IO : room;
 }
 
-/* One queued frame out as a binary WebSocket message. */
+/* One queued frame out as a binary WebSocket message (a frame not all
+ * there yet waits for the rest). */
 static int ws_writable(aj_req *r, aj_job *j)
 {
 	if (j->in_len)
@@ -274,28 +292,27 @@ static int ws_writable(aj_req *r, aj_job *j)
 	int fd = lws_get_socket_fd(r->wsi);
 	if (fd >= 0)
 		(void)send_buffer(fd, j); /* a message goes whole: room for one */
-	pthread_mutex_lock(&j->mu);
 	uint32_t l = 0;
-	if (j->len - j->off >= 5)
+	bool whole = false;
+	if (queued(j) >= 4) {
 		memcpy(&l, j->buf + j->off, 4);
-	unsigned char *out = l ? j->out : NULL; /* the reader took l <= AJ_IPC_FRAME_MAX */
-	if (out) {
-		memcpy(out + LWS_PRE, j->buf + j->off + 4, l);
+		if (l == 0 || l > AJ_IPC_FRAME_MAX)
+			return -1; /* not the protocol: the end */
+		whole = queued(j) >= 4 + (size_t)l;
+	}
+	if (whole) {
+		memcpy(j->out + LWS_PRE, j->buf + j->off + 4, l);
 		j->off += 4 + l;
 		if (j->off == j->len)
 			j->off = j->len = 0;
-	}
-	bool fin = j->done && j->len == 0;
-	pthread_cond_broadcast(&j->cv);
-	pthread_mutex_unlock(&j->mu);
-	int w = out ? lws_write(r->wsi, out + LWS_PRE, l, LWS_WRITE_BINARY) : 0;
-	if (w < (int)l)
-		return -1;
-	if (l) { /* the end comes on the next writable, once this is flushed */
+		resume(j);
+		if (lws_write(r->wsi, j->out + LWS_PRE, l, LWS_WRITE_BINARY) < (int)l)
+			return -1;
+		/* the end comes on the next writable, once this is flushed */
 		lws_callback_on_writable(r->wsi);
 		return 0;
 	}
-	if (fin) {
+	if (j->done) { /* a frame cut short at the end is dropped with it */
 		lws_close_reason(r->wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
 		return -1;
 	}
@@ -307,21 +324,17 @@ int aj_exec_writable(aj_req *r)
 	aj_job *j = r->job;
 	if (j->ws)
 		return ws_writable(r, j);
-	unsigned char *buf = j->out;
-	size_t room = send_room(r, j);
-	pthread_mutex_lock(&j->mu);
-	size_t n = j->len - j->off;
+	size_t n = queued(j), room = send_room(r, j);
 	if (n > room)
 		n = room;
 	if (n)
-		memcpy(buf + LWS_PRE, j->buf + j->off, n);
+		memcpy(j->out + LWS_PRE, j->buf + j->off, n);
 	j->off += n;
 	if (j->off == j->len)
 		j->off = j->len = 0;
-	bool fin = j->done && j->len == 0;
-	pthread_cond_broadcast(&j->cv);
-	pthread_mutex_unlock(&j->mu);
-	if (n && lws_write(r->wsi, buf + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
+	resume(j);
+	bool fin = j->done && queued(j) == 0;
+	if (n && lws_write(r->wsi, j->out + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
 		return -1;
 	if (fin) {
 		r->finished = true; /* completed (and closed) once this is flushed */
@@ -336,31 +349,9 @@ void aj_exec_detach(aj_req *r)
 {
 	aj_job *j = r->job;
 	r->job = NULL;
-	pthread_mutex_lock(&jobs_mu);
-	for (aj_job **pp = &jobs; *pp; pp = &(*pp)->next)
-		if (*pp == j) {
-			*pp = j->next;
-			break;
-		}
-	pthread_mutex_unlock(&jobs_mu);
-	pthread_mutex_lock(&j->mu);
-	j->gone = true;
-	pthread_cond_broadcast(&j->cv);
-	pthread_mutex_unlock(&j->mu);
-	shutdown(j->fd, SHUT_RDWR); /* the supervisor cancels; our reader ends */
+	j->wsi = NULL;
+	shutdown(j->fd, SHUT_RDWR); /* the supervisor cancels; the stream ends */
+	if (j->raw)
+		lws_set_timeout(j->raw, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
 	job_unref(j);
-}
-
-void aj_exec_wake_all(void)
-{
-	pthread_mutex_lock(&jobs_mu);
-	for (aj_job *j = jobs; j; j = j->next) {
-		pthread_mutex_lock(&j->mu);
-		bool w = j->wake && !j->gone;
-		j->wake = false;
-		pthread_mutex_unlock(&j->mu);
-		if (w)
-			lws_callback_on_writable(j->wsi);
-	}
-	pthread_mutex_unlock(&jobs_mu);
 }
