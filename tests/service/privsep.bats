@@ -191,6 +191,23 @@ EOF
     assert_eq "$(sb_exec "$id" '{"cmd": "echo ok"}' | events_stdout)" ok
 }
 
+@test "privsep: a slow client of a large exec stream: the front's memory stays bounded, the command waits" {
+    svc_start
+    id=$(sb_create)
+    # 256 MiB of output read at 2 MiB/s for 3 s: without flow control the
+    # front would take it all into its queue as fast as the command writes
+    run curl -sSN --max-time 3 --limit-rate 2M --unix-socket "$SOCK" -X POST \
+        "http://agentjail/v1/sandboxes/$id/exec" -o /dev/null \
+        -d '{"cmd": "yes | head -c 268435456"}'
+    [ "$status" -eq 28 ] # curl's timeout: the stream was still going
+    f=$(front_pid)
+    hwm=$(awk '$1 == "VmHWM:" {print $2}' /proc/"$f"/status)
+    [ -n "${AJ_SANITIZED:-}" ] || [ "$hwm" -lt $((32 << 10)) ] || fail "front peak RSS ${hwm} kB"
+    # the client went away: the command was cancelled, nothing of it runs on
+    sleep 1
+    assert_eq "$(sb_exec "$id" '{"cmd": "ps -e -o comm= | grep -c -e yes -e head"}' | events_stdout)" 0
+}
+
 @test "privsep: a large file moves through the front with bounded memory" {
     svc_start
     mkdir "$T/w"
