@@ -471,7 +471,11 @@ static aj_box_job *job_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_
 			close(spec->tty_slave); /* taken, as start() would have */
 		return NULL;
 	}
-	*c = (exec_ctx){.box = b, .io = *io, .ctl = -1, .out = {-1, -1}, .t0 = now_ms(),
+	*c = (exec_ctx){.box = b,
+			.io = *io,
+			.ctl = -1,
+			.out = {-1, -1},
+			.t0 = now_ms(),
 			.timeout_ms = spec->timeout_ms};
 	aj_err_clear(&c->err);
 	c->oom0 = oom_kills(b);

@@ -176,8 +176,8 @@ static int receive_one(void)
 		c->ready = true;
 		c->status = o ? m.h.status : 502;
 		c->reply = o ? o
-			     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway", "message",
-					 err.msg);
+			     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway",
+					 "message", err.msg);
 		c->fd = m.object_fd;
 		m.object_fd = -1;
 		o = NULL;
@@ -257,7 +257,8 @@ static int adopt_ipc(aj_error *err)
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	struct lws_vhost *vh = lws_create_vhost(context, &info);
 	lws_sock_file_fd_type fd = {.filefd = ipc};
-	if (!vh || !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, fd, "agentjail-ipc", NULL))
+	if (!vh ||
+	    !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, fd, "agentjail-ipc", NULL))
 		return aj_err(err, ENOMEM, "cannot watch the supervisor's socket");
 	aj_exec_set_context(context, vh);
 	return 0;

@@ -30,12 +30,12 @@
 typedef struct aj_job {
 	char *buf; /* queued bytes [off, len) */
 	size_t len, off, cap;
-	bool done;	  /* the stream ended: nothing more comes */
-	bool paused;	  /* its reading stopped: the queue is full */
-	int refs;	  /* the connection's and the stream's (raw) */
-	struct lws *wsi;  /* the connection; NULL once it closed */
-	struct lws *raw;  /* the stream in the event loop; NULL once closed */
-	int fd;		  /* the stream (lws has a copy of its own) */
+	bool done;	 /* the stream ended: nothing more comes */
+	bool paused;	 /* its reading stopped: the queue is full */
+	int refs;	 /* the connection's and the stream's (raw) */
+	struct lws *wsi; /* the connection; NULL once it closed */
+	struct lws *raw; /* the stream in the event loop; NULL once closed */
+	int fd;		 /* the stream (lws has a copy of its own) */
 	bool ws;
 	char *in_pend; /* ws: frames for the supervisor not sent yet */
 	size_t in_len;
