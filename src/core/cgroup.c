@@ -423,6 +423,63 @@ int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *e
 	return r < 0 ? r : write_knob(pids, "pids.max", v, err);
 }
 
+/* The directory of cg that holds the cpu controller's knobs, or NULL. */
+static const aj_cgroup_dir *cpu_dir(const aj_cgroup *cg)
+{
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 1 && strcmp(cg->dirs[i].ctrl, "cpu") == 0)
+			return &cg->dirs[i];
+	for (int i = 0; i < cg->n; i++) {
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof(path), "%s/cpu.max", cg->dirs[i].path);
+		if (cg->dirs[i].version == 2 && access(path, F_OK) == 0)
+			return &cg->dirs[i];
+	}
+	return NULL;
+}
+
+bool aj_cgroup_has_cpu(const aj_cgroup *cg)
+{
+	return cpu_dir(cg) != NULL;
+}
+
+bool aj_cgroup_cpu_available(void)
+{
+	_cleanup_free_ char *mi = NULL, *pc = NULL, *avail = NULL;
+	aj_cgroup_hier h;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0)
+		return false;
+	if (aj_cgroup_find(mi, pc, "cpu", &h) == 0)
+		return true;
+	if (aj_cgroup_find(mi, pc, "memory", &h) == 0 || aj_cgroup_find(mi, pc, "", &h) < 0)
+		return false; /* v1 without cpu; or no cgroup at all */
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s%s/cgroup.controllers", h.mount,
+		 strcmp(h.own, "/") ? h.own : "");
+	if (aj_read_file(path, &avail, NULL) < 0)
+		return false;
+	char *save = NULL;
+	for (char *w = strtok_r(avail, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+		if (strcmp(w, "cpu") == 0)
+			return true;
+	return false;
+}
+
+int aj_cgroup_update_cpu(const aj_cgroup *cg, unsigned long long cpu_millis, aj_error *err)
+{
+	const aj_cgroup_dir *d = cpu_dir(cg);
+	if (!d || !cpu_millis)
+		return aj_err(err, ENOENT, "no cpu cgroup to change the limit in");
+	char v[64];
+	if (d->version == 1) {
+		snprintf(v, sizeof(v), "%llu", cpu_millis * 100);
+		return write_knob(d, "cpu.cfs_quota_us", v, err);
+	}
+	snprintf(v, sizeof(v), "%llu 100000", cpu_millis * 100);
+	return write_knob(d, "cpu.max", v, err);
+}
+
 int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)
 {
 	for (int i = 0; i < cg->n; i++)

@@ -57,6 +57,14 @@ unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg);
  * sandbox at hand-out). -ENOENT when cg has no directory for a limit p
  * sets (or p sets none of them to a value: 0 cannot lift a limit). */
 int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *err);
+/* Does this host give us a cpu controller (v1 hierarchy, or "cpu" among
+ * the v2 controllers of our cgroup)? */
+bool aj_cgroup_cpu_available(void);
+/* Has cg a cpu controller's directory? */
+bool aj_cgroup_has_cpu(const aj_cgroup *cg);
+/* Change the cpu quota of existing cgroups (a pooled sandbox at hand-out)
+ * to cpu_millis (1000 = one CPU). -ENOENT when cg has no cpu controller. */
+int aj_cgroup_update_cpu(const aj_cgroup *cg, unsigned long long cpu_millis, aj_error *err);
 /* Also a freezer cgroup (the v1 freezer hierarchy, when there is one; a v2
  * cgroup has cgroup.freeze of its own), for aj_cgroup_freeze. Call before
  * aj_cgroup_join. Without a freezer, nothing is added and 0 is returned

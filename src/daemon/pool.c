@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "image.h"
 #include "util.h"
@@ -37,6 +38,11 @@ static bool running, stopping;
  * first command of the sandbox just handed out ran twice as long beside it. */
 static long long taken_at;
 #define POOL_QUIET_MS 250
+/* The host has a cpu controller: pooled sandboxes are built with a cpu
+ * cgroup whose quota is every online CPU (no limit), so that a create that
+ * asks for cpus gets its quota written at hand-out instead of a fresh
+ * sandbox. Their policy forgets that quota at hand-out. */
+static unsigned cpu_all;
 
 static long long mono_ms(void)
 {
@@ -148,6 +154,8 @@ static void *refill(void *arg)
 			continue;
 		}
 		json_t *req = json_deep_copy(pl->req);
+		if (req && cpu_all && !json_object_get(req, "cpus"))
+			json_object_set_new(req, "cpus", json_integer(cpu_all));
 		char warmup[sizeof(pl->warmup)];
 		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
 		pthread_mutex_unlock(&mu);
@@ -194,6 +202,8 @@ int aj_pool_start(aj_error *err)
 {
 	if (!n_pools)
 		return 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_all = aj_cgroup_cpu_available() && cpus > 0 && cpus <= 4096 ? (unsigned)cpus : 0;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -229,9 +239,9 @@ void aj_pool_stop(void)
 	n_pools = 0;
 }
 
-/* env, secret, memory and pids of a request, applied to a pooled sandbox
- * at hand-out: the policy's lists grow, the commands' base environment is
- * rebuilt, the cgroup's limits change. */
+/* env, secret, memory, pids and cpus of a request, applied to a pooled
+ * sandbox at hand-out: the policy's lists grow, the commands' base
+ * environment is rebuilt, the cgroup's limits change. */
 static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 {
 	int r = aj_policy_from_json(&sb->policy, extra, err);
@@ -239,6 +249,9 @@ static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 		return r;
 	if ((json_object_get(extra, "memory") || json_object_get(extra, "pids")) &&
 	    (r = aj_cgroup_update_limits(&sb->box.info.cg, &sb->policy, err)) < 0)
+		return r;
+	if (json_object_get(extra, "cpus") &&
+	    (r = aj_cgroup_update_cpu(&sb->box.info.cg, sb->policy.cpu_millis, err)) < 0)
 		return r;
 	char **env = aj_policy_build_env(&sb->policy, NULL, sb->box.envp);
 	if (!env)
@@ -259,8 +272,9 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		return NULL;
 	}
 	json_object_del(rest, "timeout"); /* the registry's, not the sandbox's */
-	static const char *const at_handout[] = {"env", "secret", "memory", "pids"};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
+	/* cpus last: applied only where the pool's sandboxes have a cpu cgroup */
+	static const char *const at_handout[] = {"env", "secret", "memory", "pids", "cpus"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout) - !cpu_all; i++) {
 		json_t *v = json_object_get(rest, at_handout[i]);
 		if (v) {
 			json_object_set(extra, at_handout[i], v);
@@ -320,9 +334,16 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 			sb = NULL;
 		}
 	}
+	if (sb && json_object_get(extra, "cpus") && !aj_cgroup_has_cpu(&sb->box.info.cg)) {
+		pl->ready[pl->n++] = sb; /* no cpu cgroup to set (no cgroups): a fresh one */
+		sb = NULL;
+		pl = NULL;
+	}
 	if (sb) {
 		pl->hits++;
 		taken_at = mono_ms();
+		if (cpu_all && !json_object_get(pl->req, "cpus"))
+			sb->policy.cpu_millis = 0; /* the build's every-CPU quota: no limit */
 	} else if (r == 0 && pl)
 		pl->empty++;
 	if (r == 0 && !sb)

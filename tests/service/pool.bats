@@ -47,16 +47,39 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     assert_eq "$(jq -r '[.exit_code, .oom_killed] | @tsv' <<<"$ex")" $'137\ttrue'
     out=$(sb_exec "$lim" '{"cmd": "for i in $(seq 40); do sleep 5 & done 2>&1 | head -c 300; wait"}' | events_stdout)
     [[ "$out" == *"fork"* || "$out" == *"Resource temporarily unavailable"* ]] || fail "pids 32 not enforced: $out"
+    # cpus too: a pooled sandbox's quota is every CPU until a create sets one
+    busy='{"cmd": ["python3", "-c", "import time, os\ne = time.time() + 2\nwhile time.time() < e: pass\nt = os.times(); print(int((t.user + t.system) * 100))"]}'
+    if grep -qw cpu /proc/self/cgroup /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        pool_wait_ready default 2
+        api_status POST /v1/sandboxes -d '{"cpus": 0.5}'
+        assert_eq "$status_code" 201
+        assert_eq "$(pool_field default hits)" 4
+        assert_eq "$(jq -r .limits.cpus <<<"$body")" 0.5
+        half=$(jq -r .id <<<"$body")
+        used=$(sb_exec "$half" "$busy" | events_stdout)
+        [ "$used" -lt 140 ] || fail "cpus 0.5 not enforced: ${used} cs of CPU in 2 s"
+        api DELETE "/v1/sandboxes/$half" >/dev/null
+        pool_wait_ready default 2
+        api_status POST /v1/sandboxes -d '{}'
+        assert_eq "$(jq -r .limits.cpus <<<"$body")" 0
+        free=$(jq -r .id <<<"$body")
+        hits=5
+        [ "$(nproc)" -lt 2 ] || [ "$(sb_exec "$free" "$busy" | events_stdout)" -gt 140 ] ||
+            fail "a pooled sandbox without cpus is limited"
+        api DELETE "/v1/sandboxes/$free" >/dev/null
+    else
+        hits=3
+    fi
     # no limit (0) cannot be applied to a built sandbox: a fresh one
     api_status POST /v1/sandboxes -d '{"memory": "0"}'
     assert_eq "$status_code" 201
-    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(pool_field default hits)" "$hits"
     assert_eq "$(api GET /v1/pools | jq .misses)" 2
     api DELETE "/v1/sandboxes/$lim" >/dev/null
     # env and secret are applied at hand-out: placeholders inside, redacted output
     pool_wait_ready default 2
     id=$(sb_create '{"env": {"GREETING": "hello"}, "secret": {"TOKEN": "pool-s3cret-42"}}')
-    assert_eq "$(pool_field default hits)" 4
+    assert_eq "$(pool_field default hits)" $((hits + 1))
     out=$(sb_exec "$id" '{"cmd": "echo $GREETING; echo $TOKEN; echo pool-s3cret-42"}' | events_stdout)
     assert_output_lacks pool-s3cret-42
     [[ "$out" == hello$'\n'agentjail-placeholder-TOKEN-* ]] || fail "unexpected: $out"
@@ -67,10 +90,12 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     assert_eq "$status_code" 400
     api_status POST /v1/sandboxes -d '{"memory": "lots"}'
     assert_eq "$status_code" 400
-    assert_eq "$(pool_field default hits)" 4
+    api_status POST /v1/sandboxes -d '{"cpus": "lots"}'
+    assert_eq "$status_code" 400
+    assert_eq "$(pool_field default hits)" $((hits + 1))
     # metrics
     m=$(api GET /metrics)
-    grep -q '^agentjail_pool_hits_total{image="default"} 4$' <<<"$m"
+    grep -q "^agentjail_pool_hits_total{image=\"default\"} $((hits + 1))\$" <<<"$m"
     grep -q '^agentjail_pool_ready{image="default"} [0-9]' <<<"$m"
     grep -q '^agentjail_pool_misses_total 2$' <<<"$m"
     api DELETE "/v1/sandboxes/$a" >/dev/null
