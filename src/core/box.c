@@ -10,14 +10,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "init.h"
+#include "mount.h"
 #include "net.h"
 #include "redact.h"
 #include "util.h"
@@ -157,6 +161,28 @@ int aj_box_root_fd(const aj_box *b, aj_error *err)
 	if (fd < 0)
 		return aj_err(err, errno, "cannot open the sandbox's root");
 	return fd;
+}
+
+int aj_box_set_disk(const aj_box *b, unsigned long long bytes, aj_error *err)
+{
+	/* the sandbox's /tmp is a bind of its scratch tmpfs, which holds every
+	 * writable area: reconfiguring that superblock resizes them all. The
+	 * service is root in the sandbox's user namespace's parent. */
+	_cleanup_close_ int tmp =
+	    openat(b->root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct statfs sf;
+	if (tmp < 0 || fstatfs(tmp, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return aj_err(err, tmp < 0 ? errno : EINVAL,
+			      "the sandbox's /tmp is not its scratch tmpfs");
+	_cleanup_close_ int fs = fspick(tmp, "", FSPICK_EMPTY_PATH | FSPICK_CLOEXEC);
+	char size[32], inodes[32];
+	snprintf(size, sizeof(size), "%llu", bytes);
+	snprintf(inodes, sizeof(inodes), "%llu", aj_scratch_inodes(bytes));
+	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", inodes, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+		return aj_err(err, errno, "cannot resize the sandbox's disk to %llu bytes", bytes);
+	return 0;
 }
 
 /* ---- one command ---- */

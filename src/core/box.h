@@ -107,6 +107,11 @@ int aj_box_exec_direct(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io
  * RESOLVE_IN_ROOT. */
 int aj_box_root_fd(const aj_box *b, aj_error *err);
 
+/* Resize the sandbox's writable space (--disk: its scratch tmpfs, in
+ * bytes and inodes), a pooled sandbox at hand-out. 0 or a negative errno
+ * (err filled); the tmpfs cannot shrink below what it holds. */
+int aj_box_set_disk(const aj_box *b, unsigned long long bytes, aj_error *err);
+
 /* A new pseudo-terminal (80x24) in the sandbox's own devpts: pty[0] the
  * master, pty[1] the terminal (owned by the sandbox's root user) for
  * aj_exec_spec.tty_slave. Returns 0 or a negative errno (err filled). */

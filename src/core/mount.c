@@ -227,16 +227,19 @@ static int enter_staging(aj_error *err)
 	return 0;
 }
 
+unsigned long long aj_scratch_inodes(unsigned long long bytes)
+{
+	return bytes / 8192 < 4096 ? 4096 : bytes / 8192;
+}
+
 /* One size-capped tmpfs holds every writable area of the sandbox (the
  * overlay's upper layer, /tmp, home, /dev/shm), so --disk bounds them all
  * together, in bytes and in inodes. */
 static int setup_scratch(const aj_policy *p, aj_error *err)
 {
-	unsigned long long inodes = p->tmp_size / 8192;
-	if (inodes < 4096)
-		inodes = 4096;
 	char opts[128];
-	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu", p->tmp_size, inodes);
+	snprintf(opts, sizeof(opts), "mode=0755,size=%llu,nr_inodes=%llu", p->tmp_size,
+		 aj_scratch_inodes(p->tmp_size));
 	int r = mount_tmpfs(SCRATCH, opts, MS_NOSUID | MS_NODEV, err);
 	if (r < 0)
 		return r;

@@ -62,6 +62,9 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
 /* Child, in its own user and mount namespace: build the root and pivot into
  * it. The old root is detached. */
 int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err);
+/* The inodes of the scratch tmpfs (every writable area of a sandbox) for a
+ * --disk of bytes. */
+unsigned long long aj_scratch_inodes(unsigned long long bytes);
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1

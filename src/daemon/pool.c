@@ -43,6 +43,8 @@ static long long taken_at;
  * asks for cpus gets its quota written at hand-out instead of a fresh
  * sandbox. Their policy forgets that quota at hand-out. */
 static unsigned cpu_all;
+/* The service may resize a pooled sandbox's scratch tmpfs (it is root). */
+static bool disk_ok;
 
 static long long mono_ms(void)
 {
@@ -204,6 +206,7 @@ int aj_pool_start(aj_error *err)
 		return 0;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	cpu_all = aj_cgroup_cpu_available() && cpus > 0 && cpus <= 4096 ? (unsigned)cpus : 0;
+	disk_ok = geteuid() == 0;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -239,9 +242,10 @@ void aj_pool_stop(void)
 	n_pools = 0;
 }
 
-/* env, secret, memory, pids and cpus of a request, applied to a pooled
- * sandbox at hand-out: the policy's lists grow, the commands' base
- * environment is rebuilt, the cgroup's limits change. */
+/* env, secret, memory, pids, disk and cpus of a request, applied to a
+ * pooled sandbox at hand-out: the policy's lists grow, the commands' base
+ * environment is rebuilt, the cgroup's limits change, the scratch tmpfs is
+ * resized. */
 static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 {
 	int r = aj_policy_from_json(&sb->policy, extra, err);
@@ -252,6 +256,9 @@ static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 		return r;
 	if (json_object_get(extra, "cpus") &&
 	    (r = aj_cgroup_update_cpu(&sb->box.info.cg, sb->policy.cpu_millis, err)) < 0)
+		return r;
+	if (json_object_get(extra, "disk") &&
+	    (r = aj_box_set_disk(&sb->box, sb->policy.tmp_size, err)) < 0)
 		return r;
 	char **env = aj_policy_build_env(&sb->policy, NULL, sb->box.envp);
 	if (!env)
@@ -272,9 +279,13 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		return NULL;
 	}
 	json_object_del(rest, "timeout"); /* the registry's, not the sandbox's */
-	/* cpus last: applied only where the pool's sandboxes have a cpu cgroup */
-	static const char *const at_handout[] = {"env", "secret", "memory", "pids", "cpus"};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout) - !cpu_all; i++) {
+	static const char *const at_handout[] = {"env", "secret", "memory", "pids", "disk", "cpus"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
+		/* cpus: where the pool's sandboxes have a cpu cgroup; disk: where
+		 * the service may reconfigure their tmpfs (root) */
+		if ((!cpu_all && strcmp(at_handout[i], "cpus") == 0) ||
+		    (!disk_ok && strcmp(at_handout[i], "disk") == 0))
+			continue;
 		json_t *v = json_object_get(rest, at_handout[i]);
 		if (v) {
 			json_object_set(extra, at_handout[i], v);

@@ -31,16 +31,26 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     pool_wait_ready default 2
     [ "$(pool_field default built)" -ge 4 ]
     # a policy the pool was not built with: built fresh (a miss), and it applies
-    api_status POST /v1/sandboxes -d '{"disk": "64M"}'
+    api_status POST /v1/sandboxes -d '{"hostname": "fresh-one"}'
     assert_eq "$status_code" 201
-    assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
+    assert_eq "$(sb_exec "$(jq -r .id <<<"$body")" '{"cmd": "hostname"}' | events_stdout)" fresh-one
     assert_eq "$(pool_field default hits)" 2
     assert_eq "$(api GET /v1/pools | jq .misses)" 1
+    # disk is applied at hand-out: the scratch tmpfs (/tmp, home, /dev/shm) resized
+    pool_wait_ready default 2
+    api_status POST /v1/sandboxes -d '{"disk": "64M"}'
+    assert_eq "$status_code" 201
+    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
+    small=$(jq -r .id <<<"$body")
+    out=$(sb_exec "$small" '{"cmd": "df -B1 --output=size /tmp /dev/shm | tail -2 | tr -d \" \"; head -c 80000000 /dev/zero >/tmp/big 2>&1; echo $?"}' | events_stdout)
+    assert_eq "$out" $'67108864\n67108864\n1'
+    api DELETE "/v1/sandboxes/$small" >/dev/null
     # memory and pids are set on the pooled sandbox's cgroup at hand-out
     pool_wait_ready default 2
     api_status POST /v1/sandboxes -d '{"memory": "48M", "pids": 32}'
     assert_eq "$status_code" 201
-    assert_eq "$(pool_field default hits)" 3
+    assert_eq "$(pool_field default hits)" 4
     assert_eq "$(jq -r '[.limits.memory, .limits.pids] | @tsv' <<<"$body")" $'50331648\t32'
     lim=$(jq -r .id <<<"$body")
     ex=$(sb_exec "$lim" '{"cmd": ["python3", "-c", "b = bytearray(256 << 20)"]}' | events_exit)
@@ -53,7 +63,7 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
         pool_wait_ready default 2
         api_status POST /v1/sandboxes -d '{"cpus": 0.5}'
         assert_eq "$status_code" 201
-        assert_eq "$(pool_field default hits)" 4
+        assert_eq "$(pool_field default hits)" 5
         assert_eq "$(jq -r .limits.cpus <<<"$body")" 0.5
         half=$(jq -r .id <<<"$body")
         used=$(sb_exec "$half" "$busy" | events_stdout)
@@ -63,12 +73,12 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
         api_status POST /v1/sandboxes -d '{}'
         assert_eq "$(jq -r .limits.cpus <<<"$body")" 0
         free=$(jq -r .id <<<"$body")
-        hits=5
+        hits=6
         [ "$(nproc)" -lt 2 ] || [ "$(sb_exec "$free" "$busy" | events_stdout)" -gt 140 ] ||
             fail "a pooled sandbox without cpus is limited"
         api DELETE "/v1/sandboxes/$free" >/dev/null
     else
-        hits=3
+        hits=4
     fi
     # no limit (0) cannot be applied to a built sandbox: a fresh one
     api_status POST /v1/sandboxes -d '{"memory": "0"}'
