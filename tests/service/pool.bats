@@ -19,6 +19,15 @@ pool_wait_ready() {
 
 pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == \$i) | .$2"; }
 
+# A create the default pool serves, once it is full: BODY, the pool's hit
+# count after it (N); the sandbox in $body.
+handout() {
+    pool_wait_ready default 2
+    api_status POST /v1/sandboxes -d "$1"
+    assert_eq "$status_code" 201
+    assert_eq "$(pool_field default hits)" "$2"
+}
+
 @test "pool: creates are served from the pool and it refills in the background" {
     svc_start --pool default=2
     pool_wait_ready default 2
@@ -37,20 +46,14 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     assert_eq "$(pool_field default hits)" 2
     assert_eq "$(api GET /v1/pools | jq .misses)" 1
     # disk is applied at hand-out: the scratch tmpfs (/tmp, home, /dev/shm) resized
-    pool_wait_ready default 2
-    api_status POST /v1/sandboxes -d '{"disk": "64M"}'
-    assert_eq "$status_code" 201
-    assert_eq "$(pool_field default hits)" 3
+    handout '{"disk": "64M"}' 3
     assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
     small=$(jq -r .id <<<"$body")
     out=$(sb_exec "$small" '{"cmd": "df -B1 --output=size /tmp /dev/shm | tail -2 | tr -d \" \"; head -c 80000000 /dev/zero >/tmp/big 2>&1; echo $?"}' | events_stdout)
     assert_eq "$out" $'67108864\n67108864\n1'
     api DELETE "/v1/sandboxes/$small" >/dev/null
     # memory and pids are set on the pooled sandbox's cgroup at hand-out
-    pool_wait_ready default 2
-    api_status POST /v1/sandboxes -d '{"memory": "48M", "pids": 32}'
-    assert_eq "$status_code" 201
-    assert_eq "$(pool_field default hits)" 4
+    handout '{"memory": "48M", "pids": 32}' 4
     assert_eq "$(jq -r '[.limits.memory, .limits.pids] | @tsv' <<<"$body")" $'50331648\t32'
     lim=$(jq -r .id <<<"$body")
     ex=$(sb_exec "$lim" '{"cmd": ["python3", "-c", "b = bytearray(256 << 20)"]}' | events_exit)
@@ -60,17 +63,13 @@ pool_field() { api GET /v1/pools | jq --arg i "$1" ".pools[] | select(.image == 
     # cpus too: a pooled sandbox's quota is every CPU until a create sets one
     busy='{"cmd": ["python3", "-c", "import time, os\ne = time.time() + 2\nwhile time.time() < e: pass\nt = os.times(); print(int((t.user + t.system) * 100))"]}'
     if grep -qw cpu /proc/self/cgroup /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-        pool_wait_ready default 2
-        api_status POST /v1/sandboxes -d '{"cpus": 0.5}'
-        assert_eq "$status_code" 201
-        assert_eq "$(pool_field default hits)" 5
+        handout '{"cpus": 0.5}' 5
         assert_eq "$(jq -r .limits.cpus <<<"$body")" 0.5
         half=$(jq -r .id <<<"$body")
         used=$(sb_exec "$half" "$busy" | events_stdout)
         [ "$used" -lt 140 ] || fail "cpus 0.5 not enforced: ${used} cs of CPU in 2 s"
         api DELETE "/v1/sandboxes/$half" >/dev/null
-        pool_wait_ready default 2
-        api_status POST /v1/sandboxes -d '{}'
+        handout '{}' 6
         assert_eq "$(jq -r .limits.cpus <<<"$body")" 0
         free=$(jq -r .id <<<"$body")
         hits=6
