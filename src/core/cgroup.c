@@ -108,6 +108,19 @@ static int write_freeze(const aj_cgroup_dir *d, bool frozen, aj_error *err)
 			       : write_knob(d, "cgroup.freeze", frozen ? "1" : "0", err);
 }
 
+/* The cpu quota of d (1000 millis: one CPU per 100 ms period): v1's
+ * cpu.cfs_quota_us (the period set beside it), v2's cpu.max. */
+static int write_cpu_quota(const aj_cgroup_dir *d, unsigned long long millis, aj_error *err)
+{
+	char v[64];
+	if (d->version == 1) {
+		snprintf(v, sizeof(v), "%llu", millis * 100);
+		return write_knob(d, "cpu.cfs_quota_us", v, err);
+	}
+	snprintf(v, sizeof(v), "%llu 100000", millis * 100);
+	return write_knob(d, "cpu.max", v, err);
+}
+
 static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 {
 	char v[64];
@@ -126,9 +139,8 @@ static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 		r = write_knob(d, "pids.max", v, err);
 	} else if (d->version == 1 && strcmp(d->ctrl, "cpu") == 0 && p->cpu_millis) {
 		r = write_knob(d, "cpu.cfs_period_us", "100000", err);
-		snprintf(v, sizeof(v), "%llu", p->cpu_millis * 100);
 		if (r == 0)
-			r = write_knob(d, "cpu.cfs_quota_us", v, err);
+			r = write_cpu_quota(d, p->cpu_millis, err);
 	} else if (d->version == 2) {
 		if (p->memory) {
 			snprintf(v, sizeof(v), "%llu", p->memory);
@@ -139,10 +151,8 @@ static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 			snprintf(v, sizeof(v), "%llu", p->pids);
 			r = write_knob(d, "pids.max", v, err);
 		}
-		if (r == 0 && p->cpu_millis) {
-			snprintf(v, sizeof(v), "%llu 100000", p->cpu_millis * 100);
-			r = write_knob(d, "cpu.max", v, err);
-		}
+		if (r == 0 && p->cpu_millis)
+			r = write_cpu_quota(d, p->cpu_millis, err);
 	}
 	return r;
 }
@@ -281,9 +291,6 @@ int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err)
 	return 0;
 }
 
-/* Read the memory controller's file (v1 name or v2 name) into buf (a few
- * hundred bytes): on the stack, as the run's end is timed; a fresh heap
- * page there is one more page fault (docs/performance.md). */
 /* The memory controller's file of cg: v1 or v2's name. An fd or -errno. */
 static int open_memory_file(const aj_cgroup *cg, const char *v1, const char *v2)
 {
@@ -321,6 +328,9 @@ static int read_text(int fd, char *buf, size_t len)
 	return 0;
 }
 
+/* Read the memory controller's file (v1 name or v2 name) into buf (a few
+ * hundred bytes): on the stack, as the run's end is timed; a fresh heap
+ * page there is one more page fault (docs/performance.md). */
 static int read_memory_file(const aj_cgroup *cg, const char *v1, const char *v2, char *buf,
 			    size_t len)
 {
@@ -471,13 +481,7 @@ int aj_cgroup_update_cpu(const aj_cgroup *cg, unsigned long long cpu_millis, aj_
 	const aj_cgroup_dir *d = cpu_dir(cg);
 	if (!d || !cpu_millis)
 		return aj_err(err, ENOENT, "no cpu cgroup to change the limit in");
-	char v[64];
-	if (d->version == 1) {
-		snprintf(v, sizeof(v), "%llu", cpu_millis * 100);
-		return write_knob(d, "cpu.cfs_quota_us", v, err);
-	}
-	snprintf(v, sizeof(v), "%llu 100000", cpu_millis * 100);
-	return write_knob(d, "cpu.max", v, err);
+	return write_cpu_quota(d, cpu_millis, err);
 }
 
 int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)
