@@ -24,17 +24,15 @@
 int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
 		     size_t len);
 
+/* A request to the supervisor waiting for its reply. The front is one
+ * thread: the list needs no lock. */
 typedef struct aj_call {
 	uint32_t id;
 	aj_req *r; /* NULL: the request went away */
 	aj_call_done done;
-	bool ready;
-	int status, fd;
-	json_t *reply;
 	struct aj_call *next;
 } aj_call;
 
-static pthread_mutex_t calls_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_call *calls;
 static uint32_t next_id;
 static int ipc = -1;
@@ -60,6 +58,18 @@ bool aj_http_token_ok(aj_req *r)
 	return diff == 0;
 }
 
+/* The call of this id, out of the list (NULL: none). */
+static aj_call *take_call(uint32_t id)
+{
+	for (aj_call **pp = &calls; *pp; pp = &(*pp)->next)
+		if ((*pp)->id == id) {
+			aj_call *c = *pp;
+			*pp = c->next;
+			return c;
+		}
+	return NULL;
+}
+
 int aj_front_call(aj_req *r, const char *op, json_t *args, aj_call_done done)
 {
 	if (!args)
@@ -70,24 +80,14 @@ int aj_front_call(aj_req *r, const char *op, json_t *args, aj_call_done done)
 	if (c) {
 		c->r = r;
 		c->done = done;
-		c->fd = -1;
-		pthread_mutex_lock(&calls_mu);
 		c->id = ++next_id;
 		c->next = calls;
 		calls = c;
-		pthread_mutex_unlock(&calls_mu);
 		r->call = c;
 		e = aj_ipc_send(ipc, AJ_IPC_REQUEST, c->id, op, 0, args, -1);
 		if (e < 0) { /* no reply will come: out of the list */
-			pthread_mutex_lock(&calls_mu);
-			for (aj_call **pp = &calls; *pp; pp = &(*pp)->next)
-				if (*pp == c) {
-					*pp = c->next;
-					break;
-				}
+			free(take_call(c->id));
 			r->call = NULL;
-			pthread_mutex_unlock(&calls_mu);
-			free(c);
 		}
 	}
 	json_decref(args);
@@ -113,45 +113,9 @@ void aj_front_forward(aj_req *r, const char *op, json_t *args)
 
 void aj_front_cancel(aj_req *r)
 {
-	pthread_mutex_lock(&calls_mu);
 	if (r->call)
-		r->call->r = NULL; /* the receiver drops its reply */
+		r->call->r = NULL; /* its reply is dropped */
 	r->call = NULL;
-	pthread_mutex_unlock(&calls_mu);
-}
-
-static void call_free(aj_call *c)
-{
-	json_decref(c->reply);
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c);
-}
-
-void aj_front_deliver(void)
-{
-	for (;;) {
-		aj_call *c = NULL;
-		pthread_mutex_lock(&calls_mu);
-		for (aj_call **pp = &calls; *pp; pp = &(*pp)->next)
-			if ((*pp)->ready) {
-				c = *pp;
-				*pp = c->next;
-				break;
-			}
-		aj_req *r = c ? c->r : NULL;
-		if (r)
-			r->call = NULL;
-		pthread_mutex_unlock(&calls_mu);
-		if (!c)
-			return;
-		if (r) {
-			c->done(r, c->status, c->reply, c->fd);
-			c->reply = NULL;
-			c->fd = -1;
-		}
-		call_free(c);
-	}
 }
 
 /* One reply from the supervisor, to its call; -1 when the supervisor is gone. */
@@ -168,24 +132,20 @@ static int receive_one(void)
 		return 0;
 	}
 	json_t *o = aj_ipc_json(&m, &err);
-	pthread_mutex_lock(&calls_mu);
-	aj_call *c = calls;
-	while (c && (c->id != m.h.id || c->ready))
-		c = c->next;
-	if (c) {
-		c->ready = true;
-		c->status = o ? m.h.status : 502;
-		c->reply = o ? o
-			     : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway",
-					 "message", err.msg);
-		c->fd = m.object_fd;
+	aj_call *c = take_call(m.h.id);
+	if (c && c->r) { /* the request is still there: it takes reply and fd */
+		c->r->call = NULL;
+		c->done(c->r, o ? m.h.status : 502,
+			o ? o
+			  : json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway", "message",
+				      err.msg),
+			m.object_fd);
 		m.object_fd = -1;
 		o = NULL;
 	}
-	pthread_mutex_unlock(&calls_mu);
+	free(c);
 	json_decref(o);
 	aj_ipc_msg_free(&m);
-	aj_front_deliver();
 	return 0;
 }
 

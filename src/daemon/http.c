@@ -310,7 +310,6 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 	case LWS_CALLBACK_RECEIVE:
 	case LWS_CALLBACK_SERVER_WRITEABLE:
 	case LWS_CALLBACK_CLOSED: return aj_ws_callback(wsi, reason, r, in, len);
-	case LWS_CALLBACK_EVENT_WAIT_CANCELLED: aj_front_deliver(); return 0;
 	default: return lws_callback_http_dummy(wsi, reason, user, in, len);
 	}
 }

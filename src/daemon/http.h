@@ -82,8 +82,6 @@ void aj_front_reply(aj_req *r, int status, json_t *reply, int fd);
 void aj_front_forward(aj_req *r, const char *op, json_t *args);
 /* The request is gone: its reply, when it comes, is dropped. */
 void aj_front_cancel(aj_req *r);
-/* Service thread: run the done of the replies that came. */
-void aj_front_deliver(void);
 /* The front process: serve on the listeners, ask the supervisor on sock.
  * Never returns. */
 void aj_front_main(const aj_daemon_opts *o, int sock, const char *token_value)
