@@ -4,13 +4,17 @@
  * is rebuilt from its JSON source (the service's own parse, with the same
  * remote rules) and the sandbox held until CTL-FD is closed. A program of
  * its own so that the keeper and the sandbox's init are small processes,
- * not copies of the service. */
+ * not copies of the service. It dies with the service's thread that
+ * started it (posix_spawn): its parent-death signal is set here, and a
+ * keeper whose parent is already gone ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -52,6 +56,14 @@ int aj_cmd_keeper(int argc, char **argv)
 		aj_err_hint(&err, "see agentjail --help for the commands");
 		return aj_cli_fail(&err);
 	}
+	/* the peer of a socketpair is the process that made it: the service */
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    getsockopt(ctl, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || getppid() != cred.pid)
+		return AJ_EXIT_INTERNAL;
+	int keep[2] = {ctl, src};
+	aj_close_all_except(keep, 2); /* nothing else of the service's */
 	(void)fcntl(ctl, F_SETFD, FD_CLOEXEC); /* not into the sandbox */
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;

@@ -8,12 +8,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -52,31 +53,49 @@ extern char **environ;
 
 /* The keeper as a program of its own: the light `agentjail` (or
  * agentjail-net for a network) rebuilds the policy from source and holds
- * the sandbox. A fork of the service would carry the service's libraries
- * and heap into the keeper and into init, whose fork starts every command:
- * docs/performance.md. On failure, says why on ctl and exits. */
-static void exec_keeper(const aj_policy *p, const char *source, int ctl)
+ * the sandbox (cmd_keeper.c). posix_spawn, not fork: a fork of the service
+ * would copy its page tables and leave every page it writes afterwards to
+ * fault once (copy-on-write), which on a paravirtualized VM cost the first
+ * command of the next sandbox ~20 faults of 15-80 us each in the
+ * service's threads (docs/performance.md, round 8). The keeper closes
+ * every other descriptor, sets its parent-death signal and checks its
+ * parent itself. */
+static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_error *err)
 {
-	aj_box_info info;
-	memset(&info, 0, sizeof(info));
-	info.m.type = AJ_MSG_ERROR;
 	const char *prog = aj_net_wanted(p) ? "agentjail-net" : "agentjail";
 	char path[PATH_MAX], ctl_s[16], src_s[16];
-	int src = memfd_create("policy", 0); /* inherited by the program */
-	if (aj_program_path(prog, path, sizeof(path)) < 0 || src < 0 ||
-	    aj_write_all(src, source, strlen(source)) < 0 || fcntl(ctl, F_SETFD, 0) < 0) {
-		aj_err(&info.m.err, errno ? errno : ENAMETOOLONG,
-		       "cannot start the sandbox's keeper");
-	} else {
-		snprintf(ctl_s, sizeof(ctl_s), "%d", ctl);
-		snprintf(src_s, sizeof(src_s), "%d", src);
-		char *argv[] = {"agentjail-box", AJ_KEEPER_COMMAND, ctl_s, src_s, NULL};
-		execve(path, argv, environ);
-		aj_err(&info.m.err, errno, "cannot start the sandbox's keeper %s", path);
-		aj_err_hint(&info.m.err, "agentjail's programs are installed next to each other");
+	if (aj_program_path(prog, path, sizeof(path)) < 0)
+		return aj_err(err, ENAMETOOLONG, "cannot start the sandbox's keeper %s", prog);
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	_cleanup_free_ char **envp = calloc(n + 1, sizeof(*envp));
+	_cleanup_close_ int src = memfd_create("policy", MFD_CLOEXEC);
+	if (!envp || src < 0 || aj_write_all(src, source, strlen(source)) < 0)
+		return aj_err(err, envp ? errno : ENOMEM, "cannot start the sandbox's keeper");
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (!aj_startswith(*e, "TERM=")) /* commands get TERM=dumb */
+			envp[n++] = *e; /* with the rest: AGENTJAIL_STATE_DIR names the images */
+	snprintf(ctl_s, sizeof(ctl_s), "%d", ctl);
+	snprintf(src_s, sizeof(src_s), "%d", src);
+	char *argv[] = {"agentjail-box", AJ_KEEPER_COMMAND, ctl_s, src_s, NULL};
+	posix_spawn_file_actions_t fa;
+	pid_t pid = -1;
+	int e = posix_spawn_file_actions_init(&fa);
+	if (e == 0) {
+		/* a dup2 onto itself clears FD_CLOEXEC: the two are inherited */
+		if (!(e = posix_spawn_file_actions_adddup2(&fa, ctl, ctl)) &&
+		    !(e = posix_spawn_file_actions_adddup2(&fa, src, src)))
+			e = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+		posix_spawn_file_actions_destroy(&fa);
 	}
-	(void)aj_sync_send_buf(ctl, &info, sizeof(info), NULL, 0);
-	_exit(AJ_EXIT_INTERNAL);
+	if (e) {
+		aj_err(err, e, "cannot start the sandbox's keeper %s", path);
+		aj_err_hint(err, "agentjail's programs are installed next to each other");
+		return -e;
+	}
+	return pid;
 }
 
 int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *err)
@@ -87,24 +106,11 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "socketpair");
-	pid_t parent = getpid();
-	b->keeper = fork();
+	b->keeper = spawn_keeper(p, source, sv[1], err);
 	if (b->keeper < 0) {
-		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		return aj_err(err, e, "cannot fork the sandbox's keeper");
-	}
-	if (b->keeper == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (getppid() != parent)
-			_exit(AJ_EXIT_INTERNAL);
-		aj_close_all_except(&sv[1], 1);
-		unsetenv("TERM"); /* commands get TERM=dumb */
-		if (source)	  /* with the environment: AGENTJAIL_STATE_DIR names the images */
-			exec_keeper(p, source, sv[1]); /* returns only when it failed */
-		aj_proctitle_set("agentjail-box");
-		_exit(aj_sandbox_hold(p, sv[1]));
+		return (int)b->keeper;
 	}
 	close(sv[1]);
 	b->ctl = sv[0];

@@ -42,9 +42,8 @@ typedef struct aj_box {
 /* Build a sandbox for p (p->argv is ignored). The calling thread must
  * live as long as the box (the keeper dies with it). source: p as the
  * JSON text it was made from (aj_policy_from_json, with quiet set): the
- * keeper is then the light `agentjail` program (`agentjail-box
- * AJ_KEEPER_COMMAND CTL-FD SOURCE-FD`), which rebuilds p from it, instead
- * of a fork of the caller; NULL: a fork of the caller. */
+ * keeper is the light `agentjail` program (`agentjail-box
+ * AJ_KEEPER_COMMAND CTL-FD SOURCE-FD`), which rebuilds p from it. */
 int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *err);
 #define AJ_KEEPER_COMMAND "__keeper"
 /* Kill everything in it and remove every trace; waits for the keeper. */
