@@ -138,6 +138,8 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		close(ruleset);
 	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
+	if (cmd->warmup)
+		_exit(0);
 	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;
 	aj_err(&err, e, "cannot execute '%s'", cmd->argv[0]);
@@ -493,6 +495,24 @@ static void serve_prepare(const aj_init_args *a, prepared *pre)
 			aj_seccomp_load(a->seccomp, &ignored) == 0;
 }
 
+/* A command's path once, up to its exec, before the first command comes.
+ * Init is a fork of the keeper: until then each page of init's heap and
+ * libraries' data that a command's start writes (in init, and in the
+ * child, which runs in init's memory) is still shared with the keeper, and
+ * its first write is a copy-on-write fault, as is the first touch of the
+ * child's stack. On a paravirtualized VM that was 6-7 faults of 15-80 us
+ * each in the first command of every sandbox (docs/performance.md, round
+ * 8); copying all of init's writable pages instead would cost ~200 KiB per
+ * sandbox, this ~30 KiB. */
+static void serve_warmup(const aj_init_args *a, const prepared *pre)
+{
+	aj_init_cmd cmd = {.stdio = {-1, -1, -1}, .warmup = true};
+	aj_error ignored;
+	pid_t pid = spawn(a, &cmd, pre, &ignored);
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 {
 	sigset_t set;
@@ -500,6 +520,7 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	static serve_state st;
 	serve_prepare(a, &st.pre);
+	serve_warmup(a, &st.pre);
 	serve_exec *ex = st.ex;
 	while (sfd >= 0) {
 		struct pollfd pf[2 + AJ_INIT_MAX_EXECS];

@@ -18,6 +18,7 @@ typedef struct aj_init_cmd {
 	const char *pty; /* slave path inside the sandbox, or NULL */
 	int stdio[3];	 /* the command's stdin/stdout/stderr, -1: inherit */
 	bool ctty;	 /* stdin is a terminal: make it the controlling one */
+	bool warmup;	 /* no command: the path up to exec, then _exit(0) */
 } aj_init_cmd;
 
 typedef struct aj_init_args {
