@@ -120,6 +120,10 @@ def measure(aj, rounds, image=None, state=None, log=lambda m: None):
         samples = {k: [] for k in ("direct", "pool", "fresh", "warm-py", "cold-py")}
         for i in range(rounds):
             log(f"warm pools: round {i + 1}/{rounds}")
+            # each timed case starts the same way: right after the request
+            # that found the service quiet (an idle machine makes any
+            # spawn ~0.8 ms slower, a busy one slower too)
+            wait_for(quiet)
             t0 = time.perf_counter_ns()
             subprocess.run(["/bin/true"], check=True)
             samples["direct"].append(ms(t0))
@@ -183,7 +187,7 @@ def main():
     print(f"{'case':10} {'median ms':>10}")
     for k in med:
         print(f"{k:10} {med[k]:10.2f}")
-    print(f"pool create+exec true / direct /bin/true: {res['pool_vs_direct']:.1f}x (issue target 1.5x)")
+    print(f"pool create+exec true / direct /bin/true: {res['pool_vs_direct']:.2f}x (issue target 1.5x)")
     print(f"fresh create+exec true / direct /bin/true: {res['fresh_vs_direct']:.1f}x")
     print(f"first python exec, warm / cold: {res['warm_vs_cold_python']:.2f}")
     if a.json:
