@@ -63,7 +63,8 @@ int aj_cmd_keeper(int argc, char **argv)
 	    getsockopt(ctl, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || getppid() != cred.pid)
 		return AJ_EXIT_INTERNAL;
 	int keep[2] = {ctl, src};
-	aj_close_all_except(keep, 2);	       /* nothing else of the service's */
+	/* nothing else of the service's */
+	aj_close_all_except(keep, 2);
 	(void)fcntl(ctl, F_SETFD, FD_CLOEXEC); /* not into the sandbox */
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
