@@ -495,22 +495,36 @@ static void serve_prepare(const aj_init_args *a, prepared *pre)
 			aj_seccomp_load(a->seccomp, &ignored) == 0;
 }
 
-/* A command's path once, up to its exec, before the first command comes.
- * Init is a fork of the keeper: until then each page of init's heap and
- * libraries' data that a command's start writes (in init, and in the
- * child, which runs in init's memory) is still shared with the keeper, and
- * its first write is a copy-on-write fault, as is the first touch of the
- * child's stack. On a paravirtualized VM that was 6-7 faults of 15-80 us
- * each in the first command of every sandbox (docs/performance.md, round
- * 8); copying all of init's writable pages instead would cost ~200 KiB per
- * sandbox, this ~30 KiB. */
+/* A command's path once, up to its exec, before the first command comes:
+ * its spec read and parsed as serve_start does, the child's setup, then
+ * _exit. Init is a fork of the keeper: until then each page of init's
+ * heap and libraries' data that a command's start writes (in init, and in
+ * the child, which runs in init's memory) is still shared with the
+ * keeper, and its first write is a copy-on-write fault, as is the first
+ * touch of the child's stack. On a paravirtualized VM that was 6-7 faults
+ * of 15-80 us each in the first command of every sandbox
+ * (docs/performance.md, round 8); copying all of init's writable pages
+ * instead would cost ~200 KiB per sandbox, this a few pages. */
 static void serve_warmup(const aj_init_args *a, const prepared *pre)
 {
+	static const char text[] = "\0/"; /* cwd "", argv {"/"} */
 	aj_init_cmd cmd = {.stdio = {-1, -1, -1}, .warmup = true};
+	_cleanup_free_ char *spec = NULL;
+	size_t len = 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	bool ok = write(p[1], text, sizeof(text)) == (ssize_t)sizeof(text);
+	close(p[1]);
+	ok = ok && aj_read_fd(p[0], &spec, &len) == 0 && parse_spec(spec, len, 1, 0, &cmd) == 0;
+	close(p[0]);
+	if (!ok)
+		return;
 	aj_error ignored;
 	pid_t pid = spawn(a, &cmd, pre, &ignored);
 	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	free(cmd.argv);
 }
 
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
