@@ -60,8 +60,12 @@ int aj_cmd_keeper(int argc, char **argv)
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
-	    getsockopt(ctl, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || getppid() != cred.pid)
-		return AJ_EXIT_INTERNAL;
+	    getsockopt(ctl, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 || getppid() != cred.pid) {
+		aj_err(&err, ESRCH, "%s: the parent is not the process that made CTL-FD",
+		       AJ_KEEPER_COMMAND);
+		aj_err_hint(&err, "only agentjail serve starts its keepers");
+		return aj_cli_fail(&err);
+	}
 	int keep[2] = {ctl, src};
 	/* nothing else of the service's */
 	aj_close_all_except(keep, 2);

@@ -84,4 +84,21 @@ needed() {
     run --separate-stderr "$AJ" __keeper 5 6 5</dev/null 6</dev/null
     assert_status 125
     assert_one_error_line
+    # the right kinds of descriptor, but its parent did not make the socket
+    # (the service makes it, then starts the keeper): refused before it
+    # reads the policy (a sandbox built here would wait on the socket)
+    run --separate-stderr python3 -c '
+import os, socket, subprocess, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+fd = os.memfd_create("policy", 0)
+os.write(fd, b"{}")
+pid = os.fork()
+if pid == 0:
+    r = subprocess.run([sys.argv[1], "__keeper", str(b.fileno()), str(fd)],
+                       pass_fds=(b.fileno(), fd), timeout=20)
+    os._exit(r.returncode)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))' "$AJ"
+    assert_status 125
+    assert_one_error_line
+    [[ "$stderr" == *"not the process that made CTL-FD"* ]] || fail "$stderr"
 }
