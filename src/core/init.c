@@ -136,10 +136,12 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		command_fail(errfd, &err);
 	if (ruleset >= 0)
 		close(ruleset);
-	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
-		command_fail(errfd, &err);
+	/* before a filter of the command's own (a profile may deny anything,
+	 * even exit_group): the warm-up must end */
 	if (cmd->warmup)
 		_exit(0);
+	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
+		command_fail(errfd, &err);
 	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;
 	aj_err(&err, e, "cannot execute '%s'", cmd->argv[0]);
