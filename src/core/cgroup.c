@@ -279,11 +279,43 @@ int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_err
 	return r;
 }
 
-int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err)
+int aj_cgroup_open_tasks(const aj_cgroup *cg, int *fds, aj_error *err)
+{
+	int n = 0;
+	for (int i = 0; i < cg->n; i++) {
+		if (cg->dirs[i].version != 1)
+			continue;
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/tasks", cg->dirs[i].path);
+		if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			int e = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return aj_err(err, e, "cannot open %s", path);
+		}
+		n++;
+	}
+	return n;
+}
+
+int aj_cgroup_join_self(int *fds, size_t n, aj_error *err)
+{
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0 && write(fds[i], "0", 1) != 1)
+			r = aj_err(err, errno, "cannot join the sandbox's cgroups");
+		close(fds[i]);
+	}
+	return r;
+}
+
+int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, bool v1_too, aj_error *err)
 {
 	char v[32];
 	snprintf(v, sizeof(v), "%d", (int)pid);
 	for (int i = 0; i < cg->n; i++) {
+		if (cg->dirs[i].version == 1 && !v1_too)
+			continue;
 		int r = write_knob(&cg->dirs[i], "cgroup.procs", v, err);
 		if (r < 0)
 			return r;

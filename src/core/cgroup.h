@@ -41,8 +41,20 @@ int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *c
  * failure nothing is left and err says why (the caller decides whether to
  * warn and go on without limits). */
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err);
-/* Move pid (a process we started) into every cgroup of cg. */
-int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, aj_error *err);
+/* Move pid (a process we started) into every cgroup of cg; with v1_too
+ * false only into the v2 one (the v1 ones are joined through their tasks
+ * files, below). Moving another process waits for an RCU grace period
+ * (the kernel's global threadgroup lock): 1-7 ms on this VM. */
+int aj_cgroup_join(const aj_cgroup *cg, pid_t pid, bool v1_too, aj_error *err);
+/* A thread that writes "0" to a v1 hierarchy's "tasks" file moves itself
+ * without that lock; a single-threaded process moves whole that way. The
+ * kernel checks the credentials of the file's opener, so a process that
+ * cannot open them (in its own user namespace) can be handed them.
+ * Fills fds (room for AJ_CG_MAX_DIRS) with the v1 tasks files of cg, open
+ * for writing; returns how many, or -errno (none left open). */
+int aj_cgroup_open_tasks(const aj_cgroup *cg, int *fds, aj_error *err);
+/* Move the calling thread through those files; closes them. */
+int aj_cgroup_join_self(int *fds, size_t n, aj_error *err);
 /* True when the memory controller recorded an OOM kill. */
 bool aj_cgroup_oom_killed(const aj_cgroup *cg);
 /* How many processes the OOM killer took in the sandbox so far. */

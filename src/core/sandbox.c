@@ -143,7 +143,7 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 		return aj_err(err, errno, "cannot become uid %u of the sandbox's user namespace",
 			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
-	/* the parent moves us into our cgroups meanwhile (parent_start) */
+	/* the parent makes our cgroups meanwhile (parent_start) */
 	if (!aj_net_wanted(p) && unshare(CLONE_NEWNET) < 0)
 		return aj_err(err, errno, "cannot create the sandbox's network namespace");
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
@@ -159,10 +159,15 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 			return *master;
 	}
 	/* before anything of the sandbox runs: in our cgroups (if any), which
-	 * become the cgroup namespace's root */
-	r = aj_sync_recv(sock, &m, NULL, 0, NULL);
+	 * become the cgroup namespace's root; v1's through their tasks files
+	 * (parent_start) */
+	int tasks[AJ_CG_MAX_DIRS];
+	size_t nt = 0;
+	r = aj_sync_recv(sock, &m, tasks, AJ_CG_MAX_DIRS, &nt);
 	if (r < 0 || m.type != AJ_MSG_CGROUP_DONE)
 		_exit(AJ_EXIT_INTERNAL);
+	if ((r = aj_cgroup_join_self(tasks, nt, err)) < 0)
+		return r;
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		return aj_err(err, errno, "cannot create a cgroup namespace");
 	return 0;
@@ -289,10 +294,6 @@ static int prepare(run_ctx *c, aj_error *err)
 		if (r < 0)
 			return r;
 	}
-	/* before clone: every page the parent writes after clone is a
-	 * copy-on-write fault (~15 us here) */
-	if ((r = make_cgroup(c, err)) < 0)
-		return r;
 	char **net_env = aj_net_env(&c->net, p);
 	c->envp = net_env ? aj_policy_build_env(p, getenv("TERM"), net_env) : NULL;
 	aj_strv_free(net_env);
@@ -320,12 +321,24 @@ static int parent_start(run_ctx *c, aj_error *err)
 	m.type = AJ_MSG_PARENT_GO;
 	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
 		return aj_err(err, -r, "cannot reach the sandbox");
-	/* The child joins its cgroups while it builds its root (and its
-	 * network namespace): moving a process into a cgroup waits for an
-	 * RCU grace period (~1 ms here, more on a busy machine). The child
-	 * waits for CGROUP_DONE before its cgroup namespace and before init
-	 * runs anything of the sandbox. (docs/performance.md, round 4) */
-	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, err)) < 0) {
+	/* The cgroups are made while the child builds its root (and its
+	 * network namespace), before which it does not wait for CGROUP_DONE:
+	 * ~0.5 ms (mkdir, limits, the hierarchies found in mountinfo) off the
+	 * path to the command. The child moves itself into the v1 ones
+	 * through their tasks files, which come with CGROUP_DONE (moving it
+	 * from here would wait for an RCU grace period, cgroup.h); a v2
+	 * cgroup it is moved into from here. It joins before its cgroup
+	 * namespace and before init runs anything of the sandbox.
+	 * (docs/performance.md, rounds 4 and 9) */
+	if ((r = make_cgroup(c, err)) < 0)
+		return r;
+	int tasks[AJ_CG_MAX_DIRS];
+	int nt = 0;
+	if (c->have_cg && (nt = aj_cgroup_open_tasks(&c->cg, tasks, err)) < 0)
+		return nt;
+	if (c->have_cg && (r = aj_cgroup_join(&c->cg, c->pid, false, err)) < 0) {
+		while (nt > 0)
+			close(tasks[--nt]);
 		/* a child that failed and exited meanwhile: its error says why */
 		struct pollfd pfd = {.fd = c->sock[0], .events = POLLIN};
 		if (poll(&pfd, 1, 0) == 1 && aj_sync_recv(c->sock[0], &m, NULL, 0, NULL) == 0 &&
@@ -337,7 +350,10 @@ static int parent_start(run_ctx *c, aj_error *err)
 		return r;
 	}
 	m.type = AJ_MSG_CGROUP_DONE;
-	(void)aj_sync_send(c->sock[0], &m, NULL, 0); /* a dead child: its error comes next */
+	/* a dead child: its error comes next */
+	(void)aj_sync_send(c->sock[0], &m, nt ? tasks : NULL, (size_t)nt);
+	while (nt > 0)
+		close(tasks[--nt]);
 	int fds[1];
 	size_t n = 0;
 	r = aj_sync_recv(c->sock[0], &m, fds, 1, &n);

@@ -88,3 +88,32 @@ _own_memory_cgroup() {
     assert_status 0
     [ ! -d "$dir" ] || { rmdir "$dir"; fail "the stale cgroup $dir is still there"; }
 }
+
+@test "init and the command are in the sandbox's cgroups, in each hierarchy of a limit (host's view)" {
+    # v1: the child moves itself through the tasks files its parent opened
+    # (no RCU wait); v2: the parent moves it. Either way, before init runs.
+    "$AJ" run --memory 64M --pids 16 --cpus 0.5 -- /bin/sleep 5 &
+    local aj=$! init="" cmd="" _
+    for _ in $(seq 100); do
+        init=$(pgrep -P "$aj" | head -1)
+        [ -n "$init" ] && cmd=$(pgrep -P "$init" -x sleep | head -1)
+        [ -n "$cmd" ] && break
+        sleep 0.05
+    done
+    [ -n "$cmd" ] || { kill "$aj"; wait "$aj" || true; fail "no sandbox command under agentjail $aj"; }
+    local p c want
+    for p in "$init" "$cmd"; do
+        for c in memory pids cpu; do
+            # the line of the hierarchy holding c: v1's own, else v2's ("0::")
+            want=$(awk -F: -v c="$c" '$2 ~ "(^|,)" c "(,|$)" { print $1 }' /proc/self/cgroup)
+            [ -n "$want" ] || want=0
+            awk -F: -v n="$want" -v aj="$aj" '
+                $1 == n && $3 ~ ("/agentjail-" aj "-[0-9a-f]+$") { ok = 1 }
+                END { exit !ok }' "/proc/$p/cgroup" ||
+                { cat "/proc/$p/cgroup" >&2; kill "$aj"; wait "$aj" || true
+                  fail "process $p is not in the sandbox's $c cgroup"; }
+        done
+    done
+    kill "$aj"
+    wait "$aj" || true
+}
