@@ -197,8 +197,13 @@ static int add_setid_rules(scmp_filter_ctx ctx)
 
 /* personality(): only PER_LINUX (0) and the query (0xffffffff). libseccomp
  * cannot test one argument against two values in one rule, so this small
- * check is a second, hand-written filter stacked on the first. */
-static const struct sock_filter personality_filter[] = {
+ * hand-written check comes first in the same program: its denial returns,
+ * anything else falls through to libseccomp's program, whose first
+ * instruction takes the place of the RET ALLOW the jumps below lead to
+ * (one filter: each filter loaded costs ~0.15 ms here, docs/performance.md
+ * round 9; a foreign architecture falls through to the main program's
+ * kill). */
+static const struct sock_filter personality_check[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 6),
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -207,20 +212,23 @@ static const struct sock_filter personality_filter[] = {
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* the main program follows: the jumps above lead to its start */
 };
 
-/* out = the main program insns[0..n) followed by the personality filter */
-static int attach_bpf(const struct sock_filter *insns, size_t n, aj_bpf *out, aj_error *err)
+/* out = the personality check (when with_check) and insns[0..n) after it */
+static int copy_bpf(const struct sock_filter *insns, size_t n, bool with_check, aj_bpf *out,
+		    aj_error *err)
 {
-	size_t extra = AJ_ARRAY_SIZE(personality_filter);
-	out->insns = calloc(n + extra, sizeof(struct sock_filter));
+	size_t pre = with_check ? AJ_ARRAY_SIZE(personality_check) : 0;
+	if (n + pre > BPF_MAXINSNS)
+		return aj_err(err, E2BIG, "the seccomp filter has %zu instructions (at most %d)",
+			      n + pre, BPF_MAXINSNS);
+	out->insns = calloc(n + pre, sizeof(struct sock_filter));
 	if (!out->insns)
 		return aj_err(err, ENOMEM, "seccomp filter");
-	memcpy(out->insns, insns, n * sizeof(struct sock_filter));
-	/* the personality filter rides along after the main one */
-	memcpy(out->insns + n, personality_filter, sizeof(personality_filter));
-	out->len = n;
+	memcpy(out->insns, personality_check, pre * sizeof(struct sock_filter));
+	memcpy(out->insns + pre, insns, n * sizeof(struct sock_filter));
+	out->len = n + pre;
 	return 0;
 }
 
@@ -241,7 +249,7 @@ static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
 		return aj_err(err, ENOMEM, "seccomp filter");
 	if (pread(fd, insns, (size_t)st.st_size, 0) != st.st_size)
 		return aj_err(err, EIO, "cannot read back the seccomp filter");
-	return attach_bpf(insns, n, out, err);
+	return copy_bpf(insns, n, false, out, err);
 }
 
 int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
@@ -284,19 +292,19 @@ int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 	 * (src/tools/seccomp_gen.c; tests/unit/test_seccomp.c checks that
 	 * both agree): compiling it again would cost every run ~0.7 ms. */
 	if (aj_seccomp_prebuilt_len)
-		return attach_bpf(aj_seccomp_prebuilt, aj_seccomp_prebuilt_len, out, err);
-	return aj_seccomp_compile_default(out, err);
+		return copy_bpf(aj_seccomp_prebuilt, aj_seccomp_prebuilt_len, true, out, err);
+	aj_bpf main_prog;
+	int r = aj_seccomp_compile_default(&main_prog, err);
+	if (r == 0)
+		r = copy_bpf(main_prog.insns, main_prog.len, true, out, err);
+	aj_bpf_free(&main_prog);
+	return r;
 }
 
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err)
 {
-	struct sock_fprog main_prog = {.len = (unsigned short)bpf->len, .filter = bpf->insns};
-	struct sock_fprog pers = {.len = (unsigned short)AJ_ARRAY_SIZE(personality_filter),
-				  .filter = bpf->insns + bpf->len};
-	/* load the small one first: the main filter may deny prctl itself
-	 * (a user profile) but never the personality check's needs */
-	if ((!bpf->replaced && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pers, 0, 0) < 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &main_prog, 0, 0) < 0)
+	struct sock_fprog prog = {.len = (unsigned short)bpf->len, .filter = bpf->insns};
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
 		return aj_err(err, errno, "cannot load the seccomp filter");
 	return 0;
 }

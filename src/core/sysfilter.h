@@ -17,9 +17,10 @@ typedef struct aj_bpf {
 	bool replaced; /* a --seccomp-profile replaced the default profile */
 } aj_bpf;
 
-/* Compile the default profile, or the policy's JSON profile. */
+/* The program to load: the default profile (a personality check, then
+ * the main program), or the policy's JSON profile (that alone). */
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err);
-/* The default profile, compiled by libseccomp now. */
+/* The default profile's main program, compiled by libseccomp now. */
 int aj_seccomp_compile_default(aj_bpf *out, aj_error *err);
 /* The default profile's main program as compiled at build time by
  * src/tools/seccomp_gen.c (length 0: none, compile at run time). */

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <linux/seccomp.h>
 #include <string.h>
 
 #include "policy.h"
@@ -36,10 +38,19 @@ static void test_compile_uses_the_same_program(void **state)
 	assert_int_equal(aj_seccomp_compile_default(&live, &err), 0);
 	assert_int_equal(aj_seccomp_compile(&p, &fast, &err), 0);
 	assert_false(fast.replaced);
-	assert_int_equal(fast.len, live.len);
-	/* main program and the personality filter stacked after it */
-	size_t extra = 9; /* personality_filter in seccomp.c */
-	assert_memory_equal(fast.insns, live.insns, (live.len + extra) * sizeof(live.insns[0]));
+	/* one program: the personality check (8 instructions, seccomp.c), then
+	 * the main program, to which the check's every non-denial jumps */
+	size_t pre = 8;
+	assert_int_equal(fast.len, live.len + pre);
+	assert_memory_equal(fast.insns + pre, live.insns, live.len * sizeof(live.insns[0]));
+	for (size_t i = 0; i < pre; i++) {
+		const struct sock_filter *f = &fast.insns[i];
+		if (BPF_CLASS(f->code) == BPF_RET) /* the check's only return: EPERM */
+			assert_int_equal(f->k, SECCOMP_RET_ERRNO | EPERM);
+		if (BPF_CLASS(f->code) == BPF_JMP) /* no jump past the main program's start */
+			assert_true(i + 1 + f->jt <= pre && i + 1 + f->jf <= pre);
+	}
+	assert_int_equal(BPF_CLASS(fast.insns[pre - 1].code), BPF_RET);
 	aj_bpf_free(&live);
 	aj_bpf_free(&fast);
 	aj_policy_free(&p);
