@@ -4,13 +4,14 @@
 
 load helpers
 
-# The counter a background loop writes to /tmp/n.
+# The counter a background loop writes to /tmp/n (replaced, not rewritten
+# in place: a download never meets a file that shrinks under it).
 counter() { api GET "/v1/sandboxes/$1/files?path=/tmp/n"; }
 
 @test "pause: a counting loop stops while paused and goes on after resume" {
     svc_start
     id=$(sb_create '{"timeout": 600}')
-    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; x=$(head -c 1000000 /dev/zero | tr \"\\0\" a); while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.02; done", "background": true}' >/dev/null
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; x=$(head -c 1000000 /dev/zero | tr \"\\0\" a); while :; do i=$((i+1)); echo $i >/tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.02; done", "background": true}' >/dev/null
     for _ in $(seq 50); do [ -n "$(counter "$id")" ] && break; sleep 0.1; done
     api_status POST "/v1/sandboxes/$id/pause"
     assert_eq "$status_code" 200

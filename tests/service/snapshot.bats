@@ -16,7 +16,7 @@ setup() {
 mk_shell_tree() {
     local d=$1 b l
     mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/dev" "$d/root"
-    for b in sh cat ls rm mkdir env sleep; do
+    for b in sh cat ls rm mkdir env sleep mv; do
         cp "$(command -v "$b")" "$d/bin/$b"
         for l in $(ldd "$(command -v "$b")" | grep -o '/[^ ]*'); do
             mkdir -p "$d$(dirname "$l")"
@@ -36,7 +36,9 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
     svc_start
     id=$(sb_create '{"image": "tiny", "secret": {"TOK": "snap-s3cret-77"}}')
     run_in "$id" 'echo changed >/etc/motd; rm /etc/remove-me; mkdir -p /opt/x; echo $TOK >/opt/x/tok; env >/opt/env; echo t >/tmp/t' >/dev/null
-    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done", "background": true}' >/dev/null
+    # the counter is replaced, not rewritten in place: a download never
+    # meets a file that shrinks under it (a short body, curl's error 18)
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; while :; do i=$((i+1)); echo $i >/tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.05; done", "background": true}' >/dev/null
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "snap1"}'
     assert_eq "$status_code" 201
     [[ "$(jq -r .digest <<<"$body")" =~ ^sha256:[0-9a-f]{64}$ ]]
