@@ -27,7 +27,7 @@ char *aj_etc_group(const aj_policy *p)
 	return aj_asprintf("root:x:0:\nagent:x:%u:\nnogroup:x:65534:\n", (unsigned)p->gid);
 }
 
-static const char *const etc_names[AJ_ETC_FILES] = {"passwd",	"group",       "hosts",
+const char *const aj_etc_generated[AJ_ETC_FILES] = {"passwd",	"group",       "hosts",
 						    "hostname", "resolv.conf", "nsswitch.conf"};
 
 int aj_etc_prepare(const aj_policy *p, const char *resolv_conf, aj_etc_files *f)
@@ -62,13 +62,15 @@ void aj_etc_free(aj_etc_files *f)
 	}
 }
 
-static int write_one(const char *root, const char *name, const char *content, aj_error *err)
+int aj_etc_write_dir(const char *dir, const aj_etc_files *f, aj_error *err)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/etc/%s", root, name);
-	int r = content ? aj_write_file(path, content, 0644) : -ENOMEM;
-	if (r < 0)
-		return aj_err(err, -r, "cannot write /etc/%s", name);
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, aj_etc_generated[i]);
+		int r = f->text[i] ? aj_write_file(path, f->text[i], 0644) : -ENOMEM;
+		if (r < 0)
+			return aj_err(err, -r, "cannot write /etc/%s", aj_etc_generated[i]);
+	}
 	return 0;
 }
 
@@ -78,11 +80,9 @@ int aj_etc_write(const char *root, const aj_etc_files *f, aj_error *err)
 	snprintf(path, sizeof(path), "%s/etc", root);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return aj_err(err, errno, "cannot create /etc");
-	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
-		int r = write_one(root, etc_names[i], f->text[i], err);
-		if (r < 0)
-			return r;
-	}
+	int r = aj_etc_write_dir(path, f, err);
+	if (r < 0)
+		return r;
 	snprintf(path, sizeof(path), "%s/etc/ssl", root);
 	(void)mkdir(path, 0755);
 	return 0;

@@ -20,8 +20,13 @@ typedef struct aj_etc_files {
  * (f is then freed). */
 int aj_etc_prepare(const aj_policy *p, const char *resolv_conf, aj_etc_files *f);
 void aj_etc_free(aj_etc_files *f);
+/* Their names in /etc. */
+extern const char *const aj_etc_generated[AJ_ETC_FILES];
+
 /* Write the prepared files into root/etc (created). Allocates nothing. */
 int aj_etc_write(const char *root, const aj_etc_files *f, aj_error *err);
+/* Write them into the directory dir (which exists). */
+int aj_etc_write_dir(const char *dir, const aj_etc_files *f, aj_error *err);
 /* The passwd text for a policy (malloc'ed), exposed for tests. */
 char *aj_etc_passwd(const aj_policy *p);
 char *aj_etc_group(const aj_policy *p);

@@ -338,6 +338,28 @@ static int setup_dev(const aj_policy *p, aj_error *err)
 	return bind_scratch("shm", NEWROOT "/dev/shm", err);
 }
 
+/* The default root's /etc: the cached copy of the host's files
+ * (etc_cache.c), whose links for the generated files point to
+ * AJ_ETC_GENERATED_DIR; or, without a copy, the generated files in the root
+ * and a bind per host file (the plan's). */
+static int setup_etc(aj_mount_plan *plan, aj_error *err)
+{
+	if (!plan->etc_cached)
+		return aj_etc_write(NEWROOT, &plan->etc, err);
+	int r = aj_mkdir_p(NEWROOT AJ_ETC_GENERATED_DIR, 0755);
+	if (r < 0)
+		return aj_err(err, -r, "cannot create %s", AJ_ETC_GENERATED_DIR);
+	if ((r = aj_etc_write_dir(NEWROOT AJ_ETC_GENERATED_DIR, &plan->etc, err)) < 0)
+		return r;
+	if (mkdir(NEWROOT "/etc", 0755) < 0 ||
+	    aj_move_mount(plan->etc_tree, "", AT_FDCWD, NEWROOT "/etc", MOVE_MOUNT_F_EMPTY_PATH) <
+		0)
+		return aj_err(err, errno, "cannot mount the copy of the host's /etc");
+	close(plan->etc_tree);
+	plan->etc_tree = -1;
+	return 0;
+}
+
 static int setup_tmp_home(aj_error *err)
 {
 	int r = bind_scratch("tmp", NEWROOT "/tmp", err);
@@ -383,7 +405,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		return aj_err(err, errno, "cannot mount a fresh /proc");
 	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
-	if (!p->rootfs && (r = aj_etc_write(NEWROOT, &plan->etc, err)) < 0)
+	if (!p->rootfs && (r = setup_etc(plan, err)) < 0)
 		return r;
 	if (p->rootfs && p->net == AJ_NET_ALLOW && (r = rootfs_resolv(plan->resolv_conf, err)) < 0)
 		return r;

@@ -46,10 +46,35 @@ typedef struct aj_mount_plan {
 	size_t n;
 	char *resolv_conf; /* /etc/resolv.conf of the default root (net.c) */
 	aj_etc_files etc;  /* the synthesized /etc of the default root */
+	/* The default root's host /etc files from the state directory's copy
+	 * (etc_cache.c): etc_tree is a detached read-only bind of it, which
+	 * the child mounts on /etc (the generated files then go to
+	 * AJ_ETC_GENERATED_DIR, where the copy's links point). */
+	bool etc_cached;
+	int etc_tree;
 } aj_mount_plan;
 
-/* Build the plan for a policy (host paths are checked for existence). */
-int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, aj_error *err);
+/* Where the generated /etc files are when /etc is the cached copy. */
+#define AJ_ETC_GENERATED_DIR "/.agentjail"
+
+/* Build the plan for a policy (host paths are checked for existence).
+ * etc_lock (NULL: never) lets the plan use the /etc cache: *etc_lock is
+ * then a file to keep open while the sandbox runs. */
+int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, aj_error *err);
+
+/* The host /etc entries the default root shows: these names, and those
+ * for which aj_etc_allowed_name says yes (a readdir of /etc). */
+extern const char *const aj_etc_allowed[];
+extern const size_t aj_etc_allowed_n;
+bool aj_etc_allowed_name(const char *name);
+
+/* Parent, real root: use the state directory's copy of the host /etc files
+ * when it is current (every file and directory it was made from still has
+ * the same inode, size, mode and times), else make a new one first. On
+ * success plan->etc_cached is set and *lock is the copy's manifest, locked
+ * shared: keep it open until the sandbox is gone (a copy is removed only
+ * when no sandbox holds it). false: no cache, bind the files one by one. */
+bool aj_etc_cache_use(aj_mount_plan *plan, int *lock);
 void aj_mount_plan_free(aj_mount_plan *plan);
 
 /* Parent, real root, before the sandbox is cloned: open every bind source as

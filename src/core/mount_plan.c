@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "mount.h"
 #include "util.h"
@@ -17,7 +18,7 @@ static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
 /* Harmless host configuration programs need; everything else in /etc is
  * synthesized (see etc.c) or absent. Never: shadow, gshadow, machine-id, ssh
  * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens). */
-static const char *const etc_binds[] = {
+const char *const aj_etc_allowed[] = {
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -46,6 +47,14 @@ static const char *const etc_binds[] = {
     "/etc/locale.alias",
     "/etc/papersize",
 };
+
+const size_t aj_etc_allowed_n = AJ_ARRAY_SIZE(aj_etc_allowed);
+
+/* /etc/python3*: Debian's python needs its sitecustomize and config. */
+bool aj_etc_allowed_name(const char *name)
+{
+	return aj_startswith(name, "python3");
+}
 
 static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
 					"/dev/random", "/dev/urandom", "/dev/tty"};
@@ -98,7 +107,6 @@ static int plan_host_path(aj_mount_plan *plan, const char *path, bool recursive,
 	return 0;
 }
 
-/* /etc/python3*: Debian's python needs its sitecustomize and config. */
 static int plan_etc_python(aj_mount_plan *plan, aj_error *err)
 {
 	DIR *d = opendir("/etc");
@@ -107,7 +115,7 @@ static int plan_etc_python(aj_mount_plan *plan, aj_error *err)
 	int r = 0;
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
-		if (!aj_startswith(de->d_name, "python3"))
+		if (!aj_etc_allowed_name(de->d_name))
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "/etc/%s", de->d_name);
@@ -134,10 +142,11 @@ static int plan_owned_bind(aj_mount_plan *plan, const char *src, const char *des
 	return 0;
 }
 
-int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
+int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, aj_error *err)
 {
 	int r = 0;
 	memset(plan, 0, sizeof(*plan));
+	plan->etc_tree = -1;
 	if (p->rootfs) {
 		aj_mount_op *op = plan_add(plan, AJ_MOUNT_LOWER, p->rootfs, "/", err);
 		if (!op)
@@ -146,9 +155,10 @@ int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	} else {
 		for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(system_dirs); i++)
 			r = plan_host_path(plan, system_dirs[i], true, err);
-		for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(etc_binds); i++)
-			r = plan_host_path(plan, etc_binds[i], false, err);
-		if (r == 0)
+		bool cached = r == 0 && etc_lock && aj_etc_cache_use(plan, etc_lock);
+		for (size_t i = 0; r == 0 && !cached && i < aj_etc_allowed_n; i++)
+			r = plan_host_path(plan, aj_etc_allowed[i], false, err);
+		if (r == 0 && !cached)
 			r = plan_etc_python(plan, err);
 	}
 	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(dev_nodes); i++) {
@@ -179,5 +189,9 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 	plan->n = 0;
 	free(plan->resolv_conf);
 	plan->resolv_conf = NULL;
+	if (plan->etc_cached && plan->etc_tree >= 0)
+		close(plan->etc_tree);
+	plan->etc_cached = false;
+	plan->etc_tree = -1;
 	aj_etc_free(&plan->etc);
 }

@@ -76,6 +76,7 @@ typedef struct run_ctx {
 	pid_t pid;
 	bool persistent; /* a box: init serves commands on request (box.c) */
 	int root_fd;	 /* a box: O_PATH of the sandbox's root, from init */
+	int etc_lock;	 /* the /etc cache's manifest, locked while in use */
 } run_ctx;
 
 /* Warnings about degraded features are held until the sandbox is set up:
@@ -274,7 +275,8 @@ static int prepare(run_ctx *c, aj_error *err)
 	int r = aj_userns_plan(&c->idm, p->uid, p->gid, err);
 	if (r < 0)
 		return r;
-	if ((r = aj_mount_plan_build(p, &c->plan, err)) < 0)
+	if ((r = aj_mount_plan_build(p, &c->plan, c->idm.privileged ? &c->etc_lock : NULL, err)) <
+	    0)
 		return r;
 	if ((r = aj_net_prepare(&c->net, p, err)) < 0)
 		return r;
@@ -578,6 +580,9 @@ static void teardown(run_ctx *c)
 		aj_cgroup_destroy(&c->cg);
 	aj_net_teardown(&c->net);
 	aj_mount_plan_free(&c->plan);
+	if (c->etc_lock >= 0)
+		close(c->etc_lock); /* after the mounts that used the copy are gone */
+	c->etc_lock = -1;
 	aj_strv_free(c->envp);
 	c->envp = NULL;
 	aj_strv_free(c->argv);
@@ -625,7 +630,7 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		return aj_err(err, errno, "cannot allocate the sandbox's state");
 	c->p = p;
 	c->hooks = hooks;
-	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = -1;
+	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = c->etc_lock = -1;
 	for (int i = 0; i < 3; i++)
 		c->stdio[i] = c->child_io[i] = -1;
 	_cleanup_close_ int sfd = -1;
@@ -690,6 +695,8 @@ out:
 		aj_cgroup_destroy(&c->cg);
 	aj_net_teardown(&c->net);
 	aj_mount_plan_free(&c->plan);
+	if (c->etc_lock >= 0)
+		close(c->etc_lock);
 	aj_strv_free(c->envp);
 	aj_strv_free(c->argv);
 	aj_bpf_free(&c->bpf);
@@ -741,7 +748,8 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 		     .child_io = {-1, -1, -1},
 		     .tfd = -1,
 		     .persistent = true,
-		     .root_fd = -1};
+		     .root_fd = -1,
+		     .etc_lock = -1};
 	aj_box_info info;
 	memset(&info, 0, sizeof(info));
 	int r = aj_policy_validate(copy, &info.m.err);

@@ -150,7 +150,7 @@ $stderr" a enc
     mi=$(printf '%s\n' "$output" | awk 'NF >= 10 && $1 ~ /^[0-9]+$/')
     # every mount point is one agentjail made
     bad=$(printf '%s\n' "$mi" | awk '{ print $5 }' |
-        grep -Ev '^(/|/usr|/bin|/sbin|/lib|/lib32|/lib64|/libx32|/etc/.+|/proc|/dev|/dev/.+|/tmp|/home/agent|/workspace|/workspace/.+|/attack)$' || true)
+        grep -Ev '^(/|/usr|/bin|/sbin|/lib|/lib32|/lib64|/libx32|/etc|/etc/.+|/proc|/dev|/dev/.+|/tmp|/home/agent|/workspace|/workspace/.+|/attack)$' || true)
     [ -z "$bad" ] || { _aj_dump; fail "unexpected mount points inside: $bad"; }
     # the host's temp dir shows up nowhere but in the "root" field (4) of binds
     bad=$(printf '%s\n' "$mi" | awk -v t="$BATS_RUN_TMPDIR" '{ $4 = ""; if (index($0, t)) print }')
