@@ -92,8 +92,7 @@ static uint64_t fnv1a64(const char *s, size_t n)
 	return h;
 }
 
-/* Root's own, and nobody else may change it. */
-static bool trusted(int fd, bool dir)
+bool aj_cache_trusted(int fd, bool dir)
 {
 	struct stat st;
 	return fstat(fd, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022) &&
@@ -145,7 +144,7 @@ static int open_copy(int dir, const char *key, int *lock, int *tree)
 	 * unlinks the manifest first (nlink 0 then) */
 	if (flock(m, LOCK_SH) < 0 || fstat(m, &st) < 0)
 		return -errno;
-	if (st.st_nlink == 0 || !trusted(m, false) || st.st_size > MAX_MANIFEST)
+	if (st.st_nlink == 0 || !aj_cache_trusted(m, false) || st.st_size > MAX_MANIFEST)
 		return -ESTALE;
 	size_t len = (size_t)st.st_size;
 	_cleanup_free_ char *text = malloc(len ? len : 1);
@@ -156,7 +155,7 @@ static int open_copy(int dir, const char *key, int *lock, int *tree)
 	int t = openat(dir, key, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (t < 0)
 		return -errno;
-	if (!trusted(t, true)) {
+	if (!aj_cache_trusted(t, true)) {
 		close(t);
 		return -ESTALE;
 	}
@@ -492,10 +491,10 @@ static int build_copy(int dir)
 	return 0;
 }
 
-static int open_cache_dir(bool create)
+int aj_cache_dir(const char *name, bool create)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/" CACHE_DIR, aj_state_dir());
+	snprintf(path, sizeof(path), "%s/%s", aj_state_dir(), name);
 	int dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0 && errno == ENOENT && create) {
 		char state[PATH_MAX];
@@ -504,7 +503,7 @@ static int open_cache_dir(bool create)
 			return -1;
 		dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
-	if (dir >= 0 && !trusted(dir, true)) {
+	if (dir >= 0 && !aj_cache_trusted(dir, true)) {
 		close(dir);
 		return -1;
 	}
@@ -544,11 +543,11 @@ bool aj_etc_cache_use(aj_mount_plan *plan, int *lock)
 {
 	if (plan->etc_cached || geteuid() != 0)
 		return false;
-	_cleanup_close_ int dir = open_cache_dir(false);
+	_cleanup_close_ int dir = aj_cache_dir(CACHE_DIR, false);
 	char key[KEY_LEN + 1];
 	int m = -1, tree = -1;
 	if (dir < 0 || read_current(dir, key) < 0 || open_copy(dir, key, &m, &tree) < 0) {
-		if (dir < 0 && (dir = open_cache_dir(true)) < 0)
+		if (dir < 0 && (dir = aj_cache_dir(CACHE_DIR, true)) < 0)
 			return false;
 		make_current(dir);
 		if (read_current(dir, key) < 0 || open_copy(dir, key, &m, &tree) < 0)

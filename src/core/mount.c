@@ -318,8 +318,28 @@ static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_erro
 	return 0;
 }
 
-static int setup_dev(const aj_policy *p, aj_error *err)
+static int mount_devpts_shm(aj_error *err)
 {
+	if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return aj_err(err, errno, "cannot mount a new devpts instance");
+	return bind_scratch("shm", NEWROOT "/dev/shm", err);
+}
+
+/* /dev: the state directory's prepared one (dev_cache.c) or a small tmpfs
+ * with the links and a bind per node (the plan's); a new devpts instance and
+ * the scratch's shm on top. */
+static int setup_dev(aj_mount_plan *plan, aj_error *err)
+{
+	if (plan->dev_cached) {
+		if ((mkdir(NEWROOT "/dev", 0755) < 0 && errno != EEXIST) ||
+		    aj_move_mount(plan->dev_tree, "", AT_FDCWD, NEWROOT "/dev",
+				  MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return aj_err(err, errno, "cannot mount the prepared /dev");
+		close(plan->dev_tree);
+		plan->dev_tree = -1;
+		return mount_devpts_shm(err);
+	}
 	int r = mount_tmpfs(NEWROOT "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, err);
 	if (r < 0)
 		return r;
@@ -331,11 +351,9 @@ static int setup_dev(const aj_policy *p, aj_error *err)
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(links); i++)
 		if (symlink(links[i][0], links[i][1]) < 0)
 			return aj_err(err, errno, "cannot create %s", links[i][1]);
-	if (mkdir(NEWROOT "/dev/pts", 0755) < 0 ||
-	    mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=0620") < 0)
-		return aj_err(err, errno, "cannot mount a new devpts instance");
-	return bind_scratch("shm", NEWROOT "/dev/shm", err);
+	if (mkdir(NEWROOT "/dev/pts", 0755) < 0)
+		return aj_err(err, errno, "cannot create /dev/pts");
+	return mount_devpts_shm(err);
 }
 
 /* The default root's /etc: the cached copy of the host's files
@@ -403,7 +421,7 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	    (aj_mkdir_p(NEWROOT "/proc", 0755) < 0 ||
 	     mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
 		return aj_err(err, errno, "cannot mount a fresh /proc");
-	if ((r = setup_dev(p, err)) < 0 || (r = setup_tmp_home(err)) < 0)
+	if ((r = setup_dev(plan, err)) < 0 || (r = setup_tmp_home(err)) < 0)
 		return r;
 	if (!p->rootfs && (r = setup_etc(plan, err)) < 0)
 		return r;

@@ -52,14 +52,19 @@ typedef struct aj_mount_plan {
 	 * AJ_ETC_GENERATED_DIR, where the copy's links point). */
 	bool etc_cached;
 	int etc_tree;
+	/* dev_cached: /dev is dev_tree, a detached read-only bind of the
+	 * state directory's prepared /dev (dev_cache.c), not a tmpfs with a
+	 * bind per device node. */
+	bool dev_cached;
+	int dev_tree;
 } aj_mount_plan;
 
 /* Where the generated /etc files are when /etc is the cached copy. */
 #define AJ_ETC_GENERATED_DIR "/.agentjail"
 
 /* Build the plan for a policy (host paths are checked for existence).
- * etc_lock (NULL: never) lets the plan use the /etc cache: *etc_lock is
- * then a file to keep open while the sandbox runs. */
+ * etc_lock (NULL: never) lets the plan use the state directory's /etc copy
+ * and /dev: *etc_lock is then a file to keep open while the sandbox runs. */
 int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, aj_error *err);
 
 /* The host /etc entries the default root shows: these names, and those
@@ -75,6 +80,17 @@ bool aj_etc_allowed_name(const char *name);
  * shared: keep it open until the sandbox is gone (a copy is removed only
  * when no sandbox holds it). false: no cache, bind the files one by one. */
 bool aj_etc_cache_use(aj_mount_plan *plan, int *lock);
+
+/* Parent, real root: a detached read-only, nosuid, noexec bind of the state
+ * directory's /dev (made when missing), or -1 (then a bind per node). */
+int aj_dev_cache_open(void);
+
+/* STATE/name (made, 0700, when create), if root's own and not writable by
+ * others; -1 otherwise. */
+int aj_cache_dir(const char *name, bool create);
+/* fd is root's own, not group- or world-writable, a directory (dir) or a
+ * regular file. */
+bool aj_cache_trusted(int fd, bool dir);
 void aj_mount_plan_free(aj_mount_plan *plan);
 
 /* Parent, real root, before the sandbox is cloned: open every bind source as

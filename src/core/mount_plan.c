@@ -146,7 +146,7 @@ int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, 
 {
 	int r = 0;
 	memset(plan, 0, sizeof(*plan));
-	plan->etc_tree = -1;
+	plan->etc_tree = plan->dev_tree = -1;
 	if (p->rootfs) {
 		aj_mount_op *op = plan_add(plan, AJ_MOUNT_LOWER, p->rootfs, "/", err);
 		if (!op)
@@ -161,7 +161,9 @@ int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, 
 		if (r == 0 && !cached)
 			r = plan_etc_python(plan, err);
 	}
-	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(dev_nodes); i++) {
+	if (r == 0 && etc_lock && (plan->dev_tree = aj_dev_cache_open()) >= 0)
+		plan->dev_cached = true;
+	for (size_t i = 0; r == 0 && !plan->dev_cached && i < AJ_ARRAY_SIZE(dev_nodes); i++) {
 		aj_mount_op *op = plan_add(plan, AJ_MOUNT_BIND, dev_nodes[i], dev_nodes[i], err);
 		if (!op)
 			return -ENOMEM;
@@ -193,5 +195,9 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 		close(plan->etc_tree);
 	plan->etc_cached = false;
 	plan->etc_tree = -1;
+	if (plan->dev_cached && plan->dev_tree >= 0)
+		close(plan->dev_tree);
+	plan->dev_cached = false;
+	plan->dev_tree = -1;
 	aj_etc_free(&plan->etc);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# The /etc cache (src/core/etc_cache.c): the default root's /etc is one bind
-# of a copy of the allowed host files in the state directory, current with
-# the host at every run; without a usable copy, a bind per file.
+# What the state directory prepares for the default root (as root): /etc, one
+# bind of a copy of the allowed host files, current with the host at every
+# run (src/core/etc_cache.c); /dev, one bind of a prepared tree of six device
+# nodes (src/core/dev_cache.c). Without them, a bind per file and per node.
 
 load helpers
 
@@ -18,6 +19,7 @@ setup() {
 }
 
 teardown() {
+    if mountpoint -q "$BATS_TEST_TMPDIR/nodev" 2>/dev/null; then umount "$BATS_TEST_TMPDIR/nodev"; fi
     if [ -e "$BATS_TEST_TMPDIR/papersize.saved" ]; then
         cp -a "$BATS_TEST_TMPDIR/papersize.saved" "$PAPER"
     else
@@ -182,4 +184,54 @@ settle() { sleep 2.2; }
     etc_view
     [ "$(kv below)" -gt 10 ] || fail "a world-writable cache directory was used"
     [ -z "$(ls -A "$AGENTJAIL_STATE_DIR/etc-cache")" ] || fail "something was written into it"
+}
+
+# What the sandbox's /dev is.
+dev_view() {
+    sandbox -- /bin/sh -c '
+        echo "below=$(awk '\''$5 ~ "^/dev/"'\'' /proc/self/mountinfo | awk '\''{ print $5 }'\'' | sort | tr "\n" " ")"
+        echo "root=$(awk '\''$5 == "/dev" { print $4 }'\'' /proc/self/mountinfo)"
+        echo "opts=$(awk '\''$5 == "/dev" { print $6 }'\'' /proc/self/mountinfo)"
+        echo "ls=$(ls /dev | tr "\n" " ")"
+        echo "null=$(echo x >/dev/null && head -c 8 /dev/null | wc -c)"
+        echo "zero=$(head -c 4 /dev/zero | od -An -tx1 | tr -d " ")"
+        echo "random=$(head -c 16 /dev/urandom | wc -c)"
+        echo "pty=$(python3 -c "import os, pty; m, s = pty.openpty(); print(os.ttyname(s))")"
+        touch /dev/x 2>/dev/null && echo "write=yes" || echo "write=no"'
+    assert_status 0
+}
+
+@test "/dev is one read-only bind of the prepared tree: the six nodes work, devpts and shm on top" {
+    dev_view
+    assert_eq "$(kv root)" "$AGENTJAIL_STATE_DIR/dev-cache/dev.1" "what /dev is"
+    [[ ",$(kv opts)," == *,ro,* && ",$(kv opts)," == *,nosuid,* && ",$(kv opts)," == *,noexec,* ]] ||
+        fail "/dev mount options: $(kv opts)"
+    assert_eq "$(kv below)" "/dev/pts /dev/shm " "mounts below /dev"
+    assert_eq "$(kv ls)" "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " "/dev"
+    assert_eq "$(kv null)" 0 "/dev/null"
+    assert_eq "$(kv zero)" 00000000 "/dev/zero"
+    assert_eq "$(kv random)" 16 "/dev/urandom"
+    assert_eq "$(kv pty)" /dev/pts/0 "a pty of the sandbox's own devpts"
+    assert_eq "$(kv write)" no "a file made in /dev"
+    assert_eq "$(stat -c %U:%a "$AGENTJAIL_STATE_DIR/dev-cache")" root:700 "the cache directory"
+}
+
+@test "a prepared /dev with a wrong node, or on a nodev filesystem, is not used" {
+    dev_view
+    local tree=$AGENTJAIL_STATE_DIR/dev-cache/dev.1
+    # /dev/null replaced by a node that reads zeros
+    rm "$tree/null"
+    mknod -m 666 "$tree/null" c 1 5
+    dev_view
+    [ "$(kv root)" != "$tree" ] || fail "a /dev with a wrong node was used"
+    assert_eq "$(kv null)" 0 "/dev/null"
+    assert_eq "$(kv below)" "/dev/full /dev/null /dev/pts /dev/random /dev/shm /dev/tty /dev/urandom /dev/zero " "a bind per node"
+    assert_eq "$(kv ls)" "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " "/dev"
+    # a state directory on a filesystem mounted nodev
+    mkdir "$BATS_TEST_TMPDIR/nodev"
+    mount -t tmpfs -o nodev,mode=0755 tmpfs "$BATS_TEST_TMPDIR/nodev"
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/nodev/state
+    dev_view
+    [[ "$(kv root)" != */dev-cache/* ]] || fail "a /dev on a nodev filesystem was used"
+    assert_eq "$(kv zero)" 00000000 "/dev/zero"
 }

@@ -172,8 +172,14 @@ load helpers
 @test "mknod: no character or block device can be created (tmp, workspace, /dev)" {
     attack -- /attack mknod
     assert_all_blocked
-    assert_blocked_each EACCES mknod_chr_mem mknod_chr_null mknod_blk_tmp mknod_blk_ws mknod_chr_dev
+    assert_blocked_each EACCES mknod_chr_mem mknod_chr_null mknod_blk_tmp mknod_blk_ws
+    # /dev: the prepared read-only one (root, dev_cache.c) refuses first
+    assert_blocked mknod_chr_dev EROFS
     [ ! -e "$WS/ajvda" ] || fail "block device node left in the workspace"
+    # a writable /dev tmpfs (no usable state directory): Landlock refuses
+    AGENTJAIL_STATE_DIR=/proc/agentjail-none attack -- /attack mknod
+    assert_all_blocked
+    assert_blocked_each EACCES mknod_chr_mem mknod_chr_null mknod_blk_tmp mknod_blk_ws mknod_chr_dev
 }
 
 @test "/dev holds only null, zero, full, random, urandom, tty, ptmx and pts" {
@@ -183,7 +189,9 @@ load helpers
 }
 
 @test "Landlock: no writes outside workspace/tmp/home/shm, even where the mount is writable (/dev, /proc)" {
-    attack -- /attack landlock
+    # /dev a writable tmpfs (no usable state directory for the prepared,
+    # read-only one): only Landlock says no there
+    AGENTJAIL_STATE_DIR=/proc/agentjail-none attack -- /attack landlock
     assert_all_blocked
     assert_blocked create_in_root EROFS
     assert_blocked create_in_etc EROFS
