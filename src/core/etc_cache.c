@@ -292,19 +292,9 @@ static int copy_file(builder *b, const char *path, const char *rel, const struct
 	    openat(b->root, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (dst < 0)
 		return -errno;
-	char buf[16384];
-	for (;;) {
-		ssize_t n = read(src, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		int r = aj_write_all(dst, buf, (size_t)n);
-		if (r < 0)
-			return r;
-	}
+	int r = aj_copy_fd(src, dst);
+	if (r < 0)
+		return r;
 	/* changed while copied */
 	if (fstat(src, &st) < 0 || !same_version(&st, want))
 		return -EAGAIN;

@@ -94,35 +94,6 @@ static int rm_tree(walk *w, int dir, const char *name, int depth)
 	return r;
 }
 
-static int copy_bytes(int in, int out)
-{
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 20, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -errno;
-		break;
-	}
-	char buf[65536];
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof(buf));
-		if (n == 0)
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		int r = aj_write_all(out, buf, (size_t)n);
-		if (r < 0)
-			return r;
-	}
-}
-
 static int copy_reg(walk *w, int s, int d, const char *name, const struct statx *sx)
 {
 	_cleanup_close_ int in =
@@ -136,7 +107,7 @@ static int copy_reg(walk *w, int s, int d, const char *name, const struct statx 
 	    openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return fail(w, errno, "cannot create", name);
-	int r = copy_bytes(in, out);
+	int r = aj_copy_fd(in, out);
 	if (r < 0)
 		return fail(w, -r, "cannot copy", name);
 	return set_owner_mode(w, out, name, sx);

@@ -354,3 +354,32 @@ int aj_rm_tree_at(int dirfd, const char *name, int max_depth)
 {
 	return rm_tree_at(dirfd, name, 0, max_depth);
 }
+
+int aj_copy_fd(int in, int out)
+{
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 20, 0);
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			continue;
+		if (errno == EINTR)
+			continue;
+		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+			return -errno;
+		break;
+	}
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n == 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		int r = aj_write_all(out, buf, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+}

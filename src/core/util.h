@@ -53,6 +53,9 @@ int aj_read_file(const char *path, char **out, size_t *len_out);
 int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */
 int aj_mkdir_p(const char *path, mode_t mode);
+/* Copy what is left of in to out (copy_file_range, else read/write).
+ * Returns 0 or a negative errno. */
+int aj_copy_fd(int in, int out);
 /* Remove name in dirfd and everything below it, never following a symlink
  * (each level opened O_NOFOLLOW below the one before), at most max_depth
  * levels deep. Returns 0 or a negative errno (-ENOENT when name is not
