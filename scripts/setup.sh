@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
 	build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
-	libseccomp-dev libcap-dev libjansson-dev libcmocka-dev
+	libseccomp-dev libjansson-dev libcmocka-dev
 	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
 	arch-test libdistro-info-perl gpg libdpkg-perl
 	libwebsockets-dev libcurl4-openssl-dev libarchive-dev

@@ -7,7 +7,6 @@
 #include <linux/securebits.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,16 +26,30 @@ int aj_caps_drop_all(uid_t uid, gid_t gid, int drop_groups, aj_error *err)
 
 int aj_caps_drop_bounding(const int *keep, size_t nkeep, aj_error *err)
 {
-	int last = CAP_LAST_CAP;
-	/* cap_max_bits() knows caps newer than our headers */
-	if ((int)cap_max_bits() - 1 > last)
-		last = (int)cap_max_bits() - 1;
-	for (int c = 0; c <= last; c++)
-		if (!kept(c, keep, nkeep) && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
-		    errno != EINVAL)
-			return aj_err(err, errno, "cannot drop capability %d from the bounding set",
-				      c);
+	/* up to the kernel's last capability, which may be newer than our
+	 * headers: past it, PR_CAPBSET_DROP says EINVAL */
+	for (int c = 0; c < 64; c++) {
+		if (kept(c, keep, nkeep) || prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL)
+			break;
+		return aj_err(err, errno, "cannot drop capability %d from the bounding set", c);
+	}
 	return 0;
+}
+
+int aj_caps_raise_effective(const int *caps, size_t n)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		if (caps[i] < 0 || caps[i] >= 32 * _LINUX_CAPABILITY_U32S_3)
+			return -EINVAL;
+		d[caps[i] / 32].effective |= 1u << (caps[i] % 32);
+	}
+	return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
 }
 
 int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,

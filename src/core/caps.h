@@ -24,4 +24,7 @@ int aj_caps_drop_keep(uid_t uid, gid_t gid, int drop_groups, const int *keep, si
 int aj_caps_drop_bounding(const int *keep, size_t nkeep, aj_error *err);
 int aj_caps_drop_rest(uid_t uid, gid_t gid, int drop_groups, const int *keep, size_t nkeep,
 		      aj_error *err);
+/* Add caps[] (permitted ones) to the calling thread's effective set. 0 or a
+ * negative errno. */
+int aj_caps_raise_effective(const int *caps, size_t n);
 #endif

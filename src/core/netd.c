@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/capability.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>

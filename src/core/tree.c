@@ -12,11 +12,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/capability.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "util.h"
 
 #define MAX_DEPTH 256
@@ -272,16 +273,10 @@ static int become(const aj_tree_ids *ids, aj_error *err)
 	setfsuid(ids->to_uid);
 	if ((uid_t)setfsuid((uid_t)-1) != ids->to_uid)
 		return aj_err(err, EPERM, "cannot take the sandbox's file ids");
-	cap_t c = cap_get_proc();
-	cap_value_t v[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
-			   CAP_FSETID};
-	int r = c && cap_set_flag(c, CAP_EFFECTIVE, (int)AJ_ARRAY_SIZE(v), v, CAP_SET) == 0 &&
-			cap_set_proc(c) == 0
-		    ? 0
-		    : aj_err(err, errno ? errno : EPERM, "cannot keep the file capabilities");
-	if (c)
-		cap_free(c);
-	return r;
+	static const int v[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+				CAP_FSETID};
+	int r = aj_caps_raise_effective(v, AJ_ARRAY_SIZE(v));
+	return r < 0 ? aj_err(err, -r, "cannot keep the file capabilities") : 0;
 }
 
 typedef struct job {
