@@ -17,7 +17,9 @@ static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
 
 /* Harmless host configuration programs need; everything else in /etc is
  * synthesized (see etc.c) or absent. Never: shadow, gshadow, machine-id, ssh
- * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens). */
+ * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens).
+ * As root these come from the state directory's copy (etc_cache.c), else
+ * a bind each. */
 const char *const aj_etc_allowed[] = {
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
