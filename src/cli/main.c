@@ -2,7 +2,7 @@
 /* agentjail: run untrusted commands in isolated, limited, throw-away sandboxes.
  *
  * This program links only what `run` without a network needs (libseccomp,
- * libcap, jansson, libc): it starts in a fraction of the time the whole of
+ * jansson, libc): it starts in a fraction of the time the whole of
  * agentjail would take. The rest are helper programs it execs, found next
  * to it (src/cli/cli.c): agentjail-net (run with --net open, --allow,
  * --publish: libmnl, libnftables, ldns, http-parser), agentjail-image
