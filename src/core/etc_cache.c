@@ -260,12 +260,13 @@ static int record(builder *b, const char *path, const struct stat *st)
 	return 0;
 }
 
+/* The same version of a file: what a manifest records of it is equal. */
 static bool same_version(const struct stat *a, const struct stat *b)
 {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-	       a->st_mode == b->st_mode && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
-	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+	struct rec ra, rb;
+	rec_of(&ra, a, 0);
+	rec_of(&rb, b, 0);
+	return memcmp(&ra, &rb, sizeof(ra)) == 0;
 }
 
 /* The copy's rel: owner, mode and times of st. */
@@ -487,9 +488,8 @@ int aj_cache_dir(const char *name, bool create)
 	snprintf(path, sizeof(path), "%s/%s", aj_state_dir(), name);
 	int dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0 && errno == ENOENT && create) {
-		char state[PATH_MAX];
-		snprintf(state, sizeof(state), "%s", aj_state_dir());
-		if (aj_mkdir_p(state, 0755) < 0 || (mkdir(path, 0700) < 0 && errno != EEXIST))
+		if (aj_mkdir_p(aj_state_dir(), 0755) < 0 ||
+		    (mkdir(path, 0700) < 0 && errno != EEXIST))
 			return -1;
 		dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
