@@ -58,6 +58,7 @@ void aj_http_stream(aj_req *r, int status, const char *ctype)
 	r->status = status;
 	r->ctype = ctype;
 	r->stream = true;
+	r->chunked = aj_http_chunked(r);
 	lws_callback_on_writable(r->wsi);
 }
 
@@ -72,23 +73,46 @@ const char *aj_http_arg(aj_req *r, const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static int send_headers(aj_req *r, unsigned char *buf, size_t cap)
+bool aj_http_chunked(aj_req *r)
 {
-	unsigned char *start = buf + LWS_PRE, *p = start, *end = buf + cap - 1;
+	char v[16];
+	/* HTTP/1.1 (chunks); an HTTP/1.0 client reads to the connection's end */
+	return lws_hdr_copy(r->wsi, v, sizeof(v), WSI_TOKEN_HTTP) > 0 && strcmp(v, "HTTP/1.0") != 0;
+}
+
+/* A stream in chunks has no length, yet its connection stays: lws's common
+ * headers would say "connection: close". */
+static int chunked_headers(aj_req *r, unsigned char **p, unsigned char *end)
+{
+	struct lws *w = r->wsi;
+	return lws_add_http_header_status(w, (unsigned)r->status, p, end) ||
+	       lws_add_http_header_by_token(w, WSI_TOKEN_HTTP_CONTENT_TYPE,
+					    (const unsigned char *)r->ctype, (int)strlen(r->ctype),
+					    p, end) ||
+	       lws_add_http_header_by_token(w, WSI_TOKEN_HTTP_TRANSFER_ENCODING,
+					    (const unsigned char *)"chunked", 7, p, end);
+}
+
+int aj_http_head(aj_req *r, unsigned char **p, unsigned char *end)
+{
+	unsigned char *start = *p;
 	lws_filepos_t len = r->resp	    ? (lws_filepos_t)r->resp_len
 			    : r->dl_fd >= 0 ? (lws_filepos_t)r->dl_left
 					    : LWS_ILLEGAL_HTTP_CONTENT_LEN;
-	if (lws_add_http_common_headers(r->wsi, (unsigned)r->status, r->ctype, len, &p, end))
+	int e = r->stream && r->chunked ? chunked_headers(r, p, end)
+					: lws_add_http_common_headers(r->wsi, (unsigned)r->status,
+								      r->ctype, len, p, end);
+	if (!e && r->status == 401)
+		e = lws_add_http_header_by_name(r->wsi, (const unsigned char *)"www-authenticate:",
+						(const unsigned char *)"Bearer", 6, p, end);
+	if (!e)
+		e = lws_add_http_header_by_name(r->wsi, (const unsigned char *)"cache-control:",
+						(const unsigned char *)"no-store", 8, p, end) ||
+		    lws_finalize_http_header(r->wsi, p, end);
+	if (e) {
+		*p = start;
 		return -1;
-	if (r->status == 401 &&
-	    lws_add_http_header_by_name(r->wsi, (const unsigned char *)"www-authenticate:",
-					(const unsigned char *)"Bearer", 6, &p, end))
-		return -1;
-	if (lws_add_http_header_by_name(r->wsi, (const unsigned char *)"cache-control:",
-					(const unsigned char *)"no-store", 8, &p, end))
-		return -1;
-	if (lws_finalize_write_http_header(r->wsi, start, &p, end))
-		return -1;
+	}
 	r->headers_sent = true;
 	return 0;
 }
@@ -100,38 +124,41 @@ static int send_headers(aj_req *r, unsigned char *buf, size_t cap)
  * HTTP_BODY_COMPLETION at 100% CPU (tests/service/api.bats). */
 static int complete(aj_req *r)
 {
+	if (r->job) /* its command has ended (its exit event was the last) */
+		aj_exec_detach(r);
 	r->finished = false;
 	r->status = 0; /* a stray writable finds nothing to do */
 	return lws_http_transaction_completed(r->wsi) ? -1 : 0;
 }
 
-/* One writable callback: headers, then a piece of the body. Returns -1 to
+/* One writable callback: a piece of the body, after the headers in the
+ * same write the first time (one send, one wake-up of the client). A
+ * stream sends its headers with its first bytes (stream.c). Returns -1 to
  * close the connection. */
 static int on_writable(aj_req *r)
 {
-	unsigned char buf[LWS_PRE + AJ_HTTP_CHUNK + 64];
+	unsigned char buf[LWS_PRE + AJ_HTTP_HEAD_MAX + AJ_HTTP_CHUNK];
 	if (r->finished) /* a stream's end, flushed */
 		return complete(r);
 	if (!r->status)
 		return 0;
-	if (!r->headers_sent) {
-		if (send_headers(r, buf, sizeof(buf)) < 0)
-			return -1;
-		lws_callback_on_writable(r->wsi);
-		return 0;
+	if (r->job) {
+		int k = aj_exec_writable(r);
+		return k > 0 ? complete(r) : k;
 	}
-	if (r->job)
-		return aj_exec_writable(r);
+	unsigned char *start = buf + LWS_PRE, *p = start;
+	if (!r->headers_sent && aj_http_head(r, &p, start + AJ_HTTP_HEAD_MAX) < 0)
+		return -1;
 	size_t n = 0;
 	if (r->resp) {
 		n = r->resp_len - r->resp_off;
 		if (n > AJ_HTTP_CHUNK)
 			n = AJ_HTTP_CHUNK;
-		memcpy(buf + LWS_PRE, r->resp + r->resp_off, n);
+		memcpy(p, r->resp + r->resp_off, n);
 		r->resp_off += n;
 		r->finished = r->resp_off == r->resp_len;
 	} else if (r->dl_fd >= 0) {
-		ssize_t k = read(r->dl_fd, buf + LWS_PRE,
+		ssize_t k = read(r->dl_fd, p,
 				 r->dl_left < AJ_HTTP_CHUNK ? (size_t)r->dl_left : AJ_HTTP_CHUNK);
 		if (k <= 0)
 			return -1; /* the file shrank: the client sees a short body */
@@ -142,8 +169,9 @@ static int on_writable(aj_req *r)
 	} else {
 		r->finished = true;
 	}
-	if (n && lws_write(r->wsi, buf + LWS_PRE, n,
-			   r->finished ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)n)
+	size_t len = (size_t)(p - start) + n;
+	if (len && lws_write(r->wsi, start, len,
+			     r->finished ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)len)
 		return -1;
 	if (r->finished)
 		return complete(r);

@@ -9,6 +9,7 @@
 
 #define AJ_HTTP_MAX_BODY (1u << 20) /* JSON request bodies */
 #define AJ_HTTP_CHUNK 65536
+#define AJ_HTTP_HEAD_MAX 512 /* the response's status line and headers */
 
 enum aj_method { AJ_GET, AJ_POST, AJ_PUT, AJ_PATCH, AJ_DELETE, AJ_OTHER };
 
@@ -38,7 +39,8 @@ typedef struct aj_req {
 	const char *ctype;
 	char *resp; /* a whole response body, or NULL */
 	size_t resp_len, resp_off;
-	bool headers_sent, stream; /* stream: length unknown, connection closes */
+	bool headers_sent, stream; /* stream: length unknown */
+	bool chunked;		   /* a stream in chunks (HTTP/1.1), else to the close */
 	bool finished;		   /* all written: complete on the next writable */
 	bool closing;		   /* WebSocket: close on the next writable */
 	int dl_fd;		   /* download: read and sent chunk by chunk */
@@ -56,6 +58,10 @@ void aj_http_error(aj_req *r, int status, const char *code, const char *fmt, ...
 void aj_http_fail(aj_req *r, int status, const char *code, const aj_error *err);
 /* Start a response of unknown length (exec) or of len bytes (download). */
 void aj_http_stream(aj_req *r, int status, const char *ctype);
+/* The status line and headers, at *p (advanced), up to end; not sent. */
+int aj_http_head(aj_req *r, unsigned char **p, unsigned char *end);
+/* The client speaks HTTP/1.1: a stream can go in chunks. */
+bool aj_http_chunked(aj_req *r);
 /* A URL argument, decoded (NULL when absent); buf must also hold "name=". */
 const char *aj_http_arg(aj_req *r, const char *name, char *buf, size_t len);
 
@@ -96,7 +102,8 @@ int aj_exec_ws_receive(aj_req *r, int channel, const unsigned char *data, size_t
 /* ws.c: the WebSocket callbacks of the protocol callback. */
 int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r, void *in,
 		   size_t len);
-/* Writable: send what the stream brought. Returns -1 to close. */
+/* Writable: send what the stream brought. Returns -1 to close, 1 when the
+ * response is all written (its transaction completes). */
 int aj_exec_writable(aj_req *r);
 /* The connection closed: the stream is closed (which cancels a command). */
 void aj_exec_detach(aj_req *r);

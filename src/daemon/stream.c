@@ -173,7 +173,9 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 {
 	aj_job *j = calloc(1, sizeof(*j));
 	int theirs = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* lws closes the one it adopts */
-	if (!j || theirs < 0 || !(j->out = malloc(LWS_PRE + (ws ? AJ_IPC_FRAME_MAX : JOB_IO)))) {
+	/* NDJSON: room for the headers, a chunk's size line and its end */
+	size_t out = ws ? AJ_IPC_FRAME_MAX : AJ_HTTP_HEAD_MAX + 32 + JOB_IO;
+	if (!j || theirs < 0 || !(j->out = malloc(LWS_PRE + out))) {
 		if (j)
 			free(j->out);
 		free(j);
@@ -319,6 +321,27 @@ static int ws_writable(aj_req *r, aj_job *j)
 	return 0;
 }
 
+/* The queue ends with the exit event, and nothing comes after it
+ * (sup_exec.c): the response can end with it, in the same write, instead
+ * of on the stream's close (the client learns the end one wake-up
+ * sooner). Output events are JSON strings: only the exit event begins a
+ * line with this. */
+static bool ends_with_exit(const aj_job *j)
+{
+	static const char tag[] = "{\"type\":\"exit\"";
+	size_t n = queued(j);
+	const char *b = j->buf + j->off;
+	if (n <= sizeof(tag) || b[n - 1] != '\n')
+		return false;
+	const char *nl = memrchr(b, '\n', n - 1);
+	const char *line = nl ? nl + 1 : b;
+	return (size_t)(b + n - line) > sizeof(tag) && memcmp(line, tag, sizeof(tag) - 1) == 0;
+}
+
+/* NDJSON: the headers with the first bytes (a command that ends at once
+ * is one write: headers, its events, the end), then pieces as the
+ * connection takes them; in chunks for HTTP/1.1, whose connection then
+ * serves the next request, else to the connection's close. */
 int aj_exec_writable(aj_req *r)
 {
 	aj_job *j = r->job;
@@ -327,21 +350,36 @@ int aj_exec_writable(aj_req *r)
 	size_t n = queued(j), room = send_room(r, j);
 	if (n > room)
 		n = room;
+	bool fin = n == queued(j) && (j->done || ends_with_exit(j));
+	if (!r->headers_sent && !n && !fin)
+		return 0; /* nothing to say yet */
+	unsigned char *start = j->out + LWS_PRE, *p = start;
+	if (!r->headers_sent && aj_http_head(r, &p, start + AJ_HTTP_HEAD_MAX) < 0)
+		return -1;
+	if (n && r->chunked)
+		p += snprintf((char *)p, 20, "%zx\r\n", n);
 	if (n)
-		memcpy(j->out + LWS_PRE, j->buf + j->off, n);
+		memcpy(p, j->buf + j->off, n);
+	p += n;
+	if (n && r->chunked) {
+		memcpy(p, "\r\n", 2);
+		p += 2;
+	}
+	if (fin && r->chunked) {
+		memcpy(p, "0\r\n\r\n", 5); /* the last chunk */
+		p += 5;
+	}
 	j->off += n;
 	if (j->off == j->len)
 		j->off = j->len = 0;
 	resume(j);
-	bool fin = j->done && queued(j) == 0;
-	if (n && lws_write(r->wsi, j->out + LWS_PRE, n, LWS_WRITE_HTTP) < (int)n)
+	int len = (int)(p - start);
+	if (len && lws_write(r->wsi, start, (size_t)len, LWS_WRITE_HTTP) < len)
 		return -1;
-	if (fin) {
-		r->finished = true; /* completed (and closed) once this is flushed */
+	if (fin)
+		return 1; /* complete: at once, as http.c's complete() says */
+	if (n)
 		lws_callback_on_writable(r->wsi);
-	} else if (n) {
-		lws_callback_on_writable(r->wsi);
-	}
 	return 0;
 }
 

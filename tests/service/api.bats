@@ -275,6 +275,59 @@ front_ticks_per_s() {
     assert_contains "$(cat "$T/idle.out")" '"status":"ok"'
 }
 
+@test "serve: an exec's stream goes in chunks and its connection takes the next request; HTTP/1.0 reads it to the close" {
+    svc_start
+    id=$(sb_create)
+    # exec, then a request on the same connection, then another exec
+    out=$(curl -s -D "$T/h1" --unix-socket "$SOCK" -w ' connects:%{num_connects}\n' \
+        -d '{"cmd": "echo one; sleep 0.3; echo two"}' "http://agentjail/v1/sandboxes/$id/exec" \
+        --next -s --unix-socket "$SOCK" -w ' connects:%{num_connects}\n' "http://agentjail/v1/sandboxes/$id" \
+        --next -s --unix-socket "$SOCK" -w ' connects:%{num_connects}\n' \
+        -d '{"cmd": ["true"]}' "http://agentjail/v1/sandboxes/$id/exec")
+    grep -qi '^transfer-encoding: chunked' "$T/h1" || fail "$(cat "$T/h1")"
+    ! grep -qi '^connection: close' "$T/h1" || fail "$(cat "$T/h1")"
+    assert_eq "$(grep -c 'connects:0' <<<"$out")" 2 "requests on the kept connection: $out"
+    assert_eq "$(grep -c '"type":"exit"' <<<"$out")" 2
+    assert_contains "$out" '{"type":"stdout","data":"two\n"}'
+    assert_contains "$out" '"execs":1'
+    # the raw bytes: the headers, a chunk per piece, the last chunk
+    python3 - "$SOCK" "$id" >"$T/raw" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+s.connect(sys.argv[1])
+body = b'{"cmd": ["sh", "-c", "printf x"]}'
+s.sendall(b"POST /v1/sandboxes/%s/exec HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+          % (sys.argv[2].encode(), len(body), body))
+buf = b""
+while not buf.endswith(b"\r\n0\r\n\r\n"):
+    b = s.recv(65536)
+    assert b, buf
+    buf += b
+head, _, rest = buf.partition(b"\r\n\r\n")
+assert head.startswith(b"HTTP/1.1 200"), head
+out = b""
+while True:
+    size, _, rest = rest.partition(b"\r\n")
+    n = int(size, 16)
+    if n == 0:
+        break
+    assert rest[n:n + 2] == b"\r\n", rest
+    out, rest = out + rest[:n], rest[n + 2:]
+assert rest == b"\r\n", rest
+sys.stdout.write(out.decode())
+EOF
+    assert_eq "$(events_stdout <"$T/raw")" x
+    assert_eq "$(events_exit <"$T/raw" | jq -r .exit_code)" 0
+    # HTTP/1.0 has no chunks: the body ends with the connection
+    curl -s -0 -D "$T/h0" --unix-socket "$SOCK" -d '{"cmd": "echo old"}' \
+        "http://agentjail/v1/sandboxes/$id/exec" >"$T/ev0"
+    grep -qi '^connection: close' "$T/h0" || fail "$(cat "$T/h0")"
+    ! grep -qi '^transfer-encoding' "$T/h0" || fail "$(cat "$T/h0")"
+    assert_eq "$(events_stdout <"$T/ev0")" old
+    assert_eq "$(events_exit <"$T/ev0" | jq -r .exit_code)" 0
+}
+
 @test "serve: TCP needs the bearer token; without it nothing is done" {
     printf 'test-token-0123456789abcdef\n' >"$T/token"
     port=$((20000 + RANDOM % 20000))
