@@ -249,8 +249,9 @@ static int memfd_with(const char *name, const char *data, size_t len, aj_error *
 }
 
 /* cwd, argv, environment (the policy's, then spec->env: later wins), as
- * NUL-terminated strings; counts in m. */
-static int build_spec(const aj_box *b, const aj_exec_spec *s, aj_msg *m, aj_error *err)
+ * NUL-terminated strings in *out (*len bytes); counts in m. */
+static int build_spec(const aj_box *b, const aj_exec_spec *s, aj_msg *m, char **out, size_t *olen,
+		      aj_error *err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -293,7 +294,10 @@ static int build_spec(const aj_box *b, const aj_exec_spec *s, aj_msg *m, aj_erro
 		memcpy(buf + len, str, l);
 		len += l;
 	}
-	return memfd_with("command", buf, len, err);
+	*out = buf;
+	*olen = len;
+	buf = NULL;
+	return 0;
 }
 
 /* The command's stdin, stdout, stderr (io) and our ends of its output
@@ -323,12 +327,15 @@ static int make_stdio(exec_ctx *c, const aj_exec_spec *s, int io[3], int mine[2]
 		return aj_err(err, errno, "cannot hand the pipes to the sandbox user");
 	if (s->stdin_fd > 0 && (io[0] = fcntl(s->stdin_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		return aj_err(err, errno, "dup");
-	if (s->stdin_fd <= 0 && (io[0] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
+	/* no stdin at all: init's own empty one (AJ_EXEC_NO_STDIN) */
+	if (s->stdin_fd <= 0 && s->stdin_len &&
+	    (io[0] = memfd_with("stdin", s->stdin_data, s->stdin_len, err)) < 0)
 		return io[0];
 	return 0;
 }
 
-/* Send the request to init; our ends of stdout/stderr/control in c. */
+/* Send the request to init; our ends of stdout/stderr/control in c. The
+ * spec goes in the message when it fits, else in a memfd. */
 static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 {
 	aj_msg m;
@@ -336,16 +343,33 @@ static int start(exec_ctx *c, const aj_exec_spec *s, aj_error *err)
 	m.type = AJ_MSG_EXEC;
 	m.status = s->tty_slave > 0 ? AJ_EXEC_TTY : 0;
 	int io[3] = {-1, -1, -1}, sv[2] = {-1, -1}, spec = -1;
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
 	int r = make_stdio(c, s, io, c->out, err);
 	if (r == 0 && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		r = aj_err(err, errno, "socketpair");
-	if (r == 0 && (spec = build_spec(c->box, s, &m, err)) < 0)
+	if (r == 0)
+		r = build_spec(c->box, s, &m, &text, &len, err);
+	bool inline_spec = len <= AJ_EXEC_INLINE_MAX;
+	if (r == 0 && !inline_spec && (spec = memfd_with("command", text, len, err)) < 0)
 		r = spec;
 	if (r == 0) {
-		int fds[5] = {sv[1], io[0], io[1], io[2], spec};
+		int fds[5], n = 0;
+		fds[n++] = sv[1];
+		if (io[0] >= 0)
+			fds[n++] = io[0];
+		else
+			m.status |= AJ_EXEC_NO_STDIN;
+		fds[n++] = io[1];
+		fds[n++] = io[2];
+		if (spec >= 0)
+			fds[n++] = spec;
+		else
+			m.status |= AJ_EXEC_SPEC_INLINE;
 		/* never waits: the service's own thread sends this, and an init
 		 * that does not read (frozen) must not hold it */
-		int e = aj_sync_send_nowait(c->box->sock, &m, fds, 5);
+		int e = aj_sync_send_more(c->box->sock, &m, inline_spec ? text : NULL,
+					  inline_spec ? len : 0, fds, (size_t)n);
 		if (e == -EAGAIN)
 			r = aj_err(err, EAGAIN, "the sandbox takes no more commands now");
 		else if (e < 0)

@@ -71,6 +71,11 @@ typedef struct prepared {
 
 static const prepared nothing_prepared = {.ruleset = -1};
 
+/* The stdin of commands given none (AJ_EXEC_NO_STDIN): a pipe nobody can
+ * write to, EOF for every reader; made once (serve_prepare), never closed
+ * by init. */
+static int empty_stdin = -1;
+
 typedef struct child_arg {
 	const aj_init_args *a;
 	const aj_init_cmd *cmd;
@@ -105,9 +110,11 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		    dup2(fd, 2) < 0)
 			aj_err(&err, errno, "cannot attach the terminal %s", cmd->pty);
 	}
-	for (int i = 0; !err.code && i < 3; i++)
-		if (cmd->stdio[i] >= 0 && dup2(cmd->stdio[i], i) < 0)
+	for (int i = 0; !err.code && i < 3; i++) {
+		int fd = i == 0 && cmd->no_stdin ? empty_stdin : cmd->stdio[i];
+		if (fd >= 0 && dup2(fd, i) < 0)
 			aj_err(&err, errno, "cannot attach the command's stdio");
+	}
 	if (!err.code && cmd->ctty && ioctl(0, TIOCSCTTY, 0) < 0)
 		aj_err(&err, errno, "cannot attach the terminal");
 	if (err.code)
@@ -394,31 +401,67 @@ typedef struct serve_state {
 	size_t n_ex;
 } serve_state;
 
-/* One AJ_MSG_EXEC: start the command, report on its own socket. */
+/* The command ended before init sent STARTED (init resumes after the
+ * command's exec, and a short command may be gone by then): STARTED and
+ * EXIT go in one call, one wake-up of the requester. */
+static bool ended_at_once(pid_t pid, int sock)
+{
+	int status;
+	if (waitpid(pid, &status, WNOHANG) != pid)
+		return false;
+	kill(-pid, SIGKILL); /* what it left in its process group */
+	aj_msg a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.type = AJ_MSG_STARTED;
+	b.type = AJ_MSG_EXIT;
+	if (WIFSIGNALED(status))
+		b.signal = WTERMSIG(status);
+	else
+		b.status = WEXITSTATUS(status);
+	(void)aj_sync_send_two(sock, &a, &b);
+	close(sock);
+	return true;
+}
+
+/* One AJ_MSG_EXEC: start the command, report on its own socket. fds: the
+ * socket, stdin (unless AJ_EXEC_NO_STDIN), stdout, stderr, the spec's
+ * memfd (unless AJ_EXEC_SPEC_INLINE: the spec is in text). */
 static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *req, int *fds,
-			size_t n)
+			size_t n, char *text, size_t text_len)
 {
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
-	if (n != 5 || st->n_ex >= AJ_INIT_MAX_EXECS) {
+	bool no_stdin = req->status & AJ_EXEC_NO_STDIN;
+	bool inline_spec = req->status & AJ_EXEC_SPEC_INLINE;
+	size_t want = 5 - no_stdin - inline_spec;
+	if (n != want || (no_stdin && empty_stdin < 0) || (!inline_spec && text_len) ||
+	    st->n_ex >= AJ_INIT_MAX_EXECS) {
 		if (n >= 1) {
-			aj_err(&m.err, n != 5 ? EPROTO : EAGAIN, "cannot start the command");
+			aj_err(&m.err, n != want ? EPROTO : EAGAIN, "cannot start the command");
 			aj_sync_send_error(fds[0], &m.err);
 		}
 		close_fds(fds, n);
 		return;
 	}
+	int *io = fds + 1;
+	aj_init_cmd cmd = {.stdio = {no_stdin ? -1 : io[0], io[1 - no_stdin], io[2 - no_stdin]},
+			   .no_stdin = no_stdin,
+			   .ctty = req->status & AJ_EXEC_TTY};
 	_cleanup_free_ char *spec = NULL;
-	size_t len = 0;
-	aj_init_cmd cmd = {.stdio = {fds[1], fds[2], fds[3]}, .ctty = req->status & AJ_EXEC_TTY};
-	int r = aj_read_fd(fds[4], &spec, &len);
-	close(fds[4]);
+	size_t len = text_len;
+	int r = 0;
+	if (!inline_spec) {
+		r = aj_read_fd(fds[n - 1], &spec, &len);
+		close(fds[n - 1]);
+		text = spec;
+	}
 	if (r == 0)
-		r = parse_spec(spec, len, req->argc, req->envc, &cmd);
+		r = parse_spec(text, len, req->argc, req->envc, &cmd);
 	pid_t pid = -1;
 	if (r < 0) {
 		aj_err(&m.err, -r, "bad command request");
-		close_fds(fds + 1, 3);
+		close_fds(io, 3 - no_stdin);
 	} else {
 		pid = spawn(a, &cmd, &st->pre, &m.err);
 		free(cmd.argv);
@@ -428,6 +471,8 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 		close(fds[0]);
 		return;
 	}
+	if (ended_at_once(pid, fds[0]))
+		return;
 	m.type = AJ_MSG_STARTED;
 	(void)aj_sync_send(fds[0], &m, NULL, 0);
 	st->ex[st->n_ex++] = (serve_exec){.pid = pid, .sock = fds[0]};
@@ -495,6 +540,11 @@ static void serve_prepare(const aj_init_args *a, prepared *pre)
 	pre->bounded = aj_caps_drop_bounding(NULL, 0, &ignored) == 0;
 	pre->filtered = !a->seccomp->replaced && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
 			aj_seccomp_load(a->seccomp, &ignored) == 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) == 0) {
+		close(p[1]);
+		empty_stdin = p[0];
+	}
 }
 
 /* A command's path once, up to its exec, before the first command comes:
@@ -535,6 +585,13 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 	block_signals(&set);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	static serve_state st;
+	/* a request: the message, then an inline spec; one page, written now
+	 * (not at the first command: a page fault on its path) */
+	static struct {
+		aj_msg m;
+		char text[AJ_EXEC_INLINE_MAX];
+	} in __attribute__((aligned(4096)));
+	memset(&in, 0, sizeof(in));
 	serve_prepare(a, &st.pre);
 	serve_warmup(a, &st.pre);
 	serve_exec *ex = st.ex;
@@ -562,14 +619,14 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 				ex[k++] = ex[i];
 		st.n_ex = k;
 		if (pf[0].revents) {
-			aj_msg m;
 			int fds[AJ_SYNC_MAX_FDS];
-			size_t n = 0;
-			int r = aj_sync_recv(a->sync_fd, &m, fds, AJ_ARRAY_SIZE(fds), &n);
+			size_t n = 0, got = 0;
+			int r = aj_sync_recv_upto(a->sync_fd, &in, sizeof(in.m), sizeof(in), &got,
+						  fds, AJ_ARRAY_SIZE(fds), &n);
 			if (r == -EPIPE || (r < 0 && r != -EBADMSG && r != -EINTR))
 				break; /* agentjail is gone: so is the sandbox */
-			if (r == 0 && m.type == AJ_MSG_EXEC)
-				serve_start(a, &st, &m, fds, n);
+			if (r == 0 && in.m.type == AJ_MSG_EXEC)
+				serve_start(a, &st, &in.m, fds, n, in.text, got - sizeof(in.m));
 			else
 				close_fds(fds, n);
 		}

@@ -17,6 +17,7 @@ typedef struct aj_init_cmd {
 	const char *cwd; /* NULL: the policy's */
 	const char *pty; /* slave path inside the sandbox, or NULL */
 	int stdio[3];	 /* the command's stdin/stdout/stderr, -1: inherit */
+	bool no_stdin;	 /* stdin: init's empty pipe (EOF), not stdio[0] */
 	bool ctty;	 /* stdin is a terminal: make it the controlling one */
 	bool warmup;	 /* no command: the path up to exec, then _exit(0) */
 } aj_init_cmd;
@@ -36,13 +37,15 @@ typedef struct aj_init_args {
 __attribute__((noreturn)) void aj_init_main(const aj_init_args *a);
 
 /* A persistent sandbox's init: start commands on request and stay. Each
- * AJ_MSG_EXEC on sync_fd carries five fds: a SEQPACKET socket for that
- * command (STARTED or ERROR, then EXIT, are sent there; AJ_MSG_SIGNAL read
- * from there signals the command's process group, EOF kills it), its
- * stdin, stdout, stderr, and a memfd holding NUL-terminated strings: the
- * working directory ("" for the policy's), then argc arguments, then envc
- * environment entries. When a command ends its process group is killed.
- * EOF on sync_fd ends the sandbox. Never returns. */
+ * AJ_MSG_EXEC on sync_fd carries up to five fds: a SEQPACKET socket for
+ * that command (STARTED or ERROR, then EXIT, are sent there; AJ_MSG_SIGNAL
+ * read from there signals the command's process group, EOF kills it), its
+ * stdin (none with AJ_EXEC_NO_STDIN: it reads EOF), stdout, stderr, and the
+ * spec: NUL-terminated strings, the working directory ("" for the
+ * policy's), then argc arguments, then envc environment entries; after the
+ * message itself (AJ_EXEC_SPEC_INLINE) or in a memfd. When a command ends
+ * its process group is killed. EOF on sync_fd ends the sandbox. Never
+ * returns. */
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a);
 
 /* Most commands one persistent sandbox runs at once. */

@@ -6,16 +6,40 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags);
+static int send_iov(int sock, struct iovec *iov, int niov, const int *fds, size_t n, int flags);
+
+static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	return send_iov(sock, &iov, 1, fds, n, flags);
+}
 
 int aj_sync_send(int sock, const aj_msg *msg, const int *fds, size_t n)
 {
 	return send_buf(sock, msg, sizeof(*msg), fds, n, 0);
 }
 
-int aj_sync_send_nowait(int sock, const aj_msg *msg, const int *fds, size_t n)
+int aj_sync_send_more(int sock, const aj_msg *msg, const void *more, size_t len, const int *fds,
+		      size_t n)
 {
-	return send_buf(sock, msg, sizeof(*msg), fds, n, MSG_DONTWAIT);
+	struct iovec iov[2] = {{(void *)msg, sizeof(*msg)}, {(void *)more, len}};
+	return send_iov(sock, iov, len ? 2 : 1, fds, n, MSG_DONTWAIT);
+}
+
+int aj_sync_send_two(int sock, const aj_msg *a, const aj_msg *b)
+{
+	struct iovec iov[2] = {{(void *)a, sizeof(*a)}, {(void *)b, sizeof(*b)}};
+	struct mmsghdr mm[2] = {{.msg_hdr = {.msg_iov = &iov[0], .msg_iovlen = 1}},
+				{.msg_hdr = {.msg_iov = &iov[1], .msg_iovlen = 1}}};
+	for (unsigned done = 0; done < 2;) {
+		int r = sendmmsg(sock, mm + done, 2 - done, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		done += (unsigned)r;
+	}
+	return 0;
 }
 
 int aj_sync_recv(int sock, aj_msg *msg, int *fds, size_t cap, size_t *n)
@@ -28,16 +52,18 @@ int aj_sync_send_buf(int sock, const void *buf, size_t len, const int *fds, size
 	return send_buf(sock, buf, len, fds, n, 0);
 }
 
-static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags)
+static int send_iov(int sock, struct iovec *iov, int niov, const int *fds, size_t n, int flags)
 {
 	if (n > AJ_SYNC_MAX_FDS)
 		return -E2BIG;
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	size_t len = 0;
+	for (int i = 0; i < niov; i++)
+		len += iov[i].iov_len;
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * AJ_SYNC_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
 	if (n > 0) {
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.buf;
@@ -58,6 +84,12 @@ static int send_buf(int sock, const void *buf, size_t len, const int *fds, size_
 }
 
 int aj_sync_recv_buf(int sock, void *buf, size_t len, int *fds, size_t cap, size_t *n)
+{
+	return aj_sync_recv_upto(sock, buf, len, len, NULL, fds, cap, n);
+}
+
+int aj_sync_recv_upto(int sock, void *buf, size_t min, size_t len, size_t *got, int *fds,
+		      size_t cap, size_t *n)
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
@@ -90,8 +122,10 @@ int aj_sync_recv_buf(int sock, void *buf, size_t len, int *fds, size_t cap, size
 				close(in[i]);
 		}
 	}
-	if (r != (ssize_t)len || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+	if ((size_t)r < min || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -EBADMSG;
+	if (got)
+		*got = (size_t)r;
 	return 0;
 }
 
