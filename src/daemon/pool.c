@@ -359,9 +359,10 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		pl->empty++;
 	if (r == 0 && !sb)
 		misses++;
-	if (pl && running)
-		pthread_cond_signal(&cond);
+	bool refill = pl && running;
 	pthread_mutex_unlock(&mu);
+	if (refill) /* after the unlock: threads.c says why */
+		pthread_cond_signal(&cond);
 	if (sb && json_object_size(extra) && (r = apply_extra(sb, extra, err)) < 0) {
 		aj_sandbox_unref(sb); /* never back into the pool; built fresh instead */
 		sb = NULL;

@@ -58,8 +58,11 @@ int aj_thread_start(void *(*fn)(void *), void *arg)
 	pthread_mutex_lock(&mu);
 	if (idle > queued) { /* one of them takes it */
 		queue[queued++] = (task){fn, arg};
-		pthread_cond_signal(&cv);
 		pthread_mutex_unlock(&mu);
+		/* signalled after the unlock: a thread woken while mu is held
+		 * goes back to sleep on it at once, and is woken again by the
+		 * unlock (two wake-ups and four switches for one) */
+		pthread_cond_signal(&cv);
 		return 0;
 	}
 	pthread_mutex_unlock(&mu);
