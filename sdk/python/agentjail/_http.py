@@ -11,10 +11,16 @@ to the end of the connection.
 import socket
 import ssl
 import threading
+import time
 
 _IDEMPOTENT = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}
 _KEEP_MAX = 8  # idle connections kept per Client
 _LINE_MAX = 65536
+# A connection idle for less than this is taken without checking that the
+# service still has it (three system calls): the service closes idle ones
+# after 30 s, and a service that went away meanwhile fails the send (on a
+# unix socket; the request then goes on a new connection).
+_FRESH_S = 5.0
 
 
 class _Conn:
@@ -25,6 +31,7 @@ class _Conn:
         self.reusable = reusable
         self.buf = bytearray()
         self.off = 0
+        self.idle_since = 0.0
 
     def _fill(self, n=1 << 18):
         chunk = self.sock.recv(n)
@@ -200,6 +207,7 @@ class Pool:
         self._lock = threading.Lock()
 
     def put(self, conn):
+        conn.idle_since = time.monotonic()
         with self._lock:
             if len(self._idle) < _KEEP_MAX:
                 self._idle.append(conn)
@@ -210,7 +218,8 @@ class Pool:
         with self._lock:
             while self._idle:
                 c = self._idle.pop()
-                if c.idle_ok():
+                fresh = time.monotonic() - c.idle_since < _FRESH_S and c.off == len(c.buf)
+                if fresh or c.idle_ok():
                     return c, True
                 c.close()
         return _Conn(self._connect(), self._keep), False
