@@ -448,7 +448,7 @@ def warm_pools(a, aj, log):
     import warm
 
     try:
-        return warm.measure(aj, a.warm_rounds, log=log)
+        return warm.measure(aj, a.warm_rounds, log=log, pairs=a.warm_pairs)
     except Exception as e:  # a row saying why, not a lost report
         return {"unavailable": f"{type(e).__name__}: {e}"}
 
@@ -665,7 +665,7 @@ def main():
         a.density_steps, a.scale_samples, a.py_rounds = [1, 5, 10], 3, 3
         a.api_stream_bytes, a.files_bytes, a.files_reps = 16 << 20, 32 << 20, 1
         a.service_steps, a.scale_clients = [1, 5], 2
-        a.warm_rounds = 2
+        a.warm_rounds, a.warm_pairs = 2, 1
     else:
         a.rounds, a.warmup, a.stream_bytes, a.stream_reps = 100, 5, 1 << 30, 5
         a.density_steps, a.scale_samples, a.py_rounds = [1, 10, 25, 50], 10, 20
@@ -673,7 +673,7 @@ def main():
         # would be most of the run
         a.api_stream_bytes, a.files_bytes, a.files_reps = 256 << 20, 1 << 30, 3
         a.service_steps, a.scale_clients = [1, 10, 50, 100], 4
-        a.warm_rounds = 20
+        a.warm_rounds, a.warm_pairs = 20, 3
     aj = os.path.abspath(a.agentjail)
     os.makedirs(a.out, exist_ok=True)
 

@@ -14,7 +14,12 @@ interleaved rounds:
 The Python image: --image NAME (its warm-up is what is imported), else the
 shipped "python" image when built (pandas), else a small image made from the
 host's /usr/bin/python3.11 whose warm-up imports a few heavy stdlib modules.
-Needs root. Usage: bench/warm.py [--rounds 20] [--aj build/agentjail] [--json OUT]
+Each round measures direct and pool PAIRS times (default 3), the rest once.
+Every timed case starts on a quiet machine (settle(): the CPUs idle for a
+20 ms window; what an earlier case or benchmark left to the kernel, such as
+a sandbox's teardown or the writeback of a large file, falls on no one's
+hand-offs), right after a request to the service.
+Needs root. Usage: bench/warm.py [--rounds 20] [--pairs 3] [--aj build/agentjail] [--json OUT]
 """
 import argparse
 import json
@@ -33,6 +38,27 @@ from agentjail import Client, Sandbox  # noqa: E402
 
 STDLIB_WARMUP = ("python3 -c 'import asyncio, json, decimal, email.mime.multipart, "
                  "http.client, xml.etree.ElementTree, unittest, argparse, logging'")
+
+
+def cpu_busy(window=0.02):
+    """The share of all CPUs' time not idle over window seconds (/proc/stat)."""
+    def snap():
+        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+        return sum(v) - v[3] - v[4], sum(v)  # not idle, not iowait
+    b0, t0 = snap()
+    time.sleep(window)
+    b1, t1 = snap()
+    return (b1 - b0) / max(1, t1 - t0)
+
+
+def settle(limit=0.05, timeout=2.0):
+    """Wait until the machine is quiet: a window with under limit of the
+    CPUs busy (at most timeout seconds). Returns the last window's share."""
+    end = time.monotonic() + timeout
+    busy = cpu_busy()
+    while busy > limit and time.monotonic() < end:
+        busy = cpu_busy()
+    return busy
 
 
 def ms(t0):
@@ -80,8 +106,9 @@ def wait_for(pred, timeout=60):
     raise RuntimeError("timed out waiting")
 
 
-def measure(aj, rounds, image=None, state=None, log=lambda m: None):
-    """The five cases in interleaved rounds; returns medians, ratios, samples."""
+def measure(aj, rounds, image=None, state=None, log=lambda m: None, pairs=3):
+    """The five cases in interleaved rounds (direct and pool pairs times
+    each); returns medians, ratios, samples."""
     aj = os.path.abspath(aj)
     tmp = tempfile.mkdtemp(prefix="aj-bench-warm-")
     if not state:
@@ -117,26 +144,33 @@ def measure(aj, rounds, image=None, state=None, log=lambda m: None):
         def quiet():  # both pools full, every zygote warm: no refill competes for the CPU
             return ready("default", 2) and ready(image, 2, "warm")
 
+        def start():
+            """Each timed case starts the same way: the service quiet (pools
+            full, zygotes warm), the machine quiet, then right after a
+            request (an idle machine makes any spawn ~0.8 ms slower, a busy
+            one slower too)."""
+            wait_for(quiet)
+            settle()
+            quiet()
+
         samples = {k: [] for k in ("direct", "pool", "fresh", "warm-py", "cold-py")}
         for i in range(rounds):
             log(f"warm pools: round {i + 1}/{rounds}")
-            # each timed case starts the same way: right after the request
-            # that found the service quiet (an idle machine makes any
-            # spawn ~0.8 ms slower, a busy one slower too)
-            wait_for(quiet)
-            t0 = time.perf_counter_ns()
-            subprocess.run(["/bin/true"], check=True)
-            samples["direct"].append(ms(t0))
+            for _ in range(pairs):
+                start()
+                t0 = time.perf_counter_ns()
+                subprocess.run(["/bin/true"], check=True)
+                samples["direct"].append(ms(t0))
 
-            wait_for(quiet)
-            t0 = time.perf_counter_ns()
-            sb = Sandbox.create(c)
-            r = sb.exec(["true"])
-            samples["pool"].append(ms(t0))
-            assert r.exit_code == 0
-            sb.kill()
+                start()
+                t0 = time.perf_counter_ns()
+                sb = Sandbox.create(c)
+                r = sb.exec(["true"])
+                samples["pool"].append(ms(t0))
+                assert r.exit_code == 0
+                sb.kill()
 
-            wait_for(quiet)
+            start()
             t0 = time.perf_counter_ns()
             sb = Sandbox.create(c, hostname="fresh")  # never from a pool (not applied at hand-out)
             r = sb.exec(["true"])
@@ -146,14 +180,14 @@ def measure(aj, rounds, image=None, state=None, log=lambda m: None):
             wait_for(quiet)
             sb = Sandbox.create(c, image=image)
             wait_for(lambda: sb.refresh().get("interpreter"))
-            wait_for(quiet)
+            start()
             t0 = time.perf_counter_ns()
             r = sb.exec(["python3", "-c", code])
             samples["warm-py"].append(ms(t0))
             assert r.exit_code == 0, r.stderr
             sb.kill()
 
-            wait_for(quiet)
+            start()
             sb = Sandbox.create(c, image=image, hostname="fresh")
             t0 = time.perf_counter_ns()
             r = sb.exec(["python3", "-c", code])
@@ -161,7 +195,7 @@ def measure(aj, rounds, image=None, state=None, log=lambda m: None):
             assert r.exit_code == 0, r.stderr
             sb.kill()
         med = {k: statistics.median(v) for k, v in samples.items()}
-        return {"image": image, "warmup": warmup, "rounds": rounds, "median_ms": med,
+        return {"image": image, "warmup": warmup, "rounds": rounds, "pairs": pairs, "median_ms": med,
                 "pool_vs_direct": med["pool"] / med["direct"],
                 "fresh_vs_direct": med["fresh"] / med["direct"],
                 "warm_vs_cold_python": med["warm-py"] / med["cold-py"], "samples_ms": samples}
@@ -176,12 +210,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--aj", default=os.path.join(HERE, "..", "build", "agentjail"))
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=3, help="direct and pool samples per round")
     ap.add_argument("--image")
     ap.add_argument("--state", help="an image store to use (default: a temporary one, "
                     "or /var/lib/agentjail when it has the python image)")
     ap.add_argument("--json")
     a = ap.parse_args()
-    res = measure(a.aj, a.rounds, a.image, a.state)
+    res = measure(a.aj, a.rounds, a.image, a.state, pairs=a.pairs)
     med = res["median_ms"]
     print(f"image {res['image']}: {res['warmup']}")
     print(f"{'case':10} {'median ms':>10}")
