@@ -18,9 +18,12 @@
 
 #include "sync.h"
 
-static void pair(int sv[2])
+/* A socket pair as agentjail and init have, a pipe, an empty message. */
+static void prepare(int sv[2], int p[2], aj_msg *m)
 {
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(pipe(p), 0);
+	memset(m, 0, sizeof(*m));
 }
 
 static bool is_open(int fd)
@@ -32,10 +35,8 @@ static void test_more_with_fds(void **state)
 {
 	(void)state;
 	int sv[2], p[2];
-	pair(sv);
-	assert_int_equal(pipe(p), 0);
 	aj_msg m;
-	memset(&m, 0, sizeof(m));
+	prepare(sv, p, &m);
 	m.type = AJ_MSG_EXEC;
 	m.argc = 2;
 	static const char spec[] = "/tmp\0echo\0hi\0";
@@ -69,10 +70,11 @@ static void test_more_with_fds(void **state)
 static void test_two(void **state)
 {
 	(void)state;
-	int sv[2];
-	pair(sv);
+	int sv[2], p[2];
 	aj_msg a, b, r;
-	memset(&a, 0, sizeof(a));
+	prepare(sv, p, &a);
+	close(p[0]);
+	close(p[1]);
 	memset(&b, 0, sizeof(b));
 	a.type = AJ_MSG_STARTED;
 	b.type = AJ_MSG_EXIT;
@@ -93,10 +95,8 @@ static void test_refused(void **state)
 {
 	(void)state;
 	int sv[2], p[2];
-	pair(sv);
-	assert_int_equal(pipe(p), 0);
 	aj_msg m;
-	memset(&m, 0, sizeof(m));
+	prepare(sv, p, &m);
 	/* a fixed-size reader refuses a message with more after it */
 	char more[64] = {0};
 	assert_int_equal(aj_sync_send_more(sv[0], &m, more, sizeof(more), NULL, 0), 0);
