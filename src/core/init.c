@@ -30,6 +30,19 @@ int aj_init_exec_exit(int errnum)
 	return errnum == ENOENT || errnum == ENOTDIR ? AJ_EXIT_NOTFOUND : AJ_EXIT_NOEXEC;
 }
 
+/* The EXIT message for a command's wait status. */
+static aj_msg exit_msg(int status)
+{
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_EXIT;
+	if (WIFSIGNALED(status))
+		m.signal = WTERMSIG(status);
+	else
+		m.status = WEXITSTATUS(status);
+	return m;
+}
+
 static void noop_handler(int sig)
 {
 	(void)sig;
@@ -345,11 +358,7 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 		aj_sync_send_error(a->sync_fd, &exec_err);
 		_exit(exec_err.exit);
 	}
-	m.type = AJ_MSG_EXIT;
-	if (WIFSIGNALED(status))
-		m.signal = WTERMSIG(status);
-	else
-		m.status = WEXITSTATUS(status);
+	m = exit_msg(status);
 	(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
 	_exit(0);
 }
@@ -410,15 +419,9 @@ static bool ended_at_once(pid_t pid, int sock)
 	if (waitpid(pid, &status, WNOHANG) != pid)
 		return false;
 	kill(-pid, SIGKILL); /* what it left in its process group */
-	aj_msg a, b;
+	aj_msg a, b = exit_msg(status);
 	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
 	a.type = AJ_MSG_STARTED;
-	b.type = AJ_MSG_EXIT;
-	if (WIFSIGNALED(status))
-		b.signal = WTERMSIG(status);
-	else
-		b.status = WEXITSTATUS(status);
 	(void)aj_sync_send_two(sock, &a, &b);
 	close(sock);
 	return true;
@@ -482,13 +485,7 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 static void serve_reaped(serve_exec *e, int status)
 {
 	kill(-e->pid, SIGKILL);
-	aj_msg m;
-	memset(&m, 0, sizeof(m));
-	m.type = AJ_MSG_EXIT;
-	if (WIFSIGNALED(status))
-		m.signal = WTERMSIG(status);
-	else
-		m.status = WEXITSTATUS(status);
+	aj_msg m = exit_msg(status);
 	if (e->sock >= 0) {
 		(void)aj_sync_send(e->sock, &m, NULL, 0);
 		close(e->sock);
