@@ -34,7 +34,7 @@ typedef struct aj_msg {
 	int signal;   /* AJ_MSG_EXIT: terminating signal or 0 */
 	aj_error err; /* AJ_MSG_ERROR */
 	int argc;     /* AJ_MSG_EXEC: strings of the command line, then */
-	int envc;     /* of the environment, in the spec memfd */
+	int envc;     /* of the environment, in the spec (init.h) */
 } aj_msg;
 
 /* The largest spec sent in the message itself: with it, one page (a usual

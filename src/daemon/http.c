@@ -126,7 +126,6 @@ static int complete(aj_req *r)
 {
 	if (r->job) /* its command has ended (its exit event was the last) */
 		aj_exec_detach(r);
-	r->finished = false;
 	r->status = 0; /* a stray writable finds nothing to do */
 	return lws_http_transaction_completed(r->wsi) ? -1 : 0;
 }
@@ -138,8 +137,6 @@ static int complete(aj_req *r)
 static int on_writable(aj_req *r)
 {
 	unsigned char buf[LWS_PRE + AJ_HTTP_HEAD_MAX + AJ_HTTP_CHUNK];
-	if (r->finished) /* a stream's end, flushed */
-		return complete(r);
 	if (!r->status)
 		return 0;
 	if (r->job) {
@@ -150,13 +147,14 @@ static int on_writable(aj_req *r)
 	if (!r->headers_sent && aj_http_head(r, &p, start + AJ_HTTP_HEAD_MAX) < 0)
 		return -1;
 	size_t n = 0;
+	bool fin = true; /* the body is all written with this */
 	if (r->resp) {
 		n = r->resp_len - r->resp_off;
 		if (n > AJ_HTTP_CHUNK)
 			n = AJ_HTTP_CHUNK;
 		memcpy(p, r->resp + r->resp_off, n);
 		r->resp_off += n;
-		r->finished = r->resp_off == r->resp_len;
+		fin = r->resp_off == r->resp_len;
 	} else if (r->dl_fd >= 0) {
 		ssize_t k = read(r->dl_fd, p,
 				 r->dl_left < AJ_HTTP_CHUNK ? (size_t)r->dl_left : AJ_HTTP_CHUNK);
@@ -165,15 +163,13 @@ static int on_writable(aj_req *r)
 		n = (size_t)k;
 		r->dl_left -= n;
 		aj_metrics_add(&aj_stats.bytes_out, n);
-		r->finished = r->dl_left == 0;
-	} else {
-		r->finished = true;
+		fin = r->dl_left == 0;
 	}
 	size_t len = (size_t)(p - start) + n;
-	if (len && lws_write(r->wsi, start, len,
-			     r->finished ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)len)
+	if (len &&
+	    lws_write(r->wsi, start, len, fin ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)len)
 		return -1;
-	if (r->finished)
+	if (fin)
 		return complete(r);
 	lws_callback_on_writable(r->wsi);
 	return 0;

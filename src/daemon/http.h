@@ -41,7 +41,7 @@ typedef struct aj_req {
 	size_t resp_len, resp_off;
 	bool headers_sent, stream; /* stream: length unknown */
 	bool chunked;		   /* a stream in chunks (HTTP/1.1), else to the close */
-	bool finished;		   /* all written: complete on the next writable */
+	bool finished;		   /* WebSocket: the close frame went out */
 	bool closing;		   /* WebSocket: close on the next writable */
 	int dl_fd;		   /* download: read and sent chunk by chunk */
 	unsigned long long dl_left;
