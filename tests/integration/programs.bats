@@ -13,16 +13,34 @@ needed() {
 
 @test "programs: agentjail itself needs no network, crypto, HTTP or WebSocket library" {
     command -v readelf >/dev/null || skip "readelf not installed (binutils)"
-    local libs
+    local libs heavy
     libs=$(needed "$AJ_REAL")
-    [ -n "$libs" ] || fail "no NEEDED entries read from $AJ_REAL"
-    echo "$libs" | grep -q '^libc\.so' || fail "libc not among: $libs"
-    local heavy
-    for heavy in libnftables libmnl libldns libhttp_parser libcrypto libssl libwebsockets libcurl; do
-        if echo "$libs" | grep -q "^$heavy\."; then
-            fail "agentjail needs $heavy (it belongs in a helper): $libs"
-        fi
-    done
+    if readelf -l "$AJ_REAL" | grep -q 'INTERP'; then
+        [ -n "$libs" ] || fail "no NEEDED entries read from $AJ_REAL"
+        echo "$libs" | grep -q '^libc\.so' || fail "libc not among: $libs"
+        for heavy in libnftables libmnl libldns libhttp_parser libcrypto libssl libwebsockets libcurl; do
+            if echo "$libs" | grep -q "^$heavy\."; then
+                fail "agentjail needs $heavy (it belongs in a helper): $libs"
+            fi
+        done
+    else
+        # a static PIE (meson -Dstatic_cli, docs/performance.md round 12):
+        # no shared object at all, still position-independent, and none of
+        # the heavy libraries' code linked in
+        [ -z "$libs" ] || fail "no interpreter but NEEDED entries: $libs"
+        readelf -h "$AJ_REAL" | grep -q 'DYN' || fail "static agentjail is not a PIE"
+        readelf -d "$AJ_REAL" | grep -q 'BIND_NOW' || fail "static agentjail without BIND_NOW"
+        readelf -l "$AJ_REAL" | grep -q 'GNU_RELRO' || fail "static agentjail without RELRO"
+        local syms
+        syms=$(readelf -sW "$AJ_REAL" | awk '$4 == "FUNC" {print $8}')
+        [ -n "$syms" ] || skip "stripped: no symbols to check"
+        echo "$syms" | grep -q '^seccomp_' || fail "no libseccomp code in the static agentjail"
+        for heavy in nft_ctx_new mnl_socket_open ldns_ http_parser_init EVP_ SSL_ lws_ curl_; do
+            if echo "$syms" | grep -q "^$heavy"; then
+                fail "agentjail links $heavy code (it belongs in a helper)"
+            fi
+        done
+    fi
     # and the helpers do need theirs
     needed "$(dirname "$AJ_REAL")/agentjail-net" | grep -q '^libnftables\.' || fail "agentjail-net without libnftables"
     needed "$(dirname "$AJ_REAL")/agentjail-service" | grep -q '^libwebsockets\.' || fail "agentjail-service without libwebsockets"
