@@ -379,7 +379,7 @@ class Session:
                 raise AgentjailError(502, "websocket", "the service closed the connection")
             self._buf += chunk
         status, rest = self._buf.split(b"\r\n\r\n", 1)
-        self._buf, self._off = bytearray(rest), 0  # received, not read yet: _buf[_off:]
+        self._rb = _http.RecvBuf(rest)  # received, not read yet
         if b" 101 " not in status.split(b"\r\n")[0]:
             raise AgentjailError(400, "websocket", status.split(b"\r\n")[0].decode())
         self.status = None
@@ -402,33 +402,10 @@ class Session:
         self._send_frame(2, b"\0" + (data.encode() if isinstance(data, str) else data))
 
     def _read(self, n):
-        """n bytes: small reads (frame heads) from a buffer filled 256 KiB at a
-        time; the rest of a large payload straight into its own bytes."""
-        have = len(self._buf) - self._off
-        if have >= n:
-            out = bytes(memoryview(self._buf)[self._off:self._off + n])
-            self._off += n
-            return out
-        if n < 4096:
-            del self._buf[:self._off]
-            self._off = 0
-            while len(self._buf) < n:
-                chunk = self._sock.recv(1 << 18)
-                if not chunk:
-                    raise EOFError
-                self._buf += chunk
-            return self._read(n)
-        out = bytearray(n)
-        view = memoryview(out)
-        view[:have] = memoryview(self._buf)[self._off:]
-        del self._buf[:]
-        self._off = 0
-        while have < n:
-            k = self._sock.recv_into(view[have:], n - have)
-            if not k:
-                raise EOFError
-            have += k
-        return bytes(out)
+        """n bytes of the connection."""
+        if not self._rb.fill(self._sock, n):
+            raise EOFError
+        return self._rb.take(n)
 
     def recv(self):
         """The next (channel, bytes); (None, reason) once the service closed."""

@@ -23,47 +23,86 @@ _LINE_MAX = 65536
 _FRESH_S = 5.0
 
 
+_RECV_MIN = 1 << 14  # a receive buffer's first size
+_RECV_MAX = 1 << 18  # ... and the size it grows to while data keeps coming
+
+
+class RecvBuf:
+    """Bytes received and not read yet, buf[lo:hi], in one bytearray that
+    is refilled in place with recv_into. A recv() per read allocated new
+    memory each time, and on the test VM its page faults were the cost:
+    ~100k of them for 256 MiB streamed over the WebSocket, 4-7x slower
+    (docs/performance.md, round 12). It starts small (a short response
+    touches a page or two) and doubles while receives fill it."""
+
+    def __init__(self, data=b""):
+        self.buf = bytearray(max(_RECV_MIN, len(data)))
+        self.buf[:len(data)] = data
+        self.lo, self.hi = 0, len(data)
+        self.full = False
+
+    def __len__(self):
+        return self.hi - self.lo
+
+    def fill(self, sock, need=1):
+        """Receive until at least need bytes are unread; False if the
+        connection ended first."""
+        while self.hi - self.lo < need:
+            have = self.hi - self.lo
+            if self.lo and (self.lo == self.hi or self.lo + need > len(self.buf)
+                            or self.hi == len(self.buf)):
+                self.buf[:have] = bytes(memoryview(self.buf)[self.lo:self.hi])
+                self.lo, self.hi = 0, have
+            room = len(self.buf) - self.hi
+            if room < need - have or (self.full and len(self.buf) < _RECV_MAX):
+                self.buf += bytes(max(len(self.buf), need - have - room))
+                room = len(self.buf) - self.hi
+            with memoryview(self.buf) as v:
+                k = sock.recv_into(v[self.hi:])
+            if not k:
+                return False
+            self.hi += k
+            self.full = k == room  # more may be waiting: grow the next time
+        return True
+
+    def take(self, n):
+        """Up to n of the unread bytes."""
+        n = min(n, self.hi - self.lo)
+        with memoryview(self.buf) as v:
+            out = bytes(v[self.lo:self.lo + n])
+        self.lo += n
+        return out
+
+    def find(self, sub):
+        """Offset of sub in the unread bytes, or -1."""
+        i = self.buf.find(sub, self.lo, self.hi)
+        return i - self.lo if i >= 0 else -1
+
+
 class _Conn:
     """A socket with a read buffer."""
 
     def __init__(self, sock, reusable):
         self.sock = sock
         self.reusable = reusable
-        self.buf = bytearray()
-        self.off = 0
+        self.rb = RecvBuf()
         self.idle_since = 0.0
-
-    def _fill(self, n=1 << 18):
-        chunk = self.sock.recv(n)
-        if not chunk:
-            return False
-        if self.off:
-            del self.buf[:self.off]
-            self.off = 0
-        self.buf += chunk
-        return True
 
     def readline(self):
         while True:
-            i = self.buf.find(b"\n", self.off)
+            i = self.rb.find(b"\n")
             if i >= 0:
-                line = bytes(self.buf[self.off:i + 1])
-                self.off = i + 1
-                return line
-            if len(self.buf) - self.off > _LINE_MAX:
+                return self.rb.take(i + 1)
+            if len(self.rb) > _LINE_MAX:
                 raise ConnectionError("a line of the response is too long")
-            if not self._fill():
-                line = bytes(self.buf[self.off:])
-                self.off = len(self.buf)
-                return line
+            if not self.rb.fill(self.sock, len(self.rb) + 1):
+                return self.rb.take(len(self.rb))
 
     def read_some(self, n):
         """Up to n bytes (b"" at the end of the connection)."""
-        if self.off == len(self.buf) and not self._fill(max(n, 1 << 16)):
+        if not self.rb and not self.rb.fill(self.sock):
             return b""
-        out = bytes(self.buf[self.off:self.off + n])
-        self.off += len(out)
-        return out
+        return self.rb.take(n)
 
     def read_exact(self, n):
         parts = []
@@ -77,7 +116,7 @@ class _Conn:
 
     def idle_ok(self):
         """Still usable for the next request: nothing unread, not closed."""
-        if self.off != len(self.buf):
+        if self.rb:
             return False
         timeout = self.sock.gettimeout()
         try:
@@ -218,7 +257,7 @@ class Pool:
         with self._lock:
             while self._idle:
                 c = self._idle.pop()
-                fresh = time.monotonic() - c.idle_since < _FRESH_S and c.off == len(c.buf)
+                fresh = time.monotonic() - c.idle_since < _FRESH_S and not c.rb
                 if fresh or c.idle_ok():
                     return c, True
                 c.close()

@@ -2,6 +2,7 @@
 
 import io
 import os
+import random
 import socket
 import sys
 import tempfile
@@ -9,7 +10,74 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from agentjail import AgentjailError, Client, Sandbox  # noqa: E402
+from agentjail import AgentjailError, Client, Sandbox, _http  # noqa: E402
+
+
+class RecvBufTest(unittest.TestCase):
+    """The SDK's receive buffer (no service needed): every byte in order
+    whatever the sizes of sends and reads, growth for a read larger than
+    the buffer, bounded size for small reads, the end of the connection."""
+
+    def stream(self, data, chunks):
+        a, b = socket.socketpair()
+        rnd = random.Random(7)
+
+        def writer():
+            i = 0
+            while i < len(data):
+                n = rnd.choice(chunks)
+                a.sendall(data[i:i + n])
+                i += n
+            a.close()
+
+        import threading
+        t = threading.Thread(target=writer)
+        t.start()
+        return b, t
+
+    def test_reads_every_byte_in_order(self):
+        data = os.urandom(3 << 20)
+        sock, t = self.stream(data, [1, 7, 100, 4096, 70000, 300000])
+        rb, rnd, got = _http.RecvBuf(b"head"), random.Random(3), []
+        data = b"head" + data  # what the handshake's read left comes first
+        total, have = len(data), 0
+        while have < total:
+            n = min(rnd.choice([1, 2, 9, 1000, 65535, 200000, 700000]), total - have)
+            self.assertTrue(rb.fill(sock, n))
+            got.append(rb.take(n))
+            self.assertEqual(len(got[-1]), n)
+            have += n
+        self.assertFalse(rb.fill(sock, 1))  # the end
+        t.join()
+        sock.close()
+        self.assertEqual(b"".join(got), data)
+        self.assertGreaterEqual(len(rb.buf), 700000)  # grown for the largest read
+
+    def test_small_reads_keep_it_small(self):
+        data = os.urandom(8 << 20)
+        sock, t = self.stream(data, [65536])
+        rb, out = _http.RecvBuf(), []
+        while rb.fill(sock, 3):
+            out.append(rb.take(3))
+        out.append(rb.take(len(rb)))
+        t.join()
+        sock.close()
+        self.assertEqual(b"".join(out), data)
+        self.assertLessEqual(len(rb.buf), 2 * _http._RECV_MAX)
+
+    def test_lines_and_a_short_end(self):
+        a, b = socket.socketpair()
+        a.sendall(b"one\ntwo\nthr")
+        a.close()
+        c = _http._Conn(b, False)
+        self.assertEqual(c.readline(), b"one\n")
+        self.assertEqual(c.readline(), b"two\n")
+        self.assertEqual(c.readline(), b"thr")
+        self.assertEqual(c.readline(), b"")
+        self.assertEqual(c.read_some(10), b"")
+        with self.assertRaises(ConnectionError):
+            c.read_exact(1)
+        b.close()
 
 
 class SDKTest(unittest.TestCase):
