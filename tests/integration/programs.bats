@@ -11,18 +11,25 @@ needed() {
     readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
 }
 
+# Fails when a line of TEXT starts with one of the NAMES (then SUFFIX).
+none_of() { # TEXT SUFFIX NAMES...
+    local text=$1 suffix=$2 name
+    shift 2
+    for name in "$@"; do
+        if echo "$text" | grep -q "^$name$suffix"; then
+            fail "agentjail has $name (it belongs in a helper): $(echo "$text" | grep "^$name$suffix" | head -3)"
+        fi
+    done
+}
+
 @test "programs: agentjail itself needs no network, crypto, HTTP or WebSocket library" {
     command -v readelf >/dev/null || skip "readelf not installed (binutils)"
-    local libs heavy
+    local libs
     libs=$(needed "$AJ_REAL")
     if readelf -l "$AJ_REAL" | grep -q 'INTERP'; then
         [ -n "$libs" ] || fail "no NEEDED entries read from $AJ_REAL"
         echo "$libs" | grep -q '^libc\.so' || fail "libc not among: $libs"
-        for heavy in libnftables libmnl libldns libhttp_parser libcrypto libssl libwebsockets libcurl; do
-            if echo "$libs" | grep -q "^$heavy\."; then
-                fail "agentjail needs $heavy (it belongs in a helper): $libs"
-            fi
-        done
+        none_of "$libs" '\.' libnftables libmnl libldns libhttp_parser libcrypto libssl libwebsockets libcurl
     else
         # a static PIE (meson -Dstatic_cli, docs/performance.md round 12):
         # no shared object at all, still position-independent, and none of
@@ -35,11 +42,7 @@ needed() {
         syms=$(readelf -sW "$AJ_REAL" | awk '$4 == "FUNC" {print $8}')
         [ -n "$syms" ] || skip "stripped: no symbols to check"
         echo "$syms" | grep -q '^seccomp_' || fail "no libseccomp code in the static agentjail"
-        for heavy in nft_ctx_new mnl_socket_open ldns_ http_parser_init EVP_ SSL_ lws_ curl_; do
-            if echo "$syms" | grep -q "^$heavy"; then
-                fail "agentjail links $heavy code (it belongs in a helper)"
-            fi
-        done
+        none_of "$syms" '' nft_ctx_new mnl_socket_open ldns_ http_parser_init EVP_ SSL_ lws_ curl_
     fi
     # and the helpers do need theirs
     needed "$(dirname "$AJ_REAL")/agentjail-net" | grep -q '^libnftables\.' || fail "agentjail-net without libnftables"
