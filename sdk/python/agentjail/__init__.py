@@ -372,13 +372,13 @@ class Session:
         if sb.client.token:
             head.append("Authorization: Bearer " + sb.client.token)
         self._sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
-        self._buf = b""
-        while b"\r\n\r\n" not in self._buf:
+        got = b""
+        while b"\r\n\r\n" not in got:
             chunk = self._sock.recv(4096)
             if not chunk:
                 raise AgentjailError(502, "websocket", "the service closed the connection")
-            self._buf += chunk
-        status, rest = self._buf.split(b"\r\n\r\n", 1)
+            got += chunk
+        status, rest = got.split(b"\r\n\r\n", 1)
         self._rb = _http.RecvBuf(rest)  # received, not read yet
         if b" 101 " not in status.split(b"\r\n")[0]:
             raise AgentjailError(400, "websocket", status.split(b"\r\n")[0].decode())

@@ -6,6 +6,7 @@ import random
 import socket
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -30,7 +31,6 @@ class RecvBufTest(unittest.TestCase):
                 i += n
             a.close()
 
-        import threading
         t = threading.Thread(target=writer)
         t.start()
         return b, t
