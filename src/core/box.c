@@ -131,7 +131,23 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 		aj_err_prefix(err, "sandbox setup failed");
 		r = -(err->code ? err->code : EINVAL);
 	} else {
-		r = aj_err(err, r < 0 ? -r : EPROTO, "the sandbox's keeper died during setup");
+		/* how it ended says why: killed by a signal, or an exit of its
+		 * own (its message went to the service's stderr) */
+		int st = 0, code = r < 0 ? -r : EPROTO;
+		close(b->ctl);
+		b->ctl = -1;
+		while (waitpid(b->keeper, &st, 0) < 0 && errno == EINTR)
+			;
+		b->keeper = 0;
+		if (WIFSIGNALED(st))
+			r = aj_err(err, code,
+				   "the sandbox's keeper died during setup: killed by signal %d",
+				   WTERMSIG(st));
+		else
+			r = aj_err(err, code,
+				   "the sandbox's keeper ended during setup with status %d",
+				   WEXITSTATUS(st));
+		aj_err_hint(err, "the service's log has the keeper's own message, if any");
 	}
 	for (size_t i = 0; i < n; i++)
 		if (fds[i] >= 0)

@@ -419,6 +419,24 @@ EOF
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }
 
+@test "serve: a keeper that dies during setup: an error that says how it ended; the service keeps serving" {
+    # the service with a stand-in for its keeper program (found next to it)
+    mkdir -p "$T/fk"
+    cp "$(dirname "$AJ_REAL")/agentjail-service" "$T/fk/"
+    printf '#!/bin/sh\necho "keeper stand-in: $*" >&2\nkill -KILL $$\n' >"$T/fk/agentjail"
+    chmod +x "$T/fk/agentjail"
+    AJ="$T/fk/agentjail-service" svc_start
+    run api POST /v1/sandboxes -d '{}'
+    [[ "$output" == *'"code":"create_failed"'* ]] || fail "create: $output"
+    [[ "$output" == *"keeper died during setup: killed by signal 9"* ]] || fail "create: $output"
+    printf '#!/bin/sh\nexit 3\n' >"$T/fk/agentjail"
+    run api POST /v1/sandboxes -d '{}'
+    [[ "$output" == *"keeper ended during setup with status 3"* ]] || fail "create: $output"
+    grep -q "keeper stand-in: __keeper" "$BATS_TEST_TMPDIR/serve.log" || fail "no keeper message in the log"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+    api GET /healthz | grep -q ok || fail "the service stopped serving"
+}
+
 @test "serve: a second service on the same state directory is refused" {
     svc_start
     run "$AJ" serve --socket "$T/other.sock" --state-dir "$STATE"
