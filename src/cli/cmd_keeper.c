@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "box.h"
+#include "image.h"
 #include "commands.h"
 #include "policy.h"
 #include "sync.h"
@@ -88,7 +89,9 @@ int aj_cmd_keeper(int argc, char **argv)
 	aj_policy_init(&p);
 	p.quiet = true;			      /* as the service made it */
 	r = aj_policy_from_json(&p, j, &err); /* reads AGENTJAIL_STATE_DIR (images) */
-	/* after the policy: the title wipes the environment's strings */
+	/* after the policy and the state directory (the /etc and /dev copies
+	 * are kept there): the title wipes the environment's strings */
+	(void)aj_state_dir();
 	aj_proctitle_set("agentjail-box");
 	if (r == 0)
 		r = aj_sandbox_hold(&p, ctl);

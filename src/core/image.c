@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +32,23 @@
 
 extern char **environ;
 
-const char *aj_state_dir(void)
+static char state_dir[PATH_MAX];
+
+static void read_state_dir(void)
 {
 	const char *s = getenv("AGENTJAIL_STATE_DIR");
-	return s && s[0] == '/' ? s : AJ_STATE_DIR_DEFAULT;
+	if (!s || s[0] != '/' || strlen(s) >= sizeof(state_dir))
+		s = AJ_STATE_DIR_DEFAULT;
+	memcpy(state_dir, s, strlen(s) + 1);
+}
+
+/* Read once: a process title set later wipes the environment's strings
+ * (the service's keepers set theirs after the policy, util.c). */
+const char *aj_state_dir(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, read_state_dir);
+	return state_dir;
 }
 
 bool aj_image_name_ok(const char *name)

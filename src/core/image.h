@@ -42,7 +42,7 @@ typedef struct aj_image_info {
 	unsigned long long size_bytes, files;
 } aj_image_info;
 
-/* $AGENTJAIL_STATE_DIR, else /var/lib/agentjail. */
+/* $AGENTJAIL_STATE_DIR, else /var/lib/agentjail (read at the first call). */
 const char *aj_state_dir(void);
 /* Is name a valid image name: [a-z0-9][a-z0-9._-]{0,63}? */
 bool aj_image_name_ok(const char *name);

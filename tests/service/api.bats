@@ -437,6 +437,15 @@ EOF
     api GET /healthz | grep -q ok || fail "the service stopped serving"
 }
 
+@test "serve: the keepers keep their /etc and /dev copies in \$AGENTJAIL_STATE_DIR" {
+    AGENTJAIL_STATE_DIR="$T/ajstate" svc_start
+    id=$(sb_create)
+    [ -n "$id" ] || fail "no sandbox"
+    assert_eq "$(sb_exec "$id" '{"cmd": "cat /etc/hostname"}' | events_stdout)" "agentjail"
+    [ -d "$T/ajstate/etc-cache" ] || fail "no etc-cache in \$AGENTJAIL_STATE_DIR: $(ls -a "$T/ajstate" 2>&1)"
+    [ -d "$T/ajstate/dev-cache" ] || fail "no dev-cache in \$AGENTJAIL_STATE_DIR"
+}
+
 @test "serve: a second service on the same state directory is refused" {
     svc_start
     run "$AJ" serve --socket "$T/other.sock" --state-dir "$STATE"
