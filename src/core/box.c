@@ -98,11 +98,16 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 	return pid;
 }
 
-int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *err)
+void aj_box_init(aj_box *b)
 {
 	memset(b, 0, sizeof(*b));
-	b->policy = p;
 	b->ctl = b->sock = b->root = b->oom = -1;
+}
+
+int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *err)
+{
+	aj_box_init(b);
+	b->policy = p;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "socketpair");

@@ -39,6 +39,8 @@ typedef struct aj_box {
 	struct aj_zygote *zygote; /* a warm interpreter (zygote.h), or NULL */
 } aj_box;
 
+/* An empty box (no fds: aj_box_destroy closes nothing of the caller's). */
+void aj_box_init(aj_box *b);
 /* Build a sandbox for p (p->argv is ignored). The calling thread must
  * live as long as the box (the keeper dies with it). source: p as the
  * JSON text it was made from (aj_policy_from_json, with quiet set): the

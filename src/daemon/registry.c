@@ -273,7 +273,7 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	pthread_mutex_init(&sb->procs_mu, NULL);
 	pthread_mutex_init(&sb->state_mu, NULL);
 	sb->root_fd = -1;
-	sb->box.ctl = sb->box.sock = sb->box.root = -1;
+	aj_box_init(&sb->box); /* a refused policy destroys it as it is */
 	sb->refs = 1;
 	make_id(sb->id, sizeof(sb->id));
 	sb->policy.quiet = true;

@@ -446,6 +446,19 @@ EOF
     [ -d "$T/ajstate/dev-cache" ] || fail "no dev-cache in \$AGENTJAIL_STATE_DIR"
 }
 
+@test "serve: a create refused for its policy closes nothing of the service's" {
+    svc_start
+    # the supervisor is the service's process ($SVC_PID: agentjail serve
+    # execs it); its stdin is /dev/null, the lowest fd, the first reused
+    assert_eq "$(readlink "/proc/$SVC_PID/fd/0")" /dev/null
+    for body in '{"memory": "lots"}' '{"bogus_option": "x"}' '{"pids": -1}'; do
+        api POST /v1/sandboxes -d "$body" | grep -q '"error"' || fail "accepted: $body"
+    done
+    assert_eq "$(readlink "/proc/$SVC_PID/fd/0")" /dev/null
+    id=$(sb_create)
+    assert_eq "$(sb_exec "$id" '{"cmd": "echo fine"}' | events_stdout)" "fine"
+}
+
 @test "serve: a second service on the same state directory is refused" {
     svc_start
     run "$AJ" serve --socket "$T/other.sock" --state-dir "$STATE"
