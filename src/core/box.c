@@ -98,6 +98,21 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 	return pid;
 }
 
+/* Close the keeper's socket (it tears everything down and exits) and
+ * reap it: its wait status, 0 when there was none. */
+static int end_keeper(aj_box *b)
+{
+	int st = 0;
+	if (b->ctl >= 0)
+		close(b->ctl);
+	if (b->keeper > 0)
+		while (waitpid(b->keeper, &st, 0) < 0 && errno == EINTR)
+			;
+	b->ctl = -1;
+	b->keeper = 0;
+	return st;
+}
+
 void aj_box_init(aj_box *b)
 {
 	memset(b, 0, sizeof(*b));
@@ -138,12 +153,7 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 	} else {
 		/* how it ended says why: killed by a signal, or an exit of its
 		 * own (its message went to the service's stderr) */
-		int st = 0, code = r < 0 ? -r : EPROTO;
-		close(b->ctl);
-		b->ctl = -1;
-		while (waitpid(b->keeper, &st, 0) < 0 && errno == EINTR)
-			;
-		b->keeper = 0;
+		int st = end_keeper(b), code = r < 0 ? -r : EPROTO;
 		if (WIFSIGNALED(st))
 			r = aj_err(err, code,
 				   "the sandbox's keeper died during setup: killed by signal %d",
@@ -170,16 +180,11 @@ void aj_box_destroy(aj_box *b)
 		close(b->root);
 	if (b->oom >= 0)
 		close(b->oom);
-	if (b->ctl >= 0)
-		close(b->ctl); /* the keeper tears everything down and exits */
-	if (b->keeper > 0)
-		while (waitpid(b->keeper, NULL, 0) < 0 && errno == EINTR)
-			;
+	(void)end_keeper(b);
 	aj_zygote_free(b); /* its command ended with the sandbox */
 	aj_strv_free(b->envp);
 	b->envp = NULL;
-	b->sock = b->ctl = b->root = b->oom = -1;
-	b->keeper = 0;
+	b->sock = b->root = b->oom = -1;
 }
 
 int aj_box_root_fd(const aj_box *b, aj_error *err)
