@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "inroot.h"
 #include "mount.h"
 #include "util.h"
 
@@ -240,12 +241,13 @@ int aj_mask_workspace(const aj_policy *p, const char *root, const char *scratch,
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof(ws), "%s" AJ_WORKSPACE_DIR, root);
 	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || root_fd < 0) {
-		if (fd >= 0)
-			close(fd);
-		return aj_err(err, errno, "mask: cannot open the workspace");
-	}
+	/* where the workspace was mounted: looked up inside the root, as the
+	 * mount point was (an image's /workspace may be a link) */
+	int fd = root_fd < 0
+		     ? -errno
+		     : aj_open_in_root(root_fd, AJ_WORKSPACE_DIR, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return aj_err(err, -fd, "mask: cannot open the workspace");
 	mask_walk w = {
 	    .p = p, .scratch = scratch, .root_fd = root_fd, .ws_mnt = mnt_id(fd), .err = err};
 	int r = walk(&w, fd, ws, "", 0);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "etc.h"
+#include "inroot.h"
 #include "mask.h"
 #include "userns.h"
 #include "util.h"
@@ -137,63 +138,147 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
 	return 0;
 }
 
-/* Create the mount point for dest below NEWROOT: a directory, or an empty
- * file when the source is a file. made (may be NULL) holds the last parent
- * directory made: most binds share theirs (/newroot/etc), one mkdir less. */
-static int make_mountpoint(const char *path, bool is_dir, char *made, size_t made_len)
+/* ---- every target in the new root is resolved inside it (inroot.h) ----
+ *
+ * The new root may be an image or a --rootfs whose links point anywhere
+ * (`home -> /oldroot/tmp`, `tmp -> ../../../tmp`), and binds may land in
+ * directories the sandbox could write (the workspace): a path string
+ * below NEWROOT would follow them to the host. So each mount point is
+ * looked up and made through descriptors, as if the new root were "/", and
+ * each mount is moved onto the descriptor (MOVE_MOUNT_T_EMPTY_PATH). */
+
+/* Move the detached mount mnt onto dest inside the tree of rootfd, made
+ * (a directory, or a file when !is_dir) when missing. */
+static int move_into_root(int mnt, int rootfd, const char *dest, bool is_dir, aj_error *err)
 {
-	char parent[4096];
-	snprintf(parent, sizeof(parent), "%s", path);
-	char *slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		if (!made || strcmp(made, parent) != 0) {
-			int r = aj_mkdir_p(parent, 0755);
-			if (r < 0)
-				return r;
-			if (made)
-				snprintf(made, made_len, "%s", parent);
-		}
-	}
-	if (is_dir)
-		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	close(fd);
+	_cleanup_close_ int t =
+	    is_dir ? aj_mkdir_in_root(rootfd, dest, 0755) : aj_mkfile_in_root(rootfd, dest, 0644);
+	if (t < 0)
+		return aj_err(err, -t,
+			      "cannot make the mount point %s inside the sandbox's root: %s", dest,
+			      strerror(-t));
+	if (aj_move_mount(mnt, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return aj_err(err, errno, "cannot mount at %s", dest);
 	return 0;
 }
 
-static int attach_op(aj_mount_op *op, const char *root, char *made, size_t made_len, aj_error *err)
+/* A new detached filesystem of type with opts ("key=value" or "flag",
+ * NULL-terminated) and the mount attributes attrs, or -errno. */
+static int new_fs(const char *type, const char *const *opts, unsigned attrs, aj_error *err)
 {
-	char dest[4096];
-	snprintf(dest, sizeof(dest), "%s%s", root, op->dest);
+	_cleanup_close_ int fs = fsopen(type, FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return aj_err(err, errno, "cannot make a %s filesystem", type);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", type, 0) < 0)
+		return aj_err(err, errno, "%s: option source refused", type);
+	for (size_t i = 0; opts && opts[i]; i++) {
+		char key[64];
+		const char *eq = strchr(opts[i], '=');
+		snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - opts[i]) : 63, opts[i]);
+		if (fsconfig(fs, eq ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, key,
+			     eq ? eq + 1 : NULL, 0) < 0)
+			return aj_err(err, errno, "%s: option %s refused", type, opts[i]);
+	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return aj_err(err, errno, "cannot make a %s filesystem", type);
+	int m = fsmount(fs, FSMOUNT_CLOEXEC, attrs);
+	return m < 0 ? aj_err(err, errno, "cannot mount a %s filesystem", type) : m;
+}
+
+/* The op's detached tree in op->fd (opened now, from the host root at
+ * OLDROOT, when the parent did not). 1: an optional source is missing. */
+static int op_tree(aj_mount_op *op, aj_error *err)
+{
+	if (op->skip)
+		return 1;
+	if (op->fd >= 0)
+		return 0;
+	int fd = open_detached(op, OLDROOT, -1, err);
+	if (fd == -ENOENT && op->optional)
+		return 1;
+	if (fd < 0)
+		return fd;
+	op->fd = fd;
+	return 0;
+}
+
+/* dest's parent directory inside the root (made when missing) and its last
+ * name. *cache holds the last parent opened (most binds share theirs,
+ * /etc): one lookup less. */
+typedef struct parent_cache {
+	char path[4096];
+	int fd;
+} parent_cache;
+
+static int parent_in_root(int rootfd, const char *dest, parent_cache *cache, const char **base)
+{
+	const char *slash = strrchr(dest, '/');
+	size_t n = slash ? (size_t)(slash - dest) : 0;
+	*base = slash ? slash + 1 : dest;
+	if (n >= sizeof(cache->path))
+		return -ENAMETOOLONG;
+	if (cache->fd >= 0 && strlen(cache->path) == n && !strncmp(cache->path, dest, n))
+		return cache->fd;
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%.*s", (int)n, dest);
+	int fd = aj_mkdir_in_root(rootfd, dir, 0755);
+	if (fd < 0)
+		return fd;
+	if (cache->fd >= 0)
+		close(cache->fd);
+	cache->fd = fd;
+	memcpy(cache->path, dir, n + 1);
+	return fd;
+}
+
+/* The mount point dest: made in its (cached) parent when it is missing;
+ * else what dest resolves to inside the root (a link is followed in it). */
+static int mountpoint(int rootfd, const char *dest, bool is_dir, parent_cache *cache)
+{
+	const char *base;
+	int dir = parent_in_root(rootfd, dest, cache, &base);
+	if (dir >= 0 && *base && strcmp(base, ".") && strcmp(base, "..")) {
+		int m = is_dir ? mkdirat(dir, base, 0755)
+			       : openat(dir, base,
+					O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (!is_dir && m >= 0)
+			m = close(m);
+		if (m == 0) {
+			int fd = openat(dir, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			return fd < 0 ? -errno : fd;
+		}
+	}
+	/* there already (maybe a link), or the parent needs the whole lookup */
+	return is_dir ? aj_mkdir_in_root(rootfd, dest, 0755)
+		      : aj_mkfile_in_root(rootfd, dest, 0644);
+}
+
+static int attach_op(aj_mount_op *op, int rootfd, parent_cache *cache, aj_error *err)
+{
 	if (op->kind == AJ_MOUNT_SYMLINK) {
-		char parent[4096];
-		snprintf(parent, sizeof(parent), "%s", dest);
-		*strrchr(parent, '/') = '\0';
-		(void)aj_mkdir_p(parent, 0755);
-		if (symlink(op->src, dest) < 0 && errno != EEXIST)
+		const char *base;
+		int dir = parent_in_root(rootfd, op->dest, cache, &base);
+		if (dir < 0)
+			return aj_err(err, -dir, "cannot make the directory of %s: %s", op->dest,
+				      strerror(-dir));
+		if (symlinkat(op->src, dir, base) < 0 && errno != EEXIST)
 			return aj_err(err, errno, "cannot create symlink %s", op->dest);
 		return 0;
 	}
-	if (op->skip)
-		return 0;
-	if (op->fd < 0) {
-		int fd = open_detached(op, OLDROOT, -1, err);
-		if (fd == -ENOENT && op->optional)
-			return 0;
-		if (fd < 0)
-			return fd;
-		op->fd = fd;
-	}
+	int r = op_tree(op, err);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	struct stat st;
 	if (fstat(op->fd, &st) < 0)
 		return aj_err(err, errno, "cannot stat the mount of '%s'", op->src);
-	int r = make_mountpoint(dest, S_ISDIR(st.st_mode), made, made_len);
+	int t = mountpoint(rootfd, op->dest, S_ISDIR(st.st_mode), cache);
+	if (t < 0)
+		return aj_err(err, -t,
+			      "cannot make the mount point %s inside the sandbox's root: %s",
+			      op->dest, strerror(-t));
+	r = aj_move_mount(op->fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	close(t);
 	if (r < 0)
-		return aj_err(err, -r, "cannot create mount point %s", op->dest);
-	if (aj_move_mount(op->fd, "", AT_FDCWD, dest, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return aj_err(err, errno, "cannot mount '%s' at %s", op->src, op->dest);
 	close(op->fd);
 	op->fd = -1;
@@ -260,33 +345,28 @@ static int setup_scratch(const aj_policy *p, aj_error *err)
 	return 0;
 }
 
-/* Bind a directory of the scratch tmpfs at dest. */
-static int bind_scratch(const char *name, const char *dest, aj_error *err)
+/* Bind a directory of the scratch tmpfs (nosuid, nodev) at dest inside the
+ * new root. */
+static int bind_scratch(const char *name, int rootfd, const char *dest, aj_error *err)
 {
 	char src[64];
 	snprintf(src, sizeof(src), SCRATCH "/%s", name);
-	int r = aj_mkdir_p(dest, 0755);
-	if (r < 0)
-		return aj_err(err, -r, "cannot create %s", dest);
-	if (mount(src, dest, NULL, MS_BIND, NULL) < 0 ||
-	    mount(NULL, dest, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0)
-		return aj_err(err, errno, "cannot mount %s", dest);
-	return 0;
+	_cleanup_close_ int fd = aj_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0 || aj_mount_setattr(fd, "", AT_EMPTY_PATH, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				       0, -1) < 0)
+		return aj_err(err, errno, "cannot bind %s for %s", src, dest);
+	return move_into_root(fd, rootfd, dest, true, err);
 }
 
 /* --allow with --rootfs: the image's /etc/resolv.conf (in the overlay's
  * upper layer) names agentjail's resolver. /etc and the file are looked up
  * as the sandbox will see them: a symlink in the image can't point the
  * write at the host. */
-static int rootfs_resolv(const char *text, aj_error *err)
+static int rootfs_resolv(int root, const char *text, aj_error *err)
 {
-	_cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	_cleanup_close_ int etc =
-	    root < 0 ? -1 : (int)syscall(SYS_openat2, root, "etc", &how, sizeof(how));
+	_cleanup_close_ int etc = aj_open_in_root(root, "/etc", O_PATH | O_DIRECTORY, 0);
 	if (etc < 0)
-		return aj_err(err, errno, "--allow: the --rootfs has no usable /etc");
+		return aj_err(err, -etc, "--allow: the --rootfs has no usable /etc");
 	if (unlinkat(etc, "resolv.conf", 0) < 0 && errno != ENOENT)
 		return aj_err(err, errno,
 			      "--allow: cannot replace the --rootfs's /etc/resolv.conf");
@@ -300,12 +380,15 @@ static int rootfs_resolv(const char *text, aj_error *err)
 static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	aj_mount_op *lower = &plan->ops[0];
-	int r;
-	if (mkdir("/lower", 0755) < 0)
-		return aj_err(err, errno, "cannot prepare the overlay directories");
-	lower->dest[0] = '\0'; /* attach at /lower */
-	if ((r = attach_op(lower, "/lower", NULL, 0, err)) < 0)
-		return r;
+	int r = op_tree(lower, err);
+	if (r != 0)
+		return r < 0 ? r : aj_err(err, ENOENT, "cannot open --rootfs %s", p->rootfs);
+	if (mkdir("/lower", 0755) < 0 ||
+	    aj_move_mount(lower->fd, "", AT_FDCWD, "/lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return aj_err(err, errno, "cannot mount --rootfs %s as the overlay's lower layer",
+			      p->rootfs);
+	close(lower->fd);
+	lower->fd = -1;
 	const char *o1 =
 	    "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work,userxattr";
 	const char *o2 = "lowerdir=/lower,upperdir=" SCRATCH "/upper,workdir=" SCRATCH "/work";
@@ -318,49 +401,55 @@ static int setup_rootfs_overlay(const aj_policy *p, aj_mount_plan *plan, aj_erro
 	return 0;
 }
 
-static int mount_devpts_shm(aj_error *err)
+static int mount_devpts_shm(int rootfd, aj_error *err)
 {
-	if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		  "newinstance,ptmxmode=0666,mode=0620") < 0)
-		return aj_err(err, errno, "cannot mount a new devpts instance");
-	return bind_scratch("shm", NEWROOT "/dev/shm", err);
+	static const char *const opts[] = {"newinstance", "ptmxmode=0666", "mode=0620", NULL};
+	_cleanup_close_ int pts =
+	    new_fs("devpts", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	if (pts < 0)
+		return pts;
+	int r = move_into_root(pts, rootfd, "/dev/pts", true, err);
+	return r < 0 ? r : bind_scratch("shm", rootfd, "/dev/shm", err);
 }
 
 /* /dev: the state directory's prepared one (dev_cache.c) or a small tmpfs
  * with the links and a bind per node (the plan's); a new devpts instance and
  * the scratch's shm on top. */
-static int setup_dev(aj_mount_plan *plan, aj_error *err)
+static int setup_dev(aj_mount_plan *plan, int rootfd, aj_error *err)
 {
 	if (plan->dev_cached) {
-		if ((mkdir(NEWROOT "/dev", 0755) < 0 && errno != EEXIST) ||
-		    aj_move_mount(plan->dev_tree, "", AT_FDCWD, NEWROOT "/dev",
-				  MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			return aj_err(err, errno, "cannot mount the prepared /dev");
+		int r = move_into_root(plan->dev_tree, rootfd, "/dev", true, err);
+		if (r < 0)
+			return r;
 		close(plan->dev_tree);
 		plan->dev_tree = -1;
-		return mount_devpts_shm(err);
+		return mount_devpts_shm(rootfd, err);
 	}
-	int r = mount_tmpfs(NEWROOT "/dev", "mode=0755,size=64k", MS_NOSUID | MS_NOEXEC, err);
-	if (r < 0)
-		return r;
+	static const char *const opts[] = {"mode=0755", "size=64k", NULL};
+	_cleanup_close_ int dev = new_fs("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	if (dev < 0)
+		return dev;
+	/* filled while detached: dev is the new tmpfs itself */
 	static const char *const links[][2] = {
-	    {"/proc/self/fd", NEWROOT "/dev/fd"},	{"/proc/self/fd/0", NEWROOT "/dev/stdin"},
-	    {"/proc/self/fd/1", NEWROOT "/dev/stdout"}, {"/proc/self/fd/2", NEWROOT "/dev/stderr"},
-	    {"pts/ptmx", NEWROOT "/dev/ptmx"},
+	    {"/proc/self/fd", "fd"},	   {"/proc/self/fd/0", "stdin"},
+	    {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
+	    {"pts/ptmx", "ptmx"},
 	};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(links); i++)
-		if (symlink(links[i][0], links[i][1]) < 0)
-			return aj_err(err, errno, "cannot create %s", links[i][1]);
-	if (mkdir(NEWROOT "/dev/pts", 0755) < 0)
+		if (symlinkat(links[i][0], dev, links[i][1]) < 0)
+			return aj_err(err, errno, "cannot create /dev/%s", links[i][1]);
+	if (mkdirat(dev, "pts", 0755) < 0)
 		return aj_err(err, errno, "cannot create /dev/pts");
-	return mount_devpts_shm(err);
+	int r = move_into_root(dev, rootfd, "/dev", true, err);
+	return r < 0 ? r : mount_devpts_shm(rootfd, err);
 }
 
 /* The default root's /etc: the cached copy of the host's files
  * (etc_cache.c), whose links for the generated files point to
  * AJ_ETC_GENERATED_DIR; or, without a copy, the generated files in the root
- * and a bind per host file (the plan's). */
-static int setup_etc(aj_mount_plan *plan, aj_error *err)
+ * and a bind per host file (the plan's). The root is agentjail's own tmpfs
+ * here (no --rootfs), and nothing of the host is mounted in it yet. */
+static int setup_etc(aj_mount_plan *plan, int rootfd, aj_error *err)
 {
 	if (!plan->etc_cached)
 		return aj_etc_write(NEWROOT, &plan->etc, err);
@@ -369,19 +458,17 @@ static int setup_etc(aj_mount_plan *plan, aj_error *err)
 		return aj_err(err, -r, "cannot create %s", AJ_ETC_GENERATED_DIR);
 	if ((r = aj_etc_write_dir(NEWROOT AJ_ETC_GENERATED_DIR, &plan->etc, err)) < 0)
 		return r;
-	if (mkdir(NEWROOT "/etc", 0755) < 0 ||
-	    aj_move_mount(plan->etc_tree, "", AT_FDCWD, NEWROOT "/etc", MOVE_MOUNT_F_EMPTY_PATH) <
-		0)
-		return aj_err(err, errno, "cannot mount the copy of the host's /etc");
+	if ((r = move_into_root(plan->etc_tree, rootfd, "/etc", true, err)) < 0)
+		return r;
 	close(plan->etc_tree);
 	plan->etc_tree = -1;
 	return 0;
 }
 
-static int setup_tmp_home(aj_error *err)
+static int setup_tmp_home(int rootfd, aj_error *err)
 {
-	int r = bind_scratch("tmp", NEWROOT "/tmp", err);
-	return r < 0 ? r : bind_scratch("home", NEWROOT AJ_SANDBOX_HOME, err);
+	int r = bind_scratch("tmp", rootfd, "/tmp", err);
+	return r < 0 ? r : bind_scratch("home", rootfd, AJ_SANDBOX_HOME, err);
 }
 
 static int pivot_into_newroot(bool readonly_root, aj_error *err)
@@ -403,34 +490,46 @@ static int pivot_into_newroot(bool readonly_root, aj_error *err)
 	return 0;
 }
 
+/* /proc, /dev, /tmp, home, the default root's /etc, resolv.conf, then the
+ * plan's binds: each at its place inside the root of rootfd. */
+static int fill_root(const aj_policy *p, aj_mount_plan *plan, int rootfd, aj_error *err)
+{
+	_cleanup_close_ int proc =
+	    new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	int r = proc < 0 ? proc : move_into_root(proc, rootfd, "/proc", true, err);
+	if (r < 0 || (r = setup_dev(plan, rootfd, err)) < 0 ||
+	    (r = setup_tmp_home(rootfd, err)) < 0)
+		return r;
+	if (!p->rootfs && (r = setup_etc(plan, rootfd, err)) < 0)
+		return r;
+	if (p->rootfs && p->net == AJ_NET_ALLOW &&
+	    (r = rootfs_resolv(rootfd, plan->resolv_conf, err)) < 0)
+		return r;
+	parent_cache cache = {.fd = -1};
+	for (size_t i = p->rootfs ? 1 : 0; r == 0 && i < plan->n; i++)
+		r = attach_op(&plan->ops[i], rootfd, &cache, err);
+	if (cache.fd >= 0)
+		close(cache.fd);
+	return r;
+}
+
 int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	int r = enter_staging(err);
 	if (r < 0 || (r = setup_scratch(p, err)) < 0)
 		return r;
-	size_t first = 0;
 	if (p->rootfs) {
 		if ((r = setup_rootfs_overlay(p, plan, err)) < 0)
 			return r;
-		first = 1;
 	} else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=8m") <
 		   0) {
 		return aj_err(err, errno, "cannot mount the root tmpfs");
 	}
-	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
-	    (aj_mkdir_p(NEWROOT "/proc", 0755) < 0 ||
-	     mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
-		return aj_err(err, errno, "cannot mount a fresh /proc");
-	if ((r = setup_dev(plan, err)) < 0 || (r = setup_tmp_home(err)) < 0)
+	_cleanup_close_ int rootfd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return aj_err(err, errno, "cannot open the new root");
+	if ((r = fill_root(p, plan, rootfd, err)) < 0)
 		return r;
-	if (!p->rootfs && (r = setup_etc(plan, err)) < 0)
-		return r;
-	if (p->rootfs && p->net == AJ_NET_ALLOW && (r = rootfs_resolv(plan->resolv_conf, err)) < 0)
-		return r;
-	char made[4096] = "";
-	for (size_t i = first; i < plan->n; i++)
-		if ((r = attach_op(&plan->ops[i], NEWROOT, made, sizeof(made), err)) < 0)
-			return r;
 	if (p->workspace && (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
 		return r;
 	return pivot_into_newroot(!p->rootfs, err);

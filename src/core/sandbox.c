@@ -359,6 +359,11 @@ static int parent_start(run_ctx *c, aj_error *err)
 	int fds[1];
 	size_t n = 0;
 	r = aj_sync_recv(c->sock[0], &m, fds, 1, &n);
+	/* a child that failed and exited with CGROUP_DONE unread: the reset
+	 * is reported first (a seqpacket socket's pending error comes before
+	 * its queue), its error message is still queued behind it */
+	if (r == -ECONNRESET)
+		r = aj_sync_recv(c->sock[0], &m, fds, 1, &n);
 	if (r < 0)
 		return aj_err(err, -r, "the sandbox died during setup");
 	if (m.type == AJ_MSG_ERROR) {
