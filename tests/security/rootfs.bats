@@ -329,3 +329,40 @@ make_oci() { # DIR OUT.tar
     done
     assert_host_unchanged_and_inside
 }
+
+# agentjail as nobody (the exec chain keeps its pid for the residue check).
+nr_exec() {
+    cd "$NRDIR" && exec timeout -k 5 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+        env -i PATH=/usr/bin:/bin HOME="$NRDIR" LANG=C "$NRDIR/agentjail" "$@" </dev/null
+}
+
+@test "unprivileged: a hostile --rootfs can't make agentjail write where its caller can" {
+    command -v setpriv >/dev/null || skip "setpriv not installed"
+    AJ_EXTRA_UID=65534
+    NRDIR=$(mktemp -d /tmp/ajtest-nonroot.XXXXXX)
+    AJ_MARKERS+=("$(basename "$NRDIR")")
+    chmod 0755 "$NRDIR"
+    aj_copy_programs "$NRDIR"
+    local v r
+    for v in abs rel chain dotdot loop; do
+        cp -a "$BASE" "$NRDIR/root-$v"
+        # a directory of the caller's own: what agentjail may write as it
+        mkdir -p "$C/nr-$v"
+        chown 65534:65534 "$C/nr-$v"
+        plant "$NRDIR/root-$v" home "$v" "$C/nr-$v" /home
+        plant "$NRDIR/root-$v" data "$v" "$C/nr-$v" /data
+    done
+    (nr_exec run --rootfs "$NRDIR/root-abs" -- /bin/probe exit 0) || true # its state, made once
+    snapshot
+    for v in abs rel chain dotdot loop; do
+        run --separate-stderr nr_exec run --rootfs "$NRDIR/root-$v" --ro "$NRDIR/agentjail:/data/x" -- /bin/probe mounts
+        r=$(resolved "$v" "$C/nr-$v")
+        assert_inside_or_refused "$(is_loop "$v" "" "")" /home/agent "$r/agent" "nobody: $v" ||
+            BAD+=("nobody:$v")
+        [ "$v" = loop ] || assert_output_has_line "mount=$r/x" || BAD+=("nobody:$v:data")
+    done
+    local rc=0
+    assert_host_unchanged_and_inside || rc=1
+    rm -rf "${NRDIR:?}"
+    return $rc
+}
