@@ -366,3 +366,34 @@ nr_exec() {
     rm -rf "${NRDIR:?}"
     return $rc
 }
+
+@test "image build --from-tar: a member can't write through a link an earlier member planted" {
+    mkdir -p "$C/tar"
+    chmod 1777 "$C/tar"
+    python3 - "$T/evil.tar" "$C/tar" <<'PY'
+import io, sys, tarfile
+out, host = sys.argv[1:3]
+with tarfile.open(out, "w") as t:
+    for name, target in [("bin", None), ("abs", host), ("rel", "../../../../../../../.." + host), ("chain", "c1"), ("c1", "abs")]:
+        i = tarfile.TarInfo(name)
+        if target is None:
+            i.type, i.mode = tarfile.DIRTYPE, 0o755
+        else:
+            i.type, i.linkname = tarfile.SYMTYPE, target
+        t.addfile(i)
+    for name in ("abs/pwned", "rel/pwned", "chain/pwned"):
+        i = tarfile.TarInfo(name)
+        i.size = 2
+        t.addfile(i, io.BytesIO(b"x\n"))
+PY
+    # the store is agentjail's to change (its build directory comes and
+    # goes): outside the listed trees for this test
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/store
+    snapshot
+    run --separate-stderr aj_timeout "$AJ" image build eviltar --from-tar "$T/evil.tar"
+    assert_status 125
+    run --separate-stderr aj_timeout "$AJ" image inspect eviltar
+    assert_status 125
+    assert_host_unchanged
+    assert_eq "$(ls -A "$AGENTJAIL_STATE_DIR/images")" "" "the store after a refused build"
+}
