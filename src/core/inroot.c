@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mount.h"
 #include "util.h"
 
 #define MAX_LINKS 40	/* as the kernel's MAXSYMLINKS */
@@ -169,4 +170,17 @@ int aj_mkfile_in_root(int rootfd, const char *path, mode_t mode)
 	if (fd != -ENOENT)
 		return fd;
 	return make_in_root(rootfd, path, mode, false);
+}
+
+int aj_mount_in_root(int mnt, int rootfd, const char *dest, bool is_dir, aj_error *err)
+{
+	_cleanup_close_ int t =
+	    is_dir ? aj_mkdir_in_root(rootfd, dest, 0755) : aj_mkfile_in_root(rootfd, dest, 0644);
+	if (t < 0)
+		return aj_err(err, -t,
+			      "cannot make the mount point %s inside the sandbox's root: %s", dest,
+			      strerror(-t));
+	if (aj_move_mount(mnt, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return aj_err(err, errno, "cannot mount at %s", dest);
+	return 0;
 }

@@ -15,7 +15,10 @@
 #ifndef AJ_INROOT_H
 #define AJ_INROOT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
+
+#include "error.h"
 
 /* Open path (absolute or relative: both start at rootfd) inside the tree of
  * rootfd with open(2) flags (mode for O_CREAT); missing parents are not
@@ -32,5 +35,11 @@ int aj_mkdir_in_root(int rootfd, const char *path, mode_t mode);
  * itself, when missing, an empty regular file of mode. What is there may be
  * any kind of file but a directory. Returns an O_PATH fd of it. */
 int aj_mkfile_in_root(int rootfd, const char *path, mode_t mode);
+
+/* Attach the detached mount mnt (open_tree, fsmount) at dest inside the
+ * tree of rootfd: the mount point is made as above (a directory, or a file
+ * when !is_dir) and the mount moved onto its descriptor
+ * (MOVE_MOUNT_T_EMPTY_PATH), never onto a path string. mnt stays open. */
+int aj_mount_in_root(int mnt, int rootfd, const char *dest, bool is_dir, aj_error *err);
 
 #endif

@@ -147,21 +147,6 @@ int aj_mount_plan_open(aj_mount_plan *plan, const char *sandbox_map, uid_t host_
  * looked up and made through descriptors, as if the new root were "/", and
  * each mount is moved onto the descriptor (MOVE_MOUNT_T_EMPTY_PATH). */
 
-/* Move the detached mount mnt onto dest inside the tree of rootfd, made
- * (a directory, or a file when !is_dir) when missing. */
-static int move_into_root(int mnt, int rootfd, const char *dest, bool is_dir, aj_error *err)
-{
-	_cleanup_close_ int t =
-	    is_dir ? aj_mkdir_in_root(rootfd, dest, 0755) : aj_mkfile_in_root(rootfd, dest, 0644);
-	if (t < 0)
-		return aj_err(err, -t,
-			      "cannot make the mount point %s inside the sandbox's root: %s", dest,
-			      strerror(-t));
-	if (aj_move_mount(mnt, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return aj_err(err, errno, "cannot mount at %s", dest);
-	return 0;
-}
-
 /* A new detached filesystem of type with opts ("key=value" or "flag",
  * NULL-terminated) and the mount attributes attrs, or -errno. */
 static int new_fs(const char *type, const char *const *opts, unsigned attrs, aj_error *err)
@@ -355,7 +340,7 @@ static int bind_scratch(const char *name, int rootfd, const char *dest, aj_error
 	if (fd < 0 || aj_mount_setattr(fd, "", AT_EMPTY_PATH, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 				       0, -1) < 0)
 		return aj_err(err, errno, "cannot bind %s for %s", src, dest);
-	return move_into_root(fd, rootfd, dest, true, err);
+	return aj_mount_in_root(fd, rootfd, dest, true, err);
 }
 
 /* --allow with --rootfs: the image's /etc/resolv.conf (in the overlay's
@@ -408,7 +393,7 @@ static int mount_devpts_shm(int rootfd, aj_error *err)
 	    new_fs("devpts", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 	if (pts < 0)
 		return pts;
-	int r = move_into_root(pts, rootfd, "/dev/pts", true, err);
+	int r = aj_mount_in_root(pts, rootfd, "/dev/pts", true, err);
 	return r < 0 ? r : bind_scratch("shm", rootfd, "/dev/shm", err);
 }
 
@@ -418,7 +403,7 @@ static int mount_devpts_shm(int rootfd, aj_error *err)
 static int setup_dev(aj_mount_plan *plan, int rootfd, aj_error *err)
 {
 	if (plan->dev_cached) {
-		int r = move_into_root(plan->dev_tree, rootfd, "/dev", true, err);
+		int r = aj_mount_in_root(plan->dev_tree, rootfd, "/dev", true, err);
 		if (r < 0)
 			return r;
 		close(plan->dev_tree);
@@ -440,7 +425,7 @@ static int setup_dev(aj_mount_plan *plan, int rootfd, aj_error *err)
 			return aj_err(err, errno, "cannot create /dev/%s", links[i][1]);
 	if (mkdirat(dev, "pts", 0755) < 0)
 		return aj_err(err, errno, "cannot create /dev/pts");
-	int r = move_into_root(dev, rootfd, "/dev", true, err);
+	int r = aj_mount_in_root(dev, rootfd, "/dev", true, err);
 	return r < 0 ? r : mount_devpts_shm(rootfd, err);
 }
 
@@ -458,7 +443,7 @@ static int setup_etc(aj_mount_plan *plan, int rootfd, aj_error *err)
 		return aj_err(err, -r, "cannot create %s", AJ_ETC_GENERATED_DIR);
 	if ((r = aj_etc_write_dir(NEWROOT AJ_ETC_GENERATED_DIR, &plan->etc, err)) < 0)
 		return r;
-	if ((r = move_into_root(plan->etc_tree, rootfd, "/etc", true, err)) < 0)
+	if ((r = aj_mount_in_root(plan->etc_tree, rootfd, "/etc", true, err)) < 0)
 		return r;
 	close(plan->etc_tree);
 	plan->etc_tree = -1;
@@ -496,7 +481,7 @@ static int fill_root(const aj_policy *p, aj_mount_plan *plan, int rootfd, aj_err
 {
 	_cleanup_close_ int proc =
 	    new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
-	int r = proc < 0 ? proc : move_into_root(proc, rootfd, "/proc", true, err);
+	int r = proc < 0 ? proc : aj_mount_in_root(proc, rootfd, "/proc", true, err);
 	if (r < 0 || (r = setup_dev(plan, rootfd, err)) < 0 ||
 	    (r = setup_tmp_home(rootfd, err)) < 0)
 		return r;
