@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* The cgroup hierarchies agentjail needs, mounted in a mount namespace of
+ * its own when the one it runs in has none where it looks (a fresh /sys:
+ * `ip netns exec`, `unshare -m` and a new sysfs). Nothing of it reaches
+ * the host: the namespace is a slave of the host's (host mounts still
+ * come in, ours never go out) and ends with the process. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "util.h"
+
+#define CG_BASE "/sys/fs/cgroup"
+
+/* The controllers agentjail makes cgroups with. */
+static const char *const used[] = {"memory", "pids", "cpu", "freezer"};
+
+static char mount_failure[256];
+
+const char *aj_cgroup_mount_failure(void)
+{
+	return mount_failure;
+}
+
+typedef struct subsys {
+	char name[32];
+	int hier; /* 0: on cgroup v2 (or no hierarchy) */
+} subsys;
+
+/* The enabled controllers of /proc/cgroups ("name hierarchy num enabled"). */
+static size_t read_subsys(subsys *s, size_t max)
+{
+	_cleanup_free_ char *txt = NULL;
+	if (aj_read_file("/proc/cgroups", &txt, NULL) < 0)
+		return 0;
+	size_t n = 0;
+	char *save = NULL;
+	for (char *l = strtok_r(txt, "\n", &save); l && n < max; l = strtok_r(NULL, "\n", &save)) {
+		int hier, num, enabled;
+		if (l[0] == '#' ||
+		    sscanf(l, "%31s %d %d %d", s[n].name, &hier, &num, &enabled) != 4 || !enabled)
+			continue;
+		s[n++].hier = hier;
+	}
+	return n;
+}
+
+static int used_hier(const subsys *s, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].name, name) == 0)
+			return s[i].hier;
+	return -1; /* not in this kernel */
+}
+
+static int fail(aj_error *err, int e, const char *what)
+{
+	snprintf(mount_failure, sizeof(mount_failure), "%s: %s", what, strerror(e));
+	return aj_err(err, e, "%s", what);
+}
+
+/* Mount v1 hierarchy hier (every controller on it: the kernel wants the
+ * same set as its other mounts) at CG_BASE/NAMES. */
+static int mount_v1(const subsys *s, size_t n, int hier, aj_error *err)
+{
+	char names[256] = "", dir[512];
+	for (size_t i = 0; i < n; i++)
+		if (s[i].hier == hier)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? "," : "", s[i].name);
+	snprintf(dir, sizeof(dir), "%s/%s", CG_BASE, names);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return fail(err, errno, "cannot make a directory for the cgroup v1 hierarchies");
+	if (mount("cgroup", dir, "cgroup", MS_NOSUID | MS_NODEV | MS_NOEXEC, names) < 0) {
+		char what[320];
+		snprintf(what, sizeof(what), "cannot mount the cgroup v1 hierarchy %s", names);
+		return fail(err, errno, what);
+	}
+	return 0;
+}
+
+/* Is every hierarchy of the used controllers mounted (mountinfo)? */
+static bool all_mounted(const subsys *s, size_t n, bool *any_v1, bool *any_v2)
+{
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0)
+		return true; /* nothing to go on: aj_cgroup_create says why */
+	bool ok = true;
+	aj_cgroup_hier h;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(used); i++) {
+		int hier = used_hier(s, n, used[i]);
+		if (hier < 0)
+			continue;
+		*any_v1 |= hier > 0;
+		*any_v2 |= hier == 0;
+		if (aj_cgroup_find(mi, pc, hier > 0 ? used[i] : "", &h) < 0)
+			ok = false;
+	}
+	return ok;
+}
+
+int aj_cgroup_ensure_mounted(aj_error *err)
+{
+	subsys s[32];
+	size_t n = read_subsys(s, AJ_ARRAY_SIZE(s));
+	bool any_v1 = false, any_v2 = false;
+	mount_failure[0] = '\0';
+	if (n == 0 || all_mounted(s, n, &any_v1, &any_v2) || geteuid() != 0)
+		return 0;
+	if (unshare(CLONE_NEWNS) < 0)
+		return fail(err, errno, "cannot make a mount namespace for the cgroup hierarchies");
+	/* from here on nothing we mount propagates to the host */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return fail(err, errno, "cannot make our mount namespace a slave of the host's");
+	struct stat st;
+	if (stat(CG_BASE, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail(err, ENOENT, "no directory " CG_BASE " to mount cgroups at");
+	if (!any_v1) /* cgroup v2 only */
+		return mount("cgroup2", CG_BASE, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL) < 0
+			   ? fail(err, errno, "cannot mount cgroup2 at " CG_BASE)
+			   : 0;
+	if (mount("tmpfs", CG_BASE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=64k") < 0)
+		return fail(err, errno, "cannot mount a tmpfs at " CG_BASE);
+	int done[AJ_ARRAY_SIZE(used)];
+	size_t nd = 0;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(used); i++) {
+		int hier = used_hier(s, n, used[i]), r;
+		bool seen = false;
+		for (size_t j = 0; j < nd; j++)
+			seen |= done[j] == hier;
+		if (hier <= 0 || seen)
+			continue;
+		if ((r = mount_v1(s, n, hier, err)) < 0)
+			return r;
+		done[nd++] = hier;
+	}
+	if (any_v2 && (mkdir(CG_BASE "/unified", 0755) < 0 ||
+		       mount("cgroup2", CG_BASE "/unified", "cgroup2",
+			     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0))
+		return fail(err, errno, "cannot mount cgroup2 at " CG_BASE "/unified");
+	return 0;
+}
+
+void aj_cgroup_delegation_howto(char *buf, size_t len)
+{
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	char user[64], dirs[3 * PATH_MAX] = "";
+	snprintf(user, sizeof(user), "%u", (unsigned)geteuid()); /* chown takes a uid */
+	static const char *const ctrls[] = {"memory", "pids", "cpu"};
+	aj_cgroup_hier h;
+	bool v1 = false;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) == 0 &&
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) == 0)
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls); i++)
+			if (aj_cgroup_find(mi, pc, ctrls[i], &h) == 0) {
+				v1 = true;
+				snprintf(dirs + strlen(dirs), sizeof(dirs) - strlen(dirs), " %s",
+					 h.mount);
+			}
+	if (v1)
+		snprintf(
+		    buf, len,
+		    "cgroup v1: as root, for d in%s; do mkdir -p $d/agentjail-%s && chown -R "
+		    "%s $d/agentjail-%s; done; then as uid %s, in the shell that runs agentjail: "
+		    "for d in%s; do echo $$ > $d/agentjail-%s/cgroup.procs; done",
+		    dirs, user, user, user, user, dirs, user);
+	else
+		snprintf(buf, len,
+			 "cgroup v2: systemd-run --user --scope -p Delegate=yes agentjail ... "
+			 "(a systemd user session); or as root: mkdir %s/agentjail-%s && chown -R "
+			 "%s %s/agentjail-%s, then move your shell into a child of it",
+			 CG_BASE, user, user, CG_BASE, user);
+}
