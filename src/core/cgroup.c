@@ -219,8 +219,10 @@ static void sweep_stale(const aj_cgroup_hier *h)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		int pid;
-		if (sscanf(de->d_name, "agentjail-%d-", &pid) != 1 || pid <= 0)
+		int pid, end = 0;
+		/* agentjail-PID-RANDOM: the '-' after PID too (%n), so that a
+		 * directory such as agentjail-1000 (a user's) is not ours */
+		if (sscanf(de->d_name, "agentjail-%d-%n", &pid, &end) != 1 || !end || pid <= 0)
 			continue;
 		if (kill(pid, 0) == 0 || errno == EPERM)
 			continue; /* its agentjail still runs */

@@ -169,14 +169,16 @@ void aj_cgroup_delegation_howto(char *buf, size_t len)
 	if (v1)
 		snprintf(
 		    buf, len,
-		    "cgroup v1: as root, for d in%s; do mkdir -p $d/agentjail-%s && chown -R "
-		    "%s $d/agentjail-%s; done; then as uid %s, in the shell that runs agentjail: "
-		    "for d in%s; do echo $$ > $d/agentjail-%s/cgroup.procs; done",
+		    "cgroup v1: as root, for d in%s; do mkdir -p $d/delegated-uid-%s && chown -R "
+		    "%s $d/delegated-uid-%s; done; then as uid %s, in the shell that runs "
+		    "agentjail: "
+		    "for d in%s; do echo $$ > $d/delegated-uid-%s/cgroup.procs; done",
 		    dirs, user, user, user, user, dirs, user);
 	else
-		snprintf(buf, len,
-			 "cgroup v2: systemd-run --user --scope -p Delegate=yes agentjail ... "
-			 "(a systemd user session); or as root: mkdir %s/agentjail-%s && chown -R "
-			 "%s %s/agentjail-%s, then move your shell into a child of it",
-			 CG_BASE, user, user, CG_BASE, user);
+		snprintf(
+		    buf, len,
+		    "cgroup v2: systemd-run --user --scope -p Delegate=yes agentjail ... "
+		    "(a systemd user session); or as root: mkdir %s/delegated-uid-%s && chown -R "
+		    "%s %s/delegated-uid-%s, then move your shell into a child of it",
+		    CG_BASE, user, user, CG_BASE, user);
 }
