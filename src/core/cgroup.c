@@ -58,6 +58,7 @@ static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t
 int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
 		   aj_cgroup_hier *out)
 {
+	bool found = false;
 	for (const char *line = mountinfo; line && *line;) {
 		const char *start = line, *nl = strchrnul(line, '\n');
 		char buf[1024];
@@ -84,11 +85,13 @@ int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *c
 			continue;
 		if (own_path(proc_cgroup, ctrl, out->own, sizeof(out->own)) < 0)
 			return -ENOENT;
+		/* the last one: a later mount is on top of (or beside) an
+		 * earlier one, e.g. agentjail's own over a covered /sys/fs/cgroup */
 		snprintf(out->mount, sizeof(out->mount), "%s", f[4]);
 		out->version = v1 ? 1 : 2;
-		return 0;
+		found = true;
 	}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }
 
 static int write_knob(const aj_cgroup_dir *d, const char *knob, const char *val, aj_error *err)

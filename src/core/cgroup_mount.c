@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -100,7 +102,11 @@ static bool all_mounted(const subsys *s, size_t n, bool *any_v1, bool *any_v2)
 			continue;
 		*any_v1 |= hier > 0;
 		*any_v2 |= hier == 0;
-		if (aj_cgroup_find(mi, pc, hier > 0 ? used[i] : "", &h) < 0)
+		/* listed, and reachable: not covered by a later mount */
+		struct statfs sf;
+		if (aj_cgroup_find(mi, pc, hier > 0 ? used[i] : "", &h) < 0 ||
+		    statfs(h.mount, &sf) < 0 ||
+		    (sf.f_type != CGROUP_SUPER_MAGIC && sf.f_type != CGROUP2_SUPER_MAGIC))
 			ok = false;
 	}
 	return ok;
