@@ -546,6 +546,7 @@ EOF
     [ -z "$(pgrep -u 65534 -f agentjail-box)" ] || fail "a keeper is left: $(pgrep -u 65534 -af agentjail-box)"
     created=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" -X POST http://agentjail/v1/sandboxes -d '{"limits": "best-effort"}')
     id=$(jq -r .id <<<"$created")
+    assert_eq "$(jq -c .limits_not_applied <<<"$created")" '["memory","pids"]' "limits_not_applied of a best-effort sandbox"
     [[ "$id" == sb-* ]]
     out=$("${as_nobody[@]}" curl -sSN --unix-socket "$SOCK" -X POST "http://agentjail/v1/sandboxes/$id/exec" \
         -d '{"cmd": "id -u; echo x >/tmp/f"}' | events_stdout)
