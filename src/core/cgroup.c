@@ -26,6 +26,19 @@ static bool has_opt(const char *list, const char *word)
 	return false;
 }
 
+/* cgroup v2: a leaf "agentjail-PID-self" that agentjail moved itself into
+ * (aj_cgroup_ensure_mounted: its own cgroup had processes, which v2 allows
+ * no controllers for children beside) is not its place: the cgroup above. */
+static void strip_self_leaf(char *path)
+{
+	char *last = strrchr(path, '/');
+	int pid, end = 0;
+	if (!last || last == path || sscanf(last + 1, "agentjail-%d-self%n", &pid, &end) != 1 ||
+	    last[1 + end] != '\0' || pid <= 0)
+		return;
+	*last = '\0';
+}
+
 /* Our path in the hierarchy whose /proc/self/cgroup line matches. */
 static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t len)
 {
@@ -46,6 +59,8 @@ static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t
 				if (match && pl < len) {
 					memcpy(out, c2 + 1, pl);
 					out[pl] = '\0';
+					if (!*ctrl)
+						strip_self_leaf(out);
 					return 0;
 				}
 			}

@@ -112,14 +112,64 @@ static bool all_mounted(const subsys *s, size_t n, bool *any_v1, bool *any_v2)
 	return ok;
 }
 
+/* cgroup v2 keeps controllers from the children of a cgroup with
+ * processes in it ("no internal processes"): agentjail in a cgroup of its
+ * own (a systemd scope with Delegate=yes, a delegated directory) moves
+ * itself into a leaf agentjail-PID-self below it and enables memory and
+ * pids (cpu too, if there) for the children, where its sandboxes' cgroups
+ * go (aj_cgroup_find takes the cgroup above the leaf; the next run sweeps
+ * the leaf once this process is gone). Only where the cgroup is ours to
+ * write; nothing changes otherwise. */
+static void v2_leave_own(void)
+{
+	_cleanup_free_ char *mi = NULL, *pc = NULL, *avail = NULL, *sub = NULL;
+	aj_cgroup_hier h;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0 ||
+	    aj_cgroup_find(mi, pc, "memory", &h) == 0 || aj_cgroup_find(mi, pc, "", &h) < 0 ||
+	    strcmp(h.own, "/") == 0)
+		return; /* v1 memory, no v2, or the root (exempt from the rule) */
+	char dir[2 * PATH_MAX], path[2 * PATH_MAX + 64];
+	snprintf(dir, sizeof(dir), "%s%s", h.mount, h.own);
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
+	if (aj_read_file(path, &avail, NULL) < 0 || !strstr(avail, "memory") ||
+	    !strstr(avail, "pids"))
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+	if (aj_read_file(path, &sub, NULL) < 0 || (strstr(sub, "memory") && strstr(sub, "pids")) ||
+	    access(path, W_OK) < 0)
+		return; /* enabled already, or not ours */
+	const char *want = strstr(avail, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
+	if (aj_write_file(path, want, 0) == 0)
+		return; /* no process in it after all */
+	char leaf[2 * PATH_MAX + 64];
+	snprintf(leaf, sizeof(leaf), "%s/agentjail-%d-self", dir, (int)getpid());
+	if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", leaf);
+	if (aj_write_file(path, "0", 0) < 0) {
+		(void)rmdir(leaf);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+	if (aj_write_file(path, want, 0) < 0) { /* others in it: back where we were */
+		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+		(void)aj_write_file(path, "0", 0);
+		(void)rmdir(leaf);
+	}
+}
+
 int aj_cgroup_ensure_mounted(aj_error *err)
 {
 	subsys s[32];
 	size_t n = read_subsys(s, AJ_ARRAY_SIZE(s));
 	bool any_v1 = false, any_v2 = false;
 	mount_failure[0] = '\0';
-	if (n == 0 || all_mounted(s, n, &any_v1, &any_v2) || geteuid() != 0)
+	if (n == 0 || all_mounted(s, n, &any_v1, &any_v2) || geteuid() != 0) {
+		if (any_v2 && !any_v1)
+			v2_leave_own();
 		return 0;
+	}
 	if (unshare(CLONE_NEWNS) < 0)
 		return fail(err, errno, "cannot make a mount namespace for the cgroup hierarchies");
 	/* from here on nothing we mount propagates to the host */
