@@ -216,15 +216,15 @@ _sandbox_memory_cgroup() { # PID
     # and filled, 256 MiB asked for; v1 charges socket buffers only with
     # memory.kmem.tcp.limit_in_bytes set (else the host pays), v2 always
     # (memory.stat sock, inside memory.max)
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 4 \
+    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
         >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     local i cg='' charged=0 limit=0
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < 300; i++)); do
         grep -q '^filled' "$T/out" 2>/dev/null && break
         sleep 0.1
     done
-    grep -q '^filled' "$T/out" || { cat "$T/out" "$T/err" >&2; fail "the attack did not fill its sockets"; }
+    grep -q '^filled' "$T/out" || { cat "$T/out" "$T/err" >&2; fail "the attack did not fill its sockets within 30 s"; }
     cg=$(_sandbox_memory_cgroup "$AJ_BG_PID")
     [ -n "$cg" ] || fail "no memory cgroup of the sandbox (agentjail-$AJ_BG_PID-*)"
     if [ -f "$cg/memory.kmem.tcp.usage_in_bytes" ]; then
