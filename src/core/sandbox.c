@@ -758,8 +758,9 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 	aj_box_info info;
 	memset(&info, 0, sizeof(info));
 	int r = aj_policy_validate(copy, &info.m.err);
-	if (r == 0)
-		(void)aj_cgroup_ensure_mounted(NULL); /* the service did already (server.c) */
+	/* no aj_cgroup_ensure_mounted here: the service did it at start
+	 * (server.c), and cgroups mounted in a namespace of the keeper's
+	 * own would be out of the service's reach (pause, limits, OOM) */
 	if (r == 0)
 		r = hold_start(&c, &info.m.err);
 	if (r < 0) {

@@ -23,7 +23,7 @@ teardown() {
     return $rc
 }
 
-@test "service under ip netns exec (no cgroups in its /sys): a sandbox's --pids and --memory are enforced, the host sees no new mount" {
+@test "service under ip netns exec (no cgroups in its /sys): a sandbox's pids and memory are enforced, pause works, the host sees no new mount" {
     local before after id out
     before=$(awk '{ print $5 }' /proc/self/mountinfo | sort)
     svc_start
@@ -36,6 +36,11 @@ teardown() {
     out=$(api POST "/v1/sandboxes/$id/exec" \
         -d '{"cmd": "x=$(head -c 300000000 /dev/zero | tr \"\\0\" a); echo survived"}')
     [[ "$(events_stdout <<<"$out")" != *survived* ]] || fail "300 MB held under memory 64M"
+    # the freezer hierarchy it mounted too: pause and resume work
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200 "pause"
+    api_status POST "/v1/sandboxes/$id/resume"
+    assert_eq "$status_code" 200 "resume"
     after=$(awk '{ print $5 }' /proc/self/mountinfo | sort)
     assert_eq "$after" "$before" "the host's mount points while the service runs"
     api_status DELETE "/v1/sandboxes/$id"
