@@ -45,6 +45,10 @@ static const char run_usage[] =
     "      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
     "      --pids N            process limit (256; 0 = none)\n"
     "      --cpus N.N          CPU quota in CPUs (none)\n"
+    "      --limits MODE       strict (default): a limit that cannot be enforced\n"
+    "                          (no usable cgroup) fails the run with exit 125;\n"
+    "                          best-effort: run with the limits that can be, the\n"
+    "                          others named on stderr and in --result\n"
     "      --timeout SECS      wall-clock limit (fractional); then SIGTERM to the\n"
     "                          whole sandbox, SIGKILL after --kill-after; exit 124\n"
     "      --kill-after SECS   grace between SIGTERM and SIGKILL (2)\n"
@@ -52,7 +56,7 @@ static const char run_usage[] =
     "      --fsize SIZE        largest file a process may write (RLIMIT_FSIZE)\n"
     "      --result FILE       write a JSON report: exit_code, signal, timed_out,\n"
     "                          oom_killed, wall_ms, cpu_user_ms, cpu_sys_ms,\n"
-    "                          peak_memory_bytes\n"
+    "                          peak_memory_bytes, limits_not_applied\n"
     "Network (docs/network.md):\n"
     "      --net none|open     none: loopback only (default); open: outbound via\n"
     "                          NAT (root), never to the host, private, link-local,\n"
@@ -108,6 +112,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_IMAGE,
+	OPT_LIMITS,
 };
 
 static const struct option run_opts[] = {
@@ -145,6 +150,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"image", required_argument, NULL, OPT_IMAGE},
+    {"limits", required_argument, NULL, OPT_LIMITS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

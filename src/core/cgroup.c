@@ -26,6 +26,19 @@ static bool has_opt(const char *list, const char *word)
 	return false;
 }
 
+/* cgroup v2: a leaf "agentjail-PID-self" that agentjail moved itself into
+ * (aj_cgroup_ensure_mounted: its own cgroup had processes, which v2 allows
+ * no controllers for children beside) is not its place: the cgroup above. */
+static void strip_self_leaf(char *path)
+{
+	char *last = strrchr(path, '/');
+	int pid, end = 0;
+	if (!last || last == path || sscanf(last + 1, "agentjail-%d-self%n", &pid, &end) != 1 ||
+	    last[1 + end] != '\0' || pid <= 0)
+		return;
+	*last = '\0';
+}
+
 /* Our path in the hierarchy whose /proc/self/cgroup line matches. */
 static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t len)
 {
@@ -46,6 +59,8 @@ static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t
 				if (match && pl < len) {
 					memcpy(out, c2 + 1, pl);
 					out[pl] = '\0';
+					if (!*ctrl)
+						strip_self_leaf(out);
 					return 0;
 				}
 			}
@@ -58,6 +73,7 @@ static int own_path(const char *proc_cgroup, const char *ctrl, char *out, size_t
 int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
 		   aj_cgroup_hier *out)
 {
+	bool found = false;
 	for (const char *line = mountinfo; line && *line;) {
 		const char *start = line, *nl = strchrnul(line, '\n');
 		char buf[1024];
@@ -84,11 +100,13 @@ int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *c
 			continue;
 		if (own_path(proc_cgroup, ctrl, out->own, sizeof(out->own)) < 0)
 			return -ENOENT;
+		/* the last one: a later mount is on top of (or beside) an
+		 * earlier one, e.g. agentjail's own over a covered /sys/fs/cgroup */
 		snprintf(out->mount, sizeof(out->mount), "%s", f[4]);
 		out->version = v1 ? 1 : 2;
-		return 0;
+		found = true;
 	}
-	return -ENOENT;
+	return found ? 0 : -ENOENT;
 }
 
 static int write_knob(const aj_cgroup_dir *d, const char *knob, const char *val, aj_error *err)
@@ -132,6 +150,10 @@ static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 		snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
 		if (r == 0 && access(sw, F_OK) == 0)
 			r = write_knob(d, "memory.memsw.limit_in_bytes", v, err);
+		/* v1 charges TCP socket buffers to the cgroup only with a tcp
+		 * limit set (and to a counter of their own): the same bound */
+		if (r == 0)
+			r = write_knob(d, "memory.kmem.tcp.limit_in_bytes", v, err);
 		if (r == 0)
 			r = write_knob(d, "memory.swappiness", "0", NULL) < 0 ? 0 : 0;
 	} else if (d->version == 1 && strcmp(d->ctrl, "pids") == 0 && p->pids) {
@@ -168,11 +190,7 @@ static int add_dir(aj_cgroup *cg, const aj_cgroup_hier *h, const char *ctrl, aj_
 	d->version = h->version;
 	if (mkdir(d->path, 0755) < 0) {
 		int e = errno;
-		aj_err(err, e, "cannot create cgroup %s", d->path);
-		if (e == EACCES || e == EPERM || e == EROFS)
-			aj_err_hint(err, "run as root, or inside a delegated cgroup (systemd-run "
-					 "--user --scope -p Delegate=yes agentjail run ...)");
-		return -e;
+		return aj_err(err, e, "cannot create cgroup %s", d->path);
 	}
 	cg->n++;
 	return 0;
@@ -219,8 +237,10 @@ static void sweep_stale(const aj_cgroup_hier *h)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		int pid;
-		if (sscanf(de->d_name, "agentjail-%d-", &pid) != 1 || pid <= 0)
+		int pid, end = 0;
+		/* agentjail-PID-RANDOM: the '-' after PID too (%n), so that a
+		 * directory such as agentjail-1000 (a user's) is not ours */
+		if (sscanf(de->d_name, "agentjail-%d-%n", &pid, &end) != 1 || !end || pid <= 0)
 			continue;
 		if (kill(pid, 0) == 0 || errno == EPERM)
 			continue; /* its agentjail still runs */
@@ -235,48 +255,159 @@ static void sweep_stale(const aj_cgroup_hier *h)
 	closedir(d);
 }
 
+/* The limits p asks for (AJ_LIMIT_*). */
+static unsigned wanted_limits(const aj_policy *p)
+{
+	return (p->memory ? AJ_LIMIT_MEMORY : 0) | (p->pids ? AJ_LIMIT_PIDS : 0) |
+	       (p->cpu_millis ? AJ_LIMIT_CPU : 0);
+}
+
+static unsigned ctrl_limit(const char *ctrl)
+{
+	return !strcmp(ctrl, "memory") ? AJ_LIMIT_MEMORY
+	       : !strcmp(ctrl, "pids") ? AJ_LIMIT_PIDS
+	       : !strcmp(ctrl, "cpu")  ? AJ_LIMIT_CPU
+				       : 0;
+}
+
+void aj_cgroup_limit_names(unsigned missing, char *buf, size_t len)
+{
+	static const char *const names[] = {"memory", "pids", "cpus"};
+	size_t n = 0;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < AJ_ARRAY_SIZE(names) && n < len; i++)
+		if (missing & (1u << i))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", names[i]);
+}
+
+/* The limits of bits as flags, e.g. "--memory 1024M --pids 256". */
+static void limit_flags(const aj_policy *p, unsigned bits, char *buf, size_t len)
+{
+	int n = 0;
+	buf[0] = '\0';
+	if (bits & AJ_LIMIT_MEMORY)
+		n += snprintf(buf + n, len - (size_t)n, "--memory %lluM", p->memory >> 20);
+	if ((bits & AJ_LIMIT_PIDS) && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "%s--pids %llu", n ? " " : "", p->pids);
+	if ((bits & AJ_LIMIT_CPU) && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "%s--cpus %.3g", n ? " " : "",
+			 (double)p->cpu_millis / 1000.0);
+}
+
+/* A limit asked for could not be applied (e says why): with best-effort it
+ * is noted, else the run fails closed. */
+static int limit_failed(aj_cgroup *cg, const aj_policy *p, unsigned bits, const aj_error *e)
+{
+	if (!p->limits_best_effort)
+		return -(e->code ? e->code : EINVAL);
+	if (!cg->missing)
+		aj_err_format(e, cg->why, sizeof(cg->why));
+	cg->missing |= bits;
+	return 0;
+}
+
+/* The error of a run refused because limits cannot be enforced: what, why,
+ * and what to do about it. */
+static int fail_closed(const aj_policy *p, const aj_error *e, aj_error *err)
+{
+	char lim[128], why[AJ_ERR_MSG_MAX];
+	limit_flags(p, wanted_limits(p), lim, sizeof(lim));
+	snprintf(why, sizeof(why), "%s", e->msg);
+	const char *mf = aj_cgroup_mount_failure();
+	int r = aj_err(err, e->code, "cannot enforce the sandbox's limits (%s): %s%s%s", lim, why,
+		       *mf ? "; " : "", mf);
+	err->status = 409; /* the service: Conflict, with this message */
+	if (geteuid() != 0) {
+		char how[AJ_ERR_HINT_MAX];
+		aj_cgroup_delegation_howto(how, sizeof(how));
+		aj_err_hint(err,
+			    "run as root; or from a cgroup delegated to you (%s); or pass --limits "
+			    "best-effort (API: \"limits\": \"best-effort\") to run without them",
+			    how);
+	} else
+		aj_err_hint(err, "mount the cgroup controllers at /sys/fs/cgroup (agentjail mounts "
+				 "them in a mount namespace of its own when it can), or pass "
+				 "--limits best-effort (API: \"limits\": \"best-effort\") to run "
+				 "without them");
+	return r;
+}
+
+/* One cgroup of ctrl in hierarchy h with p's limits; none on failure. */
+static int add_limited(aj_cgroup *cg, const aj_cgroup_hier *h, const char *ctrl, const aj_policy *p,
+		       aj_error *err)
+{
+	int r = add_dir(cg, h, ctrl, err);
+	if (r == 0 && (r = set_limits(&cg->dirs[cg->n - 1], p, err)) < 0)
+		(void)rmdir(cg->dirs[--cg->n].path);
+	return r;
+}
+
+/* cgroup v2: one directory for every controller. */
+static int create_v2(aj_cgroup *cg, const char *mi, const char *pc, const aj_policy *p, aj_error *e)
+{
+	aj_cgroup_hier h;
+	int r;
+	if (aj_cgroup_find(mi, pc, "", &h) < 0)
+		return aj_err(e, ENOENT,
+			      "no cgroup hierarchy with the memory and pids controllers "
+			      "is mounted");
+	if ((r = v2_enable(&h, e)) == -ENOENT)
+		return aj_err(e, ENOENT, "cgroup v2 at %s offers no memory/pids controller",
+			      h.mount);
+	if (r < 0)
+		return r;
+	sweep_stale(&h);
+	return add_limited(cg, &h, "unified", p, e);
+}
+
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err)
 {
 	cg->n = 0; /* not a memset: 32 KiB of paths, a page fault per 4 KiB touched */
+	cg->missing = 0;
+	cg->why[0] = '\0';
 	snprintf(cg->name, sizeof(cg->name), "%s", name);
 	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	aj_error e;
+	aj_err_clear(&e);
 	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
-	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0)
-		return aj_err(err, errno, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
+	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0) {
+		aj_err(&e, errno, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
+		int r = limit_failed(cg, p, wanted_limits(p), &e);
+		return r < 0 ? fail_closed(p, &e, err) : 0;
+	}
 	static const char *const ctrls[] = {"memory", "pids", "cpu"};
-	aj_cgroup_hier h;
+	aj_cgroup_hier hs[3];
+	bool found[3], v1_any = false;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls); i++)
+		v1_any |= found[i] = aj_cgroup_find(mi, pc, ctrls[i], &hs[i]) == 0;
 	int r = 0;
-	bool v1_any = false;
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls) && r == 0; i++) {
-		if (aj_cgroup_find(mi, pc, ctrls[i], &h) < 0)
+	for (size_t i = 0; v1_any && i < AJ_ARRAY_SIZE(ctrls) && r == 0; i++) {
+		unsigned bit = ctrl_limit(ctrls[i]) & wanted_limits(p);
+		if (!found[i]) {
+			if (bit)
+				aj_err(&e, ENOENT,
+				       "no cgroup v1 hierarchy with the %s controller is "
+				       "mounted",
+				       ctrls[i]);
+			r = bit ? limit_failed(cg, p, bit, &e) : 0;
 			continue;
-		v1_any = true;
-		sweep_stale(&h);
+		}
+		sweep_stale(&hs[i]);
 		/* a v1 controller with no limit to set needs no cgroup of its own
 		 * (each costs a mkdir, a move and an rmdir per run); memory is
 		 * always made: its accounting reports OOM kills and peak use */
-		if ((strcmp(ctrls[i], "cpu") == 0 && !p->cpu_millis) ||
-		    (strcmp(ctrls[i], "pids") == 0 && !p->pids))
+		if (!bit && strcmp(ctrls[i], "memory") != 0)
 			continue;
-		r = add_dir(cg, &h, ctrls[i], err);
-		if (r == 0)
-			r = set_limits(&cg->dirs[cg->n - 1], p, err);
+		if (add_limited(cg, &hs[i], ctrls[i], p, &e) < 0)
+			r = bit ? limit_failed(cg, p, bit, &e) : 0;
 	}
-	if (r == 0 && !v1_any) {
-		if (aj_cgroup_find(mi, pc, "", &h) < 0)
-			r = aj_err(err, ENOENT,
-				   "no cgroup hierarchy with the memory and pids controllers");
-		else if ((r = v2_enable(&h, err)) == -ENOENT)
-			r = aj_err(err, ENOENT, "cgroup v2 at %s offers no memory/pids controller",
-				   h.mount);
-		if (r == 0)
-			sweep_stale(&h);
-		if (r == 0 && (r = add_dir(cg, &h, "unified", err)) == 0)
-			r = set_limits(&cg->dirs[cg->n - 1], p, err);
-	}
-	if (r < 0)
+	if (!v1_any && create_v2(cg, mi, pc, p, &e) < 0)
+		r = wanted_limits(p) ? limit_failed(cg, p, wanted_limits(p), &e) : 0;
+	if (r < 0) {
 		aj_cgroup_destroy(cg);
-	return r;
+		return fail_closed(p, &e, err);
+	}
+	return 0;
 }
 
 int aj_cgroup_open_tasks(const aj_cgroup *cg, int *fds, aj_error *err)
@@ -433,11 +564,14 @@ static int v1_memory(const aj_cgroup_dir *d, unsigned long long bytes, aj_error 
 	char v[32], sw[PATH_MAX + 32];
 	snprintf(v, sizeof(v), "%llu", bytes);
 	snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
+	int r = write_knob(d, "memory.kmem.tcp.limit_in_bytes", v, err);
+	if (r < 0)
+		return r;
 	if (access(sw, F_OK) < 0)
 		return write_knob(d, "memory.limit_in_bytes", v, err);
 	if (write_knob(d, "memory.limit_in_bytes", v, NULL) == 0) /* lower */
 		return write_knob(d, "memory.memsw.limit_in_bytes", v, err);
-	int r = write_knob(d, "memory.memsw.limit_in_bytes", v, err); /* higher */
+	r = write_knob(d, "memory.memsw.limit_in_bytes", v, err); /* higher */
 	return r < 0 ? r : write_knob(d, "memory.limit_in_bytes", v, err);
 }
 

@@ -19,10 +19,19 @@ typedef struct aj_cgroup_dir {
 	char path[PATH_MAX];
 } aj_cgroup_dir;
 
+/* The limits of a policy (bits of aj_cgroup.missing). */
+#define AJ_LIMIT_MEMORY 1u
+#define AJ_LIMIT_PIDS 2u
+#define AJ_LIMIT_CPU 4u
+
 typedef struct aj_cgroup {
 	aj_cgroup_dir dirs[AJ_CG_MAX_DIRS];
 	int n;
 	char name[64];
+	/* with p->limits_best_effort: the limits asked for that could not be
+	 * applied (AJ_LIMIT_*), and why (the first failure) */
+	unsigned missing;
+	char why[512];
 } aj_cgroup;
 
 /* Where a hierarchy holding a controller is mounted and our place in it. */
@@ -37,10 +46,30 @@ typedef struct aj_cgroup_hier {
 int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
 		   aj_cgroup_hier *out);
 
-/* Create the sandbox's cgroups (named name) with the policy's limits. On
- * failure nothing is left and err says why (the caller decides whether to
- * warn and go on without limits). */
+/* Create the sandbox's cgroups (named name) with the policy's limits.
+ * Limits fail closed: a limit p asks for (memory, pids, cpus) that cannot
+ * be applied fails the call (nothing is left, err says why with a fix
+ * line and err->status 409), unless p->limits_best_effort: then what can be
+ * applied is, the rest is in cg->missing and cg->why, and 0 is returned
+ * (cg->n may be 0: no cgroup at all). */
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err);
+/* Make sure the hierarchies of the controllers agentjail uses are mounted
+ * where it looks. As root when some is missing (a fresh /sys, as under
+ * `ip netns exec`): move the calling process into a mount namespace of
+ * its own whose mounts propagate nothing to the host (a slave of the
+ * host's), and mount a tmpfs at /sys/fs/cgroup with the hierarchies below
+ * it, as the host has them (cgroup_mount.c). Must be called while the
+ * process has one thread. Unprivileged, or with everything there: does
+ * nothing. A failure is kept for aj_cgroup_create's message (and
+ * returned). */
+int aj_cgroup_ensure_mounted(aj_error *err);
+/* Why aj_cgroup_ensure_mounted could not mount, or "" */
+const char *aj_cgroup_mount_failure(void);
+/* How to get a cgroup delegated to the calling user on this host's layout
+ * (the exact commands), for the fix line and agentjail doctor. */
+void aj_cgroup_delegation_howto(char *buf, size_t len);
+/* The names of the bits of missing, e.g. "memory, pids" */
+void aj_cgroup_limit_names(unsigned missing, char *buf, size_t len);
 /* Move pid (a process we started) into every cgroup of cg; with v1_too
  * false only into the v2 one (the v1 ones are joined through their tasks
  * files, below). Moving another process waits for an RCU grace period

@@ -620,20 +620,32 @@ static void check_cgroups(aj_check *c, const struct probe *p)
 		       x->at_root ? " (root)" : "", err[i] ? errname(err[i]) : "writable");
 		denied += err[i] != 0;
 	}
-	if (missing[0])
+	if (missing[0] && geteuid() == 0)
 		verdict(c, AJ_CHECK_WARN,
-			"Without the %s controller(s) those limits are not enforced.", missing);
+			"The %s controller(s) are not mounted here: agentjail run mounts them in a "
+			"mount namespace of its own; if the kernel has none, runs that ask for "
+			"those limits fail (exit 125) unless --limits best-effort.",
+			missing);
+	else if (missing[0])
+		verdict(c, AJ_CHECK_WARN,
+			"Without the %s controller(s) runs that ask for those limits fail (exit "
+			"125) unless --limits best-effort.",
+			missing);
 	/* memory is a domain controller: no-internal-processes rule */
 	if (ctl[0].version == 2 && !ctl[0].at_root && !has_token(ctl[0].sub, "memory"))
 		verdict(c, AJ_CHECK_WARN,
 			"v2 refuses to enable memory in %s/cgroup.subtree_control while that "
 			"cgroup holds processes (agentjail itself).",
 			ctl[0].dir);
-	if (denied)
-		verdict(
-		    c, AJ_CHECK_WARN,
-		    "Limits need a writable cgroup below our own: run as root, or in a delegated "
-		    "cgroup (systemd-run --user --scope -p Delegate=yes agentjail ...).");
+	if (denied) {
+		char how[768];
+		aj_cgroup_delegation_howto(how, sizeof(how));
+		verdict(c, AJ_CHECK_WARN,
+			"Limits need a writable cgroup below our own, else runs fail closed (exit "
+			"125) unless --limits best-effort. Run as root, or get a delegated cgroup: "
+			"%s.",
+			how);
+	}
 }
 
 static void check_seccomp(aj_check *c, const struct probe *p)

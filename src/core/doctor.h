@@ -24,7 +24,7 @@ typedef struct aj_check {
 	aj_check_status status;
 	bool essential;	  /* a FAIL here means sandboxes cannot run */
 	char detail[512]; /* what was found, one line */
-	char fix[384];	  /* how to fix it; empty when status is OK */
+	char fix[1024];	  /* how to fix it; empty when status is OK */
 } aj_check;
 
 /* Run every check and fill up to max entries of out, in a fixed order.

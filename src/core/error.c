@@ -16,6 +16,7 @@ int aj_err(aj_error *err, int errnum, const char *fmt, ...)
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
 		err->code = errnum;
+		err->status = 0;
 		err->hint[0] = '\0';
 		if (err->exit == 0)
 			err->exit = AJ_EXIT_INTERNAL;

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #define AJ_ERR_MSG_MAX 512
-#define AJ_ERR_HINT_MAX 384
+#define AJ_ERR_HINT_MAX 768
 
 /* Exit codes of agentjail itself (the command's own status passes through). */
 enum {
@@ -16,8 +16,9 @@ enum {
 };
 
 typedef struct aj_error {
-	int code; /* positive errno, 0 if none */
-	int exit; /* exit status to use (125, 126, 127) */
+	int code;   /* positive errno, 0 if none */
+	int exit;   /* exit status to use (125, 126, 127) */
+	int status; /* the service's HTTP status for it (e.g. 409), 0: its choice */
 	char msg[AJ_ERR_MSG_MAX];
 	char hint[AJ_ERR_HINT_MAX];
 } aj_error;

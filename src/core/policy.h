@@ -115,6 +115,10 @@ typedef struct aj_policy {
 	aj_cidr dns;	   /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
 	unsigned dns_port; /* 53 unless --dns ADDR:PORT */
 	bool quiet;	   /* suppress warnings about degraded features */
+	/* --limits best-effort: run with the cgroup limits that can be
+	 * applied (the others are named on stderr and in --result); by
+	 * default (strict) a limit that cannot be enforced fails the run */
+	bool limits_best_effort;
 } aj_policy;
 
 void aj_policy_init(aj_policy *p);

@@ -51,6 +51,16 @@ static int set_uint(const char *flag, const char *v, unsigned long long max,
 	return 0;
 }
 
+/* --limits strict|best-effort */
+static int set_limits_mode(aj_policy *p, const char *v, aj_error *err)
+{
+	if (strcmp(v, "strict") == 0 || strcmp(v, "best-effort") == 0) {
+		p->limits_best_effort = strcmp(v, "best-effort") == 0;
+		return 0;
+	}
+	return aj_err(err, EINVAL, "--limits '%s': expected strict or best-effort", v);
+}
+
 /* Options that name host files or read the caller's environment: the
  * command line only. */
 static bool host_only(const char *name, const char *v)
@@ -126,6 +136,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return p->tty = AJ_TTY_NEVER, 0;
 	if (IS("quiet"))
 		return p->quiet = true, 0;
+	if (IS("limits"))
+		return set_limits_mode(p, v, err);
 	if (IS("net"))
 		return aj_policy_set_net(p, v, err);
 	if (IS("deny"))

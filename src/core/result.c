@@ -18,8 +18,18 @@ int aj_run_result_write(const char *path, const aj_run_result *res, aj_error *er
 	    res->timed_out, "oom_killed", res->oom_killed, "wall_ms", (json_int_t)res->wall_ms,
 	    "cpu_user_ms", (json_int_t)res->cpu_user_ms, "cpu_sys_ms", (json_int_t)res->cpu_sys_ms,
 	    "peak_memory_bytes", (json_int_t)res->peak_memory_bytes);
-	if (!o)
-		return aj_err(err, ENOMEM, "--result: cannot build the report");
+	/* --limits best-effort: the limits that were not applied */
+	static const char *const names[] = {"memory", "pids", "cpus"};
+	json_t *missing = json_array();
+	for (unsigned i = 0; missing && i < AJ_ARRAY_SIZE(names); i++)
+		if (res->limits_missing & (1u << i))
+			json_array_append_new(missing, json_string(names[i]));
+	if (o && missing)
+		json_object_set_new(o, "limits_not_applied", missing);
+	else
+		json_decref(missing);
+	if (!o || !missing)
+		return json_decref(o), aj_err(err, ENOMEM, "--result: cannot build the report");
 	_cleanup_free_ char *text = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(o);
 	_cleanup_free_ char *tmp = aj_asprintf("%s.tmp-%d", path, (int)getpid());

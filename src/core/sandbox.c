@@ -249,24 +249,24 @@ static void make_name(char *buf, size_t len)
 	snprintf(buf, len, "agentjail-%d-%08x", (int)getpid(), r);
 }
 
-/* The sandbox's cgroups, with their limits (and a freezer for a box). A
- * host without usable cgroups is a warning, not a failure. */
+/* The sandbox's cgroups, with their limits (and a freezer for a box).
+ * Limits fail closed (cgroup.h): a limit that cannot be enforced fails the
+ * run, unless --limits best-effort, which names what was not applied. */
 static int make_cgroup(run_ctx *c, aj_error *err)
 {
 	char name[64];
 	make_name(name, sizeof(name));
-	aj_error cgerr;
-	aj_err_clear(&cgerr);
-	if (aj_cgroup_create(&c->cg, name, c->p, &cgerr) == 0) {
-		c->have_cg = true;
-	} else {
-		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
-		aj_err_format(&cgerr, msg, sizeof(msg));
-		warn(c, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
-		return 0;
+	int r = aj_cgroup_create(&c->cg, name, c->p, err);
+	if (r < 0)
+		return r;
+	c->have_cg = c->cg.n > 0;
+	if (c->cg.missing) {
+		char names[64];
+		aj_cgroup_limit_names(c->cg.missing, names, sizeof(names));
+		warn(c, "limits NOT enforced (--limits best-effort): %s: %s", names, c->cg.why);
 	}
 	/* a box can be paused (the service's pause/resume) */
-	return c->persistent ? aj_cgroup_add_freezer(&c->cg, err) : 0;
+	return c->persistent && c->have_cg ? aj_cgroup_add_freezer(&c->cg, err) : 0;
 }
 
 static int prepare(run_ctx *c, aj_error *err)
@@ -625,6 +625,10 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	int r = aj_policy_validate(p, err);
 	if (r < 0)
 		return r;
+	/* a fresh /sys without cgroups: mount them (as root) in a mount
+	 * namespace of our own, while we have one thread; a failure is told
+	 * by make_cgroup, if a limit needs them */
+	(void)aj_cgroup_ensure_mounted(NULL);
 	/* ~50 KiB (the cgroup paths alone are 32 KiB), mostly unused: fresh
 	 * zero pages from mmap are touched only where written, where a
 	 * zeroed stack frame or calloc from the heap (memset) costs a page
@@ -686,6 +690,7 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		if (r == 0)
 			r = parent_loop(c, sfd, res, err);
 	}
+	res->limits_missing = c->cg.missing;
 	if (c->have_cg) {
 		res->oom_killed = aj_cgroup_oom_killed(&c->cg);
 		res->peak_memory_bytes = aj_cgroup_peak_memory(&c->cg);
@@ -758,6 +763,9 @@ int aj_sandbox_hold(const aj_policy *p, int ctl)
 	aj_box_info info;
 	memset(&info, 0, sizeof(info));
 	int r = aj_policy_validate(copy, &info.m.err);
+	/* no aj_cgroup_ensure_mounted here: the service did it at start
+	 * (server.c), and cgroups mounted in a namespace of the keeper's
+	 * own would be out of the service's reach (pause, limits, OOM) */
 	if (r == 0)
 		r = hold_start(&c, &info.m.err);
 	if (r < 0) {

@@ -17,6 +17,7 @@ typedef struct aj_run_result {
 	unsigned long long wall_ms;
 	unsigned long long cpu_user_ms, cpu_sys_ms;
 	unsigned long long peak_memory_bytes; /* 0 when unknown */
+	unsigned limits_missing; /* --limits best-effort: the limits not applied (AJ_LIMIT_*) */
 } aj_run_result;
 
 #define AJ_EXIT_TIMEOUT 124

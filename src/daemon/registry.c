@@ -431,18 +431,29 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 	long long left = paused ? sb->paused_left_ms : exp ? exp - aj_now_ms() : 0;
 	pthread_mutex_unlock(&sb->state_mu);
 	const aj_policy *p = &sb->policy;
-	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I, "
-			 "s:s?}",
-			 "id", sb->id, "state", paused ? "paused" : "running", "created_at",
-			 iso_time(sb->created_ms), "expires_at", exp ? iso_time(exp) : json_null(),
-			 "timeout_remaining",
-			 exp || left ? json_integer((left + 999) / 1000) : json_null(), "pid",
-			 (json_int_t)sb->box.info.init, "limits", "memory", (json_int_t)p->memory,
-			 "pids", (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0,
-			 "disk", (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
-			 p->net == AJ_NET_OPEN ? "open" : "none", "execs",
-			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
-			 aj_zygote_ready(&sb->box));
+	/* "limits": "best-effort": the limits that could not be applied */
+	static const char *const names[] = {"memory", "pids", "cpus"};
+	json_t *missing = json_array();
+	for (unsigned i = 0; i < AJ_ARRAY_SIZE(names); i++)
+		if (sb->box.info.cg.missing & (1u << i))
+			json_array_append_new(missing, json_string(names[i]));
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I, "
+	    "s:s?}",
+	    "id", sb->id, "state", paused ? "paused" : "running", "created_at",
+	    iso_time(sb->created_ms), "expires_at", exp ? iso_time(exp) : json_null(),
+	    "timeout_remaining", exp || left ? json_integer((left + 999) / 1000) : json_null(),
+	    "pid", (json_int_t)sb->box.info.init, "limits", "memory", (json_int_t)p->memory, "pids",
+	    (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0, "disk",
+	    (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
+	    p->net == AJ_NET_OPEN ? "open" : "none", "execs",
+	    (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
+	    aj_zygote_ready(&sb->box));
+	if (o && missing)
+		json_object_set_new(o, "limits_not_applied", missing);
+	else
+		json_decref(missing);
+	return o;
 }
 
 json_t *aj_registry_list(void)

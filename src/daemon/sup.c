@@ -85,7 +85,7 @@ void aj_reply_json(aj_reply *rep, int status, json_t *o)
 
 void aj_reply_error(aj_reply *rep, int status, const char *code, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

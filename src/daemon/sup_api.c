@@ -43,11 +43,16 @@ void aj_op_create(json_t *args, aj_reply *rep)
 		aj_metrics_add(&aj_stats.sandboxes_failed, 1);
 		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", peer, "request",
 						    logged, "error", err.msg));
+		/* 409: limits that cannot be enforced here (cgroup.h) */
 		aj_reply_fail(rep,
 			      rc == -EAGAIN					   ? 429
+			      : err.status					   ? err.status
 			      : err.exit == AJ_EXIT_INTERNAL && err.code == EINVAL ? 400
 										   : 500,
-			      rc == -EAGAIN ? "too_many_sandboxes" : "create_failed", &err);
+			      rc == -EAGAIN	  ? "too_many_sandboxes"
+			      : err.status == 409 ? "limits_unenforceable"
+						  : "create_failed",
+			      &err);
 		return;
 	}
 	aj_metrics_add(&aj_stats.sandboxes_created, 1);

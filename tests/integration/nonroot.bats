@@ -21,8 +21,10 @@ nr_exec_timeout() {
         env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@" </dev/null
 }
 
+# nobody has no delegated cgroup here: limits fail closed (the tests
+# "limits fail closed" below); the other tests run with --limits best-effort
 nr_run() { # OPTIONS... -- CMD...
-    run --separate-stderr nr_aj run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" "$@"
+    run --separate-stderr nr_aj run --limits best-effort --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" "$@"
 }
 
 setup() {
@@ -46,8 +48,9 @@ setup() {
 }
 
 teardown() {
-    local rc=0
+    local rc=0 d
     aj_teardown || rc=1
+    for d in "${NR_DELEGATED[@]}"; do rmdir "$d" 2>/dev/null || true; done
     [ -n "${NRDIR:-}" ] && [ -d "$NRDIR" ] && rm -rf --one-file-system "$NRDIR"
     return $rc
 }
@@ -97,7 +100,7 @@ teardown() {
 @test "nonroot: the sandboxed process runs as the caller's host uid" {
     local tag pid
     tag=$(aj_tag n)
-    (nr_exec run --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") </dev/null >"$T/out" 2>"$T/err" 3>&- &
+    (nr_exec run --limits best-effort --workspace "$NRWS" --ro "$NRDIR/ajprobe:/probe" -- /probe sleep 30 "$tag") </dev/null >"$T/out" 2>"$T/err" 3>&- &
     AJ_BG_PID=$!
     pid=$(wait_for_comm "$tag" 10) || { cat "$T/out" "$T/err" >&2; fail "sandboxed probe never appeared"; }
     assert_eq "$(host_uid_of "$pid" 1)" "$NR_UID" "host uid of the sandboxed process"
@@ -169,4 +172,79 @@ teardown() {
     assert_eq "$st" 125 "exit status"
     cat "$T/err" >&2
     assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
+}
+
+# ---------------------------------------------------------------- limits fail closed
+
+@test "nonroot: limits fail closed: no delegated cgroup, exit 125, the fix line says how to get one, nothing ran" {
+    run --separate-stderr nr_aj run --workspace "$NRWS" -- /bin/sh -c 'echo ran >/workspace/ran'
+    assert_status 125
+    [ ! -e "$NRWS/ran" ] || fail "the command ran without its limits"
+    [[ "$stderr" == *"cannot enforce the sandbox's limits (--memory 1024M --pids 256)"* ]] || fail "stderr: $stderr"
+    # the fix line: root, the exact delegation commands, or best-effort
+    [[ "$stderr" == *"run as root"* ]] || fail "no 'run as root' in: $stderr"
+    [[ "$stderr" == *"chown -R $NR_UID"*"cgroup.procs"* || "$stderr" == *"Delegate=yes"* ]] ||
+        fail "no delegation commands in: $stderr"
+    [[ "$stderr" == *"--limits best-effort"* ]] || fail "no --limits best-effort in: $stderr"
+    # an explicit limit too
+    run --separate-stderr nr_aj run --memory 0 --pids 8 --workspace "$NRWS" -- /bin/true
+    assert_status 125
+    [[ "$stderr" == *"(--pids 8)"* ]] || fail "stderr: $stderr"
+}
+
+@test "nonroot: --limits best-effort runs, says which limits were not applied (stderr and --result)" {
+    nr_run --result "$NRWS/r.json" -- /bin/sh -c 'echo out'
+    assert_status 0
+    assert_eq "$output" out stdout
+    [[ "$stderr" == *"limits NOT enforced (--limits best-effort): memory, pids"* ]] || fail "stderr: $stderr"
+    assert_eq "$(jq -c .limits_not_applied "$NRWS/r.json")" '["memory","pids"]' "limits_not_applied"
+    nr_run --cpus 0.5 --result "$NRWS/r.json" -- /bin/true
+    assert_eq "$(jq -c .limits_not_applied "$NRWS/r.json")" '["memory","pids","cpus"]' "limits_not_applied with --cpus"
+}
+
+@test "nonroot: agentjail doctor says how to get a delegated cgroup" {
+    run --separate-stderr nr_aj doctor
+    local l
+    l=$(printf '%s\n' "$output" | grep -A1 '^\[....\] cgroups' | tail -1)
+    [[ "$l" == *"delegated cgroup"* ]] || fail "doctor's cgroups fix: $l"
+    [[ "$l" == *"chown -R $NR_UID"*"cgroup.procs"* || "$l" == *"Delegate=yes"* ]] || fail "no delegation commands: $l"
+    [[ "$l" == *"--limits best-effort"* ]] || fail "no --limits best-effort: $l"
+}
+
+# Root delegates a cgroup v1 subtree to nobody as doctor says (a directory
+# below our own cgroup in each hierarchy, chowned), nobody's shell moves
+# itself into it, then runs agentjail.
+_nr_delegate() {
+    local c own d
+    NR_DELEGATED=()
+    for c in memory pids; do
+        own=$(awk -F: -v c="$c" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup)
+        [ -n "$own" ] || skip "no cgroup v1 $c hierarchy (this test is for v1 delegation)"
+        d=/sys/fs/cgroup/$c${own%/}/ajtdeleg$$
+        [ -d "/sys/fs/cgroup/$c" ] || skip "no /sys/fs/cgroup/$c"
+        mkdir "$d"
+        NR_DELEGATED+=("$d")
+        chown -R "$NR_UID" "$d"
+    done
+}
+
+nr_delegated() { # agentjail ARGS...
+    cd "$NRWS" && timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups --inh-caps=-all \
+        env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C DIRS="${NR_DELEGATED[*]}" sh -c \
+        'for d in $DIRS; do echo $$ >"$d/cgroup.procs" || exit 99; done; exec "$@"' sh "$NRDIR/agentjail" "$@" </dev/null
+}
+
+@test "nonroot: in a cgroup v1 subtree delegated to the caller, --pids stops a fork bomb and --memory OOM-kills" {
+    _nr_delegate
+    run --separate-stderr nr_delegated run --workspace "$NRWS" --pids 16 -- /bin/sh -c \
+        'for i in $(seq 40); do /bin/sleep 1 & done; echo started-all; wait'
+    [ "$status" -ne 99 ] || fail "nobody could not move into the delegated cgroup"
+    [ "$output" != started-all ] || { _aj_dump; fail "40 processes started under --pids 16"; }
+    [[ "$stderr" == *fork* ]] || { _aj_dump; fail "no fork failure under --pids 16"; }
+    [[ "$stderr" != *"NOT enforced"* ]] || { _aj_dump; fail "limits not enforced in a delegated cgroup"; }
+    run --separate-stderr nr_delegated run --workspace "$NRWS" --memory 48M -- /bin/sh -c \
+        'x=$(head -c 300000000 /dev/zero | tr "\0" a); echo survived ${#x}'
+    assert_output_lacks survived
+    [ "$status" -eq 137 ] || { _aj_dump; fail "expected 137 (OOM kill under --memory 48M), got $status"; }
+    [[ "$stderr" == *"out of memory"* ]] || fail "stderr: $stderr"
 }

@@ -315,7 +315,7 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
 @test "--publish works for an unprivileged caller with --net none" {
     local port=$((20000 + RANDOM % 20000))
     timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" setpriv --reuid=65534 --regid=65534 --clear-groups \
-        "$AJ_REAL" run --quiet --publish "$port:8000" -- sh -c 'cd /tmp && echo unpriv-ok >index.html &&
+        "$AJ_REAL" run --quiet --limits best-effort --publish "$port:8000" -- sh -c 'cd /tmp && echo unpriv-ok >index.html &&
         python3 -m http.server -b 127.0.0.1 8000 >/dev/null 2>&1 &
         sleep 30' &
     AJ_BG_PID=$!

@@ -135,6 +135,9 @@ int main(int argc, char **argv)
 		a_forkbomb_wild();
 	if (!strcmp(c, "membomb"))
 		return a_membomb(argc > 1 ? atol(argv[1]) : 1024, argc > 2 ? atoi(argv[2]) : 0);
+	if (!strcmp(c, "tcpbuf"))
+		return a_tcpbuf(argc > 1 ? atoi(argv[1]) : 16, argc > 2 ? atol(argv[2]) : 256,
+				argc > 3 ? atol(argv[3]) : 64, argc > 4 ? atoi(argv[4]) : 0);
 	if (!strcmp(c, "fill"))
 		return a_fill(ARG(1), argc > 2 ? atol(argv[2]) : 2048);
 	if (!strcmp(c, "inodefill"))

@@ -126,6 +126,7 @@ int a_netlink(void);
 int a_forkbomb(int max);
 _Noreturn void a_forkbomb_wild(void);
 int a_membomb(long max_mb, int hold);
+int a_tcpbuf(int pairs, long max_mb, long limit_mb, int hold);
 int a_fill(const char *dir, long max_mb);
 int a_inodefill(const char *dir, long max);
 _Noreturn void a_spin(int n, bool ignore_term);

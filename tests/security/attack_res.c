@@ -292,3 +292,66 @@ int a_spawn(const char *tag, int n)
 		sleep(1);
 	return 0;
 }
+
+/* TCP socket buffers as memory: PAIRS loopback connections, each end's
+ * send and receive buffers raised and filled without reading, until
+ * MAX_MB MiB are queued or the kernel stops the writes; then HOLD seconds
+ * (the host reads the sandbox's cgroup meanwhile). The kernel memory
+ * behind it must be charged to the sandbox's memory limit (escaped when
+ * more than LIMIT_MB MiB got queued). */
+int a_tcpbuf(int pairs, long max_mb, long limit_mb, int hold)
+{
+	out("attempt=tcpbuf\n");
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1024) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) < 0) {
+		blocked("listen", errno);
+		return finish();
+	}
+	static char block[1 << 16];
+	memset(block, 'x', sizeof(block));
+	long long total = 0, max = (long long)max_mb << 20;
+	int stalled = 0, e = 0, n = 0, big = 64 << 20;
+	for (; n < pairs && total < max && !e; n++) {
+		int fd[2] = {socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), -1};
+		for (int k = 0; k < 2; k++) {
+			if (k == 1 && (connect(fd[0], (struct sockaddr *)&a, sizeof(a)) < 0 ||
+				       (fd[1] = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0))
+				break;
+			if (fd[k] < 0)
+				break;
+			/* capped by net.core.[wr]mem_max; doubled by the kernel */
+			setsockopt(fd[k], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+			setsockopt(fd[k], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		}
+		if (fd[0] < 0 || fd[1] < 0) {
+			e = errno;
+			break;
+		}
+		for (int k = 0; k < 2 && total < max; k++) {
+			fcntl(fd[k], F_SETFL, O_NONBLOCK);
+			for (;;) {
+				ssize_t w = write(fd[k], block, sizeof(block));
+				if (w > 0 && (total += w) < max)
+					continue;
+				if (w < 0 && errno != EAGAIN)
+					e = errno;
+				stalled += w < 0 && errno == EAGAIN;
+				break;
+			}
+		}
+	}
+	info("tcp_pairs %d", n);
+	info("tcp_queued_mb %lld", total >> 20);
+	out("filled\n");
+	if (hold > 0)
+		sleep((unsigned)hold);
+	if (total > (long long)limit_mb << 20)
+		escaped("tcpbuf", "%lld MiB queued in socket buffers (limit %ld MiB)", total >> 20,
+			limit_mb);
+	else
+		blocked("tcpbuf", e ? e : EAGAIN);
+	return finish();
+}

@@ -201,3 +201,49 @@ result_field() { # FILE FIELD
     assert_blocked fsize EFBIG
     assert_eq "$(info_of written)" 1048576 "bytes written under --fsize 1M"
 }
+
+# The memory cgroup of agentjail run PID (v1: in the memory hierarchy; v2:
+# the unified one): the directory it made below our own cgroup.
+_sandbox_memory_cgroup() { # PID
+    local all d
+    all=$(_aj_cgroup_dirs | grep "/agentjail-$1-[^/]*$")
+    d=$(grep '/memory/' <<<"$all" | head -1)
+    echo "${d:-$(head -1 <<<"$all")}"
+}
+
+@test "TCP socket buffers (--memory 64M): 16 loopback connections filled without reading are charged to the sandbox and capped" {
+    # each end's send and receive buffers raised to net.core.[wr]mem_max
+    # and filled, 256 MiB asked for; v1 charges socket buffers only with
+    # memory.kmem.tcp.limit_in_bytes set (else the host pays), v2 always
+    # (memory.stat sock, inside memory.max)
+    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
+        >"$T/out" 2>"$T/err" &
+    AJ_BG_PID=$!
+    local i cg='' charged=0 limit=0
+    for ((i = 0; i < 300; i++)); do
+        grep -q '^filled' "$T/out" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q '^filled' "$T/out" || { cat "$T/out" "$T/err" >&2; fail "the attack did not fill its sockets within 30 s"; }
+    cg=$(_sandbox_memory_cgroup "$AJ_BG_PID")
+    [ -n "$cg" ] || fail "no memory cgroup of the sandbox (agentjail-$AJ_BG_PID-*)"
+    if [ -f "$cg/memory.kmem.tcp.usage_in_bytes" ]; then
+        charged=$(cat "$cg/memory.kmem.tcp.usage_in_bytes")
+        limit=$(cat "$cg/memory.kmem.tcp.limit_in_bytes")
+    else
+        charged=$(awk '$1 == "sock" { print $2 }' "$cg/memory.stat")
+        limit=$(cat "$cg/memory.max")
+    fi
+    status=0
+    wait "$AJ_BG_PID" || status=$?
+    AJ_BG_PID=
+    output=$(cat "$T/out") stderr=$(cat "$T/err")
+    mapfile -t lines <"$T/out"
+    echo "# socket memory charged to the sandbox: $((charged >> 20)) MiB (limit $limit), queued: $(info_of tcp_queued_mb) MiB" >&3
+    # charged: the sandbox pays for what it queued
+    [ "$charged" -ge $((16 << 20)) ] || fail "only $charged bytes of socket memory charged to $cg (the host pays for the rest)"
+    [ "$limit" -le $((64 << 20)) ] || fail "socket memory of $cg is not bounded by --memory 64M (limit $limit)"
+    assert_le "$charged" $((64 << 20)) "socket memory charged (bytes)"
+    assert_le "$(info_of tcp_queued_mb)" 64 "MiB queued in socket buffers"
+    assert_all_blocked
+}

@@ -507,7 +507,7 @@ EOF
     assert_eq "$status_code" 200
 }
 
-@test "serve as an ordinary user: sandboxes, exec, files (no cgroup limits)" {
+@test "serve as an ordinary user: a create whose limits cannot be enforced is 409 and leaves nothing; best-effort: sandboxes, exec, files" {
     # a tree nobody can traverse, with its own copy of agentjail
     NRDIR=$(mktemp -d /tmp/ajtest-serve.XXXXXX)
     AJ_MARKERS+=("$(basename "$NRDIR")")
@@ -526,8 +526,27 @@ EOF
         [ -S "$SOCK" ] && break
         sleep 0.05
     done
-    created=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" -X POST http://agentjail/v1/sandboxes -d "{}")
+    # nobody has no delegated cgroup: the default limits (memory, pids)
+    # cannot be enforced, the create is refused (limits fail closed)
+    local code
+    code=$("${as_nobody[@]}" curl -sS -o "$NRDIR/u/refused.json" -w '%{http_code}' --unix-socket "$SOCK" \
+        -X POST http://agentjail/v1/sandboxes -d "{}")
+    assert_eq "$code" 409 "HTTP status of a create without enforceable limits"
+    assert_eq "$(jq -r .error.code "$NRDIR/u/refused.json")" limits_unenforceable "error code"
+    local msg
+    msg=$(jq -r .error.message "$NRDIR/u/refused.json")
+    [[ "$msg" == *"cannot enforce the sandbox's limits (--memory 1024M --pids 256)"* ]] || fail "message: $msg"
+    [[ "$msg" == *'"limits": "best-effort"'* && "$msg" == *"run as root"* ]] || fail "no fix in: $msg"
+    code=$("${as_nobody[@]}" curl -sS -o "$NRDIR/u/refused.json" -w '%{http_code}' --unix-socket "$SOCK" \
+        -X POST http://agentjail/v1/sandboxes -d '{"pids": 32, "memory": "64M"}')
+    assert_eq "$code" 409 "HTTP status of a create with explicit limits"
+    # nothing is left: no sandbox, no state file, no keeper
+    assert_eq "$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" http://agentjail/v1/sandboxes | jq -c '.sandboxes | length')" 0 "sandboxes after refused creates"
+    assert_eq "$(find "$STATE" -name 'sb-*' | wc -l)" 0 "state files after refused creates"
+    [ -z "$(pgrep -u 65534 -f agentjail-box)" ] || fail "a keeper is left: $(pgrep -u 65534 -af agentjail-box)"
+    created=$("${as_nobody[@]}" curl -sS --unix-socket "$SOCK" -X POST http://agentjail/v1/sandboxes -d '{"limits": "best-effort"}')
     id=$(jq -r .id <<<"$created")
+    assert_eq "$(jq -c .limits_not_applied <<<"$created")" '["memory","pids"]' "limits_not_applied of a best-effort sandbox"
     [[ "$id" == sb-* ]]
     out=$("${as_nobody[@]}" curl -sSN --unix-socket "$SOCK" -X POST "http://agentjail/v1/sandboxes/$id/exec" \
         -d '{"cmd": "id -u; echo x >/tmp/f"}' | events_stdout)

@@ -65,6 +65,14 @@ static void test_v2(void **state)
 	assert_int_equal(aj_cgroup_find(mi, pc, "", &h), 0);
 	assert_string_equal(h.mount, "/sys/fs/cgroup");
 	assert_string_equal(h.own, "/user.slice/user-1000.slice/session-3.scope");
+	/* agentjail's own leaf (it moved there to enable controllers for the
+	 * children of its cgroup): its place is the cgroup above */
+	const char pc_leaf[] = "0::/user.slice/app.scope/agentjail-1234-self\n";
+	assert_int_equal(aj_cgroup_find(mi, pc_leaf, "", &h), 0);
+	assert_string_equal(h.own, "/user.slice/app.scope");
+	const char pc_other[] = "0::/user.slice/agentjail-1234-selfish\n";
+	assert_int_equal(aj_cgroup_find(mi, pc_other, "", &h), 0);
+	assert_string_equal(h.own, "/user.slice/agentjail-1234-selfish");
 	/* a bind mount of a sub-tree (root != "/") is not the hierarchy */
 	const char mi2[] = "29 22 0:26 /sub /mnt rw - cgroup2 cgroup2 rw\n";
 	assert_int_equal(aj_cgroup_find(mi2, pc, "", &h), -ENOENT);

@@ -169,6 +169,15 @@ static void test_user_hostname_cpus(void **state)
 	assert_int_equal(aj_policy_set_cwd(&p, "/workspace/../etc", &err), -EINVAL);
 	assert_int_equal(aj_policy_set_cwd(&p, "/workspace/sub/", &err), 0);
 	assert_string_equal(p.cwd, "/workspace/sub");
+	/* --limits: strict by default */
+	assert_false(p.limits_best_effort);
+	assert_int_equal(aj_policy_set(&p, "limits", "best-effort", AJ_POLICY_SET_REMOTE, &err), 0);
+	assert_true(p.limits_best_effort);
+	assert_int_equal(aj_policy_set(&p, "limits", "strict", 0, &err), 0);
+	assert_false(p.limits_best_effort);
+	assert_int_equal(aj_policy_set(&p, "limits", "loose", 0, &err), -EINVAL);
+	assert_int_equal(aj_policy_set(&p, "limits", NULL, 0, &err), -EINVAL);
+	assert_false(p.limits_best_effort);
 	aj_policy_free(&p);
 }
 
