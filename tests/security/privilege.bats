@@ -141,3 +141,88 @@ load helpers
     assert_eq "$(info_of fork)" ok fork
     assert_eq "$(info_of pthread)" ok pthread
 }
+
+# ---- host uid ranges (issue 20, section 8)
+
+# The host uid range (its slot: (base - 1e9) / 65536) of sandboxed pid.
+uid_slot_of() {
+    awk 'NR == 1 { print ($2 - 1000000000) / 65536 }' "/proc/$1/uid_map"
+}
+
+# Stand-in for other agentjails on the host: hold every range's lock
+# (byte S of /var/lib/agentjail/uid-ranges.lock, docs/security.md) but
+# those named, until stdin closes. Ranges someone else holds are skipped.
+hold_ranges_but() { # SLOT...
+    python3 -c '
+import fcntl, os, struct, sys
+free = {int(a) for a in sys.argv[1:]}
+os.makedirs("/var/lib/agentjail", mode=0o755, exist_ok=True)
+fd = os.open("/var/lib/agentjail/uid-ranges.lock", os.O_RDWR | os.O_CREAT, 0o600)
+held = 0
+for s in range(16384):
+    if s in free:
+        continue
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, s, 1, 0) + bytes(8))
+        held += 1
+    except OSError:
+        pass
+print(held, flush=True)
+sys.stdin.read()
+' "$@"
+}
+
+# What the test below starts, ended also when it fails half-way.
+teardown() {
+    if [ -n "${UIDNS_PIDS:-}" ]; then
+        UIDNS_PIDS="$UIDNS_PIDS ${AJ_BG_PID:-}"
+        # shellcheck disable=SC2086
+        kill -TERM $UIDNS_PIDS 2>/dev/null || true
+        # shellcheck disable=SC2086
+        wait $UIDNS_PIDS 2>/dev/null || true
+    fi
+    [ -z "${UIDNS_NS:-}" ] || ip netns del "$UIDNS_NS" 2>/dev/null || true
+    aj_teardown
+}
+
+@test "host uid ranges are reserved host-wide: a sandbox under ip netns exec and one on the host never share one; a SIGKILLed holder frees its range" {
+    require_root
+    command -v ip >/dev/null && command -v python3 >/dev/null || skip "needs ip and python3"
+    local ns=aj-uidns-$$ ta tb tc pa pb pc sa sb sc free held
+    ip netns add "$ns"
+    UIDNS_NS=$ns
+    ta=$(aj_tag a)
+    ip netns exec "$ns" "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$ta" >"$T/a.out" 2>"$T/a.err" 3>&- &
+    UIDNS_PIDS=$!
+    pa=$(wait_for_comm "$ta" 10) || { cat "$T/a.err" >&2; fail "the sandbox in $ns never started"; }
+    sa=$(uid_slot_of "$pa")
+    # every other range is taken on the host, but one: the host's run must
+    # get that one, never the range of the sandbox in the other netns
+    free=$(((sa + 1 + RANDOM % 16000) % 16384))
+    coproc HOLD { hold_ranges_but "$free" "$sa"; }
+    UIDNS_PIDS="$UIDNS_PIDS $HOLD_PID"
+    read -r held <&"${HOLD[0]}"
+    [ "$held" -gt 16000 ] || fail "the stand-in held only $held ranges"
+    tb=$(aj_tag b)
+    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tb" >"$T/b.out" 2>"$T/b.err" 3>&- &
+    AJ_BG_PID=$!
+    pb=$(wait_for_comm "$tb" 10) || { cat "$T/b.err" >&2; fail "the host's sandbox never started"; }
+    sb=$(uid_slot_of "$pb")
+    assert_ne "$sb" "$sa" "the host's sandbox got the range of the sandbox in $ns"
+    assert_eq "$sb" "$free" "the host's sandbox took a range held on the host"
+    assert_ne "$(host_uid_of "$pb")" "$(host_uid_of "$pa")"
+    # SIGKILL the holder: its range is free again, and the next run gets it
+    kill -KILL "$AJ_BG_PID"
+    wait "$AJ_BG_PID" 2>/dev/null || true
+    local i
+    for i in $(seq 100); do kill -0 "$pb" 2>/dev/null || break; sleep 0.05; done
+    tc=$(aj_tag c)
+    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tc" >"$T/c.out" 2>"$T/c.err" 3>&- &
+    AJ_BG_PID=$!
+    pc=$(wait_for_comm "$tc" 10) || { cat "$T/c.err" >&2; fail "no range after the holder was killed"; }
+    sc=$(uid_slot_of "$pc")
+    assert_eq "$sc" "$free" "the killed holder's range"
+    kill -TERM "$AJ_BG_PID"
+    wait "$AJ_BG_PID" 2>/dev/null || true
+    AJ_BG_PID=
+}
