@@ -105,6 +105,10 @@ static int copy_reg(walk *w, int s, int d, const char *name, const struct statx 
 		return errno == ENOENT ? 0 : fail(w, errno, "cannot read", name);
 	if (!S_ISREG(st.st_mode))
 		return 0; /* replaced while we looked: left out */
+	/* grown since it was counted (the copy goes to this size) */
+	if (w->ids->max_bytes && (unsigned long long)st.st_size > sx->stx_size &&
+	    (w->bytes += (unsigned long long)st.st_size - sx->stx_size) > w->ids->max_bytes)
+		return fail(w, EDQUOT, "the apparent size of the files passes the limit at", name);
 	_cleanup_close_ int out =
 	    openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)

@@ -151,6 +151,9 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 			close(s);
 		if (d >= 0)
 			close(d);
+		if (r == -ENOSPC || r == -EDQUOT)
+			aj_err_hint(err, "the fork's disk is full: give the source a larger "
+					 "\"disk\" or remove files in it first");
 		if (r < 0)
 			aj_err_prefix(err, "fork of %s: /%s", src->id, dirs[i]);
 	}
