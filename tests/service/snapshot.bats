@@ -214,6 +214,13 @@ store_listing() {
     assert_eq "$got" "$bytes" "downloaded bytes"
     assert_eq "$(blocks_of "$store")" "$b0" "the store after a download"
     [ $((a0 - $(avail_of "$store"))) -lt $((2 << 30)) ] || fail "the filesystem lost $((a0 - $(avail_of "$store"))) bytes in a download"
+    # the CLI's cp writes it sparse where it was asked to
+    AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox cp "$id:/opt/sparse" "$T/down"
+    assert_eq "$(stat -c %s "$T/down")" "$bytes"
+    assert_eq "$(head -c 5 "$T/down")" head
+    [ "$(($(stat -c '%b * %B' "$T/down")))" -lt $((1 << 20)) ] || fail "the CLI's download has $(stat -c %b "$T/down") blocks"
+    [ $((a0 - $(avail_of "$store"))) -lt $((2 << 30)) ] || fail "the filesystem lost $((a0 - $(avail_of "$store"))) bytes in the CLI's download"
+    rm -f "$T/down"
 }
 
 @test "a snapshot bigger than the sandbox's disk or the store's room: 507 with a fix, nothing half-written stays" {
