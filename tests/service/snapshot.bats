@@ -272,3 +272,31 @@ store_listing() {
     svc_start
     [ ! -e "$images/.build-1-live" ] || fail "the released build directory is still there"
 }
+
+@test "a snapshot cut short by SIGKILL of the service: the next start removes its half-written copy" {
+    svc_start
+    id=$(sb_create '{"image": "tiny", "disk": "1G"}')
+    run_in "$id" 'mkdir -p /opt' >/dev/null
+    head -c 400M /dev/zero >"$T/big"
+    api PUT "/v1/sandboxes/$id/files?path=/opt/big" --data-binary @"$T/big" >/dev/null
+    rm -f "$T/big"
+    _svc_record_keepers
+    local images=$AGENTJAIL_STATE_DIR/images before i seen=
+    before=$(store_listing)
+    api POST "/v1/sandboxes/$id/snapshot" -d '{"name": "cut"}' >/dev/null 2>&1 &
+    local req=$!
+    for i in $(seq 400); do
+        if compgen -G "$images/.build-*/rootfs/opt/big" >/dev/null; then seen=1; break; fi
+        sleep 0.01
+    done
+    [ -n "$seen" ] || fail "the snapshot's copy was never seen under way"
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    wait "$req" 2>/dev/null || true
+    compgen -G "$images/.build-*" >/dev/null || fail "the killed snapshot left nothing to sweep (too fast?)"
+    svc_start
+    ! compgen -G "$images/.build-*" >/dev/null || fail "a half-written copy is still there: $(ls -a "$images")"
+    assert_eq "$(store_listing)" "$before" "the store after the crash and the sweep"
+    assert_eq "$(image_names)" "tiny "
+}
