@@ -608,9 +608,63 @@ static int cmd_kill(const client *c, int argc, char **argv)
 	return r;
 }
 
+/* A download's bytes into a local file. In a regular file (not stdout) a
+ * block of zeros (4 KiB, at a multiple of 4 KiB) is not written, and the
+ * length is set at the end: a sparse file comes down sparse. Bytes of a
+ * block split between two callbacks wait in carry. */
+typedef struct sink_file {
+	FILE *f;
+	bool sparse;
+	unsigned long long len; /* bytes received */
+	char carry[4096];
+	size_t carry_len;
+} sink_file;
+
+/* One block (or the last, shorter one) at offset off: written unless zeros. */
+static bool put_block(sink_file *s, const char *p, size_t n, unsigned long long off)
+{
+	static const char zero[4096];
+	if (!memcmp(p, zero, n))
+		return true;
+	return pwrite(fileno(s->f), p, n, (off_t)off) == (ssize_t)n;
+}
+
 static size_t to_file(char *p, size_t sz, size_t n, void *ud)
 {
-	return fwrite(p, sz, n, ud) * sz;
+	sink_file *s = ud;
+	size_t len = sz * n, done = 0, bs = sizeof(s->carry);
+	if (!s->sparse) {
+		s->len += len;
+		return fwrite(p, 1, len, s->f);
+	}
+	while (done < len) {
+		unsigned long long at = s->len + done; /* offset of p[done] */
+		if (s->carry_len || len - done < bs) {
+			size_t k = bs - s->carry_len < len - done ? bs - s->carry_len : len - done;
+			memcpy(s->carry + s->carry_len, p + done, k);
+			s->carry_len += k;
+			done += k;
+			if (s->carry_len == bs) {
+				if (!put_block(s, s->carry, bs, at + k - bs))
+					return 0;
+				s->carry_len = 0;
+			}
+		} else {
+			if (!put_block(s, p + done, bs, at))
+				return 0;
+			done += bs;
+		}
+	}
+	s->len += len;
+	return len;
+}
+
+/* The end of a sparse download: the last short block, the length. */
+static int finish_file(sink_file *s)
+{
+	if (s->carry_len && !put_block(s, s->carry, s->carry_len, s->len - s->carry_len))
+		return -1;
+	return ftruncate(fileno(s->f), (off_t)s->len);
 }
 
 static int cmd_cp(const client *c, int argc, char **argv)
@@ -649,8 +703,13 @@ static int cmd_cp(const client *c, int argc, char **argv)
 		f = tmp;
 	}
 	buf b = {0};
+	sink_file sink = {.f = f};
+	if (!upload && f != stdout && fstat(fileno(f), &sst) == 0 && S_ISREG(sst.st_mode))
+		sink.sparse = true;
 	long st = upload ? request(c, "PUT", path, NULL, NULL, NULL, f, &b)
-			 : request(c, "GET", path, NULL, to_file, f, NULL, NULL);
+			 : request(c, "GET", path, NULL, to_file, &sink, NULL, NULL);
+	if (sink.sparse && st == 200 && finish_file(&sink) < 0)
+		st = -1;
 	if (f != stdin && f != stdout && fclose(f) != 0 && st == 200)
 		st = -1;
 	int r = st == 200 || st == 201 ? 0 : 1;

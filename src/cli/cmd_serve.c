@@ -26,7 +26,10 @@ static const char serve_usage[] =
     "                        for exactly that policy (env, secret, memory, pids,\n"
     "                        timeout may differ);\n"
     "                        repeatable\n"
-    "  -q, --quiet           no start message, only errors\n";
+    "  -q, --quiet           no start message, only errors\n"
+    "  --store-quota SIZE    snapshots may fill the image store up to SIZE (e.g. 20G),\n"
+    "                        by apparent size; default: no quota, the store's free\n"
+    "                        space minus a reserve (5%, at least 1 GiB) is the limit\n";
 
 static const struct option serve_opts[] = {
     {"socket", required_argument, NULL, 's'},
@@ -38,6 +41,7 @@ static const struct option serve_opts[] = {
     {"pool", required_argument, NULL, 'p'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
+    {"store-quota", required_argument, NULL, 'Q'},
     {NULL, 0, NULL, 0},
 };
 
@@ -83,6 +87,16 @@ int aj_cmd_serve(int argc, char **argv)
 				return aj_cli_fail(&err);
 			}
 			o.header_timeout_s = (unsigned)n;
+			break;
+		case 'Q':
+			if (aj_parse_size(optarg, &n) < 0 || n < (1ULL << 20)) {
+				aj_err(
+				    &err, EINVAL,
+				    "--store-quota '%s': expected a size of at least 1M (e.g. 20G)",
+				    optarg);
+				return aj_cli_fail(&err);
+			}
+			o.store_quota = n;
 			break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default:

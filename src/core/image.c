@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -249,7 +250,11 @@ int aj_image_remove(const char *state, const char *name, aj_error *err)
 	 * then deleted */
 	_cleanup_free_ char *dir = aj_asprintf("%s/%s", images, hex);
 	_cleanup_free_ char *trash = aj_asprintf("%s/.trash-%s", images, hex);
-	if (!dir || !trash || rename(dir, trash) < 0)
+	/* flock'ed while it goes: the sweep removes a .trash-* only when its
+	 * remover is gone (image_store.c) */
+	_cleanup_close_ int hold =
+	    dir ? open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (hold < 0 || flock(hold, LOCK_EX) < 0 || !trash || rename(dir, trash) < 0)
 		return aj_err(err, errno, "cannot remove the image content %s", hex);
 	return aj_image_rm_rf(trash) < 0 ? aj_err(err, EIO, "cannot delete %s", trash) : 0;
 }

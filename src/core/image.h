@@ -61,6 +61,26 @@ int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *
  * existing name is refused (EEXIST). */
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
 		      const char *from, const char *warmup, aj_image_info *out, aj_error *err);
+/* The store's room (image_store.c): what a snapshot may still take, by
+ * apparent size. */
+typedef struct aj_image_room {
+	unsigned long long room;	  /* min(free - reserve, quota - used) */
+	unsigned long long free, reserve; /* of the store's filesystem */
+	unsigned long long quota, used;	  /* quota 0: none set (used not counted) */
+	bool by_quota;			  /* the quota is what limits it */
+} aj_image_room;
+/* The operator's quota for the store (`serve --store-quota`); 0: none. */
+void aj_image_set_store_quota(unsigned long long bytes);
+unsigned long long aj_image_store_quota(void);
+int aj_image_store_room(const char *images, aj_image_room *out, aj_error *err);
+/* flock the store directory images (created if missing): shared or
+ * exclusive. Returns the fd holding it, or a negative errno (err). */
+int aj_image_store_lock(const char *images, bool exclusive, aj_error *err);
+/* Remove the store's temporary directories (.build-*, .trash-*) whose
+ * process is gone (they are flock'ed while used): at the service's start
+ * and before a build. _locked: with the store's lock held (its fd). */
+void aj_image_sweep(const char *state);
+void aj_image_sweep_locked(const char *images, int images_fd);
 /* Apply the layers of a container image archive (`docker save` or an OCI
  * layout tarball) to the empty directory rootfs; work is a scratch path
  * (created and removed). */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -55,7 +56,8 @@ static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
 	}
 	case AJ_IMAGE_FROM_DIR: {
 		_cleanup_free_ char *src = aj_asprintf("%s/.", s->from);
-		char *argv[] = {"cp", "-a", "--", src, (char *)dest, NULL};
+		/* holes stay holes, and runs of zeros become holes */
+		char *argv[] = {"cp", "-a", "--sparse=always", "--", src, (char *)dest, NULL};
 		return src ? aj_image_spawn_wait(argv, err) : aj_err(err, ENOMEM, "out of memory");
 	}
 	case AJ_IMAGE_FROM_TAR: {
@@ -165,10 +167,35 @@ static int store_tree(const char *images, const char *build, const aj_image_spec
 
 typedef int (*fill_fn)(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err);
 
+/* A new build directory under images, flock'ed (fd in *hold: the sweep
+ * leaves it alone while we live), with the store's lock held (store). */
+static int make_build_dir(const char *images, int store, char **build, int *hold, aj_error *err)
+{
+	aj_image_sweep_locked(images, store);
+	unsigned rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (unsigned)time(NULL);
+	*build = aj_asprintf("%s/.build-%d-%08x", images, (int)getpid(), rnd);
+	_cleanup_free_ char *rootfs = *build ? aj_asprintf("%s/rootfs", *build) : NULL;
+	if (!rootfs)
+		return aj_err(err, ENOMEM, "out of memory");
+	if (mkdir(*build, 0700) < 0)
+		return aj_err(err, errno, "cannot create %s", *build);
+	*hold = open(*build, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*hold < 0 || flock(*hold, LOCK_EX | LOCK_NB) < 0 || mkdir(rootfs, 0755) < 0) {
+		int e = errno;
+		(void)aj_image_rm_rf(*build);
+		return aj_err(err, e, "cannot create %s", rootfs);
+	}
+	return 0;
+}
+
 /* A build directory under state's images, filled by fill, digested, stored
- * and named. */
+ * and named; nothing of it stays when any step fails. hold_store: the
+ * store's lock is held until the end (a snapshot: its room is counted
+ * while nothing else takes any), else only while the directory is made. */
 static int build_with(const char *state, const aj_image_spec *s, fill_fn fill, void *ctx,
-		      aj_image_info *out, aj_error *err)
+		      bool hold_store, aj_image_info *out, aj_error *err)
 {
 	if (!aj_image_name_ok(s->name))
 		return aj_image_bad_name(s->name, err);
@@ -179,25 +206,37 @@ static int build_with(const char *state, const aj_image_spec *s, fill_fn fill, v
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", s->name);
 	_cleanup_free_ char *images = aj_asprintf("%s/images", state);
-	unsigned rnd = 0;
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (unsigned)time(NULL);
-	_cleanup_free_ char *build =
-	    images ? aj_asprintf("%s/.build-%d-%08x", images, (int)getpid(), rnd) : NULL;
-	_cleanup_free_ char *rootfs = build ? aj_asprintf("%s/rootfs", build) : NULL;
-	if (!rootfs)
+	if (!images)
 		return aj_err(err, ENOMEM, "out of memory");
-	if (aj_mkdir_p(images, 0755) < 0 || mkdir(build, 0700) < 0 || mkdir(rootfs, 0755) < 0)
-		return aj_err(err, errno, "cannot create %s", build);
-	int r = fill(s, rootfs, ctx, err);
+	_cleanup_close_ int store = aj_image_store_lock(images, true, err);
+	if (store < 0)
+		return store;
+	_cleanup_free_ char *build = NULL;
+	_cleanup_close_ int hold = -1;
+	int r = make_build_dir(images, store, &build, &hold, err);
+	if (r < 0)
+		return r;
+	if (!hold_store) {
+		close(store);
+		store = -1;
+	}
+	_cleanup_free_ char *rootfs = aj_asprintf("%s/rootfs", build);
+	r = rootfs ? fill(s, rootfs, ctx, err) : aj_err(err, ENOMEM, "out of memory");
 	if (r == 0)
 		r = store_tree(images, build, s, out, err);
 	if (r != 0)
 		(void)aj_image_rm_rf(build); /* failed, or the same content was stored already */
 	if (r < 0)
 		return r;
+	bool stored = r == 0;
 	chmod(images, 0755);
-	return point_name(images, s->name, out->digest, err);
+	r = point_name(images, s->name, out->digest, err);
+	if (r < 0 && stored) { /* not an unnamed image either */
+		_cleanup_free_ char *final = aj_asprintf("%s/%s", images, out->digest + 7);
+		if (final)
+			(void)aj_image_rm_rf(final);
+	}
+	return r;
 }
 
 static int fill_from_spec(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
@@ -208,13 +247,65 @@ static int fill_from_spec(const aj_image_spec *s, const char *dest, void *ctx, a
 
 int aj_image_build(const char *state, const aj_image_spec *s, aj_image_info *out, aj_error *err)
 {
-	return build_with(state, s, fill_from_spec, NULL, out, err);
+	return build_with(state, s, fill_from_spec, NULL, false, out, err);
 }
 
 typedef struct snap_ctx {
 	int root;
 	const aj_tree_ids *ids;
+	const char *state;
 } snap_ctx;
+
+static void human(unsigned long long b, char *buf, size_t len)
+{
+	if (b >= (1ULL << 30))
+		snprintf(buf, len, "%.1f GiB", (double)b / (1ULL << 30));
+	else if (b >= (1ULL << 20))
+		snprintf(buf, len, "%.1f MiB", (double)b / (1ULL << 20));
+	else
+		snprintf(buf, len, "%llu bytes", b);
+}
+
+/* A copy stopped by a limit, or by a full filesystem: say which. */
+static int refused(unsigned long long disk, const aj_image_room *room, int r, aj_error *err)
+{
+	char a[32], b[32], c[32];
+	if (r == -ENOSPC || r == -EDQUOT) {
+		bool store = r == -ENOSPC || !disk || room->room < disk;
+		human(store ? room->room : disk, a, sizeof(a));
+		aj_err_clear(err);
+		if (!store) {
+			aj_err(
+			    err, EDQUOT,
+			    "the snapshot's files are bigger than the sandbox's disk allows (%s: "
+			    "its \"disk\" plus its image, by apparent size: a sparse file "
+			    "counts by its length)",
+			    a);
+			aj_err_hint(err, "remove or shrink big files in the sandbox first (du "
+					 "--apparent-size), or create it with a larger \"disk\"");
+		} else if (room->by_quota) {
+			human(room->quota, b, sizeof(b));
+			human(room->used, c, sizeof(c));
+			aj_err(err, ENOSPC,
+			       "the image store has no room for the snapshot (%s left of its quota "
+			       "%s, %s used; by apparent size)",
+			       a, b, c);
+			aj_err_hint(err, "remove images (agentjail image rm NAME), or the operator "
+					 "raises agentjail serve --store-quota");
+		} else {
+			human(room->free, b, sizeof(b));
+			human(room->reserve, c, sizeof(c));
+			aj_err(err, ENOSPC,
+			       "the image store has no room for the snapshot (%s: %s free minus "
+			       "a reserve of %s; by apparent size)",
+			       a, b, c);
+			aj_err_hint(err, "remove images (agentjail image rm NAME) or free space on "
+					 "the store's filesystem");
+		}
+		return r == -EDQUOT && store ? -ENOSPC : r;
+	}
+	return r;
+}
 
 static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
 {
@@ -223,7 +314,19 @@ static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, a
 	_cleanup_close_ int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return aj_err(err, errno, "cannot open %s", dest);
-	return aj_tree_sync(c->root, fd, c->ids, err);
+	_cleanup_free_ char *images = aj_asprintf("%s/images", c->state);
+	aj_image_room room;
+	int r =
+	    images ? aj_image_store_room(images, &room, err) : aj_err(err, ENOMEM, "out of memory");
+	if (r < 0)
+		return r;
+	aj_tree_ids ids = *c->ids;
+	if (!ids.max_bytes || room.room < ids.max_bytes)
+		ids.max_bytes = room.room;
+	if (ids.max_bytes == 0) /* not even an empty file fits */
+		return refused(c->ids->max_bytes, &room, -ENOSPC, err);
+	r = aj_tree_sync(c->root, fd, &ids, err);
+	return r < 0 ? refused(c->ids->max_bytes, &room, r, err) : 0;
 }
 
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
@@ -244,6 +347,6 @@ int aj_image_snapshot(const char *state, const char *name, int root, const aj_tr
 			   .source = AJ_IMAGE_FROM_SANDBOX,
 			   .from = from,
 			   .warmup = warmup && *warmup ? warmup : NULL};
-	snap_ctx c = {.root = root, .ids = ids};
-	return build_with(state, &s, fill_from_root, &c, out, err);
+	snap_ctx c = {.root = root, .ids = ids, .state = state};
+	return build_with(state, &s, fill_from_root, &c, true, out, err);
 }

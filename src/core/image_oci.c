@@ -111,7 +111,7 @@ static int unpack_outer(const char *archive, aj_error *err)
 		archive_read_free(a);
 		return aj_err(err, ENOMEM, "out of memory");
 	}
-	archive_write_disk_set_options(w, secure | ARCHIVE_EXTRACT_PERM);
+	archive_write_disk_set_options(w, secure | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SPARSE);
 	int r = 0, n = 0, rc;
 	struct archive_entry *e;
 	while (!r && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
@@ -395,8 +395,11 @@ static int layer_files(int fd, const char *name, unsigned *devices, aj_error *er
 		archive_read_free(a);
 		return aj_err(err, ENOMEM, "out of memory");
 	}
+	/* SPARSE: runs of zeros are written as holes (a sparse member's are
+	 * anyway: its data blocks come with their offsets) */
 	archive_write_disk_set_options(w, secure | ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM |
-					      ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR);
+					      ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_XATTR |
+					      ARCHIVE_EXTRACT_SPARSE);
 	int r = 0, rc;
 	struct archive_entry *e;
 	while (!r && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {

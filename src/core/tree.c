@@ -28,6 +28,7 @@ typedef struct walk {
 	char path[PATH_MAX]; /* relative path of the directory being copied */
 	size_t plen;
 	unsigned long long entries;
+	unsigned long long bytes; /* apparent size of the regular files copied */
 	aj_error *err;
 } walk;
 
@@ -104,6 +105,10 @@ static int copy_reg(walk *w, int s, int d, const char *name, const struct statx 
 		return errno == ENOENT ? 0 : fail(w, errno, "cannot read", name);
 	if (!S_ISREG(st.st_mode))
 		return 0; /* replaced while we looked: left out */
+	/* grown since it was counted (the copy goes to this size) */
+	if (w->ids->max_bytes && (unsigned long long)st.st_size > sx->stx_size &&
+	    (w->bytes += (unsigned long long)st.st_size - sx->stx_size) > w->ids->max_bytes)
+		return fail(w, EDQUOT, "the apparent size of the files passes the limit at", name);
 	_cleanup_close_ int out =
 	    openat(d, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
@@ -223,6 +228,9 @@ static int sync_entry(walk *w, int s, int d, const char *name, int depth)
 		return r;
 	if (is_dir)
 		return sync_subdir(w, s, d, name, &sx, false, depth);
+	if (S_ISREG(sx.stx_mode) && w->ids->max_bytes &&
+	    (w->bytes += sx.stx_size) > w->ids->max_bytes)
+		return fail(w, EDQUOT, "the apparent size of the files passes the limit at", name);
 	if (S_ISREG(sx.stx_mode))
 		return copy_reg(w, s, d, name, &sx);
 	if (S_ISLNK(sx.stx_mode))
@@ -260,6 +268,47 @@ static int sync_dir(walk *w, int s, int d, int depth)
 	}
 	closedir(dir);
 	return r;
+}
+
+static int du_dir(int fd, uint64_t mnt, int depth, unsigned long long *sum, unsigned long long *n)
+{
+	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+	if (!d) {
+		if (dup >= 0)
+			close(dup);
+		return -errno;
+	}
+	int r = 0;
+	for (struct dirent *de; r == 0 && (de = readdir(d));) {
+		struct statx sx;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    xstat(fd, de->d_name, &sx) < 0 || sx.stx_mnt_id != mnt)
+			continue;
+		if (++*n > 10000000)
+			r = -EFBIG;
+		else if (S_ISREG(sx.stx_mode))
+			*sum += sx.stx_size;
+		else if (S_ISDIR(sx.stx_mode) && depth < MAX_DEPTH) {
+			int sub =
+			    openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				r = du_dir(sub, mnt, depth + 1, sum, n);
+				close(sub);
+			}
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int aj_tree_apparent_size(int dir, unsigned long long *bytes)
+{
+	struct statx sx;
+	int r = xstat(dir, "", &sx);
+	unsigned long long n = 0;
+	*bytes = 0;
+	return r < 0 ? r : du_dir(dir, sx.stx_mnt_id, 0, bytes, &n);
 }
 
 /* Create files as the destination's root (so that a filesystem mounted in

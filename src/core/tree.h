@@ -13,8 +13,13 @@
 typedef struct aj_tree_ids {
 	uid_t from_uid, to_uid; /* host id of inside 0, in the source and the destination */
 	gid_t from_gid, to_gid;
-	unsigned range; /* ids from_uid .. from_uid+range-1 are shifted; others
-			 * become to_uid + 65534 (nobody) */
+	unsigned range;		      /* ids from_uid .. from_uid+range-1 are shifted; others
+				       * become to_uid + 65534 (nobody) */
+	unsigned long long max_bytes; /* the regular files copied may add up to
+				       * this apparent size (st_size, holes
+				       * too), else the copy stops with
+				       * -EDQUOT before the file that passes
+				       * it; 0: no limit */
 } aj_tree_ids;
 
 /* Make dst's tree the same as src's (both directories): entries missing in
@@ -24,7 +29,12 @@ typedef struct aj_tree_ids {
  * Directories that are mount points in src are created empty in dst;
  * other mount points (files bound over) are left out. Regular files,
  * directories, symlinks and FIFOs are copied (owners, modes, times; no
- * xattrs); sockets and devices are not. */
+ * xattrs); sockets and devices are not. A file's holes stay holes
+ * (aj_copy_fd). */
 int aj_tree_sync(int src, int dst, const aj_tree_ids *ids, aj_error *err);
+
+/* The apparent size (st_size) of the regular files below dir, on its own
+ * mount, never following a symlink. 0 or a negative errno. */
+int aj_tree_apparent_size(int dir, unsigned long long *bytes);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -16,7 +17,97 @@
 
 #include "util.h"
 
-static int slot_fd = -1;
+static int slot_fd = -1, name_fd = -1;
+
+/* The lock file whose byte S is held (F_OFD_SETLK, a write lock) by the
+ * process that maps uid range S. A fixed path, not $AGENTJAIL_STATE_DIR:
+ * every agentjail on the host must meet the same file, whatever its
+ * network namespace (an abstract socket name is per network namespace),
+ * mount namespace (ip netns exec) or state directory. /run when /var/lib
+ * cannot be written (a read-only /var). */
+static int open_range_lock(aj_error *err)
+{
+	static const char *const dirs[] = {AJ_UID_LOCK_DIR, AJ_UID_LOCK_DIR_FALLBACK};
+	int e = 0;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], AJ_UID_LOCK_FILE);
+		int r = aj_mkdir_p(dirs[i], 0755);
+		int fd =
+		    r < 0 ? r
+			  : open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			e = e ? e : fd < 0 && r == 0 ? errno : -r;
+			continue;
+		}
+		struct stat st;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		    (st.st_mode & 022)) {
+			close(fd);
+			return aj_err(err, EPERM,
+				      "%s is not a regular file of root's that only root may "
+				      "write: it cannot reserve host uid ranges",
+				      path);
+		}
+		return fd;
+	}
+	aj_err(err, e, "cannot open %s/%s (host uid range reservations)", AJ_UID_LOCK_DIR,
+	       AJ_UID_LOCK_FILE);
+	aj_err_hint(err, "agentjail needs a writable %s or %s as root", AJ_UID_LOCK_DIR,
+		    AJ_UID_LOCK_DIR_FALLBACK);
+	return -e;
+}
+
+/* Lock byte slot of fd: 0, -EAGAIN when another open file holds it. */
+static int lock_slot(int fd, unsigned slot)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = slot, .l_len = 1};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return errno == EACCES || errno == EAGAIN ? -EAGAIN : -errno;
+}
+
+static void unlock_slot(int fd, unsigned slot)
+{
+	struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = slot, .l_len = 1};
+	(void)fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+int aj_userns_reserve(unsigned *slot, aj_error *err)
+{
+	int fd = open_range_lock(err);
+	if (fd < 0)
+		return fd;
+	unsigned start;
+	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = (unsigned)getpid() * 2654435761u;
+	/* from a random slot on, every slot once: "none free" means none */
+	for (unsigned i = 0; i < AJ_UID_SLOTS; i++) {
+		unsigned s = (start + i) % AJ_UID_SLOTS;
+		int r = lock_slot(fd, s);
+		if (r == -EAGAIN)
+			continue;
+		if (r < 0) {
+			close(fd);
+			return aj_err(err, -r, "cannot lock host uid range %u", s);
+		}
+		/* an older agentjail in this network namespace knows only the
+		 * abstract name: hold it too, and skip a slot it holds */
+		int n = aj_reserve_name("uid-slot", s);
+		if (n == -EADDRINUSE) {
+			unlock_slot(fd, s);
+			continue;
+		}
+		if (name_fd >= 0)
+			close(name_fd);
+		name_fd = n;
+		*slot = s;
+		return fd;
+	}
+	close(fd);
+	return aj_err(err, EBUSY, "no free host uid range for a new sandbox (all %u in use)",
+		      AJ_UID_SLOTS);
+}
 
 int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *err)
 {
@@ -28,15 +119,14 @@ int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *er
 	m->privileged = m->caller_uid == 0;
 	if (!m->privileged)
 		return 0;
-	/* The range is held by an abstract unix socket name for this
-	 * process's lifetime: the kernel frees it when the process dies, so
-	 * nothing is left behind and two live sandboxes never share ids. */
+	/* The range is held by a lock on its byte of the host-wide lock file
+	 * for this process's lifetime: the kernel drops the lock when the
+	 * process dies (also by SIGKILL), so nothing is left behind and two
+	 * live sandboxes on the host never share ids. */
 	unsigned slot;
-	int fd = aj_reserve_random("uid-slot", AJ_UID_SLOTS, &slot);
-	if (fd == -EBUSY)
-		return aj_err(err, EBUSY, "no free host uid range for a new sandbox");
+	int fd = aj_userns_reserve(&slot, err);
 	if (fd < 0)
-		return aj_err(err, -fd, "cannot reserve a host uid range");
+		return fd;
 	if (slot_fd >= 0)
 		close(slot_fd);
 	slot_fd = fd;

@@ -11,6 +11,11 @@
 #define AJ_UID_BASE 1000000000u /* host uids the sandbox may map to */
 #define AJ_UID_SLOTS 16384u
 #define AJ_UID_RANGE 65536u
+/* Host-wide reservations of the ranges: byte S of this file is locked
+ * (an OFD write lock) by the process whose sandbox maps range S. */
+#define AJ_UID_LOCK_DIR "/var/lib/agentjail"
+#define AJ_UID_LOCK_DIR_FALLBACK "/run/agentjail"
+#define AJ_UID_LOCK_FILE "uid-ranges.lock"
 
 typedef struct aj_idmap {
 	bool privileged;  /* real root: map a whole range of unused host ids */
@@ -23,6 +28,10 @@ typedef struct aj_idmap {
 
 /* Choose the identity for a new sandbox. */
 int aj_userns_plan(aj_idmap *m, uid_t inside_uid, gid_t inside_gid, aj_error *err);
+/* Reserve a free host uid range host-wide (its slot in *slot): returns
+ * the fd whose lock holds it (closing it frees the range), -EBUSY when
+ * every range is taken, or another negative errno; err filled. */
+int aj_userns_reserve(unsigned *slot, aj_error *err);
 /* Host uid/gid the sandbox user appears as. */
 uid_t aj_userns_host_uid(const aj_idmap *m);
 gid_t aj_userns_host_gid(const aj_idmap *m);

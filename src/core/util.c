@@ -355,19 +355,89 @@ int aj_rm_tree_at(int dirfd, const char *name, int max_depth)
 	return rm_tree_at(dirfd, name, 0, max_depth);
 }
 
+/* Bytes [off, end) of in to the same offsets of out: copy_file_range (its
+ * offsets given, so neither file's position moves), else pread/pwrite. */
+static int copy_range(int in, int out, off_t off, off_t end)
+{
+	bool cfr = true;
+	char buf[65536];
+	while (off < end) {
+		size_t want = (size_t)(end - off < (1 << 20) ? end - off : (1 << 20));
+		ssize_t n;
+		if (cfr) {
+			off_t io = off, oo = off;
+			n = copy_file_range(in, &io, out, &oo, want, 0);
+			if (n < 0 && errno != EINTR &&
+			    (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			     errno == EOPNOTSUPP || errno == EBADF)) {
+				cfr = false;
+				continue;
+			}
+		} else {
+			n = pread(in, buf, want < sizeof(buf) ? want : sizeof(buf), off);
+			if (n > 0) {
+				for (ssize_t w = 0; w < n;) {
+					ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+					if (k < 0 && errno != EINTR)
+						return -errno;
+					w += k > 0 ? k : 0;
+				}
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0; /* shorter than it was: the copy is, too */
+		off += n;
+	}
+	return 0;
+}
+
+/* A regular file's data extents (SEEK_DATA/SEEK_HOLE) from its current
+ * offset, each at the same offset of out; the holes are left as holes and
+ * out's size set at the end (a hole there is no block either). */
+static int copy_sparse(int in, int out)
+{
+	off_t start = lseek(in, 0, SEEK_CUR), base = lseek(out, 0, SEEK_CUR);
+	struct stat st;
+	if (start < 0 || base < 0 || fstat(in, &st) < 0)
+		return -errno;
+	if (base != start) /* offsets differ: not worth it, the plain copy does it */
+		return 1;
+	off_t end = st.st_size, off = start;
+	while (off < end) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0)
+			return off == start && (errno == EINVAL || errno == EOPNOTSUPP) ? 1
+											: -errno;
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		if (hole > end)
+			hole = end;
+		int r = copy_range(in, out, data, hole);
+		if (r < 0)
+			return r;
+		off = hole;
+	}
+	if (ftruncate(out, end) < 0 || lseek(in, end, SEEK_SET) < 0 ||
+	    lseek(out, end, SEEK_SET) < 0)
+		return -errno;
+	return 0;
+}
+
 int aj_copy_fd(int in, int out)
 {
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 20, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return -errno;
-		break;
+	struct stat si, so;
+	if (fstat(in, &si) == 0 && fstat(out, &so) == 0 && S_ISREG(si.st_mode) &&
+	    S_ISREG(so.st_mode)) {
+		int r = copy_sparse(in, out);
+		if (r <= 0)
+			return r;
 	}
 	char buf[65536];
 	for (;;) {

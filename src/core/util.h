@@ -53,7 +53,10 @@ int aj_read_file(const char *path, char **out, size_t *len_out);
 int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */
 int aj_mkdir_p(const char *path, mode_t mode);
-/* Copy what is left of in to out (copy_file_range, else read/write).
+/* Copy what is left of in to out. Between regular files at the same
+ * offset only the data extents are copied (SEEK_DATA/SEEK_HOLE, each with
+ * copy_file_range, else pread/pwrite) and out gets in's size: a hole stays
+ * a hole, a sparse file never becomes real blocks. Otherwise read/write.
  * Returns 0 or a negative errno. */
 int aj_copy_fd(int in, int out);
 /* Remove name in dirfd and everything below it, never following a symlink

@@ -24,6 +24,7 @@ typedef struct aj_daemon_opts {
 	bool quiet;
 	const char *pools[16]; /* --pool IMAGE=N */
 	size_t n_pools;
+	unsigned long long store_quota; /* --store-quota: snapshots' room (0: free space) */
 } aj_daemon_opts;
 
 #define AJ_DAEMON_RUN_DIR "/run/agentjail"

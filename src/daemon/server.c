@@ -18,6 +18,7 @@
 
 #include "cgroup.h"
 #include "http.h"
+#include "image.h"
 #include "pool.h"
 #include "sup.h"
 #include "util.h"
@@ -81,6 +82,9 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 		if (aj_pool_add(o->pools[i], err) < 0)
 			return -EINVAL;
 	aj_registry_sweep();
+	/* the image store: its quota, and what a killed snapshot left */
+	aj_image_set_store_quota(o->store_quota);
+	aj_image_sweep(aj_state_dir());
 	snprintf(path, sizeof(path), "%s/audit.log", o->state_dir);
 	if (aj_audit_open(path, err) < 0)
 		return -EIO;

@@ -59,6 +59,30 @@ static int open_in(const aj_sandbox *sb, const char *rel, aj_error *err)
 	return fd;
 }
 
+/* What a snapshot of sb may add up to, by apparent size: its root's
+ * lower tree (the image, or the --rootfs directory) plus its --disk, all a
+ * sandbox can write. More means sparse files (or files bigger than the
+ * disk it was given): refused, the host's store is not a way round
+ * --disk. */
+static int snapshot_budget(const aj_sandbox *sb, const char *image, unsigned long long *max,
+			   aj_error *err)
+{
+	unsigned long long base = 0;
+	aj_image_info src;
+	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0) {
+		base = src.size_bytes;
+	} else {
+		int fd = open(sb->policy.rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int r = fd < 0 ? -errno : aj_tree_apparent_size(fd, &base);
+		if (fd >= 0)
+			close(fd);
+		if (r < 0)
+			return aj_err(err, -r, "cannot measure the root of sandbox %s", sb->id);
+	}
+	*max = base + sb->policy.tmp_size;
+	return 0;
+}
+
 int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err)
 {
 	if (!sb->policy.rootfs) {
@@ -83,10 +107,13 @@ int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error
 		 image ? image : "", image ? ")" : "");
 	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
 	aj_image_info src;
+	int r;
+	if ((r = snapshot_budget(sb, image, &ids.max_bytes, err)) < 0)
+		return r;
 	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
 		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
 	bool froze;
-	int r = hold_still(sb, &froze, err);
+	r = hold_still(sb, &froze, err);
 	if (r < 0)
 		return r;
 	int root = open_in(sb, "", err);
@@ -124,6 +151,9 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 			close(s);
 		if (d >= 0)
 			close(d);
+		if (r == -ENOSPC || r == -EDQUOT)
+			aj_err_hint(err, "the fork's disk is full: give the source a larger "
+					 "\"disk\" or remove files in it first");
 		if (r < 0)
 			aj_err_prefix(err, "fork of %s: /%s", src->id, dirs[i]);
 	}

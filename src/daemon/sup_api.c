@@ -166,12 +166,15 @@ void aj_op_snapshot(json_t *args, aj_reply *rep)
 		return;
 	json_t *img = NULL;
 	int rc = aj_sandbox_snapshot(sb, name, &img, &err);
+	bool full = rc == -ENOSPC || rc == -EDQUOT; /* --disk, the store's room */
 	if (rc < 0)
 		aj_reply_fail(rep,
-			      rc == -EINVAL   ? 400
+			      full	      ? 507
+			      : rc == -EINVAL ? 400
 			      : rc == -EEXIST ? 409
 					      : 500,
-			      rc == -EINVAL   ? "bad_request"
+			      full	      ? "insufficient_storage"
+			      : rc == -EINVAL ? "bad_request"
 			      : rc == -EEXIST ? "conflict"
 					      : "snapshot_failed",
 			      &err);
@@ -214,11 +217,14 @@ void aj_op_fork(json_t *args, aj_reply *rep)
 	const char *peer = aj_arg_peer(args);
 	int rc = aj_sandbox_fork(sb, (unsigned)n, ttl, peer, &list, &err);
 	if (rc < 0) {
+		bool full = rc == -ENOSPC || rc == -EDQUOT; /* a fork's disk */
 		aj_reply_fail(rep,
-			      rc == -EINVAL   ? 400
+			      full	      ? 507
+			      : rc == -EINVAL ? 400
 			      : rc == -EAGAIN ? 429
 					      : 500,
-			      rc == -EINVAL   ? "bad_request"
+			      full	      ? "insufficient_storage"
+			      : rc == -EINVAL ? "bad_request"
 			      : rc == -EAGAIN ? "too_many_sandboxes"
 					      : "fork_failed",
 			      &err);

@@ -141,3 +141,62 @@ load helpers
     assert_eq "$(info_of fork)" ok fork
     assert_eq "$(info_of pthread)" ok pthread
 }
+
+# ---- host uid ranges (issue 20, section 8)
+
+load uid_ranges
+
+# What the test below starts, ended also when it fails half-way.
+teardown() {
+    if [ -n "${UIDNS_PIDS:-}" ]; then
+        UIDNS_PIDS="$UIDNS_PIDS ${AJ_BG_PID:-}"
+        # shellcheck disable=SC2086
+        kill -TERM $UIDNS_PIDS 2>/dev/null || true
+        # shellcheck disable=SC2086
+        wait $UIDNS_PIDS 2>/dev/null || true
+    fi
+    [ -z "${UIDNS_NS:-}" ] || ip netns del "$UIDNS_NS" 2>/dev/null || true
+    aj_teardown
+}
+
+@test "host uid ranges are reserved host-wide: a sandbox under ip netns exec and one on the host never share one; a SIGKILLed holder frees its range" {
+    require_root
+    command -v ip >/dev/null && command -v python3 >/dev/null || skip "needs ip and python3"
+    local ns=aj-uidns-$$ ta tb tc pa pb pc sa sb sc free held
+    ip netns add "$ns"
+    UIDNS_NS=$ns
+    ta=$(aj_tag a)
+    ip netns exec "$ns" "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$ta" >"$T/a.out" 2>"$T/a.err" 3>&- &
+    UIDNS_PIDS=$!
+    pa=$(wait_for_comm "$ta" 10) || { cat "$T/a.err" >&2; fail "the sandbox in $ns never started"; }
+    sa=$(uid_slot_of "$pa")
+    # every other range is taken on the host, but one: the host's run must
+    # get that one, never the range of the sandbox in the other netns
+    free=$(((sa + 1 + RANDOM % 16000) % 16384))
+    coproc HOLD { hold_ranges_but "$free" "$sa"; }
+    UIDNS_PIDS="$UIDNS_PIDS $HOLD_PID"
+    read -r held <&"${HOLD[0]}"
+    [ "$held" -gt 16000 ] || fail "the stand-in held only $held ranges"
+    tb=$(aj_tag b)
+    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tb" >"$T/b.out" 2>"$T/b.err" 3>&- &
+    AJ_BG_PID=$!
+    pb=$(wait_for_comm "$tb" 10) || { cat "$T/b.err" >&2; fail "the host's sandbox never started"; }
+    sb=$(uid_slot_of "$pb")
+    assert_ne "$sb" "$sa" "the host's sandbox got the range of the sandbox in $ns"
+    assert_eq "$sb" "$free" "the host's sandbox took a range held on the host"
+    assert_ne "$(host_uid_of "$pb")" "$(host_uid_of "$pa")"
+    # SIGKILL the holder: its range is free again, and the next run gets it
+    kill -KILL "$AJ_BG_PID"
+    wait "$AJ_BG_PID" 2>/dev/null || true
+    local i
+    for i in $(seq 100); do kill -0 "$pb" 2>/dev/null || break; sleep 0.05; done
+    tc=$(aj_tag c)
+    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tc" >"$T/c.out" 2>"$T/c.err" 3>&- &
+    AJ_BG_PID=$!
+    pc=$(wait_for_comm "$tc" 10) || { cat "$T/c.err" >&2; fail "no range after the holder was killed"; }
+    sc=$(uid_slot_of "$pc")
+    assert_eq "$sc" "$free" "the killed holder's range"
+    kill -TERM "$AJ_BG_PID"
+    wait "$AJ_BG_PID" 2>/dev/null || true
+    AJ_BG_PID=
+}

@@ -16,7 +16,7 @@ setup() {
 mk_shell_tree() {
     local d=$1 b l
     mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/dev" "$d/root"
-    for b in sh cat ls rm mkdir env sleep mv; do
+    for b in sh cat ls rm mkdir env sleep mv truncate; do
         cp "$(command -v "$b")" "$d/bin/$b"
         for l in $(ldd "$(command -v "$b")" | grep -o '/[^ ]*'); do
             mkdir -p "$d$(dirname "$l")"
@@ -164,4 +164,139 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
     assert_eq "$(api GET /v1/sandboxes | jq -r '[.sandboxes[].id] | join(" ")')" "$id"
     api_status GET "/v1/sandboxes/$id/fork"
     assert_eq "$status_code" 405
+}
+
+# ---- sparse files and the store's room (issue 20, section 3)
+
+# Bytes of disk blocks below a host path (du: st_blocks, not the length).
+blocks_of() { du -s --block-size=1 "$1" | awk '{ print $1 }'; }
+avail_of() { df --output=avail -B1 "$1" | tail -n1 | tr -d ' '; }
+# Everything in the store, by owner, mode, type, size, blocks and content.
+store_listing() {
+    (cd "$AGENTJAIL_STATE_DIR" && find . -printf '%u:%g %m %y %s %b %p\n' | LC_ALL=C sort)
+    (cd "$AGENTJAIL_STATE_DIR" && find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2)
+}
+
+@test "a sparse file (10 GiB by truncate) stays sparse on the host: snapshot, fork and download" {
+    local size=${SPARSE_SIZE:-10G} bytes
+    bytes=$(numfmt --from=iec "$size")
+    svc_start
+    id=$(sb_create '{"image": "tiny", "disk": "16G"}')
+    local store=$AGENTJAIL_STATE_DIR/images b0 a0
+    b0=$(blocks_of "$store")
+    a0=$(avail_of "$store")
+    run_in "$id" "mkdir -p /opt; echo head >/opt/sparse; truncate -s $size /opt/sparse; echo t >/tmp/sparse; truncate -s $size /tmp/sparse" >/dev/null
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "sparse1"}'
+    assert_eq "$status_code" 201 "$body"
+    assert_eq "$(jq -r .size_bytes <<<"$body")" "$(($("$AJ" image inspect tiny | jq -r .size_bytes) + bytes))"
+    f=$(image_dir sparse1)/opt/sparse
+    assert_eq "$(stat -c %s "$f")" "$bytes"
+    assert_eq "$(head -c 5 "$f")" head
+    # a few blocks, not 10 GiB of them: in the file, the store, the filesystem
+    [ "$(($(stat -c '%b * %B' "$f")))" -lt $((1 << 20)) ] || fail "the snapshot's file has $(stat -c %b "$f") blocks"
+    [ $(($(blocks_of "$store") - b0)) -lt $((64 << 20)) ] || fail "the store grew by $(($(blocks_of "$store") - b0)) bytes"
+    [ $((a0 - $(avail_of "$store"))) -lt $((2 << 30)) ] || fail "the filesystem lost $((a0 - $(avail_of "$store"))) bytes"
+    # a fork: its copy in its own tmpfs (host memory) keeps the holes too
+    api_status POST "/v1/sandboxes/$id/fork" -d '{}'
+    assert_eq "$status_code" 201 "$body"
+    fk=$(jq -r '.sandboxes[0].id' <<<"$body")
+    pid=$(api GET "/v1/sandboxes/$fk" | jq -r .pid)
+    for p in tmp/sparse opt/sparse; do
+        assert_eq "$(stat -c %s "/proc/$pid/root/$p")" "$bytes" "/$p in the fork"
+        [ "$(($(stat -c '%b * %B' "/proc/$pid/root/$p")))" -lt $((1 << 20)) ] ||
+            fail "/$p in the fork has $(stat -c %b "/proc/$pid/root/$p") blocks"
+    done
+    assert_eq "$(run_in "$fk" 'read l </tmp/sparse; echo $l' | events_stdout)" t
+    # a download streams the zeros from the sandbox's file: no copy on the host
+    b0=$(blocks_of "$store")
+    a0=$(avail_of "$store")
+    got=$(api GET "/v1/sandboxes/$fk/files?path=/tmp/sparse" --max-time 120 -o /dev/null -w '%{size_download}')
+    assert_eq "$got" "$bytes" "downloaded bytes"
+    assert_eq "$(blocks_of "$store")" "$b0" "the store after a download"
+    [ $((a0 - $(avail_of "$store"))) -lt $((2 << 30)) ] || fail "the filesystem lost $((a0 - $(avail_of "$store"))) bytes in a download"
+    # the CLI's cp writes it sparse where it was asked to
+    AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox cp "$id:/opt/sparse" "$T/down"
+    assert_eq "$(stat -c %s "$T/down")" "$bytes"
+    assert_eq "$(head -c 5 "$T/down")" head
+    [ "$(($(stat -c '%b * %B' "$T/down")))" -lt $((1 << 20)) ] || fail "the CLI's download has $(stat -c %b "$T/down") blocks"
+    [ $((a0 - $(avail_of "$store"))) -lt $((2 << 30)) ] || fail "the filesystem lost $((a0 - $(avail_of "$store"))) bytes in the CLI's download"
+    rm -f "$T/down"
+}
+
+@test "a snapshot bigger than the sandbox's disk or the store's room: 507 with a fix, nothing half-written stays" {
+    svc_start --store-quota 2G
+    small=$(sb_create '{"image": "tiny", "disk": "64M"}')
+    big=$(sb_create '{"image": "tiny", "disk": "8G"}')
+    run_in "$small" 'mkdir -p /opt; echo x >/opt/f; truncate -s 1G /opt/f' >/dev/null
+    run_in "$big" 'mkdir -p /opt; echo x >/opt/f; truncate -s 3G /opt/f' >/dev/null
+    before=$(store_listing)
+    # apparent size above --disk (plus the image): refused
+    api_status POST "/v1/sandboxes/$small/snapshot" -d '{"name": "toobig"}'
+    assert_eq "$status_code" 507 "$body"
+    assert_eq "$(jq -r .error.code <<<"$body")" insufficient_storage
+    [[ "$(jq -r .error.message <<<"$body")" == *'"disk"'* ]] || fail "no word of the disk: $body"
+    [[ "$(jq -r .error.message <<<"$body")" == *'(fix: '*'larger "disk"'* ]] || fail "no fix line: $body"
+    # within its disk (8G) but above the store's quota (2G): refused
+    api_status POST "/v1/sandboxes/$big/snapshot" -d '{"name": "toobig"}'
+    assert_eq "$status_code" 507 "$body"
+    [[ "$(jq -r .error.message <<<"$body")" == *quota* ]] || fail "no word of the quota: $body"
+    [[ "$(jq -r .error.message <<<"$body")" == *'(fix: '*store-quota* ]] || fail "no fix line: $body"
+    # the store is as it was: same entries, owners, sizes, contents; no name
+    assert_eq "$(store_listing)" "$before" "the store after refused snapshots"
+    assert_eq "$(image_names)" "tiny "
+    # nothing of a sandbox's host uid range anywhere in the state directory
+    [ -z "$(find "$AGENTJAIL_STATE_DIR" -uid +999999999 -print -quit)" ] || fail "files of a sandbox uid in the store"
+    # a snapshot that fits still works, and both sandboxes go on
+    run_in "$small" 'rm /opt/f' >/dev/null
+    api_status POST "/v1/sandboxes/$small/snapshot" -d '{"name": "fits"}'
+    assert_eq "$status_code" 201 "$body"
+    assert_eq "$(run_in "$big" 'echo alive' | events_stdout)" alive
+}
+
+@test "the store's sweep: a build directory whose process died goes, a live one stays" {
+    local images=$AGENTJAIL_STATE_DIR/images
+    # what a SIGKILLed snapshot leaves: a build directory nobody holds
+    mkdir -p "$images/.build-999999-0badf00d/rootfs/opt" "$images/.trash-0123"
+    echo half >"$images/.build-999999-0badf00d/rootfs/opt/half"
+    chown -R 1000000000:1000000000 "$images/.build-999999-0badf00d"
+    # one in use (flock'ed, as a running build holds it)
+    mkdir -p "$images/.build-1-live/rootfs"
+    exec {L}<"$images/.build-1-live"
+    flock -x "$L"
+    svc_start
+    [ ! -e "$images/.build-999999-0badf00d" ] || fail "the stale build directory is still there"
+    [ ! -e "$images/.trash-0123" ] || fail "the stale trash directory is still there"
+    [ -d "$images/.build-1-live/rootfs" ] || fail "a live build directory was removed"
+    exec {L}<&-
+    svc_stop
+    svc_start
+    [ ! -e "$images/.build-1-live" ] || fail "the released build directory is still there"
+}
+
+@test "a snapshot cut short by SIGKILL of the service: the next start removes its half-written copy" {
+    svc_start
+    id=$(sb_create '{"image": "tiny", "disk": "1G"}')
+    run_in "$id" 'mkdir -p /opt' >/dev/null
+    head -c 400M /dev/zero >"$T/big"
+    api PUT "/v1/sandboxes/$id/files?path=/opt/big" --data-binary @"$T/big" >/dev/null
+    rm -f "$T/big"
+    _svc_record_keepers
+    local images=$AGENTJAIL_STATE_DIR/images before i seen=
+    before=$(store_listing)
+    api POST "/v1/sandboxes/$id/snapshot" -d '{"name": "cut"}' >/dev/null 2>&1 &
+    local req=$!
+    for i in $(seq 400); do
+        if compgen -G "$images/.build-*/rootfs/opt/big" >/dev/null; then seen=1; break; fi
+        sleep 0.01
+    done
+    [ -n "$seen" ] || fail "the snapshot's copy was never seen under way"
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    wait "$req" 2>/dev/null || true
+    compgen -G "$images/.build-*" >/dev/null || fail "the killed snapshot left nothing to sweep (too fast?)"
+    svc_start
+    ! compgen -G "$images/.build-*" >/dev/null || fail "a half-written copy is still there: $(ls -a "$images")"
+    assert_eq "$(store_listing)" "$before" "the store after the crash and the sweep"
+    assert_eq "$(image_names)" "tiny "
 }

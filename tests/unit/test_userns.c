@@ -7,6 +7,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,12 +65,46 @@ static void test_plan_never_root_nor_caller(void **state)
 	(void)b;
 }
 
+/* Is byte slot of the lock file locked by another open file? */
+static bool held_elsewhere(unsigned slot)
+{
+	int fd = open(AJ_UID_LOCK_DIR "/" AJ_UID_LOCK_FILE, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = slot, .l_len = 1};
+	assert_int_equal(fcntl(fd, F_OFD_GETLK, &fl), 0);
+	close(fd);
+	return fl.l_type != F_UNLCK;
+}
+
+/* Each reservation is a lock on its own byte of one host-wide file, seen
+ * by any other open of it, and gone with its fd. */
+static void test_reserve_locks(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	unsigned a, b;
+	aj_error err;
+	int fa = aj_userns_reserve(&a, &err), fb = aj_userns_reserve(&b, &err);
+	assert_true(fa >= 0 && fb >= 0);
+	assert_int_not_equal(a, b);
+	assert_true(a < AJ_UID_SLOTS && b < AJ_UID_SLOTS);
+	assert_true(held_elsewhere(a));
+	assert_true(held_elsewhere(b));
+	close(fa);
+	assert_false(held_elsewhere(a));
+	assert_true(held_elsewhere(b));
+	close(fb);
+	assert_false(held_elsewhere(b));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_privileged_map),
 	    cmocka_unit_test(test_unprivileged_map),
 	    cmocka_unit_test(test_plan_never_root_nor_caller),
+	    cmocka_unit_test(test_reserve_locks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,12 +120,97 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* data-hole-data-hole: 1 MiB of data at 0 and at 32 MiB, 96 MiB in all */
+static int make_sparse(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	static char chunk[1 << 20];
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = (char)('a' + i % 23);
+	assert_int_equal(pwrite(fd, chunk, sizeof(chunk), 0), (ssize_t)sizeof(chunk));
+	chunk[7] = 'Z';
+	assert_int_equal(pwrite(fd, chunk, sizeof(chunk), 32 << 20), (ssize_t)sizeof(chunk));
+	assert_int_equal(ftruncate(fd, 96 << 20), 0);
+	assert_int_equal(fsync(fd), 0);
+	close(fd);
+	return 0;
+}
+
+static void same_content(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	assert_non_null(fa);
+	assert_non_null(fb);
+	static char x[1 << 16], y[1 << 16];
+	size_t na, nb;
+	do {
+		na = fread(x, 1, sizeof(x), fa);
+		nb = fread(y, 1, sizeof(y), fb);
+		assert_int_equal(na, nb);
+		assert_memory_equal(x, y, na);
+	} while (na > 0);
+	fclose(fa);
+	fclose(fb);
+}
+
+/* The copy keeps the holes: about the source's blocks (2 MiB), not its
+ * 96 MiB of apparent size; the same bytes. On the same filesystem
+ * (copy_file_range) and to another one (tmpfs: pread/pwrite). */
+static void test_copy_sparse(void **state)
+{
+	(void)state;
+	char dir[] = "/var/tmp/aj-test-copy-XXXXXX";
+	char shm[] = "/dev/shm/aj-test-copy-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(shm));
+	char src[256], dsts[2][256];
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dsts[0], sizeof(dsts[0]), "%s/dst", dir);
+	snprintf(dsts[1], sizeof(dsts[1]), "%s/dst", shm);
+	make_sparse(src);
+	struct stat ss, ds;
+	assert_int_equal(stat(src, &ss), 0);
+	assert_true(ss.st_blocks * 512 < (4 << 20)); /* the filesystem keeps holes */
+	for (int k = 0; k < 2; k++) {
+		int in = open(src, O_RDONLY | O_CLOEXEC);
+		int out = open(dsts[k], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_true(in >= 0 && out >= 0);
+		assert_int_equal(aj_copy_fd(in, out), 0);
+		close(in);
+		assert_int_equal(fsync(out), 0);
+		close(out);
+		assert_int_equal(stat(dsts[k], &ds), 0);
+		assert_int_equal(ds.st_size, 96 << 20);
+		assert_true(ds.st_blocks * 512 <= (4 << 20));
+		assert_true(ds.st_blocks * 512 >= (2 << 20)); /* the data is there */
+		same_content(src, dsts[k]);
+	}
+	/* a pipe (no holes to find) still copies every byte */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "hello", 5), 5);
+	close(p[1]);
+	char pd[256];
+	snprintf(pd, sizeof(pd), "%s/pipe", dir);
+	int out = open(pd, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_int_equal(aj_copy_fd(p[0], out), 0);
+	char got[8] = {0};
+	assert_int_equal(pread(out, got, sizeof(got), 0), 5);
+	assert_string_equal(got, "hello");
+	close(out);
+	close(p[0]);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", dir, shm);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_size),	 cmocka_unit_test(test_parse_uint),
 	    cmocka_unit_test(test_error_format), cmocka_unit_test(test_steal),
-	    cmocka_unit_test(test_mkdir_p),
+	    cmocka_unit_test(test_mkdir_p),	 cmocka_unit_test(test_copy_sparse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
