@@ -19,6 +19,7 @@
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
+#include "threads.h"
 #include "util.h"
 #include "zygote.h"
 
@@ -179,10 +180,47 @@ void aj_sandbox_ref(aj_sandbox *sb)
 	__atomic_add_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Set on the supervisor's own thread, which starts every exec: the last
+ * reference dropped there never waits for a teardown (issue 20). */
+static __thread bool teardown_elsewhere;
+
+void aj_registry_teardown_elsewhere(bool on)
+{
+	teardown_elsewhere = on;
+}
+
+static void sandbox_free(aj_sandbox *sb);
+
+static void *teardown_thread(void *arg)
+{
+	sandbox_free(arg);
+	aj_worker_leave();
+	return NULL;
+}
+
 void aj_sandbox_unref(aj_sandbox *sb)
 {
 	if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST) > 0)
 		return;
+	/* A teardown may take long (the keeper waits for every process of
+	 * the sandbox to die: thousands, or one in D state, or a frozen one),
+	 * and an expiry, an exec's end or a pool's stale sandbox drops the
+	 * last reference on the supervisor's thread: the execs of every other
+	 * sandbox would wait behind it. There, a worker thread (counted, so
+	 * the shutdown waits for it) does it; its processes were killed when
+	 * the sandbox left the registry. (The keeper dies with the thread
+	 * that created it, a pool thread, not with this one.) */
+	if (teardown_elsewhere) {
+		aj_worker_enter();
+		if (aj_thread_start(teardown_thread, sb) == 0)
+			return;
+		aj_worker_leave();
+	}
+	sandbox_free(sb);
+}
+
+static void sandbox_free(aj_sandbox *sb)
+{
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	aj_box_destroy(&sb->box); /* waits for the keeper's teardown */
@@ -415,7 +453,11 @@ void aj_registry_expire(void)
 
 void aj_registry_destroy_all(void)
 {
+	/* the shutdown: every teardown done before the process ends */
+	bool was = teardown_elsewhere;
+	teardown_elsewhere = false;
 	destroy_where(true);
+	teardown_elsewhere = was;
 	pthread_mutex_lock(&reg_mu);
 	free(reg);
 	reg = NULL;

@@ -7,6 +7,16 @@
 load helpers
 
 WALLS=$BATS_TEST_DIRNAME/walls
+SLOW_DIRS=()
+
+# helpers.bash's, after thawing what a failed test left frozen (make_slow)
+teardown() {
+    local rc=0
+    [ ${#SLOW_DIRS[@]} -eq 0 ] || thaw_slow
+    svc_stop || rc=1
+    aj_teardown || rc=1
+    return $rc
+}
 
 exec_body() { # ARGS...: an exec body running them (30 s timeout)
     jq -cn --args '{cmd: $ARGS.positional, timeout: 30}' "$@"
@@ -131,4 +141,118 @@ start_of() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }
     [ "$alive2" = 1 ] || fail "the sweep killed a process with init's title named by a state file without start times"
     [ "$gone" = 1 ] || fail "the sweep left the recorded process (pid and start time) alive"
     [ -z "$(ls "$STATE/sandboxes")" ] || fail "state files left: $(ls "$STATE/sandboxes")"
+}
+
+# A sleep in a session of its own, started before this command ends.
+SLEEPER='import os, time
+p = os.fork()
+if p == 0:
+    os.setsid()
+    fd = os.open("/dev/null", os.O_RDWR)
+    for i in range(3):
+        os.dup2(fd, i)
+    os.execvp("sleep", ["sleep", "1000"])
+while os.getsid(p) == os.getsid(0):
+    time.sleep(0.01)'
+
+# Make sandbox $1's teardown wait until thaw_slow: a `sleep` in it moved
+# into a child freezer cgroup of its own (v1), frozen there. The keeper's
+# teardown thaws the sandbox's cgroup, not this child: the frozen process
+# cannot die, so neither can the pid namespace, init, and the teardown that
+# waits for init (what a process in D state, a slow unmount or thousands
+# of processes do, deterministically). Sets SLOW_DIRS.
+make_slow() {
+    local id=$1 init cg pid p
+    init=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+    cg=$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$init/cgroup")
+    [ -n "$cg" ] && [ -f "/sys/fs/cgroup/freezer$cg/freezer.state" ] || return 1
+    # out of the command's process group, so that the exec ends (and
+    # holds no reference to the sandbox: its last one goes with the TTL)
+    api POST "/v1/sandboxes/$id/exec" -d "$(jq -cn --arg s "$SLEEPER" '{cmd: ["python3", "-c", $s]}')" >/dev/null
+    for _ in $(seq 100); do
+        for p in $(cat "/sys/fs/cgroup/freezer$cg/cgroup.procs"); do
+            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && pid=$p
+        done
+        [ -n "${pid:-}" ] && break
+        sleep 0.05
+    done
+    [ -n "${pid:-}" ] || return 1
+    local slow=/sys/fs/cgroup/freezer$cg/ajtest-slow
+    mkdir "$slow"
+    SLOW_DIRS+=("$slow")
+    echo "$pid" >"$slow/cgroup.procs"
+    echo FROZEN >"$slow/freezer.state"
+    for _ in $(seq 100); do
+        [ "$(cat "$slow/freezer.state")" = FROZEN ] && return 0
+        sleep 0.02
+    done
+    return 1
+}
+
+# Thaw what make_slow froze and remove its cgroups (before the keeper's
+# removal of the sandbox's cgroup gives up on them: 1 s).
+thaw_slow() {
+    local d
+    for d in "${SLOW_DIRS[@]}"; do echo THAWED >"$d/freezer.state" 2>/dev/null || true; done
+    for d in "${SLOW_DIRS[@]}"; do
+        for _ in $(seq 200); do
+            rmdir "$d" 2>/dev/null || [ ! -d "$d" ] && break
+            sleep 0.005
+        done
+    done
+    SLOW_DIRS=()
+}
+
+# Milliseconds an exec of true in sandbox $1 takes (curl gives up at 5 s).
+exec_ms() {
+    local t0 t1 ev
+    t0=$(date +%s%N)
+    ev=$(curl -sSN --max-time 5 --unix-socket "$SOCK" -X POST \
+        "http://agentjail/v1/sandboxes/$1/exec" -d '{"cmd": ["true"]}' 2>/dev/null)
+    t1=$(date +%s%N)
+    grep -q '"exit_code":0' <<<"$ev" || { echo 99999; return; }
+    echo $(((t1 - t0) / 1000000))
+}
+
+@test "a slow teardown (DELETE, TTL expiry) never holds up an exec in another sandbox" {
+    svc_start
+    SLOW_DIRS=()
+    local a1 a2 b i1 i2 ms
+    a1=$(sb_create)
+    a2=$(sb_create)
+    b=$(sb_create)
+    i1=$(api GET "/v1/sandboxes/$a1" | jq -r .pid)
+    i2=$(api GET "/v1/sandboxes/$a2" | jq -r .pid)
+    ms=$(exec_ms "$b")
+    [ "$ms" -lt 1000 ] || fail "exec in B took $ms ms before anything"
+    make_slow "$a1" && make_slow "$a2" || { thaw_slow; skip "no v1 freezer cgroup for the sandboxes"; }
+    # A1: DELETE (a pool thread waits for its teardown); A2: its TTL ends
+    # (the supervisor's own thread, which starts the execs, expires it)
+    curl -sS --max-time 60 --unix-socket "$SOCK" -X DELETE "http://agentjail/v1/sandboxes/$a1" \
+        >"$BATS_TEST_TMPDIR/delete.out" 2>&1 &
+    local del=$!
+    api PATCH "/v1/sandboxes/$a2" -d '{"timeout": 1}' >/dev/null
+    local i
+    for i in $(seq 100); do
+        grep expire "$STATE/audit.log" 2>/dev/null | grep -q "$a2" && break
+        sleep 0.05
+    done
+    grep expire "$STATE/audit.log" | grep -q "$a2" || { thaw_slow; fail "a2 did not expire"; }
+    sleep 0.3
+    local slow=()
+    for i in 1 2 3; do
+        ms=$(exec_ms "$b")
+        [ "$ms" -lt 1000 ] || slow+=("$ms")
+    done
+    # both teardowns were still under way
+    local still=0
+    kill -0 "$i1" 2>/dev/null && kill -0 "$i2" 2>/dev/null && still=1
+    thaw_slow
+    wait "$del" || true
+    [ "$still" = 1 ] || fail "the teardowns were not slow: an init died"
+    [ ${#slow[@]} -eq 0 ] || fail "exec in B waited for A's teardown: ${slow[*]} ms"
+    for i in $(seq 200); do kill -0 "$i1" 2>/dev/null || kill -0 "$i2" 2>/dev/null || break; sleep 0.05; done
+    ! kill -0 "$i1" 2>/dev/null || fail "a1's init outlived its teardown"
+    ! kill -0 "$i2" 2>/dev/null || fail "a2's init outlived its teardown"
+    assert_eq "$(api GET /v1/sandboxes | jq -c '[.sandboxes[].id]')" "[\"$b\"]"
 }
