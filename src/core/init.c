@@ -523,15 +523,6 @@ static void serve_request(serve_exec *e)
 	e->sock = -1;
 }
 
-/* What every command of this sandbox starts with, prepared once: the
- * Landlock ruleset (its rules name the sandbox's own paths, set up by
- * now), an empty bounding set (init never execs; its own capabilities stay)
- * and the default seccomp filter loaded into init itself, so that each
- * command inherits it instead of loading (and the kernel compiling) its
- * own. Init needs nothing the default filter denies from here on: poll,
- * sockets it has, clone without namespace flags, wait, kill. A
- * --seccomp-profile may deny anything: each command loads that one. On
- * any failure the commands do it themselves, as aj_init_main's does. */
 /* One Landlock domain for all the commands of a persistent sandbox (issue
  * 20): with a command per domain, as before, Landlock's scopes (ABI 6:
  * abstract unix sockets, signals) kept one command of a sandbox from
@@ -567,6 +558,15 @@ static bool share_domain(const aj_policy *p, int ruleset)
 	return ok;
 }
 
+/* What every command of this sandbox starts with, prepared once: the
+ * Landlock ruleset (its rules name the sandbox's own paths, set up by
+ * now), an empty bounding set (init never execs; its own capabilities stay)
+ * and the default seccomp filter loaded into init itself, so that each
+ * command inherits it instead of loading (and the kernel compiling) its
+ * own. Init needs nothing the default filter denies from here on: poll,
+ * sockets it has, clone without namespace flags, wait, kill. A
+ * --seccomp-profile may deny anything: each command loads that one. On
+ * any failure the commands do it themselves, as aj_init_main's does. */
 static void serve_prepare(const aj_init_args *a, prepared *pre)
 {
 	aj_error ignored;
