@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/securebits.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sched.h>
@@ -76,10 +77,11 @@ __attribute__((noreturn)) static void command_fail(int errfd, const aj_error *er
  * (serve_prepare). ruleset: Landlock's (-1: each command builds its own);
  * filtered: init is under the commands' seccomp filter, which they inherit
  * (else each loads it last before exec); bounded: init's bounding set is
- * empty, which they inherit. */
+ * empty, which they inherit; landlocked: init is in the sandbox's one
+ * Landlock domain, which they inherit (share_domain). */
 typedef struct prepared {
 	int ruleset;
-	bool filtered, bounded;
+	bool filtered, bounded, landlocked;
 } prepared;
 
 static const prepared nothing_prepared = {.ruleset = -1};
@@ -152,7 +154,8 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 		command_fail(errfd, &err);
 	}
 	if (set_rlimits(p, &err) < 0 ||
-	    (ruleset >= 0 ? aj_landlock_enforce(ruleset, &err) : aj_landlock_apply(p, &err)) < 0)
+	    (!c->pre->landlocked &&
+	     (ruleset >= 0 ? aj_landlock_enforce(ruleset, &err) : aj_landlock_apply(p, &err)) < 0))
 		command_fail(errfd, &err);
 	if (ruleset >= 0)
 		close(ruleset);
@@ -520,6 +523,41 @@ static void serve_request(serve_exec *e)
 	e->sock = -1;
 }
 
+/* One Landlock domain for all the commands of a persistent sandbox (issue
+ * 20): with a command per domain, as before, Landlock's scopes (ABI 6:
+ * abstract unix sockets, signals) kept one command of a sandbox from
+ * connecting to another's abstract socket or signalling it, which processes
+ * of one machine can do. Init enforces the ruleset on itself, once: every
+ * command it starts is in that domain (and what they start, in nested ones
+ * without scopes); other sandboxes and the host are outside it, as before.
+ * A process in the domain may signal init, which Landlock no longer
+ * prevents; so init first takes a uid of its own in the sandbox's user
+ * namespace, none of its commands' (they run as the policy's uid and
+ * cannot change it): kill(2) then needs CAP_KILL, which no command has
+ * (EPERM), and ptrace CAP_SYS_PTRACE. Its capabilities stay
+ * (SECBIT_NO_SETUID_FIXUP); it owns no file and opens nothing but what
+ * the ruleset allows its commands. When the uid is not mapped (a user
+ * namespace of one id) or anything fails, each command enforces the
+ * ruleset itself, as before. */
+static bool share_domain(const aj_policy *p, int ruleset)
+{
+	if (ruleset < 0 || aj_landlock_abi() < 6)
+		return false; /* no scopes: one domain per command walls nothing off */
+	uid_t own = p->uid == AJ_INIT_UID ? AJ_INIT_UID - 1 : AJ_INIT_UID;
+	int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+		return false;
+	bool ok = setresuid(own, own, own) == 0;
+	aj_error ignored;
+	if (ok && aj_landlock_enforce(ruleset, &ignored) < 0) {
+		ok = false;
+		if (setresuid(0, 0, 0) < 0)
+			_exit(AJ_EXIT_INTERNAL); /* cannot happen: CAP_SETUID is kept */
+	}
+	(void)prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+	return ok;
+}
+
 /* What every command of this sandbox starts with, prepared once: the
  * Landlock ruleset (its rules name the sandbox's own paths, set up by
  * now), an empty bounding set (init never execs; its own capabilities stay)
@@ -534,6 +572,11 @@ static void serve_prepare(const aj_init_args *a, prepared *pre)
 	aj_error ignored;
 	if (aj_landlock_prepare(a->policy, &pre->ruleset, &ignored) < 0)
 		pre->ruleset = -1;
+	pre->landlocked = share_domain(a->policy, pre->ruleset);
+	if (pre->landlocked) {
+		close(pre->ruleset);
+		pre->ruleset = -1;
+	}
 	pre->bounded = aj_caps_drop_bounding(NULL, 0, &ignored) == 0;
 	pre->filtered = !a->seccomp->replaced && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
 			aj_seccomp_load(a->seccomp, &ignored) == 0;

@@ -30,6 +30,12 @@ typedef struct aj_init_args {
 	aj_init_cmd cmd;       /* aj_init_main: the one command */
 } aj_init_args;
 
+/* A persistent sandbox's init runs as this uid inside the sandbox (the
+ * last of its 65536, never a command's: --user takes 0 to 65533; should
+ * that change, AJ_INIT_UID - 1 when the commands run as it): its commands,
+ * in its Landlock domain, cannot signal it (init.c, share_domain). */
+#define AJ_INIT_UID 65535
+
 /* Sent by agentjail to init: SIGTERM every process of the sandbox. */
 #define AJ_SIG_TERM_ALL (SIGRTMIN + 1)
 

@@ -88,6 +88,10 @@ json_t *aj_registry_list(void);
 unsigned aj_registry_count(void);
 void aj_sandbox_ref(aj_sandbox *sb);
 void aj_sandbox_unref(aj_sandbox *sb);
+/* On: the last reference dropped by the calling thread hands the
+ * teardown to a worker thread (the supervisor's own thread, which starts
+ * the execs, never waits for one). */
+void aj_registry_teardown_elsewhere(bool on);
 /* Set the TTL to seconds from now (PATCH). */
 void aj_sandbox_set_ttl(aj_sandbox *sb, double seconds);
 long long aj_now_ms(void);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
+#include "threads.h"
 #include "util.h"
 #include "zygote.h"
 
@@ -45,6 +47,25 @@ static void state_path(const char *id, char *buf, size_t len)
 	snprintf(buf, len, "%s/%s.json", state_dir, id);
 }
 
+/* When process pid started (clock ticks after boot: /proc/PID/stat field
+ * 22), 0 when there is no such process. With the pid it names one process
+ * for good: a pid is reused, never with the same start time. (The keeper
+ * is our child and init the keeper's: neither pid can be reused before it
+ * is recorded.) */
+static unsigned long long start_time(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	_cleanup_free_ char *txt = NULL;
+	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
+		return 0;
+	const char *f = strrchr(txt, ')'); /* after the command name, which may hold anything */
+	for (int field = 2; f && field < 22; field++)
+		f = strchr(f + 1, ' ');
+	unsigned long long t = 0;
+	return f && sscanf(f + 1, "%llu", &t) == 1 ? t : 0;
+}
+
 /* What the next start needs to clean up should this service be killed. */
 static void state_write(const aj_sandbox *sb)
 {
@@ -54,8 +75,10 @@ static void state_write(const aj_sandbox *sb)
 						    sb->box.info.cg.dirs[i].ctrl, "version",
 						    sb->box.info.cg.dirs[i].version, "path",
 						    sb->box.info.cg.dirs[i].path));
-	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:o}", "id", sb->id, "keeper",
-			      (int)sb->box.keeper, "init", (int)sb->box.info.init, "cgroup_name",
+	json_t *o = json_pack("{s:s, s:i, s:i, s:I, s:I, s:s, s:o}", "id", sb->id, "keeper",
+			      (int)sb->box.keeper, "init", (int)sb->box.info.init, "keeper_start",
+			      (json_int_t)start_time(sb->box.keeper), "init_start",
+			      (json_int_t)start_time(sb->box.info.init), "cgroup_name",
 			      sb->box.info.cg.name, "cgroups", cg);
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
@@ -64,27 +87,26 @@ static void state_write(const aj_sandbox *sb)
 	json_decref(o);
 }
 
-/* A pid that still runs one of our processes (by its title). */
-static bool is_ours(int pid)
+/* SIGKILL the process a state file recorded, pid and start time, and wait
+ * (2 s at most) until it is gone for good: a dying keeper still holds its
+ * name, e.g. in its nftables table's, until reaped. The process is named
+ * exactly (issue 20): a pidfd pins it, then its start time must be the
+ * recorded one; a process that merely carries our title (any process can
+ * set its argv or comm), or took a recorded pid later, is left alone, and
+ * so is every pid of a state file without start times. */
+static void sweep_kill(int pid, unsigned long long start)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	_cleanup_free_ char *txt = NULL;
-	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
-		return false;
-	return aj_startswith(txt, "agentjail-box") || aj_startswith(txt, "agentjail-init");
-}
-
-/* A process exiting or not reaped yet (its cmdline is gone already). */
-static bool is_dying(int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *txt = NULL;
-	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
-		return false;
-	const char *end = strrchr(txt, ')'); /* after the command name */
-	return end && (end[2] == 'Z' || end[2] == 'X');
+	if (pid <= 0 || start == 0)
+		return;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return;
+	bool ours = start_time(pid) == start; /* the pidfd's process, if pid is still it */
+	if (ours)
+		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+	close(pfd);
+	for (int k = 0; ours && k < 200 && start_time(pid) == start; k++)
+		usleep(10000);
 }
 
 /* The cgroups a state file names (only directories of agentjail's naming). */
@@ -109,19 +131,16 @@ static void sweep_one(const char *path)
 {
 	json_t *o = json_load_file(path, 0, NULL);
 	if (o) {
-		int pids[2] = {(int)json_integer_value(json_object_get(o, "init")),
-			       (int)json_integer_value(json_object_get(o, "keeper"))};
 		aj_cgroup cg;
 		state_cgroups(o, &cg);
 		aj_cgroup_thaw(&cg); /* a paused sandbox's init dies only once thawed */
-		for (int i = 0; i < 2; i++)
-			if (is_ours(pids[i]))
-				kill(pids[i], SIGKILL);
-		/* gone for good (a dying keeper still holds its name, e.g. in
-		 * its nftables table's) before what they held is swept */
-		for (int i = 0; i < 2; i++)
-			for (int k = 0; k < 200 && (is_ours(pids[i]) || is_dying(pids[i])); k++)
-				usleep(10000);
+		/* gone for good before what they held is swept */
+		sweep_kill(
+		    (int)json_integer_value(json_object_get(o, "init")),
+		    (unsigned long long)json_integer_value(json_object_get(o, "init_start")));
+		sweep_kill(
+		    (int)json_integer_value(json_object_get(o, "keeper")),
+		    (unsigned long long)json_integer_value(json_object_get(o, "keeper_start")));
 		if (cg.n)
 			aj_cgroup_destroy(&cg);
 		json_decref(o);
@@ -161,10 +180,47 @@ void aj_sandbox_ref(aj_sandbox *sb)
 	__atomic_add_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Set on the supervisor's own thread, which starts every exec: the last
+ * reference dropped there never waits for a teardown (issue 20). */
+static __thread bool teardown_elsewhere;
+
+void aj_registry_teardown_elsewhere(bool on)
+{
+	teardown_elsewhere = on;
+}
+
+static void sandbox_free(aj_sandbox *sb);
+
+static void *teardown_thread(void *arg)
+{
+	sandbox_free(arg);
+	aj_worker_leave();
+	return NULL;
+}
+
 void aj_sandbox_unref(aj_sandbox *sb)
 {
 	if (!sb || __atomic_sub_fetch(&sb->refs, 1, __ATOMIC_SEQ_CST) > 0)
 		return;
+	/* A teardown may take long (the keeper waits for every process of
+	 * the sandbox to die: thousands, or one in D state, or a frozen one),
+	 * and an expiry, an exec's end or a pool's stale sandbox drops the
+	 * last reference on the supervisor's thread: the execs of every other
+	 * sandbox would wait behind it. There, a worker thread (counted, so
+	 * the shutdown waits for it) does it; its processes were killed when
+	 * the sandbox left the registry. (The keeper dies with the thread
+	 * that created it, a pool thread, not with this one.) */
+	if (teardown_elsewhere) {
+		aj_worker_enter();
+		if (aj_thread_start(teardown_thread, sb) == 0)
+			return;
+		aj_worker_leave();
+	}
+	sandbox_free(sb);
+}
+
+static void sandbox_free(aj_sandbox *sb)
+{
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	aj_box_destroy(&sb->box); /* waits for the keeper's teardown */
@@ -397,7 +453,11 @@ void aj_registry_expire(void)
 
 void aj_registry_destroy_all(void)
 {
+	/* the shutdown: every teardown done before the process ends */
+	bool was = teardown_elsewhere;
+	teardown_elsewhere = false;
 	destroy_where(true);
+	teardown_elsewhere = was;
 	pthread_mutex_lock(&reg_mu);
 	free(reg);
 	reg = NULL;

@@ -288,6 +288,7 @@ static int on_request(void)
 int aj_sup_serve(int sock, int front_pid, volatile int *stopping)
 {
 	ipc = sock;
+	aj_registry_teardown_elsewhere(true); /* an exec never waits for a teardown */
 	pthread_t t[POOL];
 	size_t n = 0;
 	for (; n < POOL; n++)

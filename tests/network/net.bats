@@ -160,3 +160,49 @@ REFUSED_NAMES=(metadata lan host-public loopback loopback-127.1 zero meta-decima
     assert_one_error_line
     [[ "$stderr" == *"needs root"* ]] || fail "no reason: $stderr"
 }
+
+# Issue 20: a sandbox has IPv4 egress only; IPv6 to a global address (the
+# documentation prefix 2001:db8::/32, never routed) fails at once in every
+# mode with an errno the program can act on, never a 5 s timeout of a
+# dropped SYN. With --allow the resolver hands out no AAAA record either.
+@test "IPv6: connect to [2001:db8::1]:80 fails in < 1 s in every net mode; no AAAA from --allow's resolver" {
+    local mode
+    for mode in none open allow; do
+        local args=(--net "$mode")
+        [ "$mode" = allow ] && args=(--dns 192.0.2.53 --allow allowed.test)
+        run --separate-stderr hrun "${args[@]}" -- sh -c \
+            'python3 /probe.py v6-doc=[2001:db8::1]:80 v6-doc-443=[2001:db8:1::10]:443
+             python3 -c "
+import errno, socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.settimeout(5)
+t = time.monotonic()
+try:
+    s.connect((\"2001:db8::1\", 80)); print(\"errno connected\")
+except OSError as e:
+    print(\"errno\", errno.errorcode.get(e.errno, e.errno), int((time.monotonic() - t) * 1000))
+"'
+        assert_status 0
+        local n r ms
+        for n in v6-doc v6-doc-443; do
+            r=$(result_of "$n")
+            ms=${r##* }
+            case ${r%% *} in
+            refused | unreachable) ;;
+            *) _aj_dump; fail "--net $mode: $n: expected refused or unreachable, got [$r]" ;;
+            esac
+            [ "$ms" -lt 1000 ] || { _aj_dump; fail "--net $mode: $n refused only after $ms ms"; }
+        done
+        r=$(printf '%s\n' "$output" | awk '$1 == "errno" { print $2; exit }')
+        case $r in
+        ENETUNREACH | EHOSTUNREACH | ECONNREFUSED | EACCES | EPERM) ;;
+        *) _aj_dump; fail "--net $mode: connect to 2001:db8::1 gave [$r], not a clear refusal" ;;
+        esac
+    done
+    run --separate-stderr hrun --dns 192.0.2.53 --allow allowed.test -- sh -c \
+        'ns=$(sed -n "s/^nameserver //p" /etc/resolv.conf); python3 /dnsq.py $ns allowed.test 28; python3 /dnsq.py $ns allowed.test'
+    assert_status 0
+    assert_output_has_line "rcode=0"
+    assert_output_lacks ":"
+    assert_output_has_line "192.0.2.10 ttl=60"
+}
