@@ -33,7 +33,8 @@ typedef struct aj_req {
 	unsigned long long uploaded;
 	char sb_id[40];	      /* the sandbox of the route */
 	struct aj_call *call; /* a request to the supervisor in flight */
-	char file_path[4096];
+	char file_path[5600]; /* as given, or its base64 (file_path_b64) */
+	bool file_path_b64;
 	/* response */
 	int status;
 	const char *ctype;
