@@ -155,7 +155,7 @@ static int on_writable(aj_req *r)
 		memcpy(p, r->resp + r->resp_off, n);
 		r->resp_off += n;
 		fin = r->resp_off == r->resp_len;
-	} else if (r->dl_fd >= 0) {
+	} else if (r->dl_fd >= 0 && r->dl_left) { /* (an empty file: the headers only) */
 		ssize_t k = read(r->dl_fd, p,
 				 r->dl_left < AJ_HTTP_CHUNK ? (size_t)r->dl_left : AJ_HTTP_CHUNK);
 		if (k <= 0)

@@ -82,6 +82,10 @@ files_code() {
     assert_eq "$(files_code PUT "path=/tmp/n/pc%FD" --data-binary ho)" 201:ok
     out=$(sb_exec "$ID" '{"cmd": "cat /tmp/n/up\"$(printf \"\\376\")\" /tmp/n/pc\"$(printf \"\\375\")\""}' | events_stdout)
     assert_eq "$out" hiho
+    # an empty file downloads too (its body is empty, not a closed connection)
+    assert_eq "$(files_code PUT "path=/tmp/n/empty" --data-binary '')" 201:ok
+    api_status GET "/v1/sandboxes/$ID/files?path=/tmp/n/empty"
+    assert_eq "$status_code:${#body}" 200:0
     # mkdir by path_b64; bad base64 is a JSON error
     api_status POST "/v1/sandboxes/$ID/mkdir?path_b64=$(printf '/tmp/n/d\374' | base64 -w0)"
     assert_eq "$status_code" 201
