@@ -68,3 +68,30 @@ PY
     wait "$client"
     api POST "/v1/sandboxes/$id/processes/$p/signal" -d '{"signal": "KILL"}' >/dev/null || true
 }
+
+@test "bounded: 100 streams of one sandbox that nobody reads: at most 32 open (429 for the rest), the front's and the supervisor's memory bounded" {
+    svc_start
+    id=$(sb_create)
+    front=$(pgrep -n -P "$SVC_PID" -f agentjail-front)
+    f0=$(rss_kib "$front") s0=$(rss_kib "$SVC_PID")
+    rm -f "$T/ready"
+    python3 "$BATS_TEST_DIRNAME/noread.py" "$SOCK" "$id" 50 6 "$T/ready" &
+    client=$!
+    for _ in $(seq 100); do [ -f "$T/ready" ] && break; sleep 0.05; done
+    sleep 3
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": "echo hi"}'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 429:too_many_streams
+    f=$(rss_kib "$front") s=$(rss_kib "$SVC_PID")
+    echo "100 streams never read: front RSS $f0 -> $f KiB, supervisor $s0 -> $s KiB" >&3
+    [ $((f - f0)) -lt 65536 ] || fail "the front grew by $((f - f0)) KiB"
+    [ $((s - s0)) -lt 65536 ] || fail "the supervisor grew by $((s - s0)) KiB"
+    # another sandbox is not held back by this one's streams
+    other=$(sb_create)
+    assert_eq "$(sb_exec "$other" '{"cmd": "echo other"}' | events_stdout)" other
+    wait "$client"
+    for _ in $(seq 100); do
+        [ "$(sb_exec "$id" '{"cmd": "echo again"}' | events_stdout)" = again ] && break
+        sleep 0.1
+    done
+    assert_eq "$(sb_exec "$id" '{"cmd": "echo again"}' | events_stdout)" again
+}
