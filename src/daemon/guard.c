@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -50,6 +51,14 @@ static unsigned timeout_s = 10;
 static unsigned long long accepted;
 static unsigned long long shed;
 static unsigned zombies; /* shed, not destroyed yet */
+static long long last_shed_ms;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void aj_guard_set_timeout(unsigned seconds)
 {
@@ -155,6 +164,7 @@ static void shed_one(pending *p)
 	lws_set_timer_usecs(p->wsi, LWS_SET_TIMER_USEC_CANCEL);
 	zombies++;
 	shed++;
+	last_shed_ms = now_ms();
 }
 
 /* The budget before a new unauthenticated connection is counted: over
@@ -197,7 +207,9 @@ int aj_guard_filter(int fd)
 	/* a burst: as many shed and not closed yet as the budget itself. The
 	 * rest wait in the kernel's queue for the next turn of the loop (lws
 	 * stops accepting for this one), the unix socket has its turn. */
-	return zombies >= AJ_GUARD_TCP_MAX ? 1 : 0;
+	/* (only while shedding goes on: a count that went wrong never shuts
+	 * TCP for good) */
+	return zombies >= AJ_GUARD_TCP_MAX && now_ms() - last_shed_ms < 1000 ? 1 : 0;
 }
 
 unsigned long long aj_guard_shed(void)
