@@ -162,19 +162,51 @@ static void exec(aj_req *r)
 	aj_front_call(r, "exec", a, bg ? aj_front_reply : stream_done);
 }
 
+/* The file's path into a: "path" when it is UTF-8, else (bytes given
+ * %-escaped, or "path_b64") "path_b64"; false when there is none (400
+ * answered). The same form in r->file_path (r->file_path_b64). */
+static bool path_args(aj_req *r, json_t *a)
+{
+	char buf[4096], b64[5600];
+	const char *path = aj_http_arg(r, "path", buf, sizeof(buf));
+	const char *pb = aj_http_arg(r, "path_b64", b64, sizeof(b64));
+	if (!pb && path && !aj_utf8_valid(path, strlen(path)) &&
+	    lws_b64_encode_string(path, (int)strlen(path), b64, (int)sizeof(b64)) > 0)
+		pb = b64; /* bytes that are not UTF-8: JSON cannot carry them */
+	if (!pb && !path) {
+		aj_http_error(r, 400, "bad_path",
+			      "'path' (or 'path_b64') must be an absolute path in the sandbox");
+		return false;
+	}
+	r->file_path_b64 = pb != NULL;
+	snprintf(r->file_path, sizeof(r->file_path), "%s", pb ? pb : path);
+	json_object_set_new(a, pb ? "path_b64" : "path", json_string(r->file_path));
+	return true;
+}
+
 /* An op whose arguments are the sandbox, the path and the named flags. */
 static void files_op(aj_req *r, const char *op, const char *flag1, aj_call_done done)
 {
-	char buf[4096];
-	const char *path = aj_http_arg(r, "path", buf, sizeof(buf));
-	if (!path) {
-		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
+	json_t *a = args_of(r);
+	if (!path_args(r, a)) {
+		json_decref(a);
 		return;
 	}
-	json_t *a = args_of(r);
-	json_object_set_new(a, "path", json_string(path));
 	if (flag1)
 		json_object_set_new(a, flag1, json_boolean(flag(r, flag1)));
+	char lb[64], cb[128];
+	const char *limit = aj_http_arg(r, "limit", lb, sizeof(lb));
+	const char *cursor = aj_http_arg(r, "cursor", cb, sizeof(cb));
+	unsigned long long n = 0;
+	if (limit && aj_parse_uint(limit, 1u << 30, &n) < 0) {
+		json_decref(a);
+		aj_http_error(r, 400, "bad_request", "'limit' must be a number of entries");
+		return;
+	}
+	if (limit)
+		json_object_set_new(a, "limit", json_integer((json_int_t)n));
+	if (cursor)
+		json_object_set_new(a, "cursor", json_string(cursor));
 	aj_front_call(r, op, a, done);
 }
 
@@ -289,8 +321,11 @@ static void upload_finish(aj_req *r)
 			      strerror(errno));
 		return;
 	}
-	aj_http_json(
-	    r, 201, json_pack("{s:s, s:I}", "path", r->file_path, "size", (json_int_t)r->uploaded));
+	json_t *o = json_pack("{s:I}", "size", (json_int_t)r->uploaded);
+	json_object_set_new(o, r->file_path_b64 ? "path_b64" : "path", json_string(r->file_path));
+	if (r->file_path_b64)
+		json_object_set_new(o, "path", json_null());
+	aj_http_json(r, 201, o);
 }
 
 static int upload_write(aj_req *r, const void *buf, size_t len)
@@ -339,15 +374,13 @@ bool aj_api_begin_upload(aj_req *r)
 			      "PUT is for %s/{id}/files", PREFIX);
 		return false;
 	}
-	char buf[4096], mb[64];
-	const char *path = aj_http_arg(r, "path", buf, sizeof(buf));
-	if (!path) {
-		aj_http_error(r, 400, "bad_path", "'path' must be an absolute path in the sandbox");
+	char mb[64];
+	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
+	json_t *a = args_of(r);
+	if (!path_args(r, a)) {
+		json_decref(a);
 		return false;
 	}
-	snprintf(r->file_path, sizeof(r->file_path), "%s", path);
-	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
-	json_t *a = json_pack("{s:s, s:s}", "sandbox", rt.id, "path", path);
 	const char *mode = aj_http_arg(r, "mode", mb, sizeof(mb));
 	if (mode)
 		json_object_set_new(a, "mode", json_string(mode));

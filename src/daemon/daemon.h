@@ -55,6 +55,7 @@ typedef struct aj_sandbox {
 	pthread_mutex_t procs_mu; /* background processes (procs.c) */
 	struct aj_proc *procs;
 	unsigned next_proc;
+	unsigned streams; /* exec streams open (sup_exec.c; atomic) */
 } aj_sandbox;
 
 /* The service's state directory; set once at start. */

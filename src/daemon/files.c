@@ -5,23 +5,41 @@
  * inside can never lead to the host, and what the service writes belongs
  * to the sandbox user. For a download or an upload the front gets the
  * opened regular file's fd (never a directory's: it could walk out) and
- * moves the bytes chunk by chunk. */
+ * moves the bytes chunk by chunk.
+ *
+ * What is refused is decided by what was opened, not by how the path is
+ * spelled (docs/security.md, "Files API: by what is opened"): a file or
+ * directory on a kernel file system (proc, sysfs, devpts, cgroup, ...;
+ * fstatfs) or on the sandbox's /dev mounts (by mount id: /dev is a bind of
+ * a plain directory, /dev/shm one of the sandbox's tmpfs) is 403 for read,
+ * list, write, mkdir and remove, whatever symlink or ".." led there. A path
+ * is any bytes but NUL: "path" (JSON: UTF-8) or "path_b64"; a name that is
+ * not UTF-8 is listed with "name_b64". A listing is paged (limit, cursor). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <libwebsockets.h>
+
+#include "request.h"
 #include "sup.h"
 #include "util.h"
 
+#define LIST_DEFAULT 1000
 #define LIST_MAX 10000
+#define LIST_BYTES (1u << 20) /* a page's JSON, about: the IPC takes 4 MiB */
 #define RM_DEPTH 64
+#define PATH_CAP 4096
+#define E_KERNEL_FS (EACCES + 1000) /* check_fs's refusal, for fail_errno: 403 */
 
 typedef struct as_user {
 	int uid, gid;
@@ -55,29 +73,151 @@ static int openat2_in(int root, const char *rel, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* The path argument: absolute, no NUL, resolved later in the root; copied
- * into buf (len bytes). */
+/* A path for a message: bytes that are not UTF-8, and control characters,
+ * as \xNN (into buf). */
+static const char *shown(const char *path, char *buf, size_t len)
+{
+	size_t o = 0, n = strlen(path);
+	const unsigned char *p = (const unsigned char *)path;
+	for (size_t i = 0; i < n && o + 5 < len;) {
+		size_t ok = aj_utf8_prefix(p + i, n - i);
+		for (size_t k = 0; k < ok && o + 5 < len; k++, i++)
+			if (p[i] < 0x20 || p[i] == 0x7f)
+				o += (size_t)snprintf(buf + o, len - o, "\\x%02x", p[i]);
+			else
+				buf[o++] = (char)p[i];
+		if (i < n && !ok && o + 5 < len)
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", p[i++]);
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* A path (or a name) into o: as "KEY" when it is UTF-8, else as "KEY_b64"
+ * (and "KEY": null). */
+static void set_path(json_t *o, const char *key, const char *path)
+{
+	size_t n = strlen(path);
+	if (aj_utf8_valid(path, n)) {
+		json_object_set_new(o, key, json_stringn(path, n));
+		return;
+	}
+	char k[32], *b64 = malloc(n * 4 / 3 + 8);
+	snprintf(k, sizeof(k), "%s_b64", key);
+	if (b64 && lws_b64_encode_string(path, (int)n, b64, (int)(n * 4 / 3 + 8)) >= 0) {
+		json_object_set_new(o, key, json_null());
+		json_object_set_new(o, k, json_string(b64));
+	}
+	free(b64);
+}
+
+/* The path argument: "path" (a JSON string) or "path_b64" (any bytes but
+ * NUL), absolute; into buf (len bytes). Resolved later in the root. */
 static const char *path_arg(json_t *args, aj_reply *rep, char *buf, size_t len)
 {
-	const char *p = aj_arg_str(args, "path", len - 2, false, rep);
-	if (!p || p[0] != '/') {
+	const char *b64 = json_string_value(json_object_get(args, "path_b64"));
+	size_t n = 0;
+	if (b64) {
+		if (aj_b64_decode(b64, strlen(b64), (unsigned char *)buf, len - 2, &n) < 0 ||
+		    memchr(buf, '\0', n)) {
+			aj_reply_error(rep, 400, "bad_path",
+				       "'path_b64' must be the base64 of an absolute path "
+				       "(no NUL, at most %zu bytes)",
+				       len - 2);
+			return NULL;
+		}
+		buf[n] = '\0';
+	} else {
+		const char *p = aj_arg_str(args, "path", len - 2, false, rep);
+		if (!p)
+			return NULL;
+		snprintf(buf, len, "%s", p);
+	}
+	if (buf[0] != '/') {
 		aj_reply_error(rep, 400, "bad_path",
 			       "'path' must be an absolute path in the sandbox");
 		return NULL;
 	}
-	snprintf(buf, len, "%s", p);
-	/* the kernel's views of the sandbox are not files to move */
-	const char *rel = buf + strspn(buf, "/");
-	static const char *const kernel[] = {"proc", "sys", "dev"};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(kernel); i++) {
-		size_t n = strlen(kernel[i]);
-		if (!strncmp(rel, kernel[i], n) && (rel[n] == '\0' || rel[n] == '/')) {
-			aj_reply_error(rep, 403, "forbidden_path",
-				       "%s is not reachable through the files API", buf);
-			return NULL;
-		}
-	}
 	return buf;
+}
+
+/* The mount ids of the sandbox's /dev and the mounts below it that it
+ * has (ids[n], 0 where absent). */
+static void dev_mounts(const aj_sandbox *sb, unsigned long long ids[5])
+{
+	static const char *const dirs[] = {"dev", "dev/shm", "dev/pts", "dev/mqueue",
+					   "dev/hugepages"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
+		ids[i] = 0;
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+						  RESOLVE_NO_MAGICLINKS};
+		long fd = syscall(SYS_openat2, sb->root_fd, dirs[i], &how, sizeof(how));
+		struct statx stx;
+		if (fd >= 0 && statx((int)fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) == 0 &&
+		    (stx.stx_mask & STATX_MNT_ID))
+			ids[i] = stx.stx_mnt_id;
+		if (fd >= 0)
+			close((int)fd);
+	}
+}
+
+/* The kernel's views: never files to move (some need no mount to reach:
+ * they are what /proc, /sys and /dev are made of). */
+static bool kernel_magic(long type)
+{
+	static const long magics[] = {PROC_SUPER_MAGIC,
+				      SYSFS_MAGIC,
+				      DEVPTS_SUPER_MAGIC,
+				      CGROUP_SUPER_MAGIC,
+				      CGROUP2_SUPER_MAGIC,
+				      DEBUGFS_MAGIC,
+				      TRACEFS_MAGIC,
+				      SECURITYFS_MAGIC,
+				      BPF_FS_MAGIC,
+				      PSTOREFS_MAGIC,
+				      EFIVARFS_MAGIC,
+				      SELINUX_MAGIC,
+				      SMACK_MAGIC,
+				      BINFMTFS_MAGIC,
+				      NSFS_MAGIC,
+				      0x19800202 /* mqueue */,
+				      0x62656570 /* configfs */,
+				      0x65735543 /* fusectl */,
+				      HUGETLBFS_MAGIC};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(magics); i++)
+		if (type == magics[i])
+			return true;
+	return false;
+}
+
+/* 0, or -EACCES when fd is on a kernel file system or on the sandbox's
+ * /dev (or a mount below it). */
+static int check_fs(const aj_sandbox *sb, int fd)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return -errno;
+	if (kernel_magic((long)sf.f_type))
+		return -EACCES;
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return -EACCES; /* cannot tell: refused */
+	unsigned long long dev[5];
+	dev_mounts(sb, dev);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dev); i++)
+		if (dev[i] && dev[i] == stx.stx_mnt_id)
+			return -EACCES;
+	return 0;
+}
+
+static void forbidden(aj_reply *rep, const char *path)
+{
+	char b[PATH_CAP];
+	aj_reply_error(rep, 403, "forbidden_path",
+		       "%s is on /proc, /sys, /dev or another kernel file system: not reachable "
+		       "through the files API",
+		       shown(path, b, sizeof(b)));
 }
 
 static const char *rel_of(const char *p)
@@ -104,8 +244,19 @@ static int status_of(int e)
 
 static void fail_errno(aj_reply *r, const char *what, const char *path, int e)
 {
+	if (e == E_KERNEL_FS) { /* check_fs's refusal */
+		forbidden(r, path);
+		return;
+	}
+	char b[PATH_CAP];
 	aj_reply_error(r, status_of(e), e == ENOENT ? "not_found" : "file_error", "%s %s: %s", what,
-		       path, strerror(e));
+		       shown(path, b, sizeof(b)), strerror(e));
+}
+
+static int kernel_err(const aj_sandbox *sb, int fd)
+{
+	int e = check_fs(sb, fd);
+	return e == -EACCES ? -E_KERNEL_FS : e;
 }
 
 /* Open the parent directory of path; its last component in *base. */
@@ -122,6 +273,11 @@ static int open_parent(aj_sandbox *sb, char *path, const char **base)
 	*slash = '\0';
 	int fd = openat2_in(sb->root_fd, rel_of(path), O_PATH | O_DIRECTORY, 0);
 	*slash = '/';
+	int e = fd >= 0 ? kernel_err(sb, fd) : 0;
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
 	return fd;
 }
 
@@ -134,12 +290,42 @@ static json_t *entry_json(int dfd, const char *name)
 			   : S_ISREG(st.st_mode) ? "file"
 			   : S_ISLNK(st.st_mode) ? "symlink"
 						 : "other";
-	return json_pack("{s:s, s:s, s:I, s:i, s:I}", "name", name, "type", type, "size",
-			 (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777), "mtime",
-			 (json_int_t)st.st_mtime);
+	json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "type", type, "size", (json_int_t)st.st_size,
+			      "mode", (int)(st.st_mode & 07777), "mtime", (json_int_t)st.st_mtime);
+	if (o)
+		set_path(o, "name", name);
+	return o;
 }
 
-static void list_dir(aj_reply *r, int fd, const char *path)
+/* The page's size: "limit" (1 to LIST_MAX, LIST_DEFAULT when absent) and
+ * where it starts: "cursor" (from the page before; "" the start). */
+static int page_args(json_t *args, aj_reply *r, size_t *limit, long *start)
+{
+	json_t *l = json_object_get(args, "limit");
+	const char *c = json_string_value(json_object_get(args, "cursor"));
+	*limit = LIST_DEFAULT;
+	*start = 0;
+	if (l && (!json_is_integer(l) || json_integer_value(l) < 1 ||
+		  json_integer_value(l) > LIST_MAX)) {
+		aj_reply_error(r, 400, "bad_request", "'limit' must be 1 to %d", LIST_MAX);
+		return -1;
+	}
+	if (l)
+		*limit = (size_t)json_integer_value(l);
+	unsigned long long v = 0;
+	if (c && c[0] && (c[0] != 'o' || aj_parse_uint(c + 1, ~0ULL, &v) < 0)) {
+		aj_reply_error(r, 400, "bad_request",
+			       "'cursor' must be the next_cursor of the listing's page before");
+		return -1;
+	}
+	*start = (long)v;
+	return 0;
+}
+
+/* One page of the directory's entries, from the position start: at most
+ * limit entries and about LIST_BYTES of JSON; next_cursor says where the
+ * next page starts (null: this is the last). */
+static void list_dir(aj_reply *r, int fd, const char *path, size_t limit, long start)
 {
 	DIR *d = fdopendir(fd);
 	if (!d) {
@@ -147,69 +333,115 @@ static void list_dir(aj_reply *r, int fd, const char *path)
 		fail_errno(r, "cannot list", path, errno);
 		return;
 	}
+	if (start)
+		seekdir(d, start);
 	json_t *a = json_array();
 	struct dirent *de;
-	size_t n = 0;
-	bool truncated = false;
-	while ((de = readdir(d))) {
+	size_t n = 0, bytes = 0;
+	long next = 0;
+	bool more = false;
+	for (;;) {
+		long here = telldir(d);
+		errno = 0;
+		if (!(de = readdir(d)))
+			break;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n++ >= LIST_MAX) {
-			truncated = true;
+		if (n >= limit || bytes >= LIST_BYTES) {
+			next = here;
+			more = true;
 			break;
 		}
 		json_t *e = entry_json(dirfd(d), de->d_name);
-		if (e)
+		if (e) {
 			json_array_append_new(a, e);
+			n++;
+			bytes += 120 + strlen(de->d_name) * 6; /* escaped at worst, or base64 */
+		}
 	}
 	closedir(d);
-	aj_reply_json(
-	    r, 200,
-	    json_pack("{s:s, s:o, s:b}", "path", path, "entries", a, "truncated", truncated));
+	json_t *o = json_pack("{s:o, s:b}", "entries", a, "truncated", more);
+	set_path(o, "path", path);
+	char cur[32];
+	snprintf(cur, sizeof(cur), "o%lu", (unsigned long)next);
+	json_object_set_new(o, "next_cursor", more ? json_string(cur) : json_null());
+	aj_reply_json(r, 200, o);
 }
 
-/* files.get {sandbox, path}: a directory's listing, or a regular file's
- * fd (read-only) and {"size"}. */
+/* files.get {sandbox, path | path_b64, limit, cursor}: a directory's
+ * listing (a page), or a regular file's fd (read-only) and {"size"}. */
 void aj_op_files_get(json_t *args, aj_reply *r)
 {
-	char buf[4096];
+	char buf[PATH_CAP];
+	size_t limit;
+	long start;
 	const char *path = path_arg(args, r, buf, sizeof(buf));
-	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
+	if (!path || page_args(args, r, &limit, &start) < 0)
+		return;
+	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
 	as_user u = enter(sb);
 	int fd = openat2_in(sb->root_fd, rel_of(path), O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
+	if (fd == -EACCES || fd == -EPERM) { /* say so when it is a kernel file */
+		int pfd = openat2_in(sb->root_fd, rel_of(path), O_PATH, 0);
+		if (pfd >= 0 && kernel_err(sb, pfd) == -E_KERNEL_FS)
+			fd = -E_KERNEL_FS;
+		if (pfd >= 0)
+			close(pfd);
+	}
 	leave(u);
+	int e = fd >= 0 ? kernel_err(sb, fd) : 0;
 	aj_sandbox_unref(sb);
 	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) < 0) {
+	if (e == 0 && fd >= 0 && fstat(fd, &st) < 0)
+		e = -errno;
+	if (e < 0 && fd >= 0) {
 		close(fd);
-		fd = -errno;
+		fd = e;
 	}
 	if (fd < 0) {
 		fail_errno(r, "cannot open", path, -fd);
 		return;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		list_dir(r, fd, path);
+		list_dir(r, fd, path, limit, start);
 		return;
 	}
+	char b[PATH_CAP];
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		aj_reply_error(r, 400, "not_a_file", "%s is not a regular file or a directory",
-			       path);
+			       shown(path, b, sizeof(b)));
 		return;
 	}
 	r->fd = fd;
-	aj_reply_json(r, 200,
-		      json_pack("{s:s, s:I}", "path", path, "size", (json_int_t)st.st_size));
+	json_t *o = json_pack("{s:I}", "size", (json_int_t)st.st_size);
+	set_path(o, "path", path);
+	aj_reply_json(r, 200, o);
 }
 
-/* files.put {sandbox, path, mode: "octal"}: the new (truncated) regular
- * file's fd, write-only, for the front to fill. */
+static void audit_path(const char *what, const aj_sandbox *sb, json_t *args, const char *path)
+{
+	json_t *o = json_pack("{s:s, s:s}", "sandbox", sb->id, "peer", aj_arg_peer(args));
+	if (o)
+		set_path(o, "path", path);
+	aj_audit(what, o);
+}
+
+static void answer_path(aj_reply *r, int status, const char *path, json_t *more)
+{
+	json_t *o = more ? more : json_object();
+	set_path(o, "path", path);
+	aj_reply_json(r, status, o);
+}
+
+/* files.put {sandbox, path | path_b64, mode: "octal"}: the new (truncated)
+ * regular file's fd, write-only, for the front to fill. Its directory is
+ * checked before the file is made, the file once it is open. */
 void aj_op_files_put(json_t *args, aj_reply *r)
 {
-	char buf[4096];
+	char buf[PATH_CAP], tmp[PATH_CAP];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
 	if (!path)
 		return;
@@ -225,47 +457,103 @@ void aj_op_files_put(json_t *args, aj_reply *r)
 	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
+	snprintf(tmp, sizeof(tmp), "%s", path); /* open_parent cuts it */
+	const char *base;
 	as_user u = enter(sb);
-	int fd = openat2_in(sb->root_fd, rel_of(path),
-			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+	int dfd = open_parent(sb, tmp, &base), fd = dfd;
+	if (dfd >= 0) {
+		fd = openat(dfd, base,
+			    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
+				O_CLOEXEC,
 			    (mode_t)mode);
-	leave(u);
-	struct stat st;
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -EINVAL; /* a FIFO or a device: not a file to fill */
+		if (fd < 0)
+			fd = -errno;
+		close(dfd);
 	}
-	if (fd >= 0 && fcntl(fd, F_SETFL, 0) < 0) {
+	leave(u);
+	int e = fd >= 0 ? kernel_err(sb, fd) : 0;
+	struct stat st;
+	if (e == 0 && fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		e = -EINVAL; /* a FIFO or a device: not a file to fill */
+	if (e == 0 && fd >= 0 && fcntl(fd, F_SETFL, 0) < 0)
+		e = -errno;
+	if (e < 0 && fd >= 0) {
 		close(fd);
-		fd = -errno;
+		fd = e;
 	}
 	if (fd < 0) {
 		aj_sandbox_unref(sb);
 		fail_errno(r, "cannot write", path, -fd);
 		return;
 	}
-	aj_audit("upload", json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer",
-				     aj_arg_peer(args), "path", path));
+	audit_path("upload", sb, args, path);
 	aj_sandbox_unref(sb);
 	r->fd = fd;
-	aj_reply_json(r, 200, json_pack("{s:s}", "path", path));
+	answer_path(r, 200, path, NULL);
 }
 
-/* rm -r below dfd/name, never following a symlink or leaving the tree. */
+/* rm -r of dfd/name: never following a symlink, never leaving the mount it
+ * began on (mnt: its id), never into a kernel file system. */
+static int rm_tree(const aj_sandbox *sb, int dfd, const char *name, unsigned long long mnt,
+		   int depth)
+{
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth >= RM_DEPTH)
+		return -ELOOP;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct statx stx;
+	int r = kernel_err(sb, fd);
+	if (r == 0 && (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 ||
+		       (mnt && stx.stx_mnt_id != mnt)))
+		r = -EBUSY; /* a mount point inside: not removed through it */
+	DIR *d = r == 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		r = r ? r : -errno;
+		close(fd);
+		return r;
+	}
+	if (!mnt)
+		mnt = stx.stx_mnt_id;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = rm_tree(sb, dirfd(d), de->d_name, mnt, depth + 1);
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+/* files.delete {sandbox, path | path_b64, recursive}: the name in its
+ * directory (checked), a directory's tree when recursive (rm_tree). */
 void aj_op_files_delete(json_t *args, aj_reply *r)
 {
-	char buf[4096];
+	char buf[PATH_CAP], tmp[PATH_CAP];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
 	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
 	if (!sb)
 		return;
 	bool recursive = aj_arg_bool(args, "recursive");
+	snprintf(tmp, sizeof(tmp), "%s", path);
 	const char *base;
 	as_user u = enter(sb);
-	int dfd = open_parent(sb, buf, &base), e = 0;
-	if (dfd >= 0) {
+	int dfd = open_parent(sb, tmp, &base), e = 0;
+	/* the name itself: a mount point of a kernel file system (/proc in /) */
+	int tfd = dfd >= 0 ? openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (tfd >= 0) {
+		e = -kernel_err(sb, tfd);
+		close(tfd);
+	}
+	if (dfd >= 0 && e) {
+		close(dfd);
+	} else if (dfd >= 0) {
 		if (recursive)
-			e = -aj_rm_tree_at(dfd, base, RM_DEPTH);
+			e = -rm_tree(sb, dfd, base, 0, 0);
 		else if (unlinkat(dfd, base, 0) < 0)
 			e = errno == EISDIR && unlinkat(dfd, base, AT_REMOVEDIR) == 0 ? 0 : errno;
 		close(dfd);
@@ -276,9 +564,8 @@ void aj_op_files_delete(json_t *args, aj_reply *r)
 	if (e)
 		fail_errno(r, "cannot remove", path, e);
 	else {
-		aj_audit("rm", json_pack("{s:s, s:s, s:s}", "sandbox", sb->id, "peer",
-					 aj_arg_peer(args), "path", path));
-		aj_reply_json(r, 200, json_pack("{s:s, s:b}", "path", path, "removed", 1));
+		audit_path("rm", sb, args, path);
+		answer_path(r, 200, path, json_pack("{s:b}", "removed", 1));
 	}
 	aj_sandbox_unref(sb);
 }
@@ -297,26 +584,27 @@ static int mkdir_one(aj_sandbox *sb, char *path, bool exist_ok)
 
 void aj_op_files_mkdir(json_t *args, aj_reply *r)
 {
-	char buf[4096];
+	char buf[PATH_CAP], tmp[PATH_CAP];
 	const char *path = path_arg(args, r, buf, sizeof(buf));
 	aj_sandbox *sb = path ? aj_arg_running(args, r) : NULL;
 	if (!sb)
 		return;
 	bool parents = aj_arg_bool(args, "parents");
+	snprintf(tmp, sizeof(tmp), "%s", path);
 	as_user u = enter(sb);
 	int e = 0;
-	for (char *s = buf + 1; parents && !e && (s = strchr(s, '/')); s++) {
+	for (char *s = tmp + 1; parents && !e && (s = strchr(s, '/')); s++) {
 		*s = '\0';
-		e = mkdir_one(sb, buf, true);
+		e = mkdir_one(sb, tmp, true);
 		*s = '/';
 	}
 	if (!e)
-		e = mkdir_one(sb, buf, parents);
+		e = mkdir_one(sb, tmp, parents);
 	leave(u);
 	aj_sandbox_unref(sb);
 	if (e) {
 		fail_errno(r, "cannot create directory", path, e);
 		return;
 	}
-	aj_reply_json(r, 201, json_pack("{s:s}", "path", path));
+	answer_path(r, 201, path, NULL);
 }

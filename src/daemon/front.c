@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,6 +253,22 @@ static int make_vhost(const aj_daemon_opts *o, bool tcp, aj_error *err)
 	return 0;
 }
 
+/* The front's fd limit, raised (as root before the drop, the hard limit
+ * too) to AJ_FRONT_NOFILE: lws serves at most that many connections, and
+ * the unauthenticated budget (guard.c) takes only a part of them. */
+static unsigned raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	if (rl.rlim_max < AJ_FRONT_NOFILE && geteuid() == 0)
+		rl.rlim_max = AJ_FRONT_NOFILE;
+	rl.rlim_cur = rl.rlim_max < AJ_FRONT_NOFILE ? rl.rlim_max : AJ_FRONT_NOFILE;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	return rl.rlim_cur > AJ_FRONT_NOFILE ? AJ_FRONT_NOFILE : (unsigned)rl.rlim_cur;
+}
+
 /* The context and its listeners (as root: privileged ports, the socket's
  * directory). */
 static int make_context(const aj_daemon_opts *o, aj_error *err)
@@ -260,9 +277,9 @@ static int make_context(const aj_daemon_opts *o, aj_error *err)
 	memset(&info, 0, sizeof(info));
 	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_DISABLE_IPV6;
 	info.max_http_header_data = 4096; /* a header flood gets 431 */
-	info.max_http_header_pool = 256;
+	info.max_http_header_pool = AJ_FRONT_HEADER_POOL;
 	info.timeout_secs = 20;
-	info.fd_limit_per_thread = 4096;
+	info.fd_limit_per_thread = raise_nofile();
 	/* info too: lws tells some header overflows only there (aj_guard_log) */
 	aj_guard_log_level(o->quiet ? LLL_ERR : LLL_ERR | LLL_WARN);
 	lws_set_log_level(LLL_ERR | LLL_WARN | LLL_NOTICE | LLL_INFO, aj_guard_log);

@@ -155,7 +155,7 @@ static int on_writable(aj_req *r)
 		memcpy(p, r->resp + r->resp_off, n);
 		r->resp_off += n;
 		fin = r->resp_off == r->resp_len;
-	} else if (r->dl_fd >= 0) {
+	} else if (r->dl_fd >= 0 && r->dl_left) { /* (an empty file: the headers only) */
 		ssize_t k = read(r->dl_fd, p,
 				 r->dl_left < AJ_HTTP_CHUNK ? (size_t)r->dl_left : AJ_HTTP_CHUNK);
 		if (k <= 0)
@@ -233,9 +233,8 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 	aj_http_peer(r);
 	aj_metrics_add(&aj_stats.requests, 1);
 	if (!aj_http_token_ok(r)) {
-		r->dispatched = true; /* nothing is done for it */
-		aj_http_error(r, 401, "unauthorized", "a valid bearer token is required");
-		return 0;
+		r->dispatched = true; /* nothing is done for it, and the connection goes */
+		return aj_guard_refuse(wsi);
 	}
 	char te[32];
 	if (lws_hdr_copy(wsi, te, sizeof(te), WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0) {
@@ -313,6 +312,7 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 {
 	aj_req *r = user;
 	switch (reason) {
+	case LWS_CALLBACK_FILTER_NETWORK_CONNECTION: return aj_guard_filter((int)(intptr_t)in);
 	case LWS_CALLBACK_SERVER_NEW_CLIENT_INSTANTIATED: aj_guard_accepted(wsi); return 0;
 	case LWS_CALLBACK_FILTER_HTTP_CONNECTION: aj_guard_headers_done(wsi); return 0;
 	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:

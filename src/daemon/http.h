@@ -33,7 +33,8 @@ typedef struct aj_req {
 	unsigned long long uploaded;
 	char sb_id[40];	      /* the sandbox of the route */
 	struct aj_call *call; /* a request to the supervisor in flight */
-	char file_path[4096];
+	char file_path[5600]; /* as given, or its base64 (file_path_b64) */
+	bool file_path_b64;
 	/* response */
 	int status;
 	const char *ctype;
@@ -130,8 +131,26 @@ void aj_guard_before_service(void);
 void aj_guard_log(int level, const char *line);
 /* The lws levels shown on stderr. */
 void aj_guard_log_level(int mask);
-/* 0: the upgrade may go on; 1: answered 401; -1: hang up. */
+/* 0: the upgrade may go on; -1: answered 401, hang up. */
 int aj_guard_upgrade(struct lws *wsi);
+/* A request without the token over TCP: 401 on the socket itself, then
+ * -1 (close): an unauthenticated connection is never kept. */
+int aj_guard_refuse(struct lws *wsi);
+/* LWS_CALLBACK_FILTER_NETWORK_CONNECTION: 1 refuses the new connection
+ * (fd) for now: too many shed ones are still being closed. */
+int aj_guard_filter(int fd);
+/* Unauthenticated connections shed for the budget so far. */
+unsigned long long aj_guard_shed(void);
+
+/* The budget of unauthenticated TCP connections (guard.c, docs/security.md) */
+#define AJ_GUARD_PER_PEER 32	 /* per client address */
+#define AJ_GUARD_TCP_MAX 512	 /* in all */
+#define AJ_GUARD_TCP_TIMEOUT_S 5 /* their headers must come within this */
+/* The front's file descriptors (RLIMIT_NOFILE raised to this when it can)
+ * and lws's header buffers: what the budget above leaves is for the unix
+ * socket and authenticated connections (front.c). */
+#define AJ_FRONT_NOFILE 65536
+#define AJ_FRONT_HEADER_POOL (AJ_GUARD_TCP_MAX + 512)
 
 /* The bearer token, "" when none is needed. */
 bool aj_http_token_ok(aj_req *r);

@@ -22,6 +22,7 @@
 #define AJ_PROC_MAX 64		/* processes remembered per sandbox */
 
 #define RING_RECS 8192
+#define AJ_PROC_FOLLOWERS 8 /* readers of one process's output at once */
 
 typedef struct rec {
 	int stream;
@@ -46,6 +47,7 @@ typedef struct aj_proc {
 	size_t head, n; /* oldest record, records held */
 	size_t bytes;	/* data bytes held */
 	unsigned long long total, kept_from;
+	int followers; /* readers (procs.output) at once */
 	struct aj_proc *next;
 } aj_proc;
 
@@ -423,6 +425,9 @@ static void *follower(void *arg)
 			break;
 	}
 	close(f->sock);
+	pthread_mutex_lock(&f->p->mu);
+	f->p->followers--;
+	pthread_mutex_unlock(&f->p->mu);
 	proc_unref(f->p);
 	free(f);
 	aj_worker_leave();
@@ -442,9 +447,23 @@ void aj_op_procs_output(json_t *args, aj_reply *rep)
 	aj_sandbox_unref(sb);
 	if (!p)
 		return;
+	pthread_mutex_lock(&p->mu);
+	bool room = p->followers < AJ_PROC_FOLLOWERS;
+	if (room)
+		p->followers++;
+	pthread_mutex_unlock(&p->mu);
+	if (!room) {
+		proc_unref(p);
+		aj_reply_error(rep, 429, "too_many_streams",
+			       "the process's output has %d readers already", AJ_PROC_FOLLOWERS);
+		return;
+	}
 	follow *f = calloc(1, sizeof(*f));
 	int s[2] = {-1, -1};
 	if (!f || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0) {
+		pthread_mutex_lock(&p->mu);
+		p->followers--;
+		pthread_mutex_unlock(&p->mu);
 		free(f);
 		proc_unref(p);
 		aj_reply_error(rep, 500, "internal", "cannot make a stream: %s", strerror(errno));
@@ -465,6 +484,9 @@ void aj_op_procs_output(json_t *args, aj_reply *rep)
 		aj_worker_leave();
 		close(s[0]);
 		close(s[1]);
+		pthread_mutex_lock(&p->mu);
+		p->followers--;
+		pthread_mutex_unlock(&p->mu);
 		proc_unref(p);
 		free(f);
 		aj_reply_error(rep, 503, "busy", "cannot start a reader: %s", strerror(e));

@@ -172,3 +172,79 @@ void aj_exec_req_free(aj_exec_req *q)
 	json_decref(q->cmd);
 	memset(q, 0, sizeof(*q));
 }
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-' || c == ' ') /* ' ': a '+' that a query string turned */
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+int aj_b64_decode(const char *in, size_t len, unsigned char *out, size_t cap, size_t *out_len)
+{
+	while (len && in[len - 1] == '=') /* padding: optional */
+		len--;
+	if (len % 4 == 1)
+		return -EINVAL;
+	size_t n = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < len; i++) {
+		int v = b64_value((unsigned char)in[i]);
+		if (v < 0)
+			return -EINVAL;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n >= cap)
+				return -ENAMETOOLONG;
+			out[n++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (acc != 0) /* bits left over that are not zero: not canonical */
+		return -EINVAL;
+	*out_len = n;
+	return 0;
+}
+
+size_t aj_utf8_prefix(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t need = c < 0x80		   ? 1
+			      : (c & 0xE0) == 0xC0 ? 2
+			      : (c & 0xF0) == 0xE0 ? 3
+			      : (c & 0xF8) == 0xF0 ? 4
+						   : 0;
+		if (c == 0 || need == 0 || i + need > len || (need == 2 && c < 0xC2) ||
+		    (need == 4 && c > 0xF4))
+			return i;
+		for (size_t k = 1; k < need; k++)
+			if ((s[i + k] & 0xC0) != 0x80)
+				return i;
+		unsigned cp = need == 1 ? c : c & (0x7F >> need);
+		for (size_t k = 1; k < need; k++)
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		if ((need == 3 && cp < 0x800) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+		    (cp >= 0xD800 && cp <= 0xDFFF))
+			return i; /* overlong, out of range, a surrogate */
+		i += need;
+	}
+	return i;
+}
+
+bool aj_utf8_valid(const char *s, size_t len)
+{
+	return aj_utf8_prefix((const unsigned char *)s, len) == len;
+}

@@ -32,4 +32,14 @@ void aj_exec_req_free(aj_exec_req *q);
  * NULL with err filled. */
 json_t *aj_json_body(const char *body, size_t len, aj_error *err);
 
+/* Base64 in the standard or the URL-safe alphabet, '=' padding optional
+ * (a space is taken for '+', as a query string's decoding makes it): at
+ * most cap bytes into out, their count in *out_len. -EINVAL: not base64
+ * (or not canonical); -ENAMETOOLONG: more than cap bytes. */
+int aj_b64_decode(const char *in, size_t len, unsigned char *out, size_t cap, size_t *out_len);
+/* How many of the first bytes of s are whole UTF-8 characters (no NUL, no
+ * overlong form, no surrogate); aj_utf8_valid: all of them. */
+size_t aj_utf8_prefix(const unsigned char *s, size_t len);
+bool aj_utf8_valid(const char *s, size_t len);
+
 #endif

@@ -6,6 +6,10 @@
  * ([u32 length][channel][data], ipc.h) as WebSocket messages. A full queue
  * stops the reading (flow control), which fills the socket, which slows
  * the command; the connection closing closes the fd, which cancels it.
+ * A sandbox's streams share a budget (SB_QUEUE_BUDGET): with many of them
+ * open, each queues less (down to JOB_MIN_QUEUED), so that clients that do
+ * not read cost a sandbox bounded memory (docs/security.md, "Streams a
+ * client does not read"); the supervisor caps their number.
  * WebSocket stdin and resizes go back on the same fd as frames. No thread
  * stands between the stream and the connection (a reader thread cost a
  * wake-up per event: docs/performance.md, round 7). */
@@ -22,13 +26,52 @@
 #include "util.h"
 
 #define JOB_MAX_QUEUED (1u << 20)
+#define JOB_MIN_QUEUED (128u * 1024) /* a WebSocket frame fits (ipc.h) */
+#define SB_QUEUE_BUDGET (8u << 20)   /* the queues of one sandbox's streams */
 /* NDJSON: what one read from the supervisor and one lws_write take (an
  * event is up to ~64 KiB of output; 64 KiB reads cut each in two, and a
  * poll round per 64 KiB written was the front's main cost) */
 #define JOB_IO (256u * 1024)
 
+/* The streams of one sandbox (by its id). */
+typedef struct sb_streams {
+	char id[40];
+	unsigned jobs;
+	struct sb_streams *next;
+} sb_streams;
+
+static sb_streams *sbs;
+
+static sb_streams *sb_join(const char *id)
+{
+	sb_streams *q = sbs;
+	while (q && strcmp(q->id, id) != 0)
+		q = q->next;
+	if (!q && (q = calloc(1, sizeof(*q)))) {
+		snprintf(q->id, sizeof(q->id), "%s", id);
+		q->next = sbs;
+		sbs = q;
+	}
+	if (q)
+		q->jobs++;
+	return q;
+}
+
+static void sb_leave(sb_streams *q)
+{
+	if (!q || --q->jobs > 0)
+		return;
+	for (sb_streams **pp = &sbs; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	free(q);
+}
+
 typedef struct aj_job {
-	char *buf; /* queued bytes [off, len) */
+	sb_streams *sb; /* its sandbox's streams (NULL: none known) */
+	char *buf;	/* queued bytes [off, len) */
 	size_t len, off, cap;
 	bool done;	 /* the stream ended: nothing more comes */
 	bool paused;	 /* its reading stopped: the queue is full */
@@ -56,6 +99,7 @@ static void job_unref(aj_job *j)
 {
 	if (--j->refs > 0)
 		return;
+	sb_leave(j->sb);
 	free(j->buf);
 	free(j->in_pend);
 	free(j->out);
@@ -66,6 +110,13 @@ static void job_unref(aj_job *j)
 static size_t queued(const aj_job *j)
 {
 	return j->len - j->off;
+}
+
+/* What this stream may queue: its share of its sandbox's budget. */
+static size_t job_max(const aj_job *j)
+{
+	size_t m = j->sb ? SB_QUEUE_BUDGET / j->sb->jobs : JOB_MAX_QUEUED;
+	return m > JOB_MAX_QUEUED ? JOB_MAX_QUEUED : m < JOB_MIN_QUEUED ? JOB_MIN_QUEUED : m;
 }
 
 /* Room for n more bytes at the end of the queue. */
@@ -92,9 +143,13 @@ static int reserve(aj_job *j, size_t n)
 static int take(aj_job *j, bool all)
 {
 	for (;;) {
-		if (reserve(j, JOB_IO) < 0)
+		/* at most what the queue has room for (a little more at its end) */
+		size_t want = all || queued(j) + JOB_IO <= job_max(j) ? JOB_IO
+			      : queued(j) + 4096 < job_max(j)	      ? job_max(j) - queued(j)
+								      : 4096;
+		if (reserve(j, want) < 0)
 			return -1;
-		ssize_t n = recv(j->fd, j->buf + j->len, JOB_IO, MSG_DONTWAIT);
+		ssize_t n = recv(j->fd, j->buf + j->len, want, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -127,7 +182,7 @@ int aj_stream_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 			wake(j);
 			return -1; /* closed: RAW_CLOSE_FILE */
 		}
-		if (queued(j) >= JOB_MAX_QUEUED && !j->paused) {
+		if (queued(j) >= job_max(j) && !j->paused) {
 			j->paused = true;
 			lws_rx_flow_control(wsi, 0);
 		}
@@ -187,10 +242,12 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 	j->fd = fd;
 	j->ws = ws;
 	j->wsi = r->wsi;
+	j->sb = r->sb_id[0] ? sb_join(r->sb_id) : NULL;
 	lws_sock_file_fd_type u = {.filefd = theirs};
 	j->raw = lws_adopt_descriptor_vhost(stream_vhost, LWS_ADOPT_RAW_FILE_DESC, u,
 					    "agentjail-stream", NULL);
 	if (!j->raw) {
+		sb_leave(j->sb);
 		free(j->out);
 		free(j);
 		close(fd);
@@ -213,7 +270,7 @@ int aj_stream_start(aj_req *r, int fd, bool ws)
 /* The stream's reading again once the queue has room. */
 static void resume(aj_job *j)
 {
-	if (j->paused && j->raw && queued(j) < JOB_MAX_QUEUED / 2) {
+	if (j->paused && j->raw && queued(j) < job_max(j) / 2) {
 		j->paused = false;
 		lws_rx_flow_control(j->raw, 1);
 	}
@@ -348,6 +405,8 @@ int aj_exec_writable(aj_req *r)
 	if (j->ws)
 		return ws_writable(r, j);
 	size_t n = queued(j), room = send_room(r, j);
+	if (room > job_max(j))
+		room = job_max(j);
 	if (n > room)
 		n = room;
 	bool fin = n == queued(j) && (j->done || ends_with_exit(j));

@@ -30,6 +30,12 @@
 #include "threads.h"
 #include "util.h"
 
+/* Exec streams (NDJSON or WebSocket) a sandbox may have open at once: each
+ * holds bounded queues (here, in the front, in socket buffers) while its
+ * client does not read (docs/security.md, "Streams a client does not
+ * read"), so that a sandbox's clients cost bounded memory. */
+#define AJ_SANDBOX_STREAMS 32
+
 typedef struct job {
 	pthread_mutex_t mu;
 	int refs;
@@ -77,6 +83,7 @@ static void job_unref(job *j)
 	closep2(j->sig);
 	if (j->sock >= 0)
 		close(j->sock);
+	__atomic_sub_fetch(&j->sb->streams, 1, __ATOMIC_SEQ_CST);
 	aj_sandbox_unref(j->sb);
 	free(j->line);
 	free(j);
@@ -461,8 +468,19 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 		aj_sandbox_unref(sb);
 		return;
 	}
+	if (__atomic_add_fetch(&sb->streams, 1, __ATOMIC_SEQ_CST) > AJ_SANDBOX_STREAMS) {
+		__atomic_sub_fetch(&sb->streams, 1, __ATOMIC_SEQ_CST);
+		aj_exec_req_free(&q);
+		aj_sandbox_unref(sb);
+		aj_reply_error(rep, 429, "too_many_streams",
+			       "the sandbox has %d exec streams open: end one (or read it to its "
+			       "end) first",
+			       AJ_SANDBOX_STREAMS);
+		return;
+	}
 	job *j = calloc(1, sizeof(*j));
 	if (!j) {
+		__atomic_sub_fetch(&sb->streams, 1, __ATOMIC_SEQ_CST);
 		aj_exec_req_free(&q);
 		aj_sandbox_unref(sb);
 		aj_reply_error(rep, 500, "internal", "out of memory");

@@ -128,6 +128,7 @@ static int on_established(struct lws *wsi, aj_req *r)
 	    sscanf(uri, "/v1/sandboxes/%39[a-z0-9-]/exec", id) != 1 ||
 	    strcmp(uri + strlen("/v1/sandboxes/") + strlen(id), "/exec") != 0)
 		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
+	snprintf(r->sb_id, sizeof(r->sb_id), "%s", id); /* its streams' budget (stream.c) */
 	bool with_stdin = false, tty = false;
 	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
 	aj_error err;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the JSON bodies of the service's API: an exec request
  * (aj_exec_req_parse) and a sandbox's policy (aj_policy_from_json), as the
- * service parses them. Each must accept or refuse, never crash or leak. */
+ * service parses them, and a files path_b64 (aj_b64_decode) with the UTF-8
+ * check the files API makes. Each must accept or refuse, never crash or
+ * leak. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	aj_error err;
 	aj_exec_req q;
+	unsigned char path[4096];
+	size_t plen = 0;
+	if (aj_b64_decode((const char *)data, size, path, sizeof(path), &plen) == 0)
+		(void)aj_utf8_valid((const char *)path, plen);
+	(void)aj_utf8_prefix(data, size);
 	if (aj_exec_req_parse((const char *)data, size, &q, &err) == 0)
 		aj_exec_req_free(&q);
 	json_t *o = aj_json_body((const char *)data, size, &err);

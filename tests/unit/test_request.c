@@ -118,12 +118,57 @@ static void test_policy_from_json(void **state)
 	}
 }
 
+/* path_b64 (files API): both alphabets, padding optional, strict */
+static void test_b64_decode(void **state)
+{
+	unsigned char out[16];
+	size_t n = 0;
+	assert_int_equal(aj_b64_decode("L3RtcC9h/2I=", 12, out, sizeof(out), &n), 0);
+	assert_int_equal(n, 8);
+	assert_memory_equal(out, "/tmp/a\377b", 8);
+	assert_int_equal(aj_b64_decode("L3RtcC9h_2I", 11, out, sizeof(out), &n), 0);
+	assert_memory_equal(out, "/tmp/a\377b", 8);
+	/* '+' turned into ' ' by a query string's decoding; '-' URL-safe */
+	assert_int_equal(aj_b64_decode("+/8=", 4, out, sizeof(out), &n), 0);
+	assert_int_equal(aj_b64_decode(" /8=", 4, out + 4, sizeof(out) - 4, &n), 0);
+	assert_int_equal(aj_b64_decode("-_8", 3, out + 8, sizeof(out) - 8, &n), 0);
+	assert_memory_equal(out, out + 4, 2);
+	assert_memory_equal(out, out + 8, 2);
+	assert_int_equal(aj_b64_decode("", 0, out, sizeof(out), &n), 0);
+	assert_int_equal(n, 0);
+	const char *bad[] = {"*", "abcde", "ab\ncd", "L3Rt%", "ab=c", "AB==", "AAB="};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (aj_b64_decode(bad[i], strlen(bad[i]), out, sizeof(out), &n) == 0)
+			fail_msg("accepted: %s", bad[i]);
+	/* a NUL inside is not base64 */
+	assert_int_equal(aj_b64_decode("AA\0A", 4, out, sizeof(out), &n), -EINVAL);
+	/* more than the room */
+	assert_int_equal(aj_b64_decode("AAAAAAAA", 8, out, 5, &n), -ENAMETOOLONG);
+}
+
+static void test_utf8(void **state)
+{
+	assert_true(aj_utf8_valid("plain", 5));
+	assert_true(aj_utf8_valid("\303\251t\303\251", 5));
+	assert_true(aj_utf8_valid("\360\237\230\200", 4));
+	assert_true(aj_utf8_valid("new\nline", 8));
+	assert_false(aj_utf8_valid("a\377b", 3));
+	assert_false(aj_utf8_valid("\300\257", 2));	    /* overlong '/' */
+	assert_false(aj_utf8_valid("\355\240\200", 3));	    /* a surrogate */
+	assert_false(aj_utf8_valid("\364\220\200\200", 4)); /* past U+10FFFF */
+	assert_false(aj_utf8_valid("\303", 1));		    /* cut short */
+	assert_false(aj_utf8_valid("a\0b", 3));
+	assert_int_equal(aj_utf8_prefix((const unsigned char *)"ab\377cd", 5), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exec_forms),
 	    cmocka_unit_test(test_exec_refused),
 	    cmocka_unit_test(test_policy_from_json),
+	    cmocka_unit_test(test_b64_decode),
+	    cmocka_unit_test(test_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

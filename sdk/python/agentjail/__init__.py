@@ -146,17 +146,27 @@ class Files:
     def _path(self):
         return f"/v1/sandboxes/{self._sb.id}/files"
 
+    @staticmethod
+    def _q(path, **more):
+        """The path as a query: a str as "path", bytes (any name the
+        sandbox can make, UTF-8 or not) as "path_b64"."""
+        if isinstance(path, (bytes, bytearray)):
+            q = {"path_b64": base64.urlsafe_b64encode(bytes(path)).decode()}
+        else:
+            q = {"path": path}
+        q.update({k: v for k, v in more.items() if v is not None})
+        return q
+
     def write(self, path, data, mode=None):
-        """Write bytes, str, or a binary file object (streamed) to path."""
+        """Write bytes, str, or a binary file object (streamed) to path
+        (str, or bytes for a name that is not UTF-8)."""
         if isinstance(data, str):
             data = data.encode()
         headers = {"Content-Type": "application/octet-stream"}
         if not isinstance(data, (bytes, bytearray)):
             size = os.fstat(data.fileno()).st_size - data.tell()
             headers["Content-Length"] = str(size)
-        q = {"path": path}
-        if mode is not None:
-            q["mode"] = format(mode, "o")
+        q = self._q(path, mode=format(mode, "o") if mode is not None else None)
         resp = self._sb.client.request("PUT", self._path(), data, q, headers)
         try:
             return json.loads(resp.read())
@@ -165,7 +175,7 @@ class Files:
 
     def read(self, path, into=None):
         """The file's bytes, or written chunk by chunk into a file object."""
-        resp = self._sb.client.request("GET", self._path(), query={"path": path})
+        resp = self._sb.client.request("GET", self._path(), query=self._q(path))
         try:
             if into is None:
                 return resp.read()
@@ -177,16 +187,29 @@ class Files:
         finally:
             resp.close()
 
-    def list(self, path):
-        """Entries of a directory: dicts with name, type, size, mode, mtime."""
-        return self._sb.client.json("GET", self._path(), query={"path": path})["entries"]
+    def list(self, path, limit=None):
+        """Entries of a directory: dicts with name, type, size, mode, mtime,
+        and name_bytes (the name's bytes: a name that is not UTF-8 has
+        name None). Every page of a large directory is fetched (limit:
+        entries per page)."""
+        out, cursor = [], None
+        while True:
+            page = self._sb.client.json(
+                "GET", self._path(), query=self._q(path, limit=limit, cursor=cursor))
+            for e in page["entries"]:
+                b64 = e.get("name_b64")
+                e["name_bytes"] = base64.b64decode(b64) if b64 else e["name"].encode()
+                out.append(e)
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return out
 
     def mkdir(self, path, parents=False):
-        q = {"path": path, "parents": "true" if parents else "false"}
+        q = self._q(path, parents="true" if parents else "false")
         return self._sb.client.json("POST", f"/v1/sandboxes/{self._sb.id}/mkdir", query=q)
 
     def remove(self, path, recursive=False):
-        q = {"path": path, "recursive": "true" if recursive else "false"}
+        q = self._q(path, recursive="true" if recursive else "false")
         return self._sb.client.json("DELETE", self._path(), query=q)
 
 

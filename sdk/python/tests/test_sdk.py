@@ -149,6 +149,29 @@ class SDKTest(unittest.TestCase):
                 sb.files.read("/tmp/s")
             self.assertEqual(cm.exception.code, "not_found")
 
+    def test_files_any_name_and_pages(self):
+        with Sandbox.create() as sb:
+            # names the sandbox makes, UTF-8 or not: listed, read, removed
+            sb.exec("mkdir /tmp/n && cd /tmp/n && touch \"$(printf 'a\\377b')\" "
+                    "\"$(printf 'new\\nline')\" && seq 1 30 | xargs touch")
+            entries = sb.files.list("/tmp/n", limit=7)  # five pages
+            names = {e["name_bytes"] for e in entries}
+            self.assertEqual(len(entries), 32)
+            self.assertIn(b"a\377b", names)
+            self.assertIn(b"new\nline", names)
+            odd = [e for e in entries if e["name_bytes"] == b"a\377b"][0]
+            self.assertIsNone(odd["name"])
+            sb.files.write(b"/tmp/n/a\377b", b"bytes")
+            self.assertEqual(sb.files.read(b"/tmp/n/a\377b"), b"bytes")
+            sb.files.remove(b"/tmp/n/a\377b")
+            sb.files.remove(b"/tmp/n/new\nline")
+            self.assertEqual(len(sb.files.list("/tmp/n")), 30)
+            # the kernel's views are refused, however they are reached
+            sb.exec("ln -s /proc /tmp/p")
+            with self.assertRaises(AgentjailError) as cm:
+                sb.files.read("/tmp/p/1/status")
+            self.assertEqual((cm.exception.status, cm.exception.code), (403, "forbidden_path"))
+
     def test_background(self):
         with Sandbox.create() as sb:
             p = sb.exec("for i in 1 2 3; do echo l$i; sleep 0.2; done; exit 5", background=True)
