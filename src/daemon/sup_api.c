@@ -10,19 +10,26 @@
 #include "tenant.h"
 #include "util.h"
 
-/* The name of a tenant that sees only its own, or NULL for the operator,
- * who sees everything. */
+/* The name of a tenant that sees only its own counters and pools, or NULL
+ * for the operator, who sees the service's. */
 static const char *own_view(json_t *args)
 {
 	aj_tenant *t = aj_tenant_of(args);
 	return t && aj_tenant_is_operator(t) ? NULL : t ? t->name : "";
 }
 
+/* Whose sandboxes: every tenant sees its own only, the operator too. */
+static const char *tenant_name(json_t *args)
+{
+	aj_tenant *t = aj_tenant_of(args);
+	return t ? t->name : "";
+}
+
 void aj_op_health(json_t *args, aj_reply *rep)
 {
 	aj_reply_json(rep, 200,
 		      json_pack("{s:s, s:i}", "status", "ok", "sandboxes",
-				(int)aj_registry_count_tenant(own_view(args))));
+				(int)aj_registry_count_tenant(tenant_name(args))));
 }
 
 void aj_op_metrics(json_t *args, aj_reply *rep)
@@ -115,7 +122,7 @@ void aj_op_create(json_t *args, aj_reply *rep)
 
 void aj_op_list(json_t *args, aj_reply *rep)
 {
-	aj_reply_json(rep, 200, aj_registry_list(own_view(args)));
+	aj_reply_json(rep, 200, aj_registry_list(tenant_name(args)));
 }
 
 void aj_op_get(json_t *args, aj_reply *rep)

@@ -21,7 +21,7 @@
 #include "util.h"
 
 #define OP_FILE "operator policy"
-#define TOKENS_FILE "tokens"
+#define TOKENS_FILE "tokens file"
 
 static aj_operator_policy op;
 static aj_tenant tenants[AJ_TENANT_MAX + 1]; /* [0]: the operator's */
