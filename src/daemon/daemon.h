@@ -18,8 +18,9 @@ typedef struct aj_daemon_opts {
 	const char *listen;	/* "ADDR:PORT" or NULL: no TCP */
 	const char *socket;	/* unix socket path */
 	const char *token_file; /* bearer token; required with listen */
-	const char *operator_policy; /* what clients may do (tenant.h); NULL: defaults */
-	const char *tokens_file;     /* named tokens, one tenant each; NULL: none */
+	/* what clients may do (tenant.h; NULL: the defaults), named tokens */
+	const char *operator_policy;
+	const char *tokens_file;
 	const char *state_dir;
 	unsigned max_sandboxes;
 	unsigned header_timeout_s; /* request headers must come within this (408) */

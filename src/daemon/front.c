@@ -81,8 +81,9 @@ int aj_front_call(aj_req *r, const char *op, json_t *args, aj_call_done done)
 		aj_http_error(r, 401, "unauthorized", "a valid bearer token is required");
 		return -EACCES;
 	}
-	json_object_set_new(args, "auth", r->remote ? json_pack("{s:s}", "token", r->token)
-						    : json_pack("{s:b}", "local", 1));
+	json_object_set_new(args, "auth",
+			    r->remote ? json_pack("{s:s}", "token", r->token)
+				      : json_pack("{s:b}", "local", 1));
 	aj_call *c = calloc(1, sizeof(*c));
 	int e = c ? 0 : -ENOMEM;
 	if (c) {

@@ -48,7 +48,8 @@ typedef struct aj_req {
 	unsigned long long dl_left;
 	struct aj_job *job; /* a stream from the supervisor (exec, process output) */
 	int ws_channel;	    /* WebSocket: channel of the message being received */
-	char token[AJ_TOKEN_MAX + 1]; /* TCP: the bearer token, checked (tenant.h) */
+	/* TCP: the bearer token, checked (tenant.h), passed on to the supervisor */
+	char token[AJ_TOKEN_MAX + 1];
 } aj_req;
 
 /* Answer with a JSON body (o consumed). */

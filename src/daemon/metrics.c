@@ -107,9 +107,9 @@ json_t *aj_metrics_json(void)
 	if (aj_tenant_at(1)) { /* the operator's view: each tenant's sandboxes */
 		json_t *t = json_object();
 		for (size_t i = 0; aj_tenant_at(i); i++)
-			json_object_set_new(
-			    t, aj_tenant_at(i)->name,
-			    json_integer((json_int_t)aj_registry_count_tenant(aj_tenant_at(i)->name)));
+			json_object_set_new(t, aj_tenant_at(i)->name,
+					    json_integer((json_int_t)aj_registry_count_tenant(
+						aj_tenant_at(i)->name)));
 		json_object_set_new(o, "tenants", t);
 	}
 	_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
@@ -186,8 +186,8 @@ char *aj_metrics_text(json_t *sup)
 		json_object_foreach(tenants, k, v)
 		{
 			if (aj_tenant_name_ok(k))
-				add(&t, "agentjail_tenant_sandboxes_active{tenant=\"%s\"} %lld\n", k,
-				    (long long)json_integer_value(v));
+				add(&t, "agentjail_tenant_sandboxes_active{tenant=\"%s\"} %lld\n",
+				    k, (long long)json_integer_value(v));
 		}
 	}
 	const char *pools = json_string_value(json_object_get(sup, "pools_text"));

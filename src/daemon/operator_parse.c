@@ -210,7 +210,8 @@ static int parse_images(json_t *v, aj_operator_policy *p, aj_error *err)
 static int parse_net(json_t *v, aj_operator_policy *p, aj_error *err)
 {
 	if (!json_is_array(v))
-		return aj_err(err, EINVAL, "'net': expected an array of \"none\", \"open\", \"allow\"");
+		return aj_err(err, EINVAL,
+			      "'net': expected an array of \"none\", \"open\", \"allow\"");
 	p->net = 0;
 	size_t i;
 	json_t *e;
@@ -334,7 +335,8 @@ int aj_tenants_parse(const char *text, size_t len, aj_tenant *out, size_t max, s
 	int r = 0;
 	if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > max)
 		r = aj_err(err, EINVAL,
-			   "expected a JSON array of 1 to %zu objects {\"tenant\", \"token\"}", max);
+			   "expected a JSON array of 1 to %zu objects {\"tenant\", \"token\"}",
+			   max);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)

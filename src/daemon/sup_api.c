@@ -45,8 +45,8 @@ void aj_op_metrics(json_t *args, aj_reply *rep)
 	    rep, 200,
 	    json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "sandboxes_active",
 		      (json_int_t)aj_registry_count_tenant(own), "sandboxes_created",
-		      (json_int_t)__atomic_load_n(&t->created, __ATOMIC_RELAXED), "sandboxes_failed",
-		      (json_int_t)__atomic_load_n(&t->failed, __ATOMIC_RELAXED),
+		      (json_int_t)__atomic_load_n(&t->created, __ATOMIC_RELAXED),
+		      "sandboxes_failed", (json_int_t)__atomic_load_n(&t->failed, __ATOMIC_RELAXED),
 		      "sandboxes_destroyed",
 		      (json_int_t)__atomic_load_n(&t->destroyed, __ATOMIC_RELAXED), "execs",
 		      (json_int_t)__atomic_load_n(&t->execs, __ATOMIC_RELAXED), "tenant_view", 1));
@@ -182,7 +182,7 @@ void aj_op_pools(json_t *args, aj_reply *rep)
 		json_t *p;
 		json_array_foreach(json_object_get(o, "pools"), i, p)
 		{
-			static const char *const used[] = {"ready", "hits",  "empty",
+			static const char *const used[] = {"ready", "hits",   "empty",
 							   "built", "failed", "warm"};
 			for (size_t k = 0; k < AJ_ARRAY_SIZE(used); k++)
 				json_object_del(p, used[k]);

@@ -47,15 +47,16 @@ static int read_conf(const char *what, const char *path, bool secret, char **out
 			   what, path, (unsigned)(st.st_mode & 07777));
 		aj_err_hint(err, "chmod 600 %s", path);
 	} else if (secret && st.st_uid != geteuid()) {
-		r = aj_err(err, EPERM, "%s %s belongs to uid %u, not to the service's uid %u",
-			   what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+		r = aj_err(err, EPERM, "%s %s belongs to uid %u, not to the service's uid %u", what,
+			   path, (unsigned)st.st_uid, (unsigned)geteuid());
 		aj_err_hint(err, "chown %u %s", (unsigned)geteuid(), path);
 	}
 	char *buf = r == 0 ? calloc(1, (size_t)st.st_size + 1) : NULL;
 	if (r == 0 && !buf)
 		r = aj_err(err, ENOMEM, "out of memory");
 	ssize_t n = 0, got = 0;
-	while (r == 0 && got < st.st_size && (n = read(fd, buf + got, (size_t)(st.st_size - got))) > 0)
+	while (r == 0 && got < st.st_size &&
+	       (n = read(fd, buf + got, (size_t)(st.st_size - got))) > 0)
 		got += n;
 	if (r == 0 && n < 0)
 		r = aj_err(err, errno, "cannot read %s %s", what, path);
@@ -386,10 +387,9 @@ static int check_raw_paths(json_t *req, aj_denial *d)
 static int check_policy_paths(const aj_policy *p, json_t *req, aj_denial *d)
 {
 	char norm[PATH_MAX];
-	if (p->workspace &&
-	    (!aj_op_normalize(p->workspace, norm, sizeof(norm)) ||
-	     !root_of(op.binds, op.n_binds, norm, true) ||
-	     !root_of(op.binds, op.n_binds, norm, true)->rw))
+	if (p->workspace && (!aj_op_normalize(p->workspace, norm, sizeof(norm)) ||
+			     !root_of(op.binds, op.n_binds, norm, true) ||
+			     !root_of(op.binds, op.n_binds, norm, true)->rw))
 		return deny(d, OP_FILE, "bind_roots",
 			    "the workspace %s is not below a writable directory of 'bind_roots'",
 			    p->workspace);

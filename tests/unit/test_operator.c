@@ -37,13 +37,14 @@ static void test_full(void **state)
 	(void)state;
 	aj_operator_policy p;
 	aj_error err;
-	assert_int_equal(parse("{\"version\": 1, \"bind_roots\": [{\"path\": \"/srv//work/\", "
-			       "\"rw\": true}, \"/opt/./data\"], \"rootfs_roots\": [\"/srv/roots\"], "
-			       "\"images\": [\"debian\", \"py-*\"], \"net\": [\"none\", \"allow\"], "
-			       "\"max_memory\": \"512M\", \"max_pids\": 64, \"max_cpus\": 1.5, "
-			       "\"max_disk\": 1048576, \"max_timeout\": 600, \"max_sandboxes\": 3}",
-			       &p, &err),
-			 0);
+	assert_int_equal(
+	    parse("{\"version\": 1, \"bind_roots\": [{\"path\": \"/srv//work/\", "
+		  "\"rw\": true}, \"/opt/./data\"], \"rootfs_roots\": [\"/srv/roots\"], "
+		  "\"images\": [\"debian\", \"py-*\"], \"net\": [\"none\", \"allow\"], "
+		  "\"max_memory\": \"512M\", \"max_pids\": 64, \"max_cpus\": 1.5, "
+		  "\"max_disk\": 1048576, \"max_timeout\": 600, \"max_sandboxes\": 3}",
+		  &p, &err),
+	    0);
 	assert_int_equal(p.n_binds, 2);
 	assert_string_equal(p.binds[0].path, "/srv/work");
 	assert_true(p.binds[0].rw);
@@ -68,8 +69,8 @@ static void test_refused(void **state)
 	static const char *const bad[] = {
 	    "",
 	    "[]",
-	    "{\"bind_root\": []}",				/* a typo is not ignored */
-	    "{\"bind_roots\": [\"/\"]}",			/* the whole host */
+	    "{\"bind_root\": []}",	 /* a typo is not ignored */
+	    "{\"bind_roots\": [\"/\"]}", /* the whole host */
 	    "{\"bind_roots\": [\"//\"]}",
 	    "{\"bind_roots\": [\"/srv/../etc\"]}",
 	    "{\"bind_roots\": [\"srv\"]}",
@@ -127,11 +128,12 @@ static void test_tokens(void **state)
 	(void)state;
 	aj_tenant t[8];
 	size_t n;
-	assert_int_equal(tparse("[{\"tenant\": \"alice\", \"token\": \"alice-token-0123456789\", "
-				"\"max_sandboxes\": 2, \"max_memory\": \"256M\"}, {\"tenant\": \"bob\", "
-				"\"token\": \"bob-token-0123456789ab\"}]",
-				t, &n),
-			 0);
+	assert_int_equal(
+	    tparse("[{\"tenant\": \"alice\", \"token\": \"alice-token-0123456789\", "
+		   "\"max_sandboxes\": 2, \"max_memory\": \"256M\"}, {\"tenant\": \"bob\", "
+		   "\"token\": \"bob-token-0123456789ab\"}]",
+		   t, &n),
+	    0);
 	assert_int_equal(n, 2);
 	assert_string_equal(t[0].name, "alice");
 	assert_int_equal(t[0].caps.sandboxes, 2);
