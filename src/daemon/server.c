@@ -38,6 +38,7 @@ static int read_token(const char *path, aj_error *err)
 			      "--token-file %s: expected one line of 16 to %zu characters", path,
 			      sizeof(token) - 1);
 	snprintf(token, sizeof(token), "%s", txt);
+	explicit_bzero(txt, strlen(txt));
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,6 +118,20 @@ static int load_policy(const char *path, aj_error *err)
 	return 0;
 }
 
+/* jansson's memory while the tokens are parsed: wiped when freed (the
+ * front, forked later, must not find a token in its copy of the heap). */
+static void *wiped_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void wiped_free(void *p)
+{
+	if (p)
+		explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
 static int load_tokens(const char *path, aj_error *err)
 {
 	char *txt = NULL;
@@ -126,7 +141,12 @@ static int load_tokens(const char *path, aj_error *err)
 		return -EINVAL;
 	aj_error perr;
 	aj_err_clear(&perr);
+	json_malloc_t jm;
+	json_free_t jf;
+	json_get_alloc_funcs(&jm, &jf); /* at start: no other thread yet */
+	json_set_alloc_funcs(wiped_malloc, wiped_free);
 	r = aj_tenants_parse(txt, len, tenants + 1, AJ_TENANT_MAX, &n, &perr);
+	json_set_alloc_funcs(jm, jf);
 	explicit_bzero(txt, len);
 	free(txt);
 	if (r < 0) {
