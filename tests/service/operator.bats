@@ -178,12 +178,21 @@ create_refused() {
     sb_create '{}' >/dev/null
 }
 
-@test "tenants: another tenant's sandbox is 404 on every route, absent from lists and metrics" {
+@test "tenants: another tenant's sandbox is 404 on every route, absent from lists, metrics, pools" {
     write_tokens
-    svc_tenants
-    as alice POST /v1/sandboxes -d '{}'
+    svc_tenants --pool default=1
+    for _ in $(seq 100); do
+        [ "$(api GET /v1/pools | jq '.pools[0].ready')" = 1 ] && break
+        sleep 0.1
+    done
+    as alice POST /v1/sandboxes -d '{}' # the pooled one: alice's now
     assert_eq "$status_code" 201 "$body"
     id=$(jq -r .id <<<"$body")
+    assert_eq "$(api GET /v1/pools | jq '.pools[0].hits')" 1
+    # bob sees the pool, not how it is used
+    as bob GET /v1/pools
+    assert_eq "$(jq -c '.pools[0] | [.image, .size, .hits, .ready]' <<<"$body"):$(jq .misses <<<"$body")" \
+        '["default",1,null,null]:null' "$body"
     as alice POST "/v1/sandboxes/$id/exec" -d '{"cmd": "echo mine >/tmp/f"}'
     routes=("GET /v1/sandboxes/$id" "DELETE /v1/sandboxes/$id" "PATCH /v1/sandboxes/$id"
         "POST /v1/sandboxes/$id/exec" "GET /v1/sandboxes/$id/files?path=/tmp/f"
