@@ -391,3 +391,78 @@ PY
         ! front_has bob-token-0123456789ab || fail "the front's memory holds bob's token"
     fi
 }
+
+@test "tenants: the supervisor decides who asks from the token, not from what the front says" {
+    write_tokens
+    if [ -n "${SVC_OLD:-}" ]; then # a build without --tokens: alice's token is the one
+        echo alice-token-0123456789 >"$T/token"
+        PORT=$((20000 + RANDOM % 20000))
+        SVC_NO_POLICY=1 svc_start --listen "127.0.0.1:$PORT" --token-file "$T/token"
+    else
+        svc_tenants
+    fi
+    as alice POST /v1/sandboxes -d '{}'
+    assert_eq "$status_code" 201 "$body"
+    id=$(jq -r .id <<<"$body")
+    front=$(pgrep -P "$SVC_PID" -x agentjail-front)
+    # a front taken over: requests of its own on its supervisor socket (a
+    # copy taken with pidfd_getfd; the front is stopped so that it does not
+    # read the replies)
+    kill -STOP "$front"
+    run python3 - "$front" "$id" <<'PY'
+import ctypes, json, os, socket, struct, sys
+front, sb = int(sys.argv[1]), sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(front)
+ipc = None
+for name in os.listdir(f"/proc/{front}/fd"):
+    if not os.readlink(f"/proc/{front}/fd/{name}").startswith("socket:"):
+        continue
+    fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
+    if fd < 0:
+        continue
+    s = socket.socket(fileno=fd)
+    if (s.family == socket.AF_UNIX and s.type == socket.SOCK_SEQPACKET
+            and not s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)):
+        ipc = s
+        break
+    s.detach()
+    os.close(fd)
+assert ipc, "no supervisor socket in the front"
+ipc.settimeout(10)  # polls; the descriptor stays non-blocking (it is the front's too)
+
+def ask(n, op, args):
+    p = json.dumps(args).encode()
+    h = struct.pack("=IHHIIiI24s", 0x504a4a41, 1, 1, 0x7fff0000 + n, 0, 0, len(p), op.encode())
+    ipc.sendmsg([h, p])
+    while True:
+        data = ipc.recv(1 << 17)
+        magic, ver, typ, rid, flags, status, ln = struct.unpack("=IHHIIiI", data[:24])
+        if rid == 0x7fff0000 + n:
+            return status, json.loads(data[48:48 + ln] or b"{}")
+
+tries = [
+    ("get", {"sandbox": sb, "tenant": "alice", "auth": {"local": True}}),
+    ("list", {"tenant": "alice", "auth": {"local": True}}),
+    ("get", {"sandbox": sb, "tenant": "alice", "auth": {"token": "bob-token-0123456789ab"}}),
+    ("delete", {"sandbox": sb, "tenant": "alice", "auth": {"token": "bob-token-0123456789ab"}}),
+    ("get", {"sandbox": sb, "tenant": "alice"}),
+    ("get", {"sandbox": sb, "auth": {"token": "forged-token-0123456789"}}),
+    ("get", {"sandbox": sb, "auth": {"token": "alice-token-0123456789"}}),
+]
+for i, (op, args) in enumerate(tries):
+    st, body = ask(i, op, dict(args, peer="127.0.0.1"))
+    print(op, st, len(body.get("sandboxes", [])) if op == "list" else body.get("error", {}).get("code", "ok"))
+PY
+    kill -CONT "$front"
+    [ "$status" -eq 0 ] || fail "$output"
+    assert_eq "$output" "get 404 not_found
+list 200 0
+get 404 not_found
+delete 404 not_found
+get 401 unauthorized
+get 401 unauthorized
+get 200 ok"
+    as alice GET "/v1/sandboxes/$id"
+    assert_eq "$status_code:$(jq -r .state <<<"$body")" 200:running
+}
