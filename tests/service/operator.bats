@@ -285,19 +285,32 @@ EOF
 }
 
 @test "tenants: a tenant's snapshots are its own (named TENANT.NAME, not usable by others)" {
-    mkdir -p "$T/tree/bin"
-    cp /bin/busybox "$T/tree/bin/sh" 2>/dev/null || cp "$(command -v sh)" "$T/tree/bin/sh"
+    export AGENTJAIL_STATE_DIR=$T/ajstate
+    mkdir -p "$T/tree/etc" "$T/tree/tmp"
+    echo base >"$T/tree/etc/motd"
+    aj_timeout "$AJ" image build tiny --from-dir "$T/tree" 2>/dev/null
     write_tokens
     svc_tenants
-    as alice POST /v1/sandboxes -d '{}'
+    as alice POST /v1/sandboxes -d '{"image": "tiny"}'
+    assert_eq "$status_code" 201 "$body"
     id=$(jq -r .id <<<"$body")
     as alice POST "/v1/sandboxes/$id/snapshot" -d '{"name": "plain"}'
     assert_eq "$status_code" 403 "$body"
     as alice POST "/v1/sandboxes/$id/snapshot" -d '{"name": "bob.planted"}'
     assert_eq "$status_code" 403 "$body"
-    as bob POST /v1/sandboxes -d '{"image": "alice.anything"}'
+    as alice POST "/v1/sandboxes/$id/snapshot" -d '{"name": "alice.keep"}'
+    assert_eq "$status_code" 201 "$body"
+    as alice POST /v1/sandboxes -d '{"image": "alice.keep"}'
+    assert_eq "$status_code" 201 "$body"
+    as bob POST /v1/sandboxes -d '{"image": "alice.keep"}'
     assert_eq "$status_code" 403 "$body"
-    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+    as bob POST /v1/sandboxes -d '{"image": "alice.anything"}' # by its name, existing or not
+    assert_eq "$status_code" 403 "$body"
+    api_status POST /v1/sandboxes -d '{"image": "alice.keep"}' # the operator's socket too
+    assert_eq "$status_code" 403 "$body"
+    [ ! -e "$AGENTJAIL_STATE_DIR/images/names/plain" ] && [ ! -e "$AGENTJAIL_STATE_DIR/images/names/bob.planted" ]
+    as bob GET /v1/sandboxes
+    assert_eq "$(jq '.sandboxes | length' <<<"$body")" 0
 }
 
 @test "operator: a bad operator policy or tokens file: exit 125, a clear message, nothing served" {
