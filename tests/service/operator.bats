@@ -123,6 +123,10 @@ create_refused() {
     svc_policy "{\"rootfs_roots\": [\"$(realpath "$T/roots")\"]}"
     create_refused '{"rootfs": "/"}' rootfs_roots
     create_refused "{\"rootfs\": \"$T/other\"}" rootfs_roots
+    ln -s /usr "$T/roots/up"
+    create_refused "{\"rootfs\": \"$T/roots/up\"}" rootfs_roots
+    id=$(sb_create "{\"rootfs\": \"$(realpath "$T/roots/r1")\"}") # below the root: allowed
+    [ -n "$id" ]
 }
 
 @test "operator: caps on memory, pids, cpus, disk, timeout are 403 above them; defaults are lowered" {
