@@ -4,6 +4,7 @@ program (`agentjail sandbox exec|cp`, libcurl) where a command line is
 compared with a command line, the Python SDK (sdk/python, stdlib only) for
 round trips and the WebSocket.
 """
+import json
 import os
 import shutil
 import signal
@@ -31,8 +32,14 @@ class Service:
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "s.sock")
         self.log = open(os.path.join(self.dir, "serve.log"), "w")
+        # the files benchmark's workspace is below /var/tmp (api_files): the
+        # operator policy lets clients bind there, nowhere else
+        policy = os.path.join(self.dir, "operator-policy.json")
+        with open(policy, "w") as f:
+            json.dump({"bind_roots": [{"path": os.path.realpath("/var/tmp"), "rw": True}]}, f)
         argv = [aj, "serve", "--quiet", "--socket", self.sock, "--state-dir",
-                os.path.join(self.dir, "state"), "--max-sandboxes", str(max_sandboxes)]
+                os.path.join(self.dir, "state"), "--max-sandboxes", str(max_sandboxes),
+                "--operator-policy", policy]
         self.pid = bench.spawn(argv, stderr=self.log.fileno())
         deadline = time.time() + 20
         while not os.path.exists(self.sock):

@@ -17,7 +17,13 @@ static const char serve_usage[] =
     "\n"
     "  --socket PATH         unix socket, mode 0600 (" AJ_DAEMON_RUN_DIR "/agentjail.sock)\n"
     "  --listen ADDR:PORT    also listen on TCP; needs --token-file\n"
-    "  --token-file FILE     bearer token every request must carry (one line)\n"
+    "  --token-file FILE     bearer token every TCP request must carry (one line): the\n"
+    "                        operator's, like the unix socket's clients\n"
+    "  --tokens FILE         named tokens, one tenant each, with caps (a JSON array;\n"
+    "                        mode 0600): a tenant sees only its own sandboxes\n"
+    "  --operator-policy FILE  what clients may ask for (JSON): host paths they may\n"
+    "                        bind (none by default), rootfs, images, network modes,\n"
+    "                        caps on memory, pids, cpus, disk, timeout, sandboxes\n"
     "  --state-dir DIR       audit log, state of live sandboxes (" AJ_DAEMON_RUN_DIR ")\n"
     "  --max-sandboxes N     at most N sandboxes at once (64)\n"
     "  --header-timeout S    a request's headers must come within S seconds, else 408 (10)\n"
@@ -35,6 +41,8 @@ static const struct option serve_opts[] = {
     {"socket", required_argument, NULL, 's'},
     {"listen", required_argument, NULL, 'l'},
     {"token-file", required_argument, NULL, 'k'},
+    {"tokens", required_argument, NULL, 'T'},
+    {"operator-policy", required_argument, NULL, 'P'},
     {"state-dir", required_argument, NULL, 'd'},
     {"max-sandboxes", required_argument, NULL, 'm'},
     {"header-timeout", required_argument, NULL, 't'},
@@ -62,6 +70,8 @@ int aj_cmd_serve(int argc, char **argv)
 		case 's': o.socket = optarg; break;
 		case 'l': o.listen = optarg; break;
 		case 'k': o.token_file = optarg; break;
+		case 'T': o.tokens_file = optarg; break;
+		case 'P': o.operator_policy = optarg; break;
 		case 'd': o.state_dir = optarg; break;
 		case 'q': o.quiet = true; break;
 		case 'p':

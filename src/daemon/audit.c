@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "tenant.h"
 #include "util.h"
 
 static int audit_fd = -1;
@@ -24,6 +25,10 @@ void aj_audit(const char *event, json_t *fields)
 {
 	if (!fields)
 		fields = json_object();
+	/* who: the tenant of the op this thread runs, unless the event names it */
+	aj_tenant *t = aj_tenant_current();
+	if (t && !json_object_get(fields, "tenant"))
+		json_object_set_new(fields, "tenant", json_string(t->name));
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	json_object_set_new(fields, "ts", json_real((double)ts.tv_sec + (double)ts.tv_nsec / 1e9));

@@ -18,6 +18,9 @@ typedef struct aj_daemon_opts {
 	const char *listen;	/* "ADDR:PORT" or NULL: no TCP */
 	const char *socket;	/* unix socket path */
 	const char *token_file; /* bearer token; required with listen */
+	/* what clients may do (tenant.h; NULL: the defaults), named tokens */
+	const char *operator_policy;
+	const char *tokens_file;
 	const char *state_dir;
 	unsigned max_sandboxes;
 	unsigned header_timeout_s; /* request headers must come within this (408) */
@@ -48,6 +51,7 @@ typedef struct aj_sandbox {
 	int refs;		  /* the registry's + running execs' (atomic) */
 	bool dead;		  /* destroyed: no new work */
 	char owner[64];		  /* who created it (audit) */
+	char tenant[33];	  /* the tenant it belongs to (tenant.h) */
 	json_t *req;		  /* the policy it was made from (forks) */
 	pthread_mutex_t state_mu; /* pause/resume and the TTL */
 	bool paused;		  /* frozen (cgroup freezer) */
@@ -85,8 +89,10 @@ void aj_registry_expire(void);
 void aj_registry_destroy_all(void);
 /* JSON description of one / all. */
 json_t *aj_sandbox_json(aj_sandbox *sb);
-json_t *aj_registry_list(void);
+/* tenant: only its sandboxes (NULL: all) */
+json_t *aj_registry_list(const char *tenant);
 unsigned aj_registry_count(void);
+unsigned aj_registry_count_tenant(const char *tenant);
 void aj_sandbox_ref(aj_sandbox *sb);
 void aj_sandbox_unref(aj_sandbox *sb);
 /* On: the last reference dropped by the calling thread hands the

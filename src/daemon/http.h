@@ -6,6 +6,7 @@
 #include <libwebsockets.h>
 
 #include "daemon.h"
+#include "operator.h"
 
 #define AJ_HTTP_MAX_BODY (1u << 20) /* JSON request bodies */
 #define AJ_HTTP_CHUNK 65536
@@ -48,6 +49,8 @@ typedef struct aj_req {
 	unsigned long long dl_left;
 	struct aj_job *job; /* a stream from the supervisor (exec, process output) */
 	int ws_channel;	    /* WebSocket: channel of the message being received */
+	/* TCP: the bearer token, checked (tenant.h), passed on to the supervisor */
+	char token[AJ_TOKEN_MAX + 1];
 } aj_req;
 
 /* Answer with a JSON body (o consumed). */

@@ -7,6 +7,7 @@
 
 #include "daemon.h"
 #include "pool.h"
+#include "tenant.h"
 #include "util.h"
 
 aj_metrics aj_stats;
@@ -103,6 +104,14 @@ json_t *aj_metrics_json(void)
 	json_object_set_new(o, "latency_sum", json_real(aj_stats.latency_sum));
 	pthread_mutex_unlock(&lat_mu);
 	json_object_set_new(o, "latency_buckets", b);
+	if (aj_tenant_at(1)) { /* the operator's view: each tenant's sandboxes */
+		json_t *t = json_object();
+		for (size_t i = 0; aj_tenant_at(i); i++)
+			json_object_set_new(t, aj_tenant_at(i)->name,
+					    json_integer((json_int_t)aj_registry_count_tenant(
+						aj_tenant_at(i)->name)));
+		json_object_set_new(o, "tenants", t);
+	}
 	_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
 	if (pools)
 		json_object_set_new(o, "pools_text", json_string(pools));
@@ -127,10 +136,12 @@ char *aj_metrics_text(json_t *sup)
 	memset(&m, 0, sizeof(m));
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		*field(&m, i) = num(sup, names[i]);
-	/* the front counts requests, errors and the bytes of downloads */
-	m.requests = __atomic_load_n(&aj_stats.requests, __ATOMIC_RELAXED);
-	m.errors = __atomic_load_n(&aj_stats.errors, __ATOMIC_RELAXED);
-	m.bytes_out += __atomic_load_n(&aj_stats.bytes_out, __ATOMIC_RELAXED);
+	/* the front counts requests, errors and the bytes of downloads (all
+	 * tenants': not in a tenant's own view) */
+	bool own = json_is_true(json_object_get(sup, "tenant_view"));
+	m.requests = own ? 0 : __atomic_load_n(&aj_stats.requests, __ATOMIC_RELAXED);
+	m.errors = own ? 0 : __atomic_load_n(&aj_stats.errors, __ATOMIC_RELAXED);
+	m.bytes_out += own ? 0 : __atomic_load_n(&aj_stats.bytes_out, __ATOMIC_RELAXED);
 	text t = {0};
 	add(&t,
 	    "# HELP agentjail_sandboxes_active Sandboxes alive now.\n"
@@ -166,6 +177,19 @@ char *aj_metrics_text(json_t *sup)
 	    "agentjail_exec_duration_seconds_sum %.6f\nagentjail_exec_duration_seconds_count "
 	    "%llu\n",
 	    json_number_value(json_object_get(sup, "latency_sum")), cum);
+	json_t *tenants = json_object_get(sup, "tenants");
+	if (json_is_object(tenants)) {
+		add(&t, "# HELP agentjail_tenant_sandboxes_active Sandboxes alive now, by tenant.\n"
+			"# TYPE agentjail_tenant_sandboxes_active gauge\n");
+		const char *k;
+		json_t *v;
+		json_object_foreach(tenants, k, v)
+		{
+			if (aj_tenant_name_ok(k))
+				add(&t, "agentjail_tenant_sandboxes_active{tenant=\"%s\"} %lld\n",
+				    k, (long long)json_integer_value(v));
+		}
+	}
 	const char *pools = json_string_value(json_object_get(sup, "pools_text"));
 	if (pools)
 		add(&t, "%s", pools);

@@ -19,6 +19,7 @@
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
+#include "tenant.h"
 #include "threads.h"
 #include "util.h"
 #include "zygote.h"
@@ -300,10 +301,20 @@ static int take_ttl(json_t *req, double *ttl, aj_error *err)
 
 static int add_to_registry(aj_sandbox *sb, aj_error *err)
 {
+	const char *key, *file;
+	unsigned long long tcap = aj_tenant_max_sandboxes(aj_tenant_find(sb->tenant), &key, &file);
 	pthread_mutex_lock(&reg_mu);
 	int r = 0;
+	unsigned long long mine = 0;
+	for (size_t i = 0; tcap && i < reg_n; i++)
+		mine += !strcmp(reg[i]->tenant, sb->tenant);
 	if (reg_n >= reg_max) {
 		r = aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
+	} else if (tcap && mine >= tcap) {
+		/* EDQUOT: a 403 naming the key (sup_api.c) */
+		r = aj_err(err, EDQUOT, "tenant %s has %llu sandboxes: '%s' of the %s is %llu",
+			   sb->tenant, mine, key, file, tcap);
+		aj_err_hint(err, "delete one first, or raise '%s' in the %s", key, file);
 	} else if (reg_n == reg_cap) {
 		size_t cap = reg_cap ? reg_cap * 2 : 16;
 		aj_sandbox **n = realloc(reg, cap * sizeof(*n));
@@ -357,6 +368,17 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 		return r;
 	if (aj_registry_count() >= reg_max)
 		return aj_err(err, EAGAIN, "too many sandboxes (--max-sandboxes %u)", reg_max);
+	/* the tenant's cap before anything is built (checked again when added) */
+	aj_tenant *t = aj_tenant_current();
+	const char *key, *file;
+	unsigned long long cap = aj_tenant_max_sandboxes(t, &key, &file);
+	unsigned mine = aj_registry_count_tenant(t ? t->name : AJ_TENANT_OPERATOR);
+	if (cap && mine >= cap) {
+		r = aj_err(err, EDQUOT, "tenant %s has %u sandboxes: '%s' of the %s is %llu",
+			   t ? t->name : AJ_TENANT_OPERATOR, mine, key, file, cap);
+		aj_err_hint(err, "delete one first, or raise '%s' in the %s", key, file);
+		return r;
+	}
 	aj_sandbox *sb = NULL;
 	if ((r = aj_pool_take(req, &sb, err)) < 0)
 		return r;
@@ -372,6 +394,9 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err)
 {
 	snprintf(sb->owner, sizeof(sb->owner), "%s", owner);
+	/* the tenant of the op that adds it (a pool's sandbox gets its taker's) */
+	aj_tenant *t = aj_tenant_current();
+	snprintf(sb->tenant, sizeof(sb->tenant), "%s", t ? t->name : AJ_TENANT_OPERATOR);
 	sb->created_ms = aj_now_ms();
 	aj_sandbox_set_ttl(sb, ttl);
 	int r = add_to_registry(sb, err);
@@ -419,6 +444,9 @@ int aj_registry_destroy(const char *id)
 	if (!sb)
 		return -ENOENT;
 	aj_metrics_add(&aj_stats.sandboxes_destroyed, 1);
+	aj_tenant *t = aj_tenant_find(sb->tenant);
+	if (t)
+		aj_metrics_add(&t->destroyed, 1);
 	aj_sandbox_unref(sb);
 	return 0;
 }
@@ -439,9 +467,13 @@ static void destroy_where(bool all)
 			return;
 		if (!all) {
 			aj_metrics_add(&aj_stats.sandboxes_expired, 1);
-			aj_audit("expire", json_pack("{s:s}", "sandbox", sb->id));
+			aj_audit("expire",
+				 json_pack("{s:s, s:s}", "sandbox", sb->id, "tenant", sb->tenant));
 		}
 		aj_metrics_add(&aj_stats.sandboxes_destroyed, 1);
+		aj_tenant *t = aj_tenant_find(sb->tenant);
+		if (t)
+			aj_metrics_add(&t->destroyed, 1);
 		aj_sandbox_unref(sb);
 	}
 }
@@ -516,12 +548,23 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 	return o;
 }
 
-json_t *aj_registry_list(void)
+unsigned aj_registry_count_tenant(const char *tenant)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&reg_mu);
+	for (size_t i = 0; i < reg_n; i++)
+		n += !tenant || !strcmp(reg[i]->tenant, tenant);
+	pthread_mutex_unlock(&reg_mu);
+	return n;
+}
+
+json_t *aj_registry_list(const char *tenant)
 {
 	json_t *a = json_array();
 	pthread_mutex_lock(&reg_mu);
 	for (size_t i = 0; i < reg_n; i++)
-		json_array_append_new(a, aj_sandbox_json(reg[i]));
+		if (!tenant || !strcmp(reg[i]->tenant, tenant))
+			json_array_append_new(a, aj_sandbox_json(reg[i]));
 	pthread_mutex_unlock(&reg_mu);
 	return json_pack("{s:o}", "sandboxes", a);
 }

@@ -21,6 +21,7 @@
 #include "image.h"
 #include "pool.h"
 #include "sup.h"
+#include "tenant.h"
 #include "util.h"
 
 static char token[256];
@@ -39,6 +40,7 @@ static int read_token(const char *path, aj_error *err)
 			      "--token-file %s: expected one line of 16 to %zu characters", path,
 			      sizeof(token) - 1);
 	snprintf(token, sizeof(token), "%s", txt);
+	explicit_bzero(txt, strlen(txt));
 	return 0;
 }
 
@@ -70,11 +72,16 @@ static int lock_state(const char *dir, aj_error *err)
 
 static int start(const aj_daemon_opts *o, aj_error *err)
 {
-	if (o->listen && !o->token_file)
+	if (o->listen && !o->token_file && !o->tokens_file)
 		return aj_err(err, EINVAL,
-			      "--listen needs --token-file: TCP clients must "
+			      "--listen needs --token-file or --tokens: TCP clients must "
 			      "authenticate");
 	if (o->token_file && read_token(o->token_file, err) < 0)
+		return -EINVAL;
+	/* the operator policy and the tenants; only token digests are kept */
+	int tr = aj_tenancy_load(o->operator_policy, o->tokens_file, token[0] ? token : NULL, err);
+	explicit_bzero(token, sizeof(token));
+	if (tr < 0)
 		return -EINVAL;
 	char path[PATH_MAX];
 	aj_registry_init(o->state_dir, o->max_sandboxes);
@@ -111,7 +118,7 @@ static pid_t fork_front(const aj_daemon_opts *o, int sock[2], int lock, aj_error
 		close(sock[0]);
 		close(lock);
 		aj_audit_close();
-		aj_front_main(o, sock[1], token);
+		aj_front_main(o, sock[1], NULL); /* tokens: tenant.c's digests */
 	}
 	close(sock[1]);
 	return pid;
@@ -189,6 +196,7 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	if (front > 0 && lstat(o->socket, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(o->socket);
 	aj_audit_close();
+	aj_tenancy_free();
 	close(lock);
 	return r;
 }

@@ -18,6 +18,7 @@
 
 #include "ipc.h"
 #include "pool.h"
+#include "tenant.h"
 #include "util.h"
 
 #define POOL 6
@@ -121,6 +122,12 @@ aj_sandbox *aj_arg_sandbox(json_t *args, aj_reply *rep)
 	if (!id)
 		return NULL;
 	aj_sandbox *sb = aj_registry_get(id);
+	/* another tenant's sandbox is not there for this one (the same 404) */
+	const char *tenant = json_string_value(json_object_get(args, "tenant"));
+	if (sb && (!tenant || strcmp(sb->tenant, tenant) != 0)) {
+		aj_sandbox_unref(sb);
+		sb = NULL;
+	}
 	if (!sb)
 		aj_reply_error(rep, 404, "not_found", "no sandbox '%s'", id);
 	return sb;
@@ -187,6 +194,14 @@ static void reply(uint32_t id, aj_reply *rep)
 	rep->fd = -1;
 }
 
+/* An op, as the tenant its request came from (tenant.h). */
+static void run_op(aj_op_fn fn, json_t *args, aj_reply *rep)
+{
+	aj_tenant_set_current(aj_tenant_of(args));
+	fn(args, rep);
+	aj_tenant_set_current(NULL);
+}
+
 static void *pool_thread(void *arg)
 {
 	(void)arg;
@@ -203,7 +218,7 @@ static void *pool_thread(void *arg)
 		busy++;
 		pthread_mutex_unlock(&mu);
 		aj_reply rep = {.status = 500, .fd = -1};
-		j->fn(j->args, &rep);
+		run_op(j->fn, j->args, &rep);
 		reply(j->id, &rep);
 		json_decref(j->args);
 		free(j);
@@ -254,9 +269,15 @@ static int on_request(void)
 		refuse(id, 400, "bad_message", &err);
 		return 0;
 	}
+	/* who asks: decided here from the token, not from what the front says */
+	if (!aj_tenant_resolve(args, &err)) {
+		json_decref(args);
+		refuse(id, 401, "unauthorized", &err);
+		return 0;
+	}
 	if (op_now(fn, args)) {
 		aj_reply rep = {.status = 500, .fd = -1};
-		fn(args, &rep);
+		run_op(fn, args, &rep);
 		reply(id, &rep);
 		json_decref(args);
 		return 0;

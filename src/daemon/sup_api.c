@@ -7,20 +7,62 @@
 
 #include "pool.h"
 #include "sup.h"
+#include "tenant.h"
 #include "util.h"
+
+/* The name of a tenant that sees only its own counters and pools, or NULL
+ * for the operator, who sees the service's. */
+static const char *own_view(json_t *args)
+{
+	aj_tenant *t = aj_tenant_of(args);
+	return t && aj_tenant_is_operator(t) ? NULL : t ? t->name : "";
+}
+
+/* Whose sandboxes: every tenant sees its own only, the operator too. */
+static const char *tenant_name(json_t *args)
+{
+	aj_tenant *t = aj_tenant_of(args);
+	return t ? t->name : "";
+}
 
 void aj_op_health(json_t *args, aj_reply *rep)
 {
-	(void)args;
-	aj_reply_json(
-	    rep, 200,
-	    json_pack("{s:s, s:i}", "status", "ok", "sandboxes", (int)aj_registry_count()));
+	aj_reply_json(rep, 200,
+		      json_pack("{s:s, s:i}", "status", "ok", "sandboxes",
+				(int)aj_registry_count_tenant(tenant_name(args))));
 }
 
 void aj_op_metrics(json_t *args, aj_reply *rep)
 {
-	(void)args;
-	aj_reply_json(rep, 200, aj_metrics_json());
+	const char *own = own_view(args);
+	aj_tenant *t = aj_tenant_of(args);
+	if (!own || !t) {
+		aj_reply_json(rep, 200, aj_metrics_json());
+		return;
+	}
+	/* a tenant's own counters, none of the others' (nor the pools') */
+	aj_reply_json(
+	    rep, 200,
+	    json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "sandboxes_active",
+		      (json_int_t)aj_registry_count_tenant(own), "sandboxes_created",
+		      (json_int_t)__atomic_load_n(&t->created, __ATOMIC_RELAXED),
+		      "sandboxes_failed", (json_int_t)__atomic_load_n(&t->failed, __ATOMIC_RELAXED),
+		      "sandboxes_destroyed",
+		      (json_int_t)__atomic_load_n(&t->destroyed, __ATOMIC_RELAXED), "execs",
+		      (json_int_t)__atomic_load_n(&t->execs, __ATOMIC_RELAXED), "tenant_view", 1));
+}
+
+/* 403 for a request the operator policy or the tenant's caps refuse. */
+static bool refused(json_t *args, const char *event, json_t *req, aj_denial *d, aj_reply *rep)
+{
+	aj_metrics_add(&aj_stats.sandboxes_failed, 1);
+	aj_tenant *t = aj_tenant_of(args);
+	if (t)
+		aj_metrics_add(&t->failed, 1);
+	aj_audit(event, json_pack("{s:s, s:O?, s:s, s:s?}", "peer", aj_arg_peer(args), "request",
+				  req, "error", d->msg, "policy_key", d->key));
+	aj_reply_denial(rep, d);
+	return true;
 }
 
 void aj_op_create(json_t *args, aj_reply *rep)
@@ -37,10 +79,29 @@ void aj_op_create(json_t *args, aj_reply *rep)
 	json_t *logged = json_deep_copy(body);
 	json_object_del(logged, "secret"); /* values never reach the log */
 	aj_sandbox *sb = NULL;
+	aj_tenant *t = aj_tenant_of(args);
+	aj_denial d;
+	if (req && t && aj_tenant_check_create(t, req, &d)) {
+		refused(args, "create_refused", logged, &d, rep);
+		json_decref(req);
+		json_decref(logged);
+		return;
+	}
 	int rc = req ? aj_registry_create(req, peer, &sb, &err) : aj_err(&err, ENOMEM, "request");
 	json_decref(req);
+	if (rc == -EDQUOT) { /* the tenant's sandbox cap */
+		const char *file;
+		aj_tenant_max_sandboxes(t, &d.key, &file);
+		d.file = file;
+		aj_err_format(&err, d.msg, sizeof(d.msg));
+		refused(args, "create_refused", logged, &d, rep);
+		json_decref(logged);
+		return;
+	}
 	if (rc < 0) {
 		aj_metrics_add(&aj_stats.sandboxes_failed, 1);
+		if (t)
+			aj_metrics_add(&t->failed, 1);
 		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", peer, "request",
 						    logged, "error", err.msg));
 		/* 409: limits that cannot be enforced here (cgroup.h) */
@@ -56,6 +117,8 @@ void aj_op_create(json_t *args, aj_reply *rep)
 		return;
 	}
 	aj_metrics_add(&aj_stats.sandboxes_created, 1);
+	if (t)
+		aj_metrics_add(&t->created, 1);
 	aj_audit("create", json_pack("{s:s, s:s, s:o, s:i}", "sandbox", sb->id, "peer", peer,
 				     "request", logged, "keeper", (int)sb->box.keeper));
 	aj_reply_json(rep, 201, aj_sandbox_json(sb));
@@ -64,8 +127,7 @@ void aj_op_create(json_t *args, aj_reply *rep)
 
 void aj_op_list(json_t *args, aj_reply *rep)
 {
-	(void)args;
-	aj_reply_json(rep, 200, aj_registry_list());
+	aj_reply_json(rep, 200, aj_registry_list(tenant_name(args)));
 }
 
 void aj_op_get(json_t *args, aj_reply *rep)
@@ -91,6 +153,12 @@ void aj_op_patch(json_t *args, aj_reply *rep)
 	aj_sandbox *sb = aj_arg_sandbox(args, rep);
 	if (!sb)
 		return;
+	aj_denial d;
+	if (aj_tenant_check_ttl(aj_tenant_of(args), s, &d)) {
+		aj_reply_denial(rep, &d);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	aj_sandbox_set_ttl(sb, s);
 	aj_audit("patch", json_pack("{s:s, s:s, s:f}", "sandbox", sb->id, "peer", aj_arg_peer(args),
 				    "timeout", s));
@@ -113,8 +181,20 @@ void aj_op_delete(json_t *args, aj_reply *rep)
 
 void aj_op_pools(json_t *args, aj_reply *rep)
 {
-	(void)args;
-	aj_reply_json(rep, 200, aj_pool_json());
+	json_t *o = aj_pool_json();
+	if (own_view(args)) { /* another tenant's use of a pool is not this one's business */
+		size_t i;
+		json_t *p;
+		json_array_foreach(json_object_get(o, "pools"), i, p)
+		{
+			static const char *const used[] = {"ready", "hits",   "empty",
+							   "built", "failed", "warm"};
+			for (size_t k = 0; k < AJ_ARRAY_SIZE(used); k++)
+				json_object_del(p, used[k]);
+		}
+		json_object_del(o, "misses");
+	}
+	aj_reply_json(rep, 200, o);
 }
 
 /* pause / resume {sandbox} */
@@ -164,6 +244,12 @@ void aj_op_snapshot(json_t *args, aj_reply *rep)
 	aj_sandbox *sb = aj_arg_sandbox(args, rep);
 	if (!sb)
 		return;
+	aj_denial d;
+	if (aj_tenant_check_snapshot(aj_tenant_of(args), name, &d)) {
+		aj_reply_denial(rep, &d);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	json_t *img = NULL;
 	int rc = aj_sandbox_snapshot(sb, name, &img, &err);
 	bool full = rc == -ENOSPC || rc == -EDQUOT; /* --disk, the store's room */
@@ -211,11 +297,36 @@ void aj_op_fork(json_t *args, aj_reply *rep)
 	aj_sandbox *sb = aj_arg_sandbox(args, rep);
 	if (!sb)
 		return;
+	aj_tenant *tn = aj_tenant_of(args);
+	aj_denial d;
+	const char *file;
+	unsigned long long cap = aj_tenant_max_sandboxes(tn, &d.key, &file);
+	unsigned mine = aj_registry_count_tenant(sb->tenant);
+	bool over = cap && mine + (unsigned long long)n > cap;
+	if (over) {
+		d.file = file;
+		snprintf(d.msg, sizeof(d.msg),
+			 "%lld more sandboxes: tenant %s has %u, '%s' of the %s is %llu",
+			 (long long)n, sb->tenant, mine, d.key, file, cap);
+	}
+	if (over || aj_tenant_check_ttl(tn, ttl, &d)) {
+		aj_reply_denial(rep, &d);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	aj_error err;
 	aj_err_clear(&err);
 	json_t *list = NULL;
 	const char *peer = aj_arg_peer(args);
 	int rc = aj_sandbox_fork(sb, (unsigned)n, ttl, peer, &list, &err);
+	if (rc == -EDQUOT) {
+		aj_tenant_max_sandboxes(tn, &d.key, &file);
+		d.file = file;
+		aj_err_format(&err, d.msg, sizeof(d.msg));
+		aj_reply_denial(rep, &d);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	if (rc < 0) {
 		bool full = rc == -ENOSPC || rc == -EDQUOT; /* a fork's disk */
 		aj_reply_fail(rep,
@@ -237,6 +348,8 @@ void aj_op_fork(json_t *args, aj_reply *rep)
 	{
 		aj_sandbox *f = aj_registry_get(json_string_value(json_object_get(v, "id")));
 		aj_metrics_add(&aj_stats.sandboxes_created, 1);
+		if (tn)
+			aj_metrics_add(&tn->created, 1);
 		if (f)
 			aj_audit("fork",
 				 json_pack("{s:s, s:s, s:s, s:i}", "sandbox", f->id, "fork_of",

@@ -27,6 +27,7 @@
 #include "jsonstr.h"
 #include "redact.h"
 #include "sup.h"
+#include "tenant.h"
 #include "threads.h"
 #include "util.h"
 
@@ -256,12 +257,15 @@ json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
 			aj_metrics_add(&aj_stats.oom_kills, 1);
 	}
 	aj_metrics_add(&aj_stats.execs, 1);
+	aj_tenant *tn = aj_tenant_find(sb->tenant);
+	if (tn)
+		aj_metrics_add(&tn->execs, 1);
 	aj_metrics_exec((double)res->wall_ms / 1000.0);
 	aj_audit("exec",
-		 json_pack("{s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", sb->id, "peer", peer, "cmd",
-			   redacted_cmd(sb, cmd), "exit_code", r < 0 ? err->exit : res->exit_code,
-			   "duration_ms", (json_int_t)res->wall_ms, "timed_out",
-			   r == 0 && res->timed_out));
+		 json_pack("{s:s, s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", sb->id, "tenant",
+			   sb->tenant, "peer", peer, "cmd", redacted_cmd(sb, cmd), "exit_code",
+			   r < 0 ? err->exit : res->exit_code, "duration_ms",
+			   (json_int_t)res->wall_ms, "timed_out", r == 0 && res->timed_out));
 	return ev;
 }
 

@@ -4,12 +4,27 @@
 
 load ../integration/helpers
 
+# The operator policy of the tests: clients may bind below the test's own
+# directory (rw) and the source tree (ro; e.g. the network probe); nothing
+# else of the host. (With no policy, serve lets clients bind no host path.)
+svc_test_policy() {
+    local f=$BATS_TEST_TMPDIR/operator-policy.json
+    jq -n --arg t "$(realpath "$BATS_TEST_TMPDIR")" --arg r "$(realpath "$_aj_root")" \
+        '{bind_roots: [{path: $t, rw: true}, {path: $r, rw: false}]}' >"$f"
+    echo "$f"
+}
+
 # Start the service (extra serve options as arguments); waits for its socket.
+# Without --operator-policy among them, it gets svc_test_policy's (unless
+# SVC_NO_POLICY=1: the defaults).
 svc_start() {
     SOCK=$BATS_TEST_TMPDIR/aj.sock
     STATE=$BATS_TEST_TMPDIR/state
-    ${SVC_WRAP[@]+"${SVC_WRAP[@]}"} "$AJ" serve --quiet --socket "$SOCK" --state-dir "$STATE" "$@" \
-        2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
+    local pol=()
+    [[ " $* " == *" --operator-policy "* || -n "${SVC_NO_POLICY:-}" ]] ||
+        pol=(--operator-policy "$(svc_test_policy)")
+    ${SVC_WRAP[@]+"${SVC_WRAP[@]}"} "$AJ" serve --quiet --socket "$SOCK" --state-dir "$STATE" \
+        ${pol[@]+"${pol[@]}"} "$@" 2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
     SVC_PID=$!
     local i
     for i in $(seq 100); do

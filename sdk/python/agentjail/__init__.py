@@ -27,13 +27,16 @@ DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
 
 
 class AgentjailError(Exception):
-    """The service answered with an error: status (HTTP), code, message."""
+    """The service answered with an error: status (HTTP), code, message;
+    for a 403 (the operator policy or the tenant's caps refused it),
+    policy_key: the key of the operator's file to change (else None)."""
 
-    def __init__(self, status, code, message):
+    def __init__(self, status, code, message, policy_key=None):
         super().__init__(f"{message} (HTTP {status}, {code})")
         self.status = status
         self.code = code
         self.message = message
+        self.policy_key = policy_key
 
 
 class Client:
@@ -78,7 +81,8 @@ class Client:
             resp.close()
             try:
                 err = json.loads(raw)["error"]
-                raise AgentjailError(resp.status, err.get("code"), err.get("message"))
+                raise AgentjailError(resp.status, err.get("code"), err.get("message"),
+                                     err.get("policy_key"))
             except (ValueError, KeyError, TypeError):
                 raise AgentjailError(resp.status, "http_error", raw.decode(errors="replace"))
         return resp

@@ -280,6 +280,12 @@ class SDKTest(unittest.TestCase):
         with self.assertRaises(AgentjailError) as cm:
             Sandbox.create(bogus_option="x")
         self.assertIn("bogus-option", cm.exception.message)
+        # a host path the operator policy does not list (the tests' lists
+        # their own directory and the source tree): 403, and what to change
+        with self.assertRaises(AgentjailError) as cm:
+            Sandbox.create(rw=["/etc:/hostetc"])
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.policy_key),
+                         (403, "forbidden", "bind_roots"))
 
 
 if __name__ == "__main__":
