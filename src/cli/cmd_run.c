@@ -13,6 +13,8 @@
 #include "sandbox.h"
 #include "util.h"
 
+#include "../backend/gvisor/gvisor.h"
+
 static const char run_usage[] =
     "Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
     "\n"
@@ -71,6 +73,9 @@ static const char run_usage[] =
     "Hardening:\n"
     "      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
     "                          (docs/security.md)\n"
+    "Isolation level (docs/levels.md):\n"
+    "      --isolation LEVEL   process (default: namespaces, seccomp, Landlock) or\n"
+    "                          gvisor (gVisor's user-space kernel, runsc; --net none)\n"
     "Other:\n"
     "  -q, --quiet             don't warn about features this host lacks\n"
     "  -h, --help              show this help\n"
@@ -108,6 +113,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_IMAGE,
+	OPT_ISOLATION,
 };
 
 static const struct option run_opts[] = {
@@ -145,6 +151,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"image", required_argument, NULL, OPT_IMAGE},
+    {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -215,7 +222,7 @@ int aj_cmd_run(int argc, char **argv)
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net runs the same
 	 * command line (argv is main's argv + 1, see main.c) */
-	if (r == 0 && aj_net_wanted(&p)) {
+	if (r == 0 && p.isolation == AJ_ISO_PROCESS && aj_net_wanted(&p)) {
 		aj_policy_free(&p);
 		return aj_cli_exec_helper("agentjail-net", argv - 1);
 	}
@@ -224,7 +231,8 @@ int aj_cmd_run(int argc, char **argv)
 		p.argv = argv + optind;
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
-		r = aj_sandbox_run(&p, &hooks, &res, &err);
+		r = p.isolation == AJ_ISO_GVISOR ? aj_gvisor_run(&p, &hooks, &res, &err)
+						 : aj_sandbox_run(&p, &hooks, &res, &err);
 		if (r == 0) {
 			report_end(&p, &res);
 			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {

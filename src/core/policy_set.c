@@ -64,6 +64,22 @@ static bool host_only(const char *name, const char *v)
 	return (!strcmp(name, "env") || !strcmp(name, "secret")) && !strchr(v, '=');
 }
 
+int aj_policy_set_isolation(aj_policy *p, const char *v, aj_error *err)
+{
+	if (!strcmp(v, "process") || !strcmp(v, "gvisor")) {
+		p->isolation = !strcmp(v, "gvisor") ? AJ_ISO_GVISOR : AJ_ISO_PROCESS;
+		return 0;
+	}
+	if (!strcmp(v, "microvm") || !strcmp(v, "wasm")) {
+		aj_err(err, ENOTSUP, "--isolation %s: this isolation level is not available yet",
+		       v);
+		aj_err_hint(err, "use --isolation process or gvisor (docs/levels.md)");
+		return -ENOTSUP;
+	}
+	aj_err(err, EINVAL, "--isolation '%s': expected process, gvisor, microvm or wasm", v);
+	return -EINVAL;
+}
+
 int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags, aj_error *err)
 {
 	if ((flags & AJ_POLICY_SET_REMOTE) && host_only(name, v ? v : ""))
@@ -140,6 +156,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net_log(p, v, err);
 	if (IS("image"))
 		return aj_policy_set_image(p, v, err);
+	if (IS("isolation"))
+		return aj_policy_set_isolation(p, v, err);
 #undef IS
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }
