@@ -2,8 +2,7 @@
 /* aj_policy -> an OCI runtime-spec bundle for runsc: config.json and a
  * skeleton root. The skeleton holds only mount points and the synthesized
  * /etc; the host's /usr, /bin, /lib... come in as read-only binds, as the
- * default root of level 1 (mount_plan.c), or --rootfs DIR is the root under
- * gVisor's in-memory overlay. */
+ * default root of level 1 (mount_plan.c), or those of --rootfs DIR. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -81,14 +80,14 @@ static int mount_point(bundle *b, const char *dest, const struct stat *st)
 	return r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", path) : 0;
 }
 
-/* Bind host path src read-only at the same place, or copy its symlink. */
-static int host_ro(bundle *b, const char *src)
+/* Bind host path src read-only at dest, or copy its symlink. */
+static int bind_ro_at(bundle *b, const char *src, const char *dest)
 {
 	struct stat st;
 	if (lstat(src, &st) < 0)
 		return 0;
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/rootfs%s", b->dir, src);
+	snprintf(path, sizeof(path), "%s/rootfs%s", b->dir, dest);
 	if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
 		ssize_t n = readlink(src, target, sizeof(target) - 1);
@@ -105,30 +104,70 @@ static int host_ro(bundle *b, const char *src)
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return 0;
-	int r = mount_point(b, src, &st);
-	return r < 0 ? r : add_bind(b, src, src, false);
+	int r = mount_point(b, dest, &st);
+	return r < 0 ? r : add_bind(b, src, dest, false);
 }
 
-/* The synthesized /etc files: in the skeleton's /etc (host root), or bound
- * one by one over the image's (--rootfs). */
+static int host_ro(bundle *b, const char *src)
+{
+	return bind_ro_at(b, src, src);
+}
+
+/* The synthesized /etc files, in the skeleton's /etc. */
 static int etc_files(bundle *b)
 {
 	aj_etc_files f;
 	if (aj_etc_prepare(b->p, NULL, &f) < 0)
 		return aj_err(b->err, ENOMEM, "bundle: /etc");
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/%s", b->dir, b->p->rootfs ? "files/etc" : "rootfs/etc");
+	snprintf(dir, sizeof(dir), "%s/rootfs/etc", b->dir);
 	int r = aj_mkdir_p(dir, 0755);
 	r = r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", dir)
 		  : aj_etc_write_dir(dir, &f, b->err);
 	aj_etc_free(&f);
-	if (r < 0 || !b->p->rootfs)
-		return r;
-	for (size_t i = 0; i < AJ_ETC_FILES && r == 0; i++) {
+	return r;
+}
+
+static bool generated(const char *name)
+{
+	for (size_t i = 0; i < AJ_ETC_FILES; i++)
+		if (!strcmp(name, aj_etc_generated[i]))
+			return true;
+	return false;
+}
+
+/* --rootfs DIR: its top-level entries and those of its /etc (but the
+ * synthesized files), read-only in the skeleton; the skeleton's own /proc,
+ * /dev, /sys, /tmp, /home and /workspace. (runsc's gofer would otherwise
+ * make mount points in DIR itself.) */
+static int image_root(bundle *b, const char *top, const char *at)
+{
+	DIR *d = opendir(top);
+	if (!d)
+		return aj_err(b->err, errno, "--rootfs: cannot read %s", top);
+	static const char *const own[] = {"proc", "dev", "sys", "tmp", "home", "workspace", "etc"};
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		const char *n = de->d_name;
+		bool skip = !strcmp(n, ".") || !strcmp(n, "..");
+		for (size_t i = 0; !*at && i < AJ_ARRAY_SIZE(own); i++)
+			skip = skip || !strcmp(n, own[i]);
+		if (skip || (*at && generated(n)))
+			continue;
 		char src[PATH_MAX], dest[PATH_MAX];
-		snprintf(src, sizeof(src), "%s/%s", dir, aj_etc_generated[i]);
-		snprintf(dest, sizeof(dest), "/etc/%s", aj_etc_generated[i]);
-		r = add_bind(b, src, dest, false);
+		if ((size_t)snprintf(src, sizeof(src), "%s/%s", top, n) >= sizeof(src))
+			continue;
+		snprintf(dest, sizeof(dest), "%s/%s", at, n);
+		r = bind_ro_at(b, src, dest);
+	}
+	closedir(d);
+	if (r == 0 && !*at) {
+		char etc[PATH_MAX];
+		snprintf(etc, sizeof(etc), "%s/etc", top);
+		struct stat st;
+		if (lstat(etc, &st) == 0 && S_ISDIR(st.st_mode))
+			r = image_root(b, etc, "/etc");
 	}
 	return r;
 }
@@ -281,8 +320,8 @@ static int mounts(bundle *b)
 	const aj_policy *p = b->p;
 	char opt[128];
 	int r = add_mount(b, "/proc", "proc", "proc", "nosuid,noexec,nodev");
-	if (r == 0 && !p->rootfs)
-		r = host_root(b);
+	if (r == 0)
+		r = p->rootfs ? image_root(b, p->rootfs, "") : host_root(b);
 	if (r == 0)
 		r = etc_files(b);
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
@@ -296,7 +335,7 @@ static int mounts(bundle *b)
 		r = workspace(b);
 	for (size_t i = 0; i < p->n_binds && r == 0; i++) {
 		struct stat st;
-		if (!p->rootfs && stat(p->binds[i].src, &st) == 0)
+		if (stat(p->binds[i].src, &st) == 0)
 			(void)mount_point(b, p->binds[i].dest, &st);
 		r = add_bind(b, p->binds[i].src, p->binds[i].dest, p->binds[i].writable);
 	}
@@ -338,6 +377,12 @@ static json_t *rlimits(const aj_policy *p)
 		json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NOFILE", "hard",
 						   (json_int_t)p->nofile, "soft",
 						   (json_int_t)p->nofile));
+	/* --pids inside: gVisor's kernel counts the sandbox's tasks (the host
+	 * cgroup, which also counts the Sentry's threads, is the backstop) */
+	if (p->pids)
+		json_array_append_new(a,
+				      json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NPROC", "hard",
+						(json_int_t)p->pids, "soft", (json_int_t)p->pids));
 	if (p->fsize)
 		json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_FSIZE", "hard",
 						   (json_int_t)p->fsize, "soft",
@@ -391,10 +436,10 @@ int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char 
 	    json_pack("{s:o,s:o,s:o}", "namespaces", ns, "uidMappings",
 		      idmap(p->uid, ids->base, ids->ws_uid, ids->owner_mapped), "gidMappings",
 		      idmap(p->gid, ids->base, ids->ws_gid, ids->owner_mapped));
-	json_t *cfg = json_pack(
-	    "{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process", process(p),
-	    "root", "path", p->rootfs ? p->rootfs : "rootfs", "readonly", !p->rootfs, "hostname",
-	    p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, "mounts", b.mounts, "linux", linux_);
+	json_t *cfg = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2",
+				"process", process(p), "root", "path", "rootfs", "readonly", 1,
+				"hostname", p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME,
+				"mounts", b.mounts, "linux", linux_);
 	if (!cfg)
 		return aj_err(err, ENOMEM, "bundle: config.json");
 	snprintf(path, sizeof(path), "%s/config.json", dir);

@@ -33,10 +33,14 @@
 #include "userns.h"
 #include "util.h"
 
-/* Host tasks of a sandbox beyond the command's own: runsc run, the gofer,
- * the Sentry's Go threads and the ptrace platform's stub and tracer
- * threads (docs/levels.md). --pids N becomes N + this at the cgroup. */
-#define AJ_GVISOR_PIDS_OVERHEAD 128
+/* The host's pids controller counts tasks (threads): a gVisor sandbox is
+ * ~150 of them at rest (runsc run, the gofer, the Sentry's Go threads) and
+ * ~10-14 more per process inside (the ptrace platform's stub process and
+ * tracer threads; measured: 1, 10, 50 processes -> 160, 287, 669 tasks).
+ * --pids N becomes this at the host cgroup: a ceiling against fork bombs
+ * that lets N processes run (docs/levels.md). */
+#define AJ_GVISOR_PIDS_BASE 192
+#define AJ_GVISOR_PIDS_PER_PROC 16
 
 static const char *const runsc_paths[] = {"/usr/bin/runsc", "/usr/sbin/runsc",
 					  "/usr/local/bin/runsc", "/usr/local/sbin/runsc"};
@@ -139,28 +143,45 @@ void aj_gvisor_doctor(aj_check *c)
 		 "usable: %s (%s), ptrace platform; one-shot runs, --net none only", path, ver);
 }
 
+/* inside is path or below it: the rest ("" or "/..."), else NULL */
+static const char *below(const char *inside, const char *path)
+{
+	size_t n = strlen(path);
+	return !strncmp(inside, path, n) && (inside[n] == '/' || !inside[n]) ? inside + n : NULL;
+}
+
 /* Is the command there? 127 when it is certainly not found, 126 when it
  * is not executable, 0 otherwise (also when we cannot tell: runsc says). */
 static int find_in(const aj_policy *p, const char *inside)
 {
-	char host[PATH_MAX];
-	size_t wl = strlen(AJ_WORKSPACE_DIR);
+	static const char *const unknown[] = {"/tmp", AJ_SANDBOX_HOME, "/proc", "/dev", "/etc"};
+	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	"/lib",
+					  "/lib32", "/lib64", "/libx32"};
+	char host[PATH_MAX] = "";
+	const char *rest;
 	int root = AT_FDCWD;
-	const char *rel = inside;
-	if (p->workspace && !strncmp(inside, AJ_WORKSPACE_DIR, wl) && inside[wl] == '/') {
-		snprintf(host, sizeof(host), "%s%s", p->workspace, inside + wl);
-		rel = host;
-	} else if (p->rootfs) {
+	for (size_t i = p->n_binds; i-- > 0 && !*host;)
+		if ((rest = below(inside, p->binds[i].dest)))
+			snprintf(host, sizeof(host), "%s%s", p->binds[i].src, rest);
+	if (!*host && p->workspace && (rest = below(inside, AJ_WORKSPACE_DIR)))
+		snprintf(host, sizeof(host), "%s%s", p->workspace, rest);
+	for (size_t i = 0; !*host && i < AJ_ARRAY_SIZE(unknown); i++)
+		if (below(inside, unknown[i]))
+			return 0;
+	if (!*host && p->rootfs) {
 		root = open(p->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (root < 0)
 			return 0;
-	} else if (!aj_startswith(inside, "/usr/") && !aj_startswith(inside, "/bin/") &&
-		   !aj_startswith(inside, "/sbin/") && !aj_startswith(inside, "/lib")) {
-		return 0;
+		snprintf(host, sizeof(host), "%s", inside);
 	}
+	for (size_t i = 0; !*host && i < AJ_ARRAY_SIZE(sys); i++)
+		if (below(inside, sys[i]))
+			snprintf(host, sizeof(host), "%s", inside);
+	if (!*host)
+		return 127; /* nothing else is in the skeleton root */
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = root == AT_FDCWD ? 0 : RESOLVE_IN_ROOT};
-	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+	int fd = (int)syscall(SYS_openat2, root, host, &how, sizeof(how));
 	if (root != AT_FDCWD)
 		close(root);
 	if (fd < 0)
@@ -316,7 +337,7 @@ static int setup(gv_run *g, aj_error *err)
 	if ((r = aj_gvisor_bundle_write(p, &ids, g->bundle, err)) < 0)
 		return r;
 	aj_policy q = *p; /* a shallow copy: only the pids limit differs */
-	q.pids = p->pids ? p->pids + AJ_GVISOR_PIDS_OVERHEAD : 0;
+	q.pids = p->pids ? AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * p->pids : 0;
 	aj_error cgerr;
 	aj_err_clear(&cgerr);
 	if (aj_cgroup_create(&g->cg, g->id, &q, &cgerr) == 0) {
@@ -362,17 +383,23 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		return aj_err(err, errno, "pipe");
 	char root[128];
 	snprintf(root, sizeof(root), "--root=%s", g->state);
-	char *args[] = {g->runsc,
-			root,
-			"--platform=ptrace",
-			"--network=none",
-			"--ignore-cgroups",
-			g->p->rootfs ? "--overlay2=root:memory" : "--overlay2=none",
-			"run",
-			"--bundle",
-			g->bundle,
-			g->id,
-			NULL};
+	/* AGENTJAIL_RUNSC_LOG=DIR: runsc's debug logs there (for a bug report) */
+	const char *logdir = getenv("AGENTJAIL_RUNSC_LOG");
+	char dlog[PATH_MAX + 16];
+	snprintf(dlog, sizeof(dlog), "--debug-log=%s/", logdir ? logdir : "");
+	char *args[16] = {
+	    g->runsc,	      root, "--platform=ptrace", "--network=none", "--ignore-cgroups",
+	    "--overlay2=none"};
+	size_t na = 6;
+	if (logdir && *logdir) {
+		args[na++] = "--debug";
+		args[na++] = dlog;
+	}
+	args[na++] = "run";
+	args[na++] = "--bundle";
+	args[na++] = g->bundle;
+	args[na++] = g->id;
+	args[na] = NULL;
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -466,6 +493,22 @@ static int wait_run(gv_run *g, pid_t pid, aj_relay *relay, aj_run_result *res)
 	return status;
 }
 
+/* Did the host pids cgroup refuse a task? */
+static bool pids_hit(gv_run *g)
+{
+	for (int i = 0; g->have_cg && i < g->cg.n; i++) {
+		if (strcmp(g->cg.dirs[i].ctrl, "pids"))
+			continue;
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/pids.events", g->cg.dirs[i].path);
+		_cleanup_free_ char *ev = NULL;
+		const char *m;
+		if (aj_read_file(path, &ev, NULL) == 0 && (m = strstr(ev, "max ")))
+			return atoll(m + 4) > 0;
+	}
+	return false;
+}
+
 static void result(gv_run *g, int status, aj_run_result *res)
 {
 	int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -485,6 +528,19 @@ static void result(gv_run *g, int status, aj_run_result *res)
 	}
 	if (res->timed_out)
 		res->exit_code = AJ_EXIT_TIMEOUT;
+	else if (code && pids_hit(g))
+		warn(g,
+		     "the sandbox's host tasks (gVisor's own threads included) reached their "
+		     "cgroup limit (%llu for --pids %llu) and gVisor's kernel stopped (exit %d)",
+		     AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * g->p->pids, g->p->pids, code);
+}
+
+/* A pipe, socket or terminal (written at no offset), or closed. */
+static bool stream_fd(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) < 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+	       S_ISCHR(st.st_mode);
 }
 
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
@@ -505,18 +561,24 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 	}
 	aj_relay relay;
 	aj_relay_init(&relay);
+	/* through pipes when redacting, and when the caller's stdout or stderr
+	 * is a file: the Sentry would write a donated file at its own offset,
+	 * over what the caller had written there before */
 	bool redact = aj_redactor_active(&red[0]);
+	bool relayed = redact || !stream_fd(1) || !stream_fd(2);
 	int out[2] = {-1, -1};
-	if ((r = setup(&g, err)) == 0 && redact) {
+	if ((r = setup(&g, err)) == 0 && relayed) {
 		int po[2], pe[2];
 		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 			r = aj_err(err, errno, "pipe");
 		} else {
 			out[0] = po[1], out[1] = pe[1];
 			aj_relay_add(&relay, po[0], 1, false, true);
-			aj_relay_set_redactor(&relay, &red[0]);
+			if (redact)
+				aj_relay_set_redactor(&relay, &red[0]);
 			aj_relay_add(&relay, pe[0], 2, false, true);
-			aj_relay_set_redactor(&relay, &red[1]);
+			if (redact)
+				aj_relay_set_redactor(&relay, &red[1]);
 		}
 	}
 	pid_t pid = r == 0 ? start(&g, out, err) : -1;
@@ -524,7 +586,7 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 		if (out[i] >= 0)
 			close(out[i]);
 	if (pid > 0) {
-		int status = wait_run(&g, pid, redact ? &relay : NULL, res);
+		int status = wait_run(&g, pid, relayed ? &relay : NULL, res);
 		result(&g, status, res);
 		r = 0;
 	} else if (r == 0) {
