@@ -35,8 +35,38 @@ typedef struct bundle {
 	json_t *mounts;
 	size_t n_files; /* replacements written to dir/files */
 	size_t entries;
+	aj_gv_staged *staged;
 	aj_error *err;
 } bundle;
+
+void aj_gv_staged_free(aj_gv_staged *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->src[i]);
+	s->n = 0;
+}
+
+/* A mount point dir/binds/N for host path src (see aj_gv_staged); out: its
+ * path, the source runsc is given. */
+static int stage(bundle *b, const char *src, char *out, size_t len)
+{
+	struct stat st;
+	if (stat(src, &st) < 0)
+		return aj_err(b->err, errno, "cannot use %s", src);
+	if (b->staged->n >= AJ_GV_MAX_STAGED)
+		return aj_err(b->err, E2BIG, "too many binds");
+	snprintf(out, len, "%s/binds", b->dir);
+	(void)mkdir(out, 0755);
+	snprintf(out, len, "%s/binds/%zu", b->dir, b->staged->n);
+	int r = S_ISDIR(st.st_mode) ? (mkdir(out, 0755) < 0 ? -errno : 0)
+				    : aj_write_file(out, "", 0444);
+	if (r < 0)
+		return aj_err(b->err, -r, "bundle: cannot create %s", out);
+	if (!(b->staged->src[b->staged->n] = strdup(src)))
+		return aj_err(b->err, ENOMEM, "bundle");
+	b->staged->n++;
+	return 0;
+}
 
 static int add_mount(bundle *b, const char *dest, const char *type, const char *src,
 		     const char *opts_csv)
@@ -80,8 +110,9 @@ static int mount_point(bundle *b, const char *dest, const struct stat *st)
 	return r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", path) : 0;
 }
 
-/* Bind host path src read-only at dest, or copy its symlink. */
-static int bind_ro_at(bundle *b, const char *src, const char *dest)
+/* Bind host path src (named msrc in the bundle) read-only at dest, or
+ * copy its symlink. */
+static int bind_ro_at(bundle *b, const char *src, const char *msrc, const char *dest)
 {
 	struct stat st;
 	if (lstat(src, &st) < 0)
@@ -105,12 +136,12 @@ static int bind_ro_at(bundle *b, const char *src, const char *dest)
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return 0;
 	int r = mount_point(b, dest, &st);
-	return r < 0 ? r : add_bind(b, src, dest, false);
+	return r < 0 ? r : add_bind(b, msrc, dest, false);
 }
 
 static int host_ro(bundle *b, const char *src)
 {
-	return bind_ro_at(b, src, src);
+	return bind_ro_at(b, src, src, src);
 }
 
 /* The synthesized /etc files, in the skeleton's /etc. */
@@ -140,7 +171,7 @@ static bool generated(const char *name)
  * synthesized files), read-only in the skeleton; the skeleton's own /proc,
  * /dev, /sys, /tmp, /home and /workspace. (runsc's gofer would otherwise
  * make mount points in DIR itself.) */
-static int image_root(bundle *b, const char *top, const char *at)
+static int image_root(bundle *b, const char *top, const char *mtop, const char *at)
 {
 	DIR *d = opendir(top);
 	if (!d)
@@ -155,21 +186,30 @@ static int image_root(bundle *b, const char *top, const char *at)
 			skip = skip || !strcmp(n, own[i]);
 		if (skip || (*at && generated(n)))
 			continue;
-		char src[PATH_MAX], dest[PATH_MAX];
-		if ((size_t)snprintf(src, sizeof(src), "%s/%s", top, n) >= sizeof(src))
+		char src[PATH_MAX], msrc[PATH_MAX], dest[PATH_MAX];
+		if ((size_t)snprintf(src, sizeof(src), "%s/%s", top, n) >= sizeof(src) ||
+		    (size_t)snprintf(msrc, sizeof(msrc), "%s/%s", mtop, n) >= sizeof(msrc))
 			continue;
 		snprintf(dest, sizeof(dest), "%s/%s", at, n);
-		r = bind_ro_at(b, src, dest);
+		r = bind_ro_at(b, src, msrc, dest);
 	}
 	closedir(d);
 	if (r == 0 && !*at) {
-		char etc[PATH_MAX];
+		char etc[PATH_MAX], metc[PATH_MAX];
 		snprintf(etc, sizeof(etc), "%s/etc", top);
+		snprintf(metc, sizeof(metc), "%s/etc", mtop);
 		struct stat st;
 		if (lstat(etc, &st) == 0 && S_ISDIR(st.st_mode))
-			r = image_root(b, etc, "/etc");
+			r = image_root(b, etc, metc, "/etc");
 	}
 	return r;
+}
+
+static int rootfs_root(bundle *b)
+{
+	char m[PATH_MAX];
+	int r = stage(b, b->p->rootfs, m, sizeof(m));
+	return r < 0 ? r : image_root(b, b->p->rootfs, m, "");
 }
 
 /* The host's root view: system directories and the harmless /etc entries,
@@ -302,7 +342,10 @@ static int workspace(bundle *b)
 	const aj_policy *p = b->p;
 	if (!p->workspace)
 		return 0;
-	int r = add_bind(b, p->workspace, AJ_WORKSPACE_DIR, true);
+	char m[PATH_MAX];
+	int r = stage(b, p->workspace, m, sizeof(m));
+	if (r == 0)
+		r = add_bind(b, m, AJ_WORKSPACE_DIR, true);
 	if (r < 0 || (p->no_default_masks && p->n_masks == 0))
 		return r;
 	_cleanup_close_ int ws = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -321,7 +364,7 @@ static int mounts(bundle *b)
 	char opt[128];
 	int r = add_mount(b, "/proc", "proc", "proc", "nosuid,noexec,nodev");
 	if (r == 0)
-		r = p->rootfs ? image_root(b, p->rootfs, "") : host_root(b);
+		r = p->rootfs ? rootfs_root(b) : host_root(b);
 	if (r == 0)
 		r = etc_files(b);
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
@@ -335,9 +378,12 @@ static int mounts(bundle *b)
 		r = workspace(b);
 	for (size_t i = 0; i < p->n_binds && r == 0; i++) {
 		struct stat st;
+		char m[PATH_MAX];
 		if (stat(p->binds[i].src, &st) == 0)
 			(void)mount_point(b, p->binds[i].dest, &st);
-		r = add_bind(b, p->binds[i].src, p->binds[i].dest, p->binds[i].writable);
+		r = stage(b, p->binds[i].src, m, sizeof(m));
+		if (r == 0)
+			r = add_bind(b, m, p->binds[i].dest, p->binds[i].writable);
 	}
 	return r;
 }
@@ -409,9 +455,10 @@ static json_t *process(const aj_policy *p)
 			 rlimits(p));
 }
 
-int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir, aj_error *err)
+int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
+			   aj_gv_staged *staged, aj_error *err)
 {
-	bundle b = {.p = p, .dir = dir, .mounts = json_array(), .err = err};
+	bundle b = {.p = p, .dir = dir, .mounts = json_array(), .staged = staged, .err = err};
 	char path[PATH_MAX];
 	static const char *const skel[] = {"rootfs",	       "rootfs/proc", "rootfs/dev",
 					   "rootfs/sys",       "rootfs/tmp",  "rootfs/home/agent",

@@ -21,6 +21,17 @@ typedef struct aj_gv_ids {
 	bool owner_mapped; /* ws_uid is the workspace's owner (not host root) */
 } aj_gv_ids;
 
+/* Host paths the bundle names as dir/binds/N: runsc's gofer, in the
+ * sandbox's user namespace, cannot walk into a root-only directory on the
+ * way to them (a workspace below a 0700 directory), so `runsc run` starts
+ * in a mount namespace of its own where each is bound there first. */
+#define AJ_GV_MAX_STAGED (AJ_MAX_BINDS + 2)
+typedef struct aj_gv_staged {
+	char *src[AJ_GV_MAX_STAGED]; /* src[i] is bound at dir/binds/i */
+	size_t n;
+} aj_gv_staged;
+void aj_gv_staged_free(aj_gv_staged *s);
+
 /* Is level 2 usable here? Fills path with runsc's path when it is; else
  * err says why and how to fix it (exit 125). */
 int aj_gvisor_probe(char *path, size_t len, aj_error *err);
@@ -31,7 +42,7 @@ void aj_gvisor_doctor(aj_check *c);
  * and dir/rootfs (the skeleton root with its mount points) and dir/files
  * (the synthesized /etc files and masked-file replacements). */
 int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
-			   aj_error *err);
+			   aj_gv_staged *staged, aj_error *err);
 
 /* agentjail run --isolation gvisor: the same contract as aj_sandbox_run. */
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err);

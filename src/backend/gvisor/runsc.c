@@ -8,6 +8,7 @@
  * are secrets), --timeout through `runsc kill`, and everything removed
  * afterwards: `runsc delete --force`, the cgroup (which kills what is left),
  * the directory. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -256,6 +259,7 @@ typedef struct gv_run {
 	aj_cgroup cg;
 	bool have_cg;
 	aj_idmap idm;
+	aj_gv_staged staged;
 } gv_run;
 
 static void warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -303,14 +307,54 @@ static void kill_cgroup(gv_run *g)
 	}
 }
 
+#define GV_DIR_PREFIX "/tmp/agentjail-gvisor-"
+
+/* The private directories of runs whose agentjail died without removing
+ * them (SIGKILL): runsc run and the sandbox died with it (their parent-death
+ * signals); their directories go now. */
+static bool alive(int pid)
+{
+	char path[64], *st = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int r = aj_read_file(path, &st, NULL);
+	if (r < 0)
+		return r != -ENOENT;
+	const char *e = strrchr(st, ')');
+	bool zombie = e && (e[2] == 'Z' || e[2] == 'X');
+	free(st);
+	return !zombie;
+}
+
+static void sweep(void)
+{
+	DIR *d = opendir("/tmp");
+	struct dirent *de;
+	const char *base = GV_DIR_PREFIX + 5;
+	while (d && (de = readdir(d))) {
+		int pid = 0;
+		if (strncmp(de->d_name, base, strlen(base)) ||
+		    sscanf(de->d_name + strlen(base), "%d-", &pid) != 1 || pid <= 0 ||
+		    pid == getpid() || alive(pid))
+			continue;
+		_cleanup_close_ int tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat st;
+		if (tmp >= 0 && fstatat(tmp, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+			(void)aj_rm_tree_at(tmp, de->d_name, 64);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int setup(gv_run *g, aj_error *err)
 {
+	sweep();
 	const aj_policy *p = g->p;
 	unsigned r32 = 0;
 	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
 		r32 = (unsigned)now_ms();
 	snprintf(g->id, sizeof(g->id), "agentjail-%d-%08x", (int)getpid(), r32);
-	snprintf(g->dir, sizeof(g->dir), "/tmp/agentjail-gvisor-XXXXXX");
+	snprintf(g->dir, sizeof(g->dir), GV_DIR_PREFIX "%d-XXXXXX", (int)getpid());
 	if (!mkdtemp(g->dir)) {
 		g->dir[0] = '\0';
 		return aj_err(err, errno, "cannot create a directory in /tmp for the bundle");
@@ -334,7 +378,7 @@ static int setup(gv_run *g, aj_error *err)
 		ids.ws_uid = st.st_uid;
 		ids.ws_gid = st.st_gid != 0 ? st.st_gid : ids.ws_gid;
 	}
-	if ((r = aj_gvisor_bundle_write(p, &ids, g->bundle, err)) < 0)
+	if ((r = aj_gvisor_bundle_write(p, &ids, g->bundle, &g->staged, err)) < 0)
 		return r;
 	aj_policy q = *p; /* a shallow copy: only the pids limit differs */
 	q.pids = p->pids ? AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * p->pids : 0;
@@ -367,11 +411,35 @@ static void teardown(gv_run *g)
 		aj_cgroup_destroy(&g->cg);
 		g->have_cg = false;
 	}
+	aj_gv_staged_free(&g->staged);
 	if (g->dir[0]) {
 		int r = aj_rm_tree_at(AT_FDCWD, g->dir, 64);
 		if (r < 0 && r != -ENOENT)
 			warn(g, "cannot remove %s: %s", g->dir, strerror(-r));
 	}
+}
+
+/* Child: a mount namespace of its own (gone with runsc's processes) where
+ * the staged host paths are bound at bundle/binds/N. */
+static int stage_binds(gv_run *g)
+{
+	if (g->staged.n == 0)
+		return 0;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		fprintf(stderr, "agentjail: cannot make a mount namespace for runsc: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < g->staged.n; i++) {
+		char at[PATH_MAX];
+		snprintf(at, sizeof(at), "%s/binds/%zu", g->bundle, i);
+		if (mount(g->staged.src[i], at, NULL, MS_BIND | MS_REC, NULL) < 0) {
+			fprintf(stderr, "agentjail: cannot bind %s for runsc: %s\n",
+				g->staged.src[i], strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Start `runsc run`: in the cgroup before it execs; stdout and stderr into
@@ -412,6 +480,8 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		if (read(sync[0], &c, 1) != 1)
 			_exit(125);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (stage_binds(g) < 0)
+			_exit(125);
 		if (out[0] >= 0)
 			dup2(out[0], 1), dup2(out[1], 2);
 		aj_close_all_except(NULL, 0);
