@@ -107,7 +107,7 @@ static void test_bundle(void **state)
 	assert_int_equal(aj_policy_set(&p, "nofile", "100", 0, &err), 0);
 	assert_int_equal(aj_policy_set(&p, "pids", "20", 0, &err), 0);
 	aj_gv_ids ids = {.base = 1000000000u, .ws_uid = 4242, .ws_gid = 4343, .owner_mapped = true};
-	aj_gv_staged st = {0};
+	aj_gv_staged st = {.etc_tree = -1};
 	assert_int_equal(aj_gvisor_bundle_write(&p, &ids, dir, &st, &err), 0);
 
 	char path[PATH_MAX];

@@ -144,14 +144,16 @@ static int host_ro(bundle *b, const char *src)
 	return bind_ro_at(b, src, src, src);
 }
 
-/* The synthesized /etc files, in the skeleton's /etc. */
-static int etc_files(bundle *b)
+/* The synthesized /etc files, in the skeleton's /etc, or (the host /etc
+ * copy is /etc) in its AJ_ETC_GENERATED_DIR, where the copy's links
+ * point. */
+static int etc_files(bundle *b, bool cached)
 {
 	aj_etc_files f;
 	if (aj_etc_prepare(b->p, NULL, &f) < 0)
 		return aj_err(b->err, ENOMEM, "bundle: /etc");
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s/rootfs/etc", b->dir);
+	snprintf(dir, sizeof(dir), "%s/rootfs%s", b->dir, cached ? AJ_ETC_GENERATED_DIR : "/etc");
 	int r = aj_mkdir_p(dir, 0755);
 	r = r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", dir)
 		  : aj_etc_write_dir(dir, &f, b->err);
@@ -213,12 +215,24 @@ static int rootfs_root(bundle *b)
 }
 
 /* The host's root view: system directories and the harmless /etc entries,
- * read-only (the list of level 1, mount_plan.c). */
+ * read-only (the list of level 1, mount_plan.c): the copy of them, or one
+ * bind each. */
 static int host_root(bundle *b)
 {
 	int r = 0;
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(system_dirs) && r == 0; i++)
 		r = host_ro(b, system_dirs[i]);
+	if (r < 0)
+		return r;
+	if (b->staged->etc_tree >= 0) {
+		char m[PATH_MAX];
+		snprintf(m, sizeof(m), "%s/binds", b->dir);
+		(void)mkdir(m, 0755);
+		snprintf(m, sizeof(m), "%s/binds/etc", b->dir);
+		if (mkdir(m, 0755) < 0)
+			return aj_err(b->err, errno, "bundle: cannot create %s", m);
+		return add_bind(b, m, "/etc", false);
+	}
 	for (size_t i = 0; i < aj_etc_allowed_n && r == 0; i++)
 		r = host_ro(b, aj_etc_allowed[i]);
 	DIR *d = opendir("/etc");
@@ -366,7 +380,7 @@ static int mounts(bundle *b)
 	if (r == 0)
 		r = p->rootfs ? rootfs_root(b) : host_root(b);
 	if (r == 0)
-		r = etc_files(b);
+		r = etc_files(b, !p->rootfs && b->staged->etc_tree >= 0);
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
 	if (r == 0)
 		r = add_mount(b, "/tmp", "tmpfs", "tmpfs", opt);
