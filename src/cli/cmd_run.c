@@ -222,7 +222,7 @@ int aj_cmd_run(int argc, char **argv)
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net runs the same
 	 * command line (argv is main's argv + 1, see main.c) */
-	if (r == 0 && p.isolation == AJ_ISO_PROCESS && aj_net_wanted(&p)) {
+	if (r == 0 && aj_net_wanted(&p)) {
 		aj_policy_free(&p);
 		return aj_cli_exec_helper("agentjail-net", argv - 1);
 	}

@@ -36,6 +36,7 @@ typedef struct bundle {
 	size_t n_files; /* replacements written to dir/files */
 	size_t entries;
 	aj_gv_staged *staged;
+	const aj_gv_ids *ids;
 	aj_error *err;
 } bundle;
 
@@ -150,7 +151,7 @@ static int host_ro(bundle *b, const char *src)
 static int etc_files(bundle *b, bool cached)
 {
 	aj_etc_files f;
-	if (aj_etc_prepare(b->p, NULL, &f) < 0)
+	if (aj_etc_prepare(b->p, b->ids->resolv_conf, &f) < 0)
 		return aj_err(b->err, ENOMEM, "bundle: /etc");
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/rootfs%s", b->dir, cached ? AJ_ETC_GENERATED_DIR : "/etc");
@@ -450,9 +451,9 @@ static json_t *rlimits(const aj_policy *p)
 	return a;
 }
 
-static json_t *process(const aj_policy *p)
+static json_t *process(const aj_policy *p, char *const *extra)
 {
-	char **env = aj_policy_build_env(p, NULL, NULL);
+	char **env = aj_policy_build_env(p, NULL, extra);
 	json_t *args = json_array(), *envj = json_array();
 	for (char **a = p->argv; a && *a; a++)
 		json_array_append_new(args, json_string(*a));
@@ -472,7 +473,8 @@ static json_t *process(const aj_policy *p)
 int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
 			   aj_gv_staged *staged, aj_error *err)
 {
-	bundle b = {.p = p, .dir = dir, .mounts = json_array(), .staged = staged, .err = err};
+	bundle b = {
+	    .p = p, .dir = dir, .mounts = json_array(), .staged = staged, .ids = ids, .err = err};
 	char path[PATH_MAX];
 	static const char *const skel[] = {"rootfs",	       "rootfs/proc", "rootfs/dev",
 					   "rootfs/sys",       "rootfs/tmp",  "rootfs/home/agent",
@@ -490,17 +492,22 @@ int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char 
 		json_decref(b.mounts);
 		return r;
 	}
-	json_t *ns =
-	    json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount",
-		      "type", "ipc", "type", "uts", "type", "network", "type", "user");
+	json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount",
+			       "type", "ipc", "type", "uts", "type", "user");
+	/* a network namespace of its own, or the one agentjail's net layer
+	 * set up for runsc run (--net open, --allow): runsc run joins that
+	 * path (its own) for the sandbox and takes its veth into its netstack */
+	json_array_append_new(ns, ids->runsc_netns ? json_pack("{s:s,s:s}", "type", "network",
+							       "path", "/proc/self/ns/net")
+						   : json_pack("{s:s}", "type", "network"));
 	json_t *linux_ =
 	    json_pack("{s:o,s:o,s:o}", "namespaces", ns, "uidMappings",
 		      idmap(p->uid, ids->base, ids->ws_uid, ids->owner_mapped), "gidMappings",
 		      idmap(p->gid, ids->base, ids->ws_gid, ids->owner_mapped));
-	json_t *cfg = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2",
-				"process", process(p), "root", "path", "rootfs", "readonly", 1,
-				"hostname", p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME,
-				"mounts", b.mounts, "linux", linux_);
+	json_t *cfg = json_pack(
+	    "{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process",
+	    process(p, ids->extra_env), "root", "path", "rootfs", "readonly", 1, "hostname",
+	    p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, "mounts", b.mounts, "linux", linux_);
 	if (!cfg)
 		return aj_err(err, ENOMEM, "bundle: config.json");
 	snprintf(path, sizeof(path), "%s/config.json", dir);

@@ -19,6 +19,10 @@ typedef struct aj_gv_ids {
 	uid_t ws_uid;	   /* the sandbox user appears as this host uid ... */
 	gid_t ws_gid;	   /* ... and gid in the workspace */
 	bool owner_mapped; /* ws_uid is the workspace's owner (not host root) */
+	/* what --net open/--allow add (net.c): NULL for --net none */
+	const char *resolv_conf;
+	char *const *extra_env; /* the proxy variables of --allow */
+	bool runsc_netns;	/* the sandbox stays in runsc run's netns */
 } aj_gv_ids;
 
 /* Host paths the bundle names as dir/binds/N: runsc's gofer, in the

@@ -31,6 +31,7 @@
 
 #include "cgroup.h"
 #include "mount.h"
+#include "net.h"
 #include "gvisor.h"
 #include "redact.h"
 #include "relay.h"
@@ -229,8 +230,7 @@ static int check_command(const aj_policy *p, aj_error *err)
 
 static int refuse_unsupported(const aj_policy *p, aj_error *err)
 {
-	const char *what = p->net != AJ_NET_NONE     ? "--net open and --allow"
-			   : p->n_publish	     ? "--publish"
+	const char *what = p->n_publish		     ? "--publish"
 			   : p->net_log		     ? "--net-log"
 			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
 			   : p->seccomp_profile	     ? "--seccomp-profile (gVisor implements the "
@@ -262,6 +262,8 @@ typedef struct gv_run {
 	aj_idmap idm;
 	aj_gv_staged staged;
 	int etc_lock; /* the /etc copy's manifest, held while it is in use */
+	aj_net net;   /* --net open, --allow: runsc run's netns gets the veth */
+	bool net_ready;
 } gv_run;
 
 static void warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -370,7 +372,25 @@ static int setup(gv_run *g, aj_error *err)
 	int r = aj_userns_plan(&g->idm, p->uid, p->gid, err);
 	if (r < 0)
 		return r;
-	aj_gv_ids ids = {.base = g->idm.host_base,
+	if ((r = aj_net_prepare(&g->net, p, err)) < 0)
+		return r;
+	g->net_ready = true;
+	_cleanup_free_ char *host_resolv = NULL, *resolv = NULL;
+	char **net_env = NULL;
+	if (p->net != AJ_NET_NONE) {
+		if (p->net == AJ_NET_OPEN)
+			(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
+		resolv = aj_net_resolv_conf(&g->net, p, host_resolv);
+		net_env = aj_net_env(&g->net, p);
+		if (!resolv || !net_env) {
+			aj_strv_free(net_env);
+			return aj_err(err, ENOMEM, "network");
+		}
+	}
+	aj_gv_ids ids = {.resolv_conf = resolv,
+			 .extra_env = net_env,
+			 .runsc_netns = p->net != AJ_NET_NONE,
+			 .base = g->idm.host_base,
 			 .ws_uid = g->idm.host_base + p->uid,
 			 .ws_gid = g->idm.host_base + p->gid};
 	struct stat st;
@@ -386,7 +406,9 @@ static int setup(gv_run *g, aj_error *err)
 			g->staged.etc_tree = plan->etc_tree;
 		free(plan);
 	}
-	if ((r = aj_gvisor_bundle_write(p, &ids, g->bundle, &g->staged, err)) < 0)
+	r = aj_gvisor_bundle_write(p, &ids, g->bundle, &g->staged, err);
+	aj_strv_free(net_env);
+	if (r < 0)
 		return r;
 	aj_policy q = *p; /* a shallow copy: only the pids limit differs */
 	q.pids = p->pids ? AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * p->pids : 0;
@@ -404,6 +426,10 @@ static int setup(gv_run *g, aj_error *err)
 
 static void teardown(gv_run *g)
 {
+	if (g->net_ready) {
+		aj_net_teardown(&g->net);
+		g->net_ready = false;
+	}
 	if (g->state[0]) {
 		char root[128];
 		snprintf(root, sizeof(root), "--root=%s", g->state);
@@ -435,7 +461,8 @@ static void teardown(gv_run *g)
  * the staged host paths are bound at bundle/binds/N. */
 static int stage_binds(gv_run *g)
 {
-	if (g->staged.n == 0 && g->staged.etc_tree < 0)
+	bool net = g->p->net != AJ_NET_NONE;
+	if (g->staged.n == 0 && g->staged.etc_tree < 0 && !net)
 		return 0;
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
 		fprintf(stderr, "agentjail: cannot make a mount namespace for runsc: %s\n",
@@ -450,6 +477,23 @@ static int stage_binds(gv_run *g)
 				g->staged.src[i], strerror(errno));
 			return -1;
 		}
+	}
+	/* runsc (2022) takes a netns where /proc/sys/net/core/rmem_default
+	 * exists for the host's root one and refuses to use it; this kernel
+	 * has it in every netns. Hidden under a tmpfs for runsc run (its mount
+	 * namespace only), the check sees the namespace agentjail made. A
+	 * second, whole procfs beside it lets the gofer and the sandbox still
+	 * mount their own (the kernel allows a new proc in a user namespace
+	 * only where one is fully visible). */
+	char proc[PATH_MAX];
+	snprintf(proc, sizeof(proc), "%s/proc", g->dir);
+	if (net && ((mkdir(proc, 0555) < 0 && errno != EEXIST) ||
+		    mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+		    mount("tmpfs", "/proc/sys/net/core", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=4k,mode=0555") < 0)) {
+		fprintf(stderr, "agentjail: cannot prepare runsc's view of /proc/sys/net: %s\n",
+			strerror(errno));
+		return -1;
 	}
 	char etc[PATH_MAX];
 	snprintf(etc, sizeof(etc), "%s/binds/etc", g->bundle);
@@ -476,8 +520,11 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		warn(g, "cannot move runsc into the sandbox's cgroup: %s", cgerr.msg);
 		nt = 0;
 	}
-	int sync[2];
-	if (pipe2(sync, O_CLOEXEC) < 0) {
+	/* sync: parent -> child "go"; ready: child -> parent "my network
+	 * namespace exists" (--net open, --allow: the veth goes there) */
+	int sync[2], ready[2] = {-1, -1};
+	bool net = g->p->net != AJ_NET_NONE;
+	if (pipe2(sync, O_CLOEXEC) < 0 || (net && pipe2(ready, O_CLOEXEC) < 0)) {
 		for (int i = 0; i < nt; i++)
 			close(tasks[i]);
 		return aj_err(err, errno, "pipe");
@@ -488,9 +535,12 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 	const char *logdir = getenv("AGENTJAIL_RUNSC_LOG");
 	char dlog[PATH_MAX + 16];
 	snprintf(dlog, sizeof(dlog), "--debug-log=%s/", logdir ? logdir : "");
-	char *args[16] = {
-	    g->runsc,	      root, "--platform=ptrace", "--network=none", "--ignore-cgroups",
-	    "--overlay2=none"};
+	char *args[16] = {g->runsc,
+			  root,
+			  "--platform=ptrace",
+			  g->p->net != AJ_NET_NONE ? "--network=sandbox" : "--network=none",
+			  "--ignore-cgroups",
+			  "--overlay2=none"};
 	size_t na = 6;
 	if (logdir && *logdir) {
 		args[na++] = "--debug";
@@ -517,6 +567,11 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 				jerr.msg);
 			_exit(125);
 		}
+		if (net && (unshare(CLONE_NEWNET) < 0 || write(ready[1], "n", 1) != 1)) {
+			fprintf(stderr, "agentjail: cannot make runsc's network namespace: %s\n",
+				strerror(errno));
+			_exit(125);
+		}
 		char c;
 		if (read(sync[0], &c, 1) != 1)
 			_exit(125);
@@ -538,11 +593,22 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 	aj_err_clear(&jerr);
 	if (g->have_cg && aj_cgroup_join(&g->cg, pid, false, &jerr) < 0)
 		warn(g, "cannot move runsc into the sandbox's cgroup: %s", jerr.msg);
-	if (write(sync[1], "x", 1) != 1) {
+	int r = 0;
+	if (net) {
+		char c;
+		close(ready[1]);
+		r = read(ready[0], &c, 1) == 1 ? 0
+					       : aj_err(err, EPIPE, "runsc's network namespace");
+		close(ready[0]);
+		/* the veth, addresses, nft table and (--allow) netd (net.c) */
+		if (r == 0)
+			r = aj_net_setup(&g->net, g->p, pid, err);
+	}
+	if (r < 0 || write(sync[1], "x", 1) != 1) {
 		close(sync[1]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		return aj_err(err, EPIPE, "cannot start runsc");
+		return r < 0 ? r : aj_err(err, EPIPE, "cannot start runsc");
 	}
 	close(sync[1]);
 	return pid;
