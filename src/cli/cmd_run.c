@@ -75,7 +75,7 @@ static const char run_usage[] =
     "                          (docs/security.md)\n"
     "Isolation level (docs/levels.md):\n"
     "      --isolation LEVEL   process (default: namespaces, seccomp, Landlock) or\n"
-    "                          gvisor (gVisor's user-space kernel, runsc; --net none)\n"
+    "                          gvisor (gVisor's user-space kernel, runsc; one-shot)\n"
     "Other:\n"
     "  -q, --quiet             don't warn about features this host lacks\n"
     "  -h, --help              show this help\n"

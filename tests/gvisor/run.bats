@@ -167,7 +167,7 @@ except OSError as e:
     run --separate-stderr "$AJ" run --isolation microvm -- /bin/true
     assert_status 125
     assert_contains "$stderr" "not available yet"
-    run --separate-stderr "$AJ" run --isolation gvisor --net open -- /bin/true
+    run --separate-stderr "$AJ" run --isolation gvisor --publish 18080:80 -- /bin/true
     assert_status 125
     assert_contains "$stderr" "not available with --isolation gvisor yet"
     # runsc missing: 125 and how to install it, not level 1

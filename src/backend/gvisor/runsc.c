@@ -145,7 +145,7 @@ void aj_gvisor_doctor(aj_check *c)
 		return;
 	}
 	snprintf(c->detail, sizeof(c->detail),
-		 "usable: %s (%s), ptrace platform; one-shot runs, --net none only", path, ver);
+		 "usable: %s (%s), ptrace platform; one-shot runs (agentjail run)", path, ver);
 }
 
 /* inside is path or below it: the rest ("" or "/..."), else NULL */
