@@ -63,3 +63,21 @@ except urllib.error.HTTPError as e:
     assert_refused web
     assert_refused meta
 }
+
+@test "gvisor --net-log: JSON lines of DNS queries, proxy requests and connections" {
+    run --separate-stderr hrun --isolation gvisor --dns 192.0.2.53 --allow allowed.test --net-log "$T/net.jsonl" -- python3 -c '
+import urllib.request, urllib.error
+urllib.request.urlopen("http://allowed.test/", timeout=5).read()
+try:
+    urllib.request.urlopen("http://other.test/", timeout=5)
+except urllib.error.HTTPError:
+    pass'
+    assert_status 0
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "proxy" and .host == "allowed.test" and .verdict == "allowed"')" -eq 1 ] || fail "proxy allowed: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .host == "other.test" and .verdict == "refused" and .status == 403')" -eq 1 ] || fail "proxy refused: $(cat "$T/net.jsonl")"
+    run --separate-stderr hrun --isolation gvisor --net open --net-log "$T/open.jsonl" -- python3 /probe.py web=192.0.2.10:80 meta=169.254.169.254:80
+    assert_status 0
+    [ "$(jq -c 'select(.event == "connect" and .address == "192.0.2.10" and .verdict == "allowed")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
+    [ "$(jq -c 'select(.event == "connect" and .address == "169.254.169.254" and .verdict == "refused")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
+}

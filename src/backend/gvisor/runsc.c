@@ -231,7 +231,6 @@ static int check_command(const aj_policy *p, aj_error *err)
 static int refuse_unsupported(const aj_policy *p, aj_error *err)
 {
 	const char *what = p->n_publish		     ? "--publish"
-			   : p->net_log		     ? "--net-log"
 			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
 			   : p->seccomp_profile	     ? "--seccomp-profile (gVisor implements the "
 						       "system calls itself)"
