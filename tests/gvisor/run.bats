@@ -152,6 +152,20 @@ except OSError as e:
     assert_contains "$output" " 11"
 }
 
+@test "gvisor: --cpus: the sandbox (the Sentry included) gets its CPU quota" {
+    local prog='import time
+n = 0; t = time.monotonic()
+while time.monotonic() - t < 2.0: n += 1
+print(n)'
+    run --separate-stderr gv -- python3 -c "$prog"
+    assert_status 0
+    local free=$output
+    run --separate-stderr gv --cpus 0.1 -- python3 -c "$prog"
+    assert_status 0
+    # 0.1 CPU: about a tenth of the work (a loose bound: the machine is shared)
+    [ "$output" -lt $((free / 2)) ] || fail "--cpus 0.1 did $output loops, unlimited $free"
+}
+
 @test "gvisor: --timeout ends the sandbox with 124" {
     local start=$EPOCHREALTIME
     run --separate-stderr gv --timeout 1 --kill-after 1 -- /bin/sh -c 'trap "" TERM; sleep 30'
