@@ -85,7 +85,7 @@ lint() {
 	if ! command -v clang-format >/dev/null; then
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
-	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] src/tools/*.c tests/unit/*.c \
+	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] src/tools/*.c src/backend/*/*.[ch] tests/unit/*.c \
 		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
@@ -102,6 +102,7 @@ integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats
 integration build "network tests" tests/network/*.bats
 integration build "service tests" tests/service/*.bats
+integration build "gvisor level" tests/gvisor/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../backend/gvisor/gvisor.h"
 #include "commands.h"
 #include "doctor.h"
 #include "error.h"
@@ -74,7 +75,7 @@ static void print_text(const aj_check *c, size_t n, bool can_run)
 
 int aj_cmd_doctor(int argc, char **argv)
 {
-	aj_check checks[AJ_DOCTOR_MAX_CHECKS];
+	aj_check checks[AJ_DOCTOR_MAX_CHECKS + 1]; /* + level 2 */
 	bool json = false, can_run;
 	size_t n;
 
@@ -92,7 +93,8 @@ int aj_cmd_doctor(int argc, char **argv)
 			return AJ_EXIT_INTERNAL;
 		}
 	}
-	n = aj_doctor_run(checks, AJ_ARRAY_SIZE(checks));
+	n = aj_doctor_run(checks, AJ_DOCTOR_MAX_CHECKS);
+	aj_gvisor_doctor(&checks[n++]);
 	can_run = aj_doctor_can_run(checks, n);
 	if (json) {
 		if (print_json(checks, n))

@@ -13,6 +13,8 @@
 #include "sandbox.h"
 #include "util.h"
 
+#include "../backend/gvisor/gvisor.h"
+
 static const char run_usage[] =
     "Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
     "\n"
@@ -75,6 +77,9 @@ static const char run_usage[] =
     "Hardening:\n"
     "      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
     "                          (docs/security.md)\n"
+    "Isolation level (docs/levels.md):\n"
+    "      --isolation LEVEL   process (default: namespaces, seccomp, Landlock) or\n"
+    "                          gvisor (gVisor's user-space kernel, runsc; one-shot)\n"
     "Other:\n"
     "  -q, --quiet             don't warn about features this host lacks\n"
     "  -h, --help              show this help\n"
@@ -113,6 +118,7 @@ enum {
 	OPT_NETLOG,
 	OPT_IMAGE,
 	OPT_LIMITS,
+	OPT_ISOLATION,
 };
 
 static const struct option run_opts[] = {
@@ -151,6 +157,7 @@ static const struct option run_opts[] = {
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
+    {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -230,7 +237,8 @@ int aj_cmd_run(int argc, char **argv)
 		p.argv = argv + optind;
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
-		r = aj_sandbox_run(&p, &hooks, &res, &err);
+		r = p.isolation == AJ_ISO_GVISOR ? aj_gvisor_run(&p, &hooks, &res, &err)
+						 : aj_sandbox_run(&p, &hooks, &res, &err);
 		if (r == 0) {
 			report_end(&p, &res);
 			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {

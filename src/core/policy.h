@@ -72,6 +72,12 @@ typedef enum aj_tty_mode {
 	AJ_TTY_NEVER,
 } aj_tty_mode;
 
+/* --isolation / "isolation": which backend runs the sandbox (docs/levels.md) */
+typedef enum aj_isolation {
+	AJ_ISO_PROCESS = 0, /* level 1: namespaces, cgroups, seccomp, Landlock */
+	AJ_ISO_GVISOR,	    /* level 2: runsc (src/backend/gvisor) */
+} aj_isolation;
+
 typedef struct aj_policy {
 	char **argv;	 /* command and arguments (borrowed, NULL-terminated) */
 	char *rootfs;	 /* NULL: host minimal view */
@@ -119,6 +125,7 @@ typedef struct aj_policy {
 	 * applied (the others are named on stderr and in --result); by
 	 * default (strict) a limit that cannot be enforced fails the run */
 	bool limits_best_effort;
+	aj_isolation isolation;
 } aj_policy;
 
 void aj_policy_init(aj_policy *p);
@@ -158,6 +165,8 @@ int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
 
 /* --net none|open */
 int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);
+/* --isolation process|gvisor (microvm and wasm: "not available yet") */
+int aj_policy_set_isolation(aj_policy *p, const char *level, aj_error *err);
 /* --deny CIDR (IPv4 or IPv6; a bare address is a /32 or /128) */
 int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err);
 

@@ -74,6 +74,22 @@ static bool host_only(const char *name, const char *v)
 	return (!strcmp(name, "env") || !strcmp(name, "secret")) && !strchr(v, '=');
 }
 
+int aj_policy_set_isolation(aj_policy *p, const char *v, aj_error *err)
+{
+	if (!strcmp(v, "process") || !strcmp(v, "gvisor")) {
+		p->isolation = !strcmp(v, "gvisor") ? AJ_ISO_GVISOR : AJ_ISO_PROCESS;
+		return 0;
+	}
+	if (!strcmp(v, "microvm") || !strcmp(v, "wasm")) {
+		aj_err(err, ENOTSUP, "--isolation %s: this isolation level is not available yet",
+		       v);
+		aj_err_hint(err, "use --isolation process or gvisor (docs/levels.md)");
+		return -ENOTSUP;
+	}
+	aj_err(err, EINVAL, "--isolation '%s': expected process, gvisor, microvm or wasm", v);
+	return -EINVAL;
+}
+
 int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags, aj_error *err)
 {
 	if ((flags & AJ_POLICY_SET_REMOTE) && host_only(name, v ? v : ""))
@@ -152,6 +168,18 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net_log(p, v, err);
 	if (IS("image"))
 		return aj_policy_set_image(p, v, err);
+	if (IS("isolation")) {
+		/* the service runs level 1 only so far: never silently */
+		if ((flags & AJ_POLICY_SET_REMOTE) && strcmp(v, "process") &&
+		    aj_policy_set_isolation(p, v, err) == 0) {
+			p->isolation = AJ_ISO_PROCESS;
+			aj_err(err, ENOTSUP,
+			       "'isolation': '%s' is not available through the service yet", v);
+			aj_err_hint(err, "use agentjail run --isolation %s (docs/levels.md)", v);
+			return -ENOTSUP;
+		}
+		return aj_policy_set_isolation(p, v, err);
+	}
 #undef IS
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }

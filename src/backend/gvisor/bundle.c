@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/* aj_policy -> an OCI runtime-spec bundle for runsc: config.json and a
+ * skeleton root. The skeleton holds only mount points and the synthesized
+ * /etc; the host's /usr, /bin, /lib... come in as read-only binds, as the
+ * default root of level 1 (mount_plan.c), or those of --rootfs DIR. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "etc.h"
+#include "gvisor.h"
+#include "mask.h"
+#include "mount.h"
+#include "userns.h"
+#include "util.h"
+
+#define MASK_MAX_DEPTH 16
+#define MASK_MAX_ENTRIES 100000
+
+static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
+					  "/lib32", "/lib64", "/libx32"};
+
+typedef struct bundle {
+	const aj_policy *p;
+	const char *dir;
+	json_t *mounts;
+	size_t n_files; /* replacements written to dir/files */
+	size_t entries;
+	aj_gv_staged *staged;
+	const aj_gv_ids *ids;
+	aj_error *err;
+} bundle;
+
+void aj_gv_staged_free(aj_gv_staged *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->src[i]);
+	s->n = 0;
+}
+
+/* A mount point dir/binds/N for host path src (see aj_gv_staged); out: its
+ * path, the source runsc is given. */
+static int stage(bundle *b, const char *src, char *out, size_t len)
+{
+	struct stat st;
+	if (stat(src, &st) < 0)
+		return aj_err(b->err, errno, "cannot use %s", src);
+	if (b->staged->n >= AJ_GV_MAX_STAGED)
+		return aj_err(b->err, E2BIG, "too many binds");
+	snprintf(out, len, "%s/binds", b->dir);
+	(void)mkdir(out, 0755);
+	snprintf(out, len, "%s/binds/%zu", b->dir, b->staged->n);
+	int r = S_ISDIR(st.st_mode) ? (mkdir(out, 0755) < 0 ? -errno : 0)
+				    : aj_write_file(out, "", 0444);
+	if (r < 0)
+		return aj_err(b->err, -r, "bundle: cannot create %s", out);
+	if (!(b->staged->src[b->staged->n] = strdup(src)))
+		return aj_err(b->err, ENOMEM, "bundle");
+	b->staged->n++;
+	return 0;
+}
+
+static int add_mount(bundle *b, const char *dest, const char *type, const char *src,
+		     const char *opts_csv)
+{
+	json_t *opts = json_array();
+	_cleanup_free_ char *o = strdup(opts_csv ? opts_csv : "");
+	if (!opts || !o)
+		return aj_err(b->err, ENOMEM, "bundle");
+	char *save = NULL;
+	for (char *t = strtok_r(o, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		json_array_append_new(opts, json_string(t));
+	json_t *m = json_pack("{s:s,s:s,s:s,s:o}", "destination", dest, "type", type, "source", src,
+			      "options", opts);
+	if (!m || json_array_append_new(b->mounts, m) < 0)
+		return aj_err(b->err, ENOMEM, "bundle");
+	return 0;
+}
+
+static int add_bind(bundle *b, const char *src, const char *dest, bool writable)
+{
+	return add_mount(b, dest, "bind", src,
+			 writable ? "rbind,rw,nosuid,nodev" : "rbind,ro,nosuid,nodev");
+}
+
+/* A mount point in the skeleton for a host path: a directory or an empty
+ * file, its parents made; a symlink is copied as a symlink (no mount). */
+static int mount_point(bundle *b, const char *dest, const struct stat *st)
+{
+	char path[PATH_MAX], parent[PATH_MAX];
+	if ((size_t)snprintf(path, sizeof(path), "%s/rootfs%s", b->dir, dest) >= sizeof(path))
+		return aj_err(b->err, ENAMETOOLONG, "bundle: %s", dest);
+	snprintf(parent, sizeof(parent), "%s", path);
+	*strrchr(parent, '/') = '\0';
+	int r = aj_mkdir_p(parent, 0755);
+	if (r < 0)
+		return aj_err(b->err, -r, "bundle: cannot create %s", parent);
+	if (S_ISDIR(st->st_mode))
+		r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	else
+		r = aj_write_file(path, "", 0444);
+	return r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", path) : 0;
+}
+
+/* Bind host path src (named msrc in the bundle) read-only at dest, or
+ * copy its symlink. */
+static int bind_ro_at(bundle *b, const char *src, const char *msrc, const char *dest)
+{
+	struct stat st;
+	if (lstat(src, &st) < 0)
+		return 0;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/rootfs%s", b->dir, dest);
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(src, target, sizeof(target) - 1);
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof(parent), "%s", path);
+		*strrchr(parent, '/') = '\0';
+		(void)aj_mkdir_p(parent, 0755);
+		if (symlink(target, path) < 0 && errno != EEXIST)
+			return aj_err(b->err, errno, "bundle: cannot create %s", path);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	int r = mount_point(b, dest, &st);
+	return r < 0 ? r : add_bind(b, msrc, dest, false);
+}
+
+static int host_ro(bundle *b, const char *src)
+{
+	return bind_ro_at(b, src, src, src);
+}
+
+/* The synthesized /etc files, in the skeleton's /etc, or (the host /etc
+ * copy is /etc) in its AJ_ETC_GENERATED_DIR, where the copy's links
+ * point. */
+static int etc_files(bundle *b, bool cached)
+{
+	aj_etc_files f;
+	if (aj_etc_prepare(b->p, b->ids->resolv_conf, &f) < 0)
+		return aj_err(b->err, ENOMEM, "bundle: /etc");
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/rootfs%s", b->dir, cached ? AJ_ETC_GENERATED_DIR : "/etc");
+	int r = aj_mkdir_p(dir, 0755);
+	r = r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", dir)
+		  : aj_etc_write_dir(dir, &f, b->err);
+	aj_etc_free(&f);
+	return r;
+}
+
+static bool generated(const char *name)
+{
+	for (size_t i = 0; i < AJ_ETC_FILES; i++)
+		if (!strcmp(name, aj_etc_generated[i]))
+			return true;
+	return false;
+}
+
+/* --rootfs DIR: its top-level entries and those of its /etc (but the
+ * synthesized files), read-only in the skeleton; the skeleton's own /proc,
+ * /dev, /sys, /tmp, /home and /workspace. (runsc's gofer would otherwise
+ * make mount points in DIR itself.) */
+static int image_root(bundle *b, const char *top, const char *mtop, const char *at)
+{
+	DIR *d = opendir(top);
+	if (!d)
+		return aj_err(b->err, errno, "--rootfs: cannot read %s", top);
+	static const char *const own[] = {"proc", "dev", "sys", "tmp", "home", "workspace", "etc"};
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		const char *n = de->d_name;
+		bool skip = !strcmp(n, ".") || !strcmp(n, "..");
+		for (size_t i = 0; !*at && i < AJ_ARRAY_SIZE(own); i++)
+			skip = skip || !strcmp(n, own[i]);
+		if (skip || (*at && generated(n)))
+			continue;
+		char src[PATH_MAX], msrc[PATH_MAX], dest[PATH_MAX];
+		if ((size_t)snprintf(src, sizeof(src), "%s/%s", top, n) >= sizeof(src) ||
+		    (size_t)snprintf(msrc, sizeof(msrc), "%s/%s", mtop, n) >= sizeof(msrc))
+			continue;
+		snprintf(dest, sizeof(dest), "%s/%s", at, n);
+		r = bind_ro_at(b, src, msrc, dest);
+	}
+	closedir(d);
+	if (r == 0 && !*at) {
+		char etc[PATH_MAX], metc[PATH_MAX];
+		snprintf(etc, sizeof(etc), "%s/etc", top);
+		snprintf(metc, sizeof(metc), "%s/etc", mtop);
+		struct stat st;
+		if (lstat(etc, &st) == 0 && S_ISDIR(st.st_mode))
+			r = image_root(b, etc, metc, "/etc");
+	}
+	return r;
+}
+
+static int rootfs_root(bundle *b)
+{
+	char m[PATH_MAX];
+	int r = stage(b, b->p->rootfs, m, sizeof(m));
+	return r < 0 ? r : image_root(b, b->p->rootfs, m, "");
+}
+
+/* The host's root view: system directories and the harmless /etc entries,
+ * read-only (the list of level 1, mount_plan.c): the copy of them, or one
+ * bind each. */
+static int host_root(bundle *b)
+{
+	int r = 0;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(system_dirs) && r == 0; i++)
+		r = host_ro(b, system_dirs[i]);
+	if (r < 0)
+		return r;
+	if (b->staged->etc_tree >= 0) {
+		char m[PATH_MAX];
+		snprintf(m, sizeof(m), "%s/binds", b->dir);
+		(void)mkdir(m, 0755);
+		snprintf(m, sizeof(m), "%s/binds/etc", b->dir);
+		if (mkdir(m, 0755) < 0)
+			return aj_err(b->err, errno, "bundle: cannot create %s", m);
+		return add_bind(b, m, "/etc", false);
+	}
+	for (size_t i = 0; i < aj_etc_allowed_n && r == 0; i++)
+		r = host_ro(b, aj_etc_allowed[i]);
+	DIR *d = opendir("/etc");
+	struct dirent *de;
+	while (r == 0 && d && (de = readdir(d))) {
+		if (!aj_etc_allowed_name(de->d_name))
+			continue;
+		char src[PATH_MAX];
+		snprintf(src, sizeof(src), "/etc/%s", de->d_name);
+		r = host_ro(b, src);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static bool mask_matches(const aj_policy *p, const char *rel, const char *name, bool is_dir)
+{
+	if (!p->no_default_masks)
+		for (size_t i = 0; aj_mask_defaults[i]; i++)
+			if (aj_mask_match(aj_mask_defaults[i], rel, name, is_dir))
+				return true;
+	for (size_t i = 0; i < p->n_masks; i++)
+		if (aj_mask_match(p->masks[i], rel, name, is_dir))
+			return true;
+	return false;
+}
+
+/* Cover /workspace/rel with an empty directory, an empty file or (.env*)
+ * the same keys with placeholders; content: an fd of the original or -1. */
+static int mask_one(bundle *b, const char *rel, const char *name, bool is_dir, int content)
+{
+	char repl[PATH_MAX], dest[PATH_MAX];
+	snprintf(repl, sizeof(repl), "%s/files/mask-%zu", b->dir, b->n_files++);
+	if ((size_t)snprintf(dest, sizeof(dest), AJ_WORKSPACE_DIR "/%s", rel) >= sizeof(dest))
+		return 0;
+	if (is_dir) {
+		if (mkdir(repl, 0755) < 0)
+			return aj_err(b->err, errno, "mask: cannot create %s", repl);
+	} else {
+		_cleanup_free_ char *text = NULL, *orig = NULL;
+		if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
+		    aj_read_fd(content, &orig, NULL) == 0)
+			text = aj_mask_env_text(b->p, orig);
+		int r = aj_write_file(repl, text ? text : "", 0444);
+		if (r < 0)
+			return aj_err(b->err, -r, "mask: cannot create %s", repl);
+	}
+	return add_bind(b, repl, dest, false);
+}
+
+/* A symlink with a matching name: mask what it leads to when that is in
+ * the workspace (resolved with the workspace as the root, as a link to
+ * /workspace/... would be inside; a link out of it reaches no host file). */
+static int mask_link(bundle *b, int ws_fd, const char *rel, const char *name)
+{
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT};
+	_cleanup_close_ int t = (int)syscall(SYS_openat2, ws_fd, rel, &how, sizeof(how));
+	struct stat st;
+	if (t < 0 || fstat(t, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		return 0;
+	char link[64], target[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", t);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	size_t wl = strlen(b->p->workspace);
+	if (n < 0)
+		return 0;
+	target[n] = '\0';
+	if (strncmp(target, b->p->workspace, wl) || target[wl] != '/')
+		return 0;
+	return mask_one(b, target + wl + 1, name, S_ISDIR(st.st_mode), t);
+}
+
+static int mask_walk(bundle *b, int ws_fd, int dfd, const char *rel, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		const char *name = de->d_name;
+		struct stat st;
+		char sub[PATH_MAX];
+		if (!strcmp(name, ".") || !strcmp(name, "..") || ++b->entries > MASK_MAX_ENTRIES ||
+		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", name) >=
+			sizeof(sub))
+			continue;
+		bool is_dir = S_ISDIR(st.st_mode);
+		if (S_ISLNK(st.st_mode)) {
+			if (mask_matches(b->p, sub, name, false) ||
+			    mask_matches(b->p, sub, name, true))
+				r = mask_link(b, ws_fd, sub, name);
+			continue;
+		}
+		if ((is_dir || S_ISREG(st.st_mode)) && mask_matches(b->p, sub, name, is_dir)) {
+			_cleanup_close_ int c =
+			    is_dir ? -1
+				   : openat(dirfd(d), name,
+					    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			r = mask_one(b, sub, name, is_dir, c);
+			continue;
+		}
+		if (!is_dir || depth >= MASK_MAX_DEPTH || !strcmp(name, "node_modules") ||
+		    !strcmp(name, ".git"))
+			continue;
+		int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			r = mask_walk(b, ws_fd, fd, sub, depth + 1);
+	}
+	closedir(d);
+	return r;
+}
+
+static int workspace(bundle *b)
+{
+	const aj_policy *p = b->p;
+	if (!p->workspace)
+		return 0;
+	char m[PATH_MAX];
+	int r = stage(b, p->workspace, m, sizeof(m));
+	if (r == 0)
+		r = add_bind(b, m, AJ_WORKSPACE_DIR, true);
+	if (r < 0 || (p->no_default_masks && p->n_masks == 0))
+		return r;
+	_cleanup_close_ int ws = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(p->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || ws < 0) {
+		if (fd >= 0)
+			close(fd);
+		return aj_err(b->err, errno, "mask: cannot open the workspace");
+	}
+	return mask_walk(b, ws, fd, "", 0);
+}
+
+static int mounts(bundle *b)
+{
+	const aj_policy *p = b->p;
+	char opt[128];
+	int r = add_mount(b, "/proc", "proc", "proc", "nosuid,noexec,nodev");
+	if (r == 0)
+		r = p->rootfs ? rootfs_root(b) : host_root(b);
+	if (r == 0)
+		r = etc_files(b, !p->rootfs && b->staged->etc_tree >= 0);
+	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
+	if (r == 0)
+		r = add_mount(b, "/tmp", "tmpfs", "tmpfs", opt);
+	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=0755,uid=%u,gid=%u,size=%llu",
+		 (unsigned)p->uid, (unsigned)p->gid, p->tmp_size);
+	if (r == 0)
+		r = add_mount(b, AJ_SANDBOX_HOME, "tmpfs", "tmpfs", opt);
+	if (r == 0)
+		r = workspace(b);
+	for (size_t i = 0; i < p->n_binds && r == 0; i++) {
+		struct stat st;
+		char m[PATH_MAX];
+		if (stat(p->binds[i].src, &st) == 0)
+			(void)mount_point(b, p->binds[i].dest, &st);
+		r = stage(b, p->binds[i].src, m, sizeof(m));
+		if (r == 0)
+			r = add_bind(b, m, p->binds[i].dest, p->binds[i].writable);
+	}
+	return r;
+}
+
+/* uidMappings: container ids 0..65535 to the unused range at base, except
+ * the sandbox user, which maps to the workspace's owner when that is not
+ * root (files it writes there are the owner's, as at level 1). */
+static json_t *idmap(uid_t inside, uid_t base, uid_t owner, bool mapped)
+{
+	json_t *a = json_array();
+	if (!mapped) {
+		json_array_append_new(a, json_pack("{s:I,s:I,s:I}", "containerID", (json_int_t)0,
+						   "hostID", (json_int_t)base, "size",
+						   (json_int_t)AJ_UID_RANGE));
+		return a;
+	}
+	if (inside > 0)
+		json_array_append_new(a, json_pack("{s:I,s:I,s:I}", "containerID", (json_int_t)0,
+						   "hostID", (json_int_t)base, "size",
+						   (json_int_t)inside));
+	json_array_append_new(a, json_pack("{s:I,s:I,s:I}", "containerID", (json_int_t)inside,
+					   "hostID", (json_int_t)owner, "size", (json_int_t)1));
+	if (inside + 1 < AJ_UID_RANGE)
+		json_array_append_new(a, json_pack("{s:I,s:I,s:I}", "containerID",
+						   (json_int_t)inside + 1, "hostID",
+						   (json_int_t)base + inside + 1, "size",
+						   (json_int_t)(AJ_UID_RANGE - inside - 1)));
+	return a;
+}
+
+static json_t *rlimits(const aj_policy *p)
+{
+	json_t *a = json_array();
+	json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_CORE", "hard",
+					   (json_int_t)0, "soft", (json_int_t)0));
+	if (p->nofile)
+		json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NOFILE", "hard",
+						   (json_int_t)p->nofile, "soft",
+						   (json_int_t)p->nofile));
+	/* --pids inside: gVisor's kernel counts the sandbox's tasks (the host
+	 * cgroup, which also counts the Sentry's threads, is the backstop) */
+	if (p->pids)
+		json_array_append_new(a,
+				      json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_NPROC", "hard",
+						(json_int_t)p->pids, "soft", (json_int_t)p->pids));
+	if (p->fsize)
+		json_array_append_new(a, json_pack("{s:s,s:I,s:I}", "type", "RLIMIT_FSIZE", "hard",
+						   (json_int_t)p->fsize, "soft",
+						   (json_int_t)p->fsize));
+	return a;
+}
+
+static json_t *process(const aj_policy *p, char *const *extra)
+{
+	char **env = aj_policy_build_env(p, NULL, extra);
+	json_t *args = json_array(), *envj = json_array();
+	for (char **a = p->argv; a && *a; a++)
+		json_array_append_new(args, json_string(*a));
+	for (char **e = env; e && *e; e++)
+		json_array_append_new(envj, json_string(*e));
+	aj_strv_free(env);
+	const char *cwd = p->cwd ? p->cwd : p->workspace ? AJ_WORKSPACE_DIR : AJ_SANDBOX_HOME;
+	/* no capabilities at all, even for uid 0, and no new privileges */
+	json_t *caps = json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective",
+				 "inheritable", "permitted", "ambient");
+	return json_pack("{s:b,s:{s:I,s:I},s:o,s:o,s:s,s:b,s:o,s:o}", "terminal", 0, "user", "uid",
+			 (json_int_t)p->uid, "gid", (json_int_t)p->gid, "args", args, "env", envj,
+			 "cwd", cwd, "noNewPrivileges", 1, "capabilities", caps, "rlimits",
+			 rlimits(p));
+}
+
+int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
+			   aj_gv_staged *staged, aj_error *err)
+{
+	bundle b = {
+	    .p = p, .dir = dir, .mounts = json_array(), .staged = staged, .ids = ids, .err = err};
+	char path[PATH_MAX];
+	static const char *const skel[] = {"rootfs",	       "rootfs/proc", "rootfs/dev",
+					   "rootfs/sys",       "rootfs/tmp",  "rootfs/home/agent",
+					   "rootfs/workspace", "rootfs/etc",  "files"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(skel); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, skel[i]);
+		int r = aj_mkdir_p(path, 0755);
+		if (r < 0) {
+			json_decref(b.mounts);
+			return aj_err(err, -r, "bundle: cannot create %s", path);
+		}
+	}
+	int r = mounts(&b);
+	if (r < 0) {
+		json_decref(b.mounts);
+		return r;
+	}
+	json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount",
+			       "type", "ipc", "type", "uts", "type", "user");
+	/* a network namespace of its own, or the one agentjail's net layer
+	 * set up for runsc run (--net open, --allow): runsc run joins that
+	 * path (its own) for the sandbox and takes its veth into its netstack */
+	json_array_append_new(ns, ids->runsc_netns ? json_pack("{s:s,s:s}", "type", "network",
+							       "path", "/proc/self/ns/net")
+						   : json_pack("{s:s}", "type", "network"));
+	json_t *linux_ =
+	    json_pack("{s:o,s:o,s:o}", "namespaces", ns, "uidMappings",
+		      idmap(p->uid, ids->base, ids->ws_uid, ids->owner_mapped), "gidMappings",
+		      idmap(p->gid, ids->base, ids->ws_gid, ids->owner_mapped));
+	json_t *cfg = json_pack(
+	    "{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process",
+	    process(p, ids->extra_env), "root", "path", "rootfs", "readonly", 1, "hostname",
+	    p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, "mounts", b.mounts, "linux", linux_);
+	if (!cfg)
+		return aj_err(err, ENOMEM, "bundle: config.json");
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	r = json_dump_file(cfg, path, JSON_COMPACT);
+	json_decref(cfg);
+	return r < 0 ? aj_err(err, EIO, "bundle: cannot write %s", path) : 0;
+}
