@@ -180,7 +180,11 @@ void aj_box_destroy(aj_box *b)
 		close(b->root);
 	if (b->oom >= 0)
 		close(b->oom);
-	(void)end_keeper(b);
+	int st = end_keeper(b);
+	/* a keeper that did not end by itself (SIGKILL) left its cgroups */
+	if (b->info.have_cg && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		aj_cgroup_destroy(&b->info.cg);
+	b->info.have_cg = false;
 	aj_zygote_free(b); /* its command ended with the sandbox */
 	aj_strv_free(b->envp);
 	b->envp = NULL;

@@ -555,6 +555,9 @@ static bool share_domain(const aj_policy *p, int ruleset)
 			_exit(AJ_EXIT_INTERNAL); /* cannot happen: CAP_SETUID is kept */
 	}
 	(void)prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+	/* a change of uid clears the parent-death signal: arm it again, so
+	 * that init still dies with its keeper */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	return ok;
 }
 

@@ -352,10 +352,10 @@ nr_exec() {
         plant "$NRDIR/root-$v" home "$v" "$C/nr-$v" /home
         plant "$NRDIR/root-$v" data "$v" "$C/nr-$v" /data
     done
-    (nr_exec run --rootfs "$NRDIR/root-abs" -- /bin/probe exit 0) || true # its state, made once
+    (nr_exec run --limits best-effort --rootfs "$NRDIR/root-abs" -- /bin/probe exit 0) || true # its state, made once
     snapshot
     for v in abs rel chain dotdot loop; do
-        run --separate-stderr nr_exec run --rootfs "$NRDIR/root-$v" --ro "$NRDIR/agentjail:/data/x" -- /bin/probe mounts
+        run --separate-stderr nr_exec run --limits best-effort --rootfs "$NRDIR/root-$v" --ro "$NRDIR/agentjail:/data/x" -- /bin/probe mounts
         r=$(resolved "$v" "$C/nr-$v")
         assert_inside_or_refused "$(is_loop "$v" "" "")" /home/agent "$r/agent" "nobody: $v" ||
             BAD+=("nobody:$v")

@@ -332,7 +332,7 @@ static void sweep(void)
 {
 	DIR *d = opendir("/tmp");
 	struct dirent *de;
-	const char *base = GV_DIR_PREFIX + 5;
+	const char *base = &GV_DIR_PREFIX[5]; /* the name below /tmp */
 	while (d && (de = readdir(d))) {
 		int pid = 0;
 		if (strncmp(de->d_name, base, strlen(base)) ||
