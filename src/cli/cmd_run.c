@@ -41,6 +41,10 @@ static const char run_usage[] =
     "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
     "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
     "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
+    "      --writable PATH     let the sandbox change PATH of the workspace, one of\n"
+    "                          the files host tools run (.git/config, .git/hooks,\n"
+    "                          .vscode, .mcp.json, .envrc ...), read-only by default\n"
+    "                          (docs/security.md; repeatable)\n"
     "Limits (cgroup; the whole sandbox):\n"
     "      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
     "      --pids N            process limit (256; 0 = none)\n"
@@ -108,6 +112,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_IMAGE,
+	OPT_WRITABLE,
 };
 
 static const struct option run_opts[] = {
@@ -145,6 +150,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"image", required_argument, NULL, OPT_IMAGE},
+    {"writable", required_argument, NULL, OPT_WRITABLE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -222,6 +228,12 @@ int aj_cmd_run(int argc, char **argv)
 #endif
 	if (r == 0) {
 		p.argv = argv + optind;
+		/* never silently, not even with --quiet */
+		for (size_t i = 0; p.workspace && i < p.n_writable; i++)
+			fprintf(stderr,
+				"agentjail: notice: --writable %s: the sandbox may change it, and "
+				"host tools run what is in it\n",
+				p.writable[i]);
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
 		r = aj_sandbox_run(&p, &hooks, &res, &err);

@@ -1,0 +1,762 @@
+/* SPDX-License-Identifier: MIT */
+/* Files in the workspace that host tools run code from (protect.h). */
+#include "protect.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "mount.h"
+#include "util.h"
+
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+/* docs/security.md has the table: which host tool runs what from each. A
+ * missing one gets an empty directory as its placeholder (for a file name
+ * too: git ignores an empty directory, so `git add -A` inside doesn't pick
+ * the placeholder up). */
+const char *const aj_protect_names[] = {
+    ".vscode",
+    ".idea",
+    ".claude",
+    ".cursor",
+    ".gemini",
+    ".zed",
+    ".devcontainer",
+    ".husky",
+    ".githooks",
+    ".mcp.json",
+    ".envrc",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
+    ".devcontainer.json",
+    NULL,
+};
+
+#define MAX_DEPTH 4	       /* gitdir -> commondir -> ..., links followed */
+#define CONFIG_MAX (256 << 10) /* .git/config and its includes are read up to this */
+
+typedef struct prep {
+	const aj_policy *p;
+	aj_protect *pr;
+	uid_t uid; /* the workspace's owner: placeholders are made theirs (root) */
+	gid_t gid;
+	aj_error *err;
+} prep;
+
+static bool under(const char *rel, const char *top)
+{
+	size_t n = strlen(top);
+	return strncmp(rel, top, n) == 0 && (rel[n] == '\0' || rel[n] == '/');
+}
+
+bool aj_protect_known(const char *rel)
+{
+	if (under(rel, ".git"))
+		return true;
+	for (size_t i = 0; aj_protect_names[i]; i++)
+		if (under(rel, aj_protect_names[i]))
+			return true;
+	return false;
+}
+
+static bool lifted(const aj_policy *p, const char *rel)
+{
+	for (size_t i = 0; i < p->n_writable; i++)
+		if (under(rel, p->writable[i]))
+			return true;
+	return false;
+}
+
+static int openat2_fd(int dfd, const char *path, int flags, unsigned long long resolve)
+{
+	struct open_how how = {.flags = (unsigned long long)flags | O_CLOEXEC, .resolve = resolve};
+	return (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+}
+
+#define BENEATH (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/* The directory of rel below ws (O_PATH), and rel's last component in
+ * *name. No symlink is followed, nothing outside ws is reached. */
+static int open_parent(int ws, const char *rel, const char **name)
+{
+	const char *slash = strrchr(rel, '/');
+	*name = slash ? slash + 1 : rel;
+	if (!slash)
+		return fcntl(ws, F_DUPFD_CLOEXEC, 3);
+	char dir[AJ_PROTECT_REL_MAX];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
+	int fd = openat2_fd(ws, dir, O_PATH | O_DIRECTORY, BENEATH);
+	return fd < 0 ? -errno : fd;
+}
+
+/* base (a directory relative to the workspace, "" for its top) joined with
+ * target (a path from a symlink, a gitdir: line, core.hooksPath ...) into
+ * out, relative to the workspace. Absolute targets are in the workspace
+ * when they start with its path. "." and empty components are dropped;
+ * ".." stays, for openat2 to resolve beneath the workspace. Returns false
+ * when target is outside (nothing of the sandbox's reaches it) or unusable. */
+static bool join_rel(const prep *s, const char *base, const char *target, char *out, size_t len)
+{
+	char tmp[AJ_PROTECT_REL_MAX * 2];
+	const char *ws = s->p->workspace;
+	size_t wl = strlen(ws);
+	if (target[0] == '/') {
+		if (strncmp(target, ws, wl) != 0 || (target[wl] != '/' && target[wl] != '\0'))
+			return false;
+		snprintf(tmp, sizeof(tmp), "%s", target + wl);
+	} else if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", base, target) >= sizeof(tmp)) {
+		return false;
+	}
+	size_t o = 0;
+	for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		size_t cl = strlen(c);
+		if (o + cl + 2 > len)
+			return false;
+		if (o)
+			out[o++] = '/';
+		memcpy(out + o, c, cl);
+		o += cl;
+	}
+	out[o] = '\0';
+	/* the workspace itself, or a last component ".." */
+	const char *last = strrchr(out, '/');
+	return o > 0 && strcmp(last ? last + 1 : out, "..") != 0;
+}
+
+static bool have(const aj_protect *pr, const char *rel)
+{
+	for (size_t i = 0; i < pr->n; i++)
+		if (!strcmp(pr->e[i].rel, rel))
+			return true;
+	return false;
+}
+
+static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kind)
+{
+	aj_protect *pr = s->pr;
+	if (pr->n >= AJ_PROTECT_MAX) {
+		aj_err(s->err, E2BIG, "the workspace has more than %d files the host runs",
+		       AJ_PROTECT_MAX);
+		return NULL;
+	}
+	aj_protect_entry *e = &pr->e[pr->n++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->rel, sizeof(e->rel), "%s", rel);
+	e->kind = kind;
+	return e;
+}
+
+/* This run's manifest: "dev ino type" TAB workspace TAB rel, a line per
+ * placeholder, so that the next run removes them if this one dies. */
+static int manifest_dir(bool create)
+{
+	if (geteuid() == 0)
+		return aj_cache_dir("protect", create);
+	char path[256];
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	if (rt && rt[0] == '/' && strlen(rt) < 128)
+		snprintf(path, sizeof(path), "%s/agentjail-protect", rt);
+	else
+		snprintf(path, sizeof(path), "/tmp/agentjail-protect-%u", (unsigned)geteuid());
+	if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -1;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void record(prep *s, const aj_protect_entry *e)
+{
+	aj_protect *pr = s->pr;
+	if (pr->manifest < 0 && pr->manifest_path[0] != '-') {
+		_cleanup_close_ int dir = manifest_dir(true);
+		char name[64];
+		unsigned rnd = 0;
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd = (unsigned)time(NULL);
+		snprintf(name, sizeof(name), "run-%d-%08x", (int)getpid(), rnd);
+		int fd = dir < 0 ? -1
+				 : openat(dir, name,
+					  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (fd >= 0)
+				close(fd);
+			pr->manifest_path[0] = '-'; /* no record: don't try again */
+			return;
+		}
+		pr->manifest = fd;
+		/* removed by name at release: keep dir's path */
+		char dpath[64];
+		snprintf(dpath, sizeof(dpath), "/proc/self/fd/%d", dir);
+		char real[200];
+		ssize_t n = readlink(dpath, real, sizeof(real) - 1);
+		if (n > 0) {
+			real[n] = '\0';
+			snprintf(pr->manifest_path, sizeof(pr->manifest_path), "%s/%s", real, name);
+		}
+	}
+	if (pr->manifest < 0 || strpbrk(s->p->workspace, "\t\n") || strpbrk(e->rel, "\t\n"))
+		return;
+	dprintf(pr->manifest, "%llu %llu %c\t%s\t%s\n", (unsigned long long)e->dev,
+		(unsigned long long)e->ino, e->made, s->p->workspace, e->rel);
+}
+
+/* Make the placeholder name in dir, of type ph: 'd' an empty directory,
+ * 'l' a symlink to a path that can't exist (a file git reads with access(),
+ * which finds it missing), 'f' a file "." (.git/commondir, which git finds
+ * with lstat(): "." names the git directory itself). EROFS, EACCES, EPERM: the sandbox
+ * can't make it either (it writes as the workspace's owner, or as the
+ * caller), nothing to protect: 1. */
+static int make_placeholder(prep *s, int dir, const char *name, const char *rel, char ph)
+{
+	int r = ph == 'l' ? symlinkat(AJ_PROTECT_LINK, dir, name)
+		: ph == 'd'
+		    ? mkdirat(dir, name, 0755)
+		    : openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (ph == 'f' && r >= 0) {
+		int w = aj_write_all(r, AJ_PROTECT_DOT, 1);
+		close(r);
+		if (w < 0) {
+			(void)unlinkat(dir, name, 0);
+			return aj_err(s->err, -w, "cannot make a placeholder for '%s'", rel);
+		}
+	}
+	if (r < 0) {
+		if (errno == EROFS || errno == EACCES || errno == EPERM)
+			return 1;
+		return aj_err(s->err, errno, "cannot make a placeholder for '%s' in the workspace",
+			      rel);
+	}
+	struct stat st;
+	if (geteuid() == 0)
+		if (fchownat(dir, name, s->uid, s->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			/* left as root's: removed at teardown all the same */
+		}
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return aj_err(s->err, errno, "cannot make a placeholder for '%s'", rel);
+	aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
+	if (!e)
+		return -E2BIG;
+	e->made = ph;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	record(s, e);
+	return 0;
+}
+
+static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph, int depth);
+
+/* rel is missing: pin its first missing component (a placeholder there;
+ * the component's own kind when it is rel itself, else a directory). */
+static int protect_missing(prep *s, const char *rel, char ph)
+{
+	char prefix[AJ_PROTECT_REL_MAX];
+	for (const char *c = rel;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(c - rel), rel);
+		_cleanup_close_ int fd = openat2_fd(s->pr->ws_fd, prefix, O_PATH, BENEATH);
+		if (fd < 0 && errno == ENOENT)
+			break;
+		if (fd < 0)
+			return aj_err(s->err, errno, "cannot look up '%s' in the workspace",
+				      prefix);
+		if (*c == '\0')
+			return 0; /* there after all */
+	}
+	if (have(s->pr, prefix))
+		return 0;
+	const char *name;
+	_cleanup_close_ int dir = open_parent(s->pr->ws_fd, prefix, &name);
+	if (dir < 0)
+		return aj_err(s->err, -dir, "cannot look up '%s' in the workspace", prefix);
+	int r = make_placeholder(s, dir, name, prefix, strcmp(prefix, rel) ? 'd' : ph);
+	return r > 0 ? 0 : r;
+}
+
+/* rel is a symlink: pinned like the rest (a symlink can't be changed, only
+ * replaced, which a mount on it prevents), and where it leads, when that is
+ * in the workspace, protected too: host tools follow it. */
+static int protect_link(prep *s, int dir, const char *name, const char *rel, aj_protect_kind kind,
+			char ph, int depth)
+{
+	if (!add_entry(s, rel, AJ_PROTECT_RO))
+		return -E2BIG;
+	char target[AJ_PROTECT_REL_MAX], base[AJ_PROTECT_REL_MAX], to[AJ_PROTECT_REL_MAX];
+	ssize_t n = readlinkat(dir, name, target, sizeof(target) - 1);
+	if (n < 0)
+		return aj_err(s->err, errno, "cannot read the symlink '%s'", rel);
+	target[n] = '\0';
+	snprintf(base, sizeof(base), "%s", rel);
+	char *slash = strrchr(base, '/');
+	*(slash ? slash : base) = '\0';
+	if (!join_rel(s, base, target, to, sizeof(to)))
+		return 0;
+	if (depth >= MAX_DEPTH) {
+		aj_err(s->err, ELOOP, "'%s' in the workspace is a chain of symlinks", rel);
+		aj_err_hint(s->err, "replace it by what it points to, or give --writable %s", rel);
+		return -ELOOP;
+	}
+	return protect_path(s, to, kind, ph, depth + 1);
+}
+
+/* Protect rel (relative to the workspace, maybe with ".." that must stay
+ * beneath it): bind it read-only (or pin it), make a placeholder when it is
+ * missing, follow a symlink at its name. link: a missing rel is a file git
+ * reads (a symlink placeholder), else a directory. */
+static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph, int depth)
+{
+	if (lifted(s->p, rel) || have(s->pr, rel))
+		return 0;
+	const char *name;
+	_cleanup_close_ int dir = open_parent(s->pr->ws_fd, rel, &name);
+	if (dir == -ENOENT)
+		return protect_missing(s, rel, ph);
+	if (dir == -EXDEV)
+		return 0; /* outside the workspace */
+	if (dir < 0) {
+		aj_err(s->err, -dir, "cannot protect '%s' in the workspace: a symlink in the way",
+		       rel);
+		aj_err_hint(s->err,
+			    "replace the symlink by what it points to, or give --writable %s", rel);
+		return dir;
+	}
+	struct stat st;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return aj_err(s->err, errno, "cannot look up '%s' in the workspace", rel);
+		int r = make_placeholder(s, dir, name, rel, ph);
+		return r > 0 ? 0 : r;
+	}
+	if (S_ISLNK(st.st_mode))
+		return protect_link(s, dir, name, rel, kind, ph, depth);
+	if (kind == AJ_PROTECT_PIN && !S_ISDIR(st.st_mode))
+		kind = AJ_PROTECT_RO;
+	return add_entry(s, rel, kind) ? 0 : -E2BIG;
+}
+
+/* A small file below the workspace (rel), no symlink followed: malloc'ed
+ * text, or NULL (missing, not a regular file, unreadable). */
+static char *read_rel(prep *s, const char *rel, size_t max)
+{
+	_cleanup_close_ int fd = openat2_fd(s->pr->ws_fd, rel, O_RDONLY | O_NONBLOCK, BENEATH);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	size_t len = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return NULL;
+	ssize_t n = pread(fd, buf, len, 0);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* git-config value: trimmed, quotes removed, \" \\ \n \t unescaped, an
+ * unquoted # or ; ends it. In place. */
+static char *config_value(char *v)
+{
+	while (*v == ' ' || *v == '\t')
+		v++;
+	char *o = v, *start = v;
+	bool q = false;
+	char *end_unq = v; /* end of the value without trailing unquoted blanks */
+	for (; *v; v++) {
+		if (*v == '"') {
+			q = !q;
+			continue;
+		}
+		if (!q && (*v == '#' || *v == ';'))
+			break;
+		if (*v == '\\' && v[1]) {
+			v++;
+			*o++ = *v == 'n' ? '\n' : *v == 't' ? '\t' : *v;
+			end_unq = o;
+			continue;
+		}
+		*o++ = *v;
+		if (q || (*v != ' ' && *v != '\t'))
+			end_unq = o;
+	}
+	*end_unq = '\0';
+	return start;
+}
+
+typedef int (*config_cb)(prep *s, const char *dir, const char *section, const char *key,
+			 const char *value, int depth);
+
+/* Call cb for each "key = value" of the config file rel (sections and keys
+ * lowercased, the subsection dropped): a bounded, forgiving reader of the
+ * git-config syntax, enough for core.hooksPath and include paths. */
+static int parse_config(prep *s, const char *rel, config_cb cb, int depth)
+{
+	_cleanup_free_ char *text = read_rel(s, rel, CONFIG_MAX);
+	if (!text)
+		return 0;
+	char dir[AJ_PROTECT_REL_MAX];
+	snprintf(dir, sizeof(dir), "%s", rel);
+	char *slash = strrchr(dir, '/');
+	*(slash ? slash : dir) = '\0';
+	char section[64] = "";
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (*line == '[') {
+			size_t i = 0;
+			for (line++; *line && *line != ']' && *line != ' ' && *line != '"' &&
+				     *line != '.' && i + 1 < sizeof(section);
+			     line++)
+				section[i++] = (char)tolower((unsigned char)*line);
+			section[i] = '\0';
+			char *close = strchr(line, ']');
+			if (!close)
+				continue;
+			line = close + 1; /* "[core] hooksPath = x" on one line */
+			while (*line == ' ' || *line == '\t')
+				line++;
+		}
+		char key[64];
+		size_t k = 0;
+		while ((isalnum((unsigned char)*line) || *line == '-') && k + 1 < sizeof(key))
+			key[k++] = (char)tolower((unsigned char)*line++);
+		key[k] = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (!k || *line != '=')
+			continue;
+		int r = cb(s, dir, section, key, config_value(line + 1), depth);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int gitdir_config(prep *s, const char *dir, const char *section, const char *key,
+			 const char *value, int depth)
+{
+	char rel[AJ_PROTECT_REL_MAX];
+	/* include.path, includeIf.<cond>.path: relative to the file's directory */
+	if ((!strcmp(section, "include") || !strcmp(section, "includeif")) &&
+	    !strcmp(key, "path")) {
+		if (value[0] == '~' || value[0] == ':' ||
+		    !join_rel(s, dir, value, rel, sizeof(rel)))
+			return 0;
+		if (depth >= MAX_DEPTH)
+			return 0;
+		int r = protect_path(s, rel, AJ_PROTECT_RO, 'l', depth + 1);
+		return r < 0 ? r : parse_config(s, rel, gitdir_config, depth + 1);
+	}
+	/* core.hooksPath: relative to the top of the work tree (the workspace) */
+	if (!strcmp(section, "core") && !strcmp(key, "hookspath") && value[0] != '~' &&
+	    join_rel(s, "", value, rel, sizeof(rel)))
+		return protect_path(s, rel, AJ_PROTECT_RO, 'd', depth + 1);
+	return 0;
+}
+
+/* A git directory in the workspace: itself pinned (objects, refs, index,
+ * logs stay writable), and what git runs or reads configuration from
+ * read-only. */
+static int protect_gitdir(prep *s, const char *g, int depth)
+{
+	static const struct {
+		const char *name;
+		char ph;
+	} parts[] = {{"config", 'l'}, {"config.worktree", 'l'}, {"commondir", 'f'}, {"hooks", 'd'},
+		     {"info", 'd'},   {"modules", 'd'},		{"worktrees", 'd'}};
+	int r = protect_path(s, g, AJ_PROTECT_PIN, 'd', depth);
+	if (r < 0 || s->pr->n == 0 || strcmp(s->pr->e[s->pr->n - 1].rel, g) != 0 ||
+	    s->pr->e[s->pr->n - 1].kind != AJ_PROTECT_PIN)
+		return r; /* lifted, a placeholder (read-only), or a file */
+	char rel[AJ_PROTECT_REL_MAX];
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(parts); i++) {
+		snprintf(rel, sizeof(rel), "%s/%s", g, parts[i].name);
+		bool ours = false; /* the placeholder, not a commondir to follow */
+		size_t before = s->pr->n;
+		if ((r = protect_path(s, rel, AJ_PROTECT_RO, parts[i].ph, depth)) < 0)
+			return r;
+		ours = s->pr->n > before && s->pr->e[before].made;
+		if (!strcmp(parts[i].name, "config") &&
+		    (r = parse_config(s, rel, gitdir_config, depth)) < 0)
+			return r;
+		if (!strcmp(parts[i].name, "commondir") && !ours && depth < MAX_DEPTH) {
+			_cleanup_free_ char *t = read_rel(s, rel, AJ_PROTECT_REL_MAX - 1);
+			char to[AJ_PROTECT_REL_MAX];
+			if (t &&
+			    (t[strcspn(t, "\r\n")] = '\0', join_rel(s, g, t, to, sizeof(to))) &&
+			    (r = protect_gitdir(s, to, depth + 1)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* .git at the top: a directory; a file "gitdir: PATH" (a linked work tree
+ * or a submodule), itself read-only and PATH protected when it is in the
+ * workspace; a symlink (followed by protect_path); or missing (a read-only
+ * placeholder: `git init` inside fails, --writable .git allows it). */
+static int protect_git(prep *s)
+{
+	struct stat st;
+	if (lifted(s->p, ".git"))
+		return 0;
+	if (fstatat(s->pr->ws_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		if (!add_entry(s, ".git", AJ_PROTECT_RO))
+			return -E2BIG;
+		_cleanup_free_ char *t = read_rel(s, ".git", AJ_PROTECT_REL_MAX - 1);
+		char to[AJ_PROTECT_REL_MAX];
+		if (!t || strncmp(t, "gitdir:", 7) != 0)
+			return 0;
+		char *v = t + 7;
+		v += strspn(v, " \t");
+		v[strcspn(v, "\r\n")] = '\0';
+		return join_rel(s, "", v, to, sizeof(to)) ? protect_gitdir(s, to, 1) : 0;
+	}
+	if (fstatat(s->pr->ws_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+		if (!add_entry(s, ".git", AJ_PROTECT_RO))
+			return -E2BIG;
+		char target[AJ_PROTECT_REL_MAX], to[AJ_PROTECT_REL_MAX];
+		ssize_t n = readlinkat(s->pr->ws_fd, ".git", target, sizeof(target) - 1);
+		if (n <= 0)
+			return 0;
+		target[n] = '\0';
+		return join_rel(s, "", target, to, sizeof(to)) ? protect_gitdir(s, to, 1) : 0;
+	}
+	return protect_gitdir(s, ".git", 0);
+}
+
+int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
+{
+	*out = NULL;
+	if (!p->workspace)
+		return 0;
+	aj_protect_sweep();
+	aj_protect *pr = calloc(1, sizeof(*pr));
+	if (!pr)
+		return aj_err(err, ENOMEM, "workspace protection");
+	pr->manifest = -1;
+	pr->ws_fd = openat2_fd(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY,
+			       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	struct stat st;
+	if (pr->ws_fd < 0 || fstat(pr->ws_fd, &st) < 0) {
+		int e = errno;
+		aj_protect_release(pr);
+		return aj_err(err, e, "cannot open the workspace '%s'", p->workspace);
+	}
+	prep s = {.p = p, .pr = pr, .uid = st.st_uid, .gid = st.st_gid, .err = err};
+	int r = protect_git(&s);
+	for (size_t i = 0; r == 0 && aj_protect_names[i]; i++)
+		r = protect_path(&s, aj_protect_names[i], AJ_PROTECT_RO, 'd', 0);
+	if (r < 0) {
+		aj_err_prefix(err, "protecting the workspace's host-run files");
+		aj_protect_release(pr);
+		return r;
+	}
+	*out = pr;
+	return 0;
+}
+
+/* ---- the child ---- */
+
+int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
+{
+	if (!pr)
+		return 0;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s" AJ_WORKSPACE_DIR, root);
+	_cleanup_close_ int ws = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ws < 0)
+		return aj_err(err, errno, "cannot open the workspace to protect it");
+	for (size_t i = 0; i < pr->n; i++) {
+		const aj_protect_entry *e = &pr->e[i];
+		const char *name;
+		_cleanup_close_ int dir = open_parent(ws, e->rel, &name);
+		_cleanup_close_ int t =
+		    dir < 0 ? -1 : openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (t < 0)
+			return aj_err(err, dir < 0 ? -dir : errno,
+				      "cannot protect '%s' in the workspace (it changed)", e->rel);
+		unsigned long long set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (e->kind == AJ_PROTECT_RO)
+			set |= MOUNT_ATTR_RDONLY;
+		_cleanup_close_ int m = aj_open_tree(
+		    t, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		if (m < 0 ||
+		    aj_mount_setattr(m, "", AT_EMPTY_PATH | AT_RECURSIVE, set, 0, -1) < 0 ||
+		    aj_move_mount(m, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
+			0)
+			return aj_err(err, errno, "cannot make '%s' in the workspace read-only",
+				      e->rel);
+	}
+	return 0;
+}
+
+/* ---- teardown and the crash sweep ---- */
+
+/* Remove rel below ws if it is still the placeholder made (same inode, an
+ * empty directory or the symlink): a file the host's user put there stays. */
+static void remove_placeholder(int ws, const char *rel, char made, dev_t dev, ino_t ino)
+{
+	const char *name;
+	_cleanup_close_ int dir = open_parent(ws, rel, &name);
+	struct stat st;
+	if (dir < 0 || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev ||
+	    st.st_ino != ino)
+		return;
+	if (made == 'd' && S_ISDIR(st.st_mode)) {
+		(void)unlinkat(dir, name, AT_REMOVEDIR); /* only if empty */
+		return;
+	}
+	char t[sizeof(AJ_PROTECT_LINK) + 1];
+	ssize_t n = -1;
+	if (made == 'l' && S_ISLNK(st.st_mode))
+		n = readlinkat(dir, name, t, sizeof(t));
+	if (n == (ssize_t)strlen(AJ_PROTECT_LINK) && memcmp(t, AJ_PROTECT_LINK, (size_t)n) == 0)
+		(void)unlinkat(dir, name, 0);
+	if (made != 'f' || !S_ISREG(st.st_mode) || st.st_size != 1)
+		return;
+	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, t, 1, 0) == 1 && t[0] == AJ_PROTECT_DOT[0])
+		(void)unlinkat(dir, name, 0);
+}
+
+void aj_protect_release(aj_protect *pr)
+{
+	if (!pr)
+		return;
+	for (size_t i = pr->n; pr->ws_fd >= 0 && i-- > 0;)
+		if (pr->e[i].made)
+			remove_placeholder(pr->ws_fd, pr->e[i].rel, pr->e[i].made, pr->e[i].dev,
+					   pr->e[i].ino);
+	if (pr->manifest >= 0) {
+		if (pr->manifest_path[0] == '/')
+			unlink(pr->manifest_path);
+		close(pr->manifest);
+	}
+	if (pr->ws_fd >= 0)
+		close(pr->ws_fd);
+	free(pr);
+}
+
+static void sweep_manifest(int dir, const char *name)
+{
+	_cleanup_close_ int fd = openat(dir, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return; /* its run is alive */
+	_cleanup_free_ char *text = NULL;
+	struct stat st;
+	/* made but not yet written by a run that is starting: leave it */
+	if (fstat(fd, &st) < 0 || (st.st_size == 0 && time(NULL) - st.st_mtime < 60))
+		return;
+	if (aj_read_fd(fd, &text, NULL) == 0) {
+		for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
+		     l = strtok_r(NULL, "\n", &save)) {
+			unsigned long long dev, ino;
+			char made;
+			int off = 0;
+			if (sscanf(l, "%llu %llu %c\t%n", &dev, &ino, &made, &off) != 3 || !off)
+				continue;
+			char *ws = l + off, *tab = strchr(ws, '\t');
+			if (!tab || ws[0] != '/')
+				continue;
+			*tab = '\0';
+			_cleanup_close_ int wfd =
+			    openat2_fd(AT_FDCWD, ws, O_PATH | O_DIRECTORY,
+				       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+			if (wfd >= 0)
+				remove_placeholder(wfd, tab + 1, made, (dev_t)dev, (ino_t)ino);
+		}
+	}
+	(void)unlinkat(dir, name, 0);
+}
+
+void aj_protect_sweep(void)
+{
+	int dfd = manifest_dir(false);
+	if (dfd < 0)
+		return;
+	_cleanup_close_ int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(dfd);
+	DIR *d = rd < 0 ? NULL : fdopendir(dup(rd));
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (aj_startswith(de->d_name, "run-"))
+			sweep_manifest(rd, de->d_name);
+	closedir(d);
+}
+
+/* ---- --writable ---- */
+
+int aj_policy_add_writable(aj_policy *p, const char *rel, aj_error *err)
+{
+	char norm[AJ_PROTECT_REL_MAX];
+	size_t o = 0, len = strlen(rel);
+	while (len > 1 && rel[len - 1] == '/')
+		len--;
+	if (len == 0 || rel[0] == '/' || len >= sizeof(norm)) {
+		aj_err(err, EINVAL, "--writable '%s': expected a path relative to the workspace",
+		       rel);
+		aj_err_hint(err, "e.g. --writable .vscode (docs/security.md lists the protected "
+				 "paths)");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len;) {
+		size_t n = strcspn(rel + i, "/");
+		if (n > len - i)
+			n = len - i;
+		if (n == 0 || (n == 1 && rel[i] == '.') || (n == 2 && !strncmp(rel + i, "..", 2)) ||
+		    memchr(rel + i, '\n', n))
+			return aj_err(err, EINVAL,
+				      "--writable '%s': no empty, '.' or '..' components allowed",
+				      rel);
+		if (o)
+			norm[o++] = '/';
+		memcpy(norm + o, rel + i, n);
+		o += n;
+		i += n + 1;
+	}
+	norm[o] = '\0';
+	if (!aj_protect_known(norm)) {
+		aj_err(err, EINVAL, "--writable '%s': not a protected path, it is writable already",
+		       rel);
+		aj_err_hint(err, "protected: .git and below, .vscode, .idea, .claude, .cursor, "
+				 ".mcp.json, .envrc, .husky ... (docs/security.md)");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->n_writable; i++)
+		if (!strcmp(p->writable[i], norm))
+			return 0;
+	if (p->n_writable >= AJ_MAX_WRITABLE)
+		return aj_err(err, E2BIG, "--writable: at most %d paths", AJ_MAX_WRITABLE);
+	if (!(p->writable[p->n_writable] = strdup(norm)))
+		return aj_err(err, ENOMEM, "--writable");
+	p->n_writable++;
+	return 0;
+}
