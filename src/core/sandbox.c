@@ -75,10 +75,11 @@ typedef struct run_ctx {
 	char warnings[4][768];
 	size_t n_warnings;
 	pid_t pid;
-	bool persistent;	 /* a box: init serves commands on request (box.c) */
-	int root_fd;		 /* a box: O_PATH of the sandbox's root, from init */
-	int etc_lock;		 /* the /etc cache's manifest, locked while in use */
-	struct aj_protect *prot; /* the workspace's host-run files (protect.h) */
+	bool persistent; /* a box: init serves commands on request (box.c) */
+	int root_fd;	 /* a box: O_PATH of the sandbox's root, from init */
+	int etc_lock;	 /* the /etc cache's manifest, locked while in use */
+	/* the workspace's host-run files (protect.h) */
+	struct aj_protect *prot;
 } run_ctx;
 
 /* Warnings about degraded features are held until the sandbox is set up:
