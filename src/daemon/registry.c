@@ -423,7 +423,7 @@ static json_t *iso_time(long long ms)
 	return json_string(buf);
 }
 
-json_t *aj_sandbox_json(aj_sandbox *sb)
+static json_t *sandbox_json_base(aj_sandbox *sb)
 {
 	pthread_mutex_lock(&sb->state_mu);
 	long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST);
@@ -443,6 +443,21 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 			 p->net == AJ_NET_OPEN ? "open" : "none", "execs",
 			 (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
 			 aj_zygote_ready(&sb->box));
+}
+
+json_t *aj_sandbox_json(aj_sandbox *sb)
+{
+	json_t *o = sandbox_json_base(sb);
+	/* the protected host-run files of the workspace the sandbox may
+	 * change (--writable, protect.h): never silently */
+	json_t *w = json_array();
+	for (size_t i = 0; w && i < sb->policy.n_writable; i++)
+		json_array_append_new(w, json_string(sb->policy.writable[i]));
+	if (o && w)
+		json_object_set_new(o, "writable", w);
+	else
+		json_decref(w);
+	return o;
 }
 
 json_t *aj_registry_list(void)
