@@ -24,11 +24,11 @@ wait_no_placeholder() { # DIR
     svc_start
     id=$(sb_create "{\"workspace\": \"$WS\", \"ro\": [\"$T/hostile.sh:/hostile.sh\"]}")
     [ -n "$id" ] || fail "no sandbox"
-    api GET "/v1/sandboxes/$id" | jq -e '.writable == []' >/dev/null || fail "writable not []"
     out=$(sb_exec "$id" '{"cmd": ["/hostile.sh"]}')
     mapfile -t lines < <(events_stdout <<<"$out")
     output=$(events_stdout <<<"$out")
     assert_none_escaped
+    api GET "/v1/sandboxes/$id" | jq -e '.writable == []' >/dev/null || fail "writable not []"
     # the files API writes as the sandbox does
     api_status PUT "/v1/sandboxes/$id/files?path=/workspace/.vscode/tasks.json" --data-binary '{}'
     [ "$status_code" -ge 400 ] || fail "files API wrote .vscode/tasks.json ($status_code)"
