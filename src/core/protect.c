@@ -56,6 +56,7 @@ typedef struct prep {
 	uid_t uid; /* the workspace's owner: placeholders are made theirs (root) */
 	gid_t gid;
 	aj_error *err;
+	char unsafe[AJ_PROTECT_REL_MAX]; /* a path join_rel could not follow */
 } prep;
 
 static bool under(const char *rel, const char *top)
@@ -68,6 +69,10 @@ bool aj_protect_known(const char *rel)
 {
 	if (under(rel, ".git"))
 		return true;
+	/* a submodule's .git (from .gitmodules) */
+	for (const char *g = strstr(rel, "/.git"); g; g = strstr(g + 1, "/.git"))
+		if (g[5] == '\0' || g[5] == '/')
+			return true;
 	for (size_t i = 0; aj_protect_names[i]; i++)
 		if (under(rel, aj_protect_names[i]))
 			return true;
@@ -106,11 +111,13 @@ static int open_parent(int ws, const char *rel, const char **name)
 
 /* base (a directory relative to the workspace, "" for its top) joined with
  * target (a path from a symlink, a gitdir: line, core.hooksPath ...) into
- * out, relative to the workspace. Absolute targets are in the workspace
- * when they start with its path. "." and empty components are dropped;
- * ".." stays, for openat2 to resolve beneath the workspace. Returns false
- * when target is outside (nothing of the sandbox's reaches it) or unusable. */
-static bool join_rel(const prep *s, const char *base, const char *target, char *out, size_t len)
+ * out, relative to the workspace, normalized. Absolute targets are in the
+ * workspace when they start with its path. A ".." is resolved by dropping
+ * the component before it, which must be a real directory (no symlink, as
+ * the kernel would find it), else s->unsafe names the path (the run then
+ * fails: where it leads can't be told). Returns false when target is
+ * outside (nothing of the sandbox's reaches it) or unusable. */
+static bool join_rel(prep *s, const char *base, const char *target, char *out, size_t len)
 {
 	char tmp[AJ_PROTECT_REL_MAX * 2];
 	const char *ws = s->p->workspace;
@@ -123,9 +130,24 @@ static bool join_rel(const prep *s, const char *base, const char *target, char *
 		return false;
 	}
 	size_t o = 0;
+	out[0] = '\0';
 	for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		if (!strcmp(c, "."))
 			continue;
+		if (!strcmp(c, "..")) {
+			if (o == 0)
+				return false; /* above the workspace */
+			_cleanup_close_ int fd =
+			    openat2_fd(s->pr->ws_fd, out, O_PATH | O_DIRECTORY, BENEATH);
+			if (fd < 0) {
+				snprintf(s->unsafe, sizeof(s->unsafe), "%s", target);
+				return false;
+			}
+			char *slash = strrchr(out, '/');
+			o = slash ? (size_t)(slash - out) : 0;
+			out[o] = '\0';
+			continue;
+		}
 		size_t cl = strlen(c);
 		if (o + cl + 2 > len)
 			return false;
@@ -133,11 +155,9 @@ static bool join_rel(const prep *s, const char *base, const char *target, char *
 			out[o++] = '/';
 		memcpy(out + o, c, cl);
 		o += cl;
+		out[o] = '\0';
 	}
-	out[o] = '\0';
-	/* the workspace itself, or a last component ".." */
-	const char *last = strrchr(out, '/');
-	return o > 0 && strcmp(last ? last + 1 : out, "..") != 0;
+	return o > 0; /* not the workspace itself */
 }
 
 static bool have(const aj_protect *pr, const char *rel)
@@ -148,9 +168,27 @@ static bool have(const aj_protect *pr, const char *rel)
 	return false;
 }
 
+static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kind);
+
+/* The directories on the way to rel are pinned (bound writable onto
+ * themselves) first: renaming one away, with a mount below it, would move
+ * the protection along, and a new directory in its place would be free. */
+static bool pin_ancestors(prep *s, const char *rel)
+{
+	char prefix[AJ_PROTECT_REL_MAX];
+	for (const char *c = strchr(rel, '/'); c; c = strchr(c + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(c - rel), rel);
+		if (!have(s->pr, prefix) && !add_entry(s, prefix, AJ_PROTECT_PIN))
+			return false;
+	}
+	return true;
+}
+
 static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kind)
 {
 	aj_protect *pr = s->pr;
+	if (!pin_ancestors(s, rel))
+		return NULL;
 	if (pr->n >= AJ_PROTECT_MAX) {
 		aj_err(s->err, E2BIG, "the workspace has more than %d files the host runs",
 		       AJ_PROTECT_MAX);
@@ -550,6 +588,26 @@ static int protect_git(prep *s)
 	return protect_gitdir(s, ".git", 0);
 }
 
+/* .gitmodules: submodule.<name>.path names a submodule's work tree, whose
+ * .git (a "gitdir:" file into .git/modules/, or a directory) git enters
+ * from the superproject (`git status` runs `git status` in each): a .git
+ * rewritten to point elsewhere would run that directory's config. */
+static int gitmodules_config(prep *s, const char *dir, const char *section, const char *key,
+			     const char *value, int depth)
+{
+	char rel[AJ_PROTECT_REL_MAX], git[AJ_PROTECT_REL_MAX];
+	if (strcmp(section, "submodule") || strcmp(key, "path") ||
+	    !join_rel(s, "", value, rel, sizeof(rel)) ||
+	    (size_t)snprintf(git, sizeof(git), "%s/.git", rel) >= sizeof(git))
+		return 0;
+	struct stat st;
+	const char *name;
+	_cleanup_close_ int d = open_parent(s->pr->ws_fd, git, &name);
+	if (d >= 0 && fstatat(d, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+		return protect_gitdir(s, git, depth + 1);
+	return protect_path(s, git, AJ_PROTECT_RO, 'd', depth + 1);
+}
+
 int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 {
 	*out = NULL;
@@ -570,8 +628,18 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 	}
 	prep s = {.p = p, .pr = pr, .uid = st.st_uid, .gid = st.st_gid, .err = err};
 	int r = protect_git(&s);
+	if (r == 0 && !lifted(p, ".git"))
+		r = parse_config(&s, ".gitmodules", gitmodules_config, 0);
 	for (size_t i = 0; r == 0 && aj_protect_names[i]; i++)
 		r = protect_path(&s, aj_protect_names[i], AJ_PROTECT_RO, 'd', 0);
+	if (r == 0 && s.unsafe[0]) {
+		r = aj_err(err, ELOOP,
+			   "the workspace names '%s' (in .git, a symlink or .gitmodules), "
+			   "through a symlink or a missing directory: agentjail can't tell "
+			   "where it leads to keep it read-only",
+			   s.unsafe);
+		aj_err_hint(err, "replace the symlink by what it points to, or give --writable");
+	}
 	if (r < 0) {
 		aj_err_prefix(err, "protecting the workspace's host-run files");
 		aj_protect_release(pr);

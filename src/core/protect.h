@@ -21,7 +21,7 @@
 #include "error.h"
 #include "policy.h"
 
-#define AJ_PROTECT_MAX 128
+#define AJ_PROTECT_MAX 512
 #define AJ_PROTECT_REL_MAX 512
 
 typedef enum aj_protect_kind {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "protect.h"
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
@@ -145,6 +146,7 @@ void aj_registry_sweep(void)
 		closedir(d);
 	if (geteuid() == 0)
 		aj_nft_sweep_stale(); /* tables of dead keepers (--net open) */
+	aj_protect_sweep();	      /* their workspaces' placeholders (protect.h) */
 }
 
 static void make_id(char *buf, size_t len)

@@ -79,6 +79,7 @@ try vscode_mv mv .vscode vscode-old
 try vscode_rm rm -rf .vscode
 try idea_target w sub/idea/workspace.xml '<evil/>'
 try idea_link_rm rm -f .idea
+try idea_parent_mv sh -c 'mv sub sub-old && mkdir -p sub/idea && echo x >sub/idea/workspace.xml'
 try cursor_link_rm rm -f .cursor
 try cursor_out w .cursor/mcp.json '{}'
 try claude_new sh -c 'mkdir -p .claude && echo {} >.claude/settings.json'

@@ -80,6 +80,28 @@ NR_UID=65534
     diff -u "$T/before" "$T/after" || fail "the host workspace changed"
 }
 
+@test "workspace guard (root): a submodule's .git file and its git directory in .git/modules are protected" {
+    git init -q "$T/lib"
+    git -C "$T/lib" -c user.email=a@example.invalid -c user.name=a commit -q --allow-empty -m lib
+    make_repo "$WS"
+    git -C "$WS" -c protocol.file.allow=always submodule add -q "$T/lib" mod 2>/dev/null
+    git -C "$WS" -c core.hooksPath=/dev/null commit -qm sub
+    [ -f "$WS/mod/.git" ] && [ -d "$WS/.git/modules/mod" ] || skip "git made no submodule"
+    listing "$WS" >"$T/before"
+    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+        for c in "echo gitdir: ../evil >mod/.git" "rm -f mod/.git" "mv mod mod2" \
+            "echo x >>.git/modules/mod/config" "echo x >.git/modules/mod/hooks/pre-commit" \
+            "mkdir .git/modules/evil"; do
+            if sh -c "$c" 2>/dev/null; then echo "ESCAPED: $c"; fi
+        done
+        git status --porcelain >/dev/null && echo status=ok'
+    assert_status 0
+    [[ "$output" != *ESCAPED* ]] || fail "$output"
+    assert_eq "$(kv status)" ok "git status inside"
+    listing "$WS" >"$T/after"
+    diff -u "$T/before" "$T/after" || fail "the host workspace changed"
+}
+
 @test "workspace guard (root): --writable .vscode lifts exactly that one, and says so" {
     make_repo "$WS"
     run --separate-stderr timeout -k 5 60 "$AJ" run --quiet --writable .vscode --workspace "$WS" -- sh -c '
