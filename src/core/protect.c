@@ -272,27 +272,31 @@ static int make_placeholder(prep *s, int dir, const char *name, const char *rel,
 		: ph == 'd'
 		    ? mkdirat(dir, name, 0755)
 		    : openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (ph == 'f' && r >= 0) {
-		int w = aj_write_all(r, AJ_PROTECT_DOT, 1);
-		close(r);
-		if (w < 0) {
-			(void)unlinkat(dir, name, 0);
-			return aj_err(s->err, -w, "cannot make a placeholder for '%s'", rel);
-		}
-	}
 	if (r < 0) {
 		if (errno == EROFS || errno == EACCES || errno == EPERM)
 			return 1;
 		return aj_err(s->err, errno, "cannot make a placeholder for '%s' in the workspace",
 			      rel);
 	}
+	/* what was made, by fd: the name may be swapped meanwhile (root must
+	 * not chown whatever the workspace's owner puts there) */
+	_cleanup_close_ int fd = ph == 'f' ? r : openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (geteuid() == 0)
-		if (fchownat(dir, name, s->uid, s->gid, AT_SYMLINK_NOFOLLOW) < 0) {
-			/* left as root's: removed at teardown all the same */
-		}
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return aj_err(s->err, errno, "cannot make a placeholder for '%s'", rel);
+	if (ph == 'f' && aj_write_all(fd, AJ_PROTECT_DOT, 1) < 0) {
+		(void)unlinkat(dir, name, 0);
+		return aj_err(s->err, errno, "cannot make a placeholder for '%s'", rel);
+	}
+	bool ours = st.st_uid == geteuid() && (ph == 'd'   ? S_ISDIR(st.st_mode)
+					       : ph == 'l' ? S_ISLNK(st.st_mode)
+							   : S_ISREG(st.st_mode));
+	if (!ours)
+		return aj_err(s->err, EEXIST,
+			      "'%s' in the workspace changed while agentjail made it", rel);
+	if (geteuid() == 0 && fchownat(fd, "", s->uid, s->gid, AT_EMPTY_PATH) < 0) {
+		/* left as root's: removed at teardown all the same */
+	}
 	aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
 	if (!e)
 		return -E2BIG;
@@ -317,6 +321,8 @@ static int protect_missing(prep *s, const char *rel, char ph)
 		_cleanup_close_ int fd = openat2_fd(s->pr->ws_fd, prefix, O_PATH, BENEATH);
 		if (fd < 0 && errno == ENOENT)
 			break;
+		if (fd < 0 && errno == EACCES)
+			return 0;
 		if (fd < 0)
 			return aj_err(s->err, errno, "cannot look up '%s' in the workspace",
 				      prefix);
@@ -373,6 +379,10 @@ static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph,
 		return protect_missing(s, rel, ph);
 	if (dir == -EXDEV)
 		return 0; /* outside the workspace */
+	if (dir == -EACCES)
+		return 0; /* a directory the caller can't search: the sandbox can't either */
+	if (dir < 0 && dir != -ELOOP)
+		return aj_err(s->err, -dir, "cannot look up '%s' in the workspace", rel);
 	if (dir < 0) {
 		aj_err(s->err, -dir, "cannot protect '%s' in the workspace: a symlink in the way",
 		       rel);
