@@ -28,24 +28,14 @@
  * missing one gets an empty directory as its placeholder (for a file name
  * too: git ignores an empty directory, so `git add -A` inside doesn't pick
  * the placeholder up). */
+/* clang-format off */
 const char *const aj_protect_names[] = {
-    ".vscode",
-    ".idea",
-    ".claude",
-    ".cursor",
-    ".gemini",
-    ".zed",
-    ".devcontainer",
-    ".husky",
-    ".githooks",
-    ".mcp.json",
-    ".envrc",
-    ".pre-commit-config.yaml",
-    "lefthook.yml",
-    ".lefthook.yml",
-    ".devcontainer.json",
-    NULL,
+    ".vscode", ".idea", ".claude", ".cursor", ".gemini", ".zed", ".continue",
+    ".devcontainer", ".husky", ".githooks", ".mcp.json", ".envrc",
+    ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", ".devcontainer.json",
+    "mise.toml", ".mise.toml", ".aider.conf.yml", NULL,
 };
+/* clang-format on */
 
 #define MAX_DEPTH 4	       /* gitdir -> commondir -> ..., links followed */
 #define CONFIG_MAX (256 << 10) /* .git/config and its includes are read up to this */

@@ -93,6 +93,9 @@ try husky sh -c 'mkdir -p .husky && echo x >.husky/pre-commit'
 try devcontainer w .devcontainer/devcontainer.json '{"initializeCommand":"x"}'
 try precommit w .pre-commit-config.yaml 'repos: []'
 try githooks w .githooks/pre-commit x
+try mise w mise.toml '[hooks]'
+try aider w .aider.conf.yml 'test-cmd: x'
+try continue_dir w .continue/config.yaml 'mcpServers: []'
 echo result=done
 EOF
     chmod 0755 "$1"
@@ -120,7 +123,7 @@ assert_none_escaped() {
 # The placeholders agentjail makes for missing paths are gone afterwards.
 assert_no_placeholder() { # DIR [EXCEPT]
     local p
-    for p in .mcp.json .envrc .claude .husky .devcontainer .pre-commit-config.yaml .githooks \
+    for p in .mcp.json .envrc .claude .husky .devcontainer .pre-commit-config.yaml .githooks .continue mise.toml \
         .zed .gemini lefthook.yml .git/commondir .git/config.worktree .git/modules .git/worktrees; do
         [ "$p" = "${2:-}" ] && continue
         if [ -e "$1/$p" ] || [ -L "$1/$p" ]; then
