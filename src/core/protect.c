@@ -150,10 +150,25 @@ static bool join_rel(prep *s, const char *base, const char *target, char *out, s
 	return o > 0; /* not the workspace itself */
 }
 
-static bool have(const aj_protect *pr, const char *rel)
+static aj_protect_entry *find(aj_protect *pr, const char *rel)
 {
 	for (size_t i = 0; i < pr->n; i++)
 		if (!strcmp(pr->e[i].rel, rel))
+			return &pr->e[i];
+	return NULL;
+}
+
+static bool have(aj_protect *pr, const char *rel)
+{
+	return find(pr, rel) != NULL;
+}
+
+/* rel is at or below a path bound read-only already: nothing in it can be
+ * renamed, and a writable bind there would open it again. */
+static bool covered_ro(const aj_protect *pr, const char *rel)
+{
+	for (size_t i = 0; i < pr->n; i++)
+		if (pr->e[i].kind == AJ_PROTECT_RO && under(rel, pr->e[i].rel))
 			return true;
 	return false;
 }
@@ -168,7 +183,8 @@ static bool pin_ancestors(prep *s, const char *rel)
 	char prefix[AJ_PROTECT_REL_MAX];
 	for (const char *c = strchr(rel, '/'); c; c = strchr(c + 1, '/')) {
 		snprintf(prefix, sizeof(prefix), "%.*s", (int)(c - rel), rel);
-		if (!have(s->pr, prefix) && !add_entry(s, prefix, AJ_PROTECT_PIN))
+		if (!have(s->pr, prefix) && !covered_ro(s->pr, prefix) &&
+		    !add_entry(s, prefix, AJ_PROTECT_PIN))
 			return false;
 	}
 	return true;
@@ -187,12 +203,16 @@ static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kin
 	aj_protect_entry *e = &pr->e[pr->n++];
 	memset(e, 0, sizeof(*e));
 	snprintf(e->rel, sizeof(e->rel), "%s", rel);
-	e->kind = kind;
+	e->kind = kind == AJ_PROTECT_PIN && covered_ro(pr, rel) ? AJ_PROTECT_RO : kind;
 	return e;
 }
 
-/* This run's manifest: "dev ino type" TAB workspace TAB rel, a line per
- * placeholder, so that the next run removes them if this one dies. */
+/* The runs' manifests: "dev ino type" TAB workspace TAB rel, a line per
+ * placeholder, one file per run, flock()ed while the run lives, in a
+ * directory of the caller's (root: the state directory's protect/). Runs
+ * on the same workspace share a placeholder: the second adopts it (it is
+ * listed by a live run), and the last one removes it. The directory's
+ * "lock" serializes making, adopting and removing. */
 static int manifest_dir(bool create)
 {
 	if (geteuid() == 0)
@@ -214,40 +234,91 @@ static int manifest_dir(bool create)
 	return fd;
 }
 
+/* The manifest directory's lock, taken (-1: none). */
+static int lock_dir(int dir)
+{
+	int fd =
+	    dir < 0 ? -1 : openat(dir, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Does a live run other than self (a manifest's name) list dev/ino? */
+static bool listed_alive(int dir, const char *self, dev_t dev, ino_t ino)
+{
+	if (dir < 0)
+		return false;
+	_cleanup_close_ int rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = rd < 0 ? NULL : fdopendir(dup(rd));
+	if (!d)
+		return false;
+	char key[64];
+	int kl = snprintf(key, sizeof(key), "%llu %llu ", (unsigned long long)dev,
+			  (unsigned long long)ino);
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		if (!aj_startswith(de->d_name, "run-") || (self && !strcmp(de->d_name, self)))
+			continue;
+		_cleanup_close_ int fd = openat(rd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+			continue; /* gone, or its run is dead */
+		_cleanup_free_ char *text = NULL;
+		if (aj_read_fd(fd, &text, NULL) < 0)
+			continue;
+		for (const char *l = text; l && *l && !found;
+		     l = strchr(l, '\n'), l = l ? l + 1 : l)
+			found = strncmp(l, key, (size_t)kl) == 0;
+	}
+	closedir(d);
+	return found;
+}
+
+/* This run's manifest, made and locked (at prepare, under the lock). */
+static void manifest_open(aj_protect *pr)
+{
+	unsigned rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (unsigned)time(NULL);
+	snprintf(pr->manifest_name, sizeof(pr->manifest_name), "run-%d-%08x", (int)getpid(), rnd);
+	int fd = pr->mdir < 0 ? -1
+			      : openat(pr->mdir, pr->manifest_name,
+				       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		(void)unlinkat(pr->mdir, pr->manifest_name, 0);
+		close(fd);
+		fd = -1;
+	}
+	pr->manifest = fd;
+}
+
 static void record(prep *s, const aj_protect_entry *e)
 {
 	aj_protect *pr = s->pr;
-	if (pr->manifest < 0 && pr->manifest_path[0] != '-') {
-		_cleanup_close_ int dir = manifest_dir(true);
-		char name[64];
-		unsigned rnd = 0;
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd = (unsigned)time(NULL);
-		snprintf(name, sizeof(name), "run-%d-%08x", (int)getpid(), rnd);
-		int fd = dir < 0 ? -1
-				 : openat(dir, name,
-					  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			if (fd >= 0)
-				close(fd);
-			pr->manifest_path[0] = '-'; /* no record: don't try again */
-			return;
-		}
-		pr->manifest = fd;
-		/* removed by name at release: keep dir's path */
-		char dpath[64];
-		snprintf(dpath, sizeof(dpath), "/proc/self/fd/%d", dir);
-		char real[200];
-		ssize_t n = readlink(dpath, real, sizeof(real) - 1);
-		if (n > 0) {
-			real[n] = '\0';
-			snprintf(pr->manifest_path, sizeof(pr->manifest_path), "%s/%s", real, name);
-		}
-	}
 	if (pr->manifest < 0 || strpbrk(s->p->workspace, "\t\n") || strpbrk(e->rel, "\t\n"))
 		return;
 	dprintf(pr->manifest, "%llu %llu %c\t%s\t%s\n", (unsigned long long)e->dev,
 		(unsigned long long)e->ino, e->made, s->p->workspace, e->rel);
+}
+
+/* The name is a placeholder agentjail made (its type and content). */
+static bool is_placeholder(int dir, const char *name, const struct stat *st, char made)
+{
+	if (made == 'd')
+		return S_ISDIR(st->st_mode);
+	char t[sizeof(AJ_PROTECT_LINK) + 1];
+	if (made == 'l') {
+		ssize_t n = S_ISLNK(st->st_mode) ? readlinkat(dir, name, t, sizeof(t)) : -1;
+		return n == (ssize_t)strlen(AJ_PROTECT_LINK) &&
+		       memcmp(t, AJ_PROTECT_LINK, (size_t)n) == 0;
+	}
+	if (made != 'f' || !S_ISREG(st->st_mode) || st->st_size != 1)
+		return false;
+	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	return fd >= 0 && pread(fd, t, 1, 0) == 1 && t[0] == AJ_PROTECT_DOT[0];
 }
 
 /* Make the placeholder name in dir, of type ph: 'd' an empty directory,
@@ -256,12 +327,34 @@ static void record(prep *s, const aj_protect_entry *e)
  * with lstat(): "." names the git directory itself). EROFS, EACCES, EPERM: the sandbox
  * can't make it either (it writes as the workspace's owner, or as the
  * caller), nothing to protect: 1. */
+/* The name appeared since it was looked up: another run's placeholder (a
+ * live run lists it) is shared, anything else fails the run. */
+static int adopt(prep *s, int dir, const char *name, const char *rel, char ph)
+{
+	struct stat st;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    is_placeholder(dir, name, &st, ph) &&
+	    listed_alive(s->pr->mdir, s->pr->manifest_name, st.st_dev, st.st_ino)) {
+		aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
+		if (!e)
+			return -E2BIG;
+		e->made = ph;
+		e->dev = st.st_dev;
+		e->ino = st.st_ino;
+		record(s, e);
+		return 0;
+	}
+	return aj_err(s->err, EEXIST, "'%s' in the workspace changed while agentjail made it", rel);
+}
+
 static int make_placeholder(prep *s, int dir, const char *name, const char *rel, char ph)
 {
 	int r = ph == 'l' ? symlinkat(AJ_PROTECT_LINK, dir, name)
 		: ph == 'd'
 		    ? mkdirat(dir, name, 0755)
 		    : openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (r < 0 && errno == EEXIST)
+		return adopt(s, dir, name, rel, ph);
 	if (r < 0) {
 		if (errno == EROFS || errno == EACCES || errno == EPERM)
 			return 1;
@@ -361,7 +454,10 @@ static int protect_link(prep *s, int dir, const char *name, const char *rel, aj_
  * reads (a symlink placeholder), else a directory. */
 static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph, int depth)
 {
-	if (lifted(s->p, rel) || have(s->pr, rel))
+	aj_protect_entry *known = find(s->pr, rel);
+	if (known && kind == AJ_PROTECT_RO)
+		known->kind = AJ_PROTECT_RO; /* pinned on the way to another, read-only now */
+	if (lifted(s->p, rel) || known)
 		return 0;
 	const char *name;
 	_cleanup_close_ int dir = open_parent(s->pr->ws_fd, rel, &name);
@@ -387,6 +483,11 @@ static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph,
 		int r = make_placeholder(s, dir, name, rel, ph);
 		return r > 0 ? 0 : r;
 	}
+	/* another live run's placeholder: shared, and removed by the last */
+	char type = S_ISDIR(st.st_mode) ? 'd' : S_ISLNK(st.st_mode) ? 'l' : 'f';
+	if (is_placeholder(dir, name, &st, type) &&
+	    listed_alive(s->pr->mdir, s->pr->manifest_name, st.st_dev, st.st_ino))
+		return adopt(s, dir, name, rel, type);
 	if (S_ISLNK(st.st_mode))
 		return protect_link(s, dir, name, rel, kind, ph, depth);
 	if (kind == AJ_PROTECT_PIN && !S_ISDIR(st.st_mode))
@@ -608,16 +709,25 @@ static int gitmodules_config(prep *s, const char *dir, const char *section, cons
 	return protect_path(s, git, AJ_PROTECT_RO, 'd', depth + 1);
 }
 
+static void sweep_dir(int dfd);
+
 int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 {
 	*out = NULL;
 	if (!p->workspace)
 		return 0;
-	aj_protect_sweep();
 	aj_protect *pr = calloc(1, sizeof(*pr));
 	if (!pr)
 		return aj_err(err, ENOMEM, "workspace protection");
 	pr->manifest = -1;
+	/* under the manifests' lock until the placeholders are made: the dead
+	 * runs' swept, ours recorded, another run's shared */
+	pr->mdir = manifest_dir(true);
+	_cleanup_close_ int lock = lock_dir(pr->mdir);
+	if (lock >= 0) {
+		sweep_dir(pr->mdir);
+		manifest_open(pr);
+	}
 	pr->ws_fd = openat2_fd(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY,
 			       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	struct stat st;
@@ -687,47 +797,38 @@ int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
 /* ---- teardown and the crash sweep ---- */
 
 /* Remove rel below ws if it is still the placeholder made (same inode, an
- * empty directory or the symlink): a file the host's user put there stays. */
-static void remove_placeholder(int ws, const char *rel, char made, dev_t dev, ino_t ino)
+ * empty directory or the symlink or the "."), and no other live run shares
+ * it: a file the host's user put there stays. Under the manifests' lock. */
+static void remove_placeholder(int mdir, const char *self, int ws, const char *rel, char made,
+			       dev_t dev, ino_t ino)
 {
 	const char *name;
 	_cleanup_close_ int dir = open_parent(ws, rel, &name);
 	struct stat st;
 	if (dir < 0 || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev ||
-	    st.st_ino != ino)
+	    st.st_ino != ino || !is_placeholder(dir, name, &st, made) ||
+	    listed_alive(mdir, self, dev, ino))
 		return;
-	if (made == 'd' && S_ISDIR(st.st_mode)) {
-		(void)unlinkat(dir, name, AT_REMOVEDIR); /* only if empty */
-		return;
-	}
-	char t[sizeof(AJ_PROTECT_LINK) + 1];
-	ssize_t n = -1;
-	if (made == 'l' && S_ISLNK(st.st_mode))
-		n = readlinkat(dir, name, t, sizeof(t));
-	if (n == (ssize_t)strlen(AJ_PROTECT_LINK) && memcmp(t, AJ_PROTECT_LINK, (size_t)n) == 0)
-		(void)unlinkat(dir, name, 0);
-	if (made != 'f' || !S_ISREG(st.st_mode) || st.st_size != 1)
-		return;
-	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && pread(fd, t, 1, 0) == 1 && t[0] == AJ_PROTECT_DOT[0])
-		(void)unlinkat(dir, name, 0);
+	(void)unlinkat(dir, name, made == 'd' ? AT_REMOVEDIR : 0); /* a directory: if empty */
 }
 
 void aj_protect_release(aj_protect *pr)
 {
 	if (!pr)
 		return;
+	_cleanup_close_ int lock = lock_dir(pr->mdir);
 	for (size_t i = pr->n; pr->ws_fd >= 0 && i-- > 0;)
 		if (pr->e[i].made)
-			remove_placeholder(pr->ws_fd, pr->e[i].rel, pr->e[i].made, pr->e[i].dev,
-					   pr->e[i].ino);
+			remove_placeholder(pr->mdir, pr->manifest_name, pr->ws_fd, pr->e[i].rel,
+					   pr->e[i].made, pr->e[i].dev, pr->e[i].ino);
 	if (pr->manifest >= 0) {
-		if (pr->manifest_path[0] == '/')
-			unlink(pr->manifest_path);
+		(void)unlinkat(pr->mdir, pr->manifest_name, 0);
 		close(pr->manifest);
 	}
 	if (pr->ws_fd >= 0)
 		close(pr->ws_fd);
+	if (pr->mdir >= 0)
+		close(pr->mdir);
 	free(pr);
 }
 
@@ -757,19 +858,17 @@ static void sweep_manifest(int dir, const char *name)
 			    openat2_fd(AT_FDCWD, ws, O_PATH | O_DIRECTORY,
 				       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 			if (wfd >= 0)
-				remove_placeholder(wfd, tab + 1, made, (dev_t)dev, (ino_t)ino);
+				remove_placeholder(dir, name, wfd, tab + 1, made, (dev_t)dev,
+						   (ino_t)ino);
 		}
 	}
 	(void)unlinkat(dir, name, 0);
 }
 
-void aj_protect_sweep(void)
+/* Under the manifests' lock. */
+static void sweep_dir(int dfd)
 {
-	int dfd = manifest_dir(false);
-	if (dfd < 0)
-		return;
 	_cleanup_close_ int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	close(dfd);
 	DIR *d = rd < 0 ? NULL : fdopendir(dup(rd));
 	if (!d)
 		return;
@@ -778,6 +877,14 @@ void aj_protect_sweep(void)
 		if (aj_startswith(de->d_name, "run-"))
 			sweep_manifest(rd, de->d_name);
 	closedir(d);
+}
+
+void aj_protect_sweep(void)
+{
+	_cleanup_close_ int dfd = manifest_dir(false);
+	_cleanup_close_ int lock = lock_dir(dfd);
+	if (lock >= 0)
+		sweep_dir(dfd);
 }
 
 /* ---- --writable ---- */

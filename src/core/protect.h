@@ -44,7 +44,8 @@ typedef struct aj_protect {
 	size_t n;
 	int ws_fd;    /* parent: the workspace (O_PATH) */
 	int manifest; /* parent: this run's record of placeholders, locked; or -1 */
-	char manifest_path[256];
+	int mdir;     /* parent: the manifests' directory, or -1 */
+	char manifest_name[64];
 } aj_protect;
 
 /* The names protected at the top of every workspace (besides .git). */
