@@ -200,10 +200,12 @@ static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kin
 		       AJ_PROTECT_MAX);
 		return NULL;
 	}
+	if (kind == AJ_PROTECT_PIN && covered_ro(pr, rel))
+		kind = AJ_PROTECT_RO;
 	aj_protect_entry *e = &pr->e[pr->n++];
 	memset(e, 0, sizeof(*e));
 	snprintf(e->rel, sizeof(e->rel), "%s", rel);
-	e->kind = kind == AJ_PROTECT_PIN && covered_ro(pr, rel) ? AJ_PROTECT_RO : kind;
+	e->kind = kind;
 	return e;
 }
 
