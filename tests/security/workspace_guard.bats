@@ -152,6 +152,27 @@ NR_UID=65534
     assert_eq "$(ls -A "$WS")" f "workspace entries"
 }
 
+@test "workspace guard (root): two runs on one workspace share the placeholders; the last removes them" {
+    echo hi >"$WS/f"
+    timeout -k 5 60 "$AJ" run --workspace "$WS" -- sleep 1 &
+    AJ_BG_PID=$!
+    local i
+    for i in $(seq 100); do [ -d "$WS/.mcp.json" ] && break; sleep 0.05; done
+    # the second outlives the first: its .git and .mcp.json stay protected
+    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+        sleep 2
+        mkdir .git/hooks 2>/dev/null && echo git=ESCAPED
+        echo x >.mcp.json 2>/dev/null && echo mcp=ESCAPED
+        mv .envrc x 2>/dev/null && echo envrc=ESCAPED
+        [ -d .git ] && [ -d .mcp.json ] && echo still=there'
+    wait "$AJ_BG_PID"
+    assert_status 0
+    [[ "$output" != *ESCAPED* ]] || fail "$output"
+    assert_eq "$(kv still)" there "placeholders after the first run ended"
+    assert_no_placeholder "$WS"
+    assert_eq "$(ls -A "$WS")" f "workspace entries"
+}
+
 # ---- unprivileged caller ----
 
 nr_prepare() {
