@@ -323,12 +323,6 @@ static bool is_placeholder(int dir, const char *name, const struct stat *st, cha
 	return fd >= 0 && pread(fd, t, 1, 0) == 1 && t[0] == AJ_PROTECT_DOT[0];
 }
 
-/* Make the placeholder name in dir, of type ph: 'd' an empty directory,
- * 'l' a symlink to a path that can't exist (a file git reads with access(),
- * which finds it missing), 'f' a file "." (.git/commondir, which git finds
- * with lstat(): "." names the git directory itself). EROFS, EACCES, EPERM: the sandbox
- * can't make it either (it writes as the workspace's owner, or as the
- * caller), nothing to protect: 1. */
 /* The name appeared since it was looked up: another run's placeholder (a
  * live run lists it) is shared, anything else fails the run. */
 static int adopt(prep *s, int dir, const char *name, const char *rel, char ph)
@@ -349,6 +343,12 @@ static int adopt(prep *s, int dir, const char *name, const char *rel, char ph)
 	return aj_err(s->err, EEXIST, "'%s' in the workspace changed while agentjail made it", rel);
 }
 
+/* Make the placeholder name in dir, of type ph: 'd' an empty directory,
+ * 'l' a symlink to a path that can't exist (a file git reads with access(),
+ * which finds it missing), 'f' a file "." (.git/commondir, which git finds
+ * with lstat(): "." names the git directory itself). EROFS, EACCES, EPERM:
+ * the sandbox can't make it either (it writes as the workspace's owner, or as the
+ * caller), nothing to protect: 1. */
 static int make_placeholder(prep *s, int dir, const char *name, const char *rel, char ph)
 {
 	int r = ph == 'l' ? symlinkat(AJ_PROTECT_LINK, dir, name)
@@ -450,10 +450,9 @@ static int protect_link(prep *s, int dir, const char *name, const char *rel, aj_
 	return protect_path(s, to, kind, ph, depth + 1);
 }
 
-/* Protect rel (relative to the workspace, maybe with ".." that must stay
- * beneath it): bind it read-only (or pin it), make a placeholder when it is
- * missing, follow a symlink at its name. link: a missing rel is a file git
- * reads (a symlink placeholder), else a directory. */
+/* Protect rel (relative to the workspace, normalized): bind it read-only
+ * (or pin it), make a placeholder of type ph when it is missing, follow a
+ * symlink at its name, share another live run's placeholder. */
 static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph, int depth)
 {
 	aj_protect_entry *known = find(s->pr, rel);
