@@ -724,7 +724,7 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 	/* under the manifests' lock until the placeholders are made: the dead
 	 * runs' swept, ours recorded, another run's shared */
 	pr->mdir = manifest_dir(true);
-	_cleanup_close_ int lock = lock_dir(pr->mdir);
+	int lock = lock_dir(pr->mdir); /* closed before a release: flock is per open file */
 	if (lock >= 0) {
 		sweep_dir(pr->mdir);
 		manifest_open(pr);
@@ -734,6 +734,8 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 	struct stat st;
 	if (pr->ws_fd < 0 || fstat(pr->ws_fd, &st) < 0) {
 		int e = errno;
+		if (lock >= 0)
+			close(lock);
 		aj_protect_release(pr);
 		return aj_err(err, e, "cannot open the workspace '%s'", p->workspace);
 	}
@@ -753,9 +755,13 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 	}
 	if (r < 0) {
 		aj_err_prefix(err, "protecting the workspace's host-run files");
+		if (lock >= 0)
+			close(lock);
 		aj_protect_release(pr);
 		return r;
 	}
+	if (lock >= 0)
+		close(lock);
 	*out = pr;
 	return 0;
 }

@@ -133,6 +133,17 @@ NR_UID=65534
     diff -u "$T/before" "$T/after" || fail "the host workspace changed"
 }
 
+@test "workspace guard: a core.hooksPath agentjail can't follow safely fails the run (125), nothing left" {
+    make_repo "$WS"
+    git -C "$WS" config core.hooksPath missing/../hooks
+    listing "$WS" >"$T/before"
+    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- touch /workspace/ran
+    assert_status 125
+    [[ "$stderr" == *"missing/../hooks"* ]] || fail "unclear: $stderr"
+    listing "$WS" >"$T/after"
+    diff -u "$T/before" "$T/after" || fail "the host workspace changed"
+}
+
 @test "workspace guard (root): placeholders of a run that was killed are removed by the next" {
     echo hi >"$WS/f"
     timeout -k 5 60 "$AJ" run --workspace "$WS" -- sleep 30 &
