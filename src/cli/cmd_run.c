@@ -43,6 +43,10 @@ static const char run_usage[] =
     "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
     "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
     "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
+    "      --writable PATH     let the sandbox change PATH of the workspace, one of\n"
+    "                          the files host tools run (.git/config, .git/hooks,\n"
+    "                          .vscode, .mcp.json, .envrc ...), read-only by default\n"
+    "                          (docs/security.md; repeatable)\n"
     "Limits (cgroup; the whole sandbox):\n"
     "      --memory SIZE       memory limit, no swap (1G; 0 = none)\n"
     "      --pids N            process limit (256; 0 = none)\n"
@@ -119,6 +123,7 @@ enum {
 	OPT_IMAGE,
 	OPT_LIMITS,
 	OPT_ISOLATION,
+	OPT_WRITABLE,
 };
 
 static const struct option run_opts[] = {
@@ -158,6 +163,7 @@ static const struct option run_opts[] = {
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},
+    {"writable", required_argument, NULL, OPT_WRITABLE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -235,6 +241,12 @@ int aj_cmd_run(int argc, char **argv)
 #endif
 	if (r == 0) {
 		p.argv = argv + optind;
+		/* never silently, not even with --quiet */
+		for (size_t i = 0; p.workspace && i < p.n_writable; i++)
+			fprintf(stderr,
+				"agentjail: notice: --writable %s: the sandbox may change it, and "
+				"host tools run what is in it\n",
+				p.writable[i]);
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
 		r = p.isolation == AJ_ISO_GVISOR ? aj_gvisor_run(&p, &hooks, &res, &err)

@@ -16,6 +16,7 @@
 #include "etc.h"
 #include "inroot.h"
 #include "mask.h"
+#include "protect.h"
 #include "userns.h"
 #include "util.h"
 
@@ -516,6 +517,8 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	if ((r = fill_root(p, plan, rootfd, err)) < 0)
 		return r;
 	if (p->workspace && (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
+		return r;
+	if (p->workspace && (r = aj_protect_apply(plan->protect, NEWROOT, err)) < 0)
 		return r;
 	return pivot_into_newroot(!p->rootfs, err);
 }

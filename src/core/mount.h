@@ -57,6 +57,9 @@ typedef struct aj_mount_plan {
 	 * bind per device node. */
 	bool dev_cached;
 	int dev_tree;
+	/* the workspace's host-run files, bound read-only by the child after
+	 * the masks (protect.h); not owned by the plan */
+	const struct aj_protect *protect;
 } aj_mount_plan;
 
 /* Where the generated /etc files are when /etc is the cached copy. */

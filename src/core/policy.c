@@ -49,6 +49,8 @@ void aj_policy_free(aj_policy *p)
 	}
 	for (size_t i = 0; i < p->n_masks; i++)
 		free(p->masks[i]);
+	for (size_t i = 0; i < p->n_writable; i++)
+		free(p->writable[i]);
 	for (size_t i = 0; i < p->n_allow; i++)
 		free(p->allow[i].host);
 	free(p->net_log);
@@ -492,6 +494,9 @@ int aj_policy_validate(const aj_policy *p, aj_error *err)
 				return aj_err(err, EINVAL, "two binds have the same destination %s",
 					      p->binds[i].dest);
 	}
+	if (p->n_writable && !p->workspace)
+		return aj_err(err, EINVAL, "--writable %s: there is no --workspace",
+			      p->writable[0]);
 	if (p->tmp_size < (1ULL << 20))
 		return aj_err(err, EINVAL, "--disk must be at least 1M");
 	if (p->fsize && p->fsize < 4096)

@@ -29,6 +29,7 @@ typedef struct aj_bind {
 
 #define AJ_MAX_SECRETS 64
 #define AJ_MAX_MASKS 64
+#define AJ_MAX_WRITABLE 32
 
 typedef struct aj_secret {
 	char *name;	   /* environment variable name */
@@ -108,6 +109,10 @@ typedef struct aj_policy {
 	char *masks[AJ_MAX_MASKS]; /* extra globs of workspace files to mask */
 	size_t n_masks;
 	bool no_default_masks;
+	/* --writable PATH: protected host-run files of the workspace the
+	 * sandbox may change after all (protect.h), relative, normalized */
+	char *writable[AJ_MAX_WRITABLE];
+	size_t n_writable;
 	aj_tty_mode tty;
 	aj_net_mode net;
 	bool net_explicit;	   /* --net was given */
@@ -162,6 +167,9 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
 int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
+/* --writable PATH: relative to the workspace, one of the protected
+ * host-run files or below one (protect.c) */
+int aj_policy_add_writable(aj_policy *p, const char *rel, aj_error *err);
 
 /* --net none|open */
 int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);

@@ -33,6 +33,7 @@
 #include "init.h"
 #include "mount.h"
 #include "net.h"
+#include "protect.h"
 #include "pty.h"
 #include "relay.h"
 #include "sysfilter.h"
@@ -77,6 +78,8 @@ typedef struct run_ctx {
 	bool persistent; /* a box: init serves commands on request (box.c) */
 	int root_fd;	 /* a box: O_PATH of the sandbox's root, from init */
 	int etc_lock;	 /* the /etc cache's manifest, locked while in use */
+	/* the workspace's host-run files (protect.h) */
+	struct aj_protect *prot;
 } run_ctx;
 
 /* Warnings about degraded features are held until the sandbox is set up:
@@ -278,6 +281,9 @@ static int prepare(run_ctx *c, aj_error *err)
 	if ((r = aj_mount_plan_build(p, &c->plan, c->idm.privileged ? &c->etc_lock : NULL, err)) <
 	    0)
 		return r;
+	if ((r = aj_protect_prepare(p, &c->prot, err)) < 0)
+		return r;
+	c->plan.protect = c->prot; /* the child binds them (mount.c) */
 	if ((r = aj_net_prepare(&c->net, p, err)) < 0)
 		return r;
 	_cleanup_free_ char *host_resolv = NULL;
@@ -585,6 +591,8 @@ static void teardown(run_ctx *c)
 		aj_cgroup_destroy(&c->cg);
 	aj_net_teardown(&c->net);
 	aj_mount_plan_free(&c->plan);
+	aj_protect_release(c->prot); /* the placeholders, once no mount holds them */
+	c->prot = NULL;
 	if (c->etc_lock >= 0)
 		close(c->etc_lock); /* after the mounts that used the copy are gone */
 	c->etc_lock = -1;
@@ -705,6 +713,8 @@ out:
 		aj_cgroup_destroy(&c->cg);
 	aj_net_teardown(&c->net);
 	aj_mount_plan_free(&c->plan);
+	aj_protect_release(c->prot);
+	c->prot = NULL;
 	if (c->etc_lock >= 0)
 		close(c->etc_lock);
 	aj_strv_free(c->envp);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "protect.h"
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
@@ -165,6 +166,7 @@ void aj_registry_sweep(void)
 		closedir(d);
 	if (geteuid() == 0)
 		aj_nft_sweep_stale(); /* tables of dead keepers (--net open) */
+	aj_protect_sweep();	      /* their workspaces' placeholders (protect.h) */
 }
 
 static void make_id(char *buf, size_t len)
@@ -515,7 +517,7 @@ static json_t *iso_time(long long ms)
 	return json_string(buf);
 }
 
-json_t *aj_sandbox_json(aj_sandbox *sb)
+static json_t *sandbox_json_base(aj_sandbox *sb)
 {
 	pthread_mutex_lock(&sb->state_mu);
 	long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST);
@@ -545,6 +547,21 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 		json_object_set_new(o, "limits_not_applied", missing);
 	else
 		json_decref(missing);
+	return o;
+}
+
+json_t *aj_sandbox_json(aj_sandbox *sb)
+{
+	json_t *o = sandbox_json_base(sb);
+	/* the protected host-run files of the workspace the sandbox may
+	 * change (--writable, protect.h): never silently */
+	json_t *w = json_array();
+	for (size_t i = 0; w && i < sb->policy.n_writable; i++)
+		json_array_append_new(w, json_string(sb->policy.writable[i]));
+	if (o && w)
+		json_object_set_new(o, "writable", w);
+	else
+		json_decref(w);
 	return o;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: every text parser behind the CLI flags (sizes, numbers,
- * seconds, user, cpus, hostname, env entries, in-sandbox paths, masks, CIDRs,
+ * seconds, user, cpus, hostname, env entries, in-sandbox paths, masks,
+ * --writable paths, CIDRs,
  * resolv.conf) and
  * the env-file parser. Each must accept or refuse, never crash or leak. */
 #include <stddef.h>
@@ -37,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)aj_policy_set_cwd(&p, s, &err);
 	(void)aj_policy_add_env(&p, s, &err);
 	(void)aj_policy_add_mask(&p, s, &err);
+	(void)aj_policy_add_writable(&p, s, &err);
 	char *canon = NULL;
 	if (aj_path_validate_inside("--ro", s, &canon, &err) == 0)
 		free(canon);

@@ -217,6 +217,36 @@ static void test_etc_passwd(void **state)
 	free(gr);
 }
 
+/* --writable: relative, normalized, one of the protected paths or below. */
+static void test_writable(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_error err;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_writable(&p, ".vscode/", &err), 0);
+	assert_int_equal(aj_policy_add_writable(&p, ".vscode", &err), 0); /* once */
+	assert_int_equal(aj_policy_add_writable(&p, ".git/hooks", &err), 0);
+	assert_int_equal(aj_policy_add_writable(&p, ".claude/settings.json", &err), 0);
+	assert_int_equal(p.n_writable, 3);
+	assert_string_equal(p.writable[0], ".vscode");
+	assert_string_equal(p.writable[1], ".git/hooks");
+	static const char *const bad[] = {"",	     "/",	  "/etc",	"..",
+					  "../.git", ".git/../x", "./.vscode",	".git//hooks",
+					  "src",     ".gitx",	  ".vscodex/a", "a/.vscode",
+					  ".git/\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(aj_policy_add_writable(&p, bad[i], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "--writable"));
+	}
+	assert_int_equal(p.n_writable, 3);
+	char *cmd[] = {"true", NULL};
+	p.argv = cmd;
+	assert_int_equal(aj_policy_validate(&p, &err), -EINVAL); /* no workspace */
+	assert_non_null(strstr(err.msg, "--workspace"));
+	aj_policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +256,7 @@ int main(void)
 	    cmocka_unit_test(test_user_hostname_cpus),
 	    cmocka_unit_test(test_validate_command),
 	    cmocka_unit_test(test_etc_passwd),
+	    cmocka_unit_test(test_writable),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
