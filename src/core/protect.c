@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "inroot.h"
 #include "mount.h"
 #include "util.h"
 
@@ -772,11 +773,14 @@ int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
 {
 	if (!pr)
 		return 0;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s" AJ_WORKSPACE_DIR, root);
-	_cleanup_close_ int ws = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* where the workspace was mounted: looked up inside the root, as its
+	 * mount point was (an image's /workspace may be a link, inroot.h) */
+	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int ws =
+	    root_fd < 0 ? -errno
+			: aj_open_in_root(root_fd, AJ_WORKSPACE_DIR, O_PATH | O_DIRECTORY, 0);
 	if (ws < 0)
-		return aj_err(err, errno, "cannot open the workspace to protect it");
+		return aj_err(err, -ws, "cannot open the workspace to protect it");
 	for (size_t i = 0; i < pr->n; i++) {
 		const aj_protect_entry *e = &pr->e[i];
 		const char *name;
@@ -823,7 +827,8 @@ void aj_protect_release(aj_protect *pr)
 {
 	if (!pr)
 		return;
-	_cleanup_close_ int lock = lock_dir(pr->mdir);
+	_cleanup_close_ int lock = lock_dir(pr->mdir); /* held to the end */
+	(void)lock;
 	for (size_t i = pr->n; pr->ws_fd >= 0 && i-- > 0;)
 		if (pr->e[i].made)
 			remove_placeholder(pr->mdir, pr->manifest_name, pr->ws_fd, pr->e[i].rel,
@@ -889,7 +894,8 @@ static void sweep_dir(int dfd)
 void aj_protect_sweep(void)
 {
 	_cleanup_close_ int dfd = manifest_dir(false);
-	_cleanup_close_ int lock = lock_dir(dfd);
+	_cleanup_close_ int lock = lock_dir(dfd); /* held to the end */
+	(void)lock;
 	if (lock >= 0)
 		sweep_dir(dfd);
 }

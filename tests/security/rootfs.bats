@@ -71,8 +71,11 @@ teardown() {
 host_listing() {
     local fmt='%p %U %G %m %s %T@\n'
     {
-        find "$C" "$T" \( -path "$AGENTJAIL_STATE_DIR/dev-cache" -o -path "$AGENTJAIL_STATE_DIR/etc-cache" \) \
-            -prune -o -printf "own $fmt"
+        # (directories without their mtime: the workspace guard's placeholders
+        # are made and removed again, protect.c; their manifests' lock stays)
+        find "$C" "$T" \( -path "$AGENTJAIL_STATE_DIR/dev-cache" -o -path "$AGENTJAIL_STATE_DIR/etc-cache" \
+            -o -path "$AGENTJAIL_STATE_DIR/protect" \) -prune -o -type d -printf "own %p %U %G %m dir\n" \
+            -o -printf "own $fmt"
         {
             find /tmp /var/tmp /run /dev/shm \( -path "$BATS_RUN_TMPDIR" -o -path '/tmp/bash_jobs.*' \
                 -o -path '/tmp/bash_tool_*' -o -path /run/netns \) -prune -o -printf "$fmt"

@@ -199,9 +199,10 @@ nr_prepare() {
     fi
 }
 
+# (no cgroup is delegated to uid 65534 here: limits fail closed without --limits best-effort)
 nr_aj() {
     (cd "$NRWS" && exec timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups \
-        --inh-caps=-all env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$@" </dev/null)
+        --inh-caps=-all env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$1" --limits best-effort "${@:2}" </dev/null)
 }
 
 @test "workspace guard (unprivileged): host-run files can't be written, created, renamed or replaced" {
