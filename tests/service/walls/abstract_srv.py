@@ -14,8 +14,9 @@ with open(pidfile + ".tmp", "w") as f:
     f.write(str(os.getpid()))
 os.rename(pidfile + ".tmp", pidfile)
 c, _ = s.accept()
-c.sendall(b"pong " + c.recv(100))
+data = c.recv(100)
+print("served", flush=True)  # before the answer: the client signals us after it
+c.sendall(b"pong " + data)
 c.close()
-print("served", flush=True)
 time.sleep(30)
 print("not signalled", flush=True)
