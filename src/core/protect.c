@@ -774,6 +774,13 @@ int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
 		return 0;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s" AJ_WORKSPACE_DIR, root);
+	return aj_protect_apply_dir(pr, path, err);
+}
+
+int aj_protect_apply_dir(const aj_protect *pr, const char *path, aj_error *err)
+{
+	if (!pr)
+		return 0;
 	_cleanup_close_ int ws = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ws < 0)
 		return aj_err(err, errno, "cannot open the workspace to protect it");

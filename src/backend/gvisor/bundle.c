@@ -358,6 +358,7 @@ static int workspace(bundle *b)
 	if (!p->workspace)
 		return 0;
 	char m[PATH_MAX];
+	b->staged->workspace = (int)b->staged->n;
 	int r = stage(b, p->workspace, m, sizeof(m));
 	if (r == 0)
 		r = add_bind(b, m, AJ_WORKSPACE_DIR, true);
