@@ -106,6 +106,47 @@ hgit() { git -c safe.directory='*' -C "$WS" "$@"; }
     [ -f "$WS/.git/config" ] || fail "git init did not make .git/config"
 }
 
+@test "gvisor guard: a .git file (gitdir:) and the git directory it names are protected" {
+    git init -q --separate-git-dir="$WS/.realgit" "$WS"
+    own_ws
+    listing "$WS" >"$T/before"
+    run --separate-stderr gv -- sh -c '
+        for c in "echo x >>.git" "echo x >>.realgit/config" "echo x >.realgit/hooks/pre-commit" \
+            "mv .realgit y" "mv .git y" "rm -f .git" "echo x >.realgit/commondir" "git config core.fsmonitor x"; do
+            if sh -c "$c" 2>/dev/null; then echo "ESCAPED: $c"; fi
+        done; echo done'
+    assert_status 0
+    [[ "$output" != *ESCAPED* ]] || fail "$output"
+    assert_eq "${lines[-1]}" done
+    listing "$WS" >"$T/after"
+    diff -u "$T/before" "$T/after" || fail "the host workspace changed"
+}
+
+@test "gvisor guard: a submodule's .git file and its git directory in .git/modules are protected" {
+    git init -q "$T/lib"
+    git -C "$T/lib" -c user.email=a@example.invalid -c user.name=a commit -q --allow-empty -m lib
+    make_repo "$WS"
+    git -C "$WS" -c protocol.file.allow=always submodule add -q "$T/lib" mod 2>/dev/null
+    git -C "$WS" -c core.hooksPath=/dev/null commit -qm sub
+    [ -f "$WS/mod/.git" ] && [ -d "$WS/.git/modules/mod" ] || skip "git made no submodule"
+    own_ws
+    # the index is git's to rewrite (the chown changed the files' ctime:
+    # git status inside refreshes it)
+    listing "$WS" | grep -v '\./\.git/index\( \|$\)' >"$T/before"
+    run --separate-stderr gv -- sh -c '
+        for c in "echo gitdir: ../evil >mod/.git" "rm -f mod/.git" "mv mod mod2" \
+            "echo x >>.git/modules/mod/config" "echo x >.git/modules/mod/hooks/pre-commit" \
+            "mkdir .git/modules/evil"; do
+            if sh -c "$c" 2>/dev/null; then echo "ESCAPED: $c"; fi
+        done
+        git status --porcelain >/dev/null && echo status=ok'
+    assert_status 0
+    [[ "$output" != *ESCAPED* ]] || fail "$output"
+    assert_eq "$(kv status)" ok "git status inside"
+    listing "$WS" | grep -v '\./\.git/index\( \|$\)' >"$T/after"
+    diff -u "$T/before" "$T/after" || fail "the host workspace changed"
+}
+
 @test "gvisor guard: a run that fails to start leaves no placeholder" {
     echo hi >"$WS/f"
     own_ws
