@@ -94,6 +94,20 @@ char *aj_mask_env_text(const aj_policy *p, const char *content)
 	return out;
 }
 
+int aj_mask_replacement(const aj_policy *p, const char *repl, const char *name, bool is_dir,
+			int content, aj_error *err)
+{
+	if (is_dir)
+		return mkdir(repl, 0755) < 0 ? aj_err(err, errno, "mask: cannot create %s", repl)
+					     : 0;
+	_cleanup_free_ char *text = NULL, *orig = NULL;
+	if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
+	    aj_read_fd(content, &orig, NULL) == 0)
+		text = aj_mask_env_text(p, orig);
+	int r = aj_write_file(repl, text ? text : "", 0444);
+	return r < 0 ? aj_err(err, -r, "mask: cannot create %s", repl) : 0;
+}
+
 typedef struct mask_walk {
 	const aj_policy *p;
 	const char *scratch;
@@ -132,18 +146,9 @@ static int mask_one(mask_walk *w, const char *name, int content, const char *pat
 {
 	char repl[PATH_MAX];
 	snprintf(repl, sizeof(repl), "%s/%zu", w->scratch, w->masked);
-	if (is_dir) {
-		if (mkdir(repl, 0755) < 0)
-			return aj_err(w->err, errno, "mask: cannot create %s", repl);
-	} else {
-		_cleanup_free_ char *text = NULL, *orig = NULL;
-		if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
-		    aj_read_fd(content, &orig, NULL) == 0)
-			text = aj_mask_env_text(w->p, orig);
-		int r = aj_write_file(repl, text ? text : "", 0444);
-		if (r < 0)
-			return aj_err(w->err, -r, "mask: cannot create %s", repl);
-	}
+	int r = aj_mask_replacement(w->p, repl, name, is_dir, content, w->err);
+	if (r < 0)
+		return r;
 	_cleanup_close_ int fd = aj_open_tree(AT_FDCWD, repl, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0 ||
 	    aj_mount_setattr(fd, "", AT_EMPTY_PATH,

@@ -769,18 +769,9 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 
 /* ---- the child ---- */
 
-int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
+/* Bind each entry below the workspace ws (an O_PATH fd) onto itself. */
+static int apply_fd(const aj_protect *pr, int ws, aj_error *err)
 {
-	if (!pr)
-		return 0;
-	/* where the workspace was mounted: looked up inside the root, as its
-	 * mount point was (an image's /workspace may be a link, inroot.h) */
-	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_close_ int ws =
-	    root_fd < 0 ? -errno
-			: aj_open_in_root(root_fd, AJ_WORKSPACE_DIR, O_PATH | O_DIRECTORY, 0);
-	if (ws < 0)
-		return aj_err(err, -ws, "cannot open the workspace to protect it");
 	for (size_t i = 0; i < pr->n; i++) {
 		const aj_protect_entry *e = &pr->e[i];
 		const char *name;
@@ -803,6 +794,31 @@ int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
 				      e->rel);
 	}
 	return 0;
+}
+
+int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err)
+{
+	if (!pr)
+		return 0;
+	/* where the workspace was mounted: looked up inside the root, as its
+	 * mount point was (an image's /workspace may be a link, inroot.h) */
+	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int ws =
+	    root_fd < 0 ? -errno
+			: aj_open_in_root(root_fd, AJ_WORKSPACE_DIR, O_PATH | O_DIRECTORY, 0);
+	if (ws < 0)
+		return aj_err(err, -ws, "cannot open the workspace to protect it");
+	return apply_fd(pr, ws, err);
+}
+
+int aj_protect_apply_dir(const aj_protect *pr, const char *path, aj_error *err)
+{
+	if (!pr)
+		return 0;
+	_cleanup_close_ int ws = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ws < 0)
+		return aj_err(err, errno, "cannot open the workspace to protect it");
+	return apply_fd(pr, ws, err);
 }
 
 /* ---- teardown and the crash sweep ---- */

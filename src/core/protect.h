@@ -65,6 +65,9 @@ bool aj_protect_known(const char *rel);
 int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err);
 /* Child, after the workspace is mounted at root/workspace (and masked). */
 int aj_protect_apply(const aj_protect *pr, const char *root, aj_error *err);
+/* The same on the workspace mounted at path (level 2: the staged
+ * workspace in runsc's mount namespace, which runsc's gofer serves). */
+int aj_protect_apply_dir(const aj_protect *pr, const char *path, aj_error *err);
 /* Parent, after the sandbox is gone: remove the placeholders made, free. */
 void aj_protect_release(aj_protect *pr);
 /* Remove the placeholders of runs that died (their manifest is unlocked). */

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <jansson.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -270,19 +269,8 @@ static int mask_one(bundle *b, const char *rel, const char *name, bool is_dir, i
 	snprintf(repl, sizeof(repl), "%s/files/mask-%zu", b->dir, b->n_files++);
 	if ((size_t)snprintf(dest, sizeof(dest), AJ_WORKSPACE_DIR "/%s", rel) >= sizeof(dest))
 		return 0;
-	if (is_dir) {
-		if (mkdir(repl, 0755) < 0)
-			return aj_err(b->err, errno, "mask: cannot create %s", repl);
-	} else {
-		_cleanup_free_ char *text = NULL, *orig = NULL;
-		if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
-		    aj_read_fd(content, &orig, NULL) == 0)
-			text = aj_mask_env_text(b->p, orig);
-		int r = aj_write_file(repl, text ? text : "", 0444);
-		if (r < 0)
-			return aj_err(b->err, -r, "mask: cannot create %s", repl);
-	}
-	return add_bind(b, repl, dest, false);
+	int r = aj_mask_replacement(b->p, repl, name, is_dir, content, b->err);
+	return r < 0 ? r : add_bind(b, repl, dest, false);
 }
 
 /* A symlink with a matching name: mask what it leads to when that is in
@@ -358,6 +346,7 @@ static int workspace(bundle *b)
 	if (!p->workspace)
 		return 0;
 	char m[PATH_MAX];
+	b->staged->workspace = (int)b->staged->n;
 	int r = stage(b, p->workspace, m, sizeof(m));
 	if (r == 0)
 		r = add_bind(b, m, AJ_WORKSPACE_DIR, true);

@@ -37,6 +37,10 @@ typedef struct aj_gv_staged {
 	 * detached mount attached at dir/binds/etc: one mount instead of one
 	 * per entry (~0.6 ms each in runsc); -1: none, bind them one by one */
 	int etc_tree;
+	/* src[workspace] is the workspace (-1: none): its host-run files are
+	 * bound read-only there (protect.h) before runsc starts, so runsc's
+	 * gofer, which serves it from the host, meets the same mounts */
+	int workspace;
 } aj_gv_staged;
 void aj_gv_staged_free(aj_gv_staged *s);
 

@@ -33,6 +33,7 @@
 #include "mount.h"
 #include "net.h"
 #include "gvisor.h"
+#include "protect.h"
 #include "redact.h"
 #include "relay.h"
 #include "userns.h"
@@ -263,6 +264,7 @@ typedef struct gv_run {
 	int etc_lock; /* the /etc copy's manifest, held while it is in use */
 	aj_net net;   /* --net open, --allow: runsc run's netns gets the veth */
 	bool net_ready;
+	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
 } gv_run;
 
 static void warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -371,6 +373,10 @@ static int setup(gv_run *g, aj_error *err)
 	int r = aj_userns_plan(&g->idm, p->uid, p->gid, err);
 	if (r < 0)
 		return r;
+	/* the placeholders on the host now; the read-only binds in runsc's
+	 * mount namespace (stage_binds) */
+	if ((r = aj_protect_prepare(p, &g->prot, err)) < 0)
+		return r;
 	if ((r = aj_net_prepare(&g->net, p, err)) < 0)
 		return r;
 	g->net_ready = true;
@@ -444,6 +450,10 @@ static void teardown(gv_run *g)
 		aj_cgroup_destroy(&g->cg);
 		g->have_cg = false;
 	}
+	/* runsc's processes are gone (delete, the cgroup killed), and with them
+	 * the mount namespace that held the binds on the placeholders */
+	aj_protect_release(g->prot);
+	g->prot = NULL;
 	aj_gv_staged_free(&g->staged);
 	if (g->staged.etc_tree >= 0)
 		close(g->staged.etc_tree);
@@ -474,6 +484,22 @@ static int stage_binds(gv_run *g)
 		if (mount(g->staged.src[i], at, NULL, MS_BIND | MS_REC, NULL) < 0) {
 			fprintf(stderr, "agentjail: cannot bind %s for runsc: %s\n",
 				g->staged.src[i], strerror(errno));
+			return -1;
+		}
+	}
+	/* the workspace's host-run files, read-only (and .git pinned) on the
+	 * staged workspace: the gofer's rbind of it takes these mounts along,
+	 * locked in its user namespace, so a write, a rename or a removal the
+	 * sandbox asks for fails in the host kernel (EROFS, EBUSY) */
+	if (g->prot && g->staged.workspace >= 0) {
+		char at[PATH_MAX];
+		aj_error perr;
+		aj_err_clear(&perr);
+		snprintf(at, sizeof(at), "%s/binds/%d", g->bundle, g->staged.workspace);
+		if (aj_protect_apply_dir(g->prot, at, &perr) < 0) {
+			char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
+			aj_err_format(&perr, msg, sizeof(msg));
+			fprintf(stderr, "agentjail: %s\n", msg);
 			return -1;
 		}
 	}
@@ -724,7 +750,8 @@ static bool stream_fd(int fd)
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	gv_run g = {.p = p, .hooks = hooks, .etc_lock = -1, .staged = {.etc_tree = -1}};
+	gv_run g = {
+	    .p = p, .hooks = hooks, .etc_lock = -1, .staged = {.etc_tree = -1, .workspace = -1}};
 	int r = aj_gvisor_probe(g.runsc, sizeof(g.runsc), err);
 	if (r < 0 || (r = refuse_unsupported(p, err)) < 0 || (r = check_command(p, err)) < 0)
 		return r < 0 ? r : -ENOENT;
