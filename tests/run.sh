@@ -85,7 +85,7 @@ lint() {
 	if ! command -v clang-format >/dev/null; then
 		failed=$((failed + 1))
 		failures+=("clang-format not installed")
-	elif clang-format --dry-run --Werror src/core/*.[ch] src/cli/*.[ch] src/daemon/*.[ch] src/tools/*.c src/backend/*/*.[ch] tests/unit/*.c \
+	elif clang-format --dry-run --Werror $(find src -name '*.[ch]' | sort) tests/unit/*.c \
 		tests/fuzz/*.c tests/probe/*.c tests/security/*.[ch]; then
 		echo "ok - sources are clang-formatted"
 		passed=$((passed + 1))
@@ -96,7 +96,21 @@ lint() {
 	fi
 }
 
+# the layout: includes point down only (tests/layout.sh)
+layout() {
+	echo "== layout (at ${SECONDS}s)"
+	if tests/layout.sh; then
+		echo "ok - includes point down (cli -> daemon -> backend -> net/image -> linux -> core)"
+		passed=$((passed + 1))
+	else
+		echo "not ok - an include points up: move the code down or see tests/layout.allow"
+		failed=$((failed + 1))
+		failures+=("layout: an include points up (tests/layout.sh)")
+	fi
+}
+
 lint
+layout
 unit build plain
 integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats

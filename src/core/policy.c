@@ -10,7 +10,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "net.h"
 #include "util.h"
 
 void aj_policy_init(aj_policy *p)

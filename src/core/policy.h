@@ -51,6 +51,14 @@ typedef struct aj_cidr {
 	unsigned prefix;
 } aj_cidr;
 
+/* CIDR values (cidr.c). */
+/* Parse "ADDR/PREFIX" (or a bare address: /32, /128) into c; the host bits
+ * are cleared. Returns 0 or -EINVAL. */
+int aj_cidr_parse(const char *s, aj_cidr *c);
+/* Canonical "ADDR/PREFIX" text. */
+void aj_cidr_format(const aj_cidr *c, char *buf, size_t len);
+bool aj_cidr_contains(const aj_cidr *c, int family, const void *addr);
+
 #define AJ_MAX_ALLOW 64
 #define AJ_MAX_PUBLISH 16
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # What the state directory prepares for the default root (as root): /etc, one
 # bind of a copy of the allowed host files, current with the host at every
-# run (src/core/etc_cache.c); /dev, one bind of a prepared tree of six device
-# nodes (src/core/dev_cache.c). Without them, a bind per file and per node.
+# run (src/backend/process/etc_cache.c); /dev, one bind of a prepared tree of six device
+# nodes (src/backend/process/dev_cache.c). Without them, a bind per file and per node.
 
 load helpers
 

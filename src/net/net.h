@@ -21,13 +21,6 @@
 /* nflog groups for --net-log: AJ_NFLOG_BASE + slot */
 #define AJ_NFLOG_BASE 16384u
 
-/* Parse "ADDR/PREFIX" (or a bare address: /32, /128) into c; the host bits
- * are cleared. Returns 0 or -EINVAL. */
-int aj_cidr_parse(const char *s, aj_cidr *c);
-/* Canonical "ADDR/PREFIX" text. */
-void aj_cidr_format(const aj_cidr *c, char *buf, size_t len);
-bool aj_cidr_contains(const aj_cidr *c, int family, const void *addr);
-
 /* The ranges every sandbox is refused, whatever its mode (IPv4 and IPv6). */
 extern const char *const aj_net_refused[];
 extern const size_t aj_net_n_refused;

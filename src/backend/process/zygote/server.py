@@ -1,7 +1,7 @@
 # agentjail warm interpreter (zygote): runs inside a sandbox as an ordinary
 # command (the same seccomp filter, Landlock rules and capabilities as any
 # exec), runs the image's warm-up code once, then forks a child per request
-# that comes on its unix socket. Embedded in the binary (src/core/zygote.c);
+# that comes on its unix socket. Embedded in the binary (src/backend/process/zygote.c);
 # argv: SOCKET-PATH WARMUP-COMMAND.
 import os, shlex, signal, socket, sys
 

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "mount.h"
+#include "mountapi.h"
 #include "util.h"
 
 #define MAX_LINKS 40	/* as the kernel's MAXSYMLINKS */

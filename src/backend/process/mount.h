@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "etc.h"
+#include "mountapi.h"
 #include "policy.h"
 
 #define AJ_MAX_MOUNT_OPS 96
@@ -109,31 +110,5 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err);
 /* The inodes of the scratch tmpfs (every writable area of a sandbox) for a
  * --disk of bytes. */
 unsigned long long aj_scratch_inodes(unsigned long long bytes);
-
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC 02000000
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOVE_MOUNT_T_EMPTY_PATH
-#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
-#endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
-#define MOUNT_ATTR_NOEXEC 0x00000008
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
-
-/* Detached-mount syscalls (glibc 2.36 lacks some wrappers). */
-int aj_open_tree(int dfd, const char *path, unsigned flags);
-int aj_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags);
-int aj_mount_setattr(int dfd, const char *path, unsigned flags, unsigned long long set,
-		     unsigned long long clr, int userns_fd);
 
 #endif
