@@ -324,6 +324,20 @@ static bool is_placeholder(int dir, const char *name, const struct stat *st, cha
 	return fd >= 0 && pread(fd, t, 1, 0) == 1 && t[0] == AJ_PROTECT_DOT[0];
 }
 
+/* A placeholder of kind ph at rel (made by this run, or shared with a live
+ * one): protected read-only, and recorded in this run's manifest. */
+static int add_made(prep *s, const char *rel, char ph, const struct stat *st)
+{
+	aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
+	if (!e)
+		return -E2BIG;
+	e->made = ph;
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	record(s, e);
+	return 0;
+}
+
 /* The name appeared since it was looked up: another run's placeholder (a
  * live run lists it) is shared, anything else fails the run. */
 static int adopt(prep *s, int dir, const char *name, const char *rel, char ph)
@@ -332,14 +346,7 @@ static int adopt(prep *s, int dir, const char *name, const char *rel, char ph)
 	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    is_placeholder(dir, name, &st, ph) &&
 	    listed_alive(s->pr->mdir, s->pr->manifest_name, st.st_dev, st.st_ino)) {
-		aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
-		if (!e)
-			return -E2BIG;
-		e->made = ph;
-		e->dev = st.st_dev;
-		e->ino = st.st_ino;
-		record(s, e);
-		return 0;
+		return add_made(s, rel, ph, &st);
 	}
 	return aj_err(s->err, EEXIST, "'%s' in the workspace changed while agentjail made it", rel);
 }
@@ -383,14 +390,7 @@ static int make_placeholder(prep *s, int dir, const char *name, const char *rel,
 	if (geteuid() == 0 && fchownat(fd, "", s->uid, s->gid, AT_EMPTY_PATH) < 0) {
 		/* left as root's: removed at teardown all the same */
 	}
-	aj_protect_entry *e = add_entry(s, rel, AJ_PROTECT_RO);
-	if (!e)
-		return -E2BIG;
-	e->made = ph;
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
-	record(s, e);
-	return 0;
+	return add_made(s, rel, ph, &st);
 }
 
 static int protect_path(prep *s, const char *rel, aj_protect_kind kind, char ph, int depth);
