@@ -54,32 +54,6 @@ void aj_box_destroy(aj_box *b);
  * until ctl is closed, tear down. Returns an exit status. */
 int aj_sandbox_hold(const aj_policy *p, int ctl);
 
-typedef struct aj_exec_spec {
-	char **argv;		       /* command and arguments (required) */
-	char **env;		       /* more NAME=VALUE entries (later wins), or NULL */
-	const char *cwd;	       /* NULL: the policy's */
-	const char *stdin_data;	       /* the command's whole stdin, or NULL (empty) */
-	int stdin_fd;		       /* > 0: the command's stdin instead (e.g. a pipe) */
-	int tty_master, tty_slave;     /* > 0: a pty: the slave is the command's stdio and
-					* controlling terminal (aj_box_exec closes tty_slave);
-					* output is read from the master */
-	size_t stdin_len;	       /* bytes */
-	unsigned long long timeout_ms; /* 0: none; then SIGTERM, SIGKILL after kill_after */
-} aj_exec_spec;
-
-typedef struct aj_exec_io {
-	/* Redacted output as it comes: stream 1 stdout, 2 stderr. A negative
-	 * return kills the command (the consumer went away). */
-	int (*output)(void *ctx, int stream, const char *buf, size_t len);
-	void *ctx;
-	/* -1, or a pipe: each byte read is a signal for the command's process
-	 * group; a 0 byte cancels (SIGKILL, and output is dropped). */
-	int signal_fd;
-	/* > 0: an fd the consumer never writes to: when it is readable (its
-	 * end closed), the command is cancelled as by a 0 byte above. */
-	int cancel_fd;
-} aj_exec_io;
-
 /* Run one command in the box and wait for it, streaming its output. Returns
  * 0 when it ran (res: exit_code, term_signal, timed_out (124), oom_killed
  * (137), wall_ms; not peak_memory_bytes), or a negative errno with err filled when it could not
