@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* agentjail run: flags -> aj_policy -> aj_sandbox_run. */
+/* agentjail run: flags -> aj_policy -> the level's run (backends.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -7,13 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends.h"
 #include "commands.h"
 #include "net.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
-
-#include "../backend/gvisor/gvisor.h"
 
 static const char run_usage[] =
     "Usage: agentjail run [OPTIONS] -- COMMAND [ARG...]\n"
@@ -249,8 +248,7 @@ int aj_cmd_run(int argc, char **argv)
 				p.writable[i]);
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
-		r = p.isolation == AJ_ISO_GVISOR ? aj_gvisor_run(&p, &hooks, &res, &err)
-						 : aj_sandbox_run(&p, &hooks, &res, &err);
+		r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);
 		if (r == 0) {
 			report_end(&p, &res);
 			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {

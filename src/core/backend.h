@@ -77,12 +77,22 @@ enum {
 	AJ_CAP_ROOT_FD = 1u << 7,  /* root_fd: the host can open the sandbox's root */
 };
 
+/* What update applies. */
+enum {
+	AJ_UPDATE_LIMITS = 1u << 0, /* memory and pids */
+	AJ_UPDATE_CPU = 1u << 1,
+	AJ_UPDATE_DISK = 1u << 2, /* the writable space (--disk) */
+};
+
 /* A sandbox as the host sees it. */
 typedef struct aj_inst_info {
 	uid_t uid, gid;		 /* host ids of the sandbox's root user (files the host writes) */
 	pid_t pid;		 /* a host pid of the sandbox (its init), for display; 0: none */
+	pid_t holder;		 /* the host process holding it (its keeper: audit, tests) */
 	unsigned limits_missing; /* AJ_LIMIT_* not applied (--limits best-effort) */
 	const char *warm;	 /* the warm interpreter when ready, else NULL */
+	bool alive;		 /* its init still runs */
+	bool cpu_quota;		 /* update can set a CPU quota (a cpu cgroup) */
 } aj_inst_info;
 
 typedef struct aj_inst_stats {
@@ -143,9 +153,10 @@ typedef struct aj_backend {
 	int (*pause)(aj_inst *i, bool pause, aj_error *err);
 	/* Memory, CPU and pids now; -ENOTSUP when the level can't tell. */
 	int (*stats)(aj_inst *i, aj_inst_stats *out, aj_error *err);
-	/* AJ_CAP_UPDATE: apply p's limits, CPU and disk (a pooled sandbox at
-	 * hand-out) and make env the base environment of every command. */
-	int (*update)(aj_inst *i, const aj_policy *p, char **env, aj_error *err);
+	/* AJ_CAP_UPDATE: apply what of p (AJ_UPDATE_*) to a live sandbox (a
+	 * pooled one at hand-out), and rebuild every command's base
+	 * environment from p's env and secrets. */
+	int (*update)(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err);
 	/* AJ_CAP_WARM: start the warm interpreter for a pool's warm-up command. */
 	int (*warm)(aj_inst *i, const char *warmup, aj_error *err);
 
@@ -153,14 +164,15 @@ typedef struct aj_backend {
 	 * with RESOLVE_IN_ROOT (snapshots, and the process backend's files). */
 	int (*root_fd)(aj_inst *i, aj_error *err);
 
-	/* AJ_CAP_FILES: paths are absolute paths inside the sandbox, resolved
-	 * inside its root (never by host string), as its root user; a path
+	/* AJ_CAP_FILES: with AJ_CAP_ROOT_FD the service opens files through
+	 * root_fd itself; a backend without it fills these. Paths are absolute paths inside the
+	 * sandbox, resolved inside its root (never by host string), as its root user; a path
 	 * through /proc, /sys, /dev or another kernel filesystem: -EPERM.
 	 * read: *fd a readable stream of the file's bytes (a regular file or
-	 * a pipe), st its stat; write: len bytes from src_fd replace (or make,
-	 * with mode) the file; list calls fn for each entry (a negative return
-	 * stops it); remove: a file, an empty directory, or (recursive) a tree;
-	 * mkdir: parents as `mkdir -p`. 0 or a negative errno, err filled. */
+	 * a pipe), st its stat; write: len bytes from src_fd (~0ULL: to its
+	 * EOF; src_fd -1 and len 0: empty) replace (or make, with mode) the file; list calls fn for
+	 * each entry (a negative return stops it); remove: a file, an empty directory, or
+	 * (recursive) a tree; mkdir: parents as `mkdir -p`. 0 or a negative errno, err filled. */
 	int (*file_read)(aj_inst *i, const char *path, int *fd, aj_file_stat *st, aj_error *err);
 	int (*file_write)(aj_inst *i, const char *path, int src_fd, unsigned long long len,
 			  unsigned mode, aj_error *err);
@@ -169,11 +181,5 @@ typedef struct aj_backend {
 	int (*file_remove)(aj_inst *i, const char *path, bool recursive, aj_error *err);
 	int (*file_mkdir)(aj_inst *i, const char *path, bool parents, aj_error *err);
 } aj_backend;
-
-/* The backend of a level (src/backend/backends.c); NULL: not built in. */
-const aj_backend *aj_backend_of(aj_isolation level);
-/* Is the capability there? If not, err says which level lacks what (the
- * API's 501, the CLI's 125) and false. */
-bool aj_backend_can(const aj_backend *b, unsigned cap, aj_error *err);
 
 #endif

@@ -17,6 +17,7 @@ int aj_err(aj_error *err, int errnum, const char *fmt, ...)
 		va_end(ap);
 		err->code = errnum;
 		err->status = 0;
+		err->api_code[0] = '\0';
 		err->hint[0] = '\0';
 		if (err->exit == 0)
 			err->exit = AJ_EXIT_INTERNAL;

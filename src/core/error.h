@@ -16,9 +16,10 @@ enum {
 };
 
 typedef struct aj_error {
-	int code;   /* positive errno, 0 if none */
-	int exit;   /* exit status to use (125, 126, 127) */
-	int status; /* the service's HTTP status for it (e.g. 409), 0: its choice */
+	int code;	   /* positive errno, 0 if none */
+	int exit;	   /* exit status to use (125, 126, 127) */
+	int status;	   /* the service's HTTP status for it (e.g. 409), 0: its choice */
+	char api_code[32]; /* with status: the API's error code (the struct crosses processes) */
 	char msg[AJ_ERR_MSG_MAX];
 	char hint[AJ_ERR_HINT_MAX];
 } aj_error;

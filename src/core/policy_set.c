@@ -170,18 +170,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net_log(p, v, err);
 	if (IS("image"))
 		return aj_policy_set_image(p, v, err);
-	if (IS("isolation")) {
-		/* the service runs level 1 only so far: never silently */
-		if ((flags & AJ_POLICY_SET_REMOTE) && strcmp(v, "process") &&
-		    aj_policy_set_isolation(p, v, err) == 0) {
-			p->isolation = AJ_ISO_PROCESS;
-			aj_err(err, ENOTSUP,
-			       "'isolation': '%s' is not available through the service yet", v);
-			aj_err_hint(err, "use agentjail run --isolation %s (docs/levels.md)", v);
-			return -ENOTSUP;
-		}
+	if (IS("isolation")) /* the service checks that the level serves (registry.c) */
 		return aj_policy_set_isolation(p, v, err);
-	}
 #undef IS
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "box.h"
+#include "backend.h"
 #include "error.h"
 #include "policy.h"
 
@@ -43,8 +43,9 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err);
 typedef struct aj_sandbox {
 	char id[40];
 	aj_policy policy;
-	aj_box box;
-	int root_fd;	      /* O_PATH of the sandbox's root */
+	const aj_backend *be; /* its isolation level (backend.h) */
+	aj_inst *inst;	      /* the backend's sandbox */
+	int root_fd;	      /* O_PATH of the sandbox's root (AJ_CAP_ROOT_FD), or -1 */
 	long long created_ms; /* wall clock, ms since the epoch */
 	long long expires_ms; /* wall clock; 0: never */
 	unsigned long long execs;
@@ -87,6 +88,8 @@ int aj_registry_destroy(const char *id);
 /* Destroy the expired ones (ttl) / all (at exit). */
 void aj_registry_expire(void);
 void aj_registry_destroy_all(void);
+/* The host process that holds it (the audit log's "keeper"). */
+int aj_sandbox_holder(aj_sandbox *sb);
 /* JSON description of one / all. */
 json_t *aj_sandbox_json(aj_sandbox *sb);
 /* tenant: only its sandboxes (NULL: all) */

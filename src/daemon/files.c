@@ -30,8 +30,10 @@
 
 #include <libwebsockets.h>
 
+#include "backends.h"
 #include "request.h"
 #include "sup.h"
+#include "threads.h"
 #include "util.h"
 
 #define LIST_DEFAULT 1000
@@ -49,9 +51,11 @@ typedef struct as_user {
 static as_user enter(const aj_sandbox *sb)
 {
 	as_user u = {-1, -1};
+	aj_inst_info in;
+	sb->be->info(sb->inst, &in);
 	if (geteuid() == 0) {
-		u.gid = setfsgid(sb->box.info.gid);
-		u.uid = setfsuid(sb->box.info.uid);
+		u.gid = setfsgid(in.gid);
+		u.uid = setfsuid(in.uid);
 	}
 	return u;
 }
@@ -368,6 +372,167 @@ static void list_dir(aj_reply *r, int fd, const char *path, size_t limit, long s
 	aj_reply_json(r, 200, o);
 }
 
+/* ---- levels whose root the host cannot open (no AJ_CAP_ROOT_FD): the
+ * backend's file ops (backend.h), resolved by the sandbox's own kernel ---- */
+
+static bool via_ops(const aj_sandbox *sb)
+{
+	return !(sb->be->caps & AJ_CAP_ROOT_FD);
+}
+
+static void no_files(const aj_sandbox *sb, aj_reply *r)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	(void)aj_backend_can(sb->be, AJ_CAP_FILES, &err);
+	aj_reply_fail(r, 501, "not_supported", &err);
+}
+
+/* The ops' errors: a kernel file system (-EPERM) is the 403 of check_fs. */
+static void ops_fail(aj_reply *r, const char *what, const char *path, int e, const aj_error *err)
+{
+	if (e == ENOTSUP || e == EOPNOTSUPP) {
+		aj_reply_fail(r, 501, "not_supported", err);
+		return;
+	}
+	fail_errno(r, what, path, e == EPERM ? E_KERNEL_FS : e);
+}
+
+typedef struct page {
+	json_t *a;
+	size_t skip, limit, n, bytes;
+	bool more;
+} page;
+
+static int page_add(void *ctx, const char *name, const aj_file_stat *st)
+{
+	page *pg = ctx;
+	if (pg->skip) {
+		pg->skip--;
+		return 0;
+	}
+	if (pg->n >= pg->limit || pg->bytes >= LIST_BYTES) {
+		pg->more = true;
+		return -1;
+	}
+	const char *type = st->type == 'd'   ? "dir"
+			   : st->type == 'f' ? "file"
+			   : st->type == 'l' ? "symlink"
+					     : "other";
+	json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "type", type, "size", (json_int_t)st->size,
+			      "mode", (int)(st->mode & 07777), "mtime", (json_int_t)st->mtime);
+	if (o) {
+		set_path(o, "name", name);
+		json_array_append_new(pg->a, o);
+		pg->n++;
+		pg->bytes += 120 + strlen(name) * 6;
+	}
+	return 0;
+}
+
+/* files.get through the ops; the cursor is "o" and the entries before the
+ * page (a level's directory order is stable while it is not changed). */
+static void ops_get(aj_sandbox *sb, aj_reply *r, const char *path, size_t limit, long start)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	aj_file_stat st;
+	int e = sb->be->file_stat(sb->inst, path, &st, &err);
+	if (e == 0 && st.type == 'd') {
+		page pg = {.a = json_array(), .skip = (size_t)start, .limit = limit};
+		e = sb->be->file_list(sb->inst, path, page_add, &pg, &err);
+		if (e < 0) {
+			json_decref(pg.a);
+			ops_fail(r, "cannot list", path, -e, &err);
+			return;
+		}
+		json_t *o = json_pack("{s:o, s:b}", "entries", pg.a, "truncated", pg.more);
+		set_path(o, "path", path);
+		char cur[32];
+		snprintf(cur, sizeof(cur), "o%zu", (size_t)start + pg.n);
+		json_object_set_new(o, "next_cursor", pg.more ? json_string(cur) : json_null());
+		aj_reply_json(r, 200, o);
+		return;
+	}
+	if (e == 0 && st.type != 'f') {
+		char b[PATH_CAP];
+		aj_reply_error(r, 400, "not_a_file", "%s is not a regular file or a directory",
+			       shown(path, b, sizeof(b)));
+		return;
+	}
+	int fd = -1;
+	if (e == 0)
+		e = sb->be->file_read(sb->inst, path, &fd, &st, &err);
+	if (e < 0) {
+		ops_fail(r, "cannot open", path, -e, &err);
+		return;
+	}
+	r->fd = fd;
+	json_t *o = json_pack("{s:I}", "size", (json_int_t)st.size);
+	set_path(o, "path", path);
+	aj_reply_json(r, 200, o);
+}
+
+typedef struct upload {
+	aj_sandbox *sb;
+	char *path;
+	unsigned mode;
+	int fd;
+} upload;
+
+/* Fills the file from what the front writes into the pipe, to its EOF. */
+static void *upload_thread(void *arg)
+{
+	upload *u = arg;
+	aj_error err;
+	aj_err_clear(&err);
+	if (u->sb->be->file_write(u->sb->inst, u->path, u->fd, ~0ULL, u->mode, &err) < 0)
+		aj_audit("upload_failed", json_pack("{s:s, s:s, s:s}", "sandbox", u->sb->id, "path",
+						    u->path, "error", err.msg));
+	close(u->fd);
+	aj_sandbox_unref(u->sb);
+	free(u->path);
+	free(u);
+	aj_worker_leave();
+	return NULL;
+}
+
+/* files.put through the ops: the file is made (empty) first, so that a
+ * refused path is answered now; then the front fills a pipe. */
+static int ops_put(aj_sandbox *sb, aj_reply *r, const char *path, unsigned mode)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	int e = sb->be->file_write(sb->inst, path, -1, 0, mode, &err), p[2] = {-1, -1};
+	if (e < 0) {
+		ops_fail(r, "cannot write", path, -e, &err);
+		return e;
+	}
+	upload *u = calloc(1, sizeof(*u));
+	if (!u || !(u->path = strdup(path)) || pipe2(p, O_CLOEXEC) < 0) {
+		if (u)
+			free(u->path);
+		free(u);
+		aj_reply_error(r, 500, "internal", "cannot start the upload: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	u->sb = sb, u->mode = mode, u->fd = p[0];
+	aj_sandbox_ref(sb);
+	aj_worker_enter();
+	if (aj_thread_start(upload_thread, u) != 0) {
+		aj_worker_leave();
+		aj_sandbox_unref(sb);
+		close(p[0]);
+		close(p[1]);
+		free(u->path);
+		free(u);
+		aj_reply_error(r, 503, "busy", "cannot start the upload");
+		return -EAGAIN;
+	}
+	r->fd = p[1];
+	return 0;
+}
+
 /* files.get {sandbox, path | path_b64, limit, cursor}: a directory's
  * listing (a page), or a regular file's fd (read-only) and {"size"}. */
 void aj_op_files_get(json_t *args, aj_reply *r)
@@ -381,6 +546,14 @@ void aj_op_files_get(json_t *args, aj_reply *r)
 	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
+	if (via_ops(sb)) {
+		if (aj_backend_can(sb->be, AJ_CAP_FILES, NULL))
+			ops_get(sb, r, path, limit, start);
+		else
+			no_files(sb, r);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	as_user u = enter(sb);
 	int fd = openat2_in(sb->root_fd, rel_of(path), O_RDONLY | O_NOCTTY | O_NONBLOCK, 0);
 	if (fd == -EACCES || fd == -EPERM) { /* say so when it is a kernel file */
@@ -457,6 +630,16 @@ void aj_op_files_put(json_t *args, aj_reply *r)
 	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
+	if (via_ops(sb)) {
+		if (!aj_backend_can(sb->be, AJ_CAP_FILES, NULL))
+			no_files(sb, r);
+		else if (ops_put(sb, r, path, (unsigned)mode) == 0) {
+			audit_path("upload", sb, args, path);
+			answer_path(r, 200, path, NULL);
+		}
+		aj_sandbox_unref(sb);
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s", path); /* open_parent cuts it */
 	const char *base;
 	as_user u = enter(sb);
@@ -539,6 +722,21 @@ void aj_op_files_delete(json_t *args, aj_reply *r)
 	if (!sb)
 		return;
 	bool recursive = aj_arg_bool(args, "recursive");
+	if (via_ops(sb)) {
+		aj_error err;
+		aj_err_clear(&err);
+		int e = !aj_backend_can(sb->be, AJ_CAP_FILES, NULL)
+			    ? (no_files(sb, r), 0)
+			    : sb->be->file_remove(sb->inst, path, recursive, &err);
+		if (e < 0)
+			ops_fail(r, "cannot remove", path, -e, &err);
+		else if (!r->body) {
+			audit_path("rm", sb, args, path);
+			answer_path(r, 200, path, json_pack("{s:b}", "removed", 1));
+		}
+		aj_sandbox_unref(sb);
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	const char *base;
 	as_user u = enter(sb);
@@ -590,6 +788,19 @@ void aj_op_files_mkdir(json_t *args, aj_reply *r)
 	if (!sb)
 		return;
 	bool parents = aj_arg_bool(args, "parents");
+	if (via_ops(sb)) {
+		aj_error err;
+		aj_err_clear(&err);
+		int e = !aj_backend_can(sb->be, AJ_CAP_FILES, NULL)
+			    ? (no_files(sb, r), 0)
+			    : sb->be->file_mkdir(sb->inst, path, parents, &err);
+		if (e < 0)
+			ops_fail(r, "cannot create directory", path, -e, &err);
+		else if (!r->body)
+			answer_path(r, 201, path, NULL);
+		aj_sandbox_unref(sb);
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	as_user u = enter(sb);
 	int e = 0;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "image.h"
 #include "util.h"
 #include "zygote.h"
@@ -169,14 +170,15 @@ static void *refill(void *arg)
 		json_decref(req);
 		aj_error zerr;
 		aj_err_clear(&zerr);
-		if (sb && warmup[0] && aj_zygote_start(&sb->box, warmup, &zerr) < 0)
+		if (sb && warmup[0] && aj_backend_can(sb->be, AJ_CAP_WARM, &zerr) &&
+		    sb->be->warm(sb->inst, warmup, &zerr) < 0)
 			aj_audit("zygote_failed",
 				 json_pack("{s:s, s:s}", "sandbox", sb->id, "error", zerr.msg));
 		pthread_mutex_lock(&mu);
 		if (sb) /* the keeper: the tests' residue check attributes its cgroups */
 			aj_audit("pool_build",
 				 json_pack("{s:s, s:s, s:i}", "sandbox", sb->id, "image", pl->image,
-					   "keeper", (int)sb->box.keeper));
+					   "keeper", aj_sandbox_holder(sb)));
 		else
 			aj_audit("pool_build_failed",
 				 json_pack("{s:s, s:s}", "image", pl->image, "error", err.msg));
@@ -249,23 +251,14 @@ void aj_pool_stop(void)
 static int apply_extra(aj_sandbox *sb, json_t *extra, aj_error *err)
 {
 	int r = aj_policy_from_json(&sb->policy, extra, err);
-	if (r < 0)
-		return r;
-	if ((json_object_get(extra, "memory") || json_object_get(extra, "pids")) &&
-	    (r = aj_cgroup_update_limits(&sb->box.info.cg, &sb->policy, err)) < 0)
-		return r;
-	if (json_object_get(extra, "cpus") &&
-	    (r = aj_cgroup_update_cpu(&sb->box.info.cg, sb->policy.cpu_millis, err)) < 0)
-		return r;
-	if (json_object_get(extra, "disk") &&
-	    (r = aj_box_set_disk(&sb->box, sb->policy.tmp_size, err)) < 0)
-		return r;
-	char **env = aj_policy_build_env(&sb->policy, NULL, sb->box.envp);
-	if (!env)
-		return aj_err(err, ENOMEM, "environment");
-	aj_strv_free(sb->box.envp);
-	sb->box.envp = env;
-	return 0;
+	if (r < 0 || !aj_backend_can(sb->be, AJ_CAP_UPDATE, err))
+		return r < 0 ? r : -ENOTSUP;
+	unsigned what =
+	    (json_object_get(extra, "memory") || json_object_get(extra, "pids") ? AJ_UPDATE_LIMITS
+										: 0) |
+	    (json_object_get(extra, "cpus") ? AJ_UPDATE_CPU : 0) |
+	    (json_object_get(extra, "disk") ? AJ_UPDATE_DISK : 0);
+	return sb->be->update(sb->inst, &sb->policy, what, err);
 }
 
 /* The pool whose sandboxes fit req (NULL: none), with in extra what is
@@ -338,14 +331,19 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 	pthread_mutex_lock(&mu);
 	while (r == 0 && pl && pl->n && !sb) {
 		sb = pl->ready[--pl->n];
-		if (kill(sb->box.info.init, 0) < 0) { /* died while waiting */
+		aj_inst_info in;
+		sb->be->info(sb->inst, &in);
+		if (!in.alive) { /* died while waiting */
 			pthread_mutex_unlock(&mu);
 			aj_sandbox_unref(sb);
 			pthread_mutex_lock(&mu);
 			sb = NULL;
 		}
 	}
-	if (sb && json_object_get(extra, "cpus") && !aj_cgroup_has_cpu(&sb->box.info.cg)) {
+	aj_inst_info in = {0};
+	if (sb)
+		sb->be->info(sb->inst, &in);
+	if (sb && json_object_get(extra, "cpus") && !in.cpu_quota) {
 		pl->ready[pl->n++] = sb; /* no cpu cgroup to set (no cgroups): a fresh one */
 		sb = NULL;
 		pl = NULL;
@@ -381,8 +379,11 @@ json_t *aj_pool_json(void)
 	for (size_t i = 0; i < n_pools; i++) {
 		const pool *pl = &pools[i];
 		json_int_t warm = 0; /* ready ones whose zygote is ready */
-		for (unsigned k = 0; k < pl->n; k++)
-			warm += aj_zygote_ready(&pl->ready[k]->box) != NULL;
+		for (unsigned k = 0; k < pl->n; k++) {
+			aj_inst_info in;
+			pl->ready[k]->be->info(pl->ready[k]->inst, &in);
+			warm += in.warm != NULL;
+		}
 		json_array_append_new(
 		    a,
 		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}", "image",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Background processes of a sandbox (supervisor ops "exec" with
  * "background": true, "procs.list", "procs.signal", "procs.output"). A
- * worker thread runs the command with aj_box_exec; its output goes into a
+ * worker thread runs the command (the backend's exec); its output goes into a
  * ring of records (stream, offset, bytes) bounded to AJ_PROC_RING bytes;
  * a reader (procs.output) gets a stream socket on which a thread of ours
  * replays NDJSON events from an offset and may follow until the end. */
@@ -137,7 +137,7 @@ static void *worker(void *arg)
 	aj_error err;
 	aj_err_clear(&err);
 	__atomic_add_fetch(&p->sb->execs, 1, __ATOMIC_SEQ_CST);
-	int r = aj_box_exec(&p->sb->box, &spec, &io, &res, &err);
+	int r = p->sb->be->exec_wait(p->sb->be->exec_start(p->sb->inst, &spec, &io), &res, &err);
 	json_t *ev = aj_exec_ended(p->sb, p->peer, p->q.cmd, r, &res, &err);
 	pthread_mutex_lock(&p->mu);
 	p->exit_ev = ev;

@@ -15,15 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "daemon.h"
-#include "protect.h"
 #include "net.h"
 #include "pool.h"
 #include "sup.h"
 #include "tenant.h"
 #include "threads.h"
 #include "util.h"
-#include "zygote.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_sandbox **reg;
@@ -49,104 +48,31 @@ static void state_path(const char *id, char *buf, size_t len)
 	snprintf(buf, len, "%s/%s.json", state_dir, id);
 }
 
-/* When process pid started (clock ticks after boot: /proc/PID/stat field
- * 22), 0 when there is no such process. With the pid it names one process
- * for good: a pid is reused, never with the same start time. (The keeper
- * is our child and init the keeper's: neither pid can be reused before it
- * is recorded.) */
-static unsigned long long start_time(int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *txt = NULL;
-	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
-		return 0;
-	const char *f = strrchr(txt, ')'); /* after the command name, which may hold anything */
-	for (int field = 2; f && field < 22; field++)
-		f = strchr(f + 1, ' ');
-	unsigned long long t = 0;
-	return f && sscanf(f + 1, "%llu", &t) == 1 ? t : 0;
-}
-
-/* What the next start needs to clean up should this service be killed. */
+/* What the next start needs to clean up should this service be killed:
+ * the backend's record (backend.h) and which backend it is. */
 static void state_write(const aj_sandbox *sb)
 {
-	json_t *cg = json_array();
-	for (int i = 0; sb->box.info.have_cg && i < sb->box.info.cg.n; i++)
-		json_array_append_new(cg, json_pack("{s:s, s:i, s:s}", "ctrl",
-						    sb->box.info.cg.dirs[i].ctrl, "version",
-						    sb->box.info.cg.dirs[i].version, "path",
-						    sb->box.info.cg.dirs[i].path));
-	json_t *o = json_pack("{s:s, s:i, s:i, s:I, s:I, s:s, s:o}", "id", sb->id, "keeper",
-			      (int)sb->box.keeper, "init", (int)sb->box.info.init, "keeper_start",
-			      (json_int_t)start_time(sb->box.keeper), "init_start",
-			      (json_int_t)start_time(sb->box.info.init), "cgroup_name",
-			      sb->box.info.cg.name, "cgroups", cg);
+	json_t *o = sb->be->state(sb->inst);
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
-	if (o)
+	if (o && json_object_set_new(o, "id", json_string(sb->id)) == 0 &&
+	    json_object_set_new(o, "isolation", json_string(sb->be->name)) == 0)
 		json_dump_file(o, path, JSON_COMPACT);
 	json_decref(o);
-}
-
-/* SIGKILL the process a state file recorded, pid and start time, and wait
- * (2 s at most) until it is gone for good: a dying keeper still holds its
- * name, e.g. in its nftables table's, until reaped. The process is named
- * exactly (issue 20): a pidfd pins it, then its start time must be the
- * recorded one; a process that merely carries our title (any process can
- * set its argv or comm), or took a recorded pid later, is left alone, and
- * so is every pid of a state file without start times. */
-static void sweep_kill(int pid, unsigned long long start)
-{
-	if (pid <= 0 || start == 0)
-		return;
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd < 0)
-		return;
-	bool ours = start_time(pid) == start; /* the pidfd's process, if pid is still it */
-	if (ours)
-		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
-	close(pfd);
-	for (int k = 0; ours && k < 200 && start_time(pid) == start; k++)
-		usleep(10000);
-}
-
-/* The cgroups a state file names (only directories of agentjail's naming). */
-static void state_cgroups(json_t *o, aj_cgroup *cg)
-{
-	memset(cg, 0, sizeof(*cg));
-	size_t i;
-	json_t *d;
-	json_array_foreach(json_object_get(o, "cgroups"), i, d)
-	{
-		const char *p = json_string_value(json_object_get(d, "path"));
-		const char *c = json_string_value(json_object_get(d, "ctrl"));
-		if (!p || !c || cg->n >= AJ_CG_MAX_DIRS || !strstr(p, "/agentjail-"))
-			continue;
-		snprintf(cg->dirs[cg->n].path, sizeof(cg->dirs[0].path), "%s", p);
-		snprintf(cg->dirs[cg->n].ctrl, sizeof(cg->dirs[0].ctrl), "%s", c);
-		cg->dirs[cg->n++].version = (int)json_integer_value(json_object_get(d, "version"));
-	}
 }
 
 static void sweep_one(const char *path)
 {
 	json_t *o = json_load_file(path, 0, NULL);
-	if (o) {
-		aj_cgroup cg;
-		state_cgroups(o, &cg);
-		aj_cgroup_thaw(&cg); /* a paused sandbox's init dies only once thawed */
-		/* gone for good before what they held is swept */
-		sweep_kill(
-		    (int)json_integer_value(json_object_get(o, "init")),
-		    (unsigned long long)json_integer_value(json_object_get(o, "init_start")));
-		sweep_kill(
-		    (int)json_integer_value(json_object_get(o, "keeper")),
-		    (unsigned long long)json_integer_value(json_object_get(o, "keeper_start")));
-		if (cg.n)
-			aj_cgroup_destroy(&cg);
-		json_decref(o);
-	}
+	const char *iso = json_string_value(json_object_get(o, "isolation"));
+	aj_policy p;
+	aj_policy_init(&p);
+	/* records from before the seam name no level: level 1's */
+	if (o && aj_policy_set_isolation(&p, iso ? iso : "process", NULL) == 0 &&
+	    aj_backend_of(p.isolation))
+		aj_backend_of(p.isolation)->sweep(o);
+	aj_policy_free(&p);
+	json_decref(o);
 	unlink(path);
 }
 
@@ -166,7 +92,7 @@ void aj_registry_sweep(void)
 		closedir(d);
 	if (geteuid() == 0)
 		aj_nft_sweep_stale(); /* tables of dead keepers (--net open) */
-	aj_protect_sweep();	      /* their workspaces' placeholders (protect.h) */
+	aj_backends_sweep();	      /* what no record names */
 }
 
 static void make_id(char *buf, size_t len)
@@ -226,7 +152,8 @@ static void sandbox_free(aj_sandbox *sb)
 {
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
-	aj_box_destroy(&sb->box); /* waits for the keeper's teardown */
+	if (sb->inst)
+		sb->be->destroy(sb->inst); /* waits for the keeper's teardown */
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
@@ -264,10 +191,10 @@ int aj_sandbox_pause(aj_sandbox *sb, bool pause, aj_error *err)
 	if (sb->paused == pause)
 		r = aj_err(err, EALREADY, "sandbox '%s' is %s already", sb->id,
 			   pause ? "paused" : "running");
-	else if (!sb->box.info.have_cg)
-		r = aj_err(err, ENOTSUP, "sandbox '%s' has no cgroup: it cannot be paused", sb->id);
+	else if (aj_backend_can(sb->be, AJ_CAP_PAUSE, err))
+		r = sb->be->pause(sb->inst, pause, err);
 	else
-		r = aj_cgroup_freeze(&sb->box.info.cg, pause, err);
+		r = -ENOTSUP;
 	if (r == 0 && pause) { /* the TTL clock stops */
 		long long exp = __atomic_load_n(&sb->expires_ms, __ATOMIC_SEQ_CST),
 			  now = aj_now_ms();
@@ -331,6 +258,34 @@ static int add_to_registry(aj_sandbox *sb, aj_error *err)
 	return r;
 }
 
+/* The policy's level: built in, with persistent sandboxes (else 501), and
+ * usable on this host (else 409 with the fix): never another level. */
+static int level_usable(aj_sandbox *sb, aj_error *err)
+{
+	const aj_backend *be = aj_backend_of(sb->policy.isolation);
+	int r;
+	if (!be || !be->create) {
+		r = aj_err(err, ENOTSUP,
+			   "'isolation': '%s' has no sandboxes that live across "
+			   "commands in this build",
+			   be ? be->name : "?");
+		aj_err_hint(err,
+			    "use agentjail run --isolation %s for one command, or "
+			    "\"isolation\": \"process\" (docs/levels.md)",
+			    be ? be->name : "?");
+		err->status = 501;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "not_supported");
+		return r;
+	}
+	if ((r = be->probe(err)) < 0) {
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "isolation_unavailable");
+		return r;
+	}
+	sb->be = be;
+	return 0;
+}
+
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 {
 	aj_sandbox *sb = calloc(1, sizeof(*sb));
@@ -342,7 +297,7 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	pthread_mutex_init(&sb->procs_mu, NULL);
 	pthread_mutex_init(&sb->state_mu, NULL);
 	sb->root_fd = -1;
-	aj_box_init(&sb->box); /* a refused policy destroys it as it is */
+	sb->be = aj_backend_of(AJ_ISO_PROCESS); /* a refused policy destroys nothing */
 	sb->refs = 1;
 	make_id(sb->id, sizeof(sb->id));
 	sb->policy.quiet = true;
@@ -352,8 +307,10 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	if (!source || !(sb->req = json_deep_copy(req)))
 		r = aj_err(err, ENOMEM, "sandbox");
 	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-		 (r = aj_box_create(&sb->box, &sb->policy, source, err)) == 0 &&
-		 (r = sb->root_fd = aj_box_root_fd(&sb->box, err)) >= 0)
+		 (r = level_usable(sb, err)) == 0 &&
+		 (r = sb->be->create(&sb->policy, source, &sb->inst, err)) == 0 &&
+		 (!(sb->be->caps & AJ_CAP_ROOT_FD) ||
+		  (r = sb->root_fd = sb->be->root_fd(sb->inst, err)) >= 0))
 		state_write(sb);
 	if (r < 0) {
 		aj_sandbox_unref(sb);
@@ -427,11 +384,7 @@ static aj_sandbox *take(size_t i)
 	aj_sandbox *sb = reg[i];
 	reg[i] = reg[--reg_n];
 	__atomic_store_n(&sb->dead, true, __ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&sb->state_mu);
-	if (sb->paused) /* a frozen init would not die, nor end its commands */
-		(void)aj_cgroup_freeze(&sb->box.info.cg, false, NULL);
-	pthread_mutex_unlock(&sb->state_mu);
-	kill(sb->box.info.init, SIGKILL);
+	sb->be->kill(sb->inst); /* a paused one is thawed first */
 	return sb;
 }
 
@@ -527,9 +480,11 @@ static json_t *sandbox_json_base(aj_sandbox *sb)
 	const aj_policy *p = &sb->policy;
 	/* "limits": "best-effort": the limits that could not be applied */
 	static const char *const names[] = {"memory", "pids", "cpus"};
+	aj_inst_info in;
+	sb->be->info(sb->inst, &in);
 	json_t *missing = json_array();
 	for (unsigned i = 0; i < AJ_ARRAY_SIZE(names); i++)
-		if (sb->box.info.cg.missing & (1u << i))
+		if (in.limits_missing & (1u << i))
 			json_array_append_new(missing, json_string(names[i]));
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:f, s:I}, s:s?, s:s, s:I, "
@@ -537,17 +492,25 @@ static json_t *sandbox_json_base(aj_sandbox *sb)
 	    "id", sb->id, "state", paused ? "paused" : "running", "created_at",
 	    iso_time(sb->created_ms), "expires_at", exp ? iso_time(exp) : json_null(),
 	    "timeout_remaining", exp || left ? json_integer((left + 999) / 1000) : json_null(),
-	    "pid", (json_int_t)sb->box.info.init, "limits", "memory", (json_int_t)p->memory, "pids",
+	    "pid", (json_int_t)in.pid, "limits", "memory", (json_int_t)p->memory, "pids",
 	    (json_int_t)p->pids, "cpus", (double)p->cpu_millis / 1000.0, "disk",
 	    (json_int_t)p->tmp_size, "workspace", p->workspace, "net",
 	    p->net == AJ_NET_OPEN ? "open" : "none", "execs",
-	    (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter",
-	    aj_zygote_ready(&sb->box));
+	    (json_int_t)__atomic_load_n(&sb->execs, __ATOMIC_SEQ_CST), "interpreter", in.warm);
+	if (o)
+		json_object_set_new(o, "isolation", json_string(sb->be->name));
 	if (o && missing)
 		json_object_set_new(o, "limits_not_applied", missing);
 	else
 		json_decref(missing);
 	return o;
+}
+
+int aj_sandbox_holder(aj_sandbox *sb)
+{
+	aj_inst_info in;
+	sb->be->info(sb->inst, &in);
+	return (int)in.holder;
 }
 
 json_t *aj_sandbox_json(aj_sandbox *sb)

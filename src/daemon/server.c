@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "backends.h"
 #include "http.h"
 #include "image.h"
 #include "pool.h"
@@ -149,10 +149,8 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	int lock = lock_state(o->state_dir, err);
 	if (lock < 0)
 		return lock;
-	/* a fresh /sys without cgroups (as root): mounted in a mount namespace
-	 * of ours before any thread, which the keepers inherit (their cgroups'
-	 * paths mean the same here); creates fail closed if it can't be done */
-	(void)aj_cgroup_ensure_mounted(NULL);
+	/* before any thread (backends.h) */
+	aj_backends_prepare();
 	struct sigaction sa = {.sa_handler = on_signal}, ign = {.sa_handler = SIG_IGN};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

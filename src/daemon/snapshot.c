@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "daemon.h"
 #include "image.h"
 #include "pool.h"
@@ -20,8 +21,10 @@
 /* The host ids of inside 0 (the sandbox's id range starts there). */
 static void base_ids(const aj_sandbox *sb, uid_t *u, gid_t *g)
 {
-	*u = sb->box.info.uid - sb->policy.uid;
-	*g = sb->box.info.gid - sb->policy.gid;
+	aj_inst_info in;
+	sb->be->info(sb->inst, &in);
+	*u = in.uid - sb->policy.uid;
+	*g = in.gid - sb->policy.gid;
 }
 
 /* Freeze sb for a copy unless it is paused; state_mu held until thaw(). */
@@ -29,10 +32,14 @@ static int hold_still(aj_sandbox *sb, bool *froze, aj_error *err)
 {
 	pthread_mutex_lock(&sb->state_mu);
 	*froze = false;
-	if (sb->paused || !sb->box.info.have_cg)
+	if (sb->paused)
 		return 0;
-	int r = aj_cgroup_freeze(&sb->box.info.cg, true, err);
+	aj_error e;
+	int r = sb->be->pause(sb->inst, true, &e);
+	if (r == -ENOTSUP) /* no cgroup to freeze: copied as it runs */
+		return 0;
 	if (r < 0) {
+		*err = e;
 		pthread_mutex_unlock(&sb->state_mu);
 		return r;
 	}
@@ -43,7 +50,7 @@ static int hold_still(aj_sandbox *sb, bool *froze, aj_error *err)
 static void thaw(aj_sandbox *sb, bool froze)
 {
 	if (froze)
-		(void)aj_cgroup_freeze(&sb->box.info.cg, false, NULL);
+		(void)sb->be->pause(sb->inst, false, NULL);
 	pthread_mutex_unlock(&sb->state_mu);
 }
 
@@ -85,6 +92,8 @@ static int snapshot_budget(const aj_sandbox *sb, const char *image, unsigned lon
 
 int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err)
 {
+	if (!aj_backend_can(sb->be, AJ_CAP_SNAPSHOT | AJ_CAP_ROOT_FD, err))
+		return -ENOTSUP;
 	if (!sb->policy.rootfs) {
 		int r = aj_err(err, EINVAL,
 			       "sandbox '%s' has the host's minimal root: a snapshot needs a "
@@ -163,6 +172,8 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
 		    aj_error *err)
 {
+	if (!aj_backend_can(sb->be, AJ_CAP_FORK | AJ_CAP_ROOT_FD, err))
+		return -ENOTSUP;
 	if (count < 1 || count > AJ_FORK_MAX)
 		return aj_err(err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX);
 	if (geteuid() != 0)

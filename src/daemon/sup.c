@@ -99,6 +99,9 @@ void aj_reply_fail(aj_reply *rep, int status, const char *code, const aj_error *
 {
 	char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 	aj_err_format(err, msg, sizeof(msg));
+	/* the error's own status wins (e.g. 501 for what a level lacks) */
+	if (err->status && err->api_code[0])
+		status = err->status, code = err->api_code;
 	aj_reply_error(rep, status, code, "%s", msg);
 }
 

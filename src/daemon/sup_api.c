@@ -104,7 +104,8 @@ void aj_op_create(json_t *args, aj_reply *rep)
 			aj_metrics_add(&t->failed, 1);
 		aj_audit("create_failed", json_pack("{s:s, s:o, s:s}", "peer", peer, "request",
 						    logged, "error", err.msg));
-		/* 409: limits that cannot be enforced here (cgroup.h) */
+		/* 409: limits that cannot be enforced here (cgroup.h), a level
+		 * not usable here; 501: a level without persistent sandboxes */
 		aj_reply_fail(rep,
 			      rc == -EAGAIN					   ? 429
 			      : err.status					   ? err.status
@@ -120,7 +121,7 @@ void aj_op_create(json_t *args, aj_reply *rep)
 	if (t)
 		aj_metrics_add(&t->created, 1);
 	aj_audit("create", json_pack("{s:s, s:s, s:o, s:i}", "sandbox", sb->id, "peer", peer,
-				     "request", logged, "keeper", (int)sb->box.keeper));
+				     "request", logged, "keeper", aj_sandbox_holder(sb)));
 	aj_reply_json(rep, 201, aj_sandbox_json(sb));
 	aj_sandbox_unref(sb);
 }
@@ -353,7 +354,7 @@ void aj_op_fork(json_t *args, aj_reply *rep)
 		if (f)
 			aj_audit("fork",
 				 json_pack("{s:s, s:s, s:s, s:i}", "sandbox", f->id, "fork_of",
-					   sb->id, "peer", peer, "keeper", (int)f->box.keeper));
+					   sb->id, "peer", peer, "keeper", aj_sandbox_holder(f)));
 		aj_sandbox_unref(f);
 	}
 	aj_sandbox_unref(sb);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The supervisor's exec (op "exec"): the supervisor's thread sends the
- * command to the sandbox (aj_box_exec_start), then a worker thread waits
+ * command to the sandbox (its backend's exec_start), then a worker thread waits
  * for it and writes its redacted output to a stream socket whose other end
  * goes to the front: NDJSON events, or for a WebSocket the frames of ipc.h
  * (channels 1, 2, 3). For a WebSocket a reader thread takes what the front
@@ -23,6 +23,7 @@
 
 #include <libwebsockets.h>
 
+#include "backends.h"
 #include "ipc.h"
 #include "jsonstr.h"
 #include "redact.h"
@@ -53,7 +54,7 @@ typedef struct job {
 	size_t carry_n[2];
 	char *line; /* NDJSON: the event being written (jsonstr.h) */
 	size_t line_cap;
-	aj_box_job *x; /* the command, sent (aj_box_exec_start) */
+	aj_job *x; /* the command, sent (the backend's exec_start) */
 } job;
 
 static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -77,7 +78,8 @@ static void job_unref(job *j)
 	if (left > 0)
 		return;
 	pthread_mutex_destroy(&j->mu);
-	aj_box_exec_abandon(j->x);
+	if (j->x)
+		j->sb->be->exec_abandon(j->x);
 	aj_exec_req_free(&j->q);
 	closep2(j->stdin_rw);
 	closep2(j->tty);
@@ -325,7 +327,7 @@ static void *worker(void *arg)
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
-	int r = aj_box_exec_wait(j->x, &res, &err);
+	int r = j->sb->be->exec_wait(j->x, &res, &err);
 	j->x = NULL;
 	finish(j, r, &res, &err);
 	job_unref(j);
@@ -418,7 +420,9 @@ static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *er
 	int sz = 1 << 20;
 	(void)setsockopt(s[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
 	int r = 0;
-	if (tty && (r = aj_box_open_pty(&j->sb->box, j->tty, err)) == 0 &&
+	if (tty && !aj_backend_can(j->sb->be, AJ_CAP_PTY, err))
+		return -ENOTSUP;
+	if (tty && (r = j->sb->be->open_pty(j->sb->inst, j->tty, err)) == 0 &&
 	    (j->stdin_rw[1] = fcntl(j->tty[0], F_DUPFD_CLOEXEC, 3)) < 0)
 		r = -errno;
 	else if (!tty && with_stdin && pipe2(j->stdin_rw, O_CLOEXEC) < 0)
@@ -443,7 +447,7 @@ static int job_setup(job *j, bool with_stdin, bool tty, int *front, aj_error *er
 			 .signal_fd = j->sig[0],
 			 .cancel_fd = j->ws ? -1 : j->sock};
 	__atomic_add_fetch(&j->sb->execs, 1, __ATOMIC_SEQ_CST);
-	j->x = aj_box_exec_start(&j->sb->box, &spec, &io);
+	j->x = j->sb->be->exec_start(j->sb->inst, &spec, &io);
 	return 0;
 }
 
@@ -503,7 +507,7 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	j->refs = ws ? 3 : 2; /* this function's, the worker's and the reader's */
 	if (e == 0 && (e = start_thread(worker, j)) < 0) {
 		j->refs = 1;
-		aj_box_exec_abandon(j->x); /* nobody waits: the command is killed */
+		sb->be->exec_abandon(j->x); /* nobody waits: the command is killed */
 		j->x = NULL;
 	} else if (e == 0 && ws && (e = start_thread(reader, j)) < 0) {
 		j->refs--;
@@ -515,8 +519,9 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	if (e < 0) {
 		if (front >= 0)
 			close(front);
-		if (err.msg[0])
-			aj_reply_fail(rep, 500, "exec_failed", &err);
+		if (err.msg[0]) /* 501: a terminal at a level without one */
+			aj_reply_fail(rep, err.status ? err.status : 500,
+				      err.api_code[0] ? err.api_code : "exec_failed", &err);
 		else
 			aj_reply_error(rep, 503, "busy", "cannot start the command: %s",
 				       strerror(-e));

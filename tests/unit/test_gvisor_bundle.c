@@ -52,16 +52,15 @@ static void test_isolation_key(void **state)
 	assert_int_equal(aj_policy_set(&p, "isolation", "wasm", 0, &err), -ENOTSUP);
 	assert_int_equal(aj_policy_set(&p, "isolation", "bogus", 0, &err), -EINVAL);
 	assert_int_equal(aj_policy_set(&p, "isolation", "", 0, &err), -EINVAL);
-	/* the API's JSON: process only, until the service runs level 2 (no
-	 * silent fallback to level 1) */
+	/* the API's JSON names the level too (the service refuses one it
+	 * cannot serve: registry.c, never a silent level 1) */
 	json_t *j = json_pack("{s:s}", "isolation", "process");
 	assert_int_equal(aj_policy_from_json(&p, j, &err), 0);
 	assert_int_equal(p.isolation, AJ_ISO_PROCESS);
 	json_decref(j);
 	j = json_pack("{s:s}", "isolation", "gvisor");
-	assert_int_equal(aj_policy_from_json(&p, j, &err), -ENOTSUP);
-	assert_non_null(strstr(err.msg, "not available through the service yet"));
-	assert_int_equal(p.isolation, AJ_ISO_PROCESS);
+	assert_int_equal(aj_policy_from_json(&p, j, &err), 0);
+	assert_int_equal(p.isolation, AJ_ISO_GVISOR);
 	json_decref(j);
 	aj_policy_free(&p);
 }

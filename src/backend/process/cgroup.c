@@ -317,6 +317,7 @@ static int fail_closed(const aj_policy *p, const aj_error *e, aj_error *err)
 	int r = aj_err(err, e->code, "cannot enforce the sandbox's limits (%s): %s%s%s", lim, why,
 		       *mf ? "; " : "", mf);
 	err->status = 409; /* the service: Conflict, with this message */
+	snprintf(err->api_code, sizeof(err->api_code), "%s", "limits_unenforceable");
 	if (geteuid() != 0) {
 		char how[AJ_ERR_HINT_MAX];
 		aj_cgroup_delegation_howto(how, sizeof(how));
@@ -537,6 +538,47 @@ unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg)
 	if (read_memory_file(cg, "memory.max_usage_in_bytes", "memory.peak", txt, sizeof(txt)) < 0)
 		return 0;
 	return strtoull(txt, NULL, 10);
+}
+
+/* A number from ctrl's file (returns the cgroup version it came from) (v1: v1 in the controller's
+ * directory, v2: v2 in the unified one), after key on v2 when given ("usage_usec 12\n"). */
+static int read_number(const aj_cgroup *cg, const char *ctrl, const char *v1, const char *v2,
+		       const char *key, unsigned long long *out)
+{
+	*out = 0;
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		char path[PATH_MAX + 32], txt[2048];
+		if (d->version == 1 && strcmp(d->ctrl, ctrl) == 0)
+			snprintf(path, sizeof(path), "%s/%s", d->path, v1);
+		else if (d->version == 2 && v2)
+			snprintf(path, sizeof(path), "%s/%s", d->path, v2);
+		else
+			continue;
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || read_text(fd, txt, sizeof(txt)) < 0)
+			continue;
+		const char *at = txt;
+		if (key && d->version == 2 && !(at = strstr(txt, key)))
+			continue;
+		if (key && d->version == 2)
+			at += strlen(key);
+		*out = strtoull(at, NULL, 10);
+		return d->version;
+	}
+	return -ENOENT;
+}
+
+int aj_cgroup_stats(const aj_cgroup *cg, unsigned long long *mem, unsigned long long *peak,
+		    unsigned long long *cpu_usec, unsigned long long *pids)
+{
+	*mem = *peak = *cpu_usec = *pids = 0;
+	int found = read_number(cg, "memory", "memory.usage_in_bytes", "memory.current", NULL, mem);
+	*peak = aj_cgroup_peak_memory(cg);
+	(void)read_number(cg, "pids", "pids.current", "pids.current", NULL, pids);
+	if (read_number(cg, "cpu", "cpuacct.usage", "cpu.stat", "usage_usec ", cpu_usec) == 1)
+		*cpu_usec /= 1000; /* v1 cpuacct.usage is in ns */
+	return found < 0 ? found : 0;
 }
 
 static void kill_procs(const aj_cgroup_dir *d)

@@ -97,6 +97,10 @@ unsigned long long aj_cgroup_peak_memory(const aj_cgroup *cg);
 /* Change the memory and pids limits of existing cgroups to p's (a pooled
  * sandbox at hand-out). -ENOENT when cg has no directory for a limit p
  * sets (or p sets none of them to a value: 0 cannot lift a limit). */
+/* Memory now and at its peak (bytes), CPU used (µs) and pids now; 0 or
+ * -ENOENT when there is no memory cgroup. */
+int aj_cgroup_stats(const aj_cgroup *cg, unsigned long long *mem, unsigned long long *peak,
+		    unsigned long long *cpu_usec, unsigned long long *pids);
 int aj_cgroup_update_limits(const aj_cgroup *cg, const aj_policy *p, aj_error *err);
 /* Does this host give us a cpu controller (v1 hierarchy, or "cpu" among
  * the v2 controllers of our cgroup)? */
