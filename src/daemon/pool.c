@@ -17,6 +17,7 @@
 
 typedef struct pool {
 	char image[AJ_IMAGE_NAME_MAX + 1]; /* "default": the host-root sandbox */
+	char level[16];			   /* its isolation level's name */
 	json_t *req;			   /* the policy its sandboxes are built with */
 	unsigned want, n;
 	aj_sandbox *ready[AJ_POOL_MAX_SIZE];
@@ -54,17 +55,59 @@ static long long mono_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* LEVEL: in front of a pool's spec; level 1 when there is none. */
+static int pool_level(const char *spec, const char **rest, aj_policy *lp, aj_error *err)
+{
+	const char *colon = strchr(spec, ':'), *eq = strrchr(spec, '=');
+	*rest = spec;
+	if (!colon || (eq && colon > eq))
+		return 0;
+	char level[16];
+	if ((size_t)(colon - spec) >= sizeof(level))
+		return aj_err(err, EINVAL, "--pool '%s': expected [LEVEL:]IMAGE=N", spec);
+	memcpy(level, spec, (size_t)(colon - spec));
+	level[colon - spec] = '\0';
+	int r = aj_policy_set_isolation(lp, level, err);
+	if (r < 0) {
+		aj_err_prefix(err, "--pool '%s'", spec);
+		return r;
+	}
+	const aj_backend *be = aj_backend_of(lp->isolation);
+	if (!be || !be->create) {
+		r = aj_err(err, ENOTSUP,
+			   "--pool '%s': level %s has no sandboxes that live across "
+			   "commands in this build",
+			   spec, level);
+		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
+		return r;
+	}
+	if ((r = be->probe(err)) < 0) { /* never a pool of another level */
+		aj_err_prefix(err, "--pool '%s'", spec);
+		return r;
+	}
+	*rest = colon + 1;
+	return 0;
+}
+
 int aj_pool_add(const char *spec, aj_error *err)
 {
-	const char *eq = strrchr(spec, '=');
+	aj_policy lp;
+	aj_policy_init(&lp);
+	const char *rest;
+	int lr = pool_level(spec, &rest, &lp, err);
+	aj_policy_free(&lp);
+	if (lr < 0)
+		return lr;
+	const char *level = aj_backend_of(lp.isolation)->name;
+	const char *eq = strrchr(rest, '=');
 	unsigned long long n = 0;
 	char image[AJ_IMAGE_NAME_MAX + 1];
-	size_t il = eq ? (size_t)(eq - spec) : 0;
+	size_t il = eq ? (size_t)(eq - rest) : 0;
 	if (!eq || il == 0 || il >= sizeof(image) ||
 	    aj_parse_uint(eq + 1, AJ_POOL_MAX_SIZE, &n) < 0 || n == 0)
-		return aj_err(err, EINVAL, "--pool '%s': expected IMAGE=N (N from 1 to %d)", spec,
-			      AJ_POOL_MAX_SIZE);
-	memcpy(image, spec, il);
+		return aj_err(err, EINVAL, "--pool '%s': expected [LEVEL:]IMAGE=N (N from 1 to %d)",
+			      spec, AJ_POOL_MAX_SIZE);
+	memcpy(image, rest, il);
 	image[il] = '\0';
 	bool dflt = strcmp(image, "default") == 0;
 	if (!dflt && !aj_image_name_ok(image))
@@ -72,9 +115,12 @@ int aj_pool_add(const char *spec, aj_error *err)
 	if (n_pools >= AJ_POOL_MAX)
 		return aj_err(err, E2BIG, "--pool: at most %d pools", AJ_POOL_MAX);
 	for (size_t i = 0; i < n_pools; i++)
-		if (strcmp(pools[i].image, image) == 0)
-			return aj_err(err, EEXIST, "--pool: two pools of '%s'", image);
+		if (strcmp(pools[i].image, image) == 0 && strcmp(pools[i].level, level) == 0)
+			return aj_err(err, EEXIST, "--pool: two pools of '%s' at level %s", image,
+				      level);
 	json_t *req = dflt ? json_object() : json_pack("{s:s}", "image", image);
+	if (req && lp.isolation != AJ_ISO_PROCESS)
+		json_object_set_new(req, "isolation", json_string(level));
 	if (!req)
 		return aj_err(err, ENOMEM, "pool");
 	aj_policy p;
@@ -90,6 +136,7 @@ int aj_pool_add(const char *spec, aj_error *err)
 	pool *pl = &pools[n_pools++];
 	memset(pl, 0, sizeof(*pl));
 	snprintf(pl->image, sizeof(pl->image), "%s", image);
+	snprintf(pl->level, sizeof(pl->level), "%s", level);
 	aj_image_info info;
 	char interp[64];
 	if (!dflt && aj_image_inspect(aj_state_dir(), image, &info, NULL) == 0 &&
@@ -272,6 +319,9 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		return NULL;
 	}
 	json_object_del(rest, "timeout"); /* the registry's, not the sandbox's */
+	const char *iso = json_string_value(json_object_get(rest, "isolation"));
+	if (iso && !strcmp(iso, "process")) /* the default, as pools spell it */
+		json_object_del(rest, "isolation");
 	static const char *const at_handout[] = {"env", "secret", "memory", "pids", "disk", "cpus"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(at_handout); i++) {
 		/* cpus: where the pool's sandboxes have a cpu cgroup; disk: where
@@ -385,13 +435,13 @@ json_t *aj_pool_json(void)
 			warm += in.warm != NULL;
 		}
 		json_array_append_new(
-		    a,
-		    json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}", "image",
-			      pl->image, "size", (json_int_t)pl->want, "ready", (json_int_t)pl->n,
-			      "hits", (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
-			      (json_int_t)pl->built, "failed", (json_int_t)pl->failed, "last_error",
-			      pl->last_error[0] ? pl->last_error : NULL, "warmup",
-			      pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
+		    a, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}",
+				 "image", pl->image, "isolation", pl->level, "size",
+				 (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
+				 (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
+				 (json_int_t)pl->built, "failed", (json_int_t)pl->failed,
+				 "last_error", pl->last_error[0] ? pl->last_error : NULL, "warmup",
+				 pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
 	}
 	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
 	pthread_mutex_unlock(&mu);
@@ -409,12 +459,13 @@ char *aj_pool_metrics(void)
 	fprintf(f, "# HELP agentjail_pool_ready Ready sandboxes in the warm pool.\n"
 		   "# TYPE agentjail_pool_ready gauge\n");
 	for (size_t i = 0; i < n_pools; i++)
-		fprintf(f, "agentjail_pool_ready{image=\"%s\"} %u\n", pools[i].image, pools[i].n);
+		fprintf(f, "agentjail_pool_ready{image=\"%s\",isolation=\"%s\"} %u\n",
+			pools[i].image, pools[i].level, pools[i].n);
 	fprintf(f, "# HELP agentjail_pool_hits_total Creates served from the warm pool.\n"
 		   "# TYPE agentjail_pool_hits_total counter\n");
 	for (size_t i = 0; i < n_pools; i++)
-		fprintf(f, "agentjail_pool_hits_total{image=\"%s\"} %llu\n", pools[i].image,
-			pools[i].hits);
+		fprintf(f, "agentjail_pool_hits_total{image=\"%s\",isolation=\"%s\"} %llu\n",
+			pools[i].image, pools[i].level, pools[i].hits);
 	fprintf(f,
 		"# HELP agentjail_pool_misses_total Creates no pool could serve (no pool of "
 		"that policy, or it was empty).\n# TYPE agentjail_pool_misses_total counter\n"

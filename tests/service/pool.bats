@@ -104,8 +104,8 @@ handout() {
     assert_eq "$(pool_field default hits)" $((hits + 1))
     # metrics
     m=$(api GET /metrics)
-    grep -q "^agentjail_pool_hits_total{image=\"default\"} $((hits + 1))\$" <<<"$m"
-    grep -q '^agentjail_pool_ready{image="default"} [0-9]' <<<"$m"
+    grep -q "^agentjail_pool_hits_total{image=\"default\",isolation=\"process\"} $((hits + 1))\$" <<<"$m"
+    grep -q '^agentjail_pool_ready{image="default",isolation="process"} [0-9]' <<<"$m"
     grep -q '^agentjail_pool_misses_total 2$' <<<"$m"
     api DELETE "/v1/sandboxes/$a" >/dev/null
 }
@@ -176,7 +176,8 @@ handout() {
 }
 
 @test "pool: bad --pool specs are refused (exit 125), nothing started" {
-    for spec in nosuch-image=2 default=0 default=65 default 'Bad/Name=1' =3 default=x; do
+    for spec in nosuch-image=2 default=0 default=65 default 'Bad/Name=1' =3 default=x \
+        bogus:default=1 microvm:default=1 wasm:default=1 :default=1 process:nosuch-image=1; do
         run "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/xs" --pool "$spec"
         assert_status 125
         [[ "$output" == *"--pool"* ]] || fail "no --pool in: $output"
@@ -185,6 +186,10 @@ handout() {
     run "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/xs" --pool default=1 --pool default=2
     assert_status 125
     [[ "$output" == *"two pools"* ]]
+    # the level is part of the pool: level 1 spelled out is the same pool
+    run "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/xs" --pool default=1 --pool process:default=2
+    assert_status 125
+    [[ "$output" == *"two pools of 'default' at level process"* ]] || fail "$output"
 }
 
 @test "pool: drained at shutdown; after a SIGKILL the next start sweeps the pooled sandboxes" {
