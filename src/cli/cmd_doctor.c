@@ -75,7 +75,7 @@ static void print_text(const aj_check *c, size_t n, bool can_run)
 
 int aj_cmd_doctor(int argc, char **argv)
 {
-	aj_check checks[AJ_DOCTOR_MAX_CHECKS + 1]; /* + level 2 */
+	aj_check checks[AJ_DOCTOR_MAX_CHECKS + 3]; /* + levels 2 to 4 */
 	bool json = false, can_run;
 	size_t n;
 
@@ -95,6 +95,17 @@ int aj_cmd_doctor(int argc, char **argv)
 	}
 	n = aj_doctor_run(checks, AJ_DOCTOR_MAX_CHECKS);
 	aj_gvisor_doctor(&checks[n++]);
+	/* every level has its line, the ones not built in too (docs/levels.md) */
+	static const char *const later[] = {"level 3: microvm", "level 4: wasm"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(later); i++) {
+		aj_check *c = &checks[n++];
+		memset(c, 0, sizeof(*c));
+		c->name = later[i];
+		c->status = AJ_CHECK_WARN;
+		snprintf(c->detail, sizeof(c->detail), "not in this build of agentjail");
+		snprintf(c->fix, sizeof(c->fix),
+			 "none yet: use --isolation process or gvisor (docs/levels.md)");
+	}
 	can_run = aj_doctor_can_run(checks, n);
 	if (json) {
 		if (print_json(checks, n))

@@ -145,6 +145,15 @@ load helpers
     [ -n "$output$stderr" ] || fail "doctor printed nothing"
 }
 
+@test "agentjail doctor has a line for every isolation level" {
+    run --separate-stderr "$AJ" doctor --json
+    assert_status 0
+    for level in "level 2: gvisor" "level 3: microvm" "level 4: wasm"; do
+        jq -e --arg n "$level" 'any(.. | objects | select(has("name")); .name == $n)' <<<"$output" >/dev/null ||
+            fail "no doctor line '$level' in: $output"
+    done
+}
+
 @test "as root, a successful run prints nothing of its own on stderr" {
     require_root
     sandbox -- /probe exit 0
