@@ -95,6 +95,13 @@ void aj_reply_error(aj_reply *rep, int status, const char *code, const char *fmt
 		      json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
 }
 
+void aj_reply_denial(aj_reply *rep, const aj_denial *d)
+{
+	aj_reply_json(rep, 403,
+		      json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "code", "forbidden",
+				"message", d->msg, "policy_key", d->key, "policy_file", d->file));
+}
+
 void aj_reply_fail(aj_reply *rep, int status, const char *code, const aj_error *err)
 {
 	char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "request.h"
+#include "tenant.h"
 
 typedef struct aj_reply {
 	int status;   /* HTTP status */
@@ -27,6 +28,8 @@ void aj_reply_json(aj_reply *rep, int status, json_t *o);
 void aj_reply_error(aj_reply *rep, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void aj_reply_fail(aj_reply *rep, int status, const char *code, const aj_error *err);
+/* 403 {"error": {"code": "forbidden", "message", "policy_key", "policy_file"}} */
+void aj_reply_denial(aj_reply *rep, const aj_denial *d);
 
 /* Argument checks, answering 400 (or 404) when they fail. */
 /* A string without NUL of at most max bytes; NULL when absent or bad

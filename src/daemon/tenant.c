@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "policy.h"
-#include "sup.h"
 #include "tenant.h"
 #include "util.h"
 
@@ -274,13 +273,6 @@ aj_tenant *aj_tenant_current(void)
 bool aj_tenant_is_operator(const aj_tenant *t)
 {
 	return t == &tenants[0];
-}
-
-void aj_reply_denial(aj_reply *rep, const aj_denial *d)
-{
-	aj_reply_json(rep, 403,
-		      json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "code", "forbidden",
-				"message", d->msg, "policy_key", d->key, "policy_file", d->file));
 }
 
 static int deny(aj_denial *d, const char *file, const char *key, const char *fmt, ...)

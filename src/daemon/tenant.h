@@ -61,8 +61,5 @@ int aj_tenant_check_ttl(const aj_tenant *t, double seconds, aj_denial *d);
 int aj_tenant_check_snapshot(const aj_tenant *t, const char *name, aj_denial *d);
 /* The live-sandbox cap of a tenant (0: none), and where it comes from. */
 unsigned long long aj_tenant_max_sandboxes(const aj_tenant *t, const char **key, const char **file);
-/* 403 {"error": {"code": "forbidden", "message", "policy_key", "policy_file"}} */
-struct aj_reply;
-void aj_reply_denial(struct aj_reply *rep, const aj_denial *d);
 
 #endif
