@@ -121,7 +121,10 @@ done
 grep -HoE '^[A-Za-z_][A-Za-z0-9_ *]*[ *]\**[A-Za-z_][A-Za-z0-9_]*(\(|\[| =)' "${lib[@]}" |
 	grep -vE ':(static|typedef|extern|struct|enum|union|return|else|if|while|for|switch|case|goto|do)[ (]' |
 	sed -E 's/^(.*)\.c:.*[ *]([A-Za-z_][A-Za-z0-9_]*)(\(|\[| =)$/D \1 \2/' >"$tmp/defs"
-grep -ohwE '[A-Za-z_][A-Za-z0-9_]*' "${hfiles[@]}" | sort -u >"$tmp/declared"
+# declared: NAME( or NAME[ or "NAME;" on a header line that is no comment
+grep -hvE '^[[:space:]]*(/?\*|//)' "${hfiles[@]}" |
+	grep -oE '[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(\(|\[|;)' |
+	sed -E 's/[[:space:]]*[[;(]$//' | sort -u >"$tmp/declared"
 awk 'NR == FNR { d[$1] = 1; next } ($3 in d) { print $3 }' "$tmp/declared" "$tmp/defs" | sort -u >"$tmp/names"
 if [ -s "$tmp/names" ]; then
 	grep -HowF -f "$tmp/names" "${cfiles[@]}" | sort -u |

@@ -203,12 +203,22 @@ static json_t *strv_json(const char *const *v, size_t n)
 
 static json_t *etc_json(const aj_policy *p)
 {
+	bool gv = p->isolation == AJ_ISO_GVISOR;
+	if (p->rootfs && !gv) {
+		/* level 1: the image's own /etc (mount.c writes none of ours) */
+		json_t *syn = json_array();
+		if (p->net == AJ_NET_ALLOW)
+			json_array_append_new(syn, json_string("resolv.conf"));
+		return json_pack("{s:o,s:[],s:s}", "synthesized", syn, "host_entries", "note",
+				 "the image's own /etc (in the overlay); with --allow its "
+				 "resolv.conf names agentjail's resolver");
+	}
 	json_t *o = json_pack("{s:o}", "synthesized", strv_json(aj_etc_generated, AJ_ETC_FILES));
 	if (p->rootfs) {
 		json_object_set_new(o, "host_entries", json_array());
 		json_object_set_new(o, "note",
-				    json_string("the image's own /etc, the synthesized "
-						"files bound over it"));
+				    json_string("the image's /etc entries read-only, "
+						"the synthesized files beside them"));
 		return o;
 	}
 	json_object_set_new(o, "host_entries", strv_json(aj_etc_allowed, aj_etc_allowed_n));
