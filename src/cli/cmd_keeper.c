@@ -23,6 +23,7 @@
 #include "image.h"
 #include "commands.h"
 #include "policy.h"
+#include "sandbox.h"
 #include "sync.h"
 #include "util.h"
 

@@ -2,6 +2,7 @@
 /* agentjail run: flags -> aj_policy -> the level's run (backends.h). */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "backends.h"
 #include "commands.h"
 #include "net.h"
+#include "plan.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -84,6 +86,10 @@ static const char run_usage[] =
     "      --isolation LEVEL   process (default: namespaces, seccomp, Landlock) or\n"
     "                          gvisor (gVisor's user-space kernel, runsc; one-shot)\n"
     "Other:\n"
+    "      --print-plan        print the compiled plan (mounts, /etc, masks,\n"
+    "                          seccomp, Landlock, network, limits, user, env names;\n"
+    "                          never a secret's value) as JSON and exit 0 without\n"
+    "                          running COMMAND or making any namespace\n"
     "  -q, --quiet             don't warn about features this host lacks\n"
     "  -h, --help              show this help\n"
     "\n"
@@ -123,6 +129,7 @@ enum {
 	OPT_LIMITS,
 	OPT_ISOLATION,
 	OPT_WRITABLE,
+	OPT_PRINT_PLAN,
 };
 
 static const struct option run_opts[] = {
@@ -163,6 +170,7 @@ static const struct option run_opts[] = {
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"writable", required_argument, NULL, OPT_WRITABLE},
+    {"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -202,6 +210,19 @@ static void report_end(const aj_policy *p, const aj_run_result *res)
 			p->memory >> 20);
 }
 
+/* --print-plan: the plan as JSON on stdout; nothing is run or made. */
+static int print_compiled_plan(const aj_policy *p, aj_error *err)
+{
+	json_t *plan = aj_plan_json(p, err);
+	if (!plan)
+		return -EINVAL;
+	int r = json_dumpf(plan, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(plan);
+	if (r < 0 || fputc('\n', stdout) == EOF || fflush(stdout) == EOF)
+		return aj_err(err, EIO, "cannot write the plan");
+	return 0;
+}
+
 int aj_cmd_run(int argc, char **argv)
 {
 	aj_policy p;
@@ -211,6 +232,7 @@ int aj_cmd_run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	int c, r = 0;
+	bool print_plan = false;
 	while ((c = getopt_long(argc, argv, "+w:u:e:tTqh", run_opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(run_usage, stdout);
@@ -227,8 +249,18 @@ int aj_cmd_run(int argc, char **argv)
 			r = -EINVAL;
 			break;
 		}
+		if (c == OPT_PRINT_PLAN) {
+			print_plan = true;
+			continue;
+		}
 		if ((r = apply_opt(&p, c, optarg, &err)) < 0)
 			break;
+	}
+	if (r == 0 && print_plan) {
+		p.argv = argv + optind;
+		r = print_compiled_plan(&p, &err);
+		aj_policy_free(&p);
+		return r < 0 ? aj_cli_fail(&err) : 0;
 	}
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net runs the same

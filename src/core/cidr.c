@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* CIDR values of the policy (--deny, --allow, --dns): parsing, text,
- * matching. Pure functions of aj_cidr (policy.h); no network stack. */
+ * matching. Pure functions of aj_cidr (cidr.h); no network stack. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy.h"
+#include "cidr.h"
 #include "util.h"
 
 int aj_cidr_parse(const char *s, aj_cidr *c)

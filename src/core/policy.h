@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "cidr.h"
 #include "error.h"
 
 #define AJ_SANDBOX_HOME "/home/agent"
@@ -44,20 +45,6 @@ typedef enum aj_net_mode {
 	AJ_NET_OPEN,	 /* veth + NAT, refused ranges and --deny always refused */
 	AJ_NET_ALLOW,	 /* --allow: only allowed names/CIDRs, via agentjail's DNS and proxy */
 } aj_net_mode;
-
-typedef struct aj_cidr {
-	int family; /* AF_INET or AF_INET6 */
-	unsigned char addr[16];
-	unsigned prefix;
-} aj_cidr;
-
-/* CIDR values (cidr.c). */
-/* Parse "ADDR/PREFIX" (or a bare address: /32, /128) into c; the host bits
- * are cleared. Returns 0 or -EINVAL. */
-int aj_cidr_parse(const char *s, aj_cidr *c);
-/* Canonical "ADDR/PREFIX" text. */
-void aj_cidr_format(const aj_cidr *c, char *buf, size_t len);
-bool aj_cidr_contains(const aj_cidr *c, int family, const void *addr);
 
 #define AJ_MAX_ALLOW 64
 #define AJ_MAX_PUBLISH 16

@@ -88,21 +88,45 @@ static int allow(int ruleset, const char *path, uint64_t access, uint64_t mask, 
 	return 0;
 }
 
-static int add_rules(int rs, const aj_policy *p, uint64_t mask, aj_error *err)
+size_t aj_landlock_rules(const aj_policy *p, aj_landlock_rule *out, size_t max)
 {
-	int r = allow(rs, "/", p->rootfs ? LL_READ | LL_WRITE_TREE : LL_READ, mask, err);
 	static const char *const scratch[] = {"/tmp", AJ_SANDBOX_HOME, "/dev/shm"};
-	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(scratch); i++)
-		r = allow(rs, scratch[i], LL_READ | LL_WRITE_TREE, mask, err);
 	static const char *const devs[] = {"/dev/null",	   "/dev/zero", "/dev/full", "/dev/random",
 					   "/dev/urandom", "/dev/tty",	"/dev/pts"};
-	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(devs); i++)
-		r = allow(rs, devs[i], LL_DEVICE, mask, err);
-	if (r == 0 && p->workspace)
-		r = allow(rs, AJ_WORKSPACE_DIR, LL_READ | LL_WRITE_TREE, mask, err);
-	for (size_t i = 0; r == 0 && i < p->n_binds; i++)
+	size_t n = 0;
+#define RULE(path_, access_)                                                                       \
+	do {                                                                                       \
+		if (n < max)                                                                       \
+			out[n] = (aj_landlock_rule){(path_), (access_)};                           \
+		n++;                                                                               \
+	} while (0)
+	RULE("/", p->rootfs ? AJ_LL_READ | AJ_LL_WRITE : AJ_LL_READ);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(scratch); i++)
+		RULE(scratch[i], AJ_LL_READ | AJ_LL_WRITE);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(devs); i++)
+		RULE(devs[i], AJ_LL_DEVICE);
+	if (p->workspace)
+		RULE(AJ_WORKSPACE_DIR, AJ_LL_READ | AJ_LL_WRITE);
+	for (size_t i = 0; i < p->n_binds; i++)
 		if (p->binds[i].writable)
-			r = allow(rs, p->binds[i].dest, LL_READ | LL_WRITE_TREE, mask, err);
+			RULE(p->binds[i].dest, AJ_LL_READ | AJ_LL_WRITE);
+#undef RULE
+	return n;
+}
+
+static int add_rules(int rs, const aj_policy *p, uint64_t mask, aj_error *err)
+{
+	aj_landlock_rule rules[AJ_LL_MAX_RULES];
+	size_t n = aj_landlock_rules(p, rules, AJ_ARRAY_SIZE(rules));
+	if (n > AJ_ARRAY_SIZE(rules))
+		return aj_err(err, E2BIG, "landlock: too many rules");
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		uint64_t a = (rules[i].access & AJ_LL_READ ? LL_READ : 0) |
+			     (rules[i].access & AJ_LL_WRITE ? LL_WRITE_TREE : 0) |
+			     (rules[i].access & AJ_LL_DEVICE ? LL_DEVICE : 0);
+		r = allow(rs, rules[i].path, a, mask, err);
+	}
 	return r;
 }
 

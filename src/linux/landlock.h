@@ -5,8 +5,24 @@
 #ifndef AJ_LANDLOCK_H
 #define AJ_LANDLOCK_H
 
+#include <stddef.h>
+
 #include "error.h"
 #include "policy.h"
+
+/* The rules the command gets, as a pure function of the policy (the plan
+ * prints them; aj_landlock_prepare adds them): access beneath path. A
+ * path missing in the sandbox is skipped when the ruleset is built. */
+#define AJ_LL_READ 1u	/* read, list, execute */
+#define AJ_LL_WRITE 2u	/* create, write, remove, rename, truncate */
+#define AJ_LL_DEVICE 4u /* read, write, ioctl of a device node */
+#define AJ_LL_MAX_RULES (AJ_MAX_BINDS + 16)
+typedef struct aj_landlock_rule {
+	const char *path; /* borrowed: static or the policy's */
+	unsigned access;
+} aj_landlock_rule;
+/* Fills out[0..max) and returns how many rules there are (> max: more). */
+size_t aj_landlock_rules(const aj_policy *p, aj_landlock_rule *out, size_t max);
 
 /* The kernel's Landlock ABI version, 0 when unavailable. */
 int aj_landlock_abi(void);

@@ -169,3 +169,48 @@ load helpers
     assert_status 0
     assert_eq "$stderr" "err" "stderr with stdout closed"
 }
+
+@test "--print-plan: JSON of the plan (workspace mount, placeholders), nothing run or left" {
+    run --separate-stderr "$AJ" run --print-plan --workspace "$WS" --ro "$PROBE:/probe" \
+        --secret PLAN_TOKEN=plan-secret-4711 --redact plan-redact-0815 --memory 64M \
+        -- /bin/sh -c 'touch /workspace/ran; echo plan-secret-4711'
+    assert_status 0
+    [ -z "$stderr" ]
+    jq -e . <<<"$output" >/dev/null
+    # the workspace is bound read-write at /workspace from its host path
+    jq -e --arg ws "$WS" \
+        '[.mounts[] | select(.target == "/workspace" and .source == $ws and .ro == false)] | length == 1' \
+        <<<"$output"
+    jq -e --arg p "$PROBE" '[.mounts[] | select(.target == "/probe" and .source == $p and .ro)] | length == 1' \
+        <<<"$output"
+    jq -e '.limits.memory_bytes == 67108864 and .isolation == "process"' <<<"$output"
+    # a secret's name and placeholder, never its value (nor a --redact value)
+    jq -e '.env.secrets[0].name == "PLAN_TOKEN" and (.env.secrets[0].placeholder | startswith("agentjail-placeholder-"))' \
+        <<<"$output"
+    assert_output_lacks plan-secret-4711
+    assert_output_lacks plan-redact-0815
+    # the command did not run
+    [ ! -e "$WS/ran" ]
+    # level 2's plan is printed without runsc running
+    run --separate-stderr "$AJ" run --print-plan --isolation gvisor --workspace "$WS" -- /bin/true
+    assert_status 0
+    jq -e '.isolation == "gvisor" and (.landlock.rules | length == 0)' <<<"$output"
+}
+
+@test "--print-plan with an invalid policy: 125, one error line, no plan" {
+    # the usual error of the policy (not of the flag)
+    run --separate-stderr "$AJ" run --print-plan --memory lots -- /bin/true
+    assert_status 125
+    assert_one_error_line
+    [[ $stderr == *"--memory 'lots'"* ]]
+    [ -z "$output" ]
+    run --separate-stderr "$AJ" run --print-plan --workspace "$T/missing" -- /bin/true
+    assert_status 125
+    assert_one_error_line
+    [[ $stderr == *"workspace '$T/missing'"* ]]
+    [ -z "$output" ]
+    run --separate-stderr "$AJ" run --print-plan
+    assert_status 125
+    assert_one_error_line
+    [[ $stderr == *"no command given"* ]]
+}

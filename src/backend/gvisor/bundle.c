@@ -19,14 +19,12 @@
 #include "gvisor.h"
 #include "mask.h"
 #include "mount.h"
+#include "plan.h"
 #include "userns.h"
 #include "util.h"
 
 #define MASK_MAX_DEPTH 16
 #define MASK_MAX_ENTRIES 100000
-
-static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
-					  "/lib32", "/lib64", "/libx32"};
 
 typedef struct bundle {
 	const aj_policy *p;
@@ -214,27 +212,22 @@ static int rootfs_root(bundle *b)
 	return r < 0 ? r : image_root(b, b->p->rootfs, m, "");
 }
 
-/* The host's root view: system directories and the harmless /etc entries,
- * read-only (the list of level 1, mount_plan.c): the copy of them, or one
- * bind each. */
-static int host_root(bundle *b)
+/* The state directory's copy of the host /etc entries (staged->etc_tree),
+ * attached at dir/binds/etc before runsc starts, as the bundle's /etc. */
+static int etc_copy(bundle *b)
+{
+	char m[PATH_MAX];
+	snprintf(m, sizeof(m), "%s/binds", b->dir);
+	(void)mkdir(m, 0755);
+	snprintf(m, sizeof(m), "%s/binds/etc", b->dir);
+	if (mkdir(m, 0755) < 0)
+		return aj_err(b->err, errno, "bundle: cannot create %s", m);
+	return add_bind(b, m, "/etc", false);
+}
+
+static int etc_glob(bundle *b)
 {
 	int r = 0;
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(system_dirs) && r == 0; i++)
-		r = host_ro(b, system_dirs[i]);
-	if (r < 0)
-		return r;
-	if (b->staged->etc_tree >= 0) {
-		char m[PATH_MAX];
-		snprintf(m, sizeof(m), "%s/binds", b->dir);
-		(void)mkdir(m, 0755);
-		snprintf(m, sizeof(m), "%s/binds/etc", b->dir);
-		if (mkdir(m, 0755) < 0)
-			return aj_err(b->err, errno, "bundle: cannot create %s", m);
-		return add_bind(b, m, "/etc", false);
-	}
-	for (size_t i = 0; i < aj_etc_allowed_n && r == 0; i++)
-		r = host_ro(b, aj_etc_allowed[i]);
 	DIR *d = opendir("/etc");
 	struct dirent *de;
 	while (r == 0 && d && (de = readdir(d))) {
@@ -246,6 +239,35 @@ static int host_root(bundle *b)
 	}
 	if (d)
 		closedir(d);
+	return r;
+}
+
+/* The root of the compiled plan (plan.c, as level 1's): --rootfs, or the
+ * host's system directories and harmless /etc entries read-only (the copy
+ * of them, or one bind each). /dev is runsc's own. */
+static int plan_root(bundle *b, const aj_plan *pl)
+{
+	int r = 0;
+	bool etc_done = false;
+	for (size_t i = 0; i < pl->n && r == 0; i++) {
+		const aj_plan_mount *m = &pl->m[i];
+		switch (m->role) {
+		case AJ_PLAN_ROOTFS: r = rootfs_root(b); break;
+		case AJ_PLAN_SYSTEM: r = host_ro(b, m->source); break;
+		case AJ_PLAN_ETC_HOST:
+		case AJ_PLAN_ETC_GLOB:
+			if (b->staged->etc_tree >= 0)
+				r = etc_done ? 0 : etc_copy(b);
+			else
+				r = m->role == AJ_PLAN_ETC_HOST ? host_ro(b, m->source)
+								: etc_glob(b);
+			etc_done = true;
+			break;
+		case AJ_PLAN_DEV_NODE:
+		case AJ_PLAN_WORKSPACE:
+		case AJ_PLAN_BIND: break;
+		}
+	}
 	return r;
 }
 
@@ -362,13 +384,37 @@ static int workspace(bundle *b)
 	return mask_walk(b, ws, fd, "", 0);
 }
 
+/* The workspace and the --ro/--rw binds of the compiled plan. */
+static int plan_binds(bundle *b, const aj_plan *pl)
+{
+	int r = 0;
+	for (size_t i = 0; i < pl->n && r == 0; i++) {
+		const aj_plan_mount *m = &pl->m[i];
+		if (m->role == AJ_PLAN_WORKSPACE) {
+			r = workspace(b);
+		} else if (m->role == AJ_PLAN_BIND) {
+			struct stat st;
+			char dir[PATH_MAX];
+			if (stat(m->source, &st) == 0)
+				(void)mount_point(b, m->target, &st);
+			r = stage(b, m->source, dir, sizeof(dir));
+			if (r == 0)
+				r = add_bind(b, dir, m->target, !m->ro);
+		}
+	}
+	return r;
+}
+
 static int mounts(bundle *b)
 {
 	const aj_policy *p = b->p;
 	char opt[128];
-	int r = add_mount(b, "/proc", "proc", "proc", "nosuid,noexec,nodev");
+	aj_plan pl;
+	int r = aj_plan_mounts(p, &pl, b->err);
 	if (r == 0)
-		r = p->rootfs ? rootfs_root(b) : host_root(b);
+		r = add_mount(b, "/proc", "proc", "proc", "nosuid,noexec,nodev");
+	if (r == 0)
+		r = plan_root(b, &pl);
 	if (r == 0)
 		r = etc_files(b, !p->rootfs && b->staged->etc_tree >= 0);
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
@@ -378,18 +424,7 @@ static int mounts(bundle *b)
 		 (unsigned)p->uid, (unsigned)p->gid, p->tmp_size);
 	if (r == 0)
 		r = add_mount(b, AJ_SANDBOX_HOME, "tmpfs", "tmpfs", opt);
-	if (r == 0)
-		r = workspace(b);
-	for (size_t i = 0; i < p->n_binds && r == 0; i++) {
-		struct stat st;
-		char m[PATH_MAX];
-		if (stat(p->binds[i].src, &st) == 0)
-			(void)mount_point(b, p->binds[i].dest, &st);
-		r = stage(b, p->binds[i].src, m, sizeof(m));
-		if (r == 0)
-			r = add_bind(b, m, p->binds[i].dest, p->binds[i].writable);
-	}
-	return r;
+	return r == 0 ? plan_binds(b, &pl) : r;
 }
 
 /* uidMappings: container ids 0..65535 to the unused range at base, except

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "etc_cache.h"
 #include "mount.h"
 #include "net.h"
 #include "gvisor.h"

@@ -26,7 +26,6 @@
 #include "net.h"
 #include "redact.h"
 #include "util.h"
-#include "zygote.h"
 
 /* NUL-separated strings of an fd (from its start) as a strv. */
 static char **read_env(int fd)
@@ -185,7 +184,8 @@ void aj_box_destroy(aj_box *b)
 	if (b->info.have_cg && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		aj_cgroup_destroy(&b->info.cg);
 	b->info.have_cg = false;
-	aj_zygote_free(b); /* its command ended with the sandbox */
+	if (b->warm) /* the zygote's command ended with the sandbox */
+		b->warm->free(b);
 	aj_strv_free(b->envp);
 	b->envp = NULL;
 	b->sock = b->root = b->oom = -1;
@@ -579,7 +579,7 @@ static aj_box_job *job_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_
 
 aj_box_job *aj_box_exec_start(aj_box *b, const aj_exec_spec *spec, const aj_exec_io *io)
 {
-	char **warm = spec->tty_slave > 0 ? NULL : aj_zygote_argv(b, spec->argv);
+	char **warm = spec->tty_slave > 0 || !b->warm ? NULL : b->warm->argv(b, spec->argv);
 	if (!warm)
 		return job_start(b, spec, io);
 	aj_exec_spec s = *spec;

@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "backend.h"
 #include "cgroup.h"
 #include "error.h"
 #include "policy.h"
-#include "sandbox.h"
 #include "sync.h"
 
 /* What the keeper tells its creator once the sandbox is up. */
@@ -27,6 +27,17 @@ typedef struct aj_box_info {
 	aj_cgroup cg;
 } aj_box_info;
 
+struct aj_box;
+/* A warm interpreter of the box (zygote.h) as box.c reaches it: zygote.c,
+ * which is built on the box, sets these when it starts one, so that the
+ * box does not depend on it. */
+typedef struct aj_box_warm {
+	/* the client's argv for a command's argv, or NULL (aj_zygote_argv) */
+	char **(*argv)(const struct aj_box *b, char *const *argv);
+	/* wait for its thread and free it (aj_zygote_free) */
+	void (*free)(struct aj_box *b);
+} aj_box_warm;
+
 typedef struct aj_box {
 	const aj_policy *policy; /* borrowed: must outlive the box */
 	pid_t keeper;
@@ -37,6 +48,7 @@ typedef struct aj_box {
 	aj_box_info info;
 	char **envp;		  /* the policy's environment, the base of every command's */
 	struct aj_zygote *zygote; /* a warm interpreter (zygote.h), or NULL */
+	const aj_box_warm *warm;  /* its hooks, set with it (or NULL) */
 } aj_box;
 
 /* An empty box (no fds: aj_box_destroy closes nothing of the caller's). */
@@ -50,9 +62,6 @@ int aj_box_create(aj_box *b, const aj_policy *p, const char *source, aj_error *e
 #define AJ_KEEPER_COMMAND "__keeper"
 /* Kill everything in it and remove every trace; waits for the keeper. */
 void aj_box_destroy(aj_box *b);
-/* The keeper's side (sandbox.c): build the sandbox, report on ctl, hold it
- * until ctl is closed, tear down. Returns an exit status. */
-int aj_sandbox_hold(const aj_policy *p, int ctl);
 
 /* Run one command in the box and wait for it, streaming its output. Returns
  * 0 when it ran (res: exit_code, term_signal, timed_out (124), oom_killed

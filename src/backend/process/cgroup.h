@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "cgroup_find.h"
+#include "cgroup_mount.h"
 #include "error.h"
 #include "policy.h"
 
@@ -34,18 +36,6 @@ typedef struct aj_cgroup {
 	char why[512];
 } aj_cgroup;
 
-/* Where a hierarchy holding a controller is mounted and our place in it. */
-typedef struct aj_cgroup_hier {
-	char mount[PATH_MAX]; /* e.g. /sys/fs/cgroup/memory */
-	char own[PATH_MAX];   /* e.g. /process_api/abc ("/" for the root) */
-	int version;
-} aj_cgroup_hier;
-
-/* Find the hierarchy for ctrl ("memory", "pids", "cpu"; "" for v2). Parses
- * the given mountinfo and /proc/self/cgroup texts. Returns 0 or -ENOENT. */
-int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *ctrl,
-		   aj_cgroup_hier *out);
-
 /* Create the sandbox's cgroups (named name) with the policy's limits.
  * Limits fail closed: a limit p asks for (memory, pids, cpus) that cannot
  * be applied fails the call (nothing is left, err says why with a fix
@@ -53,21 +43,6 @@ int aj_cgroup_find(const char *mountinfo, const char *proc_cgroup, const char *c
  * applied is, the rest is in cg->missing and cg->why, and 0 is returned
  * (cg->n may be 0: no cgroup at all). */
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err);
-/* Make sure the hierarchies of the controllers agentjail uses are mounted
- * where it looks. As root when some is missing (a fresh /sys, as under
- * `ip netns exec`): move the calling process into a mount namespace of
- * its own whose mounts propagate nothing to the host (a slave of the
- * host's), and mount a tmpfs at /sys/fs/cgroup with the hierarchies below
- * it, as the host has them (cgroup_mount.c). Must be called while the
- * process has one thread. Unprivileged, or with everything there: does
- * nothing. A failure is kept for aj_cgroup_create's message (and
- * returned). */
-int aj_cgroup_ensure_mounted(aj_error *err);
-/* Why aj_cgroup_ensure_mounted could not mount, or "" */
-const char *aj_cgroup_mount_failure(void);
-/* How to get a cgroup delegated to the calling user on this host's layout
- * (the exact commands), for the fix line and agentjail doctor. */
-void aj_cgroup_delegation_howto(char *buf, size_t len);
 /* The names of the bits of missing, e.g. "memory, pids" */
 void aj_cgroup_limit_names(unsigned missing, char *buf, size_t len);
 /* Move pid (a process we started) into every cgroup of cg; with v1_too

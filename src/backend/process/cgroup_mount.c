@@ -15,7 +15,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup_mount.h"
+
+#include "cgroup_find.h"
 #include "util.h"
 
 #define CG_BASE "/sys/fs/cgroup"

@@ -17,7 +17,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "mount.h"
+#include "dev_cache.h"
+
+#include "cache.h"
+#include "mountapi.h"
 #include "util.h"
 
 #define DEV_CACHE "dev-cache"

@@ -87,3 +87,46 @@ int aj_etc_write(const char *root, const aj_etc_files *f, aj_error *err)
 	(void)mkdir(path, 0755);
 	return 0;
 }
+
+/* Harmless host configuration programs need; everything else in /etc is
+ * synthesized (see etc.c) or absent. Never: shadow, gshadow, machine-id, ssh
+ * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens).
+ * As root these come from the state directory's copy (etc_cache.c), else
+ * a bind each. */
+const char *const aj_etc_allowed[] = {
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/alternatives",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/mime.types",
+    "/etc/inputrc",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/gai.conf",
+    "/etc/host.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/mailcap",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/perl",
+    "/etc/fonts",
+    "/etc/debian_version",
+    "/etc/os-release",
+    "/etc/locale.alias",
+    "/etc/papersize",
+};
+
+const size_t aj_etc_allowed_n = AJ_ARRAY_SIZE(aj_etc_allowed);
+
+/* /etc/python3*: Debian's python needs its sitecustomize and config. */
+bool aj_etc_allowed_name(const char *name)
+{
+	return aj_startswith(name, "python3");
+}

@@ -3,6 +3,9 @@
 #ifndef AJ_ETC_H
 #define AJ_ETC_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "error.h"
 #include "policy.h"
 
@@ -30,5 +33,11 @@ int aj_etc_write_dir(const char *dir, const aj_etc_files *f, aj_error *err);
 /* The passwd text for a policy (malloc'ed), exposed for tests. */
 char *aj_etc_passwd(const aj_policy *p);
 char *aj_etc_group(const aj_policy *p);
+
+/* The host /etc entries the default root shows: these names, and those
+ * for which aj_etc_allowed_name says yes (a readdir of /etc). */
+extern const char *const aj_etc_allowed[];
+extern const size_t aj_etc_allowed_n;
+bool aj_etc_allowed_name(const char *name);
 
 #endif

@@ -37,6 +37,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etc_cache.h"
+
+#include "cache.h"
+#include "etc.h"
 #include "image.h"
 #include "mount.h"
 #include "util.h"
@@ -90,13 +94,6 @@ static uint64_t fnv1a64(const char *s, size_t n)
 		h *= 0x100000001b3ULL;
 	}
 	return h;
-}
-
-bool aj_cache_trusted(int fd, bool dir)
-{
-	struct stat st;
-	return fstat(fd, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022) &&
-	       (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
 }
 
 static bool is_key(const char *s)
@@ -480,24 +477,6 @@ static int build_copy(int dir)
 	}
 	collect(dir, key);
 	return 0;
-}
-
-int aj_cache_dir(const char *name, bool create)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", aj_state_dir(), name);
-	int dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0 && errno == ENOENT && create) {
-		if (aj_mkdir_p(aj_state_dir(), 0755) < 0 ||
-		    (mkdir(path, 0700) < 0 && errno != EEXIST))
-			return -1;
-		dir = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	}
-	if (dir >= 0 && !aj_cache_trusted(dir, true)) {
-		close(dir);
-		return -1;
-	}
-	return dir;
 }
 
 /* Make a new copy unless one was just made, or an attempt failed less than

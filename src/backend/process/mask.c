@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "inroot.h"
-#include "mount.h"
+#include "mountapi.h"
 #include "util.h"
 
 const char *const aj_mask_defaults[] = {

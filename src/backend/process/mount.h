@@ -71,30 +71,6 @@ typedef struct aj_mount_plan {
  * and /dev: *etc_lock is then a file to keep open while the sandbox runs. */
 int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, aj_error *err);
 
-/* The host /etc entries the default root shows: these names, and those
- * for which aj_etc_allowed_name says yes (a readdir of /etc). */
-extern const char *const aj_etc_allowed[];
-extern const size_t aj_etc_allowed_n;
-bool aj_etc_allowed_name(const char *name);
-
-/* Parent, real root: use the state directory's copy of the host /etc files
- * when it is current (every file and directory it was made from still has
- * the same inode, size, mode and times), else make a new one first. On
- * success plan->etc_cached is set and *lock is the copy's manifest, locked
- * shared: keep it open until the sandbox is gone (a copy is removed only
- * when no sandbox holds it). false: no cache, bind the files one by one. */
-bool aj_etc_cache_use(aj_mount_plan *plan, int *lock);
-
-/* Parent, real root: a detached read-only, nosuid, noexec bind of the state
- * directory's /dev (made when missing), or -1 (then a bind per node). */
-int aj_dev_cache_open(void);
-
-/* STATE/name (made, 0700, when create), if root's own and not writable by
- * others; -1 otherwise. */
-int aj_cache_dir(const char *name, bool create);
-/* fd is root's own, not group- or world-writable, a directory (dir) or a
- * regular file. */
-bool aj_cache_trusted(int fd, bool dir);
 void aj_mount_plan_free(aj_mount_plan *plan);
 
 /* Parent, real root, before the sandbox is cloned: open every bind source as

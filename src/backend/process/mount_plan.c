@@ -9,57 +9,11 @@
 #include <unistd.h>
 
 #include "mount.h"
+#include "dev_cache.h"
+#include "etc.h"
+#include "etc_cache.h"
+#include "plan.h"
 #include "util.h"
-
-/* Host directories that make up the default root, read-only. */
-static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
-					  "/lib32", "/lib64", "/libx32"};
-
-/* Harmless host configuration programs need; everything else in /etc is
- * synthesized (see etc.c) or absent. Never: shadow, gshadow, machine-id, ssh
- * host keys, the host's passwd/group, pip.conf/npmrc (may carry tokens).
- * As root these come from the state directory's copy (etc_cache.c), else
- * a bind each. */
-const char *const aj_etc_allowed[] = {
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/ssl/certs",
-    "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
-    "/etc/ca-certificates.conf",
-    "/etc/alternatives",
-    "/etc/protocols",
-    "/etc/services",
-    "/etc/mime.types",
-    "/etc/inputrc",
-    "/etc/bash.bashrc",
-    "/etc/profile",
-    "/etc/gai.conf",
-    "/etc/host.conf",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/mailcap",
-    "/etc/magic",
-    "/etc/magic.mime",
-    "/etc/perl",
-    "/etc/fonts",
-    "/etc/debian_version",
-    "/etc/os-release",
-    "/etc/locale.alias",
-    "/etc/papersize",
-};
-
-const size_t aj_etc_allowed_n = AJ_ARRAY_SIZE(aj_etc_allowed);
-
-/* /etc/python3*: Debian's python needs its sitecustomize and config. */
-bool aj_etc_allowed_name(const char *name)
-{
-	return aj_startswith(name, "python3");
-}
-
-static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
-					"/dev/random", "/dev/urandom", "/dev/tty"};
 
 static aj_mount_op *plan_add(aj_mount_plan *plan, aj_mount_kind kind, const char *src,
 			     const char *dest, aj_error *err)
@@ -144,39 +98,59 @@ static int plan_owned_bind(aj_mount_plan *plan, const char *src, const char *des
 	return 0;
 }
 
+/* A device node of the plan (when /dev is not the state directory's). */
+static int plan_dev_node(aj_mount_plan *plan, const char *path, aj_error *err)
+{
+	aj_mount_op *op = plan_add(plan, AJ_MOUNT_BIND, path, path, err);
+	if (!op)
+		return -ENOMEM;
+	op->writable = true;
+	op->optional = true;
+	return 0;
+}
+
+/* The binds are the compiled plan's (plan.c), in its order; the /etc and
+ * /dev entries give way to the state directory's copies when etc_lock. */
 int aj_mount_plan_build(const aj_policy *p, aj_mount_plan *plan, int *etc_lock, aj_error *err)
 {
-	int r = 0;
 	memset(plan, 0, sizeof(*plan));
 	plan->etc_tree = plan->dev_tree = -1;
-	if (p->rootfs) {
-		aj_mount_op *op = plan_add(plan, AJ_MOUNT_LOWER, p->rootfs, "/", err);
-		if (!op)
-			return -ENOMEM;
-		op->idmap = AJ_IDMAP_SANDBOX;
-	} else {
-		for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(system_dirs); i++)
-			r = plan_host_path(plan, system_dirs[i], true, err);
-		bool cached = r == 0 && etc_lock && aj_etc_cache_use(plan, etc_lock);
-		for (size_t i = 0; r == 0 && !cached && i < aj_etc_allowed_n; i++)
-			r = plan_host_path(plan, aj_etc_allowed[i], false, err);
-		if (r == 0 && !cached)
-			r = plan_etc_python(plan, err);
+	aj_plan pl;
+	int r = aj_plan_mounts(p, &pl, err);
+	bool etc_tried = false, dev_tried = false, cached = false;
+	for (size_t i = 0; r == 0 && i < pl.n; i++) {
+		const aj_plan_mount *m = &pl.m[i];
+		if ((m->role == AJ_PLAN_ETC_HOST || m->role == AJ_PLAN_ETC_GLOB) && !etc_tried) {
+			etc_tried = true;
+			cached = etc_lock && aj_etc_cache_use(plan, etc_lock);
+		}
+		if (m->role == AJ_PLAN_DEV_NODE && !dev_tried) {
+			dev_tried = true;
+			if (etc_lock && (plan->dev_tree = aj_dev_cache_open()) >= 0)
+				plan->dev_cached = true;
+		}
+		switch (m->role) {
+		case AJ_PLAN_ROOTFS: {
+			aj_mount_op *op = plan_add(plan, AJ_MOUNT_LOWER, m->source, "/", err);
+			if (!op)
+				return -ENOMEM;
+			op->idmap = AJ_IDMAP_SANDBOX;
+			break;
+		}
+		case AJ_PLAN_SYSTEM: r = plan_host_path(plan, m->source, true, err); break;
+		case AJ_PLAN_ETC_HOST:
+			r = cached ? 0 : plan_host_path(plan, m->source, false, err);
+			break;
+		case AJ_PLAN_ETC_GLOB: r = cached ? 0 : plan_etc_python(plan, err); break;
+		case AJ_PLAN_DEV_NODE:
+			r = plan->dev_cached ? 0 : plan_dev_node(plan, m->source, err);
+			break;
+		case AJ_PLAN_WORKSPACE:
+		case AJ_PLAN_BIND:
+			r = plan_owned_bind(plan, m->source, m->target, !m->ro, err);
+			break;
+		}
 	}
-	if (r == 0 && etc_lock && (plan->dev_tree = aj_dev_cache_open()) >= 0)
-		plan->dev_cached = true;
-	for (size_t i = 0; r == 0 && !plan->dev_cached && i < AJ_ARRAY_SIZE(dev_nodes); i++) {
-		aj_mount_op *op = plan_add(plan, AJ_MOUNT_BIND, dev_nodes[i], dev_nodes[i], err);
-		if (!op)
-			return -ENOMEM;
-		op->writable = true;
-		op->optional = true;
-	}
-	if (r == 0 && p->workspace)
-		r = plan_owned_bind(plan, p->workspace, AJ_WORKSPACE_DIR, true, err);
-	for (size_t i = 0; r == 0 && i < p->n_binds; i++)
-		r = plan_owned_bind(plan, p->binds[i].src, p->binds[i].dest, p->binds[i].writable,
-				    err);
 	if (r < 0)
 		aj_mount_plan_free(plan);
 	return r;

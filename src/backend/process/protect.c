@@ -16,9 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache.h"
+#include "mountapi.h"
 #include "image.h"
 #include "inroot.h"
-#include "mount.h"
 #include "util.h"
 
 #ifndef AT_RECURSIVE

@@ -18,4 +18,8 @@ int aj_run_result_write(const char *path, const aj_run_result *res, aj_error *er
 int aj_sandbox_run(const aj_policy *policy, const aj_run_hooks *hooks, aj_run_result *res,
 		   aj_error *err);
 
+/* The keeper's side of a box (box.h): build the sandbox, report on ctl,
+ * hold it until ctl is closed, tear down. Returns an exit status. */
+int aj_sandbox_hold(const aj_policy *p, int ctl);
+
 #endif

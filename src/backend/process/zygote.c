@@ -71,8 +71,10 @@ static void *run(void *arg)
 
 int aj_zygote_start(aj_box *b, const char *warmup, aj_error *err)
 {
+	static const aj_box_warm hooks = {aj_zygote_argv, aj_zygote_free};
 	if (b->zygote)
 		return aj_err(err, EEXIST, "the sandbox has a zygote already");
+	b->warm = &hooks;
 	struct aj_zygote *z = calloc(1, sizeof(*z));
 	if (!z)
 		return aj_err(err, ENOMEM, "zygote");
