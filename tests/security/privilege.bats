@@ -166,7 +166,7 @@ teardown() {
     ip netns add "$ns"
     UIDNS_NS=$ns
     ta=$(aj_tag a)
-    ip netns exec "$ns" "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$ta" >"$T/a.out" 2>"$T/a.err" 3>&- &
+    ip netns exec "$ns" "$AJ" run "${AJ_LEVEL[@]}" --ro "$PROBE:/probe" -- /probe sleep 60 "$ta" >"$T/a.out" 2>"$T/a.err" 3>&- &
     UIDNS_PIDS=$!
     pa=$(wait_for_comm "$ta" 10) || { cat "$T/a.err" >&2; fail "the sandbox in $ns never started"; }
     sa=$(uid_slot_of "$pa")
@@ -178,7 +178,7 @@ teardown() {
     read -r held <&"${HOLD[0]}"
     [ "$held" -gt 16000 ] || fail "the stand-in held only $held ranges"
     tb=$(aj_tag b)
-    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tb" >"$T/b.out" 2>"$T/b.err" 3>&- &
+    "$AJ" run "${AJ_LEVEL[@]}" --ro "$PROBE:/probe" -- /probe sleep 60 "$tb" >"$T/b.out" 2>"$T/b.err" 3>&- &
     AJ_BG_PID=$!
     pb=$(wait_for_comm "$tb" 10) || { cat "$T/b.err" >&2; fail "the host's sandbox never started"; }
     sb=$(uid_slot_of "$pb")
@@ -191,7 +191,7 @@ teardown() {
     local i
     for i in $(seq 100); do kill -0 "$pb" 2>/dev/null || break; sleep 0.05; done
     tc=$(aj_tag c)
-    "$AJ" run --ro "$PROBE:/probe" -- /probe sleep 60 "$tc" >"$T/c.out" 2>"$T/c.err" 3>&- &
+    "$AJ" run "${AJ_LEVEL[@]}" --ro "$PROBE:/probe" -- /probe sleep 60 "$tc" >"$T/c.out" 2>"$T/c.err" 3>&- &
     AJ_BG_PID=$!
     pc=$(wait_for_comm "$tc" 10) || { cat "$T/c.err" >&2; fail "no range after the holder was killed"; }
     sc=$(uid_slot_of "$pc")

@@ -30,7 +30,7 @@ load helpers
 
 @test "supervisor crash: SIGKILL to agentjail takes every sandbox process with it within 1 s" {
     local tag="ajt${AJ_TEST_PID}k" i n=0
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" -- /attack spawn "$tag" 4 >"$T/out" 2>"$T/err" &
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" -- /attack spawn "$tag" 4 >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     for ((i = 0; i < 100; i++)); do
         n=$(host_pids_by_comm "$tag" | wc -l)
@@ -48,7 +48,7 @@ load helpers
     AJ_BG_PID=
     wait_gone_comm "$tag" 1 || fail "sandbox processes survived agentjail's SIGKILL: $(host_pids_by_comm "$tag")"
     # Documented: the dead run's empty cgroups are swept by the next run.
-    run "$AJ" run -- /bin/true
+    run "$AJ" run "${AJ_LEVEL[@]}" -- /bin/true
     assert_status 0
 }
 

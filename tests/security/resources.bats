@@ -21,7 +21,7 @@ result_field() { # FILE FIELD
 
 @test "fork bomb, unbounded (--pids 64 --timeout 5): <= 64 processes, host responsive, exit 124 in time" {
     local start=$EPOCHREALTIME rc=0
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --pids 64 --timeout 5 --kill-after 1 \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --pids 64 --timeout 5 --kill-after 1 \
         -- /attack forkbomb_wild >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     local i n uid= maxn=0 s lat maxlat=0
@@ -71,7 +71,7 @@ result_field() { # FILE FIELD
 }
 
 @test "two sandboxes at once: one's memory bomb (--memory 48M) leaves the other (--memory 256M, 100M used) unaffected" {
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 256M -- /attack membomb 100 2 \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --memory 256M -- /attack membomb 100 2 \
         >"$T/b.out" 2>"$T/b.err" &
     local b=$!
     attack --memory 48M -- /attack membomb 1024
@@ -123,7 +123,7 @@ result_field() { # FILE FIELD
 
 @test "output flood (200M on stdout + 50M on stderr): finishes, agentjail's RSS stays < 64 MiB" {
     local rc=0 i rss maxrss=0 start=$EPOCHREALTIME
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" -- \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" -- \
         /bin/sh -c 'yes | head -c 50M >&2 & yes | head -c 200M; wait' >/dev/null 2>&1 &
     AJ_BG_PID=$!
     for ((i = 0; i < 1200; i++)); do
@@ -147,7 +147,7 @@ result_field() { # FILE FIELD
     # the reader never reads: agentjail's stdout pipe fills up at once
     # (bats runs with errexit: keep the status without ending the group)
     { local r=0
-      "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
+      "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
         -- /attack flood "$tag" 2>"$T/err" || r=$?
       echo "$r" >"$T/rc"; } | sleep 12 &
     local pipe=$!
@@ -216,7 +216,7 @@ _sandbox_memory_cgroup() { # PID
     # and filled, 256 MiB asked for; v1 charges socket buffers only with
     # memory.kmem.tcp.limit_in_bytes set (else the host pays), v2 always
     # (memory.stat sock, inside memory.max)
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
         >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     local i cg='' charged=0 limit=0

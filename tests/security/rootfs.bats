@@ -29,6 +29,7 @@ BAD=() # runs that neither went through with the link resolved inside nor were r
 
 setup() {
     require_root
+    require_level
     aj_setup
     export AGENTJAIL_STATE_DIR=$T/state
     mkdir -m 0755 "$AGENTJAIL_STATE_DIR"
@@ -48,8 +49,8 @@ setup() {
     chmod -R a+rX "$BASE"
     # the state directory's caches (/dev and /etc copies) exist before the
     # host is listed: the first run makes them
-    aj_timeout "$AJ" run --rootfs "$BASE" -- /bin/probe exit 0
-    aj_timeout "$AJ" run -- /bin/true
+    aj_timeout "$AJ" run "${AJ_LEVEL[@]}" --rootfs "$BASE" -- /bin/probe exit 0
+    aj_timeout "$AJ" run "${AJ_LEVEL[@]}" -- /bin/true
 }
 
 teardown() {
@@ -168,7 +169,7 @@ is_loop() { # VARIANT TARGET INROOT-OF-LINK
 }
 
 aj_root() { # ROOT-OPTIONS... -- CMD: the hostile root with every extra mount
-    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --workspace "$WS" \
+    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" \
         --ro "$T/src-ro:/data/ro" --rw "$T/src-rw:/mnt/rw" "$@" </dev/null
 }
 
@@ -253,7 +254,7 @@ one_place() { # NAME MOUNTPOINT SUFFIX
         # the default root, and a --rootfs one
         for root in "" "--rootfs $BASE"; do
             # shellcheck disable=SC2086 # root: no option or two words
-            run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run $root --workspace "$T/ws-$v" \
+            run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_LEVEL[@]}" $root --workspace "$T/ws-$v" \
                 --ro "$PROBE:/probe" --ro "$T/src-ro:/workspace/sub/x" -- /probe mounts </dev/null
             r=$(resolved "$v" "$C/ws-$v")
             assert_inside_or_refused "$(is_loop "$v" "$C/ws-$v" /workspace/sub)" /workspace/sub/x \

@@ -16,7 +16,7 @@ NR_UID=65534
     make_repo "$WS"
     write_hostile "$T/hostile.sh"
     listing "$WS" "$T/outside" >"$T/before"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" --ro "$T/hostile.sh:/hostile.sh" -- /hostile.sh
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$T/hostile.sh:/hostile.sh" -- /hostile.sh
     assert_status 0
     assert_none_escaped
     listing "$WS" "$T/outside" >"$T/after"
@@ -28,7 +28,7 @@ NR_UID=65534
     make_repo "$WS"
     local cfg
     cfg=$(sha256sum <"$WS/.git/config")
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sh -c '
         set -e
         echo change >>file.txt && echo new >new.txt
         git add file.txt new.txt
@@ -50,7 +50,7 @@ NR_UID=65534
 
 @test "workspace guard (root): a workspace that is no repository gets no .git; --writable .git allows git init" {
     echo hi >"$WS/f"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c 'git init -q . 2>&1; echo rc=$?; mkdir .git/hooks; echo mk=$?; mv .git x; echo mv=$?'
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sh -c 'git init -q . 2>&1; echo rc=$?; mkdir .git/hooks; echo mk=$?; mv .git x; echo mv=$?'
     assert_status 0
     assert_ne "$(kv rc)" 0 "git init"
     assert_ne "$(kv mk)" 0 "mkdir .git/hooks"
@@ -58,7 +58,7 @@ NR_UID=65534
     [[ "$output" == *"Read-only file system"* ]] || fail "no clear reason: $output"
     [ ! -e "$WS/.git" ] && [ ! -e "$WS/x" ] || fail "a .git was left on the host"
     assert_no_placeholder "$WS"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --writable .git --workspace "$WS" -- git init -q .
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --writable .git --workspace "$WS" -- git init -q .
     assert_status 0
     [[ "$stderr" == *"--writable .git"* ]] || fail "--writable .git was silent: $stderr"
     [ -f "$WS/.git/config" ] || fail "git init did not make .git/config"
@@ -68,7 +68,7 @@ NR_UID=65534
     git init -q --separate-git-dir="$WS/.realgit" "$WS"
     git -C "$WS" config user.email a@example.invalid
     listing "$WS" >"$T/before"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sh -c '
         for c in "echo x >>.git" "echo x >>.realgit/config" "echo x >.realgit/hooks/pre-commit" \
             "mv .realgit y" "mv .git y" "echo x >.realgit/commondir" "git config core.fsmonitor x"; do
             if sh -c "$c" 2>/dev/null; then echo "ESCAPED: $c"; fi
@@ -88,7 +88,7 @@ NR_UID=65534
     git -C "$WS" -c core.hooksPath=/dev/null commit -qm sub
     [ -f "$WS/mod/.git" ] && [ -d "$WS/.git/modules/mod" ] || skip "git made no submodule"
     listing "$WS" >"$T/before"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sh -c '
         for c in "echo gitdir: ../evil >mod/.git" "rm -f mod/.git" "mv mod mod2" \
             "echo x >>.git/modules/mod/config" "echo x >.git/modules/mod/hooks/pre-commit" \
             "mkdir .git/modules/evil"; do
@@ -104,7 +104,7 @@ NR_UID=65534
 
 @test "workspace guard (root): --writable .vscode lifts exactly that one, and says so" {
     make_repo "$WS"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --quiet --writable .vscode --workspace "$WS" -- sh -c '
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --quiet --writable .vscode --workspace "$WS" -- sh -c '
         echo "{}" >.vscode/tasks.json && echo vscode=written
         echo x >.mcp.json 2>/dev/null || echo mcp=blocked
         echo x >>.git/config 2>/dev/null || echo config=blocked'
@@ -122,11 +122,11 @@ NR_UID=65534
     listing "$WS" >"$T/before"
     local v
     for v in /etc .. ../x .vscode/../src src file.txt '' ./.vscode .git//hooks; do
-        run --separate-stderr "$AJ" run --writable "$v" --workspace "$WS" -- touch /workspace/ran
+        run --separate-stderr "$AJ" run "${AJ_LEVEL[@]}" --writable "$v" --workspace "$WS" -- touch /workspace/ran
         assert_status 125
         [[ "$stderr" == *"--writable"* ]] || fail "unclear message for '$v': $stderr"
     done
-    run --separate-stderr "$AJ" run --writable .vscode -- true
+    run --separate-stderr "$AJ" run "${AJ_LEVEL[@]}" --writable .vscode -- true
     assert_status 125
     [[ "$stderr" == *"no --workspace"* ]] || fail "$stderr"
     listing "$WS" >"$T/after"
@@ -137,7 +137,7 @@ NR_UID=65534
     make_repo "$WS"
     git -C "$WS" config core.hooksPath missing/../hooks
     listing "$WS" >"$T/before"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- touch /workspace/ran
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- touch /workspace/ran
     assert_status 125
     [[ "$stderr" == *"missing/../hooks"* ]] || fail "unclear: $stderr"
     listing "$WS" >"$T/after"
@@ -146,7 +146,7 @@ NR_UID=65534
 
 @test "workspace guard (root): placeholders of a run that was killed are removed by the next" {
     echo hi >"$WS/f"
-    timeout -k 5 60 "$AJ" run --workspace "$WS" -- sleep 30 &
+    timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sleep 30 &
     AJ_BG_PID=$!
     local i
     for i in $(seq 100); do [ -d "$WS/.mcp.json" ] && break; sleep 0.05; done
@@ -157,7 +157,7 @@ NR_UID=65534
     for i in $(seq 50); do [ -z "$(sandbox_pids_named sleep)" ] && break; sleep 0.1; done
     [ -d "$WS/.mcp.json" ] || skip "the killed run cleaned up after all"
     mkdir -p "$T/other"
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$T/other" -- true
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$T/other" -- true
     assert_status 0
     assert_no_placeholder "$WS"
     assert_eq "$(ls -A "$WS")" f "workspace entries"
@@ -165,12 +165,12 @@ NR_UID=65534
 
 @test "workspace guard (root): two runs on one workspace share the placeholders; the last removes them" {
     echo hi >"$WS/f"
-    timeout -k 5 60 "$AJ" run --workspace "$WS" -- sleep 1 &
+    timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sleep 1 &
     AJ_BG_PID=$!
     local i
     for i in $(seq 100); do [ -d "$WS/.mcp.json" ] && break; sleep 0.05; done
     # the second outlives the first: its .git and .mcp.json stay protected
-    run --separate-stderr timeout -k 5 60 "$AJ" run --workspace "$WS" -- sh -c '
+    run --separate-stderr timeout -k 5 60 "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" -- sh -c '
         sleep 2
         mkdir .git/hooks 2>/dev/null && echo git=ESCAPED
         echo x >.mcp.json 2>/dev/null && echo mcp=ESCAPED
@@ -202,7 +202,7 @@ nr_prepare() {
 # (no cgroup is delegated to uid 65534 here: limits fail closed without --limits best-effort)
 nr_aj() {
     (cd "$NRWS" && exec timeout -k 5 60 setpriv --reuid="$NR_UID" --regid="$NR_UID" --clear-groups \
-        --inh-caps=-all env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$1" --limits best-effort "${@:2}" </dev/null)
+        --inh-caps=-all env -i PATH=/usr/bin:/bin HOME="$NRWS" LANG=C "$NRDIR/agentjail" "$1" "${AJ_LEVEL[@]}" --limits best-effort "${@:2}" </dev/null)
 }
 
 @test "workspace guard (unprivileged): host-run files can't be written, created, renamed or replaced" {
