@@ -338,12 +338,12 @@ make_oci() { # DIR OUT.tar
         fi
         r=$(resolved "$v" "$C/oci-$v")
         for n in "home-/agent" "tmp-" "workspace-" "dev-" "dev-/pts" "dev-/shm" "proc-" "data-/ro" "mnt-/rw"; do
-            assert_inside_or_refused no "" "$r-${n%%-*}${n#*-}" "image: $v" || BAD+=("image:$v:${n%%-*}")
+            assert_inside_or_refused no "/${n%%-*}${n#*-}" "$r-${n%%-*}${n#*-}" "image: $v" || BAD+=("image:$v:${n%%-*}")
         done
         aj_root --image "some-$v" -- /bin/probe mounts
         r=$(resolved "$v" "$C/some-$v")
         for n in "home-/agent" "data-/ro" "mnt-/rw"; do
-            assert_inside_or_refused no "" "$r-${n%%-*}${n#*-}" "image: $v" || BAD+=("some:$v:${n%%-*}")
+            assert_inside_or_refused no "/${n%%-*}${n#*-}" "$r-${n%%-*}${n#*-}" "image: $v" || BAD+=("some:$v:${n%%-*}")
         done
     done
     assert_host_unchanged_and_inside
