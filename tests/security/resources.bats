@@ -53,8 +53,12 @@ result_field() { # FILE FIELD
         # costs the ptrace platform host tasks: the host cgroup's backstop
         # (192 + 16 x --pids) is reached and the Sentry stops; agentjail
         # says so (exit 2). The sandbox ends early; the host is unharmed.
-        assert_status 2
-        assert_contains "$stderr" "reached their cgroup limit (1216 for --pids 64) and gVisor's kernel stopped"
+        # (Or it lasts until the timeout, as at level 1.)
+        if [ "$status" != 124 ]; then
+            assert_status 2
+            assert_contains "$stderr" "reached their cgroup limit"
+            assert_contains "$stderr" "and gVisor's kernel stopped"
+        fi
         return
     fi
     assert_status 124
