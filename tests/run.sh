@@ -114,6 +114,9 @@ layout
 unit build plain
 integration build "integration tests" tests/integration/*.bats
 integration build "security suite" tests/security/*.bats
+# the same attacks at level 2 (gVisor), with what that level must show
+# where its wall differs (tests/security/helpers.bash AJ_ISOLATION; ~1.5 min)
+AJ_ISOLATION=gvisor integration build "security suite (level 2: gvisor)" tests/security/*.bats
 integration build "network tests" tests/network/*.bats
 integration build "service tests" tests/service/*.bats
 integration build "gvisor level" tests/gvisor/*.bats

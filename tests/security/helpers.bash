@@ -9,6 +9,12 @@
 #           when that does not exist it is compiled once per bats run from
 #           tests/security/attack*.c into $BATS_RUN_TMPDIR)
 #
+#   AJ_ISOLATION  the isolation level every `agentjail run` of the suite
+#           asks for (`--isolation`, docs/levels.md): process (default) or
+#           gvisor. tests/run.sh runs the suite at both; a test whose wall
+#           differs by level says what the other level must show instead
+#           (`at_level gvisor && ...`, docs/security.md "attack x level").
+#
 # Every attack runs as `/attack NAME ...` inside the sandbox and prints
 # `NAME=blocked errno=E` / `NAME=ESCAPED ...` per attempt and a final
 # `result=blocked|ESCAPED` line (exit 0 / 1); see attack.c.
@@ -17,6 +23,33 @@
 source "$BATS_TEST_DIRNAME/../integration/helpers.bash"
 
 _aj_sec_dir=$BATS_TEST_DIRNAME
+
+AJ_ISOLATION=${AJ_ISOLATION:-process}
+# The options that select the level: every `"$AJ" run` of the suite has them.
+AJ_LEVEL=(--isolation "$AJ_ISOLATION")
+
+# True when the suite runs at this level (process, gvisor).
+at_level() { # LEVEL
+    [ "$AJ_ISOLATION" = "$1" ]
+}
+
+# What a level needs on this host: level 2 needs root and runsc.
+require_level() {
+    case $AJ_ISOLATION in
+    process) ;;
+    gvisor)
+        require_root
+        command -v runsc >/dev/null || skip "runsc is not installed (apt-get install runsc)"
+        ;;
+    *) fail "AJ_ISOLATION=$AJ_ISOLATION: expected process or gvisor" ;;
+    esac
+}
+
+# A test that has no counterpart at this level: skipped, with the reason
+# (the level's own test file that covers it instead, or why it can't apply).
+not_at_level() { # LEVEL REASON
+    if at_level "$1"; then skip "not at level $1: $2"; fi
+}
 
 _aj_find_attack() {
     if [ -n "${ATTACK:-}" ]; then return 0; fi
@@ -78,7 +111,7 @@ kv() {
 
 # agentjail run with the test workspace and the attack program at /attack.
 ajattack_run() {
-    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" "$@"
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" "$@"
 }
 
 # attack [AGENTJAIL-OPTIONS...] -- /attack NAME [ARGS...]
@@ -101,6 +134,38 @@ assert_all_blocked() {
         fail "no 'result=blocked' line"
     fi
     assert_status 0
+}
+
+# The expectation at this level: level 1's (process) first, level 2's
+# (gvisor) second, e.g. `assert_blocked fsopen "$(lv EPERM ENOSYS)"`.
+lv() { # PROCESS GVISOR
+    if at_level gvisor; then printf '%s' "$2"; else printf '%s' "$1"; fi
+}
+
+# Level 2: the attempts NAME... succeed, but inside gVisor's own kernel (the
+# Sentry's namespaces, procfs, sysfs, /dev, io_uring, netlink ...), so no
+# host object is reached; the test shows how the host is kept out. Each
+# NAME must print ESCAPED (the test notices when gVisor changes) and no
+# other attempt may; the attack's summary and exit (1) say so.
+assert_sentry_own() { # NAME...
+    local want got n
+    want=$(printf '%s\n' "$@" | sort -u)
+    got=$(printf '%s\n' "${lines[@]}" | tr -d '\r' | awk -F= '$1 != "result" && $2 ~ /^ESCAPED/ { print $1 }' | sort -u)
+    n=$(printf '%s\n' "${lines[@]}" | grep -v '^result=' | grep -c '^[^ ]*=ESCAPED' || true)
+    if [ "$got" != "$want" ]; then
+        _aj_dump
+        fail "ESCAPED inside the Sentry: expected [$(echo $want)], got [$(echo $got)]"
+    fi
+    assert_eq "$(kv result)" "ESCAPED n=$n" "the attack's summary"
+    assert_status 1
+}
+
+# Level 2 never maps host root: a root-owned workspace (the suite's $WS) is
+# read-only to the sandbox there (docs/levels.md, "Identity"). Tests whose
+# attacks write into the workspace give it a user at level 2, so that the
+# attack is made at all.
+workspace_for_level() {
+    if at_level gvisor; then chown 4242:4242 "$WS"; fi
 }
 
 # One attempt failed with exactly this errno.
@@ -153,5 +218,8 @@ finding() {
     echo "# FINDING: $*" >&3
 }
 
-setup() { aj_setup; }
+setup() {
+    require_level
+    aj_setup
+}
 teardown() { aj_teardown; }

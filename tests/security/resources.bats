@@ -21,13 +21,14 @@ result_field() { # FILE FIELD
 
 @test "fork bomb, unbounded (--pids 64 --timeout 5): <= 64 processes, host responsive, exit 124 in time" {
     local start=$EPOCHREALTIME rc=0
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --pids 64 --timeout 5 --kill-after 1 \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --pids 64 --timeout 5 --kill-after 1 \
         -- /attack forkbomb_wild >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     local i n uid= maxn=0 s lat maxlat=0
     for ((i = 0; i < 150; i++)); do
         kill -0 "$AJ_BG_PID" 2>/dev/null || break
-        [ -n "$uid" ] || uid=$(ps -o uid= --ppid "$AJ_BG_PID" 2>/dev/null | awk 'NR == 1 { print $1 }')
+        # (level 2: the host sees runsc's processes, not the sandbox's)
+        at_level gvisor || [ -n "$uid" ] || uid=$(ps -o uid= --ppid "$AJ_BG_PID" 2>/dev/null | awk 'NR == 1 { print $1 }')
         if [ -n "$uid" ]; then
             n=$(ps -e -o uid= | awk -v u="$uid" '$1 == u' | wc -l)
             ((n > maxn)) && maxn=$n
@@ -45,6 +46,21 @@ result_field() { # FILE FIELD
     took=$(elapsed_since "$start")
     status=$rc output=$(cat "$T/out") stderr=$(cat "$T/err")
     echo "# processes at most $maxn, host latency at most ${maxlat}s, took ${took}s" >&3
+    assert_le "$maxlat" 1.0 "host command latency during the fork bomb (s)"
+    assert_le "$took" 9 "seconds until agentjail returned (--timeout 5 --kill-after 1)"
+    if at_level gvisor; then
+        # RLIMIT_NPROC 64 stops fork() inside, but each failed attempt still
+        # costs the ptrace platform host tasks: the host cgroup's backstop
+        # (192 + 16 x --pids) is reached and the Sentry stops; agentjail
+        # says so (exit 2). The sandbox ends early; the host is unharmed.
+        # (Or it lasts until the timeout, as at level 1.)
+        if [ "$status" != 124 ]; then
+            assert_status 2
+            assert_contains "$stderr" "reached their cgroup limit"
+            assert_contains "$stderr" "and gVisor's kernel stopped"
+        fi
+        return
+    fi
     assert_status 124
     [ "$maxn" -le 64 ] || fail "the sandbox had $maxn processes (--pids 64)"
     [ "$maxn" -ge 32 ] || fail "the fork bomb never got going ($maxn processes): the test proves nothing"
@@ -71,7 +87,7 @@ result_field() { # FILE FIELD
 }
 
 @test "two sandboxes at once: one's memory bomb (--memory 48M) leaves the other (--memory 256M, 100M used) unaffected" {
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 256M -- /attack membomb 100 2 \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --memory 256M -- /attack membomb 100 2 \
         >"$T/b.out" 2>"$T/b.err" &
     local b=$!
     attack --memory 48M -- /attack membomb 1024
@@ -109,6 +125,13 @@ result_field() { # FILE FIELD
 
 @test "inode fill (--disk 16M): creating empty files ends with ENOSPC (inodes capped too)" {
     attack --disk 16M -- /attack inodefill /tmp 100000
+    if at_level gvisor; then
+        # gVisor's tmpfs has no inode cap: its inodes are the Sentry's memory,
+        # in the sandbox's cgroup, bounded by --memory (not by --disk)
+        assert_sentry_own inodefill
+        assert_eq "$(info_of files)" 100000 "files created"
+        return
+    fi
     assert_all_blocked
     assert_blocked inodefill ENOSPC
     assert_le "$(info_of files)" 4096 "files created"
@@ -118,12 +141,14 @@ result_field() { # FILE FIELD
     attack --disk 16M -- /bin/sh -c '/attack fill /tmp 10 >/dev/null; /attack fill /dev/shm'
     assert_all_blocked
     assert_blocked fill ENOSPC
-    assert_le "$(info_of written)" $((7 * 1024 * 1024)) "bytes written to /dev/shm"
+    # level 2: /tmp and /dev/shm are tmpfs mounts of the Sentry's, each
+    # sized --disk (not one shared cap)
+    assert_le "$(info_of written)" "$(lv $((7 * 1024 * 1024)) $((16 * 1024 * 1024)))" "bytes written to /dev/shm"
 }
 
 @test "output flood (200M on stdout + 50M on stderr): finishes, agentjail's RSS stays < 64 MiB" {
     local rc=0 i rss maxrss=0 start=$EPOCHREALTIME
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" -- \
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" -- \
         /bin/sh -c 'yes | head -c 50M >&2 & yes | head -c 200M; wait' >/dev/null 2>&1 &
     AJ_BG_PID=$!
     for ((i = 0; i < 1200; i++)); do
@@ -147,11 +172,16 @@ result_field() { # FILE FIELD
     # the reader never reads: agentjail's stdout pipe fills up at once
     # (bats runs with errexit: keep the status without ending the group)
     { local r=0
-      "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
+      "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --timeout 2 --kill-after 1 \
         -- /attack flood "$tag" 2>"$T/err" || r=$?
       echo "$r" >"$T/rc"; } | sleep 12 &
     local pipe=$!
-    wait_for_comm "$tag" 5 >/dev/null || { kill "$pipe"; fail "the flood never started"; }
+    # level 2: the flood runs in the Sentry, not seen on the host by name
+    if at_level gvisor; then
+        sleep 1
+    else
+        wait_for_comm "$tag" 5 >/dev/null || { kill "$pipe"; fail "the flood never started"; }
+    fi
     local start=$EPOCHREALTIME i
     # 2 s timeout + 1 s grace + 2 s slack
     for ((i = 0; i < 100; i++)); do
@@ -179,6 +209,9 @@ result_field() { # FILE FIELD
     echo "# cpu ${cpu} ms over ${wall} ms" >&3
     assert_eq "$(result_field "$T/r.json" timed_out)" true timed_out
     assert_le "$wall" 3500 "wall_ms"
+    # level 2: --result's CPU is runsc run's own, not the Sentry's
+    # (docs/levels.md); the quota itself: tests/gvisor/run.bats "--cpus"
+    if at_level gvisor; then return; fi
     # 0.2 CPU for ~2 s = 400 ms, plus one CFS period of slack
     assert_le "$cpu" 700 "cpu ms used under --cpus 0.2"
 }
@@ -216,7 +249,15 @@ _sandbox_memory_cgroup() { # PID
     # and filled, 256 MiB asked for; v1 charges socket buffers only with
     # memory.kmem.tcp.limit_in_bytes set (else the host pays), v2 always
     # (memory.stat sock, inside memory.max)
-    "$AJ" run --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
+    if at_level gvisor; then
+        # the Sentry's netstack: socket buffers are the Sentry's memory, in
+        # the sandbox's cgroup: the sandbox runs out of memory (137)
+        attack --memory 64M -- /attack tcpbuf 16 256 64 5
+        assert_status 137
+        assert_contains "$stderr" "out of memory"
+        return
+    fi
+    "$AJ" run "${AJ_LEVEL[@]}" --workspace "$WS" --ro "$ATTACK:/attack" --memory 64M -- /attack tcpbuf 16 256 64 5 \
         >"$T/out" 2>"$T/err" &
     AJ_BG_PID=$!
     local i cg='' charged=0 limit=0

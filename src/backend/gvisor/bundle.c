@@ -420,6 +420,8 @@ static int mounts(bundle *b)
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=1777,size=%llu", p->tmp_size);
 	if (r == 0)
 		r = add_mount(b, "/tmp", "tmpfs", "tmpfs", opt);
+	if (r == 0) /* gVisor's own /dev/shm has no size: capped as /tmp */
+		r = add_mount(b, "/dev/shm", "tmpfs", "tmpfs", opt);
 	snprintf(opt, sizeof(opt), "nosuid,nodev,mode=0755,uid=%u,gid=%u,size=%llu",
 		 (unsigned)p->uid, (unsigned)p->gid, p->tmp_size);
 	if (r == 0)

@@ -754,7 +754,8 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 	gv_run g = {
 	    .p = p, .hooks = hooks, .etc_lock = -1, .staged = {.etc_tree = -1, .workspace = -1}};
 	int r = aj_gvisor_probe(g.runsc, sizeof(g.runsc), err);
-	if (r < 0 || (r = refuse_unsupported(p, err)) < 0 || (r = check_command(p, err)) < 0)
+	if (r < 0 || (r = aj_policy_validate(p, err)) < 0 || (r = refuse_unsupported(p, err)) < 0 ||
+	    (r = check_command(p, err)) < 0)
 		return r < 0 ? r : -ENOENT;
 	/* one redactor per stream: each holds back its own partial match */
 	aj_redactor red[2];
