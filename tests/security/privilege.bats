@@ -8,10 +8,11 @@ load helpers
 @test "privilege state: every capability set empty, NoNewPrivs 1, Seccomp 2, securebits locked (root inside)" {
     if at_level gvisor; then
         # every set empty; gVisor's /proc/self/status has no CapAmb,
-        # NoNewPrivs lines and Seccomp 0 (no filter inside: the Sentry is
-        # the kernel), PR_GET_SECUREBITS fails: no_new_privs read by prctl
+        # NoNewPrivs lines, Seccomp 2 (the bundle's setid filter, applied
+        # by the Sentry), PR_GET_SECUREBITS fails: no_new_privs read by prctl
         attack -- /bin/sh -c '/attack privstate; rc=$?; setpriv -d 2>/dev/null | grep no_new_privs; exit $rc'
-        assert_sentry_own CapAmb NoNewPrivs Seccomp securebits
+        assert_sentry_own CapAmb NoNewPrivs securebits
+        assert_held Seccomp # the bundle's setid filter (runsc --oci-seccomp)
         local k
         for k in CapInh CapPrm CapEff CapBnd; do assert_held "$k"; done
         assert_eq "$(info_of CapBnd)" 0000000000000000 CapBnd
@@ -28,7 +29,8 @@ load helpers
 @test "privilege state: the same as --user 1000" {
     if at_level gvisor; then
         attack --user 1000 -- /bin/sh -c '/attack privstate; rc=$?; setpriv -d 2>/dev/null | grep -E "^(no_new_privs|euid):"; exit $rc'
-        assert_sentry_own CapAmb NoNewPrivs Seccomp securebits
+        assert_sentry_own CapAmb NoNewPrivs securebits
+        assert_held Seccomp # the bundle's setid filter (runsc --oci-seccomp)
         assert_eq "$(info_of CapBnd)" 0000000000000000 CapBnd
         assert_output_has_line "no_new_privs: 1"
         assert_output_has_line "euid: 1000"

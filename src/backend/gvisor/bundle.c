@@ -17,6 +17,7 @@
 
 #include "etc.h"
 #include "gvisor.h"
+#include "inroot.h"
 #include "mask.h"
 #include "mount.h"
 #include "plan.h"
@@ -93,19 +94,19 @@ static int add_bind(bundle *b, const char *src, const char *dest, bool writable)
  * file, its parents made; a symlink is copied as a symlink (no mount). */
 static int mount_point(bundle *b, const char *dest, const struct stat *st)
 {
-	char path[PATH_MAX], parent[PATH_MAX];
-	if ((size_t)snprintf(path, sizeof(path), "%s/rootfs%s", b->dir, dest) >= sizeof(path))
-		return aj_err(b->err, ENAMETOOLONG, "bundle: %s", dest);
-	snprintf(parent, sizeof(parent), "%s", path);
-	*strrchr(parent, '/') = '\0';
-	int r = aj_mkdir_p(parent, 0755);
-	if (r < 0)
-		return aj_err(b->err, -r, "bundle: cannot create %s", parent);
-	if (S_ISDIR(st->st_mode))
-		r = mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	else
-		r = aj_write_file(path, "", 0444);
-	return r < 0 ? aj_err(b->err, -r, "bundle: cannot create %s", path) : 0;
+	/* made inside the root, never through a link a hostile root or image
+	 * planted on the way (the bundle is written as root) */
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/rootfs", b->dir);
+	_cleanup_close_ int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return aj_err(b->err, errno, "bundle: cannot open %s", root);
+	int fd = S_ISDIR(st->st_mode) ? aj_mkdir_in_root(rootfd, dest, 0755)
+				      : aj_mkfile_in_root(rootfd, dest, 0444);
+	if (fd < 0)
+		return aj_err(b->err, -fd, "bundle: cannot create %s in the root", dest);
+	close(fd);
+	return 0;
 }
 
 /* Bind host path src (named msrc in the bundle) read-only at dest, or
@@ -496,6 +497,47 @@ static json_t *process(const aj_policy *p, char *const *extra)
 			 rlimits(p));
 }
 
+/* One OCI seccomp rule: EPERM for name when argument arg has bit set (and,
+ * with flag, argument farg has flag set). */
+static json_t *setid_rule(const char *name, unsigned arg, unsigned long bit, int farg,
+			  unsigned long flag)
+{
+	json_t *args = json_pack("[{s:i,s:I,s:I,s:s}]", "index", (int)arg, "value", (json_int_t)bit,
+				 "valueTwo", (json_int_t)bit, "op", "SCMP_CMP_MASKED_EQ");
+	if (args && farg >= 0)
+		json_array_append_new(
+		    args, json_pack("{s:i,s:I,s:I,s:s}", "index", farg, "value", (json_int_t)flag,
+				    "valueTwo", (json_int_t)flag, "op", "SCMP_CMP_MASKED_EQ"));
+	return json_pack("{s:[s],s:s,s:i,s:o}", "names", name, "action", "SCMP_ACT_ERRNO",
+			 "errnoRet", EPERM, "args", args);
+}
+
+/* No setuid or setgid file may be made: runsc's gofer writes the
+ * workspace as its owner on the host, so such a file would be setuid to
+ * that owner there (level 1's rule, seccomp.c; runsc --oci-seccomp applies
+ * it inside the Sentry). */
+static json_t *seccomp_section(void)
+{
+	static const struct {
+		const char *name;
+		unsigned arg;
+		int flags_arg; /* -1: the mode counts always, else only with O_CREAT/O_TMPFILE */
+	} calls[] = {{"chmod", 1, -1}, {"fchmod", 1, -1},  {"fchmodat", 2, -1}, {"creat", 1, -1},
+		     {"mknod", 1, -1}, {"mknodat", 2, -1}, {"open", 2, 1},	{"openat", 3, 2}};
+	static const unsigned long bits[] = {S_ISUID, S_ISGID};
+	static const unsigned long creat[] = {O_CREAT, __O_TMPFILE};
+	json_t *rules = json_array();
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(calls); i++)
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(bits); k++)
+			for (size_t c = 0; c < (calls[i].flags_arg < 0 ? 1 : AJ_ARRAY_SIZE(creat));
+			     c++)
+				json_array_append_new(rules, setid_rule(calls[i].name, calls[i].arg,
+									bits[k], calls[i].flags_arg,
+									creat[c]));
+	return json_pack("{s:s,s:[s],s:o}", "defaultAction", "SCMP_ACT_ALLOW", "architectures",
+			 "SCMP_ARCH_X86_64", "syscalls", rules);
+}
+
 int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
 			   aj_gv_staged *staged, aj_error *err)
 {
@@ -526,10 +568,10 @@ int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char 
 	json_array_append_new(ns, ids->runsc_netns ? json_pack("{s:s,s:s}", "type", "network",
 							       "path", "/proc/self/ns/net")
 						   : json_pack("{s:s}", "type", "network"));
-	json_t *linux_ =
-	    json_pack("{s:o,s:o,s:o}", "namespaces", ns, "uidMappings",
-		      idmap(p->uid, ids->base, ids->ws_uid, ids->owner_mapped), "gidMappings",
-		      idmap(p->gid, ids->base, ids->ws_gid, ids->owner_mapped));
+	json_t *linux_ = json_pack(
+	    "{s:o,s:o,s:o,s:o}", "namespaces", ns, "uidMappings",
+	    idmap(p->uid, ids->base, ids->ws_uid, ids->owner_mapped), "gidMappings",
+	    idmap(p->gid, ids->base, ids->ws_gid, ids->owner_mapped), "seccomp", seccomp_section());
 	json_t *cfg = json_pack(
 	    "{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:o}", "ociVersion", "1.0.2", "process",
 	    process(p, ids->extra_env), "root", "path", "rootfs", "readonly", 1, "hostname",

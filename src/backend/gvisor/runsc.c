@@ -566,8 +566,9 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 			  "--platform=ptrace",
 			  g->p->net != AJ_NET_NONE ? "--network=sandbox" : "--network=none",
 			  "--ignore-cgroups",
-			  "--overlay2=none"};
-	size_t na = 6;
+			  "--overlay2=none",
+			  "--oci-seccomp"}; /* the bundle's setid rules (bundle.c) */
+	size_t na = 7;
 	if (logdir && *logdir) {
 		args[na++] = "--debug";
 		args[na++] = dlog;
