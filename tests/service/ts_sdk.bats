@@ -96,15 +96,18 @@ const { Sandbox, Client, NotFoundError } = require("agentjail");
   const c = new Client({ socketPath: process.env.SOCK });
   const sb = await Sandbox.create({ client: c, timeout: 60 });
   const r = await sb.commands.run(["echo", "cjs"]);
+  const out = [];
+  const t = await sb.pty.create({ cmd: ["echo", "pty"], onData: (d) => out.push(Buffer.from(d)) });
+  await t.wait(); // the WebSocket (ws) from CommonJS too
   await sb.kill();
   const e = await Sandbox.connect("sb-0000000000000000", { client: c }).catch((x) => x);
-  console.log(r.stdout.trim(), e instanceof NotFoundError, e.status);
+  console.log(r.stdout.trim(), Buffer.concat(out).toString().trim(), e instanceof NotFoundError, e.status);
 })();
 JS
     run env SOCK="$SOCK" node esm.mjs
     assert_eq "$output" "esm true not_found"
     run env SOCK="$SOCK" node cjs.cjs
-    assert_eq "$output" "cjs true 404"
+    assert_eq "$output" "cjs pty true 404"
     # the shipped .d.ts, as a consumer's tsc (NodeNext) resolves them
     cat >use.mts <<'TS'
 import { Sandbox, type CommandResult } from "agentjail";

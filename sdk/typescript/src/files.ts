@@ -100,7 +100,8 @@ async function bodyOf(data: WriteData, size: number | undefined): Promise<Body> 
   if (size === undefined) {
     // an fs.ReadStream of a whole file: its size
     const f = data as { path?: unknown; start?: unknown; end?: unknown };
-    if ((typeof f.path === "string" || Buffer.isBuffer(f.path)) && f.start === undefined && f.end === undefined) {
+    const whole = f.start === undefined && (f.end === undefined || f.end === Infinity);
+    if ((typeof f.path === "string" || Buffer.isBuffer(f.path)) && whole) {
       size = (await stat(f.path as string)).size;
     }
   }

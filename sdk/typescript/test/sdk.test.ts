@@ -3,6 +3,10 @@
 // tests/service/ts_sdk.bats starts the service and runs these.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import { after, describe, test } from "node:test";
 import {
@@ -191,6 +195,12 @@ describe("files", () => {
     }
     assert.equal(n, size);
     assert.equal(down.digest("hex"), up.digest("hex"));
+    // an fs.ReadStream of a whole file: its size is read from the file
+    const tmp = join(await mkdtemp(join(tmpdir(), "ajts-")), "f");
+    await writeFile(tmp, Buffer.alloc(3 << 20, 7));
+    assert.equal((await sb.files.write("/tmp/fromfile", createReadStream(tmp))).size, 3 << 20);
+    await rm(dirname(tmp), { recursive: true });
+    assert.equal((await sb.commands.run("wc -c </tmp/fromfile")).stdout.trim(), String(3 << 20));
     const r = await sb.commands.run("sha256sum /tmp/big | cut -d' ' -f1");
     const readable = await sb.files.read("/tmp/big", { format: "readable" });
     const again = createHash("sha256");
