@@ -184,8 +184,9 @@ export class Client {
         );
       });
       if (stream) {
-        stream.on("error", (e) => req.destroy(e));
-        stream.pipe(req);
+        const counted = Readable.from(exactly(stream, Number(headers["Content-Length"])), { objectMode: false });
+        counted.on("error", (e) => req.destroy(e));
+        counted.pipe(req);
       } else {
         req.end(payload);
       }
@@ -204,6 +205,23 @@ export class Client {
     const r = await this.json<{ status?: string }>("GET", "/healthz", opts);
     return r?.status === "ok";
   }
+}
+
+/**
+ * The chunks of stream, checked to add up to length bytes: the service
+ * would wait for missing ones (a stream shorter than its size) and take
+ * extra ones as the next request.
+ */
+async function* exactly(stream: Readable, length: number): AsyncGenerator<Buffer> {
+  let n = 0;
+  for await (const chunk of stream) {
+    const u = chunk as Uint8Array | string;
+    const b = typeof u === "string" ? Buffer.from(u) : Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+    n += b.length;
+    if (n > length) throw new RangeError(`agentjail: the stream gave more than its size (${length} bytes)`);
+    yield b;
+  }
+  if (n < length) throw new RangeError(`agentjail: the stream ended after ${n} bytes, short of its size (${length})`);
 }
 
 /** The whole body of a response. */

@@ -168,6 +168,14 @@ describe("files", () => {
       sb.files.write("/tmp/s", Readable.from([Buffer.from("x")])),
       (e: Error) => e instanceof TypeError && /size/.test(e.message),
     );
+    // a stream shorter or longer than its size: an error at once, not a hang
+    await assert.rejects(sb.files.write("/tmp/s", Readable.from([Buffer.from("x")]), { size: 5 }), /short of its size/);
+    await assert.rejects(sb.files.write("/tmp/s", Readable.from([Buffer.from("xyz")]), { size: 2 }), /more than its size/);
+    // an upload to a gone sandbox: its error, though the body was not all sent
+    const gone = await create();
+    await gone.kill();
+    const big = Readable.from((function* () { for (let i = 0; i < 160; i++) yield Buffer.alloc(1 << 16); })());
+    await assert.rejects(gone.files.write("/tmp/x", big, { size: 160 << 16 }), NotFoundError);
   });
 
   test("a 20 MB file streamed both ways (node Readable up, web ReadableStream down)", async () => {
