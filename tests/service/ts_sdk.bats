@@ -118,8 +118,14 @@ const n: number | null = r.exitCode;
 const bad: string = r.exitCode;
 export { n, bad };
 TS
+    cat >use.cts <<'TS'
+import aj = require("agentjail");
+const create: (o?: aj.SandboxOpts) => Promise<aj.Sandbox> = aj.Sandbox.create;
+const isGone = (e: unknown): boolean => e instanceof aj.NotFoundError && e.status === 404;
+export = { create, isGone };
+TS
     run node "$TS/node_modules/typescript/bin/tsc" --noEmit --strict --module nodenext \
-        --moduleResolution nodenext --target es2022 --types node --typeRoots "$TS/node_modules/@types" use.mts
+        --moduleResolution nodenext --target es2022 --types node --typeRoots "$TS/node_modules/@types" use.mts use.cts
     [ "$status" -eq 0 ] || fail "tsc of a consumer: $output"
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }

@@ -5,7 +5,7 @@
  */
 import * as http from "node:http";
 import * as https from "node:https";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import { AgentjailError, makeError } from "./errors.js";
 
 /** Where the service is; each key falls back to its environment variable. */
@@ -222,6 +222,22 @@ async function* exactly(stream: Readable, length: number): AsyncGenerator<Buffer
     yield b;
   }
   if (n < length) throw new RangeError(`agentjail: the stream ended after ${n} bytes, short of its size (${length})`);
+}
+
+/**
+ * res for a reader of its own: when its call's signal aborts it, the
+ * reader's error is the signal's reason (as for every other call).
+ */
+export function abortableBody(res: Readable): Readable {
+  const signal = signals.get(res);
+  if (!signal) return res;
+  const out = new PassThrough();
+  res.on("error", (e) => out.destroy(why(res, undefined, e) as Error));
+  out.on("close", () => {
+    if (!res.readableEnded) res.destroy();
+  });
+  res.pipe(out);
+  return out;
 }
 
 /** The whole body of a response. */

@@ -2,7 +2,7 @@
 import { stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { Body, CallOpts, Query, readAll } from "./client.js";
+import { Body, CallOpts, Query, abortableBody, readAll } from "./client.js";
 import type { Sandbox } from "./sandbox.js";
 
 /**
@@ -144,9 +144,9 @@ export class Files {
     const res = await this.sb.client.request("GET", this.route, { query: pathQuery(path), signal: opts.signal });
     switch (opts.format ?? "text") {
       case "readable":
-        return res;
+        return abortableBody(res);
       case "stream":
-        return Readable.toWeb(res) as unknown as globalThis.ReadableStream<Uint8Array>;
+        return Readable.toWeb(abortableBody(res)) as unknown as globalThis.ReadableStream<Uint8Array>;
       case "bytes":
         return new Uint8Array(await readAll(res));
       default:

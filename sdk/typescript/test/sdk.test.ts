@@ -214,6 +214,20 @@ describe("files", () => {
     const again = createHash("sha256");
     for await (const c of readable) again.update(c as Buffer);
     assert.equal(r.stdout.trim(), again.digest("hex"));
+    // a download aborted half-way: the reader gets the abort
+    const ac = new AbortController();
+    const part = await sb.files.read("/tmp/big", { format: "readable", signal: ac.signal });
+    let got = 0;
+    await assert.rejects(
+      (async () => {
+        for await (const c of part) {
+          got += (c as Buffer).length;
+          if (got > 1 << 20) ac.abort();
+        }
+      })(),
+      (e: Error) => e.name === "AbortError",
+    );
+    assert.ok(got < size);
   });
 });
 
