@@ -63,6 +63,10 @@ export class Session {
     this.ws.binaryType = "nodebuffer";
     const onAbort = () => this.ws.terminate();
     opts.signal?.addEventListener("abort", onAbort, { once: true });
+    let failure: Error | undefined; // the connection's error, if any: wait() rejects with it
+    this.ws.on("error", (e: Error) => {
+      failure ??= e;
+    });
     this.opened = new Promise((resolve, reject) => {
       this.ws.once("open", () => resolve());
       this.ws.once("error", reject);
@@ -105,6 +109,10 @@ export class Session {
         if (!st && code === 1008) {
           const why = reason.toString("utf8");
           reject(/^no sandbox/.test(why) ? makeError(404, "not_found", why) : makeError(400, "bad_request", why));
+          return;
+        }
+        if (!st && failure) {
+          reject(failure);
           return;
         }
         const exit = st?.agentjail?.exit_code;

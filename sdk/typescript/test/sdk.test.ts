@@ -279,6 +279,10 @@ describe("pty and sessions", () => {
       bad.attach("true").then((x) => x.wait()),
       (e: AgentjailError) => e instanceof NotFoundError && /no sandbox/.test(e.message),
     );
+    // no service there: the connection's error
+    const nowhere = new Sandbox(new Client({ socketPath: "/nonexistent/aj.sock" }), { id: sb.sandboxId, state: "running" });
+    await assert.rejects(nowhere.attach("true"), (e: NodeJS.ErrnoException) => e.code === "ENOENT");
+    await assert.rejects(nowhere.getInfo(), (e: NodeJS.ErrnoException) => e.code === "ENOENT");
     // abort: the session ends, the command is killed
     const ac = new AbortController();
     const long = await sb.attach("echo $$ >/tmp/wspid; exec sleep 30", { stdin: false, signal: ac.signal });
