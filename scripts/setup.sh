@@ -26,6 +26,17 @@ if ((${#missing[@]})); then
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The TypeScript SDK (sdk/typescript): Node.js 20+ with npm (on the
+# machine: Debian 12's nodejs is 18), its dev tools from the committed
+# package-lock.json (npm ci: typescript, type packages, ws), and its build
+# (dist/esm, dist/cjs). tests/service/ts_sdk.bats builds it again from the tree.
+if ! command -v npm >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+	echo "setup: sdk/typescript needs Node.js 20 or later with npm (node: $(node --version 2>/dev/null || echo none))" >&2
+	exit 1
+fi
+(cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run -s build)
+echo "setup: built sdk/typescript (npm package agentjail)"
+
 if [ ! -f build/build.ninja ]; then
 	meson setup build >/dev/null
 fi
