@@ -533,12 +533,13 @@ static json_t *t_list_files(const aj_svc *c, json_t *args)
 	char query[600] = "", cur[512] = "";
 	json_t *limit = json_object_get(args, "limit");
 	const char *cursor = json_string_value(json_object_get(args, "cursor"));
-	if (cursor)
+	if (limit)
+		snprintf(query, sizeof(query), "&limit=%lld", (long long)json_integer_value(limit));
+	if (cursor) {
 		escape(cursor, cur, sizeof(cur));
-	snprintf(query, sizeof(query), "%s%lld%s%s", limit ? "&limit=" : "",
-		 limit ? (long long)json_integer_value(limit) : 0LL, cursor ? "&cursor=" : "", cur);
-	if (!limit)
-		memmove(query, query + 1, strlen(query)); /* the 0 of no limit */
+		size_t l = strlen(query);
+		snprintf(query + l, sizeof(query) - l, "&cursor=%s", cur);
+	}
 	aj_buf b = {0};
 	char ctype[128] = "";
 	json_t *fail = NULL;

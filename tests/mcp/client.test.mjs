@@ -143,6 +143,20 @@ test("write_file, read_file, list_files (text and binary)", async () => {
   assert.equal(r.isError, false, JSON.stringify(r));
   assert.ok(r.structuredContent.entries.some((e) => e.name === "hello.txt" && e.size === 9));
   assert.match(r.content[0].text, /hello\.txt/);
+  // pages of a listing
+  writeFileSync(`${WORK}/second.txt`, "2");
+  r = await call("list_files", { sandbox_id: sandbox, path: "/workspace", limit: 1 });
+  assert.equal(r.structuredContent.entries.length, 1);
+  assert.equal(r.structuredContent.truncated, true);
+  const first = r.structuredContent.entries[0].name;
+  r = await call("list_files", { sandbox_id: sandbox, path: "/workspace", limit: 1, cursor: r.structuredContent.next_cursor });
+  assert.equal(r.structuredContent.entries.length, 1);
+  assert.notEqual(r.structuredContent.entries[0].name, first);
+  r = await call("list_files", { sandbox_id: sandbox, path: "/workspace/hello.txt" });
+  assert.equal(r.isError, true, "a file is not listed");
+  r = await call("read_file", { sandbox_id: sandbox, path: "/workspace" });
+  assert.equal(r.isError, true, "a directory is not read");
+  assert.match(r.content[0].text, /directory/);
   r = await call("run_command", { sandbox_id: sandbox, cmd: "stat -c %a /tmp/bin; cat /workspace/hello.txt" });
   assert.equal(r.structuredContent.stdout, "600\nhi there\n");
 });
