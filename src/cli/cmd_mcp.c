@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <libwebsockets.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,34 @@ static const char mcp_usage[] =
 /* A file read, a listing page: at most this much of the answer. */
 #define BODY_MAX (4u << 20)
 #define RUN_TIMEOUT 120
+/* tools_call's *code for a request not to be answered (cancelled) */
+#define NO_ANSWER 1
+
+/* stdin: lines of messages in buf[0..len) (NUL after them); the line
+ * being handled is buf[0..busy). */
+static struct input {
+	char *buf;
+	size_t len, cap, busy;
+	bool skipping; /* the rest of a line that was refused */
+	bool eof;
+} inp;
+
+/* One read into the room there is (no realloc: a line being handled
+ * points into buf). */
+static void fill(void)
+{
+	if (inp.eof || inp.len + 1 >= inp.cap)
+		return;
+	ssize_t k = read(STDIN_FILENO, inp.buf + inp.len, inp.cap - inp.len - 1);
+	if (k < 0 && errno == EINTR)
+		return;
+	if (k <= 0) {
+		inp.eof = true;
+		return;
+	}
+	inp.len += (size_t)k;
+	inp.buf[inp.len] = '\0';
+}
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -235,8 +264,47 @@ typedef struct run {
 	json_t *exit;  /* the exit event */
 	json_t *token; /* the request's progressToken, or NULL */
 	long long progress;
-	bool gone; /* stdout closed */
+	bool gone;	  /* stdout closed */
+	const json_t *id; /* the request's */
+	size_t scanned;	  /* of stdin's lines, looking for its cancellation */
+	bool cancelled;
 } run;
+
+/* A notifications/cancelled of the request r runs? */
+static bool cancels(const run *r, const char *line, size_t len)
+{
+	aj_mcp_msg m;
+	bool yes = aj_mcp_parse(line, len, &m) == 0 && m.method && !m.id &&
+		   !strcmp(m.method, "notifications/cancelled") &&
+		   json_equal(json_object_get(m.params, "requestId"), (json_t *)r->id);
+	aj_mcp_msg_free(&m);
+	return yes;
+}
+
+/* While a command runs: stdin's new lines, for its cancellation (the
+ * others wait their turn). */
+static int watch(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	run *r = ud;
+	struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+	if (!inp.eof && poll(&p, 1, 0) > 0)
+		fill();
+	if (r->scanned < inp.busy)
+		r->scanned = inp.busy;
+	while (r->scanned < inp.len) {
+		const char *at = inp.buf + r->scanned;
+		const char *nl = memchr(at, '\n', inp.len - r->scanned);
+		if (!nl)
+			break;
+		size_t n = (size_t)(nl - at);
+		if (memmem(at, n, "notifications/cancelled", 23) && cancels(r, at, n)) {
+			r->cancelled = true;
+			return 1; /* the service kills a command whose client has gone */
+		}
+		r->scanned += n + 1;
+	}
+	return 0;
+}
 
 static void keep(aj_buf *b, bool *cut, const char *p, size_t n)
 {
@@ -349,7 +417,8 @@ static json_t *run_result(run *r)
 	return res;
 }
 
-static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token)
+static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token, const json_t *id,
+			     int *code)
 {
 	json_t *body = json_object();
 	const char *keys[] = {"cmd", "cwd", "stdin", "env"};
@@ -363,12 +432,14 @@ static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token)
 	json_decref(body);
 	char path[512], why[512] = "";
 	sb_path(args, "/exec", path, sizeof(path));
-	run r = {.token = token};
+	run r = {.token = token, .id = id};
 	aj_svc_req q = {.method = "POST",
 			.path = path,
 			.body = b,
 			.sink = on_stream,
 			.ud = &r,
+			.watch = watch,
+			.watch_ud = &r,
 			.why = why,
 			.why_size = sizeof(why)};
 	long st = b ? aj_svc_request(c, &q) : -1;
@@ -376,7 +447,11 @@ static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token)
 	if (r.line.len) /* a last line without its newline */
 		on_event(&r, r.line.data, r.line.len);
 	json_t *res;
-	if (st == 200 && r.exit)
+	if (r.cancelled) {
+		logf_("a run_command was cancelled: the command is killed, not answered");
+		*code = NO_ANSWER;
+		res = NULL;
+	} else if (st == 200 && r.exit)
 		res = run_result(&r);
 	else if (st == 200 || (st < 0 && !why[0]))
 		res = tool_error("the service ended the command's stream early");
@@ -572,7 +647,8 @@ static json_t *t_list_files(const aj_svc *c, json_t *args)
 }
 
 /* tools/call: the result, or NULL with *code and why for a protocol error. */
-static json_t *tools_call(const aj_svc *c, json_t *params, int *code, char *why, size_t size)
+static json_t *tools_call(const aj_svc *c, json_t *params, const json_t *id, int *code, char *why,
+			  size_t size)
 {
 	const char *name = NULL;
 	json_t *args = NULL;
@@ -592,7 +668,7 @@ static json_t *tools_call(const aj_svc *c, json_t *params, int *code, char *why,
 	if (!strcmp(name, "sandbox_kill"))
 		return t_sandbox_kill(c, args);
 	if (!strcmp(name, "run_command"))
-		return t_run_command(c, args, token);
+		return t_run_command(c, args, token, id, code);
 	if (!strcmp(name, "read_file"))
 		return t_read_file(c, args);
 	if (!strcmp(name, "write_file"))
@@ -638,12 +714,12 @@ static bool handle(const aj_svc *c, const char *line, size_t len)
 		json_t *p = m.params ? m.params : json_object();
 		if (!m.params)
 			json_object_set_new(m.root, "params", p);
-		result = tools_call(c, p, &code, why, sizeof(why));
+		result = tools_call(c, p, m.id, &code, why, sizeof(why));
 	} else {
 		code = AJ_MCP_METHOD_NOT_FOUND;
 		snprintf(why, sizeof(why), "method not found: %.200s", m.method);
 	}
-	if (m.method && m.id) {
+	if (m.method && m.id && code != NO_ANSWER) {
 		if (code)
 			ok = send_line(aj_mcp_error(m.id, code, why));
 		else
@@ -667,51 +743,49 @@ static bool refuse_big(void)
 
 static int serve_stdio(const aj_svc *c)
 {
-	size_t cap = 1 << 16, len = 0;
-	char *in = malloc(cap);
-	bool skipping = false; /* the rest of a line that was refused */
+	inp.cap = 1 << 16;
+	inp.buf = malloc(inp.cap);
 	int r = 0;
-	while (in) {
-		char *nl = memchr(in, '\n', len);
-		size_t n = nl ? (size_t)(nl - in) : len;
-		if (!skipping && n > AJ_MCP_LINE_MAX) {
+	while (inp.buf) {
+		char *nl = memchr(inp.buf, '\n', inp.len);
+		size_t n = nl ? (size_t)(nl - inp.buf) : inp.len;
+		if (!inp.skipping && n > AJ_MCP_LINE_MAX) {
 			if (!refuse_big())
 				break;
-			skipping = true;
+			inp.skipping = true;
 		}
 		if (nl) {
-			if (!skipping && strspn(in, " \t\r") < n && !handle(c, in, n))
+			/* what a command's watch reads meanwhile goes after it */
+			inp.busy = n + 1;
+			if (!inp.skipping && strspn(inp.buf, " \t\r") < n && !handle(c, inp.buf, n))
 				break;
-			skipping = false;
-			memmove(in, nl + 1, len - n - 1);
-			len -= n + 1;
-			in[len] = '\0';
+			inp.skipping = false;
+			memmove(inp.buf, inp.buf + n + 1, inp.len - n - 1);
+			inp.len -= n + 1;
+			inp.buf[inp.len] = '\0';
 			continue;
 		}
-		if (skipping)
-			len = 0;
-		if (len + 65536 > cap) {
-			char *bigger = realloc(in, cap * 2);
+		if (inp.skipping)
+			inp.len = 0;
+		if (inp.eof) { /* a last line without its newline */
+			inp.busy = inp.len;
+			if (!inp.skipping && inp.len && strspn(inp.buf, " \t\r\n") < inp.len)
+				handle(c, inp.buf, inp.len);
+			break;
+		}
+		if (inp.len + 65536 > inp.cap) {
+			char *bigger = realloc(inp.buf, inp.cap * 2);
 			if (!bigger) {
 				r = AJ_EXIT_INTERNAL;
 				break;
 			}
-			in = bigger, cap *= 2;
+			inp.buf = bigger, inp.cap *= 2;
 		}
-		ssize_t k = read(STDIN_FILENO, in + len, cap - len - 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) { /* EOF: a last line without its newline */
-			if (!skipping && len && strspn(in, " \t\r\n") < len)
-				handle(c, in, len);
-			break;
-		}
-		len += (size_t)k;
-		in[len] = '\0'; /* for strspn */
+		fill();
 	}
-	if (!in)
+	if (!inp.buf)
 		r = AJ_EXIT_INTERNAL;
-	free(in);
+	free(inp.buf);
 	return r;
 }
 

@@ -101,6 +101,11 @@ long aj_svc_request(const aj_svc *c, const aj_svc_req *q)
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, q->method);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	if (q->watch) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, q->watch);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, q->watch_ud);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (q->sink) /* streams: fewer, bigger reads (the default is 16 KiB) */
 		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, q->sink ? q->sink : aj_buf_write);
@@ -113,6 +118,8 @@ long aj_svc_request(const aj_svc *c, const aj_svc_req *q)
 		if (q->got_ctype_size &&
 		    curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK)
 			snprintf(q->got_ctype, q->got_ctype_size, "%s", ct ? ct : "");
+	} else if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		/* the caller's watch knows why */
 	} else if (rc != CURLE_WRITE_ERROR && q->why) {
 		snprintf(q->why, q->why_size, "cannot reach the service at %s: %s", aj_svc_where(c),
 			 curl_easy_strerror(rc));

@@ -33,6 +33,9 @@ typedef struct aj_svc_req {
 	aj_buf *out;	 /* without sink: the answer's body */
 	char *got_ctype; /* the answer's Content-Type, when given room */
 	size_t got_ctype_size;
+	/* called while it runs (about once a second at least): non-zero aborts it */
+	curl_xferinfo_callback watch;
+	void *watch_ud;
 	char *why; /* when the service is unreachable: why (else printed) */
 	size_t why_size;
 } aj_svc_req;

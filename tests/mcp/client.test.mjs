@@ -4,7 +4,7 @@
 // sandbox mount). Run: node --test tests/mcp/client.test.mjs
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpError, ErrorCode } from "@modelcontextprotocol/sdk/types.js";
@@ -190,6 +190,20 @@ test("the service's errors: a result with isError and its message", async () => 
   assert.equal(r.isError, true, "the operator policy refuses /etc");
   r = await call("sandbox_kill", { sandbox_id: "../../healthz" });
   assert.equal(r.isError, true, "an id is one path segment");
+});
+
+test("a cancelled run_command: the command is killed, the server goes on", async () => {
+  const ac = new AbortController();
+  const p = call("run_command", { sandbox_id: sandbox, cmd: "sleep 2; touch /workspace/late" }, { signal: ac.signal });
+  setTimeout(() => ac.abort(), 300);
+  await assert.rejects(p);
+  const t0 = Date.now();
+  await client.ping();
+  assert.ok(Date.now() - t0 < 1500, `the ping waited ${Date.now() - t0} ms`);
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.ok(!existsSync(`${WORK}/late`), "the cancelled command ran on");
+  const r = await call("run_command", { sandbox_id: sandbox, cmd: "echo after" });
+  assert.equal(r.structuredContent.stdout, "after\n");
 });
 
 test("sandbox_kill", async () => {

@@ -15,7 +15,7 @@ mcp_raw() {
 # The answer with id $1 in $output (one JSON object per line).
 answer() { jq -c --argjson id "$1" 'select(.id == $id)' <<<"$output"; }
 
-@test "mcp: the MCP TypeScript SDK's client: every tool, progress, bad arguments, errors" {
+@test "mcp: the MCP TypeScript SDK's client: every tool, progress, cancel, bad arguments, errors" {
     [ -d "$MCP_DIR/node_modules/@modelcontextprotocol/sdk" ] ||
         fail "run scripts/setup.sh (npm ci in tests/mcp)"
     svc_start
@@ -28,7 +28,7 @@ answer() { jq -c --argjson id "$1" 'select(.id == $id)' <<<"$output"; }
         cat "$BATS_TEST_TMPDIR/mcp.err" "$BATS_TEST_TMPDIR/serve.log" >&2 || true
         fail "the MCP client's tests failed"
     }
-    [[ "$output" == *"pass 10"* ]] || { echo "$output" >&2; fail "not every test ran"; }
+    [[ "$output" == *"pass 11"* ]] || { echo "$output" >&2; fail "not every test ran"; }
     [[ "$output" == *"fail 0"* ]]
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }
