@@ -42,3 +42,12 @@ if [ ! -f build/build.ninja ]; then
 fi
 ninja -C build >/dev/null
 echo "setup: built build/agentjail"
+
+# agentjail mcp's tests (tests/service/mcp.bats): the official MCP
+# TypeScript SDK's client, from the committed tests/mcp/package-lock.json.
+if ! command -v npm >/dev/null; then
+	echo "setup: tests/mcp needs Node.js 20 or later with npm" >&2
+	exit 1
+fi
+(cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed tests/mcp (the MCP SDK's client the tests drive agentjail mcp with)"

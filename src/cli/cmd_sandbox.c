@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail sandbox create|ls|exec|cp|rm: a client of `agentjail serve`
- * (libcurl on its unix socket, or on --url with a bearer token). */
+ * (libcurl on its unix socket, or on --url with a bearer token: svc_client.c). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "jsonstr.h"
 #include "sandbox_ws.h"
+#include "svc_client.h"
 #include "util.h"
 
 static const char sandbox_usage[] =
@@ -42,37 +43,10 @@ static const char sandbox_usage[] =
     "\n"
     "The socket defaults to $AGENTJAIL_SOCKET or " AJ_DAEMON_RUN_DIR "/agentjail.sock.\n";
 
-typedef struct client {
-	const char *socket, *url;
-	char auth[320];
-} client;
-
-typedef struct buf {
-	char *data;
-	size_t len, cap;
-} buf;
-
-/* Append (NUL-terminated); the room doubles: a realloc per append was one
- * per curl buffer of a stream. */
-static size_t to_buf(char *p, size_t sz, size_t n, void *ud)
-{
-	buf *b = ud;
-	size_t add = sz * n;
-	if (b->len + add + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + add + 1)
-			cap *= 2;
-		char *d = realloc(b->data, cap);
-		if (!d)
-			return 0;
-		b->data = d;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, p, add);
-	b->len += add;
-	b->data[b->len] = '\0';
-	return add;
-}
+/* the service's client (svc_client.c, shared with `agentjail mcp`) */
+typedef aj_svc client;
+typedef aj_buf buf;
+#define to_buf aj_buf_write
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
@@ -91,44 +65,14 @@ static int fail(const char *fmt, ...)
 static long request(const client *c, const char *method, const char *path, const char *body,
 		    curl_write_callback sink, void *ud, FILE *upload, buf *out)
 {
-	CURL *h = curl_easy_init();
-	if (!h)
-		return -1;
-	char url[4096];
-	snprintf(url, sizeof(url), "%s%s", c->url ? c->url : "http://agentjail", path);
-	struct curl_slist *hdr = NULL;
-	if (c->auth[0])
-		hdr = curl_slist_append(hdr, c->auth);
-	hdr = curl_slist_append(hdr, "Expect:");
-	if (body)
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	if (!c->url)
-		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	struct stat st;
-	if (upload && fstat(fileno(upload), &st) == 0) {
-		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(h, CURLOPT_READDATA, upload);
-		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
-	}
-	if (sink) /* streams: fewer, bigger reads (the default is 16 KiB) */
-		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 256L * 1024);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink ? sink : to_buf);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, sink ? ud : out);
-	CURLcode rc = curl_easy_perform(h);
-	long status = -1;
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	else if (rc != CURLE_WRITE_ERROR)
-		fail("cannot reach the service at %s: %s", c->url ? c->url : c->socket,
-		     curl_easy_strerror(rc));
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	return status;
+	aj_svc_req q = {.method = method,
+			.path = path,
+			.body = body,
+			.sink = sink,
+			.ud = ud,
+			.upload = upload,
+			.out = out};
+	return aj_svc_request(c, &q);
 }
 
 /* A JSON error body, printed; returns 125. */
@@ -779,24 +723,15 @@ static int dispatch(const client *c, const char *cmd, int argc, char **argv)
 
 int aj_cmd_sandbox(int argc, char **argv)
 {
-	client c = {.socket = getenv("AGENTJAIL_SOCKET")};
-	if (!c.socket || !*c.socket)
-		c.socket = AJ_DAEMON_RUN_DIR "/agentjail.sock";
+	client c;
+	aj_svc_init(&c);
 	int i = 1;
 	for (; i + 1 < argc && argv[i][0] == '-' && strcmp(argv[i], "--help"); i += 2) {
-		if (!strcmp(argv[i], "--socket")) {
-			c.socket = argv[i + 1];
-		} else if (!strcmp(argv[i], "--url")) {
-			c.url = argv[i + 1];
-		} else if (!strcmp(argv[i], "--token-file")) {
-			_cleanup_free_ char *t = NULL;
-			if (aj_read_file(argv[i + 1], &t, NULL) < 0)
-				return fail("cannot read --token-file %s", argv[i + 1]);
-			t[strcspn(t, "\r\n")] = '\0';
-			snprintf(c.auth, sizeof(c.auth), "Authorization: Bearer %s", t);
-		} else {
+		int k = aj_svc_option(&c, argv[i], argv[i + 1]);
+		if (k < 0)
+			return AJ_EXIT_INTERNAL;
+		if (k == 0)
 			return fail("sandbox: unknown option '%s'", argv[i]);
-		}
 	}
 	if (i >= argc || !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 		fputs(sandbox_usage, i >= argc ? stderr : stdout);

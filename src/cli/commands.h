@@ -7,6 +7,7 @@ int aj_cmd_doctor(int argc, char **argv);
 int aj_cmd_image(int argc, char **argv);
 int aj_cmd_serve(int argc, char **argv);
 int aj_cmd_sandbox(int argc, char **argv);
+int aj_cmd_mcp(int argc, char **argv);
 /* the service's keeper of one sandbox (box.h: AJ_KEEPER_COMMAND) */
 int aj_cmd_keeper(int argc, char **argv);
 

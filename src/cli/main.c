@@ -6,7 +6,7 @@
  * agentjail would take. The rest are helper programs it execs, found next
  * to it (src/cli/cli.c): agentjail-net (run with --net open, --allow,
  * --publish: libmnl, libnftables, ldns, http-parser), agentjail-image
- * (libcrypto) and agentjail-service (serve and sandbox: libwebsockets,
+ * (libcrypto) and agentjail-service (serve, sandbox and mcp: libwebsockets,
  * libcurl). docs/performance.md has the figures. */
 #include <stdio.h>
 #include <unistd.h>
@@ -29,6 +29,7 @@ static const char usage[] =
     "  doctor                          check what this host supports, with fixes\n"
     "  serve [OPTIONS]                 serve the sandbox API (docs/api.md)\n"
     "  sandbox create|ls|exec|cp|rm    use the service's sandboxes\n"
+    "  mcp                             an MCP server on stdio for agent hosts (docs/mcp.md)\n"
     "  help                            show this help\n"
     "  version                         print the version\n"
     "\n"
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
 		return aj_cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "image") == 0)
 		return aj_cli_exec_helper("agentjail-image", argv);
-	if (strcmp(cmd, "serve") == 0 || strcmp(cmd, "sandbox") == 0)
+	if (!strcmp(cmd, "serve") || !strcmp(cmd, "sandbox") || !strcmp(cmd, "mcp"))
 		return aj_cli_exec_helper("agentjail-service", argv);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		fputs(usage, stdout);

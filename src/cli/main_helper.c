@@ -4,7 +4,7 @@
  *   agentjail-net      run (any network mode), the
  *                      service's keeper with one    -DAJ_HELPER_RUN
  *   agentjail-image    image                       -DAJ_HELPER_IMAGE
- *   agentjail-service  serve, sandbox              -DAJ_HELPER_SERVICE
+ *   agentjail-service  serve, sandbox, mcp         -DAJ_HELPER_SERVICE
  * They take agentjail's own command line ("agentjail run ..."). */
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +34,8 @@ int main(int argc, char **argv)
 		return aj_cmd_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "sandbox") == 0)
 		return aj_cmd_sandbox(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return aj_cmd_mcp(argc - 1, argv + 1);
 #endif
 	fprintf(stderr,
 		"agentjail: '%s' is not a command of this helper program (fix: run it as "
