@@ -10,7 +10,7 @@ PACKAGES=(
 	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
 	arch-test libdistro-info-perl gpg libdpkg-perl
 	libwebsockets-dev libcurl4-openssl-dev libarchive-dev
-	bats jq iproute2 util-linux procps psmisc python3 curl socat
+	bats jq iproute2 util-linux procps psmisc python3 curl socat git
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 )
 
@@ -18,6 +18,8 @@ missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm for tests/network/npm.bats: Debian's, unless a node with npm is there
+command -v npm >/dev/null || missing+=(nodejs npm)
 if ((${#missing[@]})); then
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -44,6 +44,8 @@ static const char run_usage[] =
     "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
     "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
     "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
+    "      --unmask PATH       show PATH of the workspace as it is, secrets and all,\n"
+    "                          though a mask matches it (repeatable)\n"
     "      --writable PATH     let the sandbox change PATH of the workspace, one of\n"
     "                          the files host tools run (.git/config, .git/hooks,\n"
     "                          .vscode, .mcp.json, .envrc ...), read-only by default\n"
@@ -129,6 +131,7 @@ enum {
 	OPT_LIMITS,
 	OPT_ISOLATION,
 	OPT_WRITABLE,
+	OPT_UNMASK,
 	OPT_PRINT_PLAN,
 };
 
@@ -170,6 +173,7 @@ static const struct option run_opts[] = {
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"writable", required_argument, NULL, OPT_WRITABLE},
+    {"unmask", required_argument, NULL, OPT_UNMASK},
     {"print-plan", no_argument, NULL, OPT_PRINT_PLAN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -278,6 +282,11 @@ int aj_cmd_run(int argc, char **argv)
 				"agentjail: notice: --writable %s: the sandbox may change it, and "
 				"host tools run what is in it\n",
 				p.writable[i]);
+		for (size_t i = 0; p.workspace && i < p.n_unmask; i++)
+			fprintf(stderr,
+				"agentjail: notice: --unmask %s: the sandbox reads it as it is, "
+				"secrets and all\n",
+				p.unmask[i]);
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
 		r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);

@@ -48,6 +48,8 @@ void aj_policy_free(aj_policy *p)
 	}
 	for (size_t i = 0; i < p->n_masks; i++)
 		free(p->masks[i]);
+	for (size_t i = 0; i < p->n_unmask; i++)
+		free(p->unmask[i]);
 	for (size_t i = 0; i < p->n_writable; i++)
 		free(p->writable[i]);
 	for (size_t i = 0; i < p->n_allow; i++)
@@ -337,6 +339,47 @@ int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err)
 	return 0;
 }
 
+int aj_policy_add_unmask(aj_policy *p, const char *rel, aj_error *err)
+{
+	char norm[PATH_MAX];
+	size_t o = 0, len = strlen(rel);
+	while (len > 1 && rel[len - 1] == '/')
+		len--;
+	if (len == 0 || rel[0] == '/' || len >= sizeof(norm)) {
+		aj_err(err, EINVAL, "--unmask '%s': expected a path relative to the workspace",
+		       rel);
+		aj_err_hint(err, "e.g. --unmask .npmrc or --unmask config/.env.test");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len;) {
+		size_t n = strcspn(rel + i, "/");
+		if (n > len - i)
+			n = len - i;
+		if (n == 0 || (n == 1 && rel[i] == '.') || (n == 2 && !strncmp(rel + i, "..", 2)) ||
+		    memchr(rel + i, '\n', n))
+			return aj_err(err, EINVAL,
+				      "--unmask '%s': no empty, '.' or '..' components allowed",
+				      rel);
+		if (o)
+			norm[o++] = '/';
+		memcpy(norm + o, rel + i, n);
+		o += n;
+		i += n + 1;
+	}
+	norm[o] = '\0';
+	if (strpbrk(norm, "*?["))
+		return aj_err(err, EINVAL, "--unmask '%s': give one path, not a glob", rel);
+	for (size_t i = 0; i < p->n_unmask; i++)
+		if (!strcmp(p->unmask[i], norm))
+			return 0;
+	if (p->n_unmask >= AJ_MAX_MASKS)
+		return aj_err(err, E2BIG, "--unmask: at most %d paths", AJ_MAX_MASKS);
+	if (!(p->unmask[p->n_unmask] = strdup(norm)))
+		return aj_err(err, ENOMEM, "--unmask");
+	p->n_unmask++;
+	return 0;
+}
+
 int aj_policy_add_env_file(aj_policy *p, const char *path, aj_error *err)
 {
 	_cleanup_free_ char *data = NULL;
@@ -493,6 +536,8 @@ int aj_policy_validate(const aj_policy *p, aj_error *err)
 				return aj_err(err, EINVAL, "two binds have the same destination %s",
 					      p->binds[i].dest);
 	}
+	if (p->n_unmask && !p->workspace)
+		return aj_err(err, EINVAL, "--unmask %s: there is no --workspace", p->unmask[0]);
 	if (p->n_writable && !p->workspace)
 		return aj_err(err, EINVAL, "--writable %s: there is no --workspace",
 			      p->writable[0]);

@@ -104,6 +104,10 @@ typedef struct aj_policy {
 	char *masks[AJ_MAX_MASKS]; /* extra globs of workspace files to mask */
 	size_t n_masks;
 	bool no_default_masks;
+	/* --unmask PATH: workspace entries (relative, normalized) a mask
+	 * would cover that the sandbox sees as they are, on purpose */
+	char *unmask[AJ_MAX_MASKS];
+	size_t n_unmask;
 	/* --writable PATH: protected host-run files of the workspace the
 	 * sandbox may change after all (protect.h), relative, normalized */
 	char *writable[AJ_MAX_WRITABLE];
@@ -162,6 +166,8 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
 int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
+/* --unmask PATH: relative to the workspace, no '.', '..' or empty parts */
+int aj_policy_add_unmask(aj_policy *p, const char *rel, aj_error *err);
 /* --writable PATH: relative to the workspace, one of the protected
  * host-run files or below one (protect.c) */
 int aj_policy_add_writable(aj_policy *p, const char *rel, aj_error *err);

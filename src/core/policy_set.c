@@ -130,6 +130,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_add_redact(p, v, err);
 	if (IS("mask"))
 		return aj_policy_add_mask(p, v, err);
+	if (IS("unmask"))
+		return aj_policy_add_unmask(p, v, err);
 	if (IS("writable"))
 		return aj_policy_add_writable(p, v, err);
 	if (IS("no-default-masks"))

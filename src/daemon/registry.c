@@ -525,6 +525,14 @@ json_t *aj_sandbox_json(aj_sandbox *sb)
 		json_object_set_new(o, "writable", w);
 	else
 		json_decref(w);
+	/* the workspace paths it sees unmasked (--unmask): never silently */
+	json_t *u = json_array();
+	for (size_t i = 0; u && i < sb->policy.n_unmask; i++)
+		json_array_append_new(u, json_string(sb->policy.unmask[i]));
+	if (o && u)
+		json_object_set_new(o, "unmasked", u);
+	else
+		json_decref(u);
 	return o;
 }
 

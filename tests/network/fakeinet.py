@@ -8,7 +8,7 @@ Web (every address, each port of the comma-separated PORTS): GET / answers
 TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL.
 
 DNS (UDP on ADDR:53): a fake recursive resolver for the zone below, and the
-attacker's authoritative server for *.evil.test; every query it receives is
+attacker's authoritative server for *.evil.test and *.attacker.test; every query it receives is
 appended to FILE as "NAME TYPE", so a test can count what reached it.
 
 FILE given to --ready is created once every socket listens."""
@@ -34,6 +34,9 @@ ZONE = {
     "web.other.test": [(A, "203.0.113.10", 60)],
     "other.test": [(A, "203.0.113.10", 60)],
     "notallowed.test": [(A, "192.0.2.10", 60)],
+    # npm.bats: its registry and the attacker's server (npmreg.py)
+    "registry.test": [(A, "192.0.2.80", 60)],
+    "attacker.test": [(A, "203.0.113.66", 60)],
 }
 
 
@@ -57,7 +60,7 @@ def encode(name):
 
 def lookup(key):
     recs = ZONE.get(key)
-    if recs is None and key.endswith(".evil.test"):
+    if recs is None and (key.endswith(".evil.test") or key.endswith(".attacker.test")):
         recs = [(A, "192.0.2.10", 60)]
     return recs
 

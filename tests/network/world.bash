@@ -48,7 +48,8 @@ world_up() {
     : >"$DNS_LOG"
     rm -f "$T/inet.ready" "$T/host.ready"
     # fd 3 closed: bats waits for it otherwise
-    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web 80,443,8443 --body inet-ok \
+    # WORLD_WEB_PORTS: a test with servers of its own on some ports (npm.bats)
+    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "${WORLD_WEB_PORTS:-80,443,8443}" --body inet-ok \
         --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
     ip netns exec "$HNS" python3 "$NET_DIR/fakeinet.py" --web 8080 --body host-ok \

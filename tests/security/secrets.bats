@@ -98,6 +98,54 @@ $stderr" a enc
     grep -q "$CANARY" "$WS/.env" "$WS/id_rsa" || fail "host workspace files changed"
 }
 
+@test "masks: credential files keep what is not secret, each secret a placeholder (.npmrc, .pypirc, pip.conf, .netrc, .git-credentials, .docker/config.json, .yarnrc.yml)" {
+    new_canary
+    local c=$CANARY
+    mkdir -p "$WS/.docker" "$WS/.config/pip" "$WS/sub"
+    printf 'registry=http://registry.test/\n//registry.test/:_authToken=%s\n_auth=%s\n//r.example/:_password=%s\n' "$c" "$c" "$c" >"$WS/.npmrc"
+    printf '[pypi]\nusername = __token__\npassword = %s\n' "$c" >"$WS/.pypirc"
+    printf '[global]\nindex-url = https://alice:%s@pypi.example/simple\n' "$c" >"$WS/.config/pip/pip.conf"
+    printf 'machine api.example.com login %s password %s\n' "$c" "$c" >"$WS/.netrc"
+    printf 'https://bob:%s@git.example\n' "$c" >"$WS/.git-credentials"
+    printf '{"auths": {"registry.example": {"auth": "%s", "identitytoken": "%s"}}, "credsStore": "pass"}\n' "$c" "$c" >"$WS/.docker/config.json"
+    printf 'npmRegistryServer: "https://registry.test"\nnpmAuthToken: %s\n' "$c" >"$WS/.yarnrc.yml"
+    # a file that does not parse is masked whole, never passed through
+    printf 'registry=http://registry.test/\n%s\n' "$c" >"$WS/sub/.npmrc"
+    attack -- /bin/sh -c 'cd /workspace && for f in .npmrc .pypirc .config/pip/pip.conf .netrc .git-credentials .docker/config.json .yarnrc.yml sub/.npmrc; do echo "== $f"; cat "$f"; done'
+    assert_status 0
+    [[ "$output" != *"$CANARY"* ]] || { _aj_dump; fail "a secret of a credential file is visible inside"; }
+    local l
+    for l in "registry=http://registry.test/" "//registry.test/:_authToken=agentjail-masked" \
+        "_auth=agentjail-masked" "//r.example/:_password=agentjail-masked" "username = __token__" \
+        "password =agentjail-masked" "index-url = https://alice:agentjail-masked@pypi.example/simple" \
+        "machine api.example.com login agentjail-masked password agentjail-masked" \
+        "https://bob:agentjail-masked@git.example" '  "credsStore": "pass"' \
+        '      "identitytoken": "agentjail-masked"' 'npmRegistryServer: "https://registry.test"' \
+        'npmAuthToken: "agentjail-masked"'; do
+        assert_output_has_line "$l"
+    done
+    # sub/.npmrc: empty
+    [[ "$output" == *"== sub/.npmrc" ]] || { _aj_dump; fail "a malformed .npmrc was not masked whole"; }
+    grep -q "$CANARY" "$WS/.npmrc" "$WS/.netrc" || fail "host workspace files changed"
+}
+
+@test "masks: --unmask PATH shows that one entry as it is, with a notice; a bad PATH fails closed" {
+    new_canary
+    printf 'registry=http://registry.test/\n//registry.test/:_authToken=%s\n' "$CANARY" >"$WS/.npmrc"
+    printf 'KEY=%s\n' "$CANARY" >"$WS/.env"
+    attack --unmask .npmrc -- /bin/sh -c 'cat /workspace/.npmrc /workspace/.env'
+    assert_status 0
+    assert_output_has_line "//registry.test/:_authToken=$CANARY"
+    assert_output_has_line "KEY=agentjail-masked"
+    [[ "$stderr" == *"notice: --unmask .npmrc"* ]] || { _aj_dump; fail "no notice"; }
+    local bad
+    for bad in /abs ../x a/../b '' 'a//b' '*.env' .; do
+        attack --unmask "$bad" -- true
+        assert_status 125
+        assert_one_error_line
+    done
+}
+
 @test "masks: masked entries cannot be removed, renamed, written or unmounted to uncover them" {
     new_canary
     echo "TOKEN=$CANARY" >"$WS/.env"

@@ -65,3 +65,27 @@ wait_no_placeholder() { # DIR
     [ -f "$WS/.vscode/tasks.json" ] || fail "tasks.json not written"
     assert_no_placeholder "$WS"
 }
+
+@test "serve: a credential file is masked value by value; \"unmask\" shows it as it is and in the sandbox's JSON; a bad one is a 400" {
+    local c="ajcanary-$RANDOM$RANDOM-svc"
+    printf 'registry=http://registry.test/\n//registry.test/:_authToken=%s\n' "$c" >"$WS/.npmrc"
+    svc_start
+    id=$(sb_create "{\"workspace\": \"$WS\"}")
+    [ -n "$id" ] || fail "no sandbox"
+    out=$(events_stdout <<<"$(sb_exec "$id" '{"cmd": "cat /workspace/.npmrc"}')")
+    [[ "$out" == *"registry=http://registry.test/"*"_authToken=agentjail-masked"* ]] || fail "masked: $out"
+    [[ "$out" != *"$c"* ]] || fail "the token is visible: $out"
+    api GET "/v1/sandboxes/$id" | jq -e '.unmasked == []' >/dev/null || fail "unmasked not []"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    for bad in '"../x"' '["/etc/passwd"]' '["*.npmrc"]' '["a//b"]'; do
+        api_status POST /v1/sandboxes -d "{\"workspace\": \"$WS\", \"unmask\": $bad}"
+        assert_eq "$status_code" 400 "unmask $bad"
+    done
+    api_status POST /v1/sandboxes -d "{\"workspace\": \"$WS\", \"unmask\": [\".npmrc\"]}"
+    assert_eq "$status_code" 201
+    id=$(jq -r .id <<<"$body")
+    assert_eq "$(jq -c .unmasked <<<"$body")" '[".npmrc"]' "unmasked in the create's answer"
+    out=$(events_stdout <<<"$(sb_exec "$id" '{"cmd": "cat /workspace/.npmrc"}')")
+    [[ "$out" == *"_authToken=$c"* ]] || fail "unmasked: $out"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+}

@@ -272,27 +272,16 @@ static int plan_root(bundle *b, const aj_plan *pl)
 	return r;
 }
 
-static bool mask_matches(const aj_policy *p, const char *rel, const char *name, bool is_dir)
-{
-	if (!p->no_default_masks)
-		for (size_t i = 0; aj_mask_defaults[i]; i++)
-			if (aj_mask_match(aj_mask_defaults[i], rel, name, is_dir))
-				return true;
-	for (size_t i = 0; i < p->n_masks; i++)
-		if (aj_mask_match(p->masks[i], rel, name, is_dir))
-			return true;
-	return false;
-}
-
-/* Cover /workspace/rel with an empty directory, an empty file or (.env*)
- * the same keys with placeholders; content: an fd of the original or -1. */
+/* Cover /workspace/rel with its replacement (aj_mask_replacement: an empty
+ * directory or file, or the file with its secrets replaced); content: an
+ * fd of the original or -1. */
 static int mask_one(bundle *b, const char *rel, const char *name, bool is_dir, int content)
 {
 	char repl[PATH_MAX], dest[PATH_MAX];
 	snprintf(repl, sizeof(repl), "%s/files/mask-%zu", b->dir, b->n_files++);
 	if ((size_t)snprintf(dest, sizeof(dest), AJ_WORKSPACE_DIR "/%s", rel) >= sizeof(dest))
 		return 0;
-	int r = aj_mask_replacement(b->p, repl, name, is_dir, content, b->err);
+	int r = aj_mask_replacement(b->p, repl, rel, name, is_dir, content, b->err);
 	return r < 0 ? r : add_bind(b, repl, dest, false);
 }
 
@@ -339,12 +328,12 @@ static int mask_walk(bundle *b, int ws_fd, int dfd, const char *rel, int depth)
 			continue;
 		bool is_dir = S_ISDIR(st.st_mode);
 		if (S_ISLNK(st.st_mode)) {
-			if (mask_matches(b->p, sub, name, false) ||
-			    mask_matches(b->p, sub, name, true))
+			if (aj_mask_matches(b->p, sub, name, false) ||
+			    aj_mask_matches(b->p, sub, name, true))
 				r = mask_link(b, ws_fd, sub, name);
 			continue;
 		}
-		if ((is_dir || S_ISREG(st.st_mode)) && mask_matches(b->p, sub, name, is_dir)) {
+		if ((is_dir || S_ISREG(st.st_mode)) && aj_mask_matches(b->p, sub, name, is_dir)) {
 			_cleanup_close_ int c =
 			    is_dir ? -1
 				   : openat(dirfd(d), name,

@@ -15,15 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "credmask.h"
 #include "inroot.h"
 #include "mountapi.h"
 #include "util.h"
 
 const char *const aj_mask_defaults[] = {
-    ".env*",	 "*.pem",   "*.key",   "id_rsa*",	   "id_ed25519*",
-    "id_ecdsa*", "id_dsa*", ".npmrc",  ".netrc",	   ".pypirc",
-    ".aws/",	 ".ssh/",   ".gnupg/", ".git-credentials", ".docker/config.json",
-    "*.p12",	 "*.pfx",   NULL,
+    ".env*",	 "*.pem",   "*.key",	"id_rsa*",	    "id_ed25519*",
+    "id_ecdsa*", "id_dsa*", ".npmrc",	".netrc",	    ".pypirc",
+    ".aws/",	 ".ssh/",   ".gnupg/",	".git-credentials", ".docker/config.json",
+    "*.p12",	 "*.pfx",   "pip.conf", "pip.ini",	    ".yarnrc.yml",
+    "_netrc",	 NULL,
 };
 
 #define MASK_MAX_ENTRIES 200000
@@ -94,16 +96,34 @@ char *aj_mask_env_text(const aj_policy *p, const char *content)
 	return out;
 }
 
-int aj_mask_replacement(const aj_policy *p, const char *repl, const char *name, bool is_dir,
-			int content, aj_error *err)
+bool aj_mask_matches(const aj_policy *p, const char *rel, const char *name, bool is_dir)
+{
+	for (size_t i = 0; i < p->n_unmask; i++)
+		if (!strcmp(p->unmask[i], rel))
+			return false;
+	if (!p->no_default_masks)
+		for (size_t i = 0; aj_mask_defaults[i]; i++)
+			if (aj_mask_match(aj_mask_defaults[i], rel, name, is_dir))
+				return true;
+	for (size_t i = 0; i < p->n_masks; i++)
+		if (aj_mask_match(p->masks[i], rel, name, is_dir))
+			return true;
+	return false;
+}
+
+int aj_mask_replacement(const aj_policy *p, const char *repl, const char *rel, const char *name,
+			bool is_dir, int content, aj_error *err)
 {
 	if (is_dir)
 		return mkdir(repl, 0755) < 0 ? aj_err(err, errno, "mask: cannot create %s", repl)
 					     : 0;
 	_cleanup_free_ char *text = NULL, *orig = NULL;
-	if (content >= 0 && fnmatch(".env*", name, FNM_PERIOD) == 0 &&
-	    aj_read_fd(content, &orig, NULL) == 0)
-		text = aj_mask_env_text(p, orig);
+	size_t len = 0;
+	bool env = fnmatch(".env*", name, FNM_PERIOD) == 0;
+	aj_cred_kind kind = env ? AJ_CRED_WHOLE : aj_cred_kind_of(rel, name);
+	/* a file that cannot be read or parsed is masked whole (empty) */
+	if (content >= 0 && (env || kind != AJ_CRED_WHOLE) && aj_read_fd(content, &orig, &len) == 0)
+		text = env ? aj_mask_env_text(p, orig) : aj_cred_mask(kind, orig, len);
 	int r = aj_write_file(repl, text ? text : "", 0444);
 	return r < 0 ? aj_err(err, -r, "mask: cannot create %s", repl) : 0;
 }
@@ -126,27 +146,15 @@ static uint64_t mnt_id(int fd)
 	return sx.stx_mnt_id;
 }
 
-static bool matches(const mask_walk *w, const char *rel, const char *name, bool is_dir)
-{
-	if (!w->p->no_default_masks)
-		for (size_t i = 0; aj_mask_defaults[i]; i++)
-			if (aj_mask_match(aj_mask_defaults[i], rel, name, is_dir))
-				return true;
-	for (size_t i = 0; i < w->p->n_masks; i++)
-		if (aj_mask_match(w->p->masks[i], rel, name, is_dir))
-			return true;
-	return false;
-}
-
 /* Cover target (an O_PATH fd) with a read-only replacement: an empty
  * directory, an empty file, or for .env* names the same keys with
  * placeholder values (read from content, an fd or -1). path is for errors. */
-static int mask_one(mask_walk *w, const char *name, int content, const char *path, bool is_dir,
-		    int target)
+static int mask_one(mask_walk *w, const char *rel, const char *name, int content, const char *path,
+		    bool is_dir, int target)
 {
 	char repl[PATH_MAX];
 	snprintf(repl, sizeof(repl), "%s/%zu", w->scratch, w->masked);
-	int r = aj_mask_replacement(w->p, repl, name, is_dir, content, w->err);
+	int r = aj_mask_replacement(w->p, repl, rel, name, is_dir, content, w->err);
 	if (r < 0)
 		return r;
 	_cleanup_close_ int fd = aj_open_tree(AT_FDCWD, repl, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -161,14 +169,15 @@ static int mask_one(mask_walk *w, const char *name, int content, const char *pat
 }
 
 /* A matching file or directory in the tree. */
-static int mask_entry(mask_walk *w, int dfd, const char *name, const char *path, bool is_dir)
+static int mask_entry(mask_walk *w, int dfd, const char *rel, const char *name, const char *path,
+		      bool is_dir)
 {
 	_cleanup_close_ int t = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (t < 0)
 		return 0;
 	_cleanup_close_ int c =
 	    is_dir ? -1 : openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	return mask_one(w, name, c, path, is_dir, t);
+	return mask_one(w, rel, name, c, path, is_dir, t);
 }
 
 /* A symlink whose name matches: cover what it leads to, resolved exactly as
@@ -189,7 +198,7 @@ static int mask_link(mask_walk *w, const char *rel, const char *name, const char
 				      .resolve = RESOLVE_IN_ROOT};
 		c = (int)syscall(SYS_openat2, w->root_fd, inside, &rd, sizeof(rd));
 	}
-	return mask_one(w, name, c, path, S_ISDIR(st.st_mode), t);
+	return mask_one(w, rel, name, c, path, S_ISDIR(st.st_mode), t);
 }
 
 static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int depth)
@@ -218,12 +227,14 @@ static int walk(mask_walk *w, int dfd, const char *path, const char *rel, int de
 			continue;
 		if (S_ISLNK(st.st_mode)) {
 			/* never followed by the walk; a matching name masks its target */
-			if (matches(w, subrel, name, false) || matches(w, subrel, name, true))
+			if (aj_mask_matches(w->p, subrel, name, false) ||
+			    aj_mask_matches(w->p, subrel, name, true))
 				r = mask_link(w, subrel, name, sub);
 			continue;
 		}
-		if ((is_dir || S_ISREG(st.st_mode)) && matches(w, subrel, name, is_dir)) {
-			r = mask_entry(w, dirfd(d), name, sub, is_dir);
+		if ((is_dir || S_ISREG(st.st_mode)) &&
+		    aj_mask_matches(w->p, subrel, name, is_dir)) {
+			r = mask_entry(w, dirfd(d), subrel, name, sub, is_dir);
 			continue;
 		}
 		if (!is_dir || depth >= MASK_MAX_DEPTH || !strcmp(name, "node_modules") ||

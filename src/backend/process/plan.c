@@ -239,11 +239,15 @@ static json_t *masks_json(const aj_policy *p)
 	size_t nd = 0;
 	while (!p->no_default_masks && aj_mask_defaults[nd])
 		nd++;
-	return json_pack("{s:s,s:o,s:o,s:s}", "under", AJ_WORKSPACE_DIR, "defaults",
+	return json_pack("{s:s,s:o,s:o,s:o,s:s}", "under", AJ_WORKSPACE_DIR, "defaults",
 			 strv_json(aj_mask_defaults, nd), "extra",
-			 strv_json((const char *const *)p->masks, p->n_masks), "how",
+			 strv_json((const char *const *)p->masks, p->n_masks), "unmasked",
+			 strv_json((const char *const *)p->unmask, p->n_unmask), "how",
 			 "each match is covered by an empty file or directory, .env* files by "
-			 "the same keys with placeholder values (found when the sandbox starts)");
+			 "the same keys with placeholder values, credential files (.npmrc, "
+			 ".pypirc, pip.conf, .netrc, .git-credentials, .docker/config.json, "
+			 ".yarnrc.yml) by the same file with each secret replaced, or empty when "
+			 "it does not parse (found when the sandbox starts)");
 }
 
 static json_t *guard_json(const aj_policy *p)
