@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "etc.h"
+#include "agent_proto.h"
 #include "gvisor.h"
 #include "mask.h"
 #include "mount.h"
@@ -362,6 +363,20 @@ static int workspace(bundle *b)
 	return mask_walk(b, ws, fd, "", 0);
 }
 
+/* agentjail-agent (the persistent sandbox's init and its helper for
+ * commands and files), read-only at AJ_AGENT_PATH */
+static int agent(bundle *b)
+{
+	struct stat st;
+	char m[PATH_MAX];
+	if (stat(b->ids->agent, &st) < 0 || !S_ISREG(st.st_mode))
+		return aj_err(b->err, ENOENT, "the sandbox's agent %s is missing", b->ids->agent);
+	int r = mount_point(b, AJ_AGENT_PATH, &st);
+	if (r == 0)
+		r = stage(b, b->ids->agent, m, sizeof(m));
+	return r < 0 ? r : add_bind(b, m, AJ_AGENT_PATH, false);
+}
+
 static int mounts(bundle *b)
 {
 	const aj_policy *p = b->p;
@@ -380,6 +395,8 @@ static int mounts(bundle *b)
 		r = add_mount(b, AJ_SANDBOX_HOME, "tmpfs", "tmpfs", opt);
 	if (r == 0)
 		r = workspace(b);
+	if (r == 0 && b->ids->agent)
+		r = agent(b);
 	for (size_t i = 0; i < p->n_binds && r == 0; i++) {
 		struct stat st;
 		char m[PATH_MAX];
