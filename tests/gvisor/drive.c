@@ -6,7 +6,8 @@
  * pass.
  *   ajgvdrive POLICY.json            the scenario
  *   ajgvdrive POLICY.json --sweep    create, then the crash sweep from state
- *   ajgvdrive POLICY.json --measure  exec latency and memory of an idle sandbox */
+ *   ajgvdrive POLICY.json --measure  exec latency and memory of an idle sandbox
+ *   ajgvdrive POLICY.json --refused  create must fail with a clear error */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -171,6 +172,11 @@ static void commands(aj_inst *in)
 		close(p[1]);
 		close(p[0]);
 	}
+	r = run(in, SH("test -d /workspace/.git || exit 99; echo evil >>/workspace/.git/config"),
+		NULL, &o, &res, &err);
+	check(r == 0 && res.exit_code != 0, "the workspace guard holds: .git/config read-only",
+	      o.buf[2]);
+	out_free(&o);
 	r = run(in, (char *[]){"/no/such/command", NULL}, NULL, &o, &res, &err);
 	check(r < 0 && err.exit == 127, "not found: 127", err.msg);
 	out_free(&o);
@@ -422,6 +428,14 @@ int main(int argc, char **argv)
 	p.quiet = true;
 	aj_inst *in = NULL;
 	int r = B->create(&p, source, &in, &err);
+	if (!strcmp(mode, "--refused")) {
+		/* create must stop with a clear error (and leave nothing) */
+		check(r < 0 && *err.msg, "create refused", err.msg);
+		if (r == 0)
+			B->destroy(in);
+		aj_policy_free(&p);
+		return failures ? 1 : 0;
+	}
 	check(r == 0, "create", err.msg);
 	if (r < 0) {
 		aj_policy_free(&p);
@@ -430,7 +444,9 @@ int main(int argc, char **argv)
 	json_t *state = B->state(in);
 	aj_inst_info info;
 	B->info(in, &info);
-	check(info.pid > 0 && info.uid != 0, "info: a sandbox pid, never host root", NULL);
+	char idetail[64];
+	snprintf(idetail, sizeof(idetail), "pid %d uid %u", (int)info.pid, (unsigned)info.uid);
+	check(info.pid > 0 && info.uid != 0, "info: a sandbox pid, never host root", idetail);
 	check(json_array_size(json_object_get(state, "pids")) >= 2, "state records the pids", NULL);
 	if (!strcmp(mode, "--measure")) {
 		measure(in);

@@ -8,7 +8,7 @@
  * `runsc exec` of the agent (exec.c, files.c). destroy: `runsc delete
  * --force`, the cgroup, the directory. state/sweep: the same by the
  * recorded runsc root, container id, cgroups and pids with start times. */
-#include "box.h"
+#include "gvbox.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,7 +81,7 @@ static pid_t sandbox_pid(const gv_run *g)
 	char root[128], out[4096];
 	snprintf(root, sizeof(root), "--root=%s", g->state);
 	char *args[] = {(char *)g->runsc, root, "state", (char *)g->id, NULL};
-	if (aj_gv_runsc_cmd(g->runsc, args, out, sizeof(out)) != 0)
+	if (aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, out, sizeof(out)) != 0)
 		return 0;
 	json_t *j = json_loads(out, 0, NULL);
 	pid_t pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
@@ -116,6 +116,7 @@ static int gv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		return aj_err(err, ENOMEM, "sandbox");
 	gv_run *g = &i->g;
 	*g = (gv_run){.etc_lock = -1,
+		      .netns_fd = -1,
 		      .staged = {.etc_tree = -1, .workspace = -1},
 		      .persistent = true,
 		      .agent = i->agent};
@@ -296,7 +297,7 @@ static int gv_pause(aj_inst *i, bool pause, aj_error *err)
 	char root[128], msg[512] = "";
 	snprintf(root, sizeof(root), "--root=%s", i->g.state);
 	char *args[] = {i->g.runsc, root, pause ? "pause" : "resume", i->g.id, NULL};
-	int r = aj_gv_runsc_cmd(i->g.runsc, args, msg, sizeof(msg));
+	int r = aj_gv_runsc_cmd_in(i->g.netns_fd, i->g.runsc, args, msg, sizeof(msg));
 	if (r != 0)
 		return aj_err(err, EIO, "runsc %s failed (status %d)", pause ? "pause" : "resume",
 			      r);

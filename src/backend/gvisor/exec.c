@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -22,11 +23,38 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
-#include "box.h"
+#include "gvbox.h"
 #include "redact.h"
 #include "util.h"
 
 extern char **environ;
+
+/* runsc exec in runsc's network namespace (--net open, --allow): a fork,
+ * which joins it before the exec (posix_spawn cannot). */
+static int spawn_in_netns(aj_inst *i, char **argv, int in[2], int out[2], int er[2], gv_agent *a,
+			  aj_error *err)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(er[1], 2) < 0 ||
+		    setns(i->g.netns_fd, CLONE_NEWNET) < 0)
+			_exit(125);
+		execv(i->g.runsc, argv);
+		_exit(125);
+	}
+	int e = errno;
+	close(in[0]), close(out[1]), close(er[1]);
+	if (pid < 0) {
+		close(in[1]), close(out[0]), close(er[0]);
+		return aj_err(err, e, "cannot run %s exec", i->g.runsc);
+	}
+	a->pid = pid;
+	a->to = in[1], a->from = out[0], a->errp = er[0];
+	return 0;
+}
 
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 {
@@ -60,6 +88,8 @@ int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 	argv[n++] = i->g.id;
 	argv[n++] = AJ_AGENT_PATH;
 	argv[n] = NULL;
+	if (i->g.netns_fd >= 0)
+		return spawn_in_netns(i, argv, in, out, er, a, err);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;

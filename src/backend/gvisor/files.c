@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
-#include "box.h"
+#include "gvbox.h"
 #include "util.h"
 
 static void stat_of(json_t *j, aj_file_stat *st)

@@ -37,6 +37,9 @@ typedef struct gv_run {
 	 * agentjail-agent, is bound at AJ_AGENT_PATH */
 	bool persistent;
 	const char *agent;
+	/* --net open, --allow: runsc's netns (its control socket is an abstract
+	 * unix socket there), for the runsc commands after run; else -1 */
+	int netns_fd;
 } gv_run;
 
 #define GV_DIR_PREFIX "/tmp/agentjail-gvisor-"
@@ -45,6 +48,8 @@ typedef struct gv_run {
 /* runsc with args, its output to /dev/null (or up to len bytes in out):
  * its exit status, or -errno. */
 int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len);
+/* The same in network namespace netns (-1: ours). */
+int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len);
 int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err);
 void aj_gv_warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* `runsc kill --all ID SIG` */

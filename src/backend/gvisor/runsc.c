@@ -87,6 +87,11 @@ int aj_gvisor_probe(char *path, size_t len, aj_error *err)
  * up to len bytes); its exit status, or -errno. */
 int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len)
 {
+	return aj_gv_runsc_cmd_in(-1, runsc, args, out, len);
+}
+
+int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len)
+{
 	int pfd[2] = {-1, -1};
 	if (out && pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
@@ -103,6 +108,8 @@ int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len)
 		dup2(out ? pfd[1] : null, 1);
 		dup2(null, 2);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+			_exit(125);
 		execv(runsc, args);
 		_exit(127);
 	}
@@ -274,7 +281,7 @@ void aj_gv_runsc_signal(gv_run *g, const char *sig)
 	char root[128];
 	snprintf(root, sizeof(root), "--root=%s", g->state);
 	char *args[] = {g->runsc, root, "kill", "--all", g->id, (char *)sig, NULL};
-	(void)aj_gv_runsc_cmd(g->runsc, args, NULL, 0);
+	(void)aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, NULL, 0);
 }
 
 /* SIGKILL every task left in the sandbox's cgroup. */
@@ -425,7 +432,7 @@ void aj_gv_teardown(gv_run *g)
 		char lock[PATH_MAX];
 		snprintf(lock, sizeof(lock), "%s/%s_sandbox:%s.state", g->state, g->id, g->id);
 		if (stat(lock, &st) == 0)
-			(void)aj_gv_runsc_cmd(g->runsc, args, NULL, 0);
+			(void)aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, NULL, 0);
 	}
 	if (g->have_cg) {
 		aj_gv_kill_cgroup(g);
@@ -441,6 +448,10 @@ void aj_gv_teardown(gv_run *g)
 		close(g->staged.etc_tree);
 	if (g->etc_lock >= 0)
 		close(g->etc_lock);
+	if (g->netns_fd >= 0) {
+		close(g->netns_fd);
+		g->netns_fd = -1;
+	}
 	if (g->dir[0]) {
 		int r = aj_rm_tree_at(AT_FDCWD, g->dir, 64);
 		if (r < 0 && r != -ENOENT)
@@ -624,6 +635,12 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 		r = read(ready[0], &c, 1) == 1 ? 0
 					       : aj_err(err, EPIPE, "runsc's network namespace");
 		close(ready[0]);
+		/* runsc's control socket is an abstract one, in this netns: later
+		 * runsc commands (exec, kill, delete) must run there too */
+		char ns[64];
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+		if (r == 0 && g->netns_fd < 0 && (g->netns_fd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
+			r = aj_err(err, errno, "runsc's network namespace");
 		/* the veth, addresses, nft table and (--allow) netd (net.c) */
 		if (r == 0)
 			r = aj_net_setup(&g->net, g->p, pid, err);
@@ -750,8 +767,11 @@ static bool stream_fd(int fd)
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	gv_run g = {
-	    .p = p, .hooks = hooks, .etc_lock = -1, .staged = {.etc_tree = -1, .workspace = -1}};
+	gv_run g = {.p = p,
+		    .hooks = hooks,
+		    .etc_lock = -1,
+		    .netns_fd = -1,
+		    .staged = {.etc_tree = -1, .workspace = -1}};
 	int r = aj_gvisor_probe(g.runsc, sizeof(g.runsc), err);
 	if (r < 0 || (r = aj_gv_refuse_unsupported(p, err)) < 0 || (r = check_command(p, err)) < 0)
 		return r < 0 ? r : -ENOENT;
