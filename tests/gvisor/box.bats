@@ -71,3 +71,12 @@ policy() { # EXTRA-JSON-MEMBERS
     assert_status 0
     assert_contains "$output" "the sandbox agent /nonexistent/agent is missing"
 }
+
+@test "gvisor box: a command past --memory: 137 and oom_killed, then nothing left" {
+    [ -x "$DRIVE" ] || fail "no $DRIVE"
+    echo '{"memory": "256M"}' >"$T/policy.json"
+    run drive "$T/policy.json" --oom
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "ok 4 - out of memory: 137, oom_killed"
+}

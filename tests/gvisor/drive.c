@@ -7,7 +7,8 @@
  *   ajgvdrive POLICY.json            the scenario
  *   ajgvdrive POLICY.json --sweep    create, then the crash sweep from state
  *   ajgvdrive POLICY.json --measure  exec latency and memory of an idle sandbox
- *   ajgvdrive POLICY.json --refused  create must fail with a clear error */
+ *   ajgvdrive POLICY.json --refused  create must fail with a clear error
+ *   ajgvdrive POLICY.json --oom      a command past --memory: 137 */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -182,6 +183,60 @@ static void commands(aj_inst *in)
 	out_free(&o);
 	r = run(in, (char *[]){"/usr/share", NULL}, NULL, &o, &res, &err);
 	check(r < 0 && err.exit == 126, "not executable: 126", err.msg);
+	out_free(&o);
+}
+
+typedef struct par {
+	aj_inst *in;
+	int k, r, code;
+	out o;
+} par;
+
+static void *par_run(void *arg)
+{
+	par *x = arg;
+	char cmd[64];
+	aj_run_result res;
+	aj_error err;
+	snprintf(cmd, sizeof(cmd), "sleep 0.3; echo par-%d", x->k);
+	x->r = run(x->in, SH(cmd), NULL, &x->o, &res, &err);
+	x->code = res.exit_code;
+	return NULL;
+}
+
+/* Commands from several threads at once. */
+static void parallel(aj_inst *in)
+{
+	par x[4];
+	pthread_t t[4];
+	for (int k = 0; k < 4; k++) {
+		x[k] = (par){.in = in, .k = k};
+		pthread_create(&t[k], NULL, par_run, &x[k]);
+	}
+	bool ok = true;
+	for (int k = 0; k < 4; k++) {
+		char want[16];
+		pthread_join(t[k], NULL);
+		snprintf(want, sizeof(want), "par-%d\n", k);
+		ok = ok && x[k].r == 0 && x[k].code == 0 && x[k].o.buf[1] &&
+		     !strcmp(x[k].o.buf[1], want);
+		out_free(&x[k].o);
+	}
+	check(ok, "four commands at once from four threads", NULL);
+}
+
+/* The OOM killer in the sandbox's cgroup: 137 and oom_killed. */
+static void oom(aj_inst *in)
+{
+	out o;
+	aj_run_result res;
+	aj_error err;
+	int r = run(in, (char *[]){"python3", "-c", "x = bytearray(1 << 30); print(len(x))", NULL},
+		    NULL, &o, &res, &err);
+	char d[128];
+	snprintf(d, sizeof(d), "r %d exit %d oom %d %s", r, res.exit_code, res.oom_killed, err.msg);
+	check(r == 0 && res.exit_code == 137 && res.oom_killed, "out of memory: 137, oom_killed",
+	      d);
 	out_free(&o);
 }
 
@@ -450,6 +505,8 @@ int main(int argc, char **argv)
 	check(json_array_size(json_object_get(state, "pids")) >= 2, "state records the pids", NULL);
 	if (!strcmp(mode, "--measure")) {
 		measure(in);
+	} else if (!strcmp(mode, "--oom")) {
+		oom(in);
 	} else if (!strcmp(mode, "--sweep")) {
 		/* as after a crash of the service: only the state is left */
 		B->sweep(state);
@@ -460,6 +517,7 @@ int main(int argc, char **argv)
 		return failures ? 1 : 0; /* in is not freed: its creator "died" */
 	} else {
 		commands(in);
+		parallel(in);
 		terminal(in);
 		pausing(in);
 		files(in);
