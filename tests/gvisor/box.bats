@@ -41,15 +41,6 @@ policy() { # EXTRA-JSON-MEMBERS
     assert_eq "$(stat -c %u "$WS/ws")" 4242 "a file the sandbox wrote belongs to the workspace's owner"
 }
 
-@test "gvisor box: --net open: runsc's commands reach the sandbox in its netns" {
-    [ -x "$DRIVE" ] || fail "no $DRIVE"
-    policy ', "net": "open"'
-    run drive "$T/policy.json"
-    echo "$output"
-    assert_status 0
-    assert_output_lacks "not ok"
-}
-
 @test "gvisor box: the sweep removes a sandbox whose creator died, from its state" {
     [ -x "$DRIVE" ] || fail "no $DRIVE"
     policy

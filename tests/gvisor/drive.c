@@ -8,7 +8,8 @@
  *   ajgvdrive POLICY.json --sweep    create, then the crash sweep from state
  *   ajgvdrive POLICY.json --measure  exec latency and memory of an idle sandbox
  *   ajgvdrive POLICY.json --refused  create must fail with a clear error
- *   ajgvdrive POLICY.json --oom      a command past --memory: 137 */
+ *   ajgvdrive POLICY.json --oom      a command past --memory: 137
+ *   ajgvdrive POLICY.json --exec CMD sh -c CMD in it, its stdout printed */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -385,9 +386,12 @@ static bool residue(json_t *state, char *what, size_t len)
 	json_array_foreach(json_object_get(state, "pids"), k, v)
 	{
 		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d",
+		_cleanup_free_ char *pst = NULL;
+		snprintf(path, sizeof(path), "/proc/%d/stat",
 			 (int)json_integer_value(json_object_get(v, "pid")));
-		if (stat(path, &st) == 0) {
+		const char *e = aj_read_file(path, &pst, NULL) == 0 ? strrchr(pst, ')') : NULL;
+		/* a zombie child of ours (netd: its parent "died" only here) is gone */
+		if (e && e[1] && e[2] != 'Z' && e[2] != 'X') {
 			snprintf(what, len, "process %s", path);
 			return true;
 		}
@@ -505,6 +509,13 @@ int main(int argc, char **argv)
 	check(json_array_size(json_object_get(state, "pids")) >= 2, "state records the pids", NULL);
 	if (!strcmp(mode, "--measure")) {
 		measure(in);
+	} else if (!strcmp(mode, "--exec") && argc > 3) {
+		out o;
+		aj_run_result res;
+		r = run(in, SH(argv[3]), NULL, &o, &res, &err);
+		printf("%s", o.buf[1] ? o.buf[1] : "");
+		check(r == 0 && res.exit_code == 0, "the command", err.msg);
+		out_free(&o);
 	} else if (!strcmp(mode, "--oom")) {
 		oom(in);
 	} else if (!strcmp(mode, "--sweep")) {

@@ -200,13 +200,24 @@ static json_t *gv_state(aj_inst *i)
 								      "start", (json_int_t)st));
 		}
 	}
+	/* --allow's netd is not in the cgroup */
+	if (g->net.netd > 0 && start_time(g->net.netd))
+		json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)g->net.netd, "start",
+						      (json_int_t)start_time(g->net.netd)));
 	if (!g->have_cg && i->sandbox_pid > 0)
 		json_array_append_new(pids,
 				      json_pack("{s:i,s:I}", "pid", (int)i->sandbox_pid, "start",
 						(json_int_t)start_time(i->sandbox_pid)));
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "backend", "gvisor", "runsc", g->runsc,
-			 "root", g->state, "id", g->id, "dir", g->dir, "cgroups", cgs, "pids",
-			 pids);
+	json_t *st =
+	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "backend", "gvisor", "runsc", g->runsc,
+		      "root", g->state, "id", g->id, "dir", g->dir, "cgroups", cgs, "pids", pids);
+	/* the host's side of --net open/--allow: the veth and the nft table */
+	if (st && (g->net.link_made || g->net.table_made))
+		json_object_set_new(st, "net",
+				    json_pack("{s:s,s:s}", "table",
+					      g->net.table_made ? g->net.table : "", "link",
+					      g->net.link_made ? g->net.host_if : ""));
+	return st;
 }
 
 /* A path that is one of ours by its shape: below prefix, one component. */
@@ -214,6 +225,24 @@ static bool ours(const char *path, const char *prefix)
 {
 	return path && aj_startswith(path, prefix) && !strchr(path + strlen(prefix), '/') &&
 	       !strstr(path, "..");
+}
+
+/* The recorded veth and nft table (names of agentjail's shape only). */
+static void sweep_net(json_t *net)
+{
+	const char *table = json_string_value(json_object_get(net, "table"));
+	const char *link = json_string_value(json_object_get(net, "link"));
+	aj_net n = {.slot_fd = -1, .netd_stop = -1};
+	if (table && aj_startswith(table, "agentjail-") && strlen(table) < sizeof(n.table)) {
+		snprintf(n.table, sizeof(n.table), "%s", table);
+		n.table_made = true;
+	}
+	if (link && aj_startswith(link, "aj") && strlen(link) < sizeof(n.host_if)) {
+		snprintf(n.host_if, sizeof(n.host_if), "%s", link);
+		n.link_made = true;
+	}
+	if (n.table_made || n.link_made)
+		aj_net_teardown(&n);
 }
 
 static void gv_sweep(json_t *state)
@@ -263,6 +292,7 @@ static void gv_sweep(json_t *state)
 		}
 		(void)rmdir(cg);
 	}
+	sweep_net(json_object_get(state, "net"));
 	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
 		(void)aj_rm_tree_at(AT_FDCWD, dir, 64);
 	aj_protect_sweep();
