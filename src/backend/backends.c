@@ -11,25 +11,11 @@
 #include "gvisor.h"
 #include "protect.h"
 
-static int gvisor_probe(aj_error *err)
-{
-	char path[4096];
-	return aj_gvisor_probe(path, sizeof(path), err);
-}
-
-/* Level 2 as far as it goes: one-shot runs. */
-static const aj_backend gvisor_oneshot = {
-    .name = "gvisor",
-    .level = AJ_ISO_GVISOR,
-    .probe = gvisor_probe,
-    .run = aj_gvisor_run,
-};
-
 const aj_backend *aj_backend_of(aj_isolation level)
 {
 	switch (level) {
 	case AJ_ISO_PROCESS: return &aj_backend_process;
-	case AJ_ISO_GVISOR: return &gvisor_oneshot;
+	case AJ_ISO_GVISOR: return &aj_backend_gvisor;
 	}
 	return NULL;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "etc.h"
+#include "agent_proto.h"
 #include "gvisor.h"
 #include "inroot.h"
 #include "mask.h"
@@ -395,6 +396,20 @@ static int plan_binds(bundle *b, const aj_plan *pl)
 	return r;
 }
 
+/* agentjail-agent (the persistent sandbox's init and its helper for
+ * commands and files), read-only at AJ_AGENT_PATH */
+static int agent(bundle *b)
+{
+	struct stat st;
+	char m[PATH_MAX];
+	if (stat(b->ids->agent, &st) < 0 || !S_ISREG(st.st_mode))
+		return aj_err(b->err, ENOENT, "the sandbox's agent %s is missing", b->ids->agent);
+	int r = mount_point(b, AJ_AGENT_PATH, &st);
+	if (r == 0)
+		r = stage(b, b->ids->agent, m, sizeof(m));
+	return r < 0 ? r : add_bind(b, m, AJ_AGENT_PATH, false);
+}
+
 static int mounts(bundle *b)
 {
 	const aj_policy *p = b->p;
@@ -416,6 +431,8 @@ static int mounts(bundle *b)
 		 (unsigned)p->uid, (unsigned)p->gid, p->tmp_size);
 	if (r == 0)
 		r = add_mount(b, AJ_SANDBOX_HOME, "tmpfs", "tmpfs", opt);
+	if (r == 0 && b->ids->agent)
+		r = agent(b);
 	return r == 0 ? plan_binds(b, &pl) : r;
 }
 

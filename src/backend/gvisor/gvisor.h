@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Level 2 (`--isolation gvisor`): the policy as an OCI bundle run by runsc,
- * gVisor's user-space kernel (docs/levels.md). One-shot runs only so far. */
+ * gVisor's user-space kernel (docs/levels.md): one-shot runs (runsc.c) and
+ * persistent sandboxes (box.c). */
 #ifndef AJ_GVISOR_H
 #define AJ_GVISOR_H
 
@@ -8,6 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "backend.h"
 #include "doctor.h"
 #include "error.h"
 #include "policy.h"
@@ -23,13 +25,14 @@ typedef struct aj_gv_ids {
 	const char *resolv_conf;
 	char *const *extra_env; /* the proxy variables of --allow */
 	bool runsc_netns;	/* the sandbox stays in runsc run's netns */
+	const char *agent;	/* host path of agentjail-agent (bound at AJ_AGENT_PATH), or NULL */
 } aj_gv_ids;
 
 /* Host paths the bundle names as dir/binds/N: runsc's gofer, in the
  * sandbox's user namespace, cannot walk into a root-only directory on the
  * way to them (a workspace below a 0700 directory), so `runsc run` starts
  * in a mount namespace of its own where each is bound there first. */
-#define AJ_GV_MAX_STAGED (AJ_MAX_BINDS + 2)
+#define AJ_GV_MAX_STAGED (AJ_MAX_BINDS + 3) /* + the workspace, /etc, the agent */
 typedef struct aj_gv_staged {
 	char *src[AJ_GV_MAX_STAGED]; /* src[i] is bound at dir/binds/i */
 	size_t n;
@@ -55,6 +58,10 @@ void aj_gvisor_doctor(aj_check *c);
  * (the synthesized /etc files and masked-file replacements). */
 int aj_gvisor_bundle_write(const aj_policy *p, const aj_gv_ids *ids, const char *dir,
 			   aj_gv_staged *staged, aj_error *err);
+
+/* Level 2 behind the seam (box.c): run, and persistent sandboxes whose
+ * commands and files go through agentjail-agent (agent_proto.h). */
+extern const aj_backend aj_backend_gvisor;
 
 /* agentjail run --isolation gvisor: the same contract as aj_sandbox_run. */
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err);

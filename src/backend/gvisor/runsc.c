@@ -34,6 +34,7 @@
 #include "mount.h"
 #include "net.h"
 #include "gvisor.h"
+#include "gvrun.h"
 #include "protect.h"
 #include "redact.h"
 #include "relay.h"
@@ -85,7 +86,12 @@ int aj_gvisor_probe(char *path, size_t len, aj_error *err)
 
 /* Run runsc with args, its output to /dev/null (or out, when not NULL,
  * up to len bytes); its exit status, or -errno. */
-static int runsc_cmd(const char *runsc, char *const *args, char *out, size_t len)
+int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len)
+{
+	return aj_gv_runsc_cmd_in(-1, runsc, args, out, len);
+}
+
+int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len)
 {
 	int pfd[2] = {-1, -1};
 	if (out && pipe2(pfd, O_CLOEXEC) < 0)
@@ -103,6 +109,8 @@ static int runsc_cmd(const char *runsc, char *const *args, char *out, size_t len
 		dup2(out ? pfd[1] : null, 1);
 		dup2(null, 2);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+			_exit(125);
 		execv(runsc, args);
 		_exit(127);
 	}
@@ -136,7 +144,7 @@ void aj_gvisor_doctor(aj_check *c)
 		return;
 	}
 	char *args[] = {path, "--version", NULL};
-	int r = runsc_cmd(path, args, ver, sizeof(ver));
+	int r = aj_gv_runsc_cmd(path, args, ver, sizeof(ver));
 	ver[strcspn(ver, "\n")] = '\0';
 	if (r != 0) {
 		c->status = AJ_CHECK_WARN;
@@ -230,7 +238,7 @@ static int check_command(const aj_policy *p, aj_error *err)
 	return r ? -1 : 0;
 }
 
-static int refuse_unsupported(const aj_policy *p, aj_error *err)
+int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err)
 {
 	const char *what = p->n_publish		     ? "--publish"
 			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
@@ -250,26 +258,7 @@ static int refuse_unsupported(const aj_policy *p, aj_error *err)
 	return 0;
 }
 
-typedef struct gv_run {
-	const aj_policy *p;
-	const aj_run_hooks *hooks;
-	char runsc[PATH_MAX];
-	char dir[64];	 /* the private directory */
-	char bundle[96]; /* dir/bundle */
-	char state[96];	 /* dir/state: runsc --root */
-	char id[48];	 /* the container's id */
-	aj_cgroup cg;
-	bool have_cg;
-	aj_idmap idm;
-	aj_gv_staged staged;
-	int etc_lock; /* the /etc copy's manifest, held while it is in use */
-	aj_net net;   /* --net open, --allow: runsc run's netns gets the veth */
-	bool net_ready;
-	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
-} gv_run;
-
-static void warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(gv_run *g, const char *fmt, ...)
+void aj_gv_warn(gv_run *g, const char *fmt, ...)
 {
 	if (g->p->quiet || !g->hooks || !g->hooks->warn)
 		return;
@@ -288,16 +277,16 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-static void runsc_signal(gv_run *g, const char *sig)
+void aj_gv_runsc_signal(gv_run *g, const char *sig)
 {
 	char root[128];
 	snprintf(root, sizeof(root), "--root=%s", g->state);
 	char *args[] = {g->runsc, root, "kill", "--all", g->id, (char *)sig, NULL};
-	(void)runsc_cmd(g->runsc, args, NULL, 0);
+	(void)aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, NULL, 0);
 }
 
 /* SIGKILL every task left in the sandbox's cgroup. */
-static void kill_cgroup(gv_run *g)
+void aj_gv_kill_cgroup(gv_run *g)
 {
 	if (!g->have_cg)
 		return;
@@ -312,8 +301,6 @@ static void kill_cgroup(gv_run *g)
 			kill((pid_t)atoi(t), SIGKILL);
 	}
 }
-
-#define GV_DIR_PREFIX "/tmp/agentjail-gvisor-"
 
 /* The private directories of runs whose agentjail died without removing
  * them (SIGKILL): runsc run and the sandbox died with it (their parent-death
@@ -352,7 +339,7 @@ static void sweep(void)
 		closedir(d);
 }
 
-static int setup(gv_run *g, aj_error *err)
+int aj_gv_setup(gv_run *g, aj_error *err)
 {
 	sweep();
 	const aj_policy *p = g->p;
@@ -360,7 +347,8 @@ static int setup(gv_run *g, aj_error *err)
 	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
 		r32 = (unsigned)now_ms();
 	snprintf(g->id, sizeof(g->id), "agentjail-%d-%08x", (int)getpid(), r32);
-	snprintf(g->dir, sizeof(g->dir), GV_DIR_PREFIX "%d-XXXXXX", (int)getpid());
+	snprintf(g->dir, sizeof(g->dir), "%s%d-XXXXXX",
+		 g->persistent ? GV_BOX_PREFIX : GV_DIR_PREFIX, (int)getpid());
 	if (!mkdtemp(g->dir)) {
 		g->dir[0] = '\0';
 		return aj_err(err, errno, "cannot create a directory in /tmp for the bundle");
@@ -394,6 +382,7 @@ static int setup(gv_run *g, aj_error *err)
 		}
 	}
 	aj_gv_ids ids = {.resolv_conf = resolv,
+			 .agent = g->agent,
 			 .extra_env = net_env,
 			 .runsc_netns = p->net != AJ_NET_NONE,
 			 .base = g->idm.host_base,
@@ -425,12 +414,12 @@ static int setup(gv_run *g, aj_error *err)
 	} else {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
 		aj_err_format(&cgerr, msg, sizeof(msg));
-		warn(g, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
+		aj_gv_warn(g, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
 	}
 	return 0;
 }
 
-static void teardown(gv_run *g)
+void aj_gv_teardown(gv_run *g)
 {
 	if (g->net_ready) {
 		aj_net_teardown(&g->net);
@@ -444,10 +433,10 @@ static void teardown(gv_run *g)
 		char lock[PATH_MAX];
 		snprintf(lock, sizeof(lock), "%s/%s_sandbox:%s.state", g->state, g->id, g->id);
 		if (stat(lock, &st) == 0)
-			(void)runsc_cmd(g->runsc, args, NULL, 0);
+			(void)aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, NULL, 0);
 	}
 	if (g->have_cg) {
-		kill_cgroup(g);
+		aj_gv_kill_cgroup(g);
 		aj_cgroup_destroy(&g->cg);
 		g->have_cg = false;
 	}
@@ -460,10 +449,14 @@ static void teardown(gv_run *g)
 		close(g->staged.etc_tree);
 	if (g->etc_lock >= 0)
 		close(g->etc_lock);
+	if (g->netns_fd >= 0) {
+		close(g->netns_fd);
+		g->netns_fd = -1;
+	}
 	if (g->dir[0]) {
 		int r = aj_rm_tree_at(AT_FDCWD, g->dir, 64);
 		if (r < 0 && r != -ENOENT)
-			warn(g, "cannot remove %s: %s", g->dir, strerror(-r));
+			aj_gv_warn(g, "cannot remove %s: %s", g->dir, strerror(-r));
 	}
 }
 
@@ -532,9 +525,22 @@ static int stage_binds(gv_run *g)
 	return 0;
 }
 
+/* runsc run --detach hands its stdio to the sandbox's init for good:
+ * /dev/null, and its errors to a file (a pipe would stay open) */
+static int detach_stdio(gv_run *g)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/runsc.err", g->dir);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int log = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (null < 0 || log < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0)
+		return -1;
+	return 0;
+}
+
 /* Start `runsc run`: in the cgroup before it execs; stdout and stderr into
  * out[] when redacting (else the caller's). */
-static pid_t start(gv_run *g, const int out[2], aj_error *err)
+pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 {
 	/* the child moves itself into the v1 hierarchies (no RCU wait, unlike
 	 * moving another process: ~5 ms each here, cgroup.h); the parent moves
@@ -543,7 +549,7 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 	aj_error cgerr;
 	aj_err_clear(&cgerr);
 	if (g->have_cg && (nt = aj_cgroup_open_tasks(&g->cg, tasks, &cgerr)) < 0) {
-		warn(g, "cannot move runsc into the sandbox's cgroup: %s", cgerr.msg);
+		aj_gv_warn(g, "cannot move runsc into the sandbox's cgroup: %s", cgerr.msg);
 		nt = 0;
 	}
 	/* sync: parent -> child "go"; ready: child -> parent "my network
@@ -574,6 +580,8 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		args[na++] = dlog;
 	}
 	args[na++] = "run";
+	if (detach)
+		args[na++] = "--detach";
 	args[na++] = "--bundle";
 	args[na++] = g->bundle;
 	args[na++] = g->id;
@@ -605,7 +613,9 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (stage_binds(g) < 0)
 			_exit(125);
-		if (out[0] >= 0)
+		if (detach && detach_stdio(g) < 0)
+			_exit(125);
+		if (!detach && out[0] >= 0)
 			dup2(out[0], 1), dup2(out[1], 2);
 		aj_close_all_except(NULL, 0);
 		signal(SIGPIPE, SIG_DFL);
@@ -619,7 +629,7 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 	aj_error jerr;
 	aj_err_clear(&jerr);
 	if (g->have_cg && aj_cgroup_join(&g->cg, pid, false, &jerr) < 0)
-		warn(g, "cannot move runsc into the sandbox's cgroup: %s", jerr.msg);
+		aj_gv_warn(g, "cannot move runsc into the sandbox's cgroup: %s", jerr.msg);
 	int r = 0;
 	if (net) {
 		char c;
@@ -627,6 +637,12 @@ static pid_t start(gv_run *g, const int out[2], aj_error *err)
 		r = read(ready[0], &c, 1) == 1 ? 0
 					       : aj_err(err, EPIPE, "runsc's network namespace");
 		close(ready[0]);
+		/* runsc's control socket is an abstract one, in this netns: later
+		 * runsc commands (exec, kill, delete) must run there too */
+		char ns[64];
+		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+		if (r == 0 && g->netns_fd < 0 && (g->netns_fd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
+			r = aj_err(err, errno, "runsc's network namespace");
 		/* the veth, addresses, nft table and (--allow) netd (net.c) */
 		if (r == 0)
 			r = aj_net_setup(&g->net, g->p, pid, err);
@@ -676,14 +692,14 @@ static int wait_run(gv_run *g, pid_t pid, aj_relay *relay, aj_run_result *res)
 		if (deadline && !exited && now_ms() >= deadline) {
 			if (stage == 0) {
 				res->timed_out = true;
-				runsc_signal(g, "TERM");
+				aj_gv_runsc_signal(g, "TERM");
 				deadline = now_ms() + (p->kill_after_ms ? p->kill_after_ms : 1);
 			} else if (stage == 1) {
-				runsc_signal(g, "KILL");
+				aj_gv_runsc_signal(g, "KILL");
 				deadline = now_ms() + 1000;
 			} else {
 				kill(pid, SIGKILL);
-				kill_cgroup(g);
+				aj_gv_kill_cgroup(g);
 				deadline = 0;
 			}
 			stage++;
@@ -735,10 +751,11 @@ static void result(gv_run *g, int status, aj_run_result *res)
 	if (res->timed_out)
 		res->exit_code = AJ_EXIT_TIMEOUT;
 	else if (code && pids_hit(g))
-		warn(g,
-		     "the sandbox's host tasks (gVisor's own threads included) reached their "
-		     "cgroup limit (%llu for --pids %llu) and gVisor's kernel stopped (exit %d)",
-		     AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * g->p->pids, g->p->pids, code);
+		aj_gv_warn(
+		    g,
+		    "the sandbox's host tasks (gVisor's own threads included) reached their "
+		    "cgroup limit (%llu for --pids %llu) and gVisor's kernel stopped (exit %d)",
+		    AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * g->p->pids, g->p->pids, code);
 }
 
 /* A pipe, socket or terminal (written at no offset), or closed. */
@@ -752,11 +769,14 @@ static bool stream_fd(int fd)
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	gv_run g = {
-	    .p = p, .hooks = hooks, .etc_lock = -1, .staged = {.etc_tree = -1, .workspace = -1}};
+	gv_run g = {.p = p,
+		    .hooks = hooks,
+		    .etc_lock = -1,
+		    .netns_fd = -1,
+		    .staged = {.etc_tree = -1, .workspace = -1}};
 	int r = aj_gvisor_probe(g.runsc, sizeof(g.runsc), err);
-	if (r < 0 || (r = aj_policy_validate(p, err)) < 0 || (r = refuse_unsupported(p, err)) < 0 ||
-	    (r = check_command(p, err)) < 0)
+	if (r < 0 || (r = aj_policy_validate(p, err)) < 0 ||
+	    (r = aj_gv_refuse_unsupported(p, err)) < 0 || (r = check_command(p, err)) < 0)
 		return r < 0 ? r : -ENOENT;
 	/* one redactor per stream: each holds back its own partial match */
 	aj_redactor red[2];
@@ -775,7 +795,7 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 	bool redact = aj_redactor_active(&red[0]);
 	bool relayed = redact || !stream_fd(1) || !stream_fd(2);
 	int out[2] = {-1, -1};
-	if ((r = setup(&g, err)) == 0 && relayed) {
+	if ((r = aj_gv_setup(&g, err)) == 0 && relayed) {
 		int po[2], pe[2];
 		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 			r = aj_err(err, errno, "pipe");
@@ -789,7 +809,7 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 				aj_relay_set_redactor(&relay, &red[1]);
 		}
 	}
-	pid_t pid = r == 0 ? start(&g, out, err) : -1;
+	pid_t pid = r == 0 ? aj_gv_start(&g, out, false, err) : -1;
 	for (int i = 0; i < 2; i++)
 		if (out[i] >= 0)
 			close(out[i]);
@@ -803,6 +823,6 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 	aj_relay_close(&relay);
 	aj_redactor_free(&red[0]);
 	aj_redactor_free(&red[1]);
-	teardown(&g);
+	aj_gv_teardown(&g);
 	return r;
 }

@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail-agent: the program agentjail runs inside a level-2 sandbox
+ * (bound read-only at AJ_AGENT_PATH), linked statically so that it needs
+ * nothing of the sandbox's root. `agentjail-agent init` is the sandbox's
+ * PID 1 (it reaps orphans and waits); `agentjail-agent` serves one request
+ * of the agent protocol (agent_proto.h, docs/levels.md) on stdin/stdout:
+ * run a command (its output, exit and signals as frames) or a file
+ * operation, resolved by the sandbox's own kernel as the user runsc exec
+ * gave it (root, for files). Paths on kernel filesystems are refused. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_proto.h"
+
+#define READ_MAX 65536
+#define RM_MAX_DEPTH 64
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? 0 : -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 1;
+}
+
+static bool host_gone;
+
+static void frame(char type, const void *buf, size_t len)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	aj_agent_hdr(h, type, (uint32_t)len);
+	if (host_gone || write_all(1, h, sizeof(h)) < 0 || (len && write_all(1, buf, len) < 0))
+		host_gone = true;
+}
+
+static void frame_json(char type, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	frame(type, s ? s : "{}", s ? strlen(s) : 2);
+	free(s);
+	json_decref(j);
+}
+
+/* One frame from the host: 1, 0 at its end, -1 on a broken stream. */
+static int read_frame(char *type, char **buf, uint32_t *len)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	int r = read_full(0, h, sizeof(h));
+	if (r <= 0)
+		return r;
+	*type = (char)h[0];
+	*len = aj_agent_len(h);
+	if (*len > AJ_AGENT_MAX_FRAME)
+		return -1;
+	*buf = malloc(*len + 1);
+	if (!*buf || (*len && read_full(0, *buf, *len) != 1)) {
+		free(*buf);
+		*buf = NULL;
+		return -1;
+	}
+	(*buf)[*len] = '\0';
+	return 1;
+}
+
+static int answer(int e)
+{
+	json_t *j = json_pack("{s:i}", "errno", e);
+	if (e)
+		json_object_set_new(j, "error", json_string(strerror(e)));
+	frame_json(AJ_AG_EXIT, j);
+	return e ? 1 : 0;
+}
+
+/* ---- files ---- */
+
+/* Refuse a kernel filesystem (proc, sysfs, devpts ...) and the sandbox's
+ * /dev (a tmpfs of its own): by the opened object, not by its name. */
+static int kernel_fs(int fd)
+{
+	static const long magic[] = {PROC_SUPER_MAGIC,	 SYSFS_MAGIC,	      DEVPTS_SUPER_MAGIC,
+				     CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, DEBUGFS_MAGIC,
+				     SECURITYFS_MAGIC,	 BPF_FS_MAGIC,	      TRACEFS_MAGIC,
+				     0x19800202 /* mqueue */};
+	struct statfs sf;
+	struct stat st, k;
+	/* fail closed: gVisor's procfs has no statfs (ENOSYS) */
+	if (fstatfs(fd, &sf) < 0 || fstat(fd, &st) < 0)
+		return -EPERM;
+	for (size_t i = 0; i < sizeof(magic) / sizeof(magic[0]); i++)
+		if ((long)sf.f_type == magic[i])
+			return -EPERM;
+	static const char *const kdirs[] = {"/dev", "/proc", "/sys", "/dev/pts", "/dev/shm"};
+	for (size_t i = 0; i < sizeof(kdirs) / sizeof(kdirs[0]); i++)
+		if (stat(kdirs[i], &k) == 0 && k.st_dev == st.st_dev)
+			return -EPERM;
+	return 0;
+}
+
+/* An O_PATH fd on path's parent directory (checked) and its last name. */
+static int open_parent(const char *path, char *name, size_t len)
+{
+	if (path[0] != '/')
+		return -EINVAL;
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = '\0';
+	char *slash = strrchr(dir, '/');
+	if (snprintf(name, len, "%s", slash + 1) >= (int)len)
+		return -ENAMETOOLONG;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = kernel_fs(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Open path (symlinks followed, as the sandbox sees them), checked. */
+static int open_checked(const char *path, int flags)
+{
+	if (path[0] != '/')
+		return -EINVAL;
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	int r = kernel_fs(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static json_t *stat_json(const struct stat *st)
+{
+	char t = S_ISREG(st->st_mode)	? 'f'
+		 : S_ISDIR(st->st_mode) ? 'd'
+		 : S_ISLNK(st->st_mode) ? 'l'
+					: 'o';
+	char ts[2] = {t, 0};
+	return json_pack("{s:s,s:i,s:I,s:I}", "type", ts, "mode", (int)(st->st_mode & 07777),
+			 "size", (json_int_t)st->st_size, "mtime", (json_int_t)st->st_mtime);
+}
+
+static int op_stat(const char *path)
+{
+	char name[NAME_MAX + 1];
+	int dfd =
+	    strcmp(path, "/") ? open_parent(path, name, sizeof(name)) : open_checked("/", O_PATH);
+	if (dfd < 0)
+		return answer(-dfd);
+	struct stat st;
+	int fd = strcmp(path, "/") ? openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : dup(dfd);
+	int r = fd < 0 ? -errno : kernel_fs(fd);
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	if (r < 0)
+		return answer(-r);
+	frame_json(AJ_AG_STAT, stat_json(&st));
+	return answer(0);
+}
+
+static int op_read(const char *path)
+{
+	int fd = open_checked(path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return answer(-fd);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		return answer(e);
+	}
+	(void)fcntl(fd, F_SETFL, 0);
+	frame_json(AJ_AG_STAT, stat_json(&st));
+	static char buf[READ_MAX];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		frame(AJ_AG_DATA, buf, (size_t)n);
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	frame(AJ_AG_DATA, NULL, 0);
+	return answer(e);
+}
+
+static int op_write(const char *path, int mode)
+{
+	char name[NAME_MAX + 1];
+	int dfd = open_parent(path, name, sizeof(name)), e = 0;
+	if (dfd < 0)
+		e = -dfd;
+	int fd = -1;
+	if (!e) {
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		bool made = fd >= 0;
+		if (fd < 0 && errno == EEXIST)
+			fd = openat(dfd, name,
+				    O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			e = errno;
+		else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+			e = EINVAL;
+		else if (kernel_fs(fd) < 0)
+			e = EPERM;
+		else if (ftruncate(fd, 0) < 0 || (made && fchmod(fd, (mode_t)mode & 07777) < 0))
+			e = errno;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	/* the bytes follow as data frames (read to their end, even after an error) */
+	for (;;) {
+		char type, *buf = NULL;
+		uint32_t len;
+		if (read_frame(&type, &buf, &len) != 1) {
+			e = e ? e : EPIPE;
+			break;
+		}
+		bool end = type != AJ_AG_DATA || len == 0;
+		if (!end && !e && write_all(fd, buf, len) < 0)
+			e = errno ? errno : EIO;
+		free(buf);
+		if (end)
+			break;
+	}
+	if (fd >= 0 && close(fd) < 0 && !e)
+		e = errno;
+	return answer(e);
+}
+
+static int op_list(const char *path)
+{
+	int fd = open_checked(path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return answer(-fd);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return answer(errno);
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		json_t *j = stat_json(&st);
+		json_object_set_new(j, "name", json_string(de->d_name));
+		frame_json(AJ_AG_ENTRY, j);
+	}
+	closedir(d);
+	return answer(0);
+}
+
+static int rm_tree(int dfd, const char *name, int depth)
+{
+	if (unlinkat(dfd, name, 0) == 0)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth >= RM_MAX_DEPTH)
+		return -ELOOP;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (kernel_fs(fd) < 0) {
+		close(fd);
+		return -EPERM;
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			r = rm_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+static int op_remove(const char *path, bool recursive)
+{
+	char name[NAME_MAX + 1];
+	int dfd = open_parent(path, name, sizeof(name));
+	if (dfd < 0)
+		return answer(-dfd);
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC), r = fd < 0 ? -errno : 0;
+	if (r == 0)
+		r = kernel_fs(fd);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && recursive)
+		r = rm_tree(dfd, name, 0);
+	else if (r == 0 && unlinkat(dfd, name, 0) < 0)
+		r = errno == EISDIR && unlinkat(dfd, name, AT_REMOVEDIR) == 0 ? 0 : -errno;
+	close(dfd);
+	return answer(-r);
+}
+
+static int op_mkdir(const char *path, bool parents)
+{
+	if (path[0] != '/')
+		return answer(EINVAL);
+	if (!parents) {
+		char name[NAME_MAX + 1];
+		int dfd = open_parent(path, name, sizeof(name));
+		if (dfd < 0)
+			return answer(-dfd);
+		int r = mkdirat(dfd, name, 0755) < 0 ? errno : 0;
+		close(dfd);
+		return answer(r);
+	}
+	char *copy = strdup(path), *save = NULL;
+	int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), e = dfd < 0 ? errno : 0;
+	for (char *c = strtok_r(copy, "/", &save); c && !e; c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(dfd, c, 0755) < 0 && errno != EEXIST)
+			e = errno;
+		int fd = e ? -1 : openat(dfd, c, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (!e && fd < 0)
+			e = errno;
+		if (!e && kernel_fs(fd) < 0)
+			e = EPERM;
+		close(dfd);
+		dfd = fd;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(copy);
+	return answer(e);
+}
+
+/* ---- commands ---- */
+
+typedef struct job {
+	pid_t pid;
+	int in, out, err; /* the command's stdin (ours to write), stdout, stderr (or the pty) */
+	bool tty;
+	char *pending; /* stdin bytes not written yet */
+	size_t plen, poff;
+	bool in_eof; /* close stdin once pending is written */
+	bool exited;
+	int status;
+} job;
+
+static char **strv(json_t *a)
+{
+	size_t n = json_array_size(a);
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = (char *)json_string_value(json_array_get(a, i));
+	return v;
+}
+
+extern char **environ;
+
+static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errpipe)
+{
+	setsid();
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (j->tty) {
+		ioctl(slave_or_in, TIOCSCTTY, 0);
+		out = err = slave_or_in;
+	}
+	if (dup2(slave_or_in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	const char *cwd = json_string_value(json_object_get(q, "cwd"));
+	if (cwd && chdir(cwd) < 0)
+		goto fail;
+	char **argv = strv(json_object_get(q, "argv"));
+	char **env = strv(json_object_get(q, "env"));
+	if (!argv || !argv[0] || !env)
+		goto fail;
+	environ = env;
+	execvp(argv[0], argv);
+fail:;
+	int e = errno ? errno : EINVAL;
+	(void)!write(errpipe, &e, sizeof(e));
+	_exit(127);
+}
+
+static int start_job(json_t *q, job *j)
+{
+	int io[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, ep[2];
+	j->tty = json_is_true(json_object_get(q, "tty"));
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -errno;
+	if (j->tty) {
+		int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0)
+			return -errno;
+		struct winsize ws = {
+		    .ws_row = (unsigned short)json_integer_value(json_object_get(q, "rows")),
+		    .ws_col = (unsigned short)json_integer_value(json_object_get(q, "cols"))};
+		if (ws.ws_row && ws.ws_col)
+			ioctl(m, TIOCSWINSZ, &ws);
+		int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (s < 0)
+			return -errno;
+		io[0] = s, j->in = j->out = m, j->err = -1;
+	} else {
+		if (pipe2(io, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0)
+			return -errno;
+		j->in = io[1], j->out = o[0], j->err = e[0];
+	}
+	j->pid = fork();
+	if (j->pid < 0)
+		return -errno;
+	if (j->pid == 0)
+		child(q, j, io[0], o[1], e[1], ep[1]);
+	close(ep[1]);
+	close(io[0]);
+	if (!j->tty)
+		close(o[1]), close(e[1]);
+	int err = 0;
+	ssize_t n = read(ep[0], &err, sizeof(err));
+	close(ep[0]);
+	if (n == sizeof(err)) {
+		waitpid(j->pid, NULL, 0);
+		return -err;
+	}
+	fcntl(j->in, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* A frame from the host during a command. false: the host is gone. */
+static bool host_frame(job *j)
+{
+	char type, *buf = NULL;
+	uint32_t len;
+	if (read_frame(&type, &buf, &len) != 1) {
+		kill(-j->pid, SIGKILL);
+		return false;
+	}
+	if (type == AJ_AG_STDIN && len == 0)
+		j->in_eof = true;
+	else if (type == AJ_AG_STDIN)
+		j->pending = buf, j->plen = len, j->poff = 0, buf = NULL;
+	else if (type == AJ_AG_SIGNAL && len == 1)
+		kill(-j->pid, (unsigned char)buf[0]);
+	else if (type == AJ_AG_WINSIZE && len == 4 && j->tty) {
+		struct winsize ws = {
+		    .ws_row = (unsigned short)((unsigned char)buf[0] | (unsigned char)buf[1] << 8),
+		    .ws_col = (unsigned short)((unsigned char)buf[2] | (unsigned char)buf[3] << 8)};
+		ioctl(j->out, TIOCSWINSZ, &ws);
+	}
+	free(buf);
+	return true;
+}
+
+static void write_stdin(job *j)
+{
+	ssize_t n = write(j->in, j->pending + j->poff, j->plen - j->poff);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n < 0) {
+		j->plen = j->poff = 0; /* the command closed its stdin: dropped */
+	} else {
+		j->poff += (size_t)n;
+	}
+	if (j->poff >= j->plen) {
+		free(j->pending);
+		j->pending = NULL;
+		j->plen = j->poff = 0;
+	}
+}
+
+static bool relay_out(int *fd, char type)
+{
+	static char buf[READ_MAX];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0) { /* EOF (a pty whose last slave closed: EIO) */
+		close(*fd);
+		*fd = -1;
+		return false;
+	}
+	frame(type, buf, (size_t)n);
+	return true;
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int op_exec(json_t *q)
+{
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	job j = {.in = -1, .out = -1, .err = -1};
+	int r = sfd < 0 ? -errno : start_job(q, &j);
+	if (r < 0)
+		return answer(-r);
+	bool host = true;
+	long long drain_until = 0;
+	for (;;) {
+		if (j.exited && ((j.out < 0 && j.err < 0) || mono_ms() > drain_until))
+			break;
+		if (j.in_eof && !j.pending && j.in >= 0 && !j.tty) {
+			close(j.in);
+			j.in = -1;
+		}
+		struct pollfd pf[5] = {
+		    {host && !j.pending ? 0 : -1, POLLIN, 0},
+		    {j.pending && j.in >= 0 ? j.in : -1, POLLOUT, 0},
+		    {j.out, POLLIN, 0},
+		    {j.err, POLLIN, 0},
+		    {j.exited ? -1 : sfd, POLLIN, 0},
+		};
+		int k = poll(pf, 5, j.exited ? 50 : -1);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			host = host_frame(&j);
+		if (pf[1].revents)
+			write_stdin(&j);
+		if (pf[2].revents && !relay_out(&j.out, AJ_AG_STDOUT) && j.tty && j.in == j.out)
+			j.in = -1;
+		if (pf[3].revents)
+			relay_out(&j.err, AJ_AG_STDERR);
+		if (pf[4].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				;
+			if (waitpid(j.pid, &j.status, WNOHANG) == j.pid) {
+				j.exited = true;
+				/* what it left behind may still write: for at most 2 s */
+				drain_until = mono_ms() + 2000;
+			}
+		}
+	}
+	json_t *x = WIFEXITED(j.status)
+			? json_pack("{s:i,s:i}", "exit", WEXITSTATUS(j.status), "signal", 0)
+			: json_pack("{s:i,s:i}", "exit", 128 + WTERMSIG(j.status), "signal",
+				    WTERMSIG(j.status));
+	frame_json(AJ_AG_EXIT, x);
+	return 0;
+}
+
+/* ---- init ---- */
+
+static _Noreturn void init(void)
+{
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		int sig = 0;
+		if (sigwait(&all, &sig) == 0 && sig == SIGCHLD)
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "init"))
+		init();
+	signal(SIGPIPE, SIG_IGN);
+	char type, *buf = NULL;
+	uint32_t len;
+	if (read_frame(&type, &buf, &len) != 1 || type != AJ_AG_REQUEST)
+		return answer(EPROTO);
+	json_t *q = json_loads(buf, 0, NULL);
+	free(buf);
+	const char *op = json_string_value(json_object_get(q, "op"));
+	const char *path = json_string_value(json_object_get(q, "path"));
+	if (!op)
+		return answer(EPROTO);
+	if (!strcmp(op, "exec"))
+		return op_exec(q);
+	if (!path)
+		return answer(EINVAL);
+	if (!strcmp(op, "stat"))
+		return op_stat(path);
+	if (!strcmp(op, "read"))
+		return op_read(path);
+	if (!strcmp(op, "write"))
+		return op_write(path, (int)json_integer_value(json_object_get(q, "mode")));
+	if (!strcmp(op, "list"))
+		return op_list(path);
+	if (!strcmp(op, "remove"))
+		return op_remove(path, json_is_true(json_object_get(q, "recursive")));
+	if (!strcmp(op, "mkdir"))
+		return op_mkdir(path, json_is_true(json_object_get(q, "parents")));
+	return answer(ENOSYS);
+}

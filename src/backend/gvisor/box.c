@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/* Level 2 behind the seam (backend.h): a persistent gVisor sandbox.
+ *
+ * create: the same private directory, bundle, cgroup, network namespace and
+ * workspace guard as a one-shot run (runsc.c, gvrun.h), started with
+ * `runsc run --detach` and agentjail-agent as the container's init (bound
+ * read-only at AJ_AGENT_PATH). Each command and file operation is one
+ * `runsc exec` of the agent (exec.c, files.c). destroy: `runsc delete
+ * --force`, the cgroup, the directory. state/sweep: the same by the
+ * recorded runsc root, container id, cgroups and pids with start times. */
+#include "gvbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agent_proto.h"
+#include "util.h"
+
+/* The host's agentjail-agent: AGENTJAIL_GVISOR_AGENT, else next to this
+ * program or in libexecdir (aj_program_path). */
+static int find_agent(char *out, size_t len, aj_error *err)
+{
+	const char *env = getenv("AGENTJAIL_GVISOR_AGENT");
+	if (env && *env)
+		snprintf(out, len, "%s", env);
+	else if (aj_program_path("agentjail-agent", out, len) < 0)
+		return aj_err(err, ENAMETOOLONG, "agentjail-agent: path too long");
+	if (access(out, X_OK) < 0) {
+		aj_err(err, ENOENT, "isolation level gvisor: the sandbox agent %s is missing", out);
+		aj_err_hint(err, "agentjail's programs are installed next to each other "
+				 "(AGENTJAIL_GVISOR_AGENT=PATH names another)");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* What level 2 cannot enforce for a persistent sandbox stops create. */
+static int refuse(const aj_policy *p, bool have_cg, aj_error *err)
+{
+	if (!have_cg && !p->limits_best_effort && (p->memory || p->pids || p->cpu_millis)) {
+		aj_err(err, ENOTSUP,
+		       "isolation level gvisor: --memory, --pids, --cpus need a cgroup and none "
+		       "could be made here");
+		aj_err_hint(err, "agentjail doctor says why; --limits best-effort runs without");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* The command's base environment: the process env of config.json (the
+ * policy's, with --allow's proxy variables). */
+static char **bundle_env(const gv_run *g)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/config.json", g->bundle);
+	json_t *cfg = json_load_file(path, 0, NULL);
+	json_t *env = json_object_get(json_object_get(cfg, "process"), "env");
+	size_t n = json_array_size(env);
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t k = 0; v && k < n; k++)
+		if (!(v[k] = strdup(json_string_value(json_array_get(env, k)) ?: ""))) {
+			aj_strv_free(v);
+			v = NULL;
+		}
+	json_decref(cfg);
+	return v;
+}
+
+static pid_t sandbox_pid(const gv_run *g)
+{
+	char root[128], out[4096];
+	snprintf(root, sizeof(root), "--root=%s", g->state);
+	char *args[] = {(char *)g->runsc, root, "state", (char *)g->id, NULL};
+	if (aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, args, out, sizeof(out)) != 0)
+		return 0;
+	json_t *j = json_loads(out, 0, NULL);
+	pid_t pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
+	json_decref(j);
+	return pid;
+}
+
+static void create_error(aj_inst *i, int status, aj_error *err)
+{
+	char path[PATH_MAX];
+	_cleanup_free_ char *txt = NULL;
+	snprintf(path, sizeof(path), "%s/runsc.err", i->g.dir);
+	(void)aj_read_file(path, &txt, NULL);
+	char *last = NULL;
+	for (char *s = txt, *save = NULL, *t; (t = strtok_r(s, "\n", &save)); s = NULL)
+		last = t;
+	aj_err(err, EIO, "runsc could not start the sandbox (status %d): %s", status,
+	       last ? last : "no message");
+}
+
+static void free_inst(aj_inst *i)
+{
+	aj_strv_free(i->envp);
+	free(i);
+}
+
+static int gv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+{
+	*out = NULL;
+	aj_inst *i = calloc(1, sizeof(*i));
+	if (!i)
+		return aj_err(err, ENOMEM, "sandbox");
+	gv_run *g = &i->g;
+	*g = (gv_run){.etc_lock = -1,
+		      .netns_fd = -1,
+		      .staged = {.etc_tree = -1, .workspace = -1},
+		      .persistent = true,
+		      .agent = i->agent};
+	i->q = *p; /* shallow: only the command differs */
+	i->init_argv[0] = AJ_AGENT_PATH;
+	i->init_argv[1] = "init";
+	i->q.argv = i->init_argv;
+	g->p = &i->q;
+	int r = aj_gvisor_probe(g->runsc, sizeof(g->runsc), err);
+	if (r == 0)
+		r = find_agent(i->agent, sizeof(i->agent), err);
+	if (r == 0 && (r = aj_policy_validate(p, err)) == 0)
+		r = aj_gv_refuse_unsupported(&i->q, err);
+	if (r < 0) {
+		free_inst(i);
+		return r;
+	}
+	if ((r = aj_gv_setup(g, err)) == 0)
+		r = refuse(p, g->have_cg, err);
+	int none[2] = {-1, -1};
+	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
+	if (pid > 0) {
+		int st = 0;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (code != 0) {
+			create_error(i, code, err);
+			r = -EIO;
+		}
+	} else if (r == 0) {
+		r = (int)pid;
+	}
+	if (r == 0 && !(i->envp = bundle_env(g)))
+		r = aj_err(err, ENOMEM, "environment");
+	if (r == 0 && !(i->sandbox_pid = sandbox_pid(g)))
+		r = aj_err(err, ESRCH, "runsc started no sandbox");
+	if (r < 0) {
+		aj_gv_teardown(g);
+		free_inst(i);
+		return r;
+	}
+	(void)source;
+	*out = i;
+	return 0;
+}
+
+/* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64];
+	_cleanup_free_ char *st = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (aj_read_file(path, &st, NULL) < 0)
+		return 0;
+	const char *s = strrchr(st, ')');
+	unsigned long long t = 0;
+	for (int f = 2; s && *s && f < 22; s++)
+		f += *s == ' ';
+	if (s && sscanf(s, "%llu", &t) != 1)
+		t = 0;
+	return t;
+}
+
+static json_t *gv_state(aj_inst *i)
+{
+	gv_run *g = &i->g;
+	json_t *cgs = json_array(), *pids = json_array();
+	for (int k = 0; g->have_cg && k < g->cg.n; k++) {
+		json_array_append_new(cgs, json_string(g->cg.dirs[k].path));
+		char path[PATH_MAX + 16];
+		_cleanup_free_ char *procs = NULL;
+		snprintf(path, sizeof(path), "%s/cgroup.procs", g->cg.dirs[k].path);
+		if (aj_read_file(path, &procs, NULL) < 0)
+			continue;
+		for (char *s = procs, *save = NULL, *t; (t = strtok_r(s, "\n", &save)); s = NULL) {
+			pid_t pid = (pid_t)atoi(t);
+			unsigned long long st = start_time(pid);
+			if (pid > 1 && st)
+				json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)pid,
+								      "start", (json_int_t)st));
+		}
+	}
+	/* --allow's netd is not in the cgroup */
+	if (g->net.netd > 0 && start_time(g->net.netd))
+		json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)g->net.netd, "start",
+						      (json_int_t)start_time(g->net.netd)));
+	if (!g->have_cg && i->sandbox_pid > 0)
+		json_array_append_new(pids,
+				      json_pack("{s:i,s:I}", "pid", (int)i->sandbox_pid, "start",
+						(json_int_t)start_time(i->sandbox_pid)));
+	json_t *st =
+	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "backend", "gvisor", "runsc", g->runsc,
+		      "root", g->state, "id", g->id, "dir", g->dir, "cgroups", cgs, "pids", pids);
+	/* the host's side of --net open/--allow: the veth and the nft table */
+	if (st && (g->net.link_made || g->net.table_made))
+		json_object_set_new(st, "net",
+				    json_pack("{s:s,s:s}", "table",
+					      g->net.table_made ? g->net.table : "", "link",
+					      g->net.link_made ? g->net.host_if : ""));
+	return st;
+}
+
+/* A path that is one of ours by its shape: below prefix, one component. */
+static bool ours(const char *path, const char *prefix)
+{
+	return path && aj_startswith(path, prefix) && !strchr(path + strlen(prefix), '/') &&
+	       !strstr(path, "..");
+}
+
+/* The recorded veth and nft table (names of agentjail's shape only). */
+static void sweep_net(json_t *net)
+{
+	const char *table = json_string_value(json_object_get(net, "table"));
+	const char *link = json_string_value(json_object_get(net, "link"));
+	aj_net n = {.slot_fd = -1, .netd_stop = -1};
+	if (table && aj_startswith(table, "agentjail-") && strlen(table) < sizeof(n.table)) {
+		snprintf(n.table, sizeof(n.table), "%s", table);
+		n.table_made = true;
+	}
+	if (link && aj_startswith(link, "aj") && strlen(link) < sizeof(n.host_if)) {
+		snprintf(n.host_if, sizeof(n.host_if), "%s", link);
+		n.link_made = true;
+	}
+	if (n.table_made || n.link_made)
+		aj_net_teardown(&n);
+}
+
+static void gv_sweep(json_t *state)
+{
+	const char *runsc = json_string_value(json_object_get(state, "runsc"));
+	const char *root = json_string_value(json_object_get(state, "root"));
+	const char *id = json_string_value(json_object_get(state, "id"));
+	const char *dir = json_string_value(json_object_get(state, "dir"));
+	if (!runsc || !root || !id || !dir || !ours(dir, GV_BOX_PREFIX) ||
+	    !aj_startswith(id, "agentjail-"))
+		return;
+	/* the processes by pid and start time, never by name */
+	size_t k;
+	json_t *v;
+	json_array_foreach(json_object_get(state, "pids"), k, v)
+	{
+		pid_t pid = (pid_t)json_integer_value(json_object_get(v, "pid"));
+		unsigned long long st =
+		    (unsigned long long)json_integer_value(json_object_get(v, "start"));
+		if (pid > 1 && st && start_time(pid) == st)
+			kill(pid, SIGKILL);
+	}
+	char lock[PATH_MAX], rootarg[PATH_MAX + 16];
+	snprintf(lock, sizeof(lock), "%s/%s_sandbox:%s.state", root, id, id);
+	snprintf(rootarg, sizeof(rootarg), "--root=%s", root);
+	struct stat st;
+	if (aj_startswith(root, dir) && stat(lock, &st) == 0) {
+		char *args[] = {(char *)runsc, rootarg, "delete", "--force", (char *)id, NULL};
+		(void)aj_gv_runsc_cmd(runsc, args, NULL, 0);
+	}
+	/* the cgroups it recorded: whatever is left in them, then them */
+	json_array_foreach(json_object_get(state, "cgroups"), k, v)
+	{
+		const char *cg = json_string_value(v);
+		if (!cg || !aj_startswith(cg, "/sys/fs/cgroup/") || strstr(cg, ".."))
+			continue;
+		for (int tries = 0; tries < 50; tries++) {
+			char path[PATH_MAX + 16];
+			_cleanup_free_ char *procs = NULL;
+			snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+			if (aj_read_file(path, &procs, NULL) < 0 || !*procs)
+				break;
+			for (char *s = procs, *save = NULL, *t; (t = strtok_r(s, "\n", &save));
+			     s = NULL)
+				kill((pid_t)atoi(t), SIGKILL);
+			usleep(20000);
+		}
+		(void)rmdir(cg);
+	}
+	sweep_net(json_object_get(state, "net"));
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		(void)aj_rm_tree_at(AT_FDCWD, dir, 64);
+	aj_protect_sweep();
+}
+
+static void gv_kill(aj_inst *i)
+{
+	aj_gv_runsc_signal(&i->g, "KILL");
+	aj_gv_kill_cgroup(&i->g);
+	i->killed = true;
+}
+
+static void gv_destroy(aj_inst *i)
+{
+	if (!i)
+		return;
+	aj_gv_teardown(&i->g);
+	free_inst(i);
+}
+
+static void gv_info(aj_inst *i, aj_inst_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->uid = i->g.idm.host_base;
+	out->gid = i->g.idm.host_base;
+	out->pid = i->sandbox_pid;
+	out->limits_missing = i->g.have_cg ? i->g.cg.missing : 0;
+}
+
+static int gv_pause(aj_inst *i, bool pause, aj_error *err)
+{
+	char root[128], msg[512] = "";
+	snprintf(root, sizeof(root), "--root=%s", i->g.state);
+	char *args[] = {i->g.runsc, root, pause ? "pause" : "resume", i->g.id, NULL};
+	int r = aj_gv_runsc_cmd_in(i->g.netns_fd, i->g.runsc, args, msg, sizeof(msg));
+	if (r != 0)
+		return aj_err(err, EIO, "runsc %s failed (status %d)", pause ? "pause" : "resume",
+			      r);
+	return 0;
+}
+
+static unsigned long long cg_value(const gv_run *g, const char *ctrl, const char *file,
+				   const char *key)
+{
+	for (int k = 0; k < g->cg.n; k++) {
+		if (strcmp(g->cg.dirs[k].ctrl, ctrl))
+			continue;
+		char path[PATH_MAX + 32];
+		_cleanup_free_ char *txt = NULL;
+		snprintf(path, sizeof(path), "%s/%s", g->cg.dirs[k].path, file);
+		if (aj_read_file(path, &txt, NULL) < 0)
+			return 0;
+		const char *s = key ? strstr(txt, key) : txt;
+		return s ? strtoull(s + (key ? strlen(key) : 0), NULL, 10) : 0;
+	}
+	return 0;
+}
+
+static int gv_stats(aj_inst *i, aj_inst_stats *out, aj_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	gv_run *g = &i->g;
+	if (!g->have_cg)
+		return aj_err(err, ENOTSUP, "no cgroup: the sandbox's use is not known");
+	bool v2 = g->cg.n > 0 && g->cg.dirs[0].version == 2;
+	const char *mem = v2 ? "unified" : "memory", *cpu = v2 ? "unified" : "cpuacct";
+	out->memory_bytes = cg_value(g, mem, v2 ? "memory.current" : "memory.usage_in_bytes", NULL);
+	out->memory_peak_bytes = aj_cgroup_peak_memory(&g->cg);
+	out->pids = cg_value(g, v2 ? "unified" : "pids", "pids.current", NULL);
+	out->cpu_usec = v2 ? cg_value(g, cpu, "cpu.stat", "usage_usec ")
+			   : cg_value(g, cpu, "cpuacct.usage", NULL) / 1000;
+	return 0;
+}
+
+/* A host pty: the command's terminal is one the agent opens inside (in
+ * gVisor's devpts); this pair carries its input (written to the master)
+ * and its window size (TIOCSWINSZ on the master) there. */
+static int gv_open_pty(aj_inst *i, int pty[2], aj_error *err)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0) {
+		int e = errno;
+		close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	(void)ioctl(m, TIOCSWINSZ, &ws);
+	pty[0] = m, pty[1] = s;
+	return 0;
+}
+
+static int gv_run_once(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
+		       aj_error *err)
+{
+	return aj_gvisor_run(p, hooks, res, err);
+}
+
+static int gv_probe(aj_error *err)
+{
+	char path[PATH_MAX];
+	return aj_gvisor_probe(path, sizeof(path), err);
+}
+
+const aj_backend aj_backend_gvisor = {
+    .name = "gvisor",
+    .level = AJ_ISO_GVISOR,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE,
+    .probe = gv_probe,
+    .run = gv_run_once,
+    .create = gv_create,
+    .state = gv_state,
+    .sweep = gv_sweep,
+    .kill = gv_kill,
+    .destroy = gv_destroy,
+    .info = gv_info,
+    .exec_start = aj_gvbox_exec_start,
+    .exec_wait = aj_gvbox_exec_wait,
+    .exec_abandon = aj_gvbox_exec_abandon,
+    .open_pty = gv_open_pty,
+    .pause = gv_pause,
+    .stats = gv_stats,
+    .file_read = aj_gvbox_file_read,
+    .file_write = aj_gvbox_file_write,
+    .file_stat = aj_gvbox_file_stat,
+    .file_list = aj_gvbox_file_list,
+    .file_remove = aj_gvbox_file_remove,
+    .file_mkdir = aj_gvbox_file_mkdir,
+};

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* A persistent level-2 sandbox (box.c): a runsc container whose init is
+ * agentjail-agent, each command and file operation one `runsc exec` of the
+ * agent speaking the agent protocol (agent_proto.h, exec.c, files.c). */
+#ifndef AJ_GV_BOX_H
+#define AJ_GV_BOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "gvrun.h"
+
+struct aj_inst {
+	gv_run g;
+	aj_policy q; /* p with the agent's init as its command (shallow) */
+	char *init_argv[3];
+	char agent[PATH_MAX]; /* the host's agentjail-agent */
+	char **envp;	      /* the command's base environment (config.json's) */
+	pid_t sandbox_pid;    /* runsc's sandbox process (the Sentry) */
+	bool killed;
+};
+
+/* One `runsc exec` of the agent: ours are the ends of its stdin (to),
+ * stdout (from) and stderr (errp, runsc's own messages). root: as the
+ * sandbox's root user with the capabilities file operations need, else
+ * as the policy's user with none. */
+typedef struct gv_agent {
+	pid_t pid;
+	int to, from, errp;
+} gv_agent;
+int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
+/* Close our ends, reap it (SIGKILL first when kill). */
+void aj_gvbox_agent_end(gv_agent *a, bool kill);
+/* Send one frame; 0 or -errno. */
+int aj_gvbox_frame(int fd, char type, const void *buf, size_t len);
+/* Read one whole frame (blocking); 1, 0 at the end, or -errno. *buf malloc'ed. */
+int aj_gvbox_read_frame(int fd, char *type, char **buf, unsigned *len);
+/* runsc's message on errp (the last line), for an error. */
+void aj_gvbox_runsc_error(gv_agent *a, char *out, size_t len);
+
+aj_job *aj_gvbox_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io);
+int aj_gvbox_exec_wait(aj_job *j, aj_run_result *res, aj_error *err);
+void aj_gvbox_exec_abandon(aj_job *j);
+
+int aj_gvbox_file_read(aj_inst *i, const char *path, int *fd, aj_file_stat *st, aj_error *err);
+int aj_gvbox_file_write(aj_inst *i, const char *path, int src_fd, unsigned long long len,
+			unsigned mode, aj_error *err);
+int aj_gvbox_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error *err);
+int aj_gvbox_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx, aj_error *err);
+int aj_gvbox_file_remove(aj_inst *i, const char *path, bool recursive, aj_error *err);
+int aj_gvbox_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *err);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* What the one-shot run (runsc.c) and the persistent sandbox (box.c) of
+ * level 2 share: the private directory, bundle, cgroup, network and
+ * workspace guard of one runsc container, and its start and teardown. */
+#ifndef AJ_GVRUN_H
+#define AJ_GVRUN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "cgroup.h"
+#include "gvisor.h"
+#include "net.h"
+#include "protect.h"
+#include "userns.h"
+
+typedef struct gv_run {
+	const aj_policy *p;
+	const aj_run_hooks *hooks;
+	char runsc[PATH_MAX];
+	char dir[64];	 /* the private directory */
+	char bundle[96]; /* dir/bundle */
+	char state[96];	 /* dir/state: runsc --root */
+	char id[48];	 /* the container's id */
+	aj_cgroup cg;
+	bool have_cg;
+	aj_idmap idm;
+	aj_gv_staged staged;
+	int etc_lock; /* the /etc copy's manifest, held while it is in use */
+	aj_net net;   /* --net open, --allow: runsc run's netns gets the veth */
+	bool net_ready;
+	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
+	/* a persistent sandbox (box.c): its directory is GV_BOX_PREFIX (the
+	 * one-shot runs' sweep leaves it alone) and agent, the host path of
+	 * agentjail-agent, is bound at AJ_AGENT_PATH */
+	bool persistent;
+	const char *agent;
+	/* --net open, --allow: runsc's netns (its control socket is an abstract
+	 * unix socket there), for the runsc commands after run; else -1 */
+	int netns_fd;
+} gv_run;
+
+#define GV_DIR_PREFIX "/tmp/agentjail-gvisor-"
+#define GV_BOX_PREFIX "/tmp/agentjail-gvbox-"
+
+/* runsc with args, its output to /dev/null (or up to len bytes in out):
+ * its exit status, or -errno. */
+int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len);
+/* The same in network namespace netns (-1: ours). */
+int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len);
+int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err);
+void aj_gv_warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* `runsc kill --all ID SIG` */
+void aj_gv_runsc_signal(gv_run *g, const char *sig);
+/* SIGKILL every task left in the cgroup */
+void aj_gv_kill_cgroup(gv_run *g);
+/* The directory, bundle, cgroup, network and guard for g->p. */
+int aj_gv_setup(gv_run *g, aj_error *err);
+/* Start `runsc run` (stdout and stderr into out[] when >= 0), or with
+ * detach `runsc run --detach` (stdio /dev/null, its errors in dir/runsc.err),
+ * which returns once the sandbox's init runs. The runsc process's pid. */
+pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err);
+/* Remove everything setup made (runsc delete --force first). */
+void aj_gv_teardown(gv_run *g);
+
+#endif

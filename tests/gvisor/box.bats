@@ -1,0 +1,73 @@
+#!/usr/bin/env bats
+# Level 2 behind the seam: a persistent gVisor sandbox (aj_backend_gvisor,
+# src/backend/gvisor/box.c) driven by tests/gvisor/drive.c (ajgvdrive, built
+# next to the tests) without the service: create from a policy JSON, many
+# commands, a terminal, pause, files, destroy; a crash sweep from the state
+# record; refusals. Every test checks that nothing is left behind (runsc's
+# processes, /tmp/agentjail-gvbox-*, the cgroups: the residue check).
+
+load ../security/helpers
+
+DRIVE=${AJGVDRIVE:-$(dirname "$AJ")/tests/ajgvdrive}
+
+drive() { # POLICY [MODE]
+    timeout -k 5 120 "$DRIVE" "$@" </dev/null
+}
+
+setup() {
+    require_root
+    command -v runsc >/dev/null || skip "runsc is not installed (apt-get install runsc)"
+    aj_setup
+    # a user's repository as the workspace (the guard's .git/config)
+    mkdir -p "$WS/.git"
+    printf '[core]\n' >"$WS/.git/config"
+    chown -R 4242:4343 "$WS"
+}
+
+policy() { # EXTRA-JSON-MEMBERS
+    printf '{"workspace": "%s", "env": {"TOKEN_X": "s3cr3t-value-42"}, "redact": ["s3cr3t-value-42"], "memory": "512M"%s}\n' "$WS" "${1:-}" >"$T/policy.json"
+}
+
+@test "gvisor box: commands, terminal, pause, files in one live sandbox, then nothing left" {
+    [ -x "$DRIVE" ] || fail "no $DRIVE (the persistent gvisor backend is not built)"
+    policy
+    run drive "$T/policy.json"
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "ok 5 - state persists between commands"
+    assert_contains "$output" "destroy leaves nothing"
+    assert_output_lacks "not ok"
+    assert_eq "$(cat "$WS/.git/config")" "[core]" "the host's .git/config"
+    assert_eq "$(stat -c %u "$WS/ws")" 4242 "a file the sandbox wrote belongs to the workspace's owner"
+}
+
+@test "gvisor box: the sweep removes a sandbox whose creator died, from its state" {
+    [ -x "$DRIVE" ] || fail "no $DRIVE"
+    policy
+    run drive "$T/policy.json" --sweep
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "sweep leaves nothing"
+}
+
+@test "gvisor box: create without runsc or without the agent stops with a clear error" {
+    [ -x "$DRIVE" ] || fail "no $DRIVE"
+    policy
+    AGENTJAIL_RUNSC=/nonexistent/runsc run drive "$T/policy.json" --refused
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "ok 1 - create refused: isolation level gvisor is not usable here"
+    AGENTJAIL_GVISOR_AGENT=/nonexistent/agent run drive "$T/policy.json" --refused
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "the sandbox agent /nonexistent/agent is missing"
+}
+
+@test "gvisor box: a command past --memory: 137 and oom_killed, then nothing left" {
+    [ -x "$DRIVE" ] || fail "no $DRIVE"
+    echo '{"memory": "256M"}' >"$T/policy.json"
+    run drive "$T/policy.json" --oom
+    echo "$output"
+    assert_status 0
+    assert_contains "$output" "ok 4 - out of memory: 137, oom_killed"
+}
