@@ -170,7 +170,7 @@ typedef struct aj_backend {
 	 * through /proc, /sys, /dev or another kernel filesystem: -EPERM.
 	 * read: *fd a readable stream of the file's bytes (a regular file or
 	 * a pipe), st its stat; write: len bytes from src_fd (~0ULL: to its
-	 * EOF; src_fd -1 and len 0: empty) replace (or make, with mode) the file; list calls fn for
+	 * EOF) replace (or make, with mode) the file; list calls fn for
 	 * each entry (a negative return stops it); remove: a file, an empty directory, or
 	 * (recursive) a tree; mkdir: parents as `mkdir -p`. 0 or a negative errno, err filled. */
 	int (*file_read)(aj_inst *i, const char *path, int *fd, aj_file_stat *st, aj_error *err);

@@ -1,23 +1,153 @@
 #!/usr/bin/env bats
-# The service and the isolation key: a level without sandboxes that live
-# across commands is refused with 501, never run at level 1.
+# Level 2 in the service: a gVisor sandbox that lives across commands,
+# behind the same API as level 1 (docs/levels.md, "Level 2 in the
+# service"); what level 2 lacks is 501, a level that can't run here 409,
+# never a silent level 1.
 
 load ../service/helpers
 
-@test "serve: a create with \"isolation\": \"gvisor\" is refused with why (no silent level 1)" {
+gv_create() { # [JSON]
+    api POST /v1/sandboxes -d "${1:-{\"isolation\": \"gvisor\"\}}" | jq -er .id
+}
+
+# No runsc process, bundle or cgroup of a gVisor sandbox is left.
+gv_none_left() {
+    local left
+    left=$(pgrep -a -f 'runsc.*--root=' || true)
+    [ -z "$left" ] || fail "runsc processes left: $left"
+}
+
+@test "serve gvisor: commands share the sandbox's state; exit codes, stdin, timeout, redaction as level 1" {
     svc_start
+    id=$(gv_create '{"isolation": "gvisor", "secret": {"TOKEN": "s3cr3t-value-91"}}')
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$(jq -r .isolation <<<"$body")" gvisor "the sandbox's level"
+    # the Sentry's kernel, not the host's: gVisor's dmesg says so
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "dmesg 2>/dev/null | head -n1; echo 41 > /tmp/x"]}')
+    [[ "$(events_stdout <<<"$out")" == *"gVisor"* ]] || fail "not gVisor: $out"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $(( $(cat /tmp/x) + 1 ))"]}')
+    assert_eq "$(events_stdout <<<"$out")" "42" "a file written by the exec before"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "exit 3"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 3 "exit code"
+    out=$(sb_exec "$id" '{"cmd": ["cat"], "stdin": "from stdin\n"}')
+    assert_eq "$(events_stdout <<<"$out")" "from stdin" "stdin"
+    out=$(sb_exec "$id" '{"cmd": ["sleep", "30"], "timeout": 1}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 124 "timeout"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $TOKEN; cat /proc/self/environ"]}')
+    [[ "$out" != *"s3cr3t-value-91"* ]] || fail "the secret's value came out: $out"
+    # no setuid file (the bundle's filter applies to every exec too)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cp /bin/true /tmp/t; chmod u+s /tmp/t; echo rc=$?"]}')
+    [[ "$(events_stdout <<<"$out")" == *"rc=1"* ]] || fail "chmod u+s was allowed: $out"
+    out=$(sb_exec "$id" '{"cmd": ["/no/such/command"]}')
+    [[ "$out" == *"127"* ]] || fail "a missing command: $out"
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    gv_none_left
+}
+
+@test "serve gvisor: files through the sandbox's own kernel; kernel file systems refused" {
+    svc_start
+    id=$(gv_create)
+    printf 'hello from the host\n' >"$BATS_TEST_TMPDIR/up.txt"
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/up.txt" --data-binary @"$BATS_TEST_TMPDIR/up.txt"
+    assert_eq "$status_code" 200 "upload: $body"
+    out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/up.txt"]}')
+    assert_eq "$(events_stdout <<<"$out")" "hello from the host" "the upload inside"
+    sb_exec "$id" '{"cmd": ["sh", "-c", "head -c 3000000 /dev/zero | tr \"\\0\" a > /tmp/big"]}' >/dev/null
+    api GET "/v1/sandboxes/$id/files?path=/tmp/big" -o "$BATS_TEST_TMPDIR/big"
+    assert_eq "$(stat -c %s "$BATS_TEST_TMPDIR/big")" 3000000 "a 3 MB download"
+    api_status POST "/v1/sandboxes/$id/mkdir?path=/tmp/a/b&parents=true"
+    [ "$status_code" -lt 300 ] || fail "mkdir: $status_code $body"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp"
+    jq -e '.entries | map(.name) | index("up.txt") and index("a") and index("big")' <<<"$body" >/dev/null ||
+        fail "listing: $body"
+    api_status DELETE "/v1/sandboxes/$id/files?path=/tmp/a&recursive=true"
+    assert_eq "$status_code" 200 "rm -r: $body"
+    api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
+    assert_eq "$status_code" 403 "a kernel file system: $body"
+    # the sandbox's /etc/shadow is the sandbox's (no host file through a link)
+    sb_exec "$id" '{"cmd": ["ln", "-s", "/etc/shadow", "/tmp/link"]}' >/dev/null
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/link"
+    [[ "$body" != *"root:"* ]] || fail "the host's /etc/shadow through a link: $body"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_none_left
+}
+
+@test "serve gvisor: pause and resume; snapshot and fork answer 501 with the reason" {
+    svc_start
+    id=$(gv_create)
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200 "pause: $body"
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["true"]}'
+    assert_eq "$status_code" 409 "exec while paused"
+    api_status POST "/v1/sandboxes/$id/resume"
+    assert_eq "$status_code" 200 "resume: $body"
+    out=$(sb_exec "$id" '{"cmd": ["echo", "awake"]}')
+    assert_eq "$(events_stdout <<<"$out")" awake "exec after resume"
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "gv-snap"}'
+    assert_eq "$status_code" 501 "snapshot: $body"
+    assert_eq "$(jq -r .error.code <<<"$body")" not_supported
+    assert_contains "$body" "gvisor"
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork: $body"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_none_left
+}
+
+@test "serve gvisor: a terminal (sandbox exec -t) with its size" {
+    svc_start
+    id=$(gv_create)
+    run timeout 30 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
+    assert_status 5
+    [[ "$output" == *"/dev/pts/"* ]] || fail "no terminal: $output"
+    [[ "$output" == *"33 101"* ]] || fail "the terminal's size did not come in: $output"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_none_left
+}
+
+@test "serve gvisor: a pool of level 2 serves level-2 creates only" {
+    svc_start --pool gvisor:default=1
+    for _ in $(seq 200); do
+        [ "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .ready')" = 1 ] && break
+        sleep 0.1
+    done
+    id=$(gv_create)
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .hits')" 1 "pool hits"
+    assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r .isolation)" gvisor
+    id1=$(sb_create '{}')
+    assert_eq "$(api GET "/v1/sandboxes/$id1" | jq -r .isolation)" process "a level-1 create from a level-2 pool"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    api DELETE "/v1/sandboxes/$id1" >/dev/null
+}
+
+@test "serve gvisor: a SIGKILLed service's level-2 sandboxes are swept at the next start" {
+    svc_start
+    id=$(gv_create)
+    sb_exec "$id" '{"cmd": ["true"]}' >/dev/null
+    _svc_record_keepers
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    svc_start
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 404
+    for _ in $(seq 50); do
+        pgrep -f 'runsc.*--root=' >/dev/null || break
+        sleep 0.1
+    done
+    gv_none_left
+}
+
+@test "serve gvisor: a level that can't run here is 409 with the fix; a bad level 400; never level 1" {
+    SVC_WRAP=(env AGENTJAIL_RUNSC=/nonexistent/runsc) svc_start
     api_status POST /v1/sandboxes -d '{"isolation": "gvisor"}'
-    assert_eq "$status_code" 501 "create of a level without persistent sandboxes"
-    assert_eq "$(jq -r .error.code <<<"$body")" not_supported "error code"
-    assert_contains "$body" "'isolation': 'gvisor'"
-    api_status GET /v1/sandboxes
-    assert_eq "$(jq -r 'if type == "array" then length else (.sandboxes | length) end' <<<"$body")" 0 "sandboxes after the refused create"
+    assert_eq "$status_code" 409 "create: $body"
+    assert_eq "$(jq -r .error.code <<<"$body")" isolation_unavailable
+    assert_contains "$body" "fix:"
     api_status POST /v1/sandboxes -d '{"isolation": "bogus"}'
-    assert_eq "$status_code" 400 "create with an unknown level"
-    id=$(sb_create '{"isolation": "process"}')
-    [ "$(api GET "/v1/sandboxes/$id" | jq -r .isolation)" = process ] || fail "no isolation in the sandbox's JSON"
-    api DELETE "/v1/sandboxes/$id" >/dev/null
-    id=$(sb_create '{"isolation": "process"}')
-    [ -n "$id" ] || fail "no sandbox at level 1"
-    api DELETE "/v1/sandboxes/$id" >/dev/null
+    assert_eq "$status_code" 400
+    api_status POST /v1/sandboxes -d '{"isolation": "microvm"}'
+    [ "$status_code" -ge 400 ] && [ "$status_code" -lt 500 ] || fail "microvm: $status_code $body"
+    api_status GET /v1/sandboxes
+    assert_eq "$(jq -r 'if type == "array" then length else (.sandboxes | length) end' <<<"$body")" 0 "sandboxes after the refused creates"
 }

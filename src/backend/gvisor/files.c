@@ -82,6 +82,8 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 			ssize_t n = read(src_fd, buf, left < sizeof(buf) ? left : sizeof(buf));
 			if (n < 0 && errno == EINTR)
 				continue;
+			if (n == 0 && len == ~0ULL) /* to its EOF (backend.h) */
+				break;
 			if (n <= 0) {
 				r = n < 0 ? -errno : -EIO; /* fewer bytes than said */
 				break;
