@@ -18,6 +18,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 DEVNULL = os.open(os.devnull, os.O_RDWR)
@@ -241,6 +242,162 @@ def cold_start(a, aj, log):
         "summary": {n: summary(v) for n, v in samples.items() if n not in failed},
         "unavailable": unavailable,
     }
+
+
+# ---------------------------------------------------------------- level 2
+
+# runsc's flags as agentjail passes them (src/backend/gvisor/runsc.c, start())
+RUNSC_FLAGS = ["--platform=ptrace", "--network=none", "--ignore-cgroups", "--overlay2=none",
+               "--oci-seccomp"]
+
+
+def runsc_bundle(d):
+    """A hand-written OCI bundle equivalent to agentjail's level-2 default
+    (bundle.c): the host's /usr and /etc read-only over an empty read-only
+    root with the merged-/usr links, /proc, tmpfs /tmp, /dev/shm and home,
+    uid 0 mapped to an unused host range, the pid, mount, ipc, uts, user and
+    network namespaces, no capabilities, no new privileges, the same
+    setid-file seccomp rules; `/bin/true`."""
+    root = os.path.join(d, "rootfs")
+    for sub in ("proc", "dev", "sys", "tmp", "usr", "etc", "home/agent", "workspace"):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    for link in ("bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        if os.path.islink("/" + link):
+            os.symlink(os.readlink("/" + link), os.path.join(root, link))
+        elif os.path.isdir("/" + link):  # not merged-/usr: bind it as /usr is
+            os.makedirs(os.path.join(root, link), exist_ok=True)
+
+    def mnt(dst, typ, src, opts):
+        return {"destination": dst, "type": typ, "source": src, "options": opts}
+
+    size = f"size={512 << 20}"
+    mounts = [mnt("/proc", "proc", "proc", ["nosuid", "noexec", "nodev"])]
+    for top in ("usr", "etc", "bin", "lib", "lib32", "lib64", "libx32", "sbin"):
+        if os.path.isdir("/" + top) and not os.path.islink("/" + top):
+            mounts.append(mnt("/" + top, "bind", "/" + top, ["rbind", "ro", "nosuid", "nodev"]))
+    mounts += [mnt("/tmp", "tmpfs", "tmpfs", ["nosuid", "nodev", "mode=1777", size]),
+               mnt("/dev/shm", "tmpfs", "tmpfs", ["nosuid", "nodev", "mode=1777", size]),
+               mnt("/home/agent", "tmpfs", "tmpfs", ["nosuid", "nodev", "mode=0755", "uid=0",
+                                                     "gid=0", size])]
+    ids = [{"containerID": 0, "hostID": 3 << 30, "size": 65536}]
+
+    def setid(name, arg):
+        return {"names": [name], "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
+                "args": [{"index": arg, "value": 0o6000, "valueTwo": 0o6000,
+                          "op": "SCMP_CMP_MASKED_EQ"}]}
+
+    caps = {k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")}
+    cfg = {
+        "ociVersion": "1.0.2",
+        "process": {"terminal": False, "user": {"uid": 0, "gid": 0}, "args": ["/bin/true"],
+                    "env": ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/agent"],
+                    "cwd": "/home/agent", "noNewPrivileges": True, "capabilities": caps,
+                    "rlimits": [{"type": "RLIMIT_CORE", "hard": 0, "soft": 0}]},
+        "root": {"path": "rootfs", "readonly": True},
+        "hostname": "sandbox",
+        "mounts": mounts,
+        "linux": {
+            "namespaces": [{"type": t} for t in ("pid", "mount", "ipc", "uts", "user", "network")],
+            "uidMappings": ids, "gidMappings": ids,
+            "seccomp": {"defaultAction": "SCMP_ACT_ALLOW",
+                        "syscalls": [setid(n, i) for n, i in (
+                            ("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("creat", 1),
+                            ("mknod", 1), ("mknodat", 2))]},
+        },
+    }
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+
+
+def gvisor_cold_start(a, aj, log):
+    """Level 2's cold start against runsc itself, in interleaved rounds:
+    `agentjail run --isolation gvisor -- /bin/true` (defaults), `runsc run`
+    of a hand-written bundle with agentjail's runsc flags, `runsc do`, and
+    level 1 and bwrap for scale."""
+    if not shutil.which("runsc"):
+        return {"unavailable": "runsc not installed"}
+    if os.geteuid() != 0:
+        return {"unavailable": "needs root (runsc run, and level 2 is rootful only: rootless "
+                               "runsc is not wired in)"}
+    tmp = tempfile.mkdtemp(prefix="ajbench-runsc.")
+    os.chmod(tmp, 0o755)  # the sandbox (a mapped uid) reads the bundle
+    try:
+        bundle, state = os.path.join(tmp, "bundle"), os.path.join(tmp, "state")
+        os.mkdir(state, 0o700)
+        runsc_bundle(bundle)
+        seq = [0]
+
+        def runsc_run():
+            seq[0] += 1
+            return ["runsc", f"--root={state}", *RUNSC_FLAGS, "run", "--bundle", bundle,
+                    f"ajbench-{os.getpid()}-{seq[0]}"]
+
+        peers = {
+            "agentjail run --isolation gvisor": [aj, "run", "--isolation", "gvisor", "--",
+                                                 "/bin/true"],
+            "runsc run (hand-written bundle)": runsc_run,
+            "runsc do": ["runsc", "--network=none", "do", "/bin/true"],
+            "agentjail run (level 1)": [aj, "run", "--", "/bin/true"],
+            "bwrap --unshare-all": [
+                "bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "/bin/true",
+            ],
+        }
+        commands = {n: " ".join(v() if callable(v) else v).replace(f"-{os.getpid()}-1", "-N")
+                    for n, v in peers.items()}
+        unavailable, cmds = {}, {}
+        for name, argv in peers.items():
+            why = probe(argv() if callable(argv) else argv)
+            if why:
+                unavailable[name] = why
+            else:
+                cmds[name] = argv
+        rounds = a.gv_rounds
+        log(f"level 2 cold start: {len(cmds)} commands x {rounds} interleaved rounds")
+        samples, failed = interleaved(
+            cmds, rounds, a.warmup, log,
+            timer=lambda w: time_once(w() if callable(w) else w))
+        unavailable.update(failed)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "commands": commands,
+        "runsc_flags": RUNSC_FLAGS,
+        "samples_ms": {n: [round(x, 3) for x in v] for n, v in samples.items() if n not in failed},
+        "summary": {n: summary(v) for n, v in samples.items() if n not in failed},
+        "unavailable": unavailable,
+    }
+
+
+def gvisor_rows(g):
+    metric = "cold start `run --isolation gvisor -- /bin/true` (level 2, defaults)"
+    target = "≤ 1.1× runsc run of a hand-written bundle"
+    if not g or isinstance(g.get("unavailable"), str):
+        why = (g or {}).get("unavailable", "not measured")
+        return [{"metric": metric, "target": target, "measured": f"unavailable: {why}",
+                 "peers": "", "ratio": "n/a", "met": None}]
+    sm, un = g["summary"], g["unavailable"]
+    gv, rr = sm.get("agentjail run --isolation gvisor"), sm.get("runsc run (hand-written bundle)")
+    peers = ", ".join(f"{n} {fmt_ms(s)}" for n, s in sm.items()
+                      if n != "agentjail run --isolation gvisor")
+    peers += "".join(f"; {n}: unavailable: {w}" for n, w in un.items()
+                     if n != "agentjail run --isolation gvisor")
+    l1 = sm.get("agentjail run (level 1)")
+    return [{
+        "metric": metric,
+        "target": target,
+        "measured": fmt_ms(gv) if gv else "unavailable: " + un.get(
+            "agentjail run --isolation gvisor", "?"),
+        "peers": peers,
+        "ratio": f"{gv['median'] / rr['median']:.2f}× runsc run" if gv and rr else "n/a",
+        "met": bool(gv["median"] <= 1.1 * rr["median"]) if gv and rr else None,
+    }, {
+        "metric": "level 2 against level 1 (cold start, defaults)",
+        "target": "—",
+        "measured": fmt_ms(gv) if gv else "n/a",
+        "peers": f"agentjail run (level 1) {fmt_ms(l1)}",
+        "ratio": f"{gv['median'] / l1['median']:.1f}× level 1" if gv and l1 else "n/a",
+        "met": None,
+    }]
 
 
 def pipe_throughput(producer, nbytes):
@@ -492,6 +649,7 @@ def report_rows(res):
         "ratio": f"{aj['median'] / bw['median']:.2f}× bwrap" if aj and bw else "n/a",
         "met": bool(aj and bw and aj["median"] <= bw["median"]),
     })
+    rows += gvisor_rows(res.get("gvisor_cold_start"))
     for name, what in (("agentjail run --net open", "`--net open` (veth, NAT, nftables)"),
                        ("agentjail run --allow",
                         "`--allow example.com` (resolver, proxy, allow-list)")):
@@ -596,6 +754,16 @@ def write_report(res, out, stamp):
                  f"{s['min']:.2f} ms | {s['n']} |")
     for n, w in cs["unavailable"].items():
         L.append(f"| {n} | unavailable: {w} | | | |")
+    gv = res.get("gvisor_cold_start") or {}
+    if gv.get("summary") or isinstance(gv.get("unavailable"), dict):
+        L += ["", "## Level 2 cold start, all commands (runsc flags: `"
+              + " ".join(gv["runsc_flags"]) + "`)", "",
+              "| command | median | p95 | min | n |", "| --- | --- | --- | --- | --- |"]
+        for n, s in sorted(gv["summary"].items(), key=lambda kv: kv[1]["median"]):
+            L.append(f"| `{gv['commands'][n]}` | {s['median']:.2f} ms | {s['p95']:.2f} ms | "
+                     f"{s['min']:.2f} ms | {s['n']} |")
+        for n, w in gv["unavailable"].items():
+            L.append(f"| {n} | unavailable: {w} | | | |")
     L += ["", "## Density curve (`" + res["density"]["argv"] + "`)", "",
           "| sandboxes alive | MemFree drop | per sandbox | slab drop | cgroup memory (median) "
           "| agentjail RSS / PSS | init RSS / PSS | cold start then |",
@@ -666,6 +834,7 @@ def main():
         a.api_stream_bytes, a.files_bytes, a.files_reps = 16 << 20, 32 << 20, 1
         a.service_steps, a.scale_clients = [1, 5], 2
         a.warm_rounds, a.warm_pairs = 2, 1
+        a.gv_rounds, a.svc_gv_boxes = 4, 1
     else:
         a.rounds, a.warmup, a.stream_bytes, a.stream_reps = 100, 5, 1 << 30, 5
         a.density_steps, a.scale_samples, a.py_rounds = [1, 10, 25, 50], 10, 20
@@ -674,6 +843,8 @@ def main():
         a.api_stream_bytes, a.files_bytes, a.files_reps = 256 << 20, 1 << 30, 3
         a.service_steps, a.scale_clients = [1, 10, 50, 100], 4
         a.warm_rounds, a.warm_pairs = 20, 3
+        # runsc's ~0.1 s (run) and ~0.3 s (do) per round
+        a.gv_rounds, a.svc_gv_boxes = 40, 5
     aj = os.path.abspath(a.agentjail)
     os.makedirs(a.out, exist_ok=True)
 
@@ -702,6 +873,7 @@ def main():
     }
     t0 = time.time()
     res["cold_start"] = cold_start(a, aj, log)
+    res["gvisor_cold_start"] = gvisor_cold_start(a, aj, log)
     res["streaming"] = streaming(a, aj, log)
     res["density"] = density(a, aj, log)
     res["python"] = python_cell(a, aj, log)

@@ -16,7 +16,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk", "python"))
-from agentjail import Client, Sandbox  # noqa: E402
+from agentjail import AgentjailError, Client, Sandbox  # noqa: E402
 
 import bench  # noqa: E402  (helpers: spawn, wait_status, summary, mem_of, ...)
 
@@ -375,6 +375,169 @@ def density_scale(a, svc, log):
     }
 
 
+# ---------------------------------------------------------------- levels
+
+LEVELS = ("process", "gvisor")
+
+
+def cgroup_of(pid):
+    """(directory, memory.current or v1 usage) of the sandbox's own cgroup
+    holding pid (its basename starts agentjail-), or (None, None)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None, None
+    cands = []
+    for line in lines:
+        _, ctrl, path = line.split(":", 2)
+        if not os.path.basename(path).startswith("agentjail-"):
+            continue
+        if "memory" in ctrl.split(","):
+            cands.append((f"/sys/fs/cgroup/memory{path}", "memory.usage_in_bytes"))
+        elif line.startswith("0::"):
+            cands += [("/sys/fs/cgroup" + path, "memory.current"),
+                      ("/sys/fs/cgroup/unified" + path, "memory.current")]
+    for d, fn in cands:
+        try:
+            with open(f"{d}/{fn}") as f:
+                return d, int(f.read())
+        except OSError:
+            continue
+    return None, None
+
+
+def holders(svc_pid, pid):
+    """The host processes that hold a sandbox whose JSON names pid: pid's
+    ancestors below the service (level 1: the keeper; level 2: whatever
+    runs runsc), all their descendants (init; runsc's sandbox and gofer),
+    and every process of the sandbox's cgroup."""
+    kids = bench.proc_children()
+    top = pid
+    for _ in range(16):
+        try:
+            pp = ppid_of(top)
+        except OSError:
+            break
+        if pp in (0, 1, svc_pid):
+            break
+        top = pp
+    procs, stack = set(), [top]
+    while stack:
+        q = stack.pop()
+        if q not in procs:
+            procs.add(q)
+            stack += kids.get(q, [])
+    d, _ = cgroup_of(pid)
+    if d:
+        try:
+            with open(f"{d}/cgroup.procs") as f:
+                procs |= {int(x) for x in f.read().split()}
+        except OSError:
+            pass
+    return procs
+
+
+def box_memory(svc, sb):
+    """Host memory of one idle sandbox: RSS, PSS and page tables of the
+    processes that hold it, its cgroup's memory accounting."""
+    info = svc.client.json("GET", f"/v1/sandboxes/{sb.id}")
+    pid = info.get("pid")
+    if not pid:
+        return {"incomplete": "the sandbox's JSON names no pid"}
+    procs = sorted(holders(svc.pid, pid))
+    ms = [proc_mem(p) for p in procs]
+    _, cg = cgroup_of(pid)
+    comm = []
+    for p in procs:
+        try:
+            with open(f"/proc/{p}/comm") as f:
+                comm.append(f.read().strip())
+        except OSError:
+            comm.append("?")
+    out = {"processes": len(procs), "comm": comm,
+           "rss": sum(m["rss"] for m in ms), "pss": sum(m["pss"] for m in ms),
+           "pte": sum(m["pte"] for m in ms), "cgroup": cg}
+    out["total"] = out["pss"] + out["pte"] + (cg or 0)
+    return out
+
+
+def levels(a, svc, log):
+    """Level 1 and level 2 side by side through the service: exec `true` in
+    a live sandbox of each (interleaved with a direct spawn), then the host
+    memory of idle sandboxes of each. A level the service cannot create is
+    recorded with the service's answer."""
+    boxes = {lv: [] for lv in LEVELS}
+    out = {"levels": {}}
+    try:
+        for lv in LEVELS:
+            try:
+                boxes[lv].append(Sandbox.create(client=svc.client, isolation=lv))
+                out["levels"][lv] = {"isolation": boxes[lv][0].info.get("isolation")}
+            except AgentjailError as e:
+                out["levels"][lv] = {"unavailable": f"create: HTTP {e.status} {e.code}: "
+                                                    f"{e.message}"[:300]}
+            except Exception as e:  # noqa: BLE001
+                out["levels"][lv] = {"unavailable": f"create: {e!r}"[:300]}
+        live = [lv for lv in LEVELS if boxes[lv]]
+
+        def direct():
+            check_exit(bench.wait_status(bench.spawn(["/bin/true"])))
+
+        def exec_in(sb):
+            return lambda: check_exit(sb.exec(["/bin/true"]).exit_code)
+
+        fns = {"direct /bin/true": direct}
+        fns.update({f"exec ({lv})": exec_in(boxes[lv][0]) for lv in live})
+        log(f"levels: API exec in {', '.join(live) or 'no level'}: {a.rounds} interleaved rounds")
+        samples, failed = interleaved_fns(fns, a.rounds, a.warmup)
+        out["exec_ms"] = {n: bench.summary(v) for n, v in samples.items() if n not in failed}
+        out["exec_samples_ms"] = {n: [round(x, 3) for x in v] for n, v in samples.items()
+                                  if n not in failed}
+        out["exec_failed"] = failed
+        n = a.svc_gv_boxes
+        for lv in live:
+            try:
+                while len(boxes[lv]) < n:
+                    boxes[lv].append(Sandbox.create(client=svc.client, isolation=lv))
+            except Exception as e:  # noqa: BLE001
+                out["levels"][lv]["memory_note"] = f"only {len(boxes[lv])} created: {e!r}"[:300]
+        time.sleep(0.5)
+        for lv in live:
+            per = [box_memory(svc, b) for b in boxes[lv]]
+            ok = [m for m in per if "incomplete" not in m]
+            lvo = out["levels"][lv]
+            lvo["idle_boxes"] = len(boxes[lv])
+            if not ok:
+                lvo["memory"] = {"incomplete": per[0]["incomplete"]}
+                continue
+
+            def med(k, ok=ok):
+                xs = [m[k] for m in ok if m[k] is not None]
+                return statistics.median(xs) if xs else None
+
+            lvo["memory"] = {k: med(k) for k in ("total", "pss", "rss", "pte", "cgroup",
+                                                  "processes")}
+            lvo["memory"]["comm"] = ok[0]["comm"]
+        log("levels: " + ", ".join(
+            f"{lv} {out['levels'][lv]['memory']['total'] / 2**20:.2f} MiB idle"
+            for lv in live if "total" in out["levels"][lv].get("memory", {})))
+    finally:
+        for lv in LEVELS:
+            for b in boxes[lv]:
+                try:
+                    b.kill()
+                except Exception:  # noqa: BLE001
+                    pass
+    out["note"] = ("exec: POST /v1/sandboxes/{id}/exec of /bin/true through the SDK (HTTP), a "
+                   "sandbox created with only {\"isolation\": LEVEL}; memory per idle sandbox: "
+                   "the PSS and page tables of the host processes that hold it (the sandbox "
+                   "JSON's pid, its ancestors below the service and their descendants, its "
+                   "cgroup's processes) + its cgroup's memory accounting (an upper bound: the "
+                   "pages of processes in the cgroup count in both)")
+    return out
+
+
 # ---------------------------------------------------------------- python cell
 
 CELL = (
@@ -423,11 +586,12 @@ def python_image_cell(a, aj, svc, log):
 def run_all(a, aj, log):
     out = {}
     try:
-        svc = Service(aj, max(a.service_steps) + a.scale_clients + 4)
+        svc = Service(aj, max(a.service_steps) + a.scale_clients + 2 * a.svc_gv_boxes + 4)
     except (OSError, RuntimeError) as e:
         return {"unavailable": f"agentjail serve: {e}"}
     try:
         for name, fn in (("api_exec", lambda: api_exec(a, svc, log)),
+                         ("levels", lambda: levels(a, svc, log)),
                          ("api_streaming", lambda: api_streaming(a, svc, log)),
                          ("api_files", lambda: api_files(a, svc, log)),
                          ("service_density", lambda: density_scale(a, svc, log)),
@@ -455,6 +619,53 @@ def _why(part):
     return u if isinstance(u, str) else None
 
 
+def level_rows(lv_res):
+    """Level 1 and level 2 through the service, next to each other."""
+    fmt_ms, mib = bench.fmt_ms, bench.mib
+    if _why(lv_res) or not lv_res:
+        return [_row("API exec and idle memory per isolation level", "—",
+                     "unavailable: " + (_why(lv_res) or "not measured"))]
+    L = lv_res["levels"]
+    ex = lv_res.get("exec_ms", {})
+    d = ex.get("direct /bin/true")
+    p1 = ex.get("exec (process)")
+    rows = []
+    for lv in LEVELS:
+        s = ex.get(f"exec ({lv})")
+        if "unavailable" in L.get(lv, {}):
+            meas = "unavailable: " + L[lv]["unavailable"]
+        elif s:
+            meas = fmt_ms(s)
+        else:
+            meas = "unavailable: " + lv_res.get("exec_failed", {}).get(f"exec ({lv})", "?")
+        ratio = f"{s['median'] / d['median']:.2f}× direct" if s and d else "n/a"
+        if s and p1 and lv != "process":
+            ratio += f", {s['median'] / p1['median']:.1f}× process"
+        of = f" (median, p95 of {s['n']})" if s else ""
+        rows.append(_row(f"API exec `true` in a live sandbox, `\"isolation\": \"{lv}\"`{of}",
+                         "—", meas,
+                         f"direct /bin/true {fmt_ms(d)}", ratio))
+    m1 = L.get("process", {}).get("memory", {})
+    for lv in LEVELS:
+        lvo = L.get(lv, {})
+        m = lvo.get("memory", {})
+        if "unavailable" in lvo:
+            meas = "unavailable: " + lvo["unavailable"]
+        elif "incomplete" in m or "total" not in m:
+            meas = "incomplete: " + m.get("incomplete", "not measured")
+        else:
+            meas = (f"{mib(m['total'])} (PSS {mib(m['pss'])} + page tables {mib(m['pte'])} of "
+                    f"{m['processes']:.0f} host processes, cgroup memory {mib(m['cgroup'])})")
+        peers = (f"RSS {mib(m['rss'])} ({', '.join(sorted(set(m['comm'])))})"
+                 if m.get("rss") is not None else "")
+        ratio = "n/a"
+        if lv != "process" and m.get("total") and m1.get("total"):
+            ratio = f"{m['total'] / m1['total']:.1f}× process"
+        rows.append(_row(f"service: host memory per idle sandbox, `\"isolation\": \"{lv}\"` "
+                         f"({lvo.get('idle_boxes', 0)} alive)", "—", meas, peers, ratio))
+    return rows
+
+
 def report_rows(res):
     fmt_ms, mib = bench.fmt_ms, bench.mib
     rows = []
@@ -478,6 +689,7 @@ def report_rows(res):
                 f"direct /bin/true {fmt_ms(d)}",
                 f"{s['median'] / d['median']:.2f}× direct" if s and d else "n/a",
                 (s["median"] <= 2 * d["median"]) if s and d and "SDK" in name else None))
+    rows += level_rows(res.get("levels", {}))
     st = res.get("api_streaming", {})
     if _why(st):
         rows.append(_row("streaming through the API", "≥ 50% of a plain pipe",
