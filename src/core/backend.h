@@ -75,6 +75,9 @@ enum {
 	AJ_CAP_WARM = 1u << 5,	   /* a warm interpreter for a pool's warm-up */
 	AJ_CAP_UPDATE = 1u << 6,   /* update: limits and disk changed while it lives */
 	AJ_CAP_ROOT_FD = 1u << 7,  /* root_fd: the host can open the sandbox's root */
+	/* a workspace or --rw bind in a sandbox that lives across commands, with
+	 * every command under the walls that keep host files safe (no setid) */
+	AJ_CAP_HOST_RW = 1u << 8,
 };
 
 /* What update applies. */

@@ -95,10 +95,11 @@ int aj_pool_add(const char *spec, aj_error *err)
 	aj_policy_init(&lp);
 	const char *rest;
 	int lr = pool_level(spec, &rest, &lp, err);
+	aj_isolation iso = lp.isolation;
 	aj_policy_free(&lp);
 	if (lr < 0)
 		return lr;
-	const char *level = aj_backend_of(lp.isolation)->name;
+	const char *level = aj_backend_of(iso)->name;
 	const char *eq = strrchr(rest, '=');
 	unsigned long long n = 0;
 	char image[AJ_IMAGE_NAME_MAX + 1];
@@ -119,7 +120,7 @@ int aj_pool_add(const char *spec, aj_error *err)
 			return aj_err(err, EEXIST, "--pool: two pools of '%s' at level %s", image,
 				      level);
 	json_t *req = dflt ? json_object() : json_pack("{s:s}", "image", image);
-	if (req && lp.isolation != AJ_ISO_PROCESS)
+	if (req && iso != AJ_ISO_PROCESS)
 		json_object_set_new(req, "isolation", json_string(level));
 	if (!req)
 		return aj_err(err, ENOMEM, "pool");

@@ -55,7 +55,7 @@ static void state_write(const aj_sandbox *sb)
 	json_t *o = sb->be->state(sb->inst);
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
-	if (o && json_object_set_new(o, "id", json_string(sb->id)) == 0 &&
+	if (o && json_object_set_new(o, "sandbox", json_string(sb->id)) == 0 &&
 	    json_object_set_new(o, "isolation", json_string(sb->be->name)) == 0)
 		json_dump_file(o, path, JSON_COMPACT);
 	json_decref(o);
@@ -277,6 +277,11 @@ static int level_usable(aj_sandbox *sb, aj_error *err)
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "not_supported");
 		return r;
 	}
+	bool rw = sb->policy.workspace != NULL;
+	for (size_t k = 0; k < sb->policy.n_binds && !rw; k++)
+		rw = sb->policy.binds[k].writable;
+	if (rw && !aj_backend_can(be, AJ_CAP_HOST_RW, err)) /* 501 */
+		return -ENOTSUP;
 	if ((r = be->probe(err)) < 0) {
 		err->status = 409;
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "isolation_unavailable");
