@@ -84,6 +84,10 @@ int aj_policy_set_isolation(aj_policy *p, const char *v, aj_error *err)
 		aj_err(err, ENOTSUP, "--isolation %s: this isolation level is not available yet",
 		       v);
 		aj_err_hint(err, "use --isolation process or gvisor (docs/levels.md)");
+		if (err) { /* the API: 501 */
+			err->status = 501;
+			snprintf(err->api_code, sizeof(err->api_code), "not_supported");
+		}
 		return -ENOTSUP;
 	}
 	aj_err(err, EINVAL, "--isolation '%s': expected process, gvisor, microvm or wasm", v);

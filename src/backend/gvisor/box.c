@@ -320,6 +320,8 @@ static void gv_info(aj_inst *i, aj_inst_info *out)
 	out->gid = i->g.idm.host_base;
 	out->pid = i->sandbox_pid;
 	out->limits_missing = i->g.have_cg ? i->g.cg.missing : 0;
+	out->holder = i->sandbox_pid; /* runsc's sandbox process (the audit's "keeper") */
+	out->alive = i->sandbox_pid > 0 && kill(i->sandbox_pid, 0) == 0;
 }
 
 static int gv_pause(aj_inst *i, bool pause, aj_error *err)

@@ -231,7 +231,7 @@ const aj_backend aj_backend_process = {
     .name = "process",
     .level = AJ_ISO_PROCESS,
     .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_SNAPSHOT | AJ_CAP_FORK | AJ_CAP_WARM |
-	    AJ_CAP_UPDATE | AJ_CAP_ROOT_FD,
+	    AJ_CAP_UPDATE | AJ_CAP_ROOT_FD | AJ_CAP_HOST_RW,
     .probe = probe,
     .run = aj_sandbox_run,
     .create = create,
