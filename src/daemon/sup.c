@@ -266,8 +266,8 @@ static int on_request(void)
 			refuse(m.h.id, 400, "bad_message", &err);
 		static unsigned refused; /* a few lines, not a flood of them */
 		if (refused++ < 10)
-			fprintf(stderr, "agentjail serve: refused a message of the front: %s\n",
-				err.msg);
+			aj_log("error", "agentjail serve: ", "refused a message of the front: %s",
+			       err.msg);
 		return 0;
 	}
 	aj_op_fn fn = aj_sup_op(m.h.op);
