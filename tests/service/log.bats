@@ -17,7 +17,7 @@ load helpers
     assert_eq "$(jq -c 'select(.event == "create") | [.sandbox, .tenant]' "$log")" "[\"$id\",\"operator\"]"
     assert_eq "$(jq -r 'select(.event == "exec") | .sandbox' "$log")" "$id"
     assert_eq "$(jq -r 'select(.event == "delete") | .sandbox' "$log")" "$id"
-    jq -e 'select(.event == "start")' "$log" >/dev/null
+    assert_eq "$(jq -s 'map(select(.event == "start")) | length' "$log")" 1
     # every line is an object with a timestamp
     assert_eq "$(jq -s 'map(select(type != "object" or .ts == null)) | length' "$log")" 0
 }
