@@ -15,8 +15,12 @@ back.
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk", "python"))
-from agentjail import Sandbox  # noqa: E402
+try:  # the installed SDK (pip install ./sdk/python), else the source tree's
+    from agentjail import Sandbox
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk",
+                                    "python"))
+    from agentjail import Sandbox  # noqa: E402
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"

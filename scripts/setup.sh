@@ -11,6 +11,7 @@ PACKAGES=(
 	arch-test libdistro-info-perl gpg libdpkg-perl
 	libwebsockets-dev libcurl4-openssl-dev libarchive-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat git
+	python3-venv python3-setuptools python3-wheel python3-pip
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 )
 

@@ -183,6 +183,11 @@ int aj_cmd_image(int argc, char **argv)
 		fputs(usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? AJ_EXIT_INTERNAL : 0;
 	}
+	for (int k = 2; k < argc; k++) /* `image SUB --help`: the usage */
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
 	const char *sub = argv[1];
 	argc--, argv++;
 	optind = 1;

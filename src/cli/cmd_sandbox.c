@@ -107,8 +107,20 @@ static int parse_create(int argc, char **argv, json_t *req)
 		v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 		if (!v)
 			return fail("create: --%s needs a value", name);
-		if (!strcmp(name, "timeout")) {
-			json_object_set_new(req, name, json_real(strtod(v, NULL)));
+		/* each key of its JSON type (aj_policy_json_kind); a value that
+		 * is not a number goes as a string, for the service to refuse */
+		int kind = aj_policy_json_kind(name);
+		char *end = NULL;
+		double d = strtod(v, &end);
+		bool num = *v && end && !*end && (kind != AJ_JSON_INT || d == (double)(long long)d);
+		if ((kind == AJ_JSON_NUM || kind == AJ_JSON_INT) && num) {
+			json_object_set_new(req, name,
+					    kind == AJ_JSON_INT ? json_integer((json_int_t)d)
+								: json_real(d));
+			continue;
+		}
+		if (kind != AJ_JSON_LIST && kind != AJ_JSON_MAP) {
+			json_object_set_new(req, name, json_string(v)); /* the last one */
 			continue;
 		}
 		json_t *a = json_object_get(req, name);
@@ -721,6 +733,30 @@ static int dispatch(const client *c, const char *cmd, int argc, char **argv)
 	return fail("sandbox: unknown command '%s' (see agentjail sandbox --help)", cmd);
 }
 
+/* `agentjail sandbox CMD --help`: CMD's lines of the usage (the line
+ * naming it and those that go on below it). */
+static int sub_usage(const char *cmd)
+{
+	char head[40];
+	snprintf(head, sizeof(head), "\n  %s ", cmd);
+	const char *p = strstr(sandbox_usage, head);
+	if (!p)
+		return fail("sandbox: unknown command '%s' (see agentjail sandbox --help)", cmd);
+	printf("Usage: agentjail sandbox [--socket PATH | --url URL [--token-file F]] %s ...\n\n",
+	       cmd);
+	for (p++;;) { /* the line, then those indented further (not "  x") */
+		const char *nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		fwrite(p, 1, (size_t)(nl - p + 1), stdout);
+		p = nl + 1;
+		if (strncmp(p, "   ", 3) != 0)
+			break;
+	}
+	printf("\nSee agentjail sandbox --help and docs/cli.md.\n");
+	return 0;
+}
+
 int aj_cmd_sandbox(int argc, char **argv)
 {
 	client c;
@@ -737,6 +773,9 @@ int aj_cmd_sandbox(int argc, char **argv)
 		fputs(sandbox_usage, i >= argc ? stderr : stdout);
 		return i >= argc ? AJ_EXIT_INTERNAL : 0;
 	}
+	for (int k = i + 1; k < argc && strcmp(argv[k], "--"); k++)
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h"))
+			return sub_usage(argv[i]);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	int r = dispatch(&c, argv[i], argc - i - 1, argv + i + 1);
 	curl_global_cleanup();

@@ -34,6 +34,9 @@ static const char serve_usage[] =
     "                        timeout may differ), at isolation LEVEL (process;\n"
     "                        e.g. gvisor:default=2); repeatable\n"
     "  -q, --quiet           no start message, only errors\n"
+    "  --log-format F        plain (default: lines of text) or json: one JSON object a\n"
+    "                        line on stderr, the messages and every audit event (with\n"
+    "                        its sandbox and tenant)\n"
     "  --store-quota SIZE    snapshots may fill the image store up to SIZE (e.g. 20G),\n"
     "                        by apparent size; default: no quota, the store's free\n"
     "                        space minus a reserve (5%, at least 1 GiB) is the limit\n";
@@ -49,10 +52,23 @@ static const struct option serve_opts[] = {
     {"header-timeout", required_argument, NULL, 't'},
     {"pool", required_argument, NULL, 'p'},
     {"quiet", no_argument, NULL, 'q'},
+    {"log-format", required_argument, NULL, 'L'},
     {"help", no_argument, NULL, 'h'},
     {"store-quota", required_argument, NULL, 'Q'},
     {NULL, 0, NULL, 0},
 };
+
+/* A failure to start: as the command line says it, or a JSON line
+ * (--log-format json, once parsed). */
+static int serve_fail(aj_error *err)
+{
+	if (aj_log_format != AJ_LOG_JSON)
+		return aj_cli_fail(err);
+	char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+	aj_err_format(err, msg, sizeof(msg));
+	aj_log("error", "agentjail: ", "%s", msg);
+	return AJ_EXIT_INTERNAL;
+}
 
 int aj_cmd_serve(int argc, char **argv)
 {
@@ -75,6 +91,14 @@ int aj_cmd_serve(int argc, char **argv)
 		case 'P': o.operator_policy = optarg; break;
 		case 'd': o.state_dir = optarg; break;
 		case 'q': o.quiet = true; break;
+		case 'L':
+			if (strcmp(optarg, "json") && strcmp(optarg, "plain")) {
+				aj_err(&err, EINVAL, "--log-format '%s': expected json or plain",
+				       optarg);
+				return aj_cli_fail(&err);
+			}
+			aj_log_format = !strcmp(optarg, "json") ? AJ_LOG_JSON : AJ_LOG_PLAIN;
+			break;
 		case 'p':
 			if (o.n_pools >= AJ_ARRAY_SIZE(o.pools)) {
 				aj_err(&err, E2BIG, "--pool: at most %zu pools",
@@ -118,13 +142,13 @@ int aj_cmd_serve(int argc, char **argv)
 	}
 	if (optind < argc) {
 		aj_err(&err, EINVAL, "unexpected argument '%s'", argv[optind]);
-		return aj_cli_fail(&err);
+		return serve_fail(&err);
 	}
 	if (o.socket[0] != '/' || o.state_dir[0] != '/') {
 		aj_err(&err, EINVAL, "--socket and --state-dir must be absolute paths");
-		return aj_cli_fail(&err);
+		return serve_fail(&err);
 	}
 	if (aj_daemon_run(&o, &err) < 0)
-		return aj_cli_fail(&err);
+		return serve_fail(&err);
 	return 0;
 }

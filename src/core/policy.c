@@ -60,6 +60,15 @@ void aj_policy_free(aj_policy *p)
 
 /* Normalize an absolute path: collapse "//", drop a trailing "/", reject
  * "." and ".." components. Returns malloc'ed copy or NULL with errno. */
+/* The service's HTTP status and code for err (error.h). */
+static void err_status(aj_error *err, int status, const char *code)
+{
+	if (!err)
+		return;
+	err->status = status;
+	snprintf(err->api_code, sizeof(err->api_code), "%s", code);
+}
+
 static char *normalize_abs(const char *path)
 {
 	size_t len = strlen(path);
@@ -128,6 +137,8 @@ int aj_path_validate_host(const char *what, const char *path, bool want_dir, cha
 			if (e == ENOENT)
 				aj_err_hint(err, "create it first (mkdir -p '%s') or fix the path",
 					    norm);
+			/* the caller's path: a client error for the service */
+			err_status(err, 400, "bad_request");
 			return -e;
 		}
 		if (S_ISLNK(st.st_mode)) {
@@ -136,11 +147,13 @@ int aj_path_validate_host(const char *what, const char *path, bool want_dir, cha
 				    "symlinks are refused so a path cannot be redirected; pass the "
 				    "real path: %s",
 				    "$(realpath PATH)");
+			err_status(err, 400, "bad_request");
 			return -ELOOP;
 		}
 		if (saved == '\0' && want_dir && !S_ISDIR(st.st_mode)) {
 			aj_err(err, ENOTDIR, "%s '%s'", what, path);
 			aj_err_hint(err, "pass a directory");
+			err_status(err, 400, "bad_request");
 			return -ENOTDIR;
 		}
 		if (saved == '\0' && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {

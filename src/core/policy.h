@@ -199,6 +199,17 @@ int aj_policy_set(aj_policy *p, const char *name, const char *value, unsigned fl
  * "env"/"secret" an object {NAME: VALUE}. Remote rules apply. */
 struct json_t;
 int aj_policy_from_json(aj_policy *p, struct json_t *obj, aj_error *err);
+/* The JSON type a key takes there (docs/api.md, "Strict types"); -1 for
+ * an unknown key. Each value is checked, never coerced. */
+enum aj_json_kind {
+	AJ_JSON_STR,  /* a string */
+	AJ_JSON_INT,  /* an integer */
+	AJ_JSON_NUM,  /* a number */
+	AJ_JSON_FLAG, /* true or false */
+	AJ_JSON_LIST, /* a string or an array of strings (the option repeated) */
+	AJ_JSON_MAP,  /* an object of NAME: VALUE, or "NAME=VALUE" strings */
+};
+int aj_policy_json_kind(const char *name);
 
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);

@@ -182,11 +182,112 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 	return aj_err(err, EINVAL, "unknown option '%s'", name);
 }
 
-/* One JSON value of option name: a string, a number, true (a flag), an
- * array (the option repeated) or, for env and secret, an object of
- * NAME: VALUE. */
+#define K_STR AJ_JSON_STR
+#define K_INT AJ_JSON_INT
+#define K_NUM AJ_JSON_NUM
+#define K_FLAG AJ_JSON_FLAG
+#define K_LIST AJ_JSON_LIST
+#define K_MAP AJ_JSON_MAP
+#define json_kind aj_json_kind
+
+static const struct {
+	const char *name;
+	enum json_kind kind;
+} json_keys[] = {
+    {"workspace", K_STR},
+    {"rootfs", K_STR},
+    {"cwd", K_STR},
+    {"disk", K_STR},
+    {"tmp-size", K_STR},
+    {"timeout", K_NUM},
+    {"kill-after", K_NUM},
+    {"fsize", K_STR},
+    {"nofile", K_INT},
+    {"result", K_STR},
+    {"seccomp-profile", K_STR},
+    {"user", K_STR},
+    {"hostname", K_STR},
+    {"memory", K_STR},
+    {"pids", K_INT},
+    {"cpus", K_NUM},
+    {"limits", K_STR},
+    {"net", K_STR},
+    {"dns", K_STR},
+    {"net-log", K_STR},
+    {"image", K_STR},
+    {"isolation", K_STR},
+    {"no-default-masks", K_FLAG},
+    {"tty", K_FLAG},
+    {"no-tty", K_FLAG},
+    {"quiet", K_FLAG},
+    {"ro", K_LIST},
+    {"rw", K_LIST},
+    {"redact", K_LIST},
+    {"mask", K_LIST},
+    {"writable", K_LIST},
+    {"deny", K_LIST},
+    {"allow", K_LIST},
+    {"publish", K_LIST},
+    {"env-file", K_LIST},
+    {"env", K_MAP},
+    {"secret", K_MAP},
+};
+
+static const char *const kind_names[] = {
+    [K_STR] = "a string",
+    [K_INT] = "an integer",
+    [K_NUM] = "a number",
+    [K_FLAG] = "true or false",
+    [K_LIST] = "a string or an array of strings",
+    [K_MAP] = "an object of NAME: VALUE strings",
+};
+
+static bool kind_fits(enum json_kind k, json_t *v, bool in_array)
+{
+	switch (k) {
+	case K_STR: return json_is_string(v);
+	case K_INT: return json_is_integer(v);
+	case K_NUM: return json_is_number(v);
+	case K_FLAG: return json_is_boolean(v);
+	case K_LIST:
+	case K_MAP:
+		if (json_is_string(v))
+			return true;
+		if (in_array)
+			return false;
+		if (json_is_object(v))
+			return k == K_MAP;
+		if (!json_is_array(v))
+			return false;
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+		{
+			if (!json_is_string(e))
+				return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+int aj_policy_json_kind(const char *name)
+{
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(json_keys); i++)
+		if (!strcmp(json_keys[i].name, name))
+			return (int)json_keys[i].kind;
+	return -1;
+}
+
+/* One JSON value of option name, of its kind (json_keys). */
 static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_error *err)
 {
+	int ki = aj_policy_json_kind(name);
+	if (ki < 0)
+		return aj_err(err, EINVAL, "unknown field '%s'", name);
+	enum json_kind kind = (enum json_kind)ki;
+	if (!json_is_null(v) && !kind_fits(kind, v, depth > 0))
+		return aj_err(err, EINVAL, "'%s': expected %s", name, kind_names[kind]);
 	char num[64];
 	switch (json_typeof(v)) {
 	case JSON_STRING:
@@ -206,15 +307,13 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 		json_t *e;
 		json_array_foreach(v, i, e)
 		{
-			int r = depth ? -EINVAL : set_json(p, name, e, 1, err);
+			int r = set_json(p, name, e, 1, err);
 			if (r < 0)
-				return depth ? aj_err(err, EINVAL, "'%s': nested arrays", name) : r;
+				return r;
 		}
 		return 0;
 	}
 	case JSON_OBJECT: {
-		if (strcmp(name, "env") && strcmp(name, "secret"))
-			break;
 		const char *k;
 		json_t *e;
 		json_object_foreach(v, k, e)

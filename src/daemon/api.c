@@ -243,6 +243,10 @@ static void on_sandbox(aj_req *r, const route *rt)
 		aj_front_forward(r, "delete", args_of(r));
 	else if (!strcmp(sub, "exec") && m == AJ_POST)
 		exec(r);
+	else if (!strcmp(sub, "exec") && m == AJ_GET)
+		aj_http_error(r, 400, "bad_request",
+			      "GET %s is the WebSocket exec: it needs 'Upgrade: websocket'",
+			      r->path);
 	else if (!strcmp(sub, "processes") && m == AJ_GET && !*rt->proc_sub) {
 		a = args_of(r);
 		if (rt->proc[0])
@@ -277,33 +281,189 @@ static void on_sandbox(aj_req *r, const route *rt)
 			      r->path);
 }
 
+/* ---- strictness: methods (405 with Allow), query arguments, bodies ---- */
+
+/* The methods of the route at path (docs/openapi.json), as an Allow
+ * header says them; NULL: no such route. */
+static const char *route_allow(const char *path, const route *rt)
+{
+	static const char *const top[][2] = {
+	    {"/healthz", "GET"}, {"/readyz", "GET"}, {"/metrics", "GET"}, {"/v1/pools", "GET"}};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(top); i++)
+		if (!strcmp(path, top[i][0]))
+			return top[i][1];
+	if (!rt->ok)
+		return NULL;
+	if (!rt->id[0])
+		return "GET, POST";
+	const char *sub = rt->sub;
+	if (!*sub)
+		return "GET, PATCH, DELETE";
+	if (!strcmp(sub, "exec"))
+		return "GET, POST";
+	if (!strcmp(sub, "files"))
+		return "GET, PUT, DELETE";
+	if (!strcmp(sub, "processes"))
+		return !strcmp(rt->proc_sub, "signal") ? "POST" : "GET";
+	return "POST"; /* mkdir, pause, resume, snapshot, fork */
+}
+
+static const char *method_name(int m)
+{
+	static const char *const names[] = {
+	    [AJ_GET] = "GET",	  [AJ_POST] = "POST",	  [AJ_PUT] = "PUT",
+	    [AJ_PATCH] = "PATCH", [AJ_DELETE] = "DELETE", [AJ_OTHER] = "?"};
+	return m >= 0 && m < (int)AJ_ARRAY_SIZE(names) ? names[m] : "?";
+}
+
+static bool allows(const char *allow, int m)
+{
+	const char *name = method_name(m);
+	size_t n = strlen(name);
+	for (const char *p = allow; (p = strstr(p, name)); p += n)
+		if ((p == allow || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
+			return true;
+	return false;
+}
+
+/* The query arguments a request takes: "name:type ..." (b: true/false,
+ * i: an unsigned integer, n: a number, s: a string). */
+static const char *route_args(const route *rt, int m)
+{
+	const char *sub = rt->sub;
+	if (!rt->id[0] || !sub)
+		return "";
+	if (!strcmp(sub, "files"))
+		return m == AJ_GET	? "path:s path_b64:s limit:i cursor:s"
+		       : m == AJ_PUT	? "path:s path_b64:s mode:s"
+		       : m == AJ_DELETE ? "path:s path_b64:s recursive:b"
+					: "";
+	if (!strcmp(sub, "mkdir"))
+		return "path:s path_b64:s parents:b";
+	if (!strcmp(sub, "processes") && !strcmp(rt->proc_sub, "output"))
+		return "offset:i follow:b";
+	return "";
+}
+
+static bool arg_fits(char type, const char *v)
+{
+	unsigned long long n;
+	char *end;
+	switch (type) {
+	case 'b':
+		return !strcmp(v, "true") || !strcmp(v, "false") || !strcmp(v, "1") ||
+		       !strcmp(v, "0");
+	case 'i': return aj_parse_uint(v, ~0ULL >> 2, &n) == 0;
+	case 'n': return *v && (strtod(v, &end), !*end);
+	default: return true;
+	}
+}
+
+/* Every query argument is one the request takes, of its type; else a 400
+ * is answered and false returned. */
+static bool check_args(aj_req *r, const char *known)
+{
+	char frag[8192];
+	for (int i = 0;; i++) {
+		int n =
+		    lws_hdr_copy_fragment(r->wsi, frag, sizeof(frag), WSI_TOKEN_HTTP_URI_ARGS, i);
+		if (n < 0)
+			return true;
+		char *eq = strchr(frag, '=');
+		const char *v = eq ? eq + 1 : "";
+		if (eq)
+			*eq = '\0';
+		size_t kl = strlen(frag);
+		const char *k = known;
+		while (k && *k) {
+			const char *colon = strchr(k, ':');
+			if (colon && (size_t)(colon - k) == kl && !strncmp(k, frag, kl))
+				break;
+			k = strchr(k, ' ');
+			k = k ? k + 1 : NULL;
+		}
+		if (!k || !*k) {
+			aj_http_error(r, 400, "bad_request",
+				      "unknown query argument '%s' for %s %s", frag,
+				      method_name(r->method), r->path);
+			return false;
+		}
+		if (!arg_fits(strchr(k, ':')[1], v)) {
+			char t = strchr(k, ':')[1];
+			aj_http_error(r, 400, "bad_request", "'%s': expected %s", frag,
+				      t == 'b'	 ? "true or false"
+				      : t == 'i' ? "an unsigned integer"
+						 : "a number");
+			return false;
+		}
+	}
+}
+
+/* A request that takes no JSON body: none, or an empty object. */
+static bool check_no_body(aj_req *r)
+{
+	if (!r->body_len)
+		return true;
+	json_t *b = body_or_fail(r);
+	if (!b)
+		return false;
+	const char *k = NULL;
+	json_t *v;
+	json_object_foreach(b, k, v) break;
+	if (k)
+		aj_http_error(r, 400, "bad_request", "unknown field '%s': %s %s takes no body", k,
+			      method_name(r->method), r->path);
+	json_decref(b);
+	return k == NULL;
+}
+
+/* Route, method, query arguments and body checked: false when an error
+ * was answered. */
+static bool check_request(aj_req *r, const route *rt)
+{
+	const char *allow = route_allow(r->path, rt);
+	if (!allow) {
+		aj_http_error(r, 404, "not_found", "no such endpoint: %s", r->path);
+		return false;
+	}
+	if (!allows(allow, r->method)) {
+		r->allow = allow;
+		aj_http_error(r, 405, "method_not_allowed", "%s takes %s, not %s", r->path, allow,
+			      method_name(r->method));
+		return false;
+	}
+	if (!check_args(r, route_args(rt, r->method)))
+		return false;
+	bool json_body =
+	    r->method == AJ_PATCH ||
+	    (r->method == AJ_POST &&
+	     (!rt->ok || !rt->id[0] || !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "snapshot") ||
+	      !strcmp(rt->sub, "fork") || !strcmp(rt->sub, "processes")));
+	return json_body || r->method == AJ_PUT || check_no_body(r);
+}
+
 void aj_api_dispatch(aj_req *r)
 {
-	if (!strcmp(r->path, "/healthz") && r->method == AJ_GET) {
-		aj_front_forward(r, "health", NULL);
+	route rt = parse_route(r->path);
+	if (!check_request(r, &rt))
+		return;
+	if (!strcmp(r->path, "/healthz") || !strcmp(r->path, "/readyz")) {
+		aj_front_forward(r, r->path[1] == 'h' ? "health" : "ready", NULL);
 		return;
 	}
-	if (!strcmp(r->path, "/metrics") && r->method == AJ_GET) {
+	if (!strcmp(r->path, "/metrics")) {
 		aj_front_call(r, "metrics", NULL, metrics_done);
 		return;
 	}
-	if (!strcmp(r->path, "/v1/pools") && r->method == AJ_GET) {
+	if (!strcmp(r->path, "/v1/pools")) {
 		aj_front_forward(r, "pools", NULL);
-		return;
-	}
-	route rt = parse_route(r->path);
-	if (!rt.ok) {
-		aj_http_error(r, 404, "not_found", "no such endpoint: %s", r->path);
 		return;
 	}
 	if (!rt.id[0]) {
 		if (r->method == AJ_POST)
 			with_body(r, "create", json_object());
-		else if (r->method == AJ_GET)
-			aj_front_forward(r, "list", NULL);
 		else
-			aj_http_error(r, 405, "method_not_allowed", "use GET or POST on %s",
-				      PREFIX);
+			aj_front_forward(r, "list", NULL);
 		return;
 	}
 	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
@@ -369,11 +529,8 @@ static void upload_opened(aj_req *r, int status, json_t *reply, int fd)
 bool aj_api_begin_upload(aj_req *r)
 {
 	route rt = parse_route(r->path);
-	if (!rt.ok || !rt.id[0] || strcmp(rt.sub, "files") != 0) {
-		aj_http_error(r, rt.ok ? 405 : 404, rt.ok ? "method_not_allowed" : "not_found",
-			      "PUT is for %s/{id}/files", PREFIX);
+	if (!check_request(r, &rt))
 		return false;
-	}
 	char mb[64];
 	snprintf(r->sb_id, sizeof(r->sb_id), "%s", rt.id);
 	json_t *a = args_of(r);

@@ -2,6 +2,8 @@
 /* The audit log: one JSON object per line, appended and flushed per event. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +13,29 @@
 #include "util.h"
 
 static int audit_fd = -1;
+enum aj_log_format aj_log_format = AJ_LOG_PLAIN;
+
+void aj_log(const char *level, const char *prefix, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (aj_log_format != AJ_LOG_JSON) {
+		fprintf(stderr, "%s%s\n", prefix, msg);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	json_t *o = json_pack("{s:f, s:s, s:s}", "ts", (double)ts.tv_sec + (double)ts.tv_nsec / 1e9,
+			      "level", level, "msg", msg);
+	char *line = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(o);
+	if (line)
+		fprintf(stderr, "%s\n", line);
+	free(line);
+}
 static pthread_mutex_t audit_mu = PTHREAD_MUTEX_INITIALIZER;
 
 int aj_audit_open(const char *path, aj_error *err)
@@ -37,12 +62,13 @@ void aj_audit(const char *event, json_t *fields)
 	json_decref(fields);
 	if (!line)
 		return;
+	size_t n = strlen(line);
+	line[n] = '\n'; /* json_dumps' NUL becomes the newline */
 	pthread_mutex_lock(&audit_mu);
-	if (audit_fd >= 0) {
-		size_t n = strlen(line);
-		line[n] = '\n'; /* json_dumps' NUL becomes the newline */
+	if (audit_fd >= 0)
 		(void)aj_write_all(audit_fd, line, n + 1);
-	}
+	if (aj_log_format == AJ_LOG_JSON) /* the same line on stderr (a log collector's) */
+		(void)aj_write_all(STDERR_FILENO, line, n + 1);
 	pthread_mutex_unlock(&audit_mu);
 	free(line);
 }

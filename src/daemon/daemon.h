@@ -35,6 +35,16 @@ typedef struct aj_daemon_opts {
 #define AJ_DAEMON_MAX_TTL_S (7 * 24 * 3600)
 #define AJ_DAEMON_DEFAULT_TTL_S 3600
 
+/* serve --log-format: plain (lines of text, as before) or json (one JSON
+ * object per line on stderr: the messages, and every audit event with its
+ * sandbox and tenant fields). Set before the service forks its front. */
+enum aj_log_format { AJ_LOG_PLAIN, AJ_LOG_JSON };
+extern enum aj_log_format aj_log_format;
+/* A message of the service on stderr: "PREFIXMESSAGE" (plain) or
+ * {"ts", "level", "msg"} (json). */
+void aj_log(const char *level, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Serve until SIGINT/SIGTERM. Returns 0 or a negative errno (err filled). */
 int aj_daemon_run(const aj_daemon_opts *o, aj_error *err);
 

@@ -595,6 +595,13 @@ void aj_op_files_get(json_t *args, aj_reply *r)
 	r->fd = fd;
 	json_t *o = json_pack("{s:I}", "size", (json_int_t)st.st_size);
 	set_path(o, "path", path);
+	/* downloads are audited like uploads (docs/api.md, Audit) */
+	json_t *a = json_pack("{s:s?, s:s, s:I}", "sandbox",
+			      json_string_value(json_object_get(args, "sandbox")), "peer",
+			      aj_arg_peer(args), "size", (json_int_t)st.st_size);
+	if (a)
+		set_path(a, "path", path);
+	aj_audit("download", a);
 	aj_reply_json(r, 200, o);
 }
 

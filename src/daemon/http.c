@@ -105,6 +105,10 @@ int aj_http_head(aj_req *r, unsigned char **p, unsigned char *end)
 	if (!e && r->status == 401)
 		e = lws_add_http_header_by_name(r->wsi, (const unsigned char *)"www-authenticate:",
 						(const unsigned char *)"Bearer", 6, p, end);
+	if (!e && r->allow)
+		e = lws_add_http_header_by_name(
+		    r->wsi, (const unsigned char *)"allow:", (const unsigned char *)r->allow,
+		    (int)strlen(r->allow), p, end);
 	if (!e)
 		e = lws_add_http_header_by_name(r->wsi, (const unsigned char *)"cache-control:",
 						(const unsigned char *)"no-store", 8, p, end) ||
@@ -232,7 +236,11 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 	snprintf(r->path, sizeof(r->path), "%s", uri ? uri : "");
 	aj_http_peer(r);
 	aj_metrics_add(&aj_stats.requests, 1);
-	if (!aj_http_token_ok(r)) {
+	/* the probes answer without a token (Kubernetes, load balancers): a
+	 * state, nothing else (sup_api.c) */
+	bool probe =
+	    r->method == AJ_GET && (!strcmp(r->path, "/healthz") || !strcmp(r->path, "/readyz"));
+	if (!probe && !aj_http_token_ok(r)) {
 		r->dispatched = true; /* nothing is done for it, and the connection goes */
 		return aj_guard_refuse(wsi);
 	}

@@ -39,7 +39,8 @@ typedef struct aj_req {
 	/* response */
 	int status;
 	const char *ctype;
-	char *resp; /* a whole response body, or NULL */
+	const char *allow; /* a 405's Allow header (static), or NULL */
+	char *resp;	   /* a whole response body, or NULL */
 	size_t resp_len, resp_off;
 	bool headers_sent, stream; /* stream: length unknown */
 	bool chunked;		   /* a stream in chunks (HTTP/1.1), else to the close */

@@ -307,8 +307,9 @@ static int parse_signal(json_t *v)
 
 void aj_op_procs_signal(json_t *args, aj_reply *rep)
 {
-	int sig = parse_signal(json_object_get(json_object_get(args, "body"), "signal"));
-	if (sig <= 0) {
+	json_t *body = json_object_get(args, "body");
+	int sig = parse_signal(json_object_get(body, "signal"));
+	if (sig <= 0 || json_object_size(body) != 1) { /* strict: "signal" only */
 		aj_reply_error(rep, 400, "bad_request",
 			       "expected {\"signal\": a number or TERM, KILL, INT, HUP, ...}");
 		return;

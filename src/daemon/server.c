@@ -137,7 +137,7 @@ static int reap_front(pid_t front)
 		if (p == 0)
 			usleep(50 * 1000);
 	}
-	fprintf(stderr, "agentjail serve: the front did not end within 5 s: killed\n");
+	aj_log("error", "agentjail serve: ", "the front did not end within 5 s: killed");
 	kill(front, SIGKILL);
 	while (waitpid(front, &status, 0) < 0 && errno == EINTR)
 		;

@@ -47,6 +47,8 @@ bool aj_arg_bool(json_t *args, const char *key);
 
 /* The ops (sup_api.c, sup_exec.c, procs.c, files.c). */
 void aj_op_health(json_t *args, aj_reply *rep);
+/* /readyz: 200 once every pool was full once, else 503 (docs/api.md) */
+void aj_op_ready(json_t *args, aj_reply *rep);
 void aj_op_metrics(json_t *args, aj_reply *rep);
 void aj_op_create(json_t *args, aj_reply *rep);
 void aj_op_list(json_t *args, aj_reply *rep);

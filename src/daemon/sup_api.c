@@ -25,11 +25,36 @@ static const char *tenant_name(json_t *args)
 	return t ? t->name : "";
 }
 
+/* The probes answer without a token: the state and nothing else. */
 void aj_op_health(json_t *args, aj_reply *rep)
 {
-	aj_reply_json(rep, 200,
-		      json_pack("{s:s, s:i}", "status", "ok", "sandboxes",
-				(int)aj_registry_count_tenant(tenant_name(args))));
+	(void)args;
+	aj_reply_json(rep, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* Ready once every pool (--pool) has been full once: a service that
+ * just started (or restarted) builds its pools first. Latched: a pool
+ * that a burst of creates empties later leaves the service ready (it
+ * still serves, building sandboxes at hand). */
+void aj_op_ready(json_t *args, aj_reply *rep)
+{
+	(void)args;
+	static bool ready;
+	if (!ready) {
+		json_t *o = aj_pool_json();
+		size_t i;
+		json_t *pl;
+		bool full = o != NULL;
+		json_array_foreach(json_object_get(o, "pools"), i, pl)
+		{
+			full &= json_integer_value(json_object_get(pl, "ready")) >=
+				json_integer_value(json_object_get(pl, "size"));
+		}
+		json_decref(o);
+		ready = full;
+	}
+	aj_reply_json(rep, ready ? 200 : 503,
+		      json_pack("{s:s}", "status", ready ? "ok" : "starting"));
 }
 
 void aj_op_metrics(json_t *args, aj_reply *rep)
@@ -113,7 +138,10 @@ void aj_op_create(json_t *args, aj_reply *rep)
 										   : 500,
 			      rc == -EAGAIN	  ? "too_many_sandboxes"
 			      : err.status == 409 ? "limits_unenforceable"
-						  : "create_failed",
+			      : err.status == 400 || (!err.status && err.exit == AJ_EXIT_INTERNAL &&
+						      err.code == EINVAL)
+				  ? "bad_request"
+				  : "create_failed",
 			      &err);
 		return;
 	}

@@ -492,12 +492,14 @@ static int check_cap(const aj_tenant *t, json_t *req, const char *const keys[2],
 		if (!m || (v && v <= m))
 			continue;
 		if (!given) {
+			/* of the key's JSON type (policy_set.c): a number of cpus,
+			 * an integer of pids, a size as a string */
 			char buf[64];
-			if (cpus)
-				snprintf(buf, sizeof(buf), "%.3f", (double)m / 1000.0);
-			else
-				snprintf(buf, sizeof(buf), "%llu", m);
-			json_object_set_new(req, keys[0], json_string(buf));
+			snprintf(buf, sizeof(buf), "%llu", m);
+			json_object_set_new(req, keys[0],
+					    cpus ? json_real((double)m / 1000.0)
+					    : !strcmp(keys[0], "pids") ? json_integer((json_int_t)m)
+								       : json_string(buf));
 			v = m;
 			continue;
 		}

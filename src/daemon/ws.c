@@ -17,34 +17,60 @@
 #include "request.h"
 #include "util.h"
 
-/* The exec request's JSON from the URL arguments; *with_stdin, *tty set. */
-static char *request_from_args(struct lws *wsi, bool *with_stdin, bool *tty)
+static bool is_bool(const char *v)
+{
+	return !strcmp(v, "true") || !strcmp(v, "false") || !strcmp(v, "1") || !strcmp(v, "0");
+}
+
+/* One URL argument into o (cmd, env: its arrays); false with why set when
+ * it is unknown or of the wrong type (docs/openapi.json: strict). */
+static bool one_arg(json_t *o, char *frag, bool *with_stdin, bool *tty, char *why, size_t wl)
+{
+	char *v = strchr(frag, '=');
+	if (v)
+		*v++ = '\0';
+	else
+		v = frag + strlen(frag);
+	char *end = NULL;
+	if (!strcmp(frag, "command"))
+		json_array_append_new(json_object_get(o, "cmd"), json_string(v));
+	else if (!strcmp(frag, "stdin") || !strcmp(frag, "tty")) {
+		if (!is_bool(v))
+			return snprintf(why, wl, "'%s': expected true or false", frag), false;
+		*(frag[0] == 's' ? with_stdin : tty) = !strcmp(v, "true") || !strcmp(v, "1");
+	} else if (!strcmp(frag, "cwd"))
+		json_object_set_new(o, "cwd", json_string(v));
+	else if (!strcmp(frag, "timeout")) {
+		double t = strtod(v, &end);
+		if (!*v || *end)
+			return snprintf(why, wl, "'timeout': expected a number"), false;
+		json_object_set_new(o, "timeout", json_real(t));
+	} else if (!strcmp(frag, "env")) {
+		char *val = strchr(v, '=');
+		if (!val)
+			return snprintf(why, wl, "'env': expected NAME=VALUE"), false;
+		*val++ = '\0';
+		json_object_set_new(json_object_get(o, "env"), v, json_string(val));
+	} else
+		return snprintf(why, wl, "unknown query argument '%.60s'", frag), false;
+	return true;
+}
+
+/* The exec request's JSON from the URL arguments; *with_stdin, *tty set.
+ * NULL with why set for a refused argument (or no memory). */
+static char *request_from_args(struct lws *wsi, bool *with_stdin, bool *tty, char *why, size_t wl)
 {
 	json_t *cmd = json_array(), *env = json_object();
 	json_t *o = json_pack("{s:o, s:o}", "cmd", cmd, "env", env);
+	snprintf(why, wl, "out of memory");
 	char frag[4096];
 	for (int i = 0; o; i++) {
 		int n = lws_hdr_copy_fragment(wsi, frag, sizeof(frag), WSI_TOKEN_HTTP_URI_ARGS, i);
 		if (n < 0)
 			break;
-		char *v = strchr(frag, '=');
-		if (!v)
-			continue;
-		*v++ = '\0';
-		if (!strcmp(frag, "command"))
-			json_array_append_new(cmd, json_string(v));
-		else if (!strcmp(frag, "stdin"))
-			*with_stdin = !strcmp(v, "true") || !strcmp(v, "1");
-		else if (!strcmp(frag, "tty"))
-			*tty = !strcmp(v, "true") || !strcmp(v, "1");
-		else if (!strcmp(frag, "cwd"))
-			json_object_set_new(o, "cwd", json_string(v));
-		else if (!strcmp(frag, "timeout"))
-			json_object_set_new(o, "timeout", json_real(strtod(v, NULL)));
-		else if (!strcmp(frag, "env") && strchr(v, '=')) {
-			char *val = strchr(v, '=');
-			*val++ = '\0';
-			json_object_set_new(env, v, json_string(val));
+		if (!one_arg(o, frag, with_stdin, tty, why, wl)) {
+			json_decref(o);
+			return NULL;
 		}
 	}
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -130,12 +156,13 @@ static int on_established(struct lws *wsi, aj_req *r)
 		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
 	snprintf(r->sb_id, sizeof(r->sb_id), "%s", id); /* its streams' budget (stream.c) */
 	bool with_stdin = false, tty = false;
-	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty);
+	char why[100];
+	_cleanup_free_ char *body = request_from_args(wsi, &with_stdin, &tty, why, sizeof(why));
 	aj_error err;
 	aj_err_clear(&err);
 	aj_exec_req q; /* checked here, again by the supervisor */
 	if (!body || aj_exec_req_parse(body, strlen(body), &q, &err) < 0)
-		return refuse(wsi, "%s", body ? err.msg : "out of memory");
+		return refuse(wsi, "%s", body ? err.msg : why);
 	aj_exec_req_free(&q);
 	json_t *a = json_pack("{s:s, s:o, s:b, s:b, s:b}", "sandbox", id, "req",
 			      json_loads(body, 0, NULL), "ws", 1, "stdin", with_stdin, "tty", tty);

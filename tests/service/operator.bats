@@ -245,8 +245,10 @@ EOF
     grep -q '^agentjail_sandboxes_active 0$' <<<"$body" || fail "$body"
     grep -q '^agentjail_execs_total 0$' <<<"$body" || fail "$body"
     ! grep -q 'alice\|tenant=' <<<"$body" || fail "bob's metrics name alice: $body"
-    as bob GET /healthz
-    assert_eq "$(jq .sandboxes <<<"$body")" 0
+    as bob GET /healthz # the probe says the state only, no one's count
+    assert_eq "$(jq -c . <<<"$body")" '{"status":"ok"}'
+    as bob GET /v1/sandboxes
+    assert_eq "$(jq '.sandboxes | length' <<<"$body")" 0
     # alice's sandbox is untouched
     as alice GET "/v1/sandboxes/$id/files?path=/tmp/f"
     assert_eq "$status_code:${body%$'\n'}" 200:mine

@@ -1,5 +1,7 @@
 """Python client for `agentjail serve` (standard library only).
 
+Blocking:
+
     from agentjail import Sandbox
 
     with Sandbox.create(memory="512M", secret={"API_KEY": key}) as sb:
@@ -8,44 +10,51 @@
         sb.files.write("/workspace/notes.txt", b"hello")
         print(sb.files.list("/workspace"))
 
+asyncio (the same surface, every call awaited; agentjail.aio):
+
+    from agentjail import AsyncSandbox
+
+    async with await AsyncSandbox.create(memory="512M") as sb:
+        r = await sb.exec("pytest -q")
+
 The service is found at $AGENTJAIL_SOCKET (a unix socket, default
 /run/agentjail/agentjail.sock), or at a URL ($AGENTJAIL_URL, with the bearer
 token in $AGENTJAIL_TOKEN). See docs/api.md for the API itself.
 """
+
+from __future__ import annotations
 
 import base64
 import json
 import os
 import threading
 import urllib.parse
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _http
+from ._common import (DEFAULT_SOCKET, AgentjailError, Collector, Command, ExecResult,
+                      OnOutput, PathLike, address, create_body, error_from, exec_body,
+                      list_entries, path_query, with_query, ws_frame, ws_request)
 
-__all__ = ["Client", "Sandbox", "ExecResult", "Process", "Session", "AgentjailError"]
+__all__ = ["Client", "Sandbox", "ExecResult", "Process", "Session", "Files", "AgentjailError",
+           "AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncSession", "AsyncFiles",
+           "DEFAULT_SOCKET", "__version__"]
 
-DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
+__version__ = "0.1.0"
 
-
-class AgentjailError(Exception):
-    """The service answered with an error: status (HTTP), code, message;
-    for a 403 (the operator policy or the tenant's caps refused it),
-    policy_key: the key of the operator's file to change (else None)."""
-
-    def __init__(self, status, code, message, policy_key=None):
-        super().__init__(f"{message} (HTTP {status}, {code})")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.policy_key = policy_key
+Body = Union[bytes, bytearray, Dict[str, Any], List[Any], IO[bytes], None]
 
 
 class Client:
-    """A connection to the service: a unix socket, or a URL with a token."""
+    """A connection to the service: a unix socket, or a URL with a token.
 
-    def __init__(self, socket_path=None, url=None, token=None, timeout=None):
-        self.url = url or os.environ.get("AGENTJAIL_URL")
-        self.socket_path = socket_path or os.environ.get("AGENTJAIL_SOCKET") or DEFAULT_SOCKET
-        self.token = token or os.environ.get("AGENTJAIL_TOKEN")
+    socket_path, url and token default to $AGENTJAIL_SOCKET, $AGENTJAIL_URL
+    and $AGENTJAIL_TOKEN; timeout (seconds) bounds connecting and each
+    read. Idle connections are kept for the next request."""
+
+    def __init__(self, socket_path: Optional[str] = None, url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        self.url, self.socket_path, self.token = address(socket_path, url, token)
         self.timeout = timeout
         if self.url:
             u = urllib.parse.urlsplit(self.url)
@@ -59,14 +68,16 @@ class Client:
         # idle connections are kept for the next request (_http.py)
         self._pool = _http.Pool(self._connect, host, keep)
 
-    def close(self):
+    def close(self) -> None:
         """Close the idle connections (requests open new ones)."""
         self._pool.close()
 
-    def request(self, method, path, body=None, query=None, headers=None):
-        """Send a request; returns the open response (status < 400) or raises."""
-        if query:
-            path += "?" + urllib.parse.urlencode(query)
+    def request(self, method: str, path: str, body: Body = None,
+                query: Optional[Dict[str, Any]] = None,
+                headers: Optional[Dict[str, str]] = None) -> "_http.Response":
+        """Send a request; returns the open response (status < 400) or
+        raises AgentjailError. A dict or list body is sent as JSON."""
+        path = with_query(path, query)
         h = {"Accept": "application/json"}
         if self.token:
             h["Authorization"] = "Bearer " + self.token
@@ -79,34 +90,32 @@ class Client:
         if resp.status >= 400:
             raw = resp.read()
             resp.close()
-            try:
-                err = json.loads(raw)["error"]
-                raise AgentjailError(resp.status, err.get("code"), err.get("message"),
-                                     err.get("policy_key"))
-            except (ValueError, KeyError, TypeError):
-                raise AgentjailError(resp.status, "http_error", raw.decode(errors="replace"))
+            raise error_from(resp.status, raw)
         return resp
 
-    def json(self, method, path, body=None, query=None):
+    def json(self, method: str, path: str, body: Body = None,
+             query: Optional[Dict[str, Any]] = None) -> Any:
+        """A request whose answer is JSON: the decoded answer."""
         resp = self.request(method, path, body, query)
         try:
             return json.loads(resp.read() or b"null")
         finally:
             resp.close()
 
-    def sandboxes(self):
+    def sandboxes(self) -> List[Dict[str, Any]]:
         """The live sandboxes, as dicts."""
         return self.json("GET", "/v1/sandboxes")["sandboxes"]
 
-    def healthy(self):
+    def healthy(self) -> bool:
+        """True when the service answers GET /healthz with ok."""
         return self.json("GET", "/healthz").get("status") == "ok"
 
 
-_defaults = {}
+_defaults: Dict[Tuple[Optional[str], ...], Client] = {}
 _defaults_lock = threading.Lock()
 
 
-def _default_client():
+def _default_client() -> Client:
     """The Client of Sandbox.create() without one: one per service address,
     shared, so that its kept connections serve every such sandbox (a Client
     each would keep a connection each to the service)."""
@@ -117,69 +126,41 @@ def _default_client():
         return _defaults[key]
 
 
-class ExecResult:
-    """How a command ended, with its (redacted) output."""
-
-    def __init__(self, event, stdout, stderr):
-        self.exit_code = event.get("exit_code")
-        self.signal = event.get("signal")
-        self.timed_out = bool(event.get("timed_out"))
-        self.oom_killed = bool(event.get("oom_killed"))
-        self.duration_ms = event.get("duration_ms")
-        self.error = event.get("error")
-        self.stdout = stdout
-        self.stderr = stderr
-
-    @property
-    def ok(self):
-        return self.exit_code == 0
-
-    def __repr__(self):
-        return (f"ExecResult(exit_code={self.exit_code}, timed_out={self.timed_out}, "
-                f"oom_killed={self.oom_killed}, duration_ms={self.duration_ms})")
-
-
 class Files:
-    """Files of one sandbox; paths are resolved inside the sandbox only."""
+    """Files of one sandbox (Sandbox.files); paths are resolved inside the
+    sandbox only. A path is a str, or bytes for a name that is not UTF-8."""
 
     CHUNK = 1 << 16
 
-    def __init__(self, sb):
+    def __init__(self, sb: "Sandbox") -> None:
         self._sb = sb
 
-    def _path(self):
+    def _path(self) -> str:
         return f"/v1/sandboxes/{self._sb.id}/files"
 
-    @staticmethod
-    def _q(path, **more):
-        """The path as a query: a str as "path", bytes (any name the
-        sandbox can make, UTF-8 or not) as "path_b64"."""
-        if isinstance(path, (bytes, bytearray)):
-            q = {"path_b64": base64.urlsafe_b64encode(bytes(path)).decode()}
-        else:
-            q = {"path": path}
-        q.update({k: v for k, v in more.items() if v is not None})
-        return q
+    _q = staticmethod(path_query)
 
-    def write(self, path, data, mode=None):
-        """Write bytes, str, or a binary file object (streamed) to path
-        (str, or bytes for a name that is not UTF-8)."""
+    def write(self, path: PathLike, data: Union[bytes, bytearray, str, IO[bytes]],
+              mode: Optional[int] = None) -> Dict[str, Any]:
+        """Write bytes, str, or a binary file object (streamed) to path;
+        mode is the file's permission bits (e.g. 0o600)."""
         if isinstance(data, str):
             data = data.encode()
         headers = {"Content-Type": "application/octet-stream"}
         if not isinstance(data, (bytes, bytearray)):
             size = os.fstat(data.fileno()).st_size - data.tell()
             headers["Content-Length"] = str(size)
-        q = self._q(path, mode=format(mode, "o") if mode is not None else None)
+        q = path_query(path, mode=format(mode, "o") if mode is not None else None)
         resp = self._sb.client.request("PUT", self._path(), data, q, headers)
         try:
             return json.loads(resp.read())
         finally:
             resp.close()
 
-    def read(self, path, into=None):
-        """The file's bytes, or written chunk by chunk into a file object."""
-        resp = self._sb.client.request("GET", self._path(), query=self._q(path))
+    def read(self, path: PathLike, into: Optional[IO[bytes]] = None) -> Optional[bytes]:
+        """The file's bytes, or (into given) written chunk by chunk into a
+        file object and None returned."""
+        resp = self._sb.client.request("GET", self._path(), query=path_query(path))
         try:
             if into is None:
                 return resp.read()
@@ -191,76 +172,60 @@ class Files:
         finally:
             resp.close()
 
-    def list(self, path, limit=None):
+    def list(self, path: PathLike, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """Entries of a directory: dicts with name, type, size, mode, mtime,
         and name_bytes (the name's bytes: a name that is not UTF-8 has
         name None). Every page of a large directory is fetched (limit:
         entries per page)."""
-        out, cursor = [], None
+        out: List[Dict[str, Any]] = []
+        cursor = None
         while True:
             page = self._sb.client.json(
-                "GET", self._path(), query=self._q(path, limit=limit, cursor=cursor))
-            for e in page["entries"]:
-                b64 = e.get("name_b64")
-                e["name_bytes"] = base64.b64decode(b64) if b64 else e["name"].encode()
-                out.append(e)
+                "GET", self._path(), query=path_query(path, limit=limit, cursor=cursor))
+            out.extend(list_entries(page))
             cursor = page.get("next_cursor")
             if not cursor:
                 return out
 
-    def mkdir(self, path, parents=False):
-        q = self._q(path, parents="true" if parents else "false")
+    def mkdir(self, path: PathLike, parents: bool = False) -> Dict[str, Any]:
+        """Make a directory (parents=True: and its missing parents)."""
+        q = path_query(path, parents="true" if parents else "false")
         return self._sb.client.json("POST", f"/v1/sandboxes/{self._sb.id}/mkdir", query=q)
 
-    def remove(self, path, recursive=False):
-        q = self._q(path, recursive="true" if recursive else "false")
+    def remove(self, path: PathLike, recursive: bool = False) -> Dict[str, Any]:
+        """Remove a file or an empty directory (recursive=True: any directory)."""
+        q = path_query(path, recursive="true" if recursive else "false")
         return self._sb.client.json("DELETE", self._path(), query=q)
 
 
-def _event_data(ev):
-    data = ev.get("data")
-    if data is None:
-        data = base64.b64decode(ev["data_b64"]).decode(errors="replace")
-    return data
-
-
-def _collect(events, on_stdout, on_stderr):
+def _collect(events: Iterator[Dict[str, Any]], on_stdout: OnOutput,
+             on_stderr: OnOutput) -> ExecResult:
     """Gather output events up to the exit event: an ExecResult."""
-    out, err, end = [], [], None
+    c = Collector(on_stdout, on_stderr)
     for ev in events:
-        kind = ev.get("type")
-        if kind in ("stdout", "stderr"):
-            data = _event_data(ev)
-            (out if kind == "stdout" else err).append(data)
-            cb = on_stdout if kind == "stdout" else on_stderr
-            if cb:
-                cb(data)
-        elif kind == "exit":
-            end = ev
-    if end is None:
-        raise AgentjailError(502, "stream_ended", "the output ended without an exit event")
-    return ExecResult(end, "".join(out), "".join(err))
+        c.feed(ev)
+    return c.result()
 
 
 class Process:
     """A background process (Sandbox.exec(..., background=True))."""
 
-    def __init__(self, sb, pid):
+    def __init__(self, sb: "Sandbox", pid: str) -> None:
         self.sandbox = sb
         self.id = pid
 
-    def _path(self):
+    def _path(self) -> str:
         return f"/v1/sandboxes/{self.sandbox.id}/processes/{self.id}"
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """{"id", "cmd", "running", "output_bytes", "kept_from", "exit"?}"""
         return self.sandbox.client.json("GET", self._path())
 
-    def signal(self, sig="TERM"):
+    def signal(self, sig: Union[str, int] = "TERM") -> Dict[str, Any]:
         """Signal its process group: a number or a name (TERM, KILL, INT...)."""
         return self.sandbox.client.json("POST", self._path() + "/signal", {"signal": sig})
 
-    def events(self, offset=0, follow=False):
+    def events(self, offset: int = 0, follow: bool = False) -> Iterator[Dict[str, Any]]:
         """Its output events from a byte offset: dicts with type stdout/stderr
         (data, offset), gap (output older than the ring), exit."""
         q = {"offset": offset, "follow": "true" if follow else "false"}
@@ -271,7 +236,8 @@ class Process:
         finally:
             resp.close()
 
-    def wait(self, on_stdout=None, on_stderr=None, offset=0):
+    def wait(self, on_stdout: OnOutput = None, on_stderr: OnOutput = None,
+             offset: int = 0) -> ExecResult:
         """Follow the output from offset to the end; an ExecResult."""
         return _collect(self.events(offset, follow=True), on_stdout, on_stderr)
 
@@ -279,47 +245,37 @@ class Process:
 class Sandbox:
     """A sandbox of the service; a context manager that destroys it on exit."""
 
-    def __init__(self, client, info):
+    def __init__(self, client: Client, info: Dict[str, Any]) -> None:
         self.client = client
         self.info = info
-        self.id = info["id"]
+        self.id: str = info["id"]
         self.files = Files(self)
 
     @classmethod
-    def create(cls, client=None, timeout=None, **policy):
+    def create(cls, client: Optional[Client] = None, timeout: Optional[float] = None,
+               **policy: Any) -> "Sandbox":
         """Create a sandbox. policy keys are the long options of `agentjail
         run` (memory="512M", pids=64, cpus=0.5, env={...}, secret={...},
         workspace="/abs/dir", ro=[...], net="none"); timeout is the
         sandbox's time to live in seconds (0: none)."""
         client = client or _default_client()
-        body = {k.replace("_", "-"): v for k, v in policy.items()}
-        if timeout is not None:
-            body["timeout"] = timeout
-        return cls(client, client.json("POST", "/v1/sandboxes", body))
+        return cls(client, client.json("POST", "/v1/sandboxes", create_body(timeout, policy)))
 
-    def __enter__(self):
+    def __enter__(self) -> "Sandbox":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.kill()
         return False
 
-    def exec(self, cmd, on_stdout=None, on_stderr=None, env=None, cwd=None, timeout=None,
-             stdin=None, background=False):
-        """Run cmd (a list, or a string for /bin/sh -c) and wait for it.
-        on_stdout/on_stderr get each piece of output (str) as it comes.
-        background=True returns a Process at once instead."""
-        body = {"cmd": cmd}
-        if background:
-            body["background"] = True
-        if env:
-            body["env"] = env
-        if cwd:
-            body["cwd"] = cwd
-        if timeout is not None:
-            body["timeout"] = timeout
-        if stdin is not None:
-            body["stdin"] = stdin if isinstance(stdin, str) else stdin.decode()
+    def exec(self, cmd: Command, on_stdout: OnOutput = None, on_stderr: OnOutput = None,
+             env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+             timeout: Optional[float] = None, stdin: Union[str, bytes, None] = None,
+             background: bool = False) -> Any:
+        """Run cmd (a list, or a string for /bin/sh -c) and wait for it: an
+        ExecResult. on_stdout/on_stderr get each piece of output (str) as
+        it comes. background=True returns a Process at once instead."""
+        body = exec_body(cmd, env, cwd, timeout, stdin, background)
         if background:
             r = self.client.json("POST", f"/v1/sandboxes/{self.id}/exec", body)
             return Process(self, r["process"])
@@ -329,43 +285,44 @@ class Sandbox:
         finally:
             resp.close()
 
-    def processes(self):
+    def processes(self) -> List[Dict[str, Any]]:
         """Background processes, newest first, as dicts."""
         return self.client.json("GET", f"/v1/sandboxes/{self.id}/processes")["processes"]
 
-    def refresh(self):
+    def refresh(self) -> Dict[str, Any]:
+        """The sandbox's description, fetched again (also kept in info)."""
         self.info = self.client.json("GET", f"/v1/sandboxes/{self.id}")
         return self.info
 
-    def extend(self, timeout):
+    def extend(self, timeout: float) -> Dict[str, Any]:
         """Live timeout more seconds from now (0: no time limit)."""
         self.info = self.client.json("PATCH", f"/v1/sandboxes/{self.id}", {"timeout": timeout})
         return self.info
 
-    def pause(self):
+    def pause(self) -> Dict[str, Any]:
         """Freeze every process of the sandbox (memory kept, TTL clock stopped);
         exec and files answer 409 until resume()."""
         self.info = self.client.json("POST", f"/v1/sandboxes/{self.id}/pause", {})
         return self.info
 
-    def resume(self):
+    def resume(self) -> Dict[str, Any]:
         """Let a paused sandbox's processes run again; its TTL goes on from where it stopped."""
         self.info = self.client.json("POST", f"/v1/sandboxes/{self.id}/resume", {})
         return self.info
 
-    def snapshot(self, name):
+    def snapshot(self, name: str) -> Dict[str, Any]:
         """Store the sandbox's filesystem as a new image named name (an image dict)."""
         return self.client.json("POST", f"/v1/sandboxes/{self.id}/snapshot", {"name": name})
 
-    def fork(self, count=1, timeout=None):
+    def fork(self, count: int = 1, timeout: Optional[float] = None) -> List["Sandbox"]:
         """count new sandboxes starting from a copy of this one's filesystem."""
-        body = {"count": count}
+        body: Dict[str, Any] = {"count": count}
         if timeout is not None:
             body["timeout"] = timeout
         r = self.client.json("POST", f"/v1/sandboxes/{self.id}/fork", body)
         return [Sandbox(self.client, info) for info in r["sandboxes"]]
 
-    def kill(self):
+    def kill(self) -> None:
         """Destroy the sandbox and everything in it (idempotent)."""
         try:
             self.client.json("DELETE", f"/v1/sandboxes/{self.id}")
@@ -373,32 +330,26 @@ class Sandbox:
             if e.status != 404:
                 raise
 
+    def attach(self, cmd: Command, stdin: bool = True, cwd: Optional[str] = None,
+               env: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+               tty: bool = False) -> "Session":
+        """An interactive Session running cmd (WebSocket exec); tty=True gives
+        it a pseudo-terminal (output then comes on channel 1 only)."""
+        return Session(self, cmd, stdin=stdin, cwd=cwd, env=env, timeout=timeout, tty=tty)
+
 
 class Session:
     """An interactive command over the WebSocket exec (Kubernetes channels):
     send() feeds its stdin, recv() returns (channel, bytes) messages: 1
     stdout, 2 stderr, 3 the final status (JSON). Sandbox.attach() makes one."""
 
-    def __init__(self, sb, cmd, stdin=True, cwd=None, env=None, timeout=None, tty=False):
-        q = [("command", c) for c in (cmd if isinstance(cmd, list) else ["/bin/sh", "-c", cmd])]
-        q.append(("stdin", "true" if stdin else "false"))
-        if tty:
-            q.append(("tty", "true"))
-        if cwd:
-            q.append(("cwd", cwd))
-        if timeout is not None:
-            q.append(("timeout", str(timeout)))
-        for k, v in (env or {}).items():
-            q.append(("env", f"{k}={v}"))
-        path = f"/v1/sandboxes/{sb.id}/exec?" + urllib.parse.urlencode(q)
+    def __init__(self, sb: Sandbox, cmd: Command, stdin: bool = True, cwd: Optional[str] = None,
+                 env: Optional[Dict[str, str]] = None, timeout: Optional[float] = None,
+                 tty: bool = False) -> None:
         self._sock = sb.client._connect()  # a connection of its own, never kept
         key = base64.b64encode(os.urandom(16)).decode()
-        head = [f"GET {path} HTTP/1.1", "Host: agentjail", "Upgrade: websocket",
-                "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13",
-                "Sec-WebSocket-Protocol: v4.channel.k8s.io"]
-        if sb.client.token:
-            head.append("Authorization: Bearer " + sb.client.token)
-        self._sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        self._sock.sendall(ws_request(sb.id, cmd, stdin, cwd, env, timeout, tty,
+                                      sb.client.token, key))
         got = b""
         while b"\r\n\r\n" not in got:
             chunk = self._sock.recv(4096)
@@ -409,32 +360,22 @@ class Session:
         self._rb = _http.RecvBuf(rest)  # received, not read yet
         if b" 101 " not in status.split(b"\r\n")[0]:
             raise AgentjailError(400, "websocket", status.split(b"\r\n")[0].decode())
-        self.status = None
+        self.status: Optional[Dict[str, Any]] = None
 
-    def _send_frame(self, opcode, payload):
-        mask = os.urandom(4)
-        n = len(payload)
-        head = bytes([0x80 | opcode])
-        if n < 126:
-            head += bytes([0x80 | n])
-        elif n < 65536:
-            head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
-        else:
-            head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
-        body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self._sock.sendall(head + mask + body)
+    def _send_frame(self, opcode: int, payload: bytes) -> None:
+        self._sock.sendall(ws_frame(opcode, payload))
 
-    def send(self, data):
+    def send(self, data: Union[bytes, str]) -> None:
         """Bytes or str for the command's stdin; b"" closes it (EOF)."""
         self._send_frame(2, b"\0" + (data.encode() if isinstance(data, str) else data))
 
-    def _read(self, n):
+    def _read(self, n: int) -> bytes:
         """n bytes of the connection."""
         if not self._rb.fill(self._sock, n):
             raise EOFError
         return self._rb.take(n)
 
-    def recv(self):
+    def recv(self) -> Tuple[Optional[int], Any]:
         """The next (channel, bytes); (None, reason) once the service closed."""
         while True:
             b0, b1 = self._read(2)
@@ -453,7 +394,8 @@ class Session:
             if op == 8:
                 return None, payload[2:].decode(errors="replace")
 
-    def run(self, on_stdout=None, on_stderr=None):
+    def run(self, on_stdout: Optional[Callable[[bytes], Any]] = None,
+            on_stderr: Optional[Callable[[bytes], Any]] = None) -> Optional[Dict[str, Any]]:
         """Read to the end; returns the final status (a Kubernetes Status
         with our exit event under "agentjail")."""
         while True:
@@ -465,18 +407,14 @@ class Session:
             elif ch == 2 and on_stderr:
                 on_stderr(data)
 
-    def resize(self, width, height):
+    def resize(self, width: int, height: int) -> None:
         """The pty's size (tty=True)."""
         self._send_frame(2, b"\4" + json.dumps({"Width": width, "Height": height}).encode())
 
-    def close(self):
+    def close(self) -> None:
+        """Close the connection (the command gets EOF and a hang-up)."""
         self._sock.close()
 
 
-def _attach(self, cmd, stdin=True, cwd=None, env=None, timeout=None, tty=False):
-    """An interactive Session running cmd (WebSocket exec); tty=True gives
-    it a pseudo-terminal (output then comes on channel 1 only)."""
-    return Session(self, cmd, stdin=stdin, cwd=cwd, env=env, timeout=timeout, tty=tty)
-
-
-Sandbox.attach = _attach
+from .aio import (AsyncClient, AsyncFiles, AsyncProcess, AsyncSandbox,  # noqa: E402
+                  AsyncSession)

@@ -1,17 +1,18 @@
-"""The Python SDK against a real `agentjail serve` ($AGENTJAIL_SOCKET)."""
+"""The Python SDK (the installed package) against a real `agentjail serve`
+($AGENTJAIL_SOCKET)."""
 
 import io
 import os
 import random
 import socket
-import sys
 import tempfile
 import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from agentjail import AgentjailError, Client, Sandbox, _http  # noqa: E402
+# the installed package (tests/service/sdk.bats installs it in a venv of its
+# own): this folder is sys.path[0], the source tree's sdk/python is not
+from agentjail import AgentjailError, Client, Sandbox, _http
 
 
 class RecvBufTest(unittest.TestCase):
