@@ -162,7 +162,7 @@ fuzz() { # seconds per target
 		corpus=$(mktemp -d)
 		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$corpus"/ 2>/dev/null
 		log=$(mktemp)
-		ASAN_OPTIONS=detect_leaks=1 "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1
+		ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1
 		step $? "${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))" \
 			"${t##*/}: crash (reproducer in the log above)" "$log"
 		rm -rf "$corpus" "$log"

@@ -225,6 +225,7 @@ static const struct {
     {"redact", K_LIST},
     {"mask", K_LIST},
     {"writable", K_LIST},
+    {"unmask", K_LIST},
     {"deny", K_LIST},
     {"allow", K_LIST},
     {"publish", K_LIST},

@@ -88,7 +88,7 @@ front_rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$FRONT/status"; }
 import socket, sys, time
 port = int(sys.argv[1])
 s = socket.create_connection(("127.0.0.1", port), timeout=10)
-s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+s.sendall(b"GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\n\r\n")
 data = b""
 while True:
     b = s.recv(4096)
