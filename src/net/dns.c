@@ -240,9 +240,58 @@ static ssize_t to_wire(ldns_pkt *reply, uint8_t *out, size_t max)
 	return (ssize_t)len;
 }
 
+/* One uncompressed name at *off: labels of at most 63 bytes, 255 in all. */
+static bool wire_name_ok(const uint8_t *q, size_t qlen, size_t *off)
+{
+	size_t total = 0;
+	for (;;) {
+		if (*off >= qlen)
+			return false;
+		uint8_t l = q[(*off)++];
+		if (l == 0)
+			return total + 1 <= 255;
+		if (l > 63 || qlen - *off < l)
+			return false; /* a compression pointer or a label past the end */
+		*off += l;
+		total += l + 1u;
+	}
+}
+
+/* The shape of a stub resolver's query, checked before ldns parses it:
+ * one question, no answer or authority records, at most one additional
+ * record (EDNS's OPT), nothing after. libldns 1.8 leaks the record it was
+ * parsing when a section is malformed, so netd never hands it one. */
+static bool wire_query_ok(const uint8_t *q, size_t qlen)
+{
+	if (qlen < 12 || qlen > 4096)
+		return false;
+	unsigned qd = (unsigned)q[4] << 8 | q[5], an = (unsigned)q[6] << 8 | q[7];
+	unsigned ns = (unsigned)q[8] << 8 | q[9], ar = (unsigned)q[10] << 8 | q[11];
+	if (qd != 1 || an != 0 || ns != 0 || ar > 1)
+		return false;
+	size_t off = 12;
+	if (!wire_name_ok(q, qlen, &off) || qlen - off < 4)
+		return false;
+	off += 4; /* type, class */
+	if (ar == 1) {
+		/* EDNS's OPT only: the root name, type 41 (ldns parses its data raw) */
+		if (qlen - off < 11 || q[off] != 0 || q[off + 1] != 0 || q[off + 2] != 41)
+			return false;
+		off += 1;
+		size_t rdlen = (size_t)q[off + 8] << 8 | q[off + 9];
+		off += 10;
+		if (qlen - off < rdlen)
+			return false;
+		off += rdlen;
+	}
+	return off == qlen;
+}
+
 ssize_t aj_dns_handle(aj_netd_ctx *ctx, const uint8_t *q, size_t qlen, uint8_t *out, size_t max)
 {
 	ldns_pkt *qp = NULL;
+	if (!wire_query_ok(q, qlen))
+		return -1; /* not a query of a stub resolver: drop */
 	if (ldns_wire2pkt(&qp, q, qlen) != LDNS_STATUS_OK || !qp)
 		return -1; /* not DNS: drop */
 	ldns_pkt *reply = ldns_pkt_new();
