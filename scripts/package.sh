@@ -12,7 +12,6 @@
 # reading of the programs; dpkg-deb makes the archive.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 build=$(realpath -m "${AJ_DEB_BUILD:-build-deb}")
 out=$(realpath -m "${1:-$build}")
 

@@ -17,8 +17,6 @@ commands() {
 # The candidates the completion offers for the words given (the last one is
 # the word being completed), one a line, sorted.
 complete_words() {
-    local words
-    words=$(printf '%q ' "$@")
     # shellcheck disable=SC2016
     bash --norc --noprofile -c '
         source "$1"; shift

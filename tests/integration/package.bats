@@ -11,6 +11,8 @@ load helpers
 
 setup() {
     require_root
+    # the package is built from the tree, not from the sanitized build
+    [ -z "${AJ_SANITIZED:-}" ] || skip "the package is not the sanitized build"
     aj_setup
     if dpkg-query -W -f='${Status}' agentjail 2>/dev/null | grep -q installed; then
         fail "a package agentjail is installed already: not touching it"
