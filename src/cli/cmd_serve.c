@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail serve: the sandbox service (src/daemon). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,10 @@ static int take_activation(aj_daemon_opts *o, aj_error *err)
 		aj_err_hint(err, "agentjail.socket: ListenStream=/run/agentjail/agentjail.sock");
 		return -1;
 	}
+	/* not to be inherited by anything serve runs (a sandbox must never
+	 * hold the socket its operator connects to) */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return aj_err(err, errno, "cannot set close-on-exec on systemd's socket");
 	static char path[sizeof(sa.sun_path) + 1];
 	memcpy(path, sa.sun_path, sizeof(sa.sun_path));
 	o->socket = path;

@@ -16,6 +16,16 @@ load helpers
     out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo through systemd; exit 3"]}')
     assert_eq "$(events_stdout <<<"$out")" "through systemd" "an exec's output"
     assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 3 "an exec's status"
+    # nothing but serve's two processes holds the socket: not a sandbox's
+    # (a background process is running in one)
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "30"], "background": true}' >/dev/null
+    local holders pid
+    holders=$(ss -xlpn | awk -v p="$SOCK" '$5 == p' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+    [ -n "$holders" ] || fail "ss shows no process holding $SOCK"
+    for pid in $holders; do
+        [ "$pid" = "$SVC_PID" ] || [ "$(ps -o ppid=,comm= -p "$pid" | xargs)" = "$SVC_PID agentjail-front" ] ||
+            fail "process $pid ($(ps -o args= -p "$pid")) holds serve's socket"
+    done
     api DELETE "/v1/sandboxes/$id" >/dev/null
     svc_stop
     [ -S "$SOCK" ] || fail "serve removed systemd's socket"
