@@ -13,6 +13,7 @@ PACKAGES=(
 	bats jq iproute2 util-linux procps psmisc python3 curl socat git
 	python3-venv python3-setuptools python3-wheel python3-pip
 	bubblewrap firejail runsc hyperfine gnuplot-nox
+	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
 )
 
 missing=()

@@ -29,8 +29,10 @@ static const char mcp_usage[] =
     "Claude Code, any MCP client): JSON-RPC 2.0, one message per line, MCP\n"
     "revision " AJ_MCP_VERSION " (also 2025-03-26, 2024-11-05). Its tools use the\n"
     "sandboxes of `agentjail serve`:\n"
-    "  sandbox_create, sandbox_list, sandbox_kill, run_command (output streamed\n"
-    "  as progress notifications), read_file, write_file, list_files\n"
+    "  sandbox_create, sandbox_list, sandbox_kill, sandbox_pause, sandbox_resume,\n"
+    "  run_command (output streamed as progress notifications), process_start,\n"
+    "  process_list, process_output, process_signal (background processes),\n"
+    "  read_file, write_file, list_files\n"
     "\n"
     "It needs the service: without one at the socket (or --url) it exits with\n"
     "125 at start, saying so. Logs go to stderr; stdout carries only messages.\n"
@@ -646,6 +648,205 @@ static json_t *t_list_files(const aj_svc *c, json_t *args)
 	return tool_result(text, o, false);
 }
 
+/* ---- background processes and pause (docs/mcp.md) ---- */
+
+/* /v1/sandboxes/ID/processes/PID + suffix, both escaped as one segment */
+static void proc_path(json_t *args, const char *suffix, char *out, size_t size)
+{
+	char pid[256], tail[512];
+	escape(json_string_value(json_object_get(args, "process_id")), pid, sizeof(pid));
+	for (char *p = pid; (p = strchr(p, '/'));)
+		*p = '_';
+	snprintf(tail, sizeof(tail), "/processes/%s%s", pid, suffix);
+	sb_path(args, tail, out, size);
+}
+
+static json_t *t_process_start(const aj_svc *c, json_t *args)
+{
+	json_t *body = json_pack("{s:b}", "background", 1);
+	const char *keys[] = {"cmd", "cwd", "stdin", "env"};
+	for (size_t i = 0; body && i < AJ_ARRAY_SIZE(keys); i++)
+		if (json_object_get(args, keys[i]))
+			json_object_set(body, keys[i], json_object_get(args, keys[i]));
+	char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	char path[512];
+	sb_path(args, "/exec", path, sizeof(path));
+	json_t *fail = NULL;
+	json_t *o = b ? call_json(c, "POST", path, b, 201, &fail) : NULL;
+	free(b);
+	if (!o)
+		return fail ? fail : tool_error("out of memory");
+	const char *pid = json_string_value(json_object_get(o, "process"));
+	char *text = aj_asprintf("started process %s in the background; process_output reads "
+				 "its output, process_signal stops it",
+				 pid ? pid : "?");
+	json_t *r = tool_result(json_string(text ? text : ""), o, false);
+	free(text);
+	return r;
+}
+
+static json_t *t_process_list(const aj_svc *c, json_t *args)
+{
+	char path[512];
+	sb_path(args, "/processes", path, sizeof(path));
+	json_t *fail = NULL;
+	json_t *o = call_json(c, "GET", path, NULL, 200, &fail);
+	if (!o)
+		return fail;
+	aj_buf b = {0};
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(o, "processes"), i, p)
+	{
+		json_t *ex = json_object_get(p, "exit");
+		char *cmd = json_dumps(json_object_get(p, "cmd"), JSON_COMPACT | JSON_ENCODE_ANY);
+		char state[64] = "running";
+		if (!json_is_true(json_object_get(p, "running")))
+			snprintf(state, sizeof(state), "exited %lld",
+				 (long long)json_integer_value(json_object_get(ex, "exit_code")));
+		char *line =
+		    aj_asprintf("%s %s, %lld bytes of output: %s\n",
+				json_string_value(json_object_get(p, "id")), state,
+				(long long)json_integer_value(json_object_get(p, "output_bytes")),
+				cmd ? cmd : "?");
+		if (line)
+			aj_buf_write(line, 1, strlen(line), &b);
+		free(line);
+		free(cmd);
+	}
+	json_t *text = b.data ? utf8_string(b.data, b.len) : json_string("no background processes");
+	free(b.data);
+	return tool_result(text, o, false);
+}
+
+/* process_output's body: the output ring (1 MiB) as NDJSON, escapes and all */
+#define OUTPUT_MAX (16u << 20)
+static size_t capped_output(char *p, size_t sz, size_t n, void *ud)
+{
+	aj_buf *b = ud;
+	if (b->len + sz * n > OUTPUT_MAX)
+		return 0;
+	return aj_buf_write(p, sz, n, b);
+}
+
+/* An output event's bytes into out; its offset and length in *end. */
+static void output_event(json_t *ev, aj_buf *out, long long *end)
+{
+	const char *d = json_string_value(json_object_get(ev, "data"));
+	const char *b64 = json_string_value(json_object_get(ev, "data_b64"));
+	long long off = json_integer_value(json_object_get(ev, "offset"));
+	size_t n = 0;
+	if (d) {
+		n = json_string_length(json_object_get(ev, "data"));
+		aj_buf_write((char *)d, 1, n, out);
+	} else if (b64) {
+		size_t cap = strlen(b64) / 4 * 3 + 4;
+		char *raw = malloc(cap);
+		int k = raw ? lws_b64_decode_string(b64, raw, (int)cap) : -1;
+		if (k > 0) {
+			n = (size_t)k;
+			aj_buf_write(raw, 1, n, out);
+		}
+		free(raw);
+	}
+	if (off + (long long)n > *end)
+		*end = off + (long long)n;
+}
+
+static json_t *t_process_output(const aj_svc *c, json_t *args)
+{
+	long long offset = json_integer_value(json_object_get(args, "offset"));
+	char suffix[64], path[1024], why[512] = "";
+	snprintf(suffix, sizeof(suffix), "/output?offset=%lld", offset);
+	proc_path(args, suffix, path, sizeof(path));
+	aj_buf body = {0}, out = {0};
+	aj_svc_req q = {.method = "GET",
+			.path = path,
+			.sink = capped_output,
+			.ud = &body,
+			.why = why,
+			.why_size = sizeof(why)};
+	long st = aj_svc_request(c, &q);
+	if (st != 200) {
+		json_t *f = st < 0 && !why[0] ? tool_error("the output is too big to read at once")
+					      : svc_failure(st, &body, why);
+		free(body.data);
+		return f;
+	}
+	json_t *exit_ev = NULL;
+	long long next = offset, gap = -1;
+	for (char *line = body.data, *nl; line && line < body.data + body.len; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(body.data + body.len - line));
+		if (!nl)
+			nl = body.data + body.len;
+		json_t *ev = json_loadb(line, (size_t)(nl - line), 0, NULL);
+		const char *type = json_string_value(json_object_get(ev, "type"));
+		if (type && (!strcmp(type, "stdout") || !strcmp(type, "stderr")))
+			output_event(ev, &out, &next);
+		else if (type && !strcmp(type, "gap"))
+			next = gap = json_integer_value(json_object_get(ev, "next"));
+		else if (type && !strcmp(type, "exit") && !exit_ev)
+			exit_ev = json_incref(ev);
+		json_decref(ev);
+	}
+	free(body.data);
+	json_t *s = json_pack("{s:s, s:o, s:I, s:b, s:O?}", "process",
+			      json_string_value(json_object_get(args, "process_id")), "output",
+			      utf8_string(out.data ? out.data : "", out.len), "next_offset",
+			      (json_int_t)next, "running", exit_ev == NULL, "exit", exit_ev);
+	if (s && gap >= 0)
+		json_object_set_new(s, "lost_before", json_integer(gap));
+	char head[64] = "running";
+	if (exit_ev)
+		snprintf(head, sizeof(head), "exited with code %lld",
+			 (long long)json_integer_value(json_object_get(exit_ev, "exit_code")));
+	char *text = aj_asprintf("%s\n--- output from byte %lld (next_offset %lld)%s\n%.*s", head,
+				 offset, next, gap >= 0 ? "; earlier bytes were dropped" : "",
+				 (int)out.len, out.data ? out.data : "");
+	json_decref(exit_ev);
+	free(out.data);
+	json_t *t = text ? utf8_string(text, strlen(text)) : NULL;
+	free(text);
+	return s ? tool_result(t, s, false) : tool_error("out of memory");
+}
+
+static json_t *t_process_signal(const aj_svc *c, json_t *args)
+{
+	const char *sig = json_string_value(json_object_get(args, "signal"));
+	json_t *body = json_pack("{s:s}", "signal", sig ? sig : "TERM");
+	char *b = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	char path[1024];
+	proc_path(args, "/signal", path, sizeof(path));
+	json_t *fail = NULL;
+	json_t *o = b ? call_json(c, "POST", path, b, 200, &fail) : NULL;
+	free(b);
+	if (!o)
+		return fail ? fail : tool_error("out of memory");
+	char *text = aj_asprintf("sent SIG%s to process %s", sig ? sig : "TERM",
+				 json_string_value(json_object_get(args, "process_id")));
+	json_t *r = tool_result(text ? utf8_string(text, strlen(text)) : NULL, o, false);
+	free(text);
+	return r;
+}
+
+static json_t *t_sandbox_pause(const aj_svc *c, json_t *args, bool pause)
+{
+	char path[512];
+	sb_path(args, pause ? "/pause" : "/resume", path, sizeof(path));
+	json_t *fail = NULL;
+	json_t *o = call_json(c, "POST", path, "{}", 200, &fail);
+	if (!o)
+		return fail;
+	char *text =
+	    aj_asprintf("sandbox %s is %s", json_string_value(json_object_get(args, "sandbox_id")),
+			pause ? "paused (sandbox_resume lets it run again)" : "running");
+	json_t *r = tool_result(text ? utf8_string(text, strlen(text)) : NULL, o, false);
+	free(text);
+	return r;
+}
+
 /* tools/call: the result, or NULL with *code and why for a protocol error. */
 static json_t *tools_call(const aj_svc *c, json_t *params, const json_t *id, int *code, char *why,
 			  size_t size)
@@ -673,6 +874,16 @@ static json_t *tools_call(const aj_svc *c, json_t *params, const json_t *id, int
 		return t_read_file(c, args);
 	if (!strcmp(name, "write_file"))
 		return t_write_file(c, args, code, why, size);
+	if (!strcmp(name, "process_start"))
+		return t_process_start(c, args);
+	if (!strcmp(name, "process_list"))
+		return t_process_list(c, args);
+	if (!strcmp(name, "process_output"))
+		return t_process_output(c, args);
+	if (!strcmp(name, "process_signal"))
+		return t_process_signal(c, args);
+	if (!strcmp(name, "sandbox_pause") || !strcmp(name, "sandbox_resume"))
+		return t_sandbox_pause(c, args, !strcmp(name, "sandbox_pause"));
 	return t_list_files(c, args);
 }
 
@@ -685,7 +896,10 @@ static json_t *initialize(json_t *params)
 			 "version", AJ_VERSION, "instructions",
 			 "Run untrusted commands in isolated, limited, throw-away Linux "
 			 "sandboxes: sandbox_create gives an id; run_command, read_file, "
-			 "write_file and list_files use it; sandbox_kill ends it.");
+			 "write_file and list_files use it; process_start runs a command in "
+			 "the background (process_output, process_signal, process_list); "
+			 "sandbox_pause and sandbox_resume freeze and thaw it; sandbox_kill "
+			 "ends it.");
 }
 
 /* One line: false when stdout is gone. */

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail serve: the sandbox service (src/daemon). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "daemon.h"
@@ -15,7 +20,9 @@ static const char serve_usage[] =
     "Serve the sandbox API (docs/api.md): sandboxes that live across many commands,\n"
     "files in and out, streamed output, TTLs, metrics and an audit log.\n"
     "\n"
-    "  --socket PATH         unix socket, mode 0600 (" AJ_DAEMON_RUN_DIR "/agentjail.sock)\n"
+    "  --socket PATH         unix socket, mode 0600 (" AJ_DAEMON_RUN_DIR "/agentjail.sock);\n"
+    "                        started by systemd's agentjail.socket, serve takes that\n"
+    "                        one instead (LISTEN_FDS; docs/install.md)\n"
     "  --listen ADDR:PORT    also listen on TCP; needs --token-file\n"
     "  --token-file FILE     bearer token every TCP request must carry (one line): the\n"
     "                        operator's, like the unix socket's clients\n"
@@ -34,7 +41,7 @@ static const char serve_usage[] =
     "                        timeout may differ), at isolation LEVEL (process;\n"
     "                        e.g. gvisor:default=2); repeatable\n"
     "  -q, --quiet           no start message, only errors\n"
-    "  --log-format F        plain (default: lines of text) or json: one JSON object a\n"
+    "  --log-format plain|json  plain (default: lines of text) or json: one JSON object a\n"
     "                        line on stderr, the messages and every audit event (with\n"
     "                        its sandbox and tenant)\n"
     "  --store-quota SIZE    snapshots may fill the image store up to SIZE (e.g. 20G),\n"
@@ -57,6 +64,46 @@ static const struct option serve_opts[] = {
     {"store-quota", required_argument, NULL, 'Q'},
     {NULL, 0, NULL, 0},
 };
+
+/* Socket activation (sd_listen_fds(3)'s protocol): systemd passes the
+ * unix socket of agentjail.socket as fd 3, with LISTEN_PID (ours) and
+ * LISTEN_FDS=1. Anything else passed that way is refused: serve must not
+ * serve where the operator did not mean it to. Returns 0 (none), 1 (taken:
+ * o->socket is its path) or -1. */
+static int take_activation(aj_daemon_opts *o, aj_error *err)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	unsigned long long p, n;
+	if (!pid || !fds || aj_parse_uint(pid, 1ULL << 31, &p) < 0 || p != (unsigned)getpid())
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (aj_parse_uint(fds, 64, &n) < 0 || n != 1)
+		return aj_err(err, EINVAL, "LISTEN_FDS=%s: serve takes exactly one socket", fds);
+	int fd = 3, type = 0, listening = 0;
+	struct sockaddr_un sa = {0};
+	socklen_t tl = sizeof(type), ll = sizeof(listening), sl = sizeof(sa);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 || sa.sun_family != AF_UNIX ||
+	    type != SOCK_STREAM || !listening || sa.sun_path[0] != '/') {
+		aj_err(err, EINVAL,
+		       "the socket systemd passed is not a listening unix stream socket "
+		       "with a path");
+		aj_err_hint(err, "agentjail.socket: ListenStream=/run/agentjail/agentjail.sock");
+		return -1;
+	}
+	/* not to be inherited by anything serve runs (a sandbox must never
+	 * hold the socket its operator connects to) */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return aj_err(err, errno, "cannot set close-on-exec on systemd's socket");
+	static char path[sizeof(sa.sun_path) + 1];
+	memcpy(path, sa.sun_path, sizeof(sa.sun_path));
+	o->socket = path;
+	o->socket_fd = fd;
+	return 1;
+}
 
 /* A failure to start: as the command line says it, or a JSON line
  * (--log-format json, once parsed). */
@@ -144,6 +191,8 @@ int aj_cmd_serve(int argc, char **argv)
 		aj_err(&err, EINVAL, "unexpected argument '%s'", argv[optind]);
 		return serve_fail(&err);
 	}
+	if (take_activation(&o, &err) < 0)
+		return serve_fail(&err);
 	if (o.socket[0] != '/' || o.state_dir[0] != '/') {
 		aj_err(&err, EINVAL, "--socket and --state-dir must be absolute paths");
 		return serve_fail(&err);

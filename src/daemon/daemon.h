@@ -15,8 +15,11 @@
 #include "policy.h"
 
 typedef struct aj_daemon_opts {
-	const char *listen;	/* "ADDR:PORT" or NULL: no TCP */
-	const char *socket;	/* unix socket path */
+	const char *listen; /* "ADDR:PORT" or NULL: no TCP */
+	const char *socket; /* unix socket path */
+	/* > 2: the unix socket, listening, made by systemd (serve takes it:
+	 * LISTEN_FDS); it is at socket, and is left there when serve ends */
+	int socket_fd;
 	const char *token_file; /* bearer token; required with listen */
 	/* what clients may do (tenant.h; NULL: the defaults), named tokens */
 	const char *operator_policy;

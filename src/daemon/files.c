@@ -432,7 +432,19 @@ static int page_add(void *ctx, const char *name, const aj_file_stat *st)
 
 /* files.get through the ops; the cursor is "o" and the entries before the
  * page (a level's directory order is stable while it is not changed). */
-static void ops_get(aj_sandbox *sb, aj_reply *r, const char *path, size_t limit, long start)
+/* downloads are audited like uploads, at every level (docs/api.md, Audit) */
+static void audit_download(json_t *args, const char *path, long long size)
+{
+	json_t *a = json_pack("{s:s?, s:s, s:I}", "sandbox",
+			      json_string_value(json_object_get(args, "sandbox")), "peer",
+			      aj_arg_peer(args), "size", (json_int_t)size);
+	if (a)
+		set_path(a, "path", path);
+	aj_audit("download", a);
+}
+
+static void ops_get(aj_sandbox *sb, aj_reply *r, json_t *args, const char *path, size_t limit,
+		    long start)
 {
 	aj_error err;
 	aj_err_clear(&err);
@@ -470,6 +482,7 @@ static void ops_get(aj_sandbox *sb, aj_reply *r, const char *path, size_t limit,
 	r->fd = fd;
 	json_t *o = json_pack("{s:I}", "size", (json_int_t)st.size);
 	set_path(o, "path", path);
+	audit_download(args, path, (long long)st.size);
 	aj_reply_json(r, 200, o);
 }
 
@@ -552,7 +565,7 @@ void aj_op_files_get(json_t *args, aj_reply *r)
 		return;
 	if (via_ops(sb)) {
 		if (aj_backend_can(sb->be, AJ_CAP_FILES, NULL))
-			ops_get(sb, r, path, limit, start);
+			ops_get(sb, r, args, path, limit, start);
 		else
 			no_files(sb, r);
 		aj_sandbox_unref(sb);
@@ -595,13 +608,7 @@ void aj_op_files_get(json_t *args, aj_reply *r)
 	r->fd = fd;
 	json_t *o = json_pack("{s:I}", "size", (json_int_t)st.st_size);
 	set_path(o, "path", path);
-	/* downloads are audited like uploads (docs/api.md, Audit) */
-	json_t *a = json_pack("{s:s?, s:s, s:I}", "sandbox",
-			      json_string_value(json_object_get(args, "sandbox")), "peer",
-			      aj_arg_peer(args), "size", (json_int_t)st.st_size);
-	if (a)
-		set_path(a, "path", path);
-	aj_audit("download", a);
+	audit_download(args, path, st.st_size);
 	aj_reply_json(r, 200, o);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +39,8 @@ typedef struct aj_call {
 static aj_call *calls;
 static uint32_t next_id;
 static int ipc = -1;
+static int activated = -1;	  /* systemd's listening socket (socket_fd) */
+static struct lws_vhost *unix_vh; /* its connections' vhost */
 static struct lws_context *context;
 static volatile sig_atomic_t stopping;
 
@@ -210,12 +213,28 @@ static const struct lws_protocols protocols[] = {
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
+/* systemd's listening socket (socket activation) in the event loop: each
+ * connection accepted is adopted by the unix socket's vhost, as lws's own
+ * listener would. */
+static int accept_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+			   size_t len)
+{
+	(void)wsi, (void)user, (void)in, (void)len;
+	if (reason != LWS_CALLBACK_RAW_RX_FILE)
+		return 0;
+	int c = accept4(activated, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c >= 0 && !lws_adopt_socket_vhost(unix_vh, c))
+		aj_log("error", "agentjail serve: ", "cannot adopt a connection");
+	return 0;
+}
+
 /* The supervisor's socket and the streams it passes (stream.c), on a vhost
  * of their own that listens nowhere: a client cannot ask for these
  * protocols by name. */
 static const struct lws_protocols ipc_protocols[] = {
     {"agentjail-ipc", ipc_callback, 0, 0, 0, NULL, 0},
     {"agentjail-stream", aj_stream_callback, 0, 0, 0, NULL, 0}, /* stream.c */
+    {"agentjail-accept", accept_callback, 0, 0, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 
@@ -231,6 +250,10 @@ static int adopt_ipc(aj_error *err)
 	if (!vh ||
 	    !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, fd, "agentjail-ipc", NULL))
 		return aj_err(err, ENOMEM, "cannot watch the supervisor's socket");
+	lws_sock_file_fd_type lfd = {.filefd = activated};
+	if (activated > 2 &&
+	    !lws_adopt_descriptor_vhost(vh, LWS_ADOPT_RAW_FILE_DESC, lfd, "agentjail-accept", NULL))
+		return aj_err(err, ENOMEM, "cannot watch systemd's socket");
 	aj_exec_set_context(context, vh);
 	return 0;
 }
@@ -251,14 +274,21 @@ static int make_vhost(const aj_daemon_opts *o, bool tcp, aj_error *err)
 		snprintf(host, sizeof(host), "%.*s", (int)(colon - o->listen), o->listen);
 		info.port = (int)port;
 		info.iface = host[0] ? host : NULL;
+	} else if (o->socket_fd > 2) { /* systemd's: its connections are adopted */
+		activated = o->socket_fd;
+		info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
 	} else {
 		info.options = LWS_SERVER_OPTION_UNIX_SOCK;
 		info.iface = o->socket;
 		info.port = 0; /* lws: a unix socket wants port 0 */
 	}
-	if (!lws_create_vhost(context, &info))
+	struct lws_vhost *vh = lws_create_vhost(context, &info);
+	if (!vh)
 		return aj_err(err, EADDRINUSE, "cannot listen on %s", tcp ? o->listen : o->socket);
-	if (!tcp && chmod(o->socket, 0600) < 0)
+	if (!tcp)
+		unix_vh = vh;
+	/* (systemd's socket has the mode of its unit's SocketMode=) */
+	if (!tcp && o->socket_fd <= 2 && chmod(o->socket, 0600) < 0)
 		return aj_err(err, errno, "chmod %s", o->socket);
 	return 0;
 }

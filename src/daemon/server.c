@@ -101,9 +101,10 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 		*slash = '\0';
 		(void)aj_mkdir_p(sockdir, 0755);
 	}
-	/* a stale socket of a killed service (never anything else) */
+	/* a stale socket of a killed service (never anything else; not
+	 * systemd's, which it keeps while serve is down) */
 	struct stat st;
-	if (lstat(o->socket, &st) == 0 && S_ISSOCK(st.st_mode))
+	if (o->socket_fd <= 2 && lstat(o->socket, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(o->socket);
 	return 0;
 }
@@ -191,7 +192,7 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	if (sock[0] >= 0)
 		close(sock[0]);
 	struct stat st;
-	if (front > 0 && lstat(o->socket, &st) == 0 && S_ISSOCK(st.st_mode))
+	if (front > 0 && o->socket_fd <= 2 && lstat(o->socket, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(o->socket);
 	aj_audit_close();
 	aj_tenancy_free();

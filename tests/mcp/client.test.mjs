@@ -61,8 +61,9 @@ test("tools/list: every tool with a JSON Schema, no run_code yet", async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, [
-    "list_files", "read_file", "run_command", "sandbox_create", "sandbox_kill",
-    "sandbox_list", "write_file",
+    "list_files", "process_list", "process_output", "process_signal", "process_start",
+    "read_file", "run_command", "sandbox_create", "sandbox_kill", "sandbox_list",
+    "sandbox_pause", "sandbox_resume", "write_file",
   ]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
@@ -204,6 +205,79 @@ test("a cancelled run_command: the command is killed, the server goes on", async
   assert.ok(!existsSync(`${WORK}/late`), "the cancelled command ran on");
   const r = await call("run_command", { sandbox_id: sandbox, cmd: "echo after" });
   assert.equal(r.structuredContent.stdout, "after\n");
+});
+
+test("background processes: process_start, process_list, process_output from an offset, process_signal", async () => {
+  let r = await call("process_start", {
+    sandbox_id: sandbox, cmd: "echo first; echo err >&2; while :; do sleep 0.1; [ -e /tmp/go ] && break; done; echo second; exec sleep 60",
+  });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  const pid = r.structuredContent.process;
+  assert.match(pid, /^p[0-9]+$/);
+  assert.match(r.content[0].text, new RegExp(pid));
+  // what it printed so far; it still runs
+  let out;
+  for (let i = 0; i < 50; i++) {
+    out = await call("process_output", { sandbox_id: sandbox, process_id: pid });
+    if (out.structuredContent.output.includes("err")) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(out.isError, false, JSON.stringify(out));
+  assert.equal(out.structuredContent.output, "first\nerr\n");
+  assert.equal(out.structuredContent.running, true);
+  assert.equal(out.structuredContent.next_offset, 10);
+  assert.equal(out.structuredContent.exit, null);
+  r = await call("process_list", { sandbox_id: sandbox });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.ok(r.structuredContent.processes.some((p) => p.id === pid && p.running), JSON.stringify(r));
+  assert.match(r.content[0].text, new RegExp(`${pid} running`));
+  // on from next_offset: only what came after
+  await call("run_command", { sandbox_id: sandbox, cmd: "touch /tmp/go" });
+  for (let i = 0; i < 50; i++) {
+    out = await call("process_output", { sandbox_id: sandbox, process_id: pid, offset: 10 });
+    if (out.structuredContent.output) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(out.structuredContent.output, "second\n");
+  assert.equal(out.structuredContent.next_offset, 17);
+  // a signal ends it: its exit is in the output's answer
+  r = await call("process_signal", { sandbox_id: sandbox, process_id: pid, signal: "KILL" });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  for (let i = 0; i < 50; i++) {
+    out = await call("process_output", { sandbox_id: sandbox, process_id: pid, offset: 17 });
+    if (!out.structuredContent.running) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(out.structuredContent.running, false);
+  assert.equal(out.structuredContent.exit.exit_code, 137, JSON.stringify(out));
+  assert.match(out.content[0].text, /^exited with code 137/);
+  // errors: an ended process (409), an unknown one (404), a bad signal
+  r = await call("process_signal", { sandbox_id: sandbox, process_id: pid });
+  assert.equal(r.isError, true, "a signal to an ended process");
+  r = await call("process_output", { sandbox_id: sandbox, process_id: "p999" });
+  assert.equal(r.isError, true, "an unknown process");
+  assert.match(r.content[0].text, /HTTP 404/);
+  await rejects(call("process_signal", { sandbox_id: sandbox, process_id: pid, signal: "SEGV" }), ErrorCode.InvalidParams, /signal: must be one of/);
+  await rejects(call("process_output", { sandbox_id: sandbox, process_id: pid, offset: -1 }), ErrorCode.InvalidParams, /offset/);
+  await rejects(call("process_start", { sandbox_id: sandbox }), ErrorCode.InvalidParams, /'cmd' is required/);
+  await rejects(call("process_list", { sandbox_id: sandbox, process_id: pid }), ErrorCode.InvalidParams, /unknown property 'process_id'/);
+});
+
+test("sandbox_pause and sandbox_resume", async () => {
+  let r = await call("sandbox_pause", { sandbox_id: sandbox });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(r.structuredContent.state, "paused");
+  r = await call("run_command", { sandbox_id: sandbox, cmd: "true" });
+  assert.equal(r.isError, true, "a command in a paused sandbox");
+  assert.match(r.content[0].text, /sandbox_paused/);
+  r = await call("sandbox_pause", { sandbox_id: sandbox });
+  assert.equal(r.isError, true, "pausing a paused sandbox");
+  r = await call("sandbox_resume", { sandbox_id: sandbox });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(r.structuredContent.state, "running");
+  r = await call("run_command", { sandbox_id: sandbox, cmd: "echo thawed" });
+  assert.equal(r.structuredContent.stdout, "thawed\n");
+  await rejects(call("sandbox_resume", {}), ErrorCode.InvalidParams, /'sandbox_id' is required/);
 });
 
 test("sandbox_kill", async () => {
