@@ -408,7 +408,9 @@ static int gv_probe(aj_error *err)
 const aj_backend aj_backend_gvisor = {
     .name = "gvisor",
     .level = AJ_ISO_GVISOR,
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE,
+    /* AJ_CAP_HOST_RW: the agent puts every command under the setid filter
+     * (agent.c) that runsc exec does not give it */
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW,
     .probe = gv_probe,
     .run = gv_run_once,
     .create = gv_create,
