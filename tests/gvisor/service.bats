@@ -42,18 +42,74 @@ gv_none_left() {
     gv_none_left
 }
 
-@test "serve gvisor: a workspace or --rw bind is refused (501): runsc exec's commands lack the setid filter" {
+# Every way of making a setuid/setgid file, one line each: NAME=ok when it
+# worked (an escape), NAME=EPERM when it was refused. Run in the workspace
+# (and /data, the --rw bind) by python3 inside the sandbox.
+SETID_PY='
+import os, errno, sys
+def t(name, f):
+    try:
+        f(); print(name + "=ok")
+    except OSError as e:
+        print(name + "=" + errno.errorcode.get(e.errno, str(e.errno)))
+for d in sys.argv[1:]:
+    p = d + "/victim"
+    open(p, "w").close()
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(p, os.O_RDONLY)
+    t(d + ":chmod_suid", lambda: os.chmod(p, 0o4755))
+    t(d + ":chmod_sgid", lambda: os.chmod(p, 0o2755))
+    t(d + ":fchmodat", lambda: os.chmod("victim", 0o4755, dir_fd=dfd))
+    t(d + ":fchmod", lambda: os.fchmod(fd, 0o6755))
+    t(d + ":open_creat", lambda: os.close(os.open(d + "/made", os.O_CREAT | os.O_WRONLY, 0o4755)))
+    t(d + ":mknod", lambda: os.mknod(d + "/node", 0o102755))
+'
+
+# No file of the sandbox's (id range) or setid file under DIR, no runsc,
+# no new /tmp/agentjail-gvbox-* directory (against $GVBOX_BEFORE).
+gv_ws_clean() { # DIR
+    local bad
+    bad=$(find "$1" \( -perm /6000 -o \! -uid 4242 -o \! -gid 4343 \) -printf '%m %u:%g %p\n' || true)
+    [ -z "$bad" ] || fail "setid or foreign-owned files left on the host: $bad"
+    gv_none_left
+    local after
+    after=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
+    [ -z "$(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))" ] ||
+        fail "gVisor sandbox directories left: $(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))"
+}
+
+@test "serve gvisor: a workspace and --rw: files are the owner's, no setid file, hooks protected" {
+    GVBOX_BEFORE=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
     svc_start
-    mkdir "$BATS_TEST_TMPDIR/ws"
-    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"workspace\": \"$BATS_TEST_TMPDIR/ws\"}"
-    assert_eq "$status_code" 501 "create with a workspace: $body"
-    assert_eq "$(jq -r .error.code <<<"$body")" not_supported
-    assert_contains "$body" "setuid"
-    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"rw\": \"$BATS_TEST_TMPDIR/ws:/data\"}"
-    assert_eq "$status_code" 501 "create with --rw: $body"
-    [ -z "$(ls -A "$BATS_TEST_TMPDIR/ws")" ] || fail "the refused create changed the workspace"
-    api_status GET /v1/sandboxes
-    assert_eq "$(jq -r 'if type == "array" then length else (.sandboxes | length) end' <<<"$body")" 0 "sandboxes after the refused creates"
+    ws=$BATS_TEST_TMPDIR/ws data=$BATS_TEST_TMPDIR/data
+    mkdir "$ws" "$data"
+    git init -q "$ws"
+    chown -R 4242:4343 "$ws" "$data"
+    id=$(gv_create "{\"isolation\": \"gvisor\", \"workspace\": \"$ws\", \"rw\": \"$data:/data\"}")
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo made inside > out.txt; echo also > /data/d.txt; pwd"]}')
+    assert_eq "$(events_stdout <<<"$out")" /workspace "the command's directory"
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "a file written in the workspace"
+    assert_eq "$(stat -c %u:%g "$ws/out.txt" "$data/d.txt" | sort -u)" 4242:4343 "their host owner"
+    # the commands of a live sandbox are under the setid filter (the agent's)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "touch s; chmod u+s s; echo u=$?; chmod g+s s; echo g=$?"]}')
+    assert_eq "$(events_stdout <<<"$out")" $'u=1\ng=1' "chmod u+s / g+s: $out"
+    body=$(jq -n --arg s "$SETID_PY" '{cmd: ["python3", "-", "/workspace", "/data"], stdin: $s}')
+    out=$(events_stdout <<<"$(sb_exec "$id" "$body")")
+    [ "$(grep -c '=EPERM$' <<<"$out")" = 12 ] || fail "not every setid attempt was refused: $out"
+    # and so are its children, and a command started as a background process
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "sh -c \"chmod 4755 /data/d.txt\" && echo escaped"]}')
+    [[ "$(events_stdout <<<"$out")" != *escaped* ]] || fail "a child made a setuid file: $out"
+    # a protected git hook can't be planted (the workspace guard)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo evil > .git/hooks/pre-commit && echo planted; mkdir -p .vscode && echo x > .vscode/tasks.json && echo planted"]}')
+    [[ "$(events_stdout <<<"$out")" != *planted* ]] || fail "a host-run file was written: $out"
+    [ ! -e "$ws/.git/hooks/pre-commit" ] || fail "a git hook was planted on the host"
+    [ ! -e "$ws/.vscode/tasks.json" ] || fail ".vscode/tasks.json on the host"
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after destroy"
+    [ -z "$(find "$ws" "$data" -perm /6000)" ] || fail "a setid file on the host: $(find "$ws" "$data" -perm /6000 -ls)"
+    gv_ws_clean "$ws"
+    gv_ws_clean "$data"
 }
 
 @test "serve gvisor: files through the sandbox's own kernel; kernel file systems refused" {
