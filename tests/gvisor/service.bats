@@ -140,6 +140,30 @@ gv_ws_clean() { # DIR
     gv_none_left
 }
 
+@test "serve gvisor: an upload is answered once the whole file is in the sandbox" {
+    svc_start
+    id=$(gv_create)
+    head -c 24M /dev/urandom >"$BATS_TEST_TMPDIR/big.bin"
+    want=$(sha256sum <"$BATS_TEST_TMPDIR/big.bin" | cut -d' ' -f1)
+    for n in 1 2 3; do
+        api_status PUT "/v1/sandboxes/$id/files?path=/tmp/big$n.bin" --data-binary @"$BATS_TEST_TMPDIR/big.bin"
+        assert_eq "$status_code" 201 "upload $n: $body"
+        assert_eq "$(jq -r .size <<<"$body")" 25165824 "the size answered"
+        # at once: the command sees the whole file
+        out=$(sb_exec "$id" "{\"cmd\": [\"sha256sum\", \"/tmp/big$n.bin\"]}")
+        assert_eq "$(events_stdout <<<"$out" | cut -d' ' -f1)" "$want" "upload $n's bytes inside"
+    done
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # a write that fails after the body came (a full /tmp) is the answer's
+    # error, not a 201 for a short file
+    id=$(gv_create '{"isolation": "gvisor", "disk": "8M"}')
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/too-big.bin" --data-binary @"$BATS_TEST_TMPDIR/big.bin"
+    assert_eq "$status_code" 507 "an upload past --disk: $body"
+    assert_contains "$body" "too-big.bin"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_none_left
+}
+
 @test "serve gvisor: pause and resume; snapshot and fork answer 501 with the reason" {
     svc_start
     id=$(gv_create)
