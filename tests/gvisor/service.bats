@@ -211,6 +211,54 @@ gv_ws_clean() { # DIR
     api DELETE "/v1/sandboxes/$id1" >/dev/null
 }
 
+# The host cgroup file KNOB (v1 memory/pids) of the sandbox whose Sentry is PID.
+gv_cg_knob() { # PID CONTROLLER KNOB
+    local path
+    path=$(awk -F: -v c="$2" '$2 == c {print $3}' "/proc/$1/cgroup")
+    cat "/sys/fs/cgroup/$2$path/$3"
+}
+
+@test "serve gvisor: a pooled sandbox is handed out with the create's env, secrets and limits" {
+    svc_start --pool gvisor:default=1
+    gv_pool_ready() {
+        for _ in $(seq 300); do
+            [ "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .ready')" = 1 ] && return 0
+            sleep 0.1
+        done
+        fail "the level-2 pool did not fill"
+    }
+    gv_pool_ready
+    sleep 2 # the pooled sandbox is 2 s old at least: not one built for the create
+    id=$(gv_create '{"isolation": "gvisor", "env": {"HANDOUT": "yes"}, "secret": {"TOKEN": "s3cr3t-handout-57"}, "memory": "300M", "pids": 40}')
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .hits')" 1 "pool hits"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $HANDOUT; ulimit -p; echo s3cr3t-handout-57; test -n \"$TOKEN\" && echo token-set"]}')
+    assert_eq "$(events_stdout <<<"$out")" $'yes\n40\n[REDACTED]\ntoken-set' "env, RLIMIT_NPROC, redaction of the new secret: $out"
+    [[ "$out" != *"s3cr3t-handout-57"* ]] || fail "the new secret's value came out: $out"
+    pid=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+    [ "$(ps -o etimes= -p "$pid")" -ge 2 ] || fail "not the pooled sandbox (built $(ps -o etimes= -p "$pid") s ago)"
+    assert_eq "$(gv_cg_knob "$pid" memory memory.limit_in_bytes)" 314572800 "the cgroup's memory limit"
+    assert_eq "$(gv_cg_knob "$pid" pids pids.max)" $((192 + 16 * 40)) "the cgroup's pids ceiling"
+    assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r '[.limits.memory, .limits.pids] | @tsv')" $'314572800\t40'
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # what a live level-2 sandbox can't change is built fresh (the pooled
+    # one is dropped): a higher pids limit (RLIMIT_NPROC inside only goes
+    # down), the disk
+    gv_pool_ready
+    id=$(gv_create '{"isolation": "gvisor", "pids": 1000}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "ulimit -p"]}')
+    assert_eq "$(events_stdout <<<"$out")" 1000 "the fresh sandbox's RLIMIT_NPROC"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_pool_ready
+    id=$(gv_create '{"isolation": "gvisor", "disk": "16M"}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "head -c 32000000 /dev/zero > /tmp/f 2>/dev/null; echo $?"]}')
+    assert_eq "$(events_stdout <<<"$out")" 1 "--disk 16M holds (a fresh sandbox)"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    kill "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    gv_none_left
+}
+
 @test "serve gvisor: a SIGKILLed service's level-2 sandboxes are swept at the next start" {
     svc_start
     id=$(gv_create)
