@@ -32,9 +32,8 @@ static const char *cap_name(unsigned cap)
 	case AJ_CAP_UPDATE: return "changing limits of a live sandbox";
 	case AJ_CAP_ROOT_FD: return "host access to the sandbox's root";
 	case AJ_CAP_HOST_RW:
-		return "a workspace or --rw bind in a sandbox of the service (its commands, "
-		       "started "
-		       "by runsc exec, lack the filter that keeps host files from becoming setuid)";
+		return "a workspace or --rw bind in a sandbox of the service (every command "
+		       "under the filter that keeps host files from becoming setuid)";
 	}
 	return "this operation";
 }

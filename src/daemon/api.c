@@ -472,6 +472,28 @@ void aj_api_dispatch(aj_req *r)
 
 /* ---- uploads: the supervisor opens the file, we fill it ---- */
 
+static void upload_answer(aj_req *r)
+{
+	json_t *o = json_pack("{s:I}", "size", (json_int_t)r->uploaded);
+	json_object_set_new(o, r->file_path_b64 ? "path_b64" : "path", json_string(r->file_path));
+	if (r->file_path_b64)
+		json_object_set_new(o, "path", json_null());
+	aj_http_json(r, 201, o);
+}
+
+/* files.put_done's answer: the sandbox has the whole file (or an error). */
+static void upload_written(aj_req *r, int status, json_t *reply, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	if (status != 200) {
+		aj_front_reply(r, status, reply, -1);
+		return;
+	}
+	json_decref(reply);
+	upload_answer(r);
+}
+
 static void upload_finish(aj_req *r)
 {
 	int fd = r->upload_fd;
@@ -481,11 +503,14 @@ static void upload_finish(aj_req *r)
 			      strerror(errno));
 		return;
 	}
-	json_t *o = json_pack("{s:I}", "size", (json_int_t)r->uploaded);
-	json_object_set_new(o, r->file_path_b64 ? "path_b64" : "path", json_string(r->file_path));
-	if (r->file_path_b64)
-		json_object_set_new(o, "path", json_null());
-	aj_http_json(r, 201, o);
+	if (r->upload_wait) { /* a level's ops write it: answered when they end */
+		json_t *a = args_of(r);
+		json_object_set_new(a, "upload", json_integer((json_int_t)r->upload_wait));
+		r->upload_wait = 0;
+		aj_front_call(r, "files.put_done", a, upload_written);
+		return;
+	}
+	upload_answer(r);
 }
 
 static int upload_write(aj_req *r, const void *buf, size_t len)
@@ -514,6 +539,7 @@ static void upload_opened(aj_req *r, int status, json_t *reply, int fd)
 		aj_front_reply(r, status == 200 ? 500 : status, reply, fd);
 		return;
 	}
+	r->upload_wait = (unsigned long long)json_integer_value(json_object_get(reply, "upload"));
 	json_decref(reply);
 	r->upload_fd = fd;
 	/* what came while the file was being opened */

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libwebsockets.h>
@@ -486,12 +488,68 @@ static void ops_get(aj_sandbox *sb, aj_reply *r, json_t *args, const char *path,
 	aj_reply_json(r, 200, o);
 }
 
+static void answer_path(aj_reply *r, int status, const char *path, json_t *more)
+{
+	json_t *o = more ? more : json_object();
+	set_path(o, "path", path);
+	aj_reply_json(r, status, o);
+}
+
+/* An upload through the ops: the front fills a pipe, which a thread of
+ * ours writes into the sandbox (the level's file_write, to the pipe's
+ * EOF); then the front asks files.put_done, which waits for that write to
+ * end (the agent's answer at level 2), so that the API answers once the
+ * whole file is there. An upload nobody asks about is dropped a minute
+ * after it ended. */
 typedef struct upload {
 	aj_sandbox *sb;
+	char sb_id[40];
 	char *path;
 	unsigned mode;
 	int fd;
+	unsigned long long id;
+	bool done, claimed;
+	int e; /* the write's -errno */
+	aj_error err;
+	time_t done_at;
+	struct upload *next;
 } upload;
+
+#define UPLOAD_KEEP_S 60
+#define UPLOAD_WAIT_S 300
+
+static pthread_mutex_t up_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t up_cv = PTHREAD_COND_INITIALIZER;
+static upload *uploads;
+static unsigned long long up_next;
+
+static time_t mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static void upload_free(upload *u)
+{
+	free(u->path);
+	free(u);
+}
+
+/* Ended uploads nobody asked about for UPLOAD_KEEP_S (up_mu held). */
+static void uploads_prune(void)
+{
+	time_t now = mono_s();
+	for (upload **pp = &uploads; *pp;) {
+		upload *u = *pp;
+		if (u->done && !u->claimed && now - u->done_at > UPLOAD_KEEP_S) {
+			*pp = u->next;
+			upload_free(u);
+		} else {
+			pp = &u->next;
+		}
+	}
+}
 
 /* Fills the file from what the front writes into the pipe, to its EOF. */
 static void *upload_thread(void *arg)
@@ -499,20 +557,29 @@ static void *upload_thread(void *arg)
 	upload *u = arg;
 	aj_error err;
 	aj_err_clear(&err);
-	if (u->sb->be->file_write(u->sb->inst, u->path, u->fd, ~0ULL, u->mode, &err) < 0)
+	int e = u->sb->be->file_write(u->sb->inst, u->path, u->fd, ~0ULL, u->mode, &err);
+	if (e < 0)
 		aj_audit("upload_failed", json_pack("{s:s, s:s, s:s}", "sandbox", u->sb->id, "path",
 						    u->path, "error", err.msg));
 	close(u->fd);
 	aj_sandbox_unref(u->sb);
-	free(u->path);
-	free(u);
+	pthread_mutex_lock(&up_mu);
+	u->sb = NULL;
+	u->e = e;
+	u->err = err;
+	u->done = true;
+	u->done_at = mono_s();
+	pthread_cond_broadcast(&up_cv);
+	pthread_mutex_unlock(&up_mu);
 	aj_worker_leave();
 	return NULL;
 }
 
 /* files.put through the ops: the file is made (empty) first, so that a
- * refused path is answered now; then the front fills a pipe. */
-static int ops_put(aj_sandbox *sb, aj_reply *r, const char *path, unsigned mode)
+ * refused path is answered now; then the front fills a pipe. The answer
+ * has the upload's id for files.put_done. */
+static int ops_put(aj_sandbox *sb, aj_reply *r, const char *path, unsigned mode,
+		   unsigned long long *id)
 {
 	aj_error err;
 	aj_err_clear(&err);
@@ -534,20 +601,79 @@ static int ops_put(aj_sandbox *sb, aj_reply *r, const char *path, unsigned mode)
 		return -ENOMEM;
 	}
 	u->sb = sb, u->mode = mode, u->fd = p[0];
+	snprintf(u->sb_id, sizeof(u->sb_id), "%s", sb->id);
 	aj_sandbox_ref(sb);
 	aj_worker_enter();
+	pthread_mutex_lock(&up_mu);
+	uploads_prune();
+	u->id = *id = ++up_next;
+	u->next = uploads;
+	uploads = u;
+	pthread_mutex_unlock(&up_mu);
 	if (aj_thread_start(upload_thread, u) != 0) {
+		pthread_mutex_lock(&up_mu);
+		for (upload **pp = &uploads; *pp; pp = &(*pp)->next)
+			if (*pp == u) {
+				*pp = u->next;
+				break;
+			}
+		pthread_mutex_unlock(&up_mu);
 		aj_worker_leave();
 		aj_sandbox_unref(sb);
 		close(p[0]);
 		close(p[1]);
-		free(u->path);
-		free(u);
+		upload_free(u);
 		aj_reply_error(r, 503, "busy", "cannot start the upload");
 		return -EAGAIN;
 	}
 	r->fd = p[1];
 	return 0;
+}
+
+/* files.put_done {sandbox, upload}: after the front closed the upload's
+ * pipe, wait for the sandbox's write to end; 200, or its error. */
+void aj_op_files_put_done(json_t *args, aj_reply *r)
+{
+	aj_sandbox *sb = aj_arg_sandbox(args, r);
+	if (!sb)
+		return;
+	json_int_t id = json_integer_value(json_object_get(args, "upload"));
+	pthread_mutex_lock(&up_mu);
+	upload *u = uploads;
+	while (u && (u->id != (unsigned long long)id || strcmp(u->sb_id, sb->id) || u->claimed))
+		u = u->next;
+	aj_sandbox_unref(sb);
+	if (!u) {
+		pthread_mutex_unlock(&up_mu);
+		aj_reply_error(r, 404, "not_found", "no upload %lld in this sandbox",
+			       (long long)id);
+		return;
+	}
+	u->claimed = true;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += UPLOAD_WAIT_S;
+	int w = 0;
+	while (!u->done && w != ETIMEDOUT)
+		w = pthread_cond_timedwait(&up_cv, &up_mu, &until);
+	if (!u->done) {
+		u->claimed = false;
+		pthread_mutex_unlock(&up_mu);
+		aj_reply_error(r, 504, "timeout", "the sandbox did not finish writing the file");
+		return;
+	}
+	for (upload **pp = &uploads; *pp; pp = &(*pp)->next)
+		if (*pp == u) {
+			*pp = u->next;
+			break;
+		}
+	uploads_prune();
+	pthread_mutex_unlock(&up_mu);
+	if (u->e < 0)
+		ops_fail(r, "cannot write", u->path, -u->e, &u->err);
+	else
+		answer_path(r, 200, u->path, NULL);
+	upload_free(u);
 }
 
 /* files.get {sandbox, path | path_b64, limit, cursor}: a directory's
@@ -620,13 +746,6 @@ static void audit_path(const char *what, const aj_sandbox *sb, json_t *args, con
 	aj_audit(what, o);
 }
 
-static void answer_path(aj_reply *r, int status, const char *path, json_t *more)
-{
-	json_t *o = more ? more : json_object();
-	set_path(o, "path", path);
-	aj_reply_json(r, status, o);
-}
-
 /* files.put {sandbox, path | path_b64, mode: "octal"}: the new (truncated)
  * regular file's fd, write-only, for the front to fill. Its directory is
  * checked before the file is made, the file once it is open. */
@@ -648,12 +767,13 @@ void aj_op_files_put(json_t *args, aj_reply *r)
 	aj_sandbox *sb = aj_arg_running(args, r);
 	if (!sb)
 		return;
+	unsigned long long up = 0;
 	if (via_ops(sb)) {
 		if (!aj_backend_can(sb->be, AJ_CAP_FILES, NULL))
 			no_files(sb, r);
-		else if (ops_put(sb, r, path, (unsigned)mode) == 0) {
+		else if (ops_put(sb, r, path, (unsigned)mode, &up) == 0) {
 			audit_path("upload", sb, args, path);
-			answer_path(r, 200, path, NULL);
+			answer_path(r, 200, path, json_pack("{s:I}", "upload", (json_int_t)up));
 		}
 		aj_sandbox_unref(sb);
 		return;

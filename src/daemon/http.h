@@ -32,9 +32,10 @@ typedef struct aj_req {
 	bool upload;	      /* PUT .../files: the body goes to upload_fd */
 	int upload_fd;	      /* from the supervisor (files.put); -1 while asked for */
 	unsigned long long uploaded;
-	char sb_id[40];	      /* the sandbox of the route */
-	struct aj_call *call; /* a request to the supervisor in flight */
-	char file_path[5600]; /* as given, or its base64 (file_path_b64) */
+	unsigned long long upload_wait; /* files.put_done's id (a level's ops), or 0 */
+	char sb_id[40];			/* the sandbox of the route */
+	struct aj_call *call;		/* a request to the supervisor in flight */
+	char file_path[5600];		/* as given, or its base64 (file_path_b64) */
 	bool file_path_b64;
 	/* response */
 	int status;

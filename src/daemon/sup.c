@@ -47,6 +47,7 @@ static const struct {
     {"procs.output", aj_op_procs_output, false},
     {"files.get", aj_op_files_get, false},
     {"files.put", aj_op_files_put, false},
+    {"files.put_done", aj_op_files_put_done, false},
     {"files.delete", aj_op_files_delete, false},
     {"files.mkdir", aj_op_files_mkdir, false},
     {"pools", aj_op_pools, true},

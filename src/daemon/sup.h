@@ -61,6 +61,7 @@ void aj_op_procs_signal(json_t *args, aj_reply *rep);
 void aj_op_procs_output(json_t *args, aj_reply *rep);
 void aj_op_files_get(json_t *args, aj_reply *rep);
 void aj_op_files_put(json_t *args, aj_reply *rep);
+void aj_op_files_put_done(json_t *args, aj_reply *rep);
 void aj_op_files_delete(json_t *args, aj_reply *rep);
 void aj_op_files_mkdir(json_t *args, aj_reply *rep);
 void aj_op_pools(json_t *args, aj_reply *rep);

@@ -71,3 +71,37 @@ policy() { # EXTRA-JSON-MEMBERS
     assert_status 0
     assert_contains "$output" "ok 4 - out of memory: 137, oom_killed"
 }
+
+# One agent-protocol exchange with agentjail-agent run directly (REQUEST
+# JSON in, the frames out as "TYPE payload" lines).
+agent_call() { # REQUEST-JSON
+    python3 -c '
+import struct, subprocess, sys
+req = sys.argv[2].encode()
+p = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+p.stdin.write(b"Q" + struct.pack("<I", len(req)) + req + b"I\0\0\0\0")
+p.stdin.flush()  # kept open until the end: its close kills the command
+while True:
+    h = p.stdout.read(5)
+    if len(h) < 5:
+        break
+    b = p.stdout.read(struct.unpack("<I", h[1:5])[0])
+    print(chr(h[0]), b.decode(errors="replace"))
+    if h[0:1] == b"X":
+        break
+p.stdin.close()
+p.wait(timeout=20)
+' "$(dirname "${AJ_REAL:-$AJ}")/agentjail-agent" "$1"
+}
+
+@test "gvisor agent: a wall it can't set fails the exec closed, with the wall named" {
+    # a good request runs the command (on this host: the agent is static)
+    run agent_call "{\"op\": \"exec\", \"argv\": [\"sh\", \"-c\", \"echo ran; grep ^Seccomp: /proc/self/status\"], \"env\": [], \"cwd\": \"$T\", \"rlimits\": {\"core\": [0, 0]}}"
+    assert_status 0
+    [[ "$output" == *"O ran"* && "$output" == *"Seccomp:	2"* ]] || fail "the command, filtered: $output"
+    # an rlimit it can't set: not run, and said why (not a 126)
+    run agent_call "{\"op\": \"exec\", \"argv\": [\"touch\", \"$T/ran\"], \"env\": [], \"cwd\": \"$T\", \"rlimits\": {\"bogus\": [1, 1]}}"
+    assert_status 0
+    [[ "$output" == *'"confine":"rlimits"'* ]] || fail "no confine error: $output"
+    [ ! -e "$T/ran" ] || fail "the command ran without its walls"
+}

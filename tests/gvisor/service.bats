@@ -42,18 +42,74 @@ gv_none_left() {
     gv_none_left
 }
 
-@test "serve gvisor: a workspace or --rw bind is refused (501): runsc exec's commands lack the setid filter" {
+# Every way of making a setuid/setgid file, one line each: NAME=ok when it
+# worked (an escape), NAME=EPERM when it was refused. Run in the workspace
+# (and /data, the --rw bind) by python3 inside the sandbox.
+SETID_PY='
+import os, errno, sys
+def t(name, f):
+    try:
+        f(); print(name + "=ok")
+    except OSError as e:
+        print(name + "=" + errno.errorcode.get(e.errno, str(e.errno)))
+for d in sys.argv[1:]:
+    p = d + "/victim"
+    open(p, "w").close()
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(p, os.O_RDONLY)
+    t(d + ":chmod_suid", lambda: os.chmod(p, 0o4755))
+    t(d + ":chmod_sgid", lambda: os.chmod(p, 0o2755))
+    t(d + ":fchmodat", lambda: os.chmod("victim", 0o4755, dir_fd=dfd))
+    t(d + ":fchmod", lambda: os.fchmod(fd, 0o6755))
+    t(d + ":open_creat", lambda: os.close(os.open(d + "/made", os.O_CREAT | os.O_WRONLY, 0o4755)))
+    t(d + ":mknod", lambda: os.mknod(d + "/node", 0o102755))
+'
+
+# No file of the sandbox's (id range) or setid file under DIR, no runsc,
+# no new /tmp/agentjail-gvbox-* directory (against $GVBOX_BEFORE).
+gv_ws_clean() { # DIR
+    local bad
+    bad=$(find "$1" \( -perm /6000 -o \! -uid 4242 -o \! -gid 4343 \) -printf '%m %u:%g %p\n' || true)
+    [ -z "$bad" ] || fail "setid or foreign-owned files left on the host: $bad"
+    gv_none_left
+    local after
+    after=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
+    [ -z "$(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))" ] ||
+        fail "gVisor sandbox directories left: $(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))"
+}
+
+@test "serve gvisor: a workspace and --rw: files are the owner's, no setid file, hooks protected" {
+    GVBOX_BEFORE=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
     svc_start
-    mkdir "$BATS_TEST_TMPDIR/ws"
-    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"workspace\": \"$BATS_TEST_TMPDIR/ws\"}"
-    assert_eq "$status_code" 501 "create with a workspace: $body"
-    assert_eq "$(jq -r .error.code <<<"$body")" not_supported
-    assert_contains "$body" "setuid"
-    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"rw\": \"$BATS_TEST_TMPDIR/ws:/data\"}"
-    assert_eq "$status_code" 501 "create with --rw: $body"
-    [ -z "$(ls -A "$BATS_TEST_TMPDIR/ws")" ] || fail "the refused create changed the workspace"
-    api_status GET /v1/sandboxes
-    assert_eq "$(jq -r 'if type == "array" then length else (.sandboxes | length) end' <<<"$body")" 0 "sandboxes after the refused creates"
+    ws=$BATS_TEST_TMPDIR/ws data=$BATS_TEST_TMPDIR/data
+    mkdir "$ws" "$data"
+    git init -q "$ws"
+    chown -R 4242:4343 "$ws" "$data"
+    id=$(gv_create "{\"isolation\": \"gvisor\", \"workspace\": \"$ws\", \"rw\": \"$data:/data\"}")
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo made inside > out.txt; echo also > /data/d.txt; pwd"]}')
+    assert_eq "$(events_stdout <<<"$out")" /workspace "the command's directory"
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "a file written in the workspace"
+    assert_eq "$(stat -c %u:%g "$ws/out.txt" "$data/d.txt" | sort -u)" 4242:4343 "their host owner"
+    # the commands of a live sandbox are under the setid filter (the agent's)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "touch s; chmod u+s s; echo u=$?; chmod g+s s; echo g=$?"]}')
+    assert_eq "$(events_stdout <<<"$out")" $'u=1\ng=1' "chmod u+s / g+s: $out"
+    body=$(jq -n --arg s "$SETID_PY" '{cmd: ["python3", "-", "/workspace", "/data"], stdin: $s}')
+    out=$(events_stdout <<<"$(sb_exec "$id" "$body")")
+    [ "$(grep -c '=EPERM$' <<<"$out")" = 12 ] || fail "not every setid attempt was refused: $out"
+    # and so are its children, and a command started as a background process
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "sh -c \"chmod 4755 /data/d.txt\" && echo escaped"]}')
+    [[ "$(events_stdout <<<"$out")" != *escaped* ]] || fail "a child made a setuid file: $out"
+    # a protected git hook can't be planted (the workspace guard)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo evil > .git/hooks/pre-commit && echo planted; mkdir -p .vscode && echo x > .vscode/tasks.json && echo planted"]}')
+    [[ "$(events_stdout <<<"$out")" != *planted* ]] || fail "a host-run file was written: $out"
+    [ ! -e "$ws/.git/hooks/pre-commit" ] || fail "a git hook was planted on the host"
+    [ ! -e "$ws/.vscode/tasks.json" ] || fail ".vscode/tasks.json on the host"
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after destroy"
+    [ -z "$(find "$ws" "$data" -perm /6000)" ] || fail "a setid file on the host: $(find "$ws" "$data" -perm /6000 -ls)"
+    gv_ws_clean "$ws"
+    gv_ws_clean "$data"
 }
 
 @test "serve gvisor: files through the sandbox's own kernel; kernel file systems refused" {
@@ -80,6 +136,30 @@ gv_none_left() {
     sb_exec "$id" '{"cmd": ["ln", "-s", "/etc/shadow", "/tmp/link"]}' >/dev/null
     api_status GET "/v1/sandboxes/$id/files?path=/tmp/link"
     [[ "$body" != *"root:"* ]] || fail "the host's /etc/shadow through a link: $body"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_none_left
+}
+
+@test "serve gvisor: an upload is answered once the whole file is in the sandbox" {
+    svc_start
+    id=$(gv_create)
+    head -c 24M /dev/urandom >"$BATS_TEST_TMPDIR/big.bin"
+    want=$(sha256sum <"$BATS_TEST_TMPDIR/big.bin" | cut -d' ' -f1)
+    for n in 1 2 3; do
+        api_status PUT "/v1/sandboxes/$id/files?path=/tmp/big$n.bin" --data-binary @"$BATS_TEST_TMPDIR/big.bin"
+        assert_eq "$status_code" 201 "upload $n: $body"
+        assert_eq "$(jq -r .size <<<"$body")" 25165824 "the size answered"
+        # at once: the command sees the whole file
+        out=$(sb_exec "$id" "{\"cmd\": [\"sha256sum\", \"/tmp/big$n.bin\"]}")
+        assert_eq "$(events_stdout <<<"$out" | cut -d' ' -f1)" "$want" "upload $n's bytes inside"
+    done
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # a write that fails after the body came (a full /tmp) is the answer's
+    # error, not a 201 for a short file
+    id=$(gv_create '{"isolation": "gvisor", "disk": "8M"}')
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/too-big.bin" --data-binary @"$BATS_TEST_TMPDIR/big.bin"
+    assert_eq "$status_code" 507 "an upload past --disk: $body"
+    assert_contains "$body" "too-big.bin"
     api DELETE "/v1/sandboxes/$id" >/dev/null
     gv_none_left
 }
@@ -129,6 +209,54 @@ gv_none_left() {
     assert_eq "$(api GET "/v1/sandboxes/$id1" | jq -r .isolation)" process "a level-1 create from a level-2 pool"
     api DELETE "/v1/sandboxes/$id" >/dev/null
     api DELETE "/v1/sandboxes/$id1" >/dev/null
+}
+
+# The host cgroup file KNOB (v1 memory/pids) of the sandbox whose Sentry is PID.
+gv_cg_knob() { # PID CONTROLLER KNOB
+    local path
+    path=$(awk -F: -v c="$2" '$2 == c {print $3}' "/proc/$1/cgroup")
+    cat "/sys/fs/cgroup/$2$path/$3"
+}
+
+@test "serve gvisor: a pooled sandbox is handed out with the create's env, secrets and limits" {
+    svc_start --pool gvisor:default=1
+    gv_pool_ready() {
+        for _ in $(seq 300); do
+            [ "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .ready')" = 1 ] && return 0
+            sleep 0.1
+        done
+        fail "the level-2 pool did not fill"
+    }
+    gv_pool_ready
+    sleep 2 # the pooled sandbox is 2 s old at least: not one built for the create
+    id=$(gv_create '{"isolation": "gvisor", "env": {"HANDOUT": "yes"}, "secret": {"TOKEN": "s3cr3t-handout-57"}, "memory": "300M", "pids": 40}')
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[] | select(.isolation == "gvisor") | .hits')" 1 "pool hits"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $HANDOUT; ulimit -p; echo s3cr3t-handout-57; test -n \"$TOKEN\" && echo token-set"]}')
+    assert_eq "$(events_stdout <<<"$out")" $'yes\n40\n[REDACTED]\ntoken-set' "env, RLIMIT_NPROC, redaction of the new secret: $out"
+    [[ "$out" != *"s3cr3t-handout-57"* ]] || fail "the new secret's value came out: $out"
+    pid=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+    [ "$(ps -o etimes= -p "$pid")" -ge 2 ] || fail "not the pooled sandbox (built $(ps -o etimes= -p "$pid") s ago)"
+    assert_eq "$(gv_cg_knob "$pid" memory memory.limit_in_bytes)" 314572800 "the cgroup's memory limit"
+    assert_eq "$(gv_cg_knob "$pid" pids pids.max)" $((192 + 16 * 40)) "the cgroup's pids ceiling"
+    assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r '[.limits.memory, .limits.pids] | @tsv')" $'314572800\t40'
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # what a live level-2 sandbox can't change is built fresh (the pooled
+    # one is dropped): a higher pids limit (RLIMIT_NPROC inside only goes
+    # down), the disk
+    gv_pool_ready
+    id=$(gv_create '{"isolation": "gvisor", "pids": 1000}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "ulimit -p"]}')
+    assert_eq "$(events_stdout <<<"$out")" 1000 "the fresh sandbox's RLIMIT_NPROC"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    gv_pool_ready
+    id=$(gv_create '{"isolation": "gvisor", "disk": "16M"}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "head -c 32000000 /dev/zero > /tmp/f 2>/dev/null; echo $?"]}')
+    assert_eq "$(events_stdout <<<"$out")" 1 "--disk 16M holds (a fresh sandbox)"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    kill "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    gv_none_left
 }
 
 @test "serve gvisor: a SIGKILLed service's level-2 sandboxes are swept at the next start" {

@@ -6,21 +6,29 @@
  * of the agent protocol (agent_proto.h, docs/levels.md) on stdin/stdout:
  * run a command (its output, exit and signals as frames) or a file
  * operation, resolved by the sandbox's own kernel as the user runsc exec
- * gave it (root, for files). Paths on kernel filesystems are refused. */
+ * gave it (root, for files). Paths on kernel filesystems are refused.
+ * runsc exec gives a command none of the walls config.json gives the
+ * container's init (seccomp, rlimits), so the agent sets them itself
+ * before it execs the command, and fails closed (confine()). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <linux/capability.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -258,7 +266,7 @@ static int op_write(const char *path, int mode)
 			e = EINVAL;
 		else if (kernel_fs(fd) < 0)
 			e = EPERM;
-		else if (ftruncate(fd, 0) < 0 || (made && fchmod(fd, (mode_t)mode & 07777) < 0))
+		else if (ftruncate(fd, 0) < 0 || (made && fchmod(fd, (mode_t)mode & 0777) < 0))
 			e = errno;
 	}
 	if (dfd >= 0)
@@ -414,7 +422,138 @@ static char **strv(json_t *a)
 
 extern char **environ;
 
-static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errpipe)
+/* ---- the command's walls: what config.json gives the container's init
+ * and runsc exec does not give the processes it starts ---- */
+
+/* No setuid or setgid file may be made (bundle.c's seccomp section, level
+ * 1's seccomp.c): a workspace file is its owner's on the host, so such a
+ * file would be setuid to that owner there. openat2 (its mode in memory)
+ * and fchmodat2 are ENOSYS, as at level 1 (libc falls back). */
+static scmp_filter_ctx setid_filter(void)
+{
+	static const struct {
+		int nr;
+		unsigned arg;
+		int flags_arg; /* -1: the mode counts always, else only with O_CREAT/O_TMPFILE */
+	} calls[] = {{SCMP_SYS(chmod), 1, -1},	  {SCMP_SYS(fchmod), 1, -1},
+		     {SCMP_SYS(fchmodat), 2, -1}, {SCMP_SYS(creat), 1, -1},
+		     {SCMP_SYS(mknod), 1, -1},	  {SCMP_SYS(mknodat), 2, -1},
+		     {SCMP_SYS(open), 2, 1},	  {SCMP_SYS(openat), 3, 2}};
+	static const unsigned long bits[] = {S_ISUID, S_ISGID};
+	static const unsigned long creat[] = {O_CREAT, __O_TMPFILE};
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int r = ctx ? 0 : -ENOMEM;
+	for (size_t i = 0; r == 0 && i < sizeof(calls) / sizeof(calls[0]); i++)
+		for (size_t b = 0; r == 0 && b < 2; b++) {
+			struct scmp_arg_cmp mode =
+			    SCMP_CMP(calls[i].arg, SCMP_CMP_MASKED_EQ, bits[b], bits[b]);
+			if (calls[i].flags_arg < 0) {
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), calls[i].nr,
+							   1, &mode);
+				continue;
+			}
+			for (size_t f = 0; r == 0 && f < 2; f++) {
+				struct scmp_arg_cmp cmp[2] = {SCMP_CMP((unsigned)calls[i].flags_arg,
+								       SCMP_CMP_MASKED_EQ, creat[f],
+								       creat[f]),
+							      mode};
+				r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), calls[i].nr,
+							   2, cmp);
+			}
+		}
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
+	if (r == 0) /* fchmodat2: x86_64 number 452, newer than this libseccomp may be */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), 452, 0);
+	if (r < 0 && ctx) {
+		seccomp_release(ctx);
+		ctx = NULL;
+	}
+	return ctx;
+}
+
+/* The policy's rlimits (the request's "rlimits": {"core": [soft, hard],
+ * ...}, config.json's): lowered to them, never raised past what the
+ * command already has. */
+static int set_rlimits(json_t *lim)
+{
+	static const struct {
+		const char *name;
+		int res;
+	} names[] = {{"core", RLIMIT_CORE},
+		     {"nofile", RLIMIT_NOFILE},
+		     {"nproc", RLIMIT_NPROC},
+		     {"fsize", RLIMIT_FSIZE}};
+	if (lim && !json_is_object(lim))
+		return -EINVAL;
+	const char *k;
+	json_t *v;
+	json_object_foreach(lim, k, v)
+	{
+		size_t i = 0;
+		while (i < sizeof(names) / sizeof(names[0]) && strcmp(names[i].name, k))
+			i++;
+		json_t *soft = json_array_get(v, 0), *hard = json_array_get(v, 1);
+		if (i == sizeof(names) / sizeof(names[0]) || !json_is_integer(soft) ||
+		    !json_is_integer(hard) || json_integer_value(soft) < 0 ||
+		    json_integer_value(hard) < json_integer_value(soft))
+			return -EINVAL;
+		struct rlimit cur,
+		    rl = {(rlim_t)json_integer_value(soft), (rlim_t)json_integer_value(hard)};
+		if (getrlimit(names[i].res, &cur) < 0)
+			return -errno;
+		if (rl.rlim_max > cur.rlim_max)
+			rl.rlim_max = cur.rlim_max;
+		if (rl.rlim_cur > rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(names[i].res, &rl) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* No capabilities at all (config.json's empty sets): the bounding set
+ * too where the command may drop it (CAP_SETPCAP); checked after. */
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	if (d[0].effective & (1u << CAP_SETPCAP))
+		for (int c = 0; c < 64; c++)
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+				if (errno == EINVAL)
+					break;
+				return -errno;
+			}
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) < 0 || syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	for (int w = 0; w < 2; w++)
+		if (d[w].effective || d[w].permitted || d[w].inheritable)
+			return -EPERM;
+	return 0;
+}
+
+/* How a command failed to start, for the host: its own errno (127/126),
+ * or a wall that could not be set (the exec fails, never runs without). */
+typedef struct start_err {
+	int e;
+	char what[64];
+} start_err;
+
+static void child_fail(int errpipe, int e, const char *what)
+{
+	start_err se = {.e = e ? e : EINVAL};
+	snprintf(se.what, sizeof(se.what), "%s", what ? what : "");
+	(void)!write(errpipe, &se, sizeof(se));
+	_exit(127);
+}
+
+static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errpipe,
+		  scmp_filter_ctx filter)
 {
 	setsid();
 	sigset_t none;
@@ -426,26 +565,40 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 		out = err = slave_or_in;
 	}
 	if (dup2(slave_or_in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		goto fail;
+		child_fail(errpipe, errno, NULL);
 	const char *cwd = json_string_value(json_object_get(q, "cwd"));
 	if (cwd && chdir(cwd) < 0)
-		goto fail;
+		child_fail(errpipe, errno, NULL);
 	char **argv = strv(json_object_get(q, "argv"));
 	char **env = strv(json_object_get(q, "env"));
 	if (!argv || !argv[0] || !env)
-		goto fail;
+		child_fail(errpipe, EINVAL, NULL);
+	int r = set_rlimits(json_object_get(q, "rlimits"));
+	if (r < 0)
+		child_fail(errpipe, -r, "rlimits");
+	if ((r = drop_caps()) < 0)
+		child_fail(errpipe, -r, "capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(errpipe, errno, "no_new_privs");
+	if ((r = seccomp_load(filter)) < 0)
+		child_fail(errpipe, -r, "seccomp filter");
 	environ = env;
 	execvp(argv[0], argv);
-fail:;
-	int e = errno ? errno : EINVAL;
-	(void)!write(errpipe, &e, sizeof(e));
-	_exit(127);
+	child_fail(errpipe, errno, NULL);
 }
 
-static int start_job(json_t *q, job *j)
+/* Start the command; 0, or -errno with se->what naming the wall that
+ * could not be set (empty: the command's own error). */
+static int start_job(json_t *q, job *j, start_err *se)
 {
 	int io[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, ep[2];
 	j->tty = json_is_true(json_object_get(q, "tty"));
+	/* built before the fork, loaded by the child last before its exec */
+	scmp_filter_ctx filter = setid_filter();
+	if (!filter) {
+		snprintf(se->what, sizeof(se->what), "seccomp filter");
+		return -ENOMEM;
+	}
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		return -errno;
 	if (j->tty) {
@@ -470,18 +623,20 @@ static int start_job(json_t *q, job *j)
 	if (j->pid < 0)
 		return -errno;
 	if (j->pid == 0)
-		child(q, j, io[0], o[1], e[1], ep[1]);
+		child(q, j, io[0], o[1], e[1], ep[1], filter);
+	seccomp_release(filter);
 	close(ep[1]);
 	close(io[0]);
 	if (!j->tty)
 		close(o[1]), close(e[1]);
-	int err = 0;
-	ssize_t n = read(ep[0], &err, sizeof(err));
+	ssize_t n = read(ep[0], se, sizeof(*se));
 	close(ep[0]);
-	if (n == sizeof(err)) {
+	if (n == sizeof(*se)) {
 		waitpid(j->pid, NULL, 0);
-		return -err;
+		se->what[sizeof(se->what) - 1] = '\0';
+		return -se->e;
 	}
+	se->what[0] = '\0';
 	fcntl(j->in, F_SETFL, O_NONBLOCK);
 	return 0;
 }
@@ -558,7 +713,14 @@ static int op_exec(json_t *q)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	job j = {.in = -1, .out = -1, .err = -1};
-	int r = sfd < 0 ? -errno : start_job(q, &j);
+	start_err se = {0};
+	int r = sfd < 0 ? -errno : start_job(q, &j, &se);
+	if (r < 0 && se.what[0]) { /* fail closed: said as such, not as 126 */
+		json_t *x = json_pack("{s:i,s:s,s:s}", "errno", -r, "error", strerror(-r),
+				      "confine", se.what);
+		frame_json(AJ_AG_EXIT, x);
+		return 1;
+	}
 	if (r < 0)
 		return answer(-r);
 	bool host = true;

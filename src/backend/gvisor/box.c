@@ -324,6 +324,44 @@ static void gv_info(aj_inst *i, aj_inst_info *out)
 	out->alive = i->sandbox_pid > 0 && kill(i->sandbox_pid, 0) == 0;
 }
 
+/* A pooled sandbox's hand-out (AJ_CAP_UPDATE): the cgroup's memory and
+ * pids (the host's ceiling for --pids, as at create) and CPU; env and
+ * secrets for later commands (the agent's exec request carries the env,
+ * redaction reads the policy). RLIMIT_NPROC inside is config.json's and
+ * the agent can only lower it (per command): a higher --pids, like a
+ * --disk (the Sentry's tmpfs sizes are fixed at its start), is refused,
+ * and the pool builds a fresh sandbox instead. */
+static int gv_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err)
+{
+	gv_run *g = &i->g;
+	if (what & AJ_UPDATE_DISK)
+		return aj_err(err, ENOTSUP,
+			      "isolation 'gvisor' cannot resize a live sandbox's writable space");
+	if ((what & AJ_UPDATE_LIMITS) && (!p->pids || p->pids > i->q.pids))
+		return aj_err(err, ENOTSUP,
+			      "isolation 'gvisor' cannot raise a live sandbox's pids limit");
+	if ((what & (AJ_UPDATE_LIMITS | AJ_UPDATE_CPU)) && !g->have_cg)
+		return aj_err(err, ENOENT, "no cgroup to change the limits in");
+	int r = 0;
+	if (what & AJ_UPDATE_LIMITS) {
+		aj_policy q = *p; /* shallow: the host's pids ceiling differs */
+		q.pids = aj_gv_host_pids(p->pids);
+		r = aj_cgroup_update_limits(&g->cg, &q, err);
+	}
+	if (r == 0 && (what & AJ_UPDATE_CPU))
+		r = aj_cgroup_update_cpu(&g->cg, p->cpu_millis, err);
+	if (r < 0)
+		return r;
+	char **env = aj_policy_build_env(p, NULL, i->envp);
+	if (!env)
+		return aj_err(err, ENOMEM, "environment");
+	aj_strv_free(i->envp);
+	i->envp = env;
+	i->q = *p; /* the commands' policy (redaction, rlimits, cwd): shallow */
+	i->q.argv = i->init_argv;
+	return 0;
+}
+
 static int gv_pause(aj_inst *i, bool pause, aj_error *err)
 {
 	char root[128], msg[512] = "";
@@ -408,7 +446,9 @@ static int gv_probe(aj_error *err)
 const aj_backend aj_backend_gvisor = {
     .name = "gvisor",
     .level = AJ_ISO_GVISOR,
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE,
+    /* AJ_CAP_HOST_RW: the agent puts every command under the setid filter
+     * (agent.c) that runsc exec does not give it */
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE,
     .probe = gv_probe,
     .run = gv_run_once,
     .create = gv_create,
@@ -422,6 +462,7 @@ const aj_backend aj_backend_gvisor = {
     .exec_abandon = aj_gvbox_exec_abandon,
     .open_pty = gv_open_pty,
     .pause = gv_pause,
+    .update = gv_update,
     .stats = gv_stats,
     .file_read = aj_gvbox_file_read,
     .file_write = aj_gvbox_file_write,

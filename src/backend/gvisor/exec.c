@@ -215,7 +215,8 @@ struct aj_job {
 	bool cancelled, done, have_exit;
 	int exit_code, term_signal, agent_errno;
 	char agent_error[256];
-	aj_error err; /* an error to start it, for exec_wait */
+	char confine[64]; /* the wall the agent could not set, if that failed */
+	aj_error err;	  /* an error to start it, for exec_wait */
 	int failed;
 };
 
@@ -285,6 +286,23 @@ static json_t *merged_env(char **base, char **more)
 	return a;
 }
 
+/* config.json's rlimits (bundle.c), which runsc exec does not give the
+ * commands it starts: the agent sets them (agent.c, set_rlimits). */
+static json_t *rlimits(const aj_policy *p)
+{
+	json_t *o = json_pack("{s:[i,i]}", "core", 0, 0);
+	const struct {
+		const char *name;
+		unsigned long long v;
+	} lim[] = {{"nofile", p->nofile}, {"nproc", p->pids}, {"fsize", p->fsize}};
+	for (size_t k = 0; o && k < AJ_ARRAY_SIZE(lim); k++)
+		if (lim[k].v)
+			json_object_set_new(
+			    o, lim[k].name,
+			    json_pack("[I,I]", (json_int_t)lim[k].v, (json_int_t)lim[k].v));
+	return o;
+}
+
 static int request(aj_job *j, const aj_exec_spec *s)
 {
 	const aj_policy *p = j->i->g.p;
@@ -295,8 +313,9 @@ static int request(aj_job *j, const aj_exec_spec *s)
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
 					 : AJ_SANDBOX_HOME;
-	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
-			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b,s:o}", "op", "exec", "argv", argv, "env",
+			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0,
+			      "rlimits", rlimits(p));
 	if (s->tty_slave > 0) {
 		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
 		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));
@@ -397,6 +416,8 @@ static void agent_frame(aj_job *j, char type, const char *buf, size_t len)
 		j->term_signal = (int)json_integer_value(json_object_get(x, "signal"));
 		snprintf(j->agent_error, sizeof(j->agent_error), "%s",
 			 json_string_value(json_object_get(x, "error")) ?: "");
+		snprintf(j->confine, sizeof(j->confine), "%s",
+			 json_string_value(json_object_get(x, "confine")) ?: "");
 		json_decref(x);
 	}
 }
@@ -596,7 +617,14 @@ int aj_gvbox_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	} else if (j->have_exit && j->agent_errno) {
 		int e = j->agent_errno;
 		const char *cmd = "command";
-		if (e == ENOENT) {
+		if (j->confine[0]) { /* not run without its walls */
+			aj_err(err, e,
+			       "the command was not started: the sandbox's agent could not set its "
+			       "%s (%s)",
+			       j->confine, j->agent_error);
+			aj_err_hint(err, "the level-2 agent (agentjail-agent) must be this "
+					 "agentjail's, built with libseccomp");
+		} else if (e == ENOENT) {
 			aj_err(err, e, "%s: command not found in the sandbox", cmd);
 			err->exit = AJ_EXIT_NOTFOUND;
 		} else if (e == EACCES || e == ENOEXEC || e == EISDIR || e == EPERM) {

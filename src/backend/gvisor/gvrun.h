@@ -16,6 +16,19 @@
 #include "protect.h"
 #include "userns.h"
 
+/* The host's pids controller counts tasks (threads): a gVisor sandbox is
+ * ~150 of them at rest (runsc run, the gofer, the Sentry's Go threads) and
+ * ~10-14 more per process inside (the ptrace platform's stub process and
+ * tracer threads; measured: 1, 10, 50 processes -> 160, 287, 669 tasks).
+ * --pids N becomes this at the host cgroup: a ceiling against fork bombs
+ * that lets N processes run (docs/levels.md). */
+#define AJ_GVISOR_PIDS_BASE 192
+#define AJ_GVISOR_PIDS_PER_PROC 16
+static inline unsigned long long aj_gv_host_pids(unsigned long long pids)
+{
+	return pids ? AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * pids : 0;
+}
+
 typedef struct gv_run {
 	const aj_policy *p;
 	const aj_run_hooks *hooks;

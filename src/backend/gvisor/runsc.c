@@ -41,15 +41,6 @@
 #include "userns.h"
 #include "util.h"
 
-/* The host's pids controller counts tasks (threads): a gVisor sandbox is
- * ~150 of them at rest (runsc run, the gofer, the Sentry's Go threads) and
- * ~10-14 more per process inside (the ptrace platform's stub process and
- * tracer threads; measured: 1, 10, 50 processes -> 160, 287, 669 tasks).
- * --pids N becomes this at the host cgroup: a ceiling against fork bombs
- * that lets N processes run (docs/levels.md). */
-#define AJ_GVISOR_PIDS_BASE 192
-#define AJ_GVISOR_PIDS_PER_PROC 16
-
 static const char *const runsc_paths[] = {"/usr/bin/runsc", "/usr/sbin/runsc",
 					  "/usr/local/bin/runsc", "/usr/local/sbin/runsc"};
 
@@ -406,7 +397,7 @@ int aj_gv_setup(gv_run *g, aj_error *err)
 	if (r < 0)
 		return r;
 	aj_policy q = *p; /* a shallow copy: only the pids limit differs */
-	q.pids = p->pids ? AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * p->pids : 0;
+	q.pids = aj_gv_host_pids(p->pids);
 	aj_error cgerr;
 	aj_err_clear(&cgerr);
 	if (aj_cgroup_create(&g->cg, g->id, &q, &cgerr) == 0) {
@@ -755,7 +746,7 @@ static void result(gv_run *g, int status, aj_run_result *res)
 		    g,
 		    "the sandbox's host tasks (gVisor's own threads included) reached their "
 		    "cgroup limit (%llu for --pids %llu) and gVisor's kernel stopped (exit %d)",
-		    AJ_GVISOR_PIDS_BASE + AJ_GVISOR_PIDS_PER_PROC * g->p->pids, g->p->pids, code);
+		    aj_gv_host_pids(g->p->pids), g->p->pids, code);
 }
 
 /* A pipe, socket or terminal (written at no offset), or closed. */
