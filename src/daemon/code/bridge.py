@@ -232,7 +232,7 @@ def op_control(req):
                 return
         send({"id": rid, "type": "reply", "status": 201, "body": ctx.describe()})
         return
-    ctx = get_or_make(name, create=False)
+    ctx = get_or_make(name, create=name == "default")  # the default: made when used
     if ctx is None:
         send({"id": rid, "type": "fail", "status": 404, "code": "not_found",
               "message": "no code context '%s'" % name})
@@ -244,7 +244,10 @@ def op_control(req):
         if ctx.km is not None:
             ctx.km.interrupt_kernel()  # a run in progress ends, then we restart
         with ctx.mu:
-            ctx.restart()
+            if ctx.km is None:
+                ctx.start()
+            else:
+                ctx.restart()
     elif op == "delete":
         with CTX_MU:
             CONTEXTS.pop(name, None)
