@@ -680,6 +680,14 @@ out:
 	aj_sandbox_unref(sb);
 }
 
+bool aj_code_warm_ready(aj_sandbox *sb)
+{
+	pthread_mutex_lock(&code_mu);
+	bool r = sb->code != NULL;
+	pthread_mutex_unlock(&code_mu);
+	return r;
+}
+
 int aj_code_warm(aj_sandbox *sb, const char *code, aj_error *err)
 {
 	pthread_mutex_lock(&code_mu);
@@ -726,7 +734,7 @@ int aj_code_warm(aj_sandbox *sb, const char *code, aj_error *err)
 	return 0;
 }
 
-void aj_code_drop(aj_sandbox *sb)
+void aj_code_drop(aj_sandbox *sb, bool kill)
 {
 	pthread_mutex_lock(&code_mu);
 	aj_code *c = sb->code;
@@ -735,6 +743,9 @@ void aj_code_drop(aj_sandbox *sb)
 		close(c->in); /* the bridge ends its kernels at its stdin's EOF */
 		c->in = -1;
 		pthread_mutex_unlock(&c->write_mu);
+		unsigned char zero = 0; /* a 0 byte: SIGKILL (its kernels die with the sandbox) */
+		if (kill && write(c->sig[1], &zero, 1) < 0)
+			(void)0;
 		sb->code = NULL;
 	}
 	pthread_mutex_unlock(&code_mu);

@@ -18,8 +18,12 @@ void aj_op_code_ctx(json_t *args, struct aj_reply *rep);
 /* A pool's warm-up: the bridge started and the default context's kernel
  * running code (imports) before the sandbox is handed out. */
 int aj_code_warm(aj_sandbox *sb, const char *code, aj_error *err);
-/* End the sandbox's bridge and its kernels (a pooled sandbox handed out
- * with another environment: its next run starts them afresh). */
-void aj_code_drop(aj_sandbox *sb);
+/* The sandbox has a bridge (a warm kernel, for a pool's JSON). */
+bool aj_code_warm_ready(aj_sandbox *sb);
+/* End the sandbox's bridge: its stdin closed, so it ends its kernels (a
+ * pooled sandbox handed out with another environment: its next run starts
+ * them afresh); kill: SIGKILL too (a sandbox being thrown away: the
+ * bridge's reference must go for it to be destroyed). */
+void aj_code_drop(aj_sandbox *sb, bool kill);
 
 #endif

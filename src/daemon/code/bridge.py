@@ -94,11 +94,12 @@ class Context:
                 "state": "busy" if self.busy else "idle",
                 "execution_count": self.count, "restarts": self.restarts}
 
-    def run(self, rid, code, timeout):
-        """Run code; events as they come; the end event last."""
+    def run(self, rid, code, timeout, history=True):
+        """Run code; events as they come; the end event last. history=False
+        (a warm-up): the execution count stays as it was."""
         t0 = time.monotonic()
         kc = self.kc
-        msg_id = kc.execute(code, store_history=True, allow_stdin=False)
+        msg_id = kc.execute(code, store_history=history, allow_stdin=False)
         deadline = t0 + timeout if timeout else None
         timed_out = died = False
         idle = False
@@ -135,7 +136,7 @@ class Context:
                 if not timed_out:
                     send({"id": rid, "type": "error", "name": c.get("ename", ""),
                           "value": c.get("evalue", ""), "traceback": c.get("traceback", [])})
-            elif kind == "execute_input":
+            elif kind == "execute_input" and history:
                 count = c.get("execution_count", count)
             elif kind == "status" and c.get("execution_state") == "idle":
                 idle = True
@@ -260,7 +261,7 @@ def op_control(req):
     elif op == "warm":  # a pool's warm-up: the kernel started, imports done
         with ctx.mu:
             ensure_started(ctx)
-            ctx.run(rid, req.get("code", ""), 0)
+            ctx.run(rid, req.get("code", ""), 0, history=False)
         return
     send({"id": rid, "type": "reply", "body": ctx.describe()})
 
