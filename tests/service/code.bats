@@ -199,3 +199,28 @@ print([p for p in os.listdir("/proc") if p.isdigit() and "sales" in open("/proc/
     assert_eq "$(jq -rs 'map(select(.type == "stdout") | .data) | add' <<<"$body")" 'False 42'
     as alice DELETE "/v1/sandboxes/$a"
 }
+
+@test "code: agentjail sandbox code reads stdin, prints results, writes images to files" {
+    local a out
+    a=$(AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox create)
+    mkdir "$T/out"
+    echo keep >"$T/out/code-1.png"
+    out=$(printf 'import matplotlib.pyplot as plt\nv = 21\nprint("hi")\nplt.plot([1, 3, 2])\nplt.show()\nv * 2\n' |
+        AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox code --out "$T/out" "$a")
+    assert_eq "$out" "hi
+[image/png: $T/out/code-2.png]
+42"
+    assert_eq "$(cat "$T/out/code-1.png")" keep "a file that was there is kept"
+    assert_eq "$(head -c 8 "$T/out/code-2.png" | od -An -tx1 | tr -d ' \n')" 89504e470d0a1a0a
+    run bash -c "echo 'v / 0' | AGENTJAIL_SOCKET=$SOCK $AJ sandbox code $a"
+    assert_status 1
+    [[ "$output" == *ZeroDivisionError* ]] || fail "no traceback: $output"
+    run bash -c "echo 'while True: pass' | AGENTJAIL_SOCKET=$SOCK $AJ sandbox code --timeout 1 $a"
+    assert_status 124
+    run bash -c "echo 'print(v)' | AGENTJAIL_SOCKET=$SOCK $AJ sandbox code --context nope $a"
+    assert_status 125
+    [[ "$output" == *"no code context 'nope'"* ]] || fail "$output"
+    out=$(echo 'print(v)' | AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox code "$a")
+    assert_eq "$out" 21
+    AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox rm "$a"
+}
