@@ -207,6 +207,19 @@ static json_t *run_event(aj_code *c, pending *p, const char *type, json_t *m)
 	return NULL;
 }
 
+/* A run's client went away: its context is interrupted (as a command
+ * whose client disconnects is killed); the answer (id 0) is dropped. */
+static void interrupt_left(aj_code *c, const pending *p)
+{
+	char line[128];
+	int n = snprintf(line, sizeof(line), "{\"id\":0,\"op\":\"interrupt\",\"context\":\"%s\"}\n",
+			 p->ctx);
+	pthread_mutex_lock(&c->write_mu);
+	if (c->in >= 0 && aj_write_all(c->in, line, (size_t)n) < 0)
+		(void)0;
+	pthread_mutex_unlock(&c->write_mu);
+}
+
 /* One line of the bridge's stdout. */
 static void on_line(aj_code *c, const char *s, size_t n)
 {
@@ -221,6 +234,8 @@ static void on_line(aj_code *c, const char *s, size_t n)
 		json_t *ev = p->sock >= 0 ? run_event(c, p, type, m) : NULL;
 		if (ev)
 			to_stream(p, ev);
+		if (ev && p->sock < 0 && strcmp(type, "end"))
+			interrupt_left(c, p);
 		if (!strcmp(type, "end")) { /* the run is over: its stream too */
 			aj_audit("code",
 				 json_pack("{s:s, s:s, s:s, s:b, s:b}", "sandbox", c->sb->id,

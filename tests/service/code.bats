@@ -224,3 +224,33 @@ print([p for p in os.listdir("/proc") if p.isdigit() and "sales" in open("/proc/
     assert_eq "$out" 21
     AGENTJAIL_SOCKET=$SOCK "$AJ" sandbox rm "$a"
 }
+
+@test "code: a pool starts kernels ahead with pandas imported; drained, nothing is left" {
+    svc_stop
+    svc_start --pool default=1,code
+    local p a
+    for _ in $(seq 300); do
+        p=$(api GET /v1/pools | jq -c '.pools[0] | [.ready, .code_kernels]')
+        [ "$p" = "[1,1]" ] && break
+        sleep 0.1
+    done
+    assert_eq "$p" "[1,1]" "the pooled sandbox's kernel is ready"
+    a=$(sb_create '{}')
+    # the warm-up imported pandas and matplotlib, and did not count as a cell
+    body=$(api POST "/v1/sandboxes/$a/code" -d '{"code": "import sys\nprint(\"pandas\" in sys.modules, \"matplotlib.pyplot\" in sys.modules)"}')
+    assert_eq "$(jq -rs 'map(select(.type == "stdout") | .data) | add' <<<"$body")" 'True True'
+    assert_eq "$(jq -s 'last | .execution_count' <<<"$body")" 1
+    # a create with env gets a kernel with that env (the warm one is ended)
+    for _ in $(seq 300); do
+        [ "$(api GET /v1/pools | jq -c '.pools[0].code_kernels')" = 1 ] && break
+        sleep 0.1
+    done
+    local e
+    e=$(sb_create '{"env": {"MODE": "ci"}}')
+    body=$(api POST "/v1/sandboxes/$e/code" -d '{"code": "import os\nprint(os.environ.get(\"MODE\"))"}')
+    assert_eq "$(jq -rs 'map(select(.type == "stdout") | .data) | add' <<<"$body")" 'ci'
+    api DELETE "/v1/sandboxes/$a" >/dev/null
+    api DELETE "/v1/sandboxes/$e" >/dev/null
+    # the service stops with a pooled sandbox whose bridge holds it: drained
+    svc_stop
+}
