@@ -148,63 +148,22 @@ static void ctx_forget(aj_code *c, const char *name)
 		}
 }
 
-/* A MIME bundle as the bridge sent it: string values only. */
-static json_t *clean_bundle(json_t *d)
-{
-	json_t *out = json_object();
-	const char *k;
-	json_t *v;
-	json_object_foreach(d, k, v) if (json_is_string(v) ||
-					 (!strcmp(k, "application/json") && !json_is_null(v)))
-	    json_object_set(out, k, v);
-	return out;
-}
-
-/* An event of a run, rebuilt from known fields only (the bridge's output
- * is the sandbox's). */
+/* An event of a run (code_req.c rebuilds it from known fields); a
+ * kernel that died while the sandbox's OOM count grew is an OutOfMemory. */
 static json_t *run_event(aj_code *c, pending *p, const char *type, json_t *m)
 {
-	json_t *v;
-	if (!strcmp(type, "stdout") || !strcmp(type, "stderr"))
-		return json_is_string(v = json_object_get(m, "data"))
-			   ? json_pack("{s:s, s:O}", "type", type, "data", v)
-			   : NULL;
-	if (!strcmp(type, "display") || !strcmp(type, "result")) {
-		json_t *o = json_pack("{s:s, s:o}", "type", type, "data",
-				      clean_bundle(json_object_get(m, "data")));
-		if (json_is_integer(v = json_object_get(m, "execution_count")))
-			json_object_set(o, "execution_count", v);
-		return o;
+	const char *name = json_string_value(json_object_get(m, "name"));
+	if (!strcmp(type, "error") && name && !strcmp(name, "KernelDied") &&
+	    oom_kills(c->sb) > p->oom0) {
+		p->oom = true;
+		return json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "name", "OutOfMemory",
+				 "value",
+				 "the kernel was killed: the sandbox ran out of memory (its "
+				 "'memory' limit); the context was restarted, its variables "
+				 "are gone",
+				 "traceback");
 	}
-	if (!strcmp(type, "error")) {
-		json_t *tb = json_object_get(m, "traceback");
-		const char *name = json_string_value(json_object_get(m, "name"));
-		const char *val = json_string_value(json_object_get(m, "value"));
-		if (name && !strcmp(name, "KernelDied") && oom_kills(c->sb) > p->oom0) {
-			p->oom = true;
-			return json_pack(
-			    "{s:s, s:s, s:s, s:[]}", "type", "error", "name", "OutOfMemory",
-			    "value",
-			    "the kernel was killed: the sandbox ran out of memory (its "
-			    "'memory' limit); the context was restarted, its variables "
-			    "are gone",
-			    "traceback");
-		}
-		return json_pack("{s:s, s:s, s:s, s:O}", "type", "error", "name", name ? name : "",
-				 "value", val ? val : "", "traceback",
-				 json_is_array(tb) ? tb : json_array());
-	}
-	if (!strcmp(type, "end")) {
-		json_t *o = json_pack(
-		    "{s:s, s:s, s:O, s:b, s:b, s:b, s:I}", "type", "end", "context", p->ctx,
-		    "execution_count",
-		    json_is_integer(v = json_object_get(m, "execution_count")) ? v : json_null(),
-		    "timed_out", json_is_true(json_object_get(m, "timed_out")), "oom_killed",
-		    p->oom, "restarted", json_is_true(json_object_get(m, "restarted")),
-		    "duration_ms", json_integer_value(json_object_get(m, "duration_ms")));
-		return o;
-	}
-	return NULL;
+	return aj_code_event(m, p->ctx, p->oom);
 }
 
 /* A run's client went away: its context is interrupted (as a command

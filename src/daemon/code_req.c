@@ -145,3 +145,66 @@ void aj_code_ctx_req_free(aj_code_ctx_req *q)
 	free(q->cwd);
 	q->cwd = NULL;
 }
+
+/* A MIME bundle: string values only (application/json: any JSON value). */
+static json_t *clean_bundle(json_t *d)
+{
+	json_t *out = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(d, k, v)
+	{
+		if (json_is_string(v) || (!strcmp(k, "application/json") && !json_is_null(v)))
+			json_object_set(out, k, v);
+	}
+	return out;
+}
+
+/* The strings of an array (anything else dropped). */
+static json_t *strings_of(json_t *a)
+{
+	json_t *out = json_array();
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		if (json_is_string(v))
+			json_array_append(out, v);
+	}
+	return out;
+}
+
+json_t *aj_code_event(json_t *m, const char *ctx, bool oom)
+{
+	const char *type = json_string_value(json_object_get(m, "type"));
+	json_t *v;
+	if (!type)
+		return NULL;
+	if (!strcmp(type, "stdout") || !strcmp(type, "stderr"))
+		return json_is_string(v = json_object_get(m, "data"))
+			   ? json_pack("{s:s, s:O}", "type", type, "data", v)
+			   : NULL;
+	if (!strcmp(type, "display") || !strcmp(type, "result")) {
+		json_t *o = json_pack("{s:s, s:o}", "type", type, "data",
+				      clean_bundle(json_object_get(m, "data")));
+		if (o && json_is_integer(v = json_object_get(m, "execution_count")))
+			json_object_set(o, "execution_count", v);
+		return o;
+	}
+	if (!strcmp(type, "error")) {
+		const char *name = json_string_value(json_object_get(m, "name"));
+		const char *val = json_string_value(json_object_get(m, "value"));
+		return json_pack("{s:s, s:s, s:s, s:o}", "type", "error", "name", name ? name : "",
+				 "value", val ? val : "", "traceback",
+				 strings_of(json_object_get(m, "traceback")));
+	}
+	if (!strcmp(type, "end"))
+		return json_pack(
+		    "{s:s, s:s, s:O, s:b, s:b, s:b, s:I}", "type", "end", "context", ctx,
+		    "execution_count",
+		    json_is_integer(v = json_object_get(m, "execution_count")) ? v : json_null(),
+		    "timed_out", json_is_true(json_object_get(m, "timed_out")), "oom_killed", oom,
+		    "restarted", json_is_true(json_object_get(m, "restarted")), "duration_ms",
+		    json_integer_value(json_object_get(m, "duration_ms")));
+	return NULL;
+}

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "error.h"
 
 #define AJ_CODE_CTX_NAME_MAX 32
@@ -34,5 +36,11 @@ void aj_code_req_free(aj_code_req *q);
 /* {"id", "language", "cwd"} (all optional). */
 int aj_code_ctx_req_parse(const char *body, size_t len, aj_code_ctx_req *q, aj_error *err);
 void aj_code_ctx_req_free(aj_code_ctx_req *q);
+
+/* A run's event as the bridge in the sandbox wrote it (m: untrusted),
+ * rebuilt for the client from known fields of the right types only
+ * (stdout, stderr, display, result, error, end); NULL for anything else.
+ * ctx and oom go into an end event. */
+json_t *aj_code_event(json_t *m, const char *ctx, bool oom);
 
 #endif

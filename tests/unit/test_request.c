@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "code_req.h"
@@ -209,6 +210,35 @@ static void test_code_req(void **state)
 	for (size_t i = 0; i < sizeof(cbad) / sizeof(cbad[0]); i++)
 		assert_int_equal(aj_code_ctx_req_parse(cbad[i], strlen(cbad[i]), &c, &err),
 				 -EINVAL);
+	/* the bridge's lines: rebuilt from known fields of the right types */
+	json_t *m = json_loads("{\"id\": 1, \"type\": \"error\", \"name\": \"E\", \"x\": 1, "
+			       "\"traceback\": [\"a\", 2, null, \"b\"]}",
+			       0, NULL);
+	json_t *ev = aj_code_event(m, "default", false);
+	char *txt = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(txt, "{\"name\":\"E\",\"traceback\":[\"a\",\"b\"],\"type\":\"error\","
+				 "\"value\":\"\"}");
+	free(txt), json_decref(ev), json_decref(m);
+	m = json_loads("{\"type\": \"end\", \"context\": \"forged\", \"timed_out\": true}", 0,
+		       NULL);
+	ev = aj_code_event(m, "mine", true);
+	assert_string_equal(json_string_value(json_object_get(ev, "context")), "mine");
+	assert_true(json_is_true(json_object_get(ev, "oom_killed")));
+	json_decref(ev), json_decref(m);
+	m = json_loads(
+	    "{\"type\": \"display\", \"data\": {\"text/plain\": 3, \"image/png\": \"iV\"}}", 0,
+	    NULL);
+	ev = aj_code_event(m, "c", false);
+	assert_null(json_object_get(json_object_get(ev, "data"), "text/plain"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(ev, "data"), "image/png")), "iV");
+	json_decref(ev), json_decref(m);
+	m = json_loads("{\"type\": \"stdout\", \"data\": 5}", 0, NULL);
+	assert_null(aj_code_event(m, "c", false));
+	json_decref(m);
+	m = json_loads("{\"type\": \"reply\"}", 0, NULL);
+	assert_null(aj_code_event(m, "c", false));
+	json_decref(m);
 	assert_true(aj_code_ctx_name_ok("a"));
 	assert_false(aj_code_ctx_name_ok("-a"));
 	assert_false(aj_code_ctx_name_ok("abcdefghijklmnopqrstuvwxyz0123456"));
