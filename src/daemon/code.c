@@ -30,7 +30,7 @@
 #include "threads.h"
 #include "util.h"
 
-#define LINE_MAX_BYTES (64u << 20) /* one event: a large PNG fits */
+#define LINE_MAX_BYTES (16u << 20) /* one event: a large PNG fits; bounded per sandbox */
 #define PENDING_MAX 32		   /* requests of one sandbox at once */
 #define CTX_MAX 16		   /* contexts of one sandbox */
 #define CONTROL_WAIT_S 120	   /* a kernel's start, restart */

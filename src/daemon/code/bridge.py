@@ -36,8 +36,15 @@ def send(obj):
         OUT.flush()
 
 
+BUNDLE_MAX = 12 << 20  # the service takes lines up to 16 MiB
+
+
 def bundle(data):
-    return {k: v for k, v in (data or {}).items() if k in MIMES}
+    out = {k: v for k, v in (data or {}).items() if k in MIMES}
+    for k in [k for k, v in out.items() if len(json.dumps(v)) > BUNDLE_MAX]:
+        del out[k]  # too big to send: said in text/plain instead
+        out["text/plain"] = "[%s output over %d MiB left out]" % (k, BUNDLE_MAX >> 20)
+    return out
 
 
 class Context:
