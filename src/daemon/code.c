@@ -190,6 +190,10 @@ static void on_line(aj_code *c, const char *s, size_t n)
 	pending *p =
 	    json_is_integer(idv) && type ? find(c, (unsigned)json_integer_value(idv)) : NULL;
 	if (p && p->run) {
+		/* a run's stream is written without the lock (a slow client must
+		 * not hold up the ops that take it): only this thread writes to
+		 * it and frees a run (submit leaves a failed one to us) */
+		pthread_mutex_unlock(&c->mu);
 		json_t *ev = p->sock >= 0 ? run_event(c, p, type, m) : NULL;
 		if (ev)
 			to_stream(p, ev);
@@ -203,9 +207,13 @@ static void on_line(aj_code *c, const char *s, size_t n)
 					   "oom_killed", p->oom));
 			if (p->sock >= 0)
 				close(p->sock);
+			pthread_mutex_lock(&c->mu);
 			unlink_pending(c, p);
+			pthread_mutex_unlock(&c->mu);
 			free(p);
 		}
+		json_decref(m);
+		return;
 	} else if (p && !p->done && (!strcmp(type, "reply") || !strcmp(type, "fail"))) {
 		json_int_t st = json_integer_value(json_object_get(m, "status"));
 		p->status = st >= 200 && st < 600 ? (int)st : !strcmp(type, "reply") ? 200 : 500;
@@ -318,27 +326,35 @@ static void *bridge_thread(void *arg)
 	pthread_mutex_unlock(&code_mu);
 	pthread_mutex_lock(&c->mu);
 	c->dead = true;
-	const char *why = c->err[0] ? c->err : "it ended";
+	pending *runs = NULL; /* taken out, ended below without the lock */
 	for (pending **pp = &c->pend; *pp;) {
 		pending *p = *pp;
 		if (!p->run) { /* its waiter sees dead */
 			pp = &p->next;
 			continue;
 		}
-		if (p->sock >= 0) {
-			to_stream(p, json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "name",
-					       "BridgeEnded", "value", why, "traceback"));
-			to_stream(p, json_pack("{s:s, s:s, s:n, s:b, s:b, s:b, s:i}", "type", "end",
-					       "context", p->ctx, "execution_count", "timed_out",
-					       false, "oom_killed", false, "restarted", false,
-					       "duration_ms", 0));
-			if (p->sock >= 0)
-				close(p->sock);
-		}
 		*pp = p->next;
 		c->npend--;
+		p->next = runs;
+		runs = p;
+	}
+	char why[sizeof(c->err)];
+	snprintf(why, sizeof(why), "the sandbox's code bridge ended%s%s",
+		 c->err[0] ? ": " : " (the sandbox was deleted or expired)", c->err);
+	pthread_mutex_unlock(&c->mu);
+	while (runs) {
+		pending *p = runs;
+		runs = p->next;
+		to_stream(p, json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "name",
+				       "BridgeEnded", "value", why, "traceback"));
+		to_stream(p, json_pack("{s:s, s:s, s:n, s:b, s:b, s:b, s:i}", "type", "end",
+				       "context", p->ctx, "execution_count", "timed_out", false,
+				       "oom_killed", false, "restarted", false, "duration_ms", 0));
+		if (p->sock >= 0)
+			close(p->sock);
 		free(p);
 	}
+	pthread_mutex_lock(&c->mu);
 	pthread_cond_broadcast(&c->cv);
 	aj_sandbox *sb = c->sb;
 	c->sb = NULL;
@@ -421,7 +437,7 @@ static int submit(aj_code *c, pending *p, json_t *o)
 		pthread_mutex_unlock(&c->write_mu);
 		free(line);
 	}
-	if (r < 0) {
+	if (r < 0 && !p->run) { /* a run stays: the bridge's thread ends it and frees it */
 		pthread_mutex_lock(&c->mu);
 		unlink_pending(c, p);
 		pthread_mutex_unlock(&c->mu);
@@ -519,6 +535,8 @@ void aj_op_code_run(json_t *args, aj_reply *rep)
 	json_t *o = json_pack("{s:s, s:s, s:s, s:f}", "op", "run", "context", q.context, "code",
 			      q.code, "timeout", q.timeout_s);
 	if ((e = submit(c, p, o)) < 0) {
+		if (p->id) /* sent to no one, but linked: the bridge's thread ends it */
+			p = NULL, s[0] = -1;
 		busy_reply(rep, e, c);
 		goto out;
 	}
@@ -687,8 +705,10 @@ int aj_code_warm(aj_sandbox *sb, const char *code, aj_error *err)
 	int e = submit(
 	    c, p, json_pack("{s:s, s:s, s:s}", "op", "warm", "context", "default", "code", code));
 	if (e < 0) {
-		free(p);
-		close(s[0]);
+		if (!p->id) { /* linked ones are the bridge's thread's */
+			free(p);
+			close(s[0]);
+		}
 		close(s[1]);
 		aj_err(err, -e, "the code bridge did not start: %s", c->err);
 		code_unref(c);

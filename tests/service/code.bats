@@ -197,7 +197,17 @@ print([p for p in os.listdir("/proc") if p.isdigit() and "sales" in open("/proc/
     assert_eq "$(jq -rs 'map(select(.type == "error"))[0].name' <<<"$body")" OutOfMemory
     run_code alice "$a" '{"code": "print(\"keep\" in dir(), 6 * 7)"}'
     assert_eq "$(jq -rs 'map(select(.type == "stdout") | .data) | add' <<<"$body")" 'False 42'
+    # the sandbox deleted during a run: the run's stream ends, saying so
+    curl -sSN --max-time 60 -H "Authorization: Bearer $(tok alice)" -X POST \
+        "http://127.0.0.1:$PORT/v1/sandboxes/$a/code" -d '{"code": "import time\nprint(1, flush=True)\ntime.sleep(60)"}' \
+        >"$T/run.out" &
+    local cpid=$!
+    wait_for_file_line "$T/run.out" stdout 20
     as alice DELETE "/v1/sandboxes/$a"
+    assert_eq "$status_code" 200
+    wait "$cpid"
+    assert_eq "$(jq -cs 'map(.type)' <"$T/run.out")" '["stdout","error","end"]'
+    assert_eq "$(jq -rs '.[1].name' <"$T/run.out")" BridgeEnded
 }
 
 @test "code: agentjail sandbox code reads stdin, prints results, writes images to files" {

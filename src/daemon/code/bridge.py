@@ -25,6 +25,9 @@ _RC = "/usr/share/matplotlib/mpl-data/matplotlibrc"
 if not os.path.exists("/etc/matplotlibrc") and os.path.exists(_RC):
     os.environ.setdefault("MATPLOTLIBRC", _RC)
 os.environ.setdefault("MPLCONFIGDIR", os.path.join(RUN_DIR, "mpl"))
+# ipykernel's debugger (debugpy) warns on the kernel's stderr at each start;
+# that stderr is ours (the service keeps its tail to say why we failed)
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 OUT = sys.stdout
 OUT_MU = threading.Lock()
 
