@@ -24,6 +24,7 @@ Usage: bench/code.py [--rounds 10] [--pool 2] [--aj build/agentjail] [--json OUT
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -184,6 +185,7 @@ def main():
             local.close()
         srv.terminate()
         srv.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
     out = {k: stats(v) for k, v in res.items() if v}
     out["ratios"] = {
         "pool-1+1 / local-1+1": round(out["pool-1+1"]["median"] / out["local-1+1"]["median"], 2),
