@@ -78,7 +78,7 @@ Maintainer: agentjail <agentjail@localhost>
 Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 Depends: $depends
 Recommends: python3, bash-completion
-Suggests: runsc, nftables
+Suggests: runsc, nftables, python3-ipykernel, python3-jupyter-client
 Section: admin
 Priority: optional
 Description: sandboxes for AI agents' commands

@@ -12,6 +12,9 @@ PACKAGES=(
 	libwebsockets-dev libcurl4-openssl-dev libarchive-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat git
 	python3-venv python3-setuptools python3-wheel python3-pip
+	# the code interpreter (docs/guides/code-interpreter.md): Jupyter kernels
+	# in host-root sandboxes, and what users run in them
+	python3-ipykernel python3-jupyter-client python3-pandas python3-matplotlib python3-openpyxl
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
 )

@@ -464,6 +464,210 @@ static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token, const
 	return res;
 }
 
+/* run_code: a cell's events, as they come (stdout and stderr as in
+ * run_command, with progress notifications; results and images kept,
+ * bounded). */
+typedef struct coderun {
+	run base; /* first: watch(), keep(), progress() take it */
+	json_t *results, *images, *error, *end;
+	size_t kept; /* bytes of results and images */
+} coderun;
+
+#define CODE_KEEP_MAX (8u << 20)
+
+static void code_event(coderun *cr, const char *line, size_t len)
+{
+	run *r = &cr->base;
+	json_t *o = json_loadb(line, len, 0, NULL);
+	const char *type = json_string_value(json_object_get(o, "type"));
+	const char *data = json_string_value(json_object_get(o, "data"));
+	if (!type) {
+		aj_buf_write((char *)line, 1, len, &r->error);
+	} else if ((!strcmp(type, "stdout") || !strcmp(type, "stderr")) && data) {
+		bool out = type[3] == 'o';
+		keep(out ? &r->out : &r->err, out ? &r->out_cut : &r->err_cut, data, strlen(data));
+		progress(r, data, strlen(data));
+	} else if (!strcmp(type, "display") || !strcmp(type, "result")) {
+		json_t *d = json_object_get(o, "data");
+		static const char *const imgs[] = {"image/png", "image/jpeg"};
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(imgs); i++) {
+			const char *v = json_string_value(json_object_get(d, imgs[i]));
+			if (v && cr->kept + strlen(v) <= CODE_KEEP_MAX) {
+				cr->kept += strlen(v);
+				json_array_append_new(cr->images,
+						      json_pack("{s:s, s:s, s:s}", "type", "image",
+								"data", v, "mimeType", imgs[i]));
+				break;
+			}
+		}
+		json_t *keepd = json_object(); /* the text formats, bounded */
+		static const char *const texts[] = {"text/plain", "text/html", "text/markdown",
+						    "image/svg+xml"};
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(texts); i++) {
+			const char *v = json_string_value(json_object_get(d, texts[i]));
+			if (v && cr->kept + strlen(v) <= CODE_KEEP_MAX) {
+				cr->kept += strlen(v);
+				json_object_set_new(keepd, texts[i], json_string(v));
+			}
+		}
+		json_array_append_new(cr->results,
+				      json_pack("{s:s, s:o}", "type", type, "data", keepd));
+	} else if (!strcmp(type, "error")) {
+		json_decref(cr->error);
+		cr->error = json_incref(o);
+	} else if (!strcmp(type, "end")) {
+		json_decref(cr->end);
+		cr->end = json_incref(o);
+	}
+	json_decref(o);
+}
+
+static size_t code_stream(char *p, size_t sz, size_t n, void *ud)
+{
+	coderun *cr = ud;
+	run *r = &cr->base;
+	size_t total = sz * n;
+	for (size_t i = 0; i < total;) {
+		char *nl = memchr(p + i, '\n', total - i);
+		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
+		if (r->line.len + span > 64u << 20)
+			return 0; /* not an event the service writes */
+		if (span && !aj_buf_write(p + i, 1, span, &r->line))
+			return 0;
+		i += span;
+		if (!nl)
+			break;
+		i++;
+		code_event(cr, r->line.data, r->line.len);
+		r->line.len = 0;
+	}
+	return r->gone ? 0 : total;
+}
+
+/* Jupyter's traceback without its terminal colours. */
+static char *plain_traceback(json_t *tb)
+{
+	aj_buf b = {0};
+	size_t i;
+	json_t *l;
+	json_array_foreach(tb, i, l)
+	{
+		const char *s = json_string_value(l);
+		for (; s && *s; s++) {
+			if (s[0] == '\x1b' && s[1] == '[') { /* ESC [ ... m */
+				const char *m = s + 2;
+				while (*m && ((*m >= '0' && *m <= '9') || *m == ';'))
+					m++;
+				if (*m == 'm') {
+					s = m;
+					continue;
+				}
+			}
+			aj_buf_write((char *)s, 1, 1, &b);
+		}
+		aj_buf_write("\n", 1, 1, &b);
+	}
+	return b.data ? b.data : strdup("");
+}
+
+static json_t *code_result(coderun *cr)
+{
+	run *r = &cr->base;
+	json_t *s = json_object(), *e = cr->end;
+	json_object_set_new(s, "stdout", utf8_string(r->out.data ? r->out.data : "", r->out.len));
+	json_object_set_new(s, "stderr", utf8_string(r->err.data ? r->err.data : "", r->err.len));
+	json_object_set(s, "results", cr->results);
+	json_object_set_new(s, "images", json_integer((json_int_t)json_array_size(cr->images)));
+	const char *keys[] = {"execution_count", "timed_out",	"oom_killed",
+			      "restarted",	 "duration_ms", "context"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(keys); i++)
+		if (json_object_get(e, keys[i]))
+			json_object_set(s, keys[i], json_object_get(e, keys[i]));
+	_cleanup_free_ char *tb =
+	    cr->error ? plain_traceback(json_object_get(cr->error, "traceback")) : NULL;
+	if (cr->error)
+		json_object_set_new(
+		    s, "error",
+		    json_pack("{s:O, s:O, s:s}", "name", json_object_get(cr->error, "name"),
+			      "value", json_object_get(cr->error, "value"), "traceback", tb));
+	aj_buf t = {0};
+	if (r->out.len)
+		aj_buf_write(r->out.data, 1, r->out.len, &t);
+	if (r->err.len) {
+		aj_buf_write("--- stderr\n", 1, 11, &t);
+		aj_buf_write(r->err.data, 1, r->err.len, &t);
+	}
+	size_t i;
+	json_t *x;
+	json_array_foreach(cr->results, i, x)
+	{
+		const char *txt =
+		    json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
+		if (txt && strncmp(txt, "<Figure", 7)) {
+			aj_buf_write((char *)txt, 1, strlen(txt), &t);
+			aj_buf_write("\n", 1, 1, &t);
+		}
+	}
+	if (cr->error) {
+		const char *n = json_string_value(json_object_get(cr->error, "name"));
+		const char *v = json_string_value(json_object_get(cr->error, "value"));
+		char *m = tb && *tb ? aj_asprintf("%s", tb)
+				    : aj_asprintf("%s: %s\n", n ? n : "", v ? v : "");
+		if (m)
+			aj_buf_write(m, 1, strlen(m), &t);
+		free(m);
+	}
+	json_t *res = tool_result(utf8_string(t.data ? t.data : "", t.len), s, cr->error != NULL);
+	free(t.data);
+	json_array_extend(json_object_get(res, "content"), cr->images);
+	return res;
+}
+
+static json_t *t_run_code(const aj_svc *c, json_t *args, json_t *token, const json_t *id, int *code)
+{
+	json_t *body =
+	    json_pack("{s:O, s:s}", "code", json_object_get(args, "code"), "language", "python");
+	if (json_object_get(args, "context"))
+		json_object_set(body, "context", json_object_get(args, "context"));
+	json_t *t = json_object_get(args, "timeout");
+	double secs = t ? json_number_value(t) : RUN_TIMEOUT;
+	json_object_set_new(body, "timeout", json_real(secs > 0 ? secs : 86400));
+	char *b = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char path[512], why[512] = "";
+	sb_path(args, "/code", path, sizeof(path));
+	coderun cr = {
+	    .base = {.token = token, .id = id}, .results = json_array(), .images = json_array()};
+	aj_svc_req q = {.method = "POST",
+			.path = path,
+			.body = b,
+			.sink = code_stream,
+			.ud = &cr,
+			.watch = watch,
+			.watch_ud = &cr.base,
+			.why = why,
+			.why_size = sizeof(why)};
+	long st = b ? aj_svc_request(c, &q) : -1;
+	free(b);
+	if (cr.base.line.len)
+		code_event(&cr, cr.base.line.data, cr.base.line.len);
+	json_t *res;
+	if (cr.base.cancelled) {
+		logf_("a run_code was cancelled: the run is interrupted, not answered");
+		*code = NO_ANSWER;
+		res = NULL;
+	} else if (st == 200 && cr.end)
+		res = code_result(&cr);
+	else if (st == 200 || (st < 0 && !why[0]))
+		res = tool_error("the service ended the run's stream early");
+	else
+		res = svc_failure(st, &cr.base.error, why);
+	json_decref(cr.results), json_decref(cr.images), json_decref(cr.error), json_decref(cr.end);
+	free(cr.base.line.data), free(cr.base.out.data), free(cr.base.err.data);
+	free(cr.base.error.data);
+	return res;
+}
+
 /* Collects at most BODY_MAX bytes (then fails the transfer). */
 static size_t capped(char *p, size_t sz, size_t n, void *ud)
 {
@@ -870,6 +1074,8 @@ static json_t *tools_call(const aj_svc *c, json_t *params, const json_t *id, int
 		return t_sandbox_kill(c, args);
 	if (!strcmp(name, "run_command"))
 		return t_run_command(c, args, token, id, code);
+	if (!strcmp(name, "run_code"))
+		return t_run_code(c, args, token, id, code);
 	if (!strcmp(name, "read_file"))
 		return t_read_file(c, args);
 	if (!strcmp(name, "write_file"))

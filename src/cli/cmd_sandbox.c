@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "daemon.h"
 #include "jsonstr.h"
+#include "sandbox_code.h"
 #include "sandbox_ws.h"
 #include "svc_client.h"
 #include "util.h"
@@ -31,6 +32,12 @@ static const char sandbox_usage[] =
     "                          a terminal in the sandbox, our stdin streamed to it;\n"
     "                          -d/--background: start it in the background and print\n"
     "                          its process id)\n"
+    "  code [--context NAME] [--timeout SECS] [--out DIR] [--json] ID\n"
+    "                          run Python read from stdin in the sandbox's code\n"
+    "                          context (a Jupyter kernel: variables persist between\n"
+    "                          calls); prints output and results, writes images to\n"
+    "                          DIR/code-N.png (default .); exits 1 when the code\n"
+    "                          raised, 124 at its timeout, 137 out of memory\n"
     "  ps [--json] ID          the sandbox's background processes\n"
     "  logs [-f] [--offset N] ID PROC\n"
     "                          a background process's output (kept: its last 1 MiB);\n"
@@ -720,6 +727,8 @@ static int dispatch(const client *c, const char *cmd, int argc, char **argv)
 		return cmd_ls(c, argc, argv);
 	if (!strcmp(cmd, "exec"))
 		return cmd_exec(c, argc, argv);
+	if (!strcmp(cmd, "code"))
+		return aj_sandbox_code(c, argc, argv);
 	if (!strcmp(cmd, "cp"))
 		return cmd_cp(c, argc, argv);
 	if (!strcmp(cmd, "rm"))

@@ -28,7 +28,7 @@ static const char usage[] =
     "  image build|ls|inspect|rm       root filesystem images (agentjail image --help)\n"
     "  doctor                          check what this host supports, with fixes\n"
     "  serve [OPTIONS]                 serve the sandbox API (docs/api.md)\n"
-    "  sandbox create|ls|exec|ps|logs|kill|cp|rm|pause|resume\n"
+    "  sandbox create|ls|exec|code|ps|logs|kill|cp|rm|pause|resume\n"
     "                                  use the service's sandboxes (agentjail sandbox\n"
     "                                  --help)\n"
     "  mcp                             an MCP server on stdio for agent hosts (docs/mcp.md)\n"

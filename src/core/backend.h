@@ -100,6 +100,7 @@ typedef struct aj_inst_info {
 
 typedef struct aj_inst_stats {
 	unsigned long long memory_bytes, memory_peak_bytes, cpu_usec, pids;
+	unsigned long long oom_kills; /* processes the OOM killer took so far */
 } aj_inst_stats;
 
 /* A file or directory entry inside a sandbox (the file ops). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "code_req.h"
 #include "http.h"
 #include "request.h"
 #include "util.h"
@@ -18,6 +19,8 @@ typedef struct route {
 	const char *sub; /* "" for the sandbox itself, "exec", "files", "mkdir", "processes" */
 	char proc[16];	 /* processes/{proc}[/output|/signal] */
 	const char *proc_sub;
+	char ctx[40]; /* code/contexts/{ctx}[/restart|/interrupt] */
+	const char *ctx_sub;
 	bool ok;
 } route;
 
@@ -45,6 +48,32 @@ static bool parse_procs(const char *p, route *rt)
 	return false;
 }
 
+/* "code" or "code/contexts[/NAME[/restart|/interrupt]]" (code.c) */
+static bool parse_code(const char *p, route *rt)
+{
+	if (!strcmp(p, "code"))
+		return rt->sub = "code", true;
+	if (!aj_startswith(p, "code/contexts"))
+		return false;
+	p += strlen("code/contexts");
+	rt->sub = "code/contexts";
+	rt->ctx_sub = "";
+	if (*p == '\0')
+		return true;
+	size_t n = strspn(++p, "abcdefghijklmnopqrstuvwxyz0123456789_-");
+	if (p[-1] != '/' || n == 0 || n > AJ_CODE_CTX_NAME_MAX)
+		return false;
+	memcpy(rt->ctx, p, n);
+	p += n;
+	if (*p == '\0')
+		return true;
+	if (!strcmp(p, "/restart") || !strcmp(p, "/interrupt")) {
+		rt->ctx_sub = p + 1;
+		return true;
+	}
+	return false;
+}
+
 static route parse_route(const char *path)
 {
 	route rt = {.sub = ""};
@@ -67,7 +96,7 @@ static route parse_route(const char *path)
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(subs); i++)
 		if (!strcmp(p + 1, subs[i]))
 			return rt.sub = subs[i], rt.ok = true, rt;
-	rt.ok = *p == '/' && parse_procs(p + 1, &rt);
+	rt.ok = *p == '/' && (parse_procs(p + 1, &rt) || parse_code(p + 1, &rt));
 	return rt;
 }
 
@@ -222,6 +251,55 @@ static void with_body(aj_req *r, const char *op, json_t *a)
 	aj_front_forward(r, op, a);
 }
 
+/* The code interpreter: a run (a stream) and its contexts (docs/api.md). */
+static void code(aj_req *r, const route *rt)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	json_t *a = args_of(r), *body = NULL;
+	int m = r->method;
+	const char *action = NULL;
+	if (!strcmp(rt->sub, "code")) {
+		aj_code_req q; /* checked here, again by the supervisor */
+		if (!(body = body_or_fail(r)) ||
+		    aj_code_req_parse(r->body, r->body_len, &q, &err) < 0) {
+			if (body)
+				aj_http_fail(r, 400, "bad_request", &err);
+			json_decref(body);
+			json_decref(a);
+			return;
+		}
+		aj_code_req_free(&q);
+		json_object_set_new(a, "body", body);
+		aj_front_call(r, "code.run", a, stream_done);
+		return;
+	}
+	if (!rt->ctx[0] && m == AJ_POST) {
+		aj_code_ctx_req q;
+		if (!(body = body_or_fail(r)) ||
+		    aj_code_ctx_req_parse(r->body, r->body_len, &q, &err) < 0) {
+			if (body)
+				aj_http_fail(r, 400, "bad_request", &err);
+			json_decref(body);
+			json_decref(a);
+			return;
+		}
+		aj_code_ctx_req_free(&q);
+		json_object_set_new(a, "body", body);
+		action = "create";
+	} else if (!rt->ctx[0]) {
+		action = "list";
+	} else if (m == AJ_DELETE) {
+		action = "delete";
+	} else {
+		action = rt->ctx_sub; /* restart, interrupt */
+	}
+	json_object_set_new(a, "action", json_string(action));
+	if (rt->ctx[0])
+		json_object_set_new(a, "context", json_string(rt->ctx));
+	aj_front_forward(r, "code.ctx", a);
+}
+
 static void on_sandbox(aj_req *r, const route *rt)
 {
 	const char *sub = rt->sub;
@@ -243,6 +321,8 @@ static void on_sandbox(aj_req *r, const route *rt)
 		aj_front_forward(r, "delete", args_of(r));
 	else if (!strcmp(sub, "exec") && m == AJ_POST)
 		exec(r);
+	else if (!strncmp(sub, "code", 4))
+		code(r, rt);
 	else if (!strcmp(sub, "exec") && m == AJ_GET)
 		aj_http_error(r, 400, "bad_request",
 			      "GET %s is the WebSocket exec: it needs 'Upgrade: websocket'",
@@ -305,6 +385,8 @@ static const char *route_allow(const char *path, const route *rt)
 		return "GET, PUT, DELETE";
 	if (!strcmp(sub, "processes"))
 		return !strcmp(rt->proc_sub, "signal") ? "POST" : "GET";
+	if (!strcmp(sub, "code/contexts"))
+		return !rt->ctx[0] ? "GET, POST" : *rt->ctx_sub ? "POST" : "DELETE";
 	return "POST"; /* mkdir, pause, resume, snapshot, fork */
 }
 
@@ -438,7 +520,8 @@ static bool check_request(aj_req *r, const route *rt)
 	    r->method == AJ_PATCH ||
 	    (r->method == AJ_POST &&
 	     (!rt->ok || !rt->id[0] || !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "snapshot") ||
-	      !strcmp(rt->sub, "fork") || !strcmp(rt->sub, "processes")));
+	      !strcmp(rt->sub, "fork") || !strcmp(rt->sub, "processes") ||
+	      !strcmp(rt->sub, "code") || (!strcmp(rt->sub, "code/contexts") && !rt->ctx[0])));
 	return json_body || r->method == AJ_PUT || check_no_body(r);
 }
 

@@ -73,7 +73,8 @@ typedef struct aj_sandbox {
 	pthread_mutex_t procs_mu; /* background processes (procs.c) */
 	struct aj_proc *procs;
 	unsigned next_proc;
-	unsigned streams; /* exec streams open (sup_exec.c; atomic) */
+	unsigned streams;     /* exec streams open (sup_exec.c; atomic) */
+	struct aj_code *code; /* its code bridge (code.c), or NULL */
 } aj_sandbox;
 
 /* The service's state directory; set once at start. */

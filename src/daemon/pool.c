@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "code.h"
 #include "image.h"
 #include "util.h"
 #include "zygote.h"
@@ -25,7 +26,19 @@ typedef struct pool {
 	long long retry_at, backoff_ms; /* after a failed build (monotonic ms) */
 	char last_error[256];
 	char warmup[512]; /* the image's Python warm-up: a zygote per sandbox */
+	bool code;	  /* ",code": a Jupyter kernel started ahead (code.c) */
 } pool;
+
+/* What a code pool's kernel runs before the sandbox is handed out. */
+#define CODE_WARMUP "import pandas, matplotlib, matplotlib.pyplot"
+
+/* A pooled sandbox thrown away: its code bridge (which holds a reference)
+ * ended first, so that the last reference goes and it is destroyed. */
+static void discard(aj_sandbox *sb)
+{
+	aj_code_drop(sb, true);
+	aj_sandbox_unref(sb);
+}
 
 static pool pools[AJ_POOL_MAX];
 static size_t n_pools;
@@ -100,14 +113,23 @@ int aj_pool_add(const char *spec, aj_error *err)
 	if (lr < 0)
 		return lr;
 	const char *level = aj_backend_of(iso)->name;
+	char body[AJ_IMAGE_NAME_MAX + 32];
+	size_t rl = strlen(rest);
+	bool code = rl > 5 && !strcmp(rest + rl - 5, ",code") && rl - 5 < sizeof(body);
+	if (code) { /* IMAGE=N,code: a kernel started ahead */
+		memcpy(body, rest, rl - 5);
+		body[rl - 5] = '\0';
+		rest = body;
+	}
 	const char *eq = strrchr(rest, '=');
 	unsigned long long n = 0;
 	char image[AJ_IMAGE_NAME_MAX + 1];
 	size_t il = eq ? (size_t)(eq - rest) : 0;
 	if (!eq || il == 0 || il >= sizeof(image) ||
 	    aj_parse_uint(eq + 1, AJ_POOL_MAX_SIZE, &n) < 0 || n == 0)
-		return aj_err(err, EINVAL, "--pool '%s': expected [LEVEL:]IMAGE=N (N from 1 to %d)",
-			      spec, AJ_POOL_MAX_SIZE);
+		return aj_err(err, EINVAL,
+			      "--pool '%s': expected [LEVEL:]IMAGE=N[,code] (N from 1 to %d)", spec,
+			      AJ_POOL_MAX_SIZE);
 	memcpy(image, rest, il);
 	image[il] = '\0';
 	bool dflt = strcmp(image, "default") == 0;
@@ -145,6 +167,7 @@ int aj_pool_add(const char *spec, aj_error *err)
 		snprintf(pl->warmup, sizeof(pl->warmup), "%s", info.warmup);
 	pl->req = req;
 	pl->want = (unsigned)n;
+	pl->code = code;
 	return 0;
 }
 
@@ -209,6 +232,7 @@ static void *refill(void *arg)
 			json_object_set_new(req, "cpus", json_integer(cpu_all));
 		char warmup[sizeof(pl->warmup)];
 		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
+		bool code = pl->code;
 		pthread_mutex_unlock(&mu);
 		aj_error err;
 		aj_err_clear(&err);
@@ -222,6 +246,12 @@ static void *refill(void *arg)
 		    sb->be->warm(sb->inst, warmup, &zerr) < 0)
 			aj_audit("zygote_failed",
 				 json_pack("{s:s, s:s}", "sandbox", sb->id, "error", zerr.msg));
+		aj_err_clear(&zerr);
+		if (sb && code && aj_code_warm(sb, CODE_WARMUP, &zerr) < 0) {
+			aj_audit("code_warm_failed",
+				 json_pack("{s:s, s:s}", "sandbox", sb->id, "error", zerr.msg));
+			aj_code_drop(sb, false); /* its first run starts a kernel, cold */
+		}
 		pthread_mutex_lock(&mu);
 		if (sb) /* the keeper: the tests' residue check attributes its cgroups */
 			aj_audit("pool_build",
@@ -232,7 +262,7 @@ static void *refill(void *arg)
 				 json_pack("{s:s, s:s}", "image", pl->image, "error", err.msg));
 		if (sb && (stopping || pl->n >= pl->want)) {
 			pthread_mutex_unlock(&mu);
-			aj_sandbox_unref(sb);
+			discard(sb);
 			pthread_mutex_lock(&mu);
 			continue;
 		}
@@ -243,7 +273,7 @@ static void *refill(void *arg)
 		while (pools[i].n) {
 			aj_sandbox *sb = pools[i].ready[--pools[i].n];
 			pthread_mutex_unlock(&mu);
-			aj_sandbox_unref(sb);
+			discard(sb);
 			pthread_mutex_lock(&mu);
 		}
 	pthread_mutex_unlock(&mu);
@@ -281,7 +311,7 @@ void aj_pool_stop(void)
 		pthread_join(thread, NULL);
 	for (size_t i = 0; i < n_pools; i++) {
 		for (unsigned k = 0; k < pools[i].n; k++)
-			aj_sandbox_unref(pools[i].ready[k]);
+			discard(pools[i].ready[k]);
 		pools[i].n = 0;
 		json_decref(pools[i].req);
 		pools[i].req = NULL;
@@ -386,7 +416,7 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 		sb->be->info(sb->inst, &in);
 		if (!in.alive) { /* died while waiting */
 			pthread_mutex_unlock(&mu);
-			aj_sandbox_unref(sb);
+			discard(sb);
 			pthread_mutex_lock(&mu);
 			sb = NULL;
 		}
@@ -412,8 +442,12 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 	pthread_mutex_unlock(&mu);
 	if (refill) /* after the unlock: threads.c says why */
 		pthread_cond_signal(&cond);
+	/* a warm kernel has the pool's environment: with other env or secrets
+	 * it is ended, and the first run starts one with the sandbox's */
+	if (sb && (json_object_get(extra, "env") || json_object_get(extra, "secret")))
+		aj_code_drop(sb, false);
 	if (sb && json_object_size(extra) && (r = apply_extra(sb, extra, err)) < 0) {
-		aj_sandbox_unref(sb); /* never back into the pool; built fresh instead */
+		discard(sb); /* never back into the pool; built fresh instead */
 		sb = NULL;
 		r = 0;
 		aj_err_clear(err);
@@ -429,20 +463,24 @@ json_t *aj_pool_json(void)
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < n_pools; i++) {
 		const pool *pl = &pools[i];
-		json_int_t warm = 0; /* ready ones whose zygote is ready */
+		json_int_t warm = 0, kernels = 0; /* ready ones whose zygote / kernel is ready */
 		for (unsigned k = 0; k < pl->n; k++) {
 			aj_inst_info in;
 			pl->ready[k]->be->info(pl->ready[k]->inst, &in);
 			warm += in.warm != NULL;
+			kernels += pl->code && aj_code_warm_ready(pl->ready[k]);
 		}
+		json_t *po;
 		json_array_append_new(
-		    a, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}",
-				 "image", pl->image, "isolation", pl->level, "size",
-				 (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
-				 (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
-				 (json_int_t)pl->built, "failed", (json_int_t)pl->failed,
-				 "last_error", pl->last_error[0] ? pl->last_error : NULL, "warmup",
-				 pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
+		    a, po = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s?, s:s?, s:I}",
+				      "image", pl->image, "isolation", pl->level, "size",
+				      (json_int_t)pl->want, "ready", (json_int_t)pl->n, "hits",
+				      (json_int_t)pl->hits, "empty", (json_int_t)pl->empty, "built",
+				      (json_int_t)pl->built, "failed", (json_int_t)pl->failed,
+				      "last_error", pl->last_error[0] ? pl->last_error : NULL,
+				      "warmup", pl->warmup[0] ? pl->warmup : NULL, "warm", warm));
+		if (pl->code) /* ",code" pools: how many have their kernel running */
+			json_object_set_new(po, "code_kernels", json_integer(kernels));
 	}
 	json_t *o = json_pack("{s:o, s:I}", "pools", a, "misses", (json_int_t)misses);
 	pthread_mutex_unlock(&mu);

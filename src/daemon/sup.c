@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "code.h"
 #include "pool.h"
 #include "tenant.h"
 #include "util.h"
@@ -55,6 +56,8 @@ static const struct {
     {"resume", aj_op_resume, false},
     {"snapshot", aj_op_snapshot, false},
     {"fork", aj_op_fork, false},
+    {"code.run", aj_op_code_run, false},
+    {"code.ctx", aj_op_code_ctx, false},
 };
 
 aj_op_fn aj_sup_op(const char *name)

@@ -57,12 +57,12 @@ test("initialize: server info, tools capability, a revision both speak", async (
   await client.ping();
 });
 
-test("tools/list: every tool with a JSON Schema, no run_code yet", async () => {
+test("tools/list: every tool with a JSON Schema", async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, [
     "list_files", "process_list", "process_output", "process_signal", "process_start",
-    "read_file", "run_command", "sandbox_create", "sandbox_kill", "sandbox_list",
+    "read_file", "run_code", "run_command", "sandbox_create", "sandbox_kill", "sandbox_list",
     "sandbox_pause", "sandbox_resume", "write_file",
   ]);
   for (const t of tools) {
@@ -175,7 +175,29 @@ test("bad arguments: invalid params (-32602), nothing run", async () => {
 });
 
 test("an unknown tool: invalid params", async () => {
-  await rejects(call("run_code", { code: "print(1)" }), ErrorCode.InvalidParams, /unknown tool 'run_code'/);
+  await rejects(call("run_notebook", { code: "print(1)" }), ErrorCode.InvalidParams, /unknown tool 'run_notebook'/);
+});
+
+test("run_code: state kept, a chart as an image, an error's traceback", async () => {
+  let r = await call("run_code", { sandbox_id: sandbox, code: "v = 20\nprint('hi')\nv + 1" });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.equal(r.structuredContent.stdout, "hi\n");
+  assert.equal(r.structuredContent.results[0].data["text/plain"], "21");
+  assert.match(r.content[0].text, /hi\n21/);
+  r = await call("run_code", { sandbox_id: sandbox, code: "import matplotlib.pyplot as plt\nplt.plot([v, 1])\nplt.show()" });
+  const img = r.content.find((c) => c.type === "image");
+  assert.equal(img.mimeType, "image/png");
+  assert.deepEqual([...Buffer.from(img.data, "base64").subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  r = await call("run_code", { sandbox_id: sandbox, code: "v / 0" });
+  assert.equal(r.isError, true);
+  assert.equal(r.structuredContent.error.name, "ZeroDivisionError");
+  assert.match(r.content[0].text, /ZeroDivisionError/);
+  assert.doesNotMatch(r.content[0].text, /\u001b/);
+  r = await call("run_code", { sandbox_id: sandbox, code: "while True: pass", timeout: 1 });
+  assert.equal(r.structuredContent.timed_out, true);
+  r = await call("run_code", { sandbox_id: sandbox, code: "v" });
+  assert.equal(r.structuredContent.results[0].data["text/plain"], "20");
+  await rejects(call("run_code", { sandbox_id: sandbox, code: 1 }), ErrorCode.InvalidParams, /code/);
 });
 
 test("the service's errors: a result with isError and its message", async () => {

@@ -21,7 +21,8 @@ failed = 0
 counts = {"method": 0, "field": 0, "type": 0}
 
 # valid values of required properties, so that only the case's fault is wrong
-VALID = {"cmd": ["true"], "signal": "CONT", "name": "strict-never-made", "timeout": 60}
+VALID = {"cmd": ["true"], "signal": "CONT", "name": "strict-never-made", "timeout": 60,
+         "code": "pass"}
 # and of required query arguments
 VALID_ARGS = {"path": "/tmp/strict-never-made"}
 
@@ -132,7 +133,7 @@ def is_bad_request(st, js):
 
 
 for tmpl, item in spec["paths"].items():
-    path = tmpl.replace("{id}", SB).replace("{proc}", PROC)
+    path = tmpl.replace("{id}", SB).replace("{proc}", PROC).replace("{ctx}", "default")
     ops = {m.upper(): o for m, o in item.items() if m != "parameters"}
     allowed = set(ops)
     # 1. every method the route does not take: 405, Allow its methods

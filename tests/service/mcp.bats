@@ -28,7 +28,7 @@ answer() { jq -c --argjson id "$1" 'select(.id == $id)' <<<"$output"; }
         cat "$BATS_TEST_TMPDIR/mcp.err" "$BATS_TEST_TMPDIR/serve.log" >&2 || true
         fail "the MCP client's tests failed"
     }
-    [[ "$output" == *"pass 13"* ]] || { echo "$output" >&2; fail "not every test ran"; }
+    [[ "$output" == *"pass 14"* ]] || { echo "$output" >&2; fail "not every test ran"; }
     [[ "$output" == *"fail 0"* ]]
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }

@@ -55,7 +55,7 @@ for path, ops in spec["paths"].items():
 # the sandbox's own DELETE last
 routes.sort(key=lambda r: r == ("/v1/sandboxes/{id}", "DELETE"))
 for path, method in routes:
-    url = path.replace("{id}", sid).replace("{proc}", proc)
+    url = path.replace("{id}", sid).replace("{proc}", proc).replace("{ctx}", "default")
     if "/files" in path or "/mkdir" in path:
         url += "?path=/tmp/openapi-check"
     body = {} if method in ("POST", "PATCH") else None

@@ -59,7 +59,7 @@ vpy() { (cd "$BATS_TEST_TMPDIR" && "$BATS_FILE_TMPDIR/venv/bin/python" "$@"); }
         cat "$BATS_TEST_TMPDIR/serve.log" >&2
         fail "asyncio SDK tests failed"
     }
-    [[ "$output" == *"Ran 8 tests"*"OK"* ]] || fail "$output"
+    [[ "$output" == *"Ran 9 tests"*"OK"* ]] || fail "$output"
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
 }
 

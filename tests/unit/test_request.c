@@ -7,8 +7,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "code_req.h"
 #include "policy.h"
 #include "request.h"
 
@@ -161,6 +163,87 @@ static void test_utf8(void **state)
 	assert_int_equal(aj_utf8_prefix((const unsigned char *)"ab\377cd", 5), 2);
 }
 
+/* The code interpreter's bodies: strict, never coerced. */
+static void test_code_req(void **state)
+{
+	(void)state;
+	aj_error err;
+	aj_code_req q;
+	const char *ok = "{\"code\": \"x = 1\", \"context\": \"a_b-1\", \"language\": \"python\", "
+			 "\"timeout\": 2.5}";
+	assert_int_equal(aj_code_req_parse(ok, strlen(ok), &q, &err), 0);
+	assert_string_equal(q.code, "x = 1");
+	assert_string_equal(q.context, "a_b-1");
+	assert_true(q.timeout_s == 2.5);
+	aj_code_req_free(&q);
+	assert_int_equal(aj_code_req_parse("{\"code\": \"\"}", 12, &q, &err), 0);
+	assert_string_equal(q.context, "default");
+	assert_true(q.timeout_s == AJ_CODE_DEFAULT_TIMEOUT_S);
+	aj_code_req_free(&q);
+	static const char *const bad[] = {"{}",
+					  "[]",
+					  "{\"code\": 1}",
+					  "{\"code\": \"x\", \"bogus\": 1}",
+					  "{\"code\": \"x\", \"language\": \"r\"}",
+					  "{\"code\": \"x\", \"timeout\": \"2\"}",
+					  "{\"code\": \"x\", \"timeout\": 0}",
+					  "{\"code\": \"x\", \"timeout\": 90000}",
+					  "{\"code\": \"x\", \"context\": \"../x\"}",
+					  "{\"code\": \"x\", \"context\": \"\"}",
+					  "{\"code\": \"x\", \"context\": \"Aa\"}",
+					  "{\"code\": \"a\\u0000b\"}",
+					  "{\"code\": \"x\", \"code\": \"y\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(aj_code_req_parse(bad[i], strlen(bad[i]), &q, &err), -EINVAL);
+		assert_null(q.code);
+	}
+	aj_code_ctx_req c;
+	const char *cok = "{\"id\": \"ctx\", \"cwd\": \"/workspace\"}";
+	assert_int_equal(aj_code_ctx_req_parse(cok, strlen(cok), &c, &err), 0);
+	assert_string_equal(c.id, "ctx");
+	assert_string_equal(c.cwd, "/workspace");
+	aj_code_ctx_req_free(&c);
+	assert_int_equal(aj_code_ctx_req_parse("", 0, &c, &err), 0);
+	assert_string_equal(c.id, "");
+	static const char *const cbad[] = {"{\"cwd\": \"rel\"}", "{\"id\": 3}",
+					   "{\"language\": \"js\"}", "{\"x\": 1}"};
+	for (size_t i = 0; i < sizeof(cbad) / sizeof(cbad[0]); i++)
+		assert_int_equal(aj_code_ctx_req_parse(cbad[i], strlen(cbad[i]), &c, &err),
+				 -EINVAL);
+	/* the bridge's lines: rebuilt from known fields of the right types */
+	json_t *m = json_loads("{\"id\": 1, \"type\": \"error\", \"name\": \"E\", \"x\": 1, "
+			       "\"traceback\": [\"a\", 2, null, \"b\"]}",
+			       0, NULL);
+	json_t *ev = aj_code_event(m, "default", false);
+	char *txt = json_dumps(ev, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(txt, "{\"name\":\"E\",\"traceback\":[\"a\",\"b\"],\"type\":\"error\","
+				 "\"value\":\"\"}");
+	free(txt), json_decref(ev), json_decref(m);
+	m = json_loads("{\"type\": \"end\", \"context\": \"forged\", \"timed_out\": true}", 0,
+		       NULL);
+	ev = aj_code_event(m, "mine", true);
+	assert_string_equal(json_string_value(json_object_get(ev, "context")), "mine");
+	assert_true(json_is_true(json_object_get(ev, "oom_killed")));
+	json_decref(ev), json_decref(m);
+	m = json_loads(
+	    "{\"type\": \"display\", \"data\": {\"text/plain\": 3, \"image/png\": \"iV\"}}", 0,
+	    NULL);
+	ev = aj_code_event(m, "c", false);
+	assert_null(json_object_get(json_object_get(ev, "data"), "text/plain"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(ev, "data"), "image/png")), "iV");
+	json_decref(ev), json_decref(m);
+	m = json_loads("{\"type\": \"stdout\", \"data\": 5}", 0, NULL);
+	assert_null(aj_code_event(m, "c", false));
+	json_decref(m);
+	m = json_loads("{\"type\": \"reply\"}", 0, NULL);
+	assert_null(aj_code_event(m, "c", false));
+	json_decref(m);
+	assert_true(aj_code_ctx_name_ok("a"));
+	assert_false(aj_code_ctx_name_ok("-a"));
+	assert_false(aj_code_ctx_name_ok("abcdefghijklmnopqrstuvwxyz0123456"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +252,7 @@ int main(void)
 	    cmocka_unit_test(test_policy_from_json),
 	    cmocka_unit_test(test_b64_decode),
 	    cmocka_unit_test(test_utf8),
+	    cmocka_unit_test(test_code_req),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,11 +32,13 @@ import urllib.parse
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _http
+from ._code import (CodeCollector, Execution, ExecutionError, Logs, OnError, OnResult, Result,
+                    code_body, context_id)
 from ._common import (DEFAULT_SOCKET, AgentjailError, Collector, Command, ExecResult,
                       OnOutput, PathLike, address, create_body, error_from, exec_body,
                       list_entries, path_query, with_query, ws_frame, ws_request)
 
-__all__ = ["Client", "Sandbox", "ExecResult", "Process", "Session", "Files", "AgentjailError",
+__all__ = ["Client", "Sandbox", "ExecResult", "Execution", "Result", "Logs", "ExecutionError", "Process", "Session", "Files", "AgentjailError",
            "AsyncClient", "AsyncSandbox", "AsyncProcess", "AsyncSession", "AsyncFiles",
            "DEFAULT_SOCKET", "__version__"]
 
@@ -284,6 +286,57 @@ class Sandbox:
             return _collect((json.loads(line) for line in resp), on_stdout, on_stderr)
         finally:
             resp.close()
+
+    def run_code(self, code: str, context: Any = None, on_stdout: OnOutput = None,
+                 on_stderr: OnOutput = None, on_result: OnResult = None,
+                 on_error: OnError = None, timeout: Optional[float] = None,
+                 language: str = "python") -> Execution:
+        """Run Python code in a code context (a Jupyter kernel kept in the
+        sandbox: variables live from one call to the next); context is an
+        id or a dict of create_code_context() (None: "default"). on_stdout,
+        on_stderr get each piece of output, on_result each Result (a
+        chart, a DataFrame, the cell's value) as it comes. timeout
+        (seconds, default 300) interrupts the kernel. An Execution."""
+        if language != "python":
+            raise AgentjailError(400, "bad_request", "only language='python' is supported")
+        resp = self.client.request("POST", f"/v1/sandboxes/{self.id}/code",
+                                   code_body(code, context, timeout))
+        col = CodeCollector(on_stdout, on_stderr, on_result, on_error)
+        try:
+            for line in resp:
+                col.feed(json.loads(line))
+        finally:
+            resp.close()
+        return col.result()
+
+    def create_code_context(self, id: Optional[str] = None, cwd: Optional[str] = None,
+                            language: str = "python") -> Dict[str, Any]:
+        """A new code context (its kernel started): {"id", "language", ...}."""
+        body: Dict[str, Any] = {"language": language}
+        if id:
+            body["id"] = id
+        if cwd:
+            body["cwd"] = cwd
+        return self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts", body)
+
+    def list_code_contexts(self) -> List[Dict[str, Any]]:
+        """The sandbox's code contexts, as dicts."""
+        return self.client.json("GET", f"/v1/sandboxes/{self.id}/code/contexts")["contexts"]
+
+    def restart_code_context(self, context: Any) -> Dict[str, Any]:
+        """Start the context's kernel again (its variables are gone)."""
+        return self.client.json(
+            "POST", f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}/restart")
+
+    def interrupt_code_context(self, context: Any) -> Dict[str, Any]:
+        """Interrupt what the context runs (KeyboardInterrupt in the kernel)."""
+        return self.client.json(
+            "POST", f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}/interrupt")
+
+    def remove_code_context(self, context: Any) -> Dict[str, Any]:
+        """End the context's kernel."""
+        return self.client.json("DELETE",
+                                f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}")
 
     def processes(self) -> List[Dict[str, Any]]:
         """Background processes, newest first, as dicts."""

@@ -31,6 +31,7 @@ import ssl
 import urllib.parse
 from typing import IO, Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
+from ._code import CodeCollector, Execution, OnError, OnResult, code_body, context_id
 from ._common import (AgentjailError, Collector, Command, ExecResult, OnOutput, PathLike,
                       address, create_body, error_from, exec_body, list_entries, path_query,
                       with_query, ws_frame, ws_request)
@@ -498,6 +499,54 @@ class Sandbox:
             return Process(self, r["process"])
         resp = await self.client.request("POST", f"/v1/sandboxes/{self.id}/exec", body)
         return await _collect(_lines(resp), on_stdout, on_stderr)
+
+    async def run_code(self, code: str, context: Any = None, on_stdout: OnOutput = None,
+                       on_stderr: OnOutput = None, on_result: OnResult = None,
+                       on_error: OnError = None, timeout: Optional[float] = None,
+                       language: str = "python") -> Execution:
+        """Run Python code in a code context (a Jupyter kernel kept in the
+        sandbox); callbacks may be coroutine functions. An Execution (see
+        the blocking Sandbox.run_code)."""
+        if language != "python":
+            raise AgentjailError(400, "bad_request", "only language='python' is supported")
+        resp = await self.client.request("POST", f"/v1/sandboxes/{self.id}/code",
+                                         code_body(code, context, timeout))
+        col = CodeCollector(on_stdout, on_stderr, on_result, on_error)
+        async for ev in _lines(resp):
+            r = col.feed(ev)
+            if inspect.isawaitable(r):
+                await r
+        return col.result()
+
+    async def create_code_context(self, id: Optional[str] = None, cwd: Optional[str] = None,
+                                  language: str = "python") -> Dict[str, Any]:
+        """A new code context (its kernel started)."""
+        body: Dict[str, Any] = {"language": language}
+        if id:
+            body["id"] = id
+        if cwd:
+            body["cwd"] = cwd
+        return await self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts", body)
+
+    async def list_code_contexts(self) -> List[Dict[str, Any]]:
+        """The sandbox's code contexts, as dicts."""
+        r = await self.client.json("GET", f"/v1/sandboxes/{self.id}/code/contexts")
+        return r["contexts"]
+
+    async def restart_code_context(self, context: Any) -> Dict[str, Any]:
+        """Start the context's kernel again (its variables are gone)."""
+        return await self.client.json(
+            "POST", f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}/restart")
+
+    async def interrupt_code_context(self, context: Any) -> Dict[str, Any]:
+        """Interrupt what the context runs."""
+        return await self.client.json(
+            "POST", f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}/interrupt")
+
+    async def remove_code_context(self, context: Any) -> Dict[str, Any]:
+        """End the context's kernel."""
+        return await self.client.json(
+            "DELETE", f"/v1/sandboxes/{self.id}/code/contexts/{context_id(context)}")
 
     async def processes(self) -> List[Dict[str, Any]]:
         """Background processes, newest first, as dicts."""

@@ -45,6 +45,19 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((await sb.refresh())["id"], sb.id)
         self.assertNotIn(sb.id, [s["id"] for s in await self.client.sandboxes()])
 
+    async def test_run_code(self):
+        async with await AsyncSandbox.create(client=self.client, timeout=120) as sb:
+            got = []
+
+            async def on_result(r):
+                got.append(r.text)
+
+            ex = await sb.run_code("y = 6 * 7\ny", on_result=on_result)
+            self.assertEqual(ex.text, "42")
+            self.assertEqual(got, ["42"])
+            ex = await sb.run_code("y + 1")
+            self.assertEqual(ex.text, "43")
+
     async def test_concurrent_in_one_thread(self):
         # three sandboxes, each running `sleep 1`, at once: about 1 s, not 3,
         # and no thread besides the event loop's

@@ -114,6 +114,39 @@ class SDKTest(unittest.TestCase):
             self.assertEqual(r.error["code"], "command_not_found")
         self.assertNotIn(sb.id, [s["id"] for s in self.client.sandboxes()])
 
+    def test_run_code(self):
+        # the code interpreter: state between calls, rich results, errors
+        with Sandbox.create(timeout=120) as sb:
+            out, res = [], []
+            ex = sb.run_code("x = 41\nprint('hi')\nx + 1", on_stdout=out.append,
+                             on_result=res.append)
+            self.assertEqual(ex.logs.stdout, ["hi\n"])
+            self.assertEqual(out, ["hi\n"])
+            self.assertEqual(ex.text, "42")
+            self.assertEqual(res[0].text, "42")
+            self.assertIsNone(ex.error)
+            ex = sb.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+            png = ex.results[0].png_bytes()
+            self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertIn("png", ex.results[0].formats())
+            ex = sb.run_code("import pandas as pd\npd.DataFrame({'a': [x]})")
+            self.assertIn("<table", ex.results[0].html)
+            ex = sb.run_code("undefined_name")
+            self.assertEqual(ex.error.name, "NameError")
+            self.assertIn("undefined_name", ex.error.traceback)
+            ex = sb.run_code("while True: pass", timeout=1)
+            self.assertTrue(ex.timed_out)
+            self.assertEqual(ex.error.name, "TimeoutError")
+            ctx = sb.create_code_context()
+            self.assertEqual(sb.run_code("'x' in dir()", context=ctx).text, "False")
+            self.assertEqual(sorted(c["id"] for c in sb.list_code_contexts()),
+                             sorted(["default", ctx["id"]]))
+            sb.remove_code_context(ctx)
+            with self.assertRaises(AgentjailError) as e:
+                sb.run_code("1", context=ctx)
+            self.assertEqual(e.exception.status, 404)
+            self.assertEqual(sb.run_code("x").text, "41")
+
     def test_secrets(self):
         with Sandbox.create(secret={"TOKEN": "tok-1234567890"}) as sb:
             r = sb.exec("echo $TOKEN; echo tok-1234567890")

@@ -16,6 +16,8 @@ export { Sandbox } from "./sandbox.js";
 export type { SandboxInfo, SandboxOpts, SandboxApiOpts, ImageInfo } from "./sandbox.js";
 export { Commands, CommandHandle, CommandResult } from "./commands.js";
 export type { RunOpts, OutputEvent, OutputOpts, OutputCallbacks, ProcessInfo, Signal } from "./commands.js";
+export { Execution, Result } from "./code.js";
+export type { CodeContext, CodeEvent, ExecutionError, RunCodeOpts } from "./code.js";
 export { Files } from "./files.js";
 export type { SandboxPath, WriteData, WriteOpts, WriteInfo, ReadOpts, EntryInfo, ListOpts } from "./files.js";
 export { Pty, Session } from "./pty.js";

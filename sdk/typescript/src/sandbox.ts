@@ -1,5 +1,14 @@
 /** Sandbox: one sandbox of the service (E2B's JS idioms). */
 import { CallOpts, Client, ConnectionOpts, clientOf } from "./client.js";
+import {
+  CodeContext,
+  Execution,
+  RunCodeOpts,
+  codeContextOp,
+  createCodeContext,
+  listCodeContexts,
+  runCode,
+} from "./code.js";
 import { Commands } from "./commands.js";
 import { AgentjailError } from "./errors.js";
 import { Files } from "./files.js";
@@ -112,6 +121,41 @@ export class Sandbox {
 
   private get route(): string {
     return `/v1/sandboxes/${this.sandboxId}`;
+  }
+
+  /**
+   * Run Python in a code context (a Jupyter kernel kept in the sandbox:
+   * variables persist between calls): an Execution with results (.png,
+   * .html, .text), logs and error. opts.onStdout/onResult get each piece
+   * as it comes; opts.timeout (seconds) interrupts the kernel.
+   */
+  runCode(code: string, opts: RunCodeOpts = {}): Promise<Execution> {
+    return runCode(this, code, opts);
+  }
+
+  /** A new code context (its kernel started). */
+  createCodeContext(opts: CallOpts & { id?: string; cwd?: string; language?: "python" } = {}): Promise<CodeContext> {
+    return createCodeContext(this, opts);
+  }
+
+  /** The sandbox's code contexts. */
+  listCodeContexts(opts: CallOpts = {}): Promise<CodeContext[]> {
+    return listCodeContexts(this, opts);
+  }
+
+  /** Start a context's kernel again (its variables are gone). */
+  restartCodeContext(ctx: string | CodeContext, opts: CallOpts = {}): Promise<Record<string, unknown>> {
+    return codeContextOp(this, ctx, "restart", opts);
+  }
+
+  /** Interrupt what a context runs. */
+  interruptCodeContext(ctx: string | CodeContext, opts: CallOpts = {}): Promise<Record<string, unknown>> {
+    return codeContextOp(this, ctx, "interrupt", opts);
+  }
+
+  /** End a context's kernel. */
+  removeCodeContext(ctx: string | CodeContext, opts: CallOpts = {}): Promise<Record<string, unknown>> {
+    return codeContextOp(this, ctx, "delete", opts);
   }
 
   /** Create a sandbox. */

@@ -37,6 +37,28 @@ after(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+describe("code interpreter", () => {
+  test("runCode keeps state, gives rich results, errors and timeouts", async () => {
+    const sb = await create();
+    const out: string[] = [];
+    let ex = await sb.runCode("x = 41\nprint('hi')\nx + 1", { onStdout: (s) => out.push(s) });
+    assert.deepEqual(out, ["hi\n"]);
+    assert.equal(ex.text, "42");
+    ex = await sb.runCode("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()");
+    assert.deepEqual([...ex.results[0].pngBytes()!.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+    ex = await sb.runCode("1 / 0");
+    assert.equal(ex.error?.name, "ZeroDivisionError");
+    ex = await sb.runCode("while True: pass", { timeout: 1 });
+    assert.equal(ex.timedOut, true);
+    const ctx = await sb.createCodeContext({ id: "other" });
+    assert.equal((await sb.runCode("'x' in dir()", { context: ctx })).text, "False");
+    assert.deepEqual((await sb.listCodeContexts()).map((c) => c.id).sort(), ["default", "other"]);
+    await sb.removeCodeContext(ctx);
+    await assert.rejects(sb.runCode("1", { context: "other" }), NotFoundError);
+    assert.equal((await sb.runCode("x")).text, "41");
+  });
+});
+
 describe("commands", () => {
   test("run: streamed output, exit code, stderr; envs, cwd, stdin, timeout, not found", async () => {
     const sb = await create({ memory: "128M" });

@@ -195,6 +195,7 @@ static int stats(aj_inst *i, aj_inst_stats *o, aj_error *err)
 	    aj_cgroup_stats(&i->box.info.cg, &o->memory_bytes, &o->memory_peak_bytes, &o->cpu_usec,
 			    &o->pids) < 0)
 		return aj_err(err, ENOTSUP, "the sandbox has no memory cgroup to read");
+	o->oom_kills = aj_cgroup_oom_kills(&i->box.info.cg);
 	return 0;
 }
 
