@@ -85,10 +85,18 @@ static const char run_usage[] =
     "      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
     "                          (docs/security.md)\n"
     "Isolation level (docs/levels.md):\n"
-    "      --isolation process|gvisor\n"
-    "                          the level: process (default: namespaces, seccomp,\n"
-    "                          Landlock) or gvisor (gVisor's user-space kernel, runsc;\n"
-    "                          one-shot)\n"
+    "      --isolation process|gvisor|microvm
+"
+    "                          the level: process (default: namespaces, seccomp,
+"
+    "                          Landlock), gvisor (gVisor's user-space kernel, runsc;
+"
+    "                          one-shot) or microvm (a qemu microVM with its own
+"
+    "                          kernel; one-shot, --memory is its RAM, --cpus its
+"
+    "                          vCPUs; no network)
+"
     "Other:\n"
     "      --print-plan        print the compiled plan (mounts, /etc, masks,\n"
     "                          seccomp, Landlock, network, limits, user, env names;\n"
