@@ -50,14 +50,16 @@ typedef struct aj_mv_spawn {
 	char *const *argv;
 	uid_t uid;
 	gid_t gid;
-	const char *bind[64], *onto[64];
-	bool ro[64];
+	const char *bind[80], *onto[80];
+	bool ro[80];
 	size_t n;
 	int log;
 	mode_t umask;
 	/* >= 0: a user namespace the read-only binds are idmapped through
 	 * (host root's files appear as the process's own, as at level 1) */
 	int idmap;
+	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
+	int pass_fd;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 

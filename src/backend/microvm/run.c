@@ -43,7 +43,7 @@ typedef struct mv_run {
 	char vm[96];	    /* dir/vm: qemu's (the unused uid's) */
 	char wsd[96];	    /* dir/ws: the workspace virtiofsd's socket */
 	aj_mv_spawn rootfs; /* the root's virtiofsd and its binds */
-	char *holders[64];  /* the binds' sources and places (malloc'ed) */
+	char *holders[160]; /* the binds' sources and places (malloc'ed) */
 	size_t n_holders;
 	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
 	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
@@ -97,7 +97,8 @@ static int refuse(const aj_policy *p, aj_error *err)
 
 static int hold(mv_run *m, const char *src, const char *rel, bool dir, aj_error *err)
 {
-	if (m->rootfs.n >= AJ_ARRAY_SIZE(m->rootfs.bind) || m->n_holders + 2 > 64)
+	if (m->rootfs.n >= AJ_ARRAY_SIZE(m->rootfs.bind) ||
+	    m->n_holders + 2 > AJ_ARRAY_SIZE(m->holders))
 		return aj_err(err, E2BIG, "microvm: too many binds");
 	char *onto = aj_asprintf("%s/%s", m->root, rel), *s = strdup(src);
 	if (!onto || !s) {
@@ -156,6 +157,10 @@ static int stage_root(mv_run *m, aj_error *err)
 		if (!strcmp(dirs[i], "root"))
 			chmod(d, 0700);
 	}
+	/* the staged root itself, idmapped (hold): its files are the root
+	 * virtiofsd's own, as the binds below it */
+	if (hold(m, m->root, "", true, err) < 0)
+		return -1;
 	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	"/lib",
 					  "/lib32", "/lib64", "/libx32"};
 	int r = 0;
@@ -197,19 +202,39 @@ static int make_dirs(mv_run *m, aj_error *err)
 	snprintf(m->root, sizeof(m->root), "%s/root", m->dir);
 	snprintf(m->vm, sizeof(m->vm), "%s/vm", m->dir);
 	snprintf(m->wsd, sizeof(m->wsd), "%s/ws", m->dir);
-	/* qemu (base) connects to the workspace's socket: its group */
+	/* dir/ws: where the workspace is bound for its virtiofsd (its owner's) */
 	if (chmod(m->dir, 0711) < 0 || mkdir(m->root, 0755) < 0 || mkdir(m->vm, 0700) < 0 ||
-	    chown(m->vm, m->base, m->base) < 0 || mkdir(m->wsd, 0770) < 0 ||
-	    chown(m->wsd, m->ws_uid, m->base) < 0)
+	    chown(m->vm, m->base, m->base) < 0 || mkdir(m->wsd, 0700) < 0 ||
+	    chown(m->wsd, m->ws_uid, m->ws_gid) < 0)
 		return aj_err(err, errno, "microvm: cannot prepare %s", m->dir);
 	return 0;
+}
+
+/* A listening socket at path that only qemu's uid may connect to: made
+ * here and handed to virtiofsd (--fd), which would make it its own uid's. */
+static int listen_at(mv_run *m, const char *path, aj_error *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0 ||
+	    chown(path, m->base, m->base) < 0 || chmod(path, 0600) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return aj_err(err, e, "microvm: socket %s", path);
+	}
+	return fd;
 }
 
 static pid_t virtiofsd(mv_run *m, aj_mv_spawn *s, const char *sock, const char *src, bool ro,
 		       aj_error *err)
 {
-	char sockopt[PATH_MAX], srcopt[PATH_MAX];
-	snprintf(sockopt, sizeof(sockopt), "--socket-path=%s", sock);
+	char sockopt[PATH_MAX] = "--fd=3", srcopt[PATH_MAX];
+	_cleanup_close_ int lfd = listen_at(m, sock, err);
+	if (lfd < 0)
+		return lfd;
+	s->pass_fd = lfd;
 	snprintf(srcopt, sizeof(srcopt), "source=%s,cache=none%s", src,
 		 ro ? ",no_posix_lock,no_flock" : "");
 	char *argv[] = {m->h.virtiofsd, sockopt, "-o", srcopt, NULL};
@@ -234,7 +259,7 @@ static pid_t qemu(mv_run *m, aj_error *err)
 	snprintf(con, sizeof(con), "file,id=con,path=%s/console", m->vm);
 	snprintf(agent, sizeof(agent), "socket,id=ag,path=%s/agent.sock,server=on,wait=off", m->vm);
 	snprintf(fsr, sizeof(fsr), "socket,id=fsr,path=%s/root.sock", m->vm);
-	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->wsd);
+	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
 	/* the writable layer is guest RAM: --disk caps it */
 	snprintf(append, sizeof(append),
 		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
@@ -353,30 +378,17 @@ static int start(mv_run *m, aj_error *err)
 	}
 	if (r == 0) {
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
-		r = m->pids[1] < 0 ? (int)m->pids[1] : wait_socket(sock, m->pids[1], deadline);
+		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}
 	if (r == 0 && m->p->workspace) {
-		char wsroot[PATH_MAX];
-		snprintf(sock, sizeof(sock), "%s/ws.sock", m->wsd);
-		snprintf(wsroot, sizeof(wsroot), "%s/ws.root", m->wsd);
+		snprintf(sock, sizeof(sock), "%s/ws.sock", m->vm);
 		aj_mv_spawn s = {
-		    .uid = m->ws_uid, .gid = m->ws_gid, .n = 1, .umask = 007, .idmap = -1};
+		    .uid = m->ws_uid, .gid = m->ws_gid, .n = 1, .umask = 077, .idmap = -1};
 		/* the workspace, bound where its owner can reach it (its parents
 		 * may be closed to it) */
-		if (mkdir(wsroot, 0700) < 0 || chown(wsroot, m->ws_uid, m->ws_gid) < 0)
-			r = aj_err(err, errno, "microvm: %s", wsroot);
-		s.bind[0] = m->p->workspace, s.onto[0] = wsroot, s.ro[0] = false;
-		if (r == 0)
-			m->pids[2] = virtiofsd(m, &s, sock, wsroot, false, err);
-		if (r == 0)
-			r = m->pids[2] < 0 ? (int)m->pids[2]
-					   : wait_socket(sock, m->pids[2], deadline);
-	}
-	if (r == -ETIMEDOUT) {
-		char tail[512];
-		console_tail(m, tail, sizeof(tail));
-		r = aj_err(err, ETIMEDOUT, "microvm: virtiofsd did not start%s%s",
-			   *tail ? ": " : "", tail);
+		s.bind[0] = m->p->workspace, s.onto[0] = m->wsd, s.ro[0] = false;
+		m->pids[2] = virtiofsd(m, &s, sock, m->wsd, false, err);
+		r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
 	}
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
@@ -399,11 +411,24 @@ static void teardown(mv_run *m)
 		close(m->console);
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(m->pids); i++)
-		if (m->pids[i] > 0) {
-			kill(m->pids[i], SIGKILL);
+	/* qemu first: each virtiofsd then sees its guest go and ends, its
+	 * process in its own pid namespace (a child) before it */
+	if (m->pids[0] > 0) {
+		kill(m->pids[0], SIGKILL);
+		waitpid(m->pids[0], NULL, 0);
+	}
+	unsigned long long until = now_ms() + 2000;
+	for (size_t i = 1; i < AJ_ARRAY_SIZE(m->pids); i++) {
+		while (m->pids[i] > 0 && now_ms() < until &&
+		       waitpid(m->pids[i], NULL, WNOHANG) == 0) {
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		}
+		if (m->pids[i] > 0 && waitpid(m->pids[i], NULL, WNOHANG) == 0) {
+			kill(m->pids[i], SIGKILL); /* its child gets its death signal */
 			waitpid(m->pids[i], NULL, 0);
 		}
+	}
 	/* the binds were in the VMM's mount namespaces, gone with them: the
 	 * directory holds only what we made */
 	/* AGENTJAIL_MICROVM_DEBUG=1: the kernel's messages in dir/vm/console, kept */

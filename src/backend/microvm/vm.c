@@ -255,6 +255,8 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 	int log = s->log >= 0 ? s->log : dn;
 	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		child_fail(report, errno);
+	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
+		child_fail(report, errno);
 	umask(s->umask);
 	execv(s->argv[0], s->argv);
 	child_fail(report, errno);
