@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../gvisor/agent_proto.h"
+#include "agent_proto.h"
 #include "etc.h"
 #include "microvm.h"
 #include "redact.h"
