@@ -52,6 +52,20 @@ teardown() { aj_teardown; }
     [ ! -e /usr/x ] || fail "the guest wrote the host's /usr"
 }
 
+@test "microvm: the workspace's secrets are masked and its host-run files read-only, as at level 1" {
+    echo "API_KEY=sk-live-0123456789abcdef" >"$WS/.env"
+    mkdir -p "$WS/.git/hooks"
+    chown -R 4242:4343 "$WS"
+    run --separate-stderr mv -q --workspace "$WS" -- /bin/sh -c \
+        'cat /workspace/.env; echo evil >/workspace/.git/hooks/pre-commit || echo refused' </dev/null
+    assert_status 0
+    assert_output_lacks "sk-live-0123456789abcdef"
+    assert_contains "$output" "API_KEY="
+    assert_contains "$output" refused
+    [ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a git hook was planted on the host"
+    assert_eq "$(cat "$WS/.env")" "API_KEY=sk-live-0123456789abcdef" "the host's .env"
+}
+
 @test "microvm: --timeout is 124, the VM stopped" {
     local start=$SECONDS
     run --separate-stderr mv -q --timeout 1 --kill-after 1 -- /bin/sh -c 'trap "" TERM; sleep 60' </dev/null

@@ -60,6 +60,10 @@ typedef struct aj_mv_spawn {
 	int idmap;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
+	/* called in the child after the binds, as host root (the workspace's
+	 * masks and guard); non-zero: an errno, the start fails */
+	int (*prepare)(void *ctx);
+	void *ctx;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 

@@ -25,7 +25,9 @@
 
 #include "agent_proto.h"
 #include "etc.h"
+#include "mask.h"
 #include "microvm.h"
+#include "protect.h"
 #include "redact.h"
 #include "userns.h"
 #include "util.h"
@@ -41,16 +43,18 @@ typedef struct mv_run {
 	char dir[64];	    /* the private directory (root's, 0711) */
 	char root[96];	    /* dir/root: the staged root */
 	char vm[96];	    /* dir/vm: qemu's (the unused uid's) */
-	char wsd[96];	    /* dir/ws: the workspace virtiofsd's socket */
+	char wsd[96];	    /* dir/ws: the workspace's virtiofsd's root (its owner's) */
+	char wsws[112];	    /* dir/ws/workspace: the workspace bound there */
 	aj_mv_spawn rootfs; /* the root's virtiofsd and its binds */
 	char *holders[160]; /* the binds' sources and places (malloc'ed) */
 	size_t n_holders;
 	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
 	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
 	gid_t ws_gid;
-	pid_t pids[3]; /* qemu, virtiofsd root, virtiofsd workspace */
-	int agent;     /* the agent's socket */
-	int console;   /* dir/vm/console, qemu's serial */
+	pid_t pids[3];	  /* qemu, virtiofsd root, virtiofsd workspace */
+	int agent;	  /* the agent's socket */
+	int console;	  /* dir/vm/console, qemu's serial */
+	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
 } mv_run;
 
 static unsigned long long now_ms(void)
@@ -202,12 +206,29 @@ static int make_dirs(mv_run *m, aj_error *err)
 	snprintf(m->root, sizeof(m->root), "%s/root", m->dir);
 	snprintf(m->vm, sizeof(m->vm), "%s/vm", m->dir);
 	snprintf(m->wsd, sizeof(m->wsd), "%s/ws", m->dir);
+	snprintf(m->wsws, sizeof(m->wsws), "%s/ws/workspace", m->dir);
 	/* dir/ws: where the workspace is bound for its virtiofsd (its owner's) */
 	if (chmod(m->dir, 0711) < 0 || mkdir(m->root, 0755) < 0 || mkdir(m->vm, 0700) < 0 ||
 	    chown(m->vm, m->base, m->base) < 0 || mkdir(m->wsd, 0700) < 0 ||
-	    chown(m->wsd, m->ws_uid, m->ws_gid) < 0)
+	    chown(m->wsd, m->ws_uid, m->ws_gid) < 0 || mkdir(m->wsws, 0700) < 0 ||
+	    chown(m->wsws, m->ws_uid, m->ws_gid) < 0)
 		return aj_err(err, errno, "microvm: cannot prepare %s", m->dir);
 	return 0;
+}
+
+/* In the workspace virtiofsd's mount namespace, as host root: level 1's
+ * masks over the workspace's secrets (the replacements in dir/masks) and
+ * its host-run files bound read-only (protect.h), before virtiofsd serves
+ * it. */
+static int ws_prepare(void *ctx)
+{
+	mv_run *m = ctx;
+	char scratch[PATH_MAX];
+	snprintf(scratch, sizeof(scratch), "%s/masks", m->dir);
+	int r = aj_mask_workspace(m->p, m->wsd, scratch, NULL);
+	if (r >= 0 && m->prot)
+		r = aj_protect_apply_dir(m->prot, m->wsws, NULL);
+	return r < 0 ? -r : 0;
 }
 
 /* A listening socket at path that only qemu's uid may connect to: made
@@ -386,9 +407,14 @@ static int start(mv_run *m, aj_error *err)
 		    .uid = m->ws_uid, .gid = m->ws_gid, .n = 1, .umask = 077, .idmap = -1};
 		/* the workspace, bound where its owner can reach it (its parents
 		 * may be closed to it) */
-		s.bind[0] = m->p->workspace, s.onto[0] = m->wsd, s.ro[0] = false;
-		m->pids[2] = virtiofsd(m, &s, sock, m->wsd, false, err);
-		r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
+		s.bind[0] = m->p->workspace, s.onto[0] = m->wsws, s.ro[0] = false;
+		s.prepare = ws_prepare, s.ctx = m;
+		if ((r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
+			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
+		else
+			m->pids[2] = 0;
+		if (r == 0)
+			r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
 	}
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
@@ -436,6 +462,7 @@ static void teardown(mv_run *m)
 		(void)aj_rm_tree_at(AT_FDCWD, m->dir, 16);
 	for (size_t i = 0; i < m->n_holders; i++)
 		free(m->holders[i]);
+	aj_protect_release(m->prot);
 }
 
 /* ---- the command ---- */

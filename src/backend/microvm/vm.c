@@ -235,6 +235,9 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 			  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
 			child_fail(report, errno);
 	}
+	int e = s->prepare ? s->prepare(s->ctx) : 0;
+	if (e)
+		child_fail(report, e);
 	/* the host's /run hidden; virtiofsd keeps its lock files there */
 	char opts[64];
 	snprintf(opts, sizeof(opts), "mode=0755,size=1m,uid=%u,gid=%u", (unsigned)s->uid,
