@@ -85,18 +85,12 @@ static const char run_usage[] =
     "      --seccomp-profile FILE  JSON seccomp profile replacing the default one\n"
     "                          (docs/security.md)\n"
     "Isolation level (docs/levels.md):\n"
-    "      --isolation process|gvisor|microvm
-"
-    "                          the level: process (default: namespaces, seccomp,
-"
-    "                          Landlock), gvisor (gVisor's user-space kernel, runsc;
-"
-    "                          one-shot) or microvm (a qemu microVM with its own
-"
-    "                          kernel; one-shot, --memory is its RAM, --cpus its
-"
-    "                          vCPUs; no network)
-"
+    "      --isolation process|gvisor|microvm\n"
+    "                          the level: process (default: namespaces, seccomp,\n"
+    "                          Landlock), gvisor (gVisor's user-space kernel, runsc;\n"
+    "                          one-shot) or microvm (a qemu microVM with its own\n"
+    "                          kernel; one-shot, --memory is its RAM, --cpus its\n"
+    "                          vCPUs; no network)\n"
     "Other:\n"
     "      --print-plan        print the compiled plan (mounts, /etc, masks,\n"
     "                          seccomp, Landlock, network, limits, user, env names;\n"
