@@ -120,6 +120,8 @@ AJ_ISOLATION=gvisor integration build "security suite (level 2: gvisor)" tests/s
 integration build "network tests" tests/network/*.bats
 integration build "service tests" tests/service/*.bats
 integration build "gvisor level" tests/gvisor/*.bats
+# level 3 on TCG (~7 boots, ~30 s)
+integration build "microvm level" tests/microvm/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

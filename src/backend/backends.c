@@ -9,6 +9,7 @@
 #include "backends.h"
 #include "cgroup.h"
 #include "gvisor.h"
+#include "microvm.h"
 #include "protect.h"
 
 const aj_backend *aj_backend_of(aj_isolation level)
@@ -16,6 +17,7 @@ const aj_backend *aj_backend_of(aj_isolation level)
 	switch (level) {
 	case AJ_ISO_PROCESS: return &aj_backend_process;
 	case AJ_ISO_GVISOR: return &aj_backend_gvisor;
+	case AJ_ISO_MICROVM: return &aj_backend_microvm;
 	}
 	return NULL;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../backend/gvisor/gvisor.h"
+#include "../backend/microvm/microvm.h"
 #include "commands.h"
 #include "doctor.h"
 #include "error.h"
@@ -95,8 +96,9 @@ int aj_cmd_doctor(int argc, char **argv)
 	}
 	n = aj_doctor_run(checks, AJ_DOCTOR_MAX_CHECKS);
 	aj_gvisor_doctor(&checks[n++]);
+	aj_microvm_doctor(&checks[n++]);
 	/* every level has its line, the ones not built in too (docs/levels.md) */
-	static const char *const later[] = {"level 3: microvm", "level 4: wasm"};
+	static const char *const later[] = {"level 4: wasm"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(later); i++) {
 		aj_check *c = &checks[n++];
 		memset(c, 0, sizeof(*c));
@@ -104,7 +106,7 @@ int aj_cmd_doctor(int argc, char **argv)
 		c->status = AJ_CHECK_WARN;
 		snprintf(c->detail, sizeof(c->detail), "not in this build of agentjail");
 		snprintf(c->fix, sizeof(c->fix),
-			 "none yet: use --isolation process or gvisor (docs/levels.md)");
+			 "none yet: use --isolation process, gvisor or microvm (docs/levels.md)");
 	}
 	can_run = aj_doctor_can_run(checks, n);
 	if (json) {

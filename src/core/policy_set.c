@@ -76,14 +76,16 @@ static bool host_only(const char *name, const char *v)
 
 int aj_policy_set_isolation(aj_policy *p, const char *v, aj_error *err)
 {
-	if (!strcmp(v, "process") || !strcmp(v, "gvisor")) {
-		p->isolation = !strcmp(v, "gvisor") ? AJ_ISO_GVISOR : AJ_ISO_PROCESS;
+	if (!strcmp(v, "process") || !strcmp(v, "gvisor") || !strcmp(v, "microvm")) {
+		p->isolation = !strcmp(v, "gvisor")    ? AJ_ISO_GVISOR
+			       : !strcmp(v, "microvm") ? AJ_ISO_MICROVM
+						       : AJ_ISO_PROCESS;
 		return 0;
 	}
-	if (!strcmp(v, "microvm") || !strcmp(v, "wasm")) {
+	if (!strcmp(v, "wasm")) {
 		aj_err(err, ENOTSUP, "--isolation %s: this isolation level is not available yet",
 		       v);
-		aj_err_hint(err, "use --isolation process or gvisor (docs/levels.md)");
+		aj_err_hint(err, "use --isolation process, gvisor or microvm (docs/levels.md)");
 		if (err) { /* the API: 501 */
 			err->status = 501;
 			snprintf(err->api_code, sizeof(err->api_code), "not_supported");

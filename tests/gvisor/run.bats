@@ -178,7 +178,7 @@ print(n)'
     run --separate-stderr "$AJ" run --isolation bogus -- /bin/true
     assert_status 125
     assert_contains "$stderr" "expected process, gvisor, microvm or wasm"
-    run --separate-stderr "$AJ" run --isolation microvm -- /bin/true
+    run --separate-stderr "$AJ" run --isolation wasm -- /bin/true
     assert_status 125
     assert_contains "$stderr" "not available yet"
     run --separate-stderr "$AJ" run --isolation gvisor --publish 18080:80 -- /bin/true

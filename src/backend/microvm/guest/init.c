@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail-guest-init: PID 1 of a level-3 microVM (docs/levels.md), in the
+ * initramfs agentjail builds (microvm/initramfs.c), linked statically. It
+ * loads the virtio modules the Debian kernel has as modules, mounts the
+ * root (the host's read-only view shared by virtiofs, under a tmpfs
+ * overlay capped by aj.disk=), the workspace (virtiofs, read-write), moves
+ * into that root, and then serves the agent protocol (agent_proto.h) on
+ * the virtio-serial port "aj.agent": one agentjail-agent process per
+ * request, its stdin and stdout the port. It reaps every orphan. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PORT_NAME "aj.agent"
+#define AGENT "/agentjail-agent"
+
+/* in load order: each needs only those before it (their symbols) */
+static const char *const modules[] = {"virtio_ring", "virtio",	 "virtio_mmio", "virtio_console",
+				      "fuse",	     "virtiofs", "overlay",	"virtio-rng"};
+
+static void say(const char *what, const char *a, int e)
+{
+	/* the console (ttyS0): the host shows its end when the VM fails */
+	fprintf(stderr, "agentjail-guest: %s%s%s", what, *a ? " " : "", a);
+	if (e)
+		fprintf(stderr, ": %s", strerror(e));
+	fputc('\n', stderr);
+}
+
+static _Noreturn void die(const char *what, const char *a)
+{
+	say(what, a, errno);
+	sync();
+	reboot(RB_POWER_OFF);
+	_exit(1);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void load_modules(void)
+{
+	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "/lib/modules/%s.ko", modules[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			die("cannot open", path);
+		if (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST)
+			die("cannot load", path);
+		close(fd);
+	}
+}
+
+/* A value of the kernel command line "aj.NAME=VALUE", or def. */
+static const char *arg(const char *cmdline, const char *name, char *out, size_t len,
+		       const char *def)
+{
+	char key[64];
+	snprintf(key, sizeof(key), " aj.%s=", name);
+	const char *p = strstr(cmdline, key);
+	if (!p)
+		return def;
+	p += strlen(key);
+	size_t n = strcspn(p, " \n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return out;
+}
+
+static void must_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+		       const char *data)
+{
+	/* virtiofs devices probe asynchronously after the module loads */
+	for (int i = 0; mount(src, dst, type, flags, data) < 0; i++)
+		if (errno != ENOENT || i > 200)
+			die("cannot mount", dst);
+		else
+			sleep_ms(5);
+}
+
+/* The virtio-serial port named PORT_NAME (/sys/class/virtio-ports/vportNpM/name). */
+static int open_port(void)
+{
+	for (int i = 0; i < 400; i++) {
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			char p[PATH_MAX], name[64] = "";
+			snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", de->d_name);
+			FILE *f = fopen(p, "re");
+			if (!f)
+				continue;
+			if (!fgets(name, sizeof(name), f))
+				name[0] = '\0';
+			fclose(f);
+			name[strcspn(name, "\n")] = '\0';
+			if (strcmp(name, PORT_NAME))
+				continue;
+			snprintf(p, sizeof(p), "/dev/%s", de->d_name);
+			int fd = open(p, O_RDWR | O_CLOEXEC | O_NOCTTY);
+			/* ENXIO until the host's end is connected */
+			if (fd >= 0) {
+				closedir(d);
+				return fd;
+			}
+		}
+		if (d)
+			closedir(d);
+		sleep_ms(10);
+	}
+	die("no virtio-serial port", PORT_NAME);
+}
+
+static void setup_root(const char *cmdline)
+{
+	char disk[32], ws[8], host[65], opts[128];
+	arg(cmdline, "disk", disk, sizeof(disk), "0");
+	mkdir("/mnt", 0755);
+	mkdir("/mnt/lower", 0755);
+	mkdir("/mnt/rw", 0755);
+	mkdir("/newroot", 0755);
+	must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
+	/* the writable layer: tmpfs capped by --disk (0: half the RAM) */
+	snprintf(opts, sizeof(opts), "mode=0755%s%s", strcmp(disk, "0") ? ",size=" : "",
+		 strcmp(disk, "0") ? disk : "");
+	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
+	mkdir("/mnt/rw/upper", 0755);
+	mkdir("/mnt/rw/work", 0755);
+	must_mount("overlay", "/newroot", "overlay", 0,
+		   "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	must_mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	must_mount("sysfs", "/newroot/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		   NULL);
+	must_mount("dev", "/newroot/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL);
+	mkdir("/newroot/dev/pts", 0755);
+	must_mount("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		   "newinstance,ptmxmode=0666,mode=0620");
+	mkdir("/newroot/dev/shm", 01777);
+	must_mount("shm", "/newroot/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0")) {
+		mkdir("/newroot/workspace", 0755);
+		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NODEV, NULL);
+	}
+	arg(cmdline, "host", host, sizeof(host), "agentjail");
+	(void)!sethostname(host, strlen(host));
+}
+
+/* --pids (aj.pids=N): a cgroup the agent and its command go into; its
+ * cgroup.procs, or -1 for none. It stays in the initramfs, out of the
+ * command's view after the switch of roots. */
+static int pids_cgroup(const char *cmdline)
+{
+	char pids[24];
+	unsigned long n = strtoul(arg(cmdline, "pids", pids, sizeof(pids), "0"), NULL, 10);
+	if (!n)
+		return -1;
+	mkdir("/cg", 0700);
+	must_mount("cgroup2", "/cg", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	int fd = open("/cg/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "+pids", 5) != 5)
+		die("cannot enable", "the pids controller");
+	close(fd);
+	if (mkdir("/cg/cmd", 0755) < 0)
+		die("cannot create", "/cg/cmd");
+	snprintf(pids, sizeof(pids), "%lu", n + 1);
+	fd = open("/cg/cmd/pids.max", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, pids, strlen(pids)) != (ssize_t)strlen(pids))
+		die("cannot set", "pids.max");
+	close(fd);
+	fd = open("/cg/cmd/cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("cannot open", "/cg/cmd/cgroup.procs");
+	return fd;
+}
+
+int main(void)
+{
+	if (getpid() != 1)
+		return 2;
+	mount("dev", "/dev", "devtmpfs", MS_NOSUID, NULL);
+	int con = open("/dev/console", O_RDWR | O_NOCTTY);
+	if (con >= 0 && con != 2) {
+		dup2(con, 0), dup2(con, 1), dup2(con, 2);
+		if (con > 2)
+			close(con);
+	}
+	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount("sys", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	static char cmdline[4096] = " ";
+	int cf = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = cf >= 0 ? read(cf, cmdline + 1, sizeof(cmdline) - 2) : -1;
+	cmdline[n > 0 ? n + 1 : 1] = '\0';
+	if (cf >= 0)
+		close(cf);
+	if (strstr(cmdline, " aj.canary=1")) { /* the accelerator's probe (vm.c) */
+		say("canary ok", "", 0);
+		reboot(RB_POWER_OFF);
+	}
+	load_modules();
+	setup_root(cmdline);
+	int cg = pids_cgroup(cmdline);
+	int port = open_port();
+	int agent = open(AGENT, O_RDONLY | O_CLOEXEC);
+	if (agent < 0)
+		die("cannot open", AGENT);
+	/* switch_root: the overlay becomes / (the initramfs stays below, unseen) */
+	if (chdir("/newroot") < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0 ||
+	    chdir("/") < 0)
+		die("cannot enter", "/newroot");
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		pid_t a = fork();
+		if (a == 0) {
+			char *argv[] = {"agentjail-agent", NULL}, *envp[] = {NULL};
+			/* the agent and its command under --pids (the agent is one) */
+			if ((cg >= 0 && write(cg, "0", 1) != 1) || dup2(port, 0) < 0 ||
+			    dup2(port, 1) < 0)
+				_exit(1);
+			fexecve(agent, argv, envp);
+			_exit(127);
+		}
+		if (a < 0)
+			die("cannot fork", AGENT);
+		/* reap everything; the next request gets a new agent */
+		for (;;) {
+			pid_t w = waitpid(-1, NULL, 0);
+			if (w == a || (w < 0 && errno == ECHILD))
+				break;
+		}
+	}
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Level 3 (`--isolation microvm`): each sandbox a qemu microVM with its own
+ * Linux kernel (docs/levels.md). The guest kernel and its modules come from
+ * Debian's linux-image package, unpacked at setup (scripts/setup.sh) into
+ * AJ_MV_ASSETS; agentjail builds the initramfs (guest/init.c as PID 1 and
+ * agentjail-agent, which serves the agent protocol on virtio-serial). */
+#ifndef AJ_MICROVM_H
+#define AJ_MICROVM_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "doctor.h"
+#include "error.h"
+#include "policy.h"
+
+/* where setup puts vmlinux and modules/ (AGENTJAIL_MICROVM_DIR names another) */
+#define AJ_MV_ASSETS "/var/cache/agentjail/microvm"
+#define AJ_MV_QEMU "qemu-system-x86_64"
+#define AJ_MV_VIRTIOFSD "/usr/lib/qemu/virtiofsd"
+#define AJ_MV_DIR_PREFIX "/tmp/agentjail-microvm-"
+
+/* What a boot needs, found by aj_mv_host_find. */
+typedef struct aj_mv_host {
+	char qemu[PATH_MAX];
+	char virtiofsd[PATH_MAX];
+	char kernel[PATH_MAX];	  /* the uncompressed vmlinux (PVH entry) */
+	char initramfs[PATH_MAX]; /* built and cached by aj_mv_initramfs */
+	bool kvm;		  /* the accelerator: KVM, else TCG */
+	char accel_why[256];	  /* why TCG (or "forced") */
+	unsigned long tsc_khz;	  /* the host's TSC in kHz (tsc_early_khz=) */
+} aj_mv_host;
+
+/* qemu, virtiofsd, the kernel, modules and the initramfs; the accelerator
+ * (AGENTJAIL_MICROVM_ACCEL=kvm|tcg forces it, else the cached verdict of a
+ * canary boot). 0, or -errno with err saying what is missing (exit 125). */
+int aj_mv_host_find(aj_mv_host *h, aj_error *err);
+/* The `agentjail doctor` line for level 3. */
+void aj_microvm_doctor(aj_check *c);
+
+/* A process of the VM (qemu or virtiofsd) confined: its own user (inside
+ * uid 0 is host uid/gid), mount, network and IPC namespaces. Before the
+ * exec, bind[i] is bound read-only (ro[i]) or read-write at onto[i] in its
+ * mount namespace (made as host root, so the confined process cannot undo
+ * them). Its stdout and stderr go to log (an fd, or -1: /dev/null). */
+typedef struct aj_mv_spawn {
+	char *const *argv;
+	uid_t uid;
+	gid_t gid;
+	const char *bind[80], *onto[80];
+	bool ro[80];
+	size_t n;
+	int log;
+	mode_t umask;
+	/* >= 0: a user namespace the read-only binds are idmapped through
+	 * (host root's files appear as the process's own, as at level 1) */
+	int idmap;
+	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
+	int pass_fd;
+	/* called in the child after the binds, as host root (the workspace's
+	 * masks and guard); non-zero: an errno, the start fails */
+	int (*prepare)(void *ctx);
+	void *ctx;
+} aj_mv_spawn;
+pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
+
+extern const aj_backend aj_backend_microvm;
+
+/* agentjail run --isolation microvm: the same contract as aj_sandbox_run. */
+int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
+		   aj_error *err);
+
+#endif

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/* What a level-3 boot needs of the host: qemu, virtiofsd, the guest kernel
+ * and modules setup unpacked (scripts/setup.sh), the initramfs agentjail
+ * builds from them (cpio), the accelerator (a canary boot decides whether
+ * KVM runs a stock guest here: on a PVM host it does not), and the
+ * confinement of qemu and virtiofsd (their own namespaces and an
+ * unprivileged uid). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "image.h"
+#include "mountapi.h"
+#include "microvm.h"
+#include "userns.h"
+#include "util.h"
+
+/* the modules guest/init.c loads, in the kernel's tree */
+static const char *const guest_modules[][2] = {
+    {"virtio_ring", "drivers/virtio/virtio_ring.ko"},
+    {"virtio", "drivers/virtio/virtio.ko"},
+    {"virtio_mmio", "drivers/virtio/virtio_mmio.ko"},
+    {"virtio_console", "drivers/char/virtio_console.ko"},
+    {"fuse", "fs/fuse/fuse.ko"},
+    {"virtiofs", "fs/fuse/virtiofs.ko"},
+    {"overlay", "fs/overlayfs/overlay.ko"},
+    {"virtio-rng", "drivers/char/hw_random/virtio-rng.ko"},
+};
+
+static const char *assets_dir(void)
+{
+	const char *d = getenv("AGENTJAIL_MICROVM_DIR");
+	return d && *d ? d : AJ_MV_ASSETS;
+}
+
+static int find_in_path(const char *name, char *out, size_t len)
+{
+	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
+		snprintf(out, len, "%s/%s", dirs[i], name);
+		if (access(out, X_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static unsigned long host_tsc_khz(void)
+{
+	_cleanup_free_ char *info = NULL;
+	if (aj_read_file("/proc/cpuinfo", &info, NULL) < 0)
+		return 0;
+	const char *m = strstr(info, "cpu MHz");
+	m = m ? strchr(m, ':') : NULL;
+	return m ? (unsigned long)(strtod(m + 1, NULL) * 1000.0) : 0;
+}
+
+static int missing(aj_error *err, const char *what, const char *fix)
+{
+	aj_err(err, ENOENT, "isolation level microvm: %s is missing", what);
+	aj_err_hint(err, "%s", fix);
+	return -ENOENT;
+}
+
+/* ---- the initramfs ---- */
+
+static int copy_file(const char *src, const char *dst, mode_t mode)
+{
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0)
+		return -errno;
+	return aj_copy_fd(in, out);
+}
+
+/* `cpio -o -H newc` of dir's files (names on its stdin) into out. */
+static int run_cpio(const char *dir, const char *list, int out)
+{
+	char cpio[PATH_MAX];
+	if (find_in_path("cpio", cpio, sizeof(cpio)) < 0)
+		return -ENOENT;
+	int in[2];
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int dn = open("/dev/null", O_WRONLY);
+		if (dup2(in[0], 0) < 0 || dup2(out, 1) < 0 || dup2(dn, 2) < 0 || chdir(dir) < 0)
+			_exit(127);
+		execl(cpio, "cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	int r = pid < 0 ? -errno : aj_write_all(in[1], list, strlen(list));
+	close(in[1]);
+	int st = 0;
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && r == 0)
+		r = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+	return r;
+}
+
+static int build_initramfs(const char *path, const char *init, const char *agent)
+{
+	char tmp[] = "/tmp/agentjail-initramfs-XXXXXX", p[PATH_MAX], out[PATH_MAX + 8];
+	if (!mkdtemp(tmp))
+		return -errno;
+	static const char list_head[] =
+	    ".\ninit\nagentjail-agent\ndev\nproc\nsys\nlib\nlib/modules\n";
+	char list[2048];
+	snprintf(list, sizeof(list), "%s", list_head);
+	int r = 0;
+	snprintf(p, sizeof(p), "%s/lib/modules", tmp);
+	static const char *const dirs[] = {"dev", "proc", "sys"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs) && r == 0; i++) {
+		char d[PATH_MAX];
+		snprintf(d, sizeof(d), "%s/%s", tmp, dirs[i]);
+		r = mkdir(d, 0755) < 0 ? -errno : 0;
+	}
+	if (r == 0)
+		r = aj_mkdir_p(p, 0755);
+	snprintf(p, sizeof(p), "%s/init", tmp);
+	if (r == 0)
+		r = copy_file(init, p, 0755);
+	snprintf(p, sizeof(p), "%s/agentjail-agent", tmp);
+	if (r == 0)
+		r = copy_file(agent, p, 0755);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(guest_modules) && r == 0; i++) {
+		char src[PATH_MAX];
+		snprintf(src, sizeof(src), "%s/modules/%s", assets_dir(), guest_modules[i][1]);
+		snprintf(p, sizeof(p), "%s/lib/modules/%s.ko", tmp, guest_modules[i][0]);
+		r = copy_file(src, p, 0644);
+		size_t n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, "lib/modules/%s.ko\n", guest_modules[i][0]);
+	}
+	snprintf(out, sizeof(out), "%s.%d", path, getpid());
+	if (r == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		r = fd < 0 ? -errno : run_cpio(tmp, list, fd);
+		if (fd >= 0)
+			close(fd);
+		if (r == 0 && rename(out, path) < 0)
+			r = -errno;
+		if (r < 0)
+			unlink(out);
+	}
+	(void)aj_rm_tree_at(AT_FDCWD, tmp, 8);
+	return r;
+}
+
+/* The initramfs for these programs and modules, cached in the state
+ * directory under a name of their identities (size, mtime, inode). */
+static int find_initramfs(aj_mv_host *h, aj_error *err)
+{
+	char init[PATH_MAX], agent[PATH_MAX], mod[PATH_MAX];
+	if (aj_program_path("agentjail-guest-init", init, sizeof(init)) < 0 ||
+	    aj_program_path("agentjail-agent", agent, sizeof(agent)) < 0 ||
+	    access(init, R_OK) < 0 || access(agent, R_OK) < 0)
+		return missing(err, "agentjail-guest-init or agentjail-agent",
+			       "agentjail's programs are installed next to each other (meson "
+			       "builds them with libjansson's static library, libjansson-dev)");
+	snprintf(mod, sizeof(mod), "%s/modules/%s", assets_dir(), guest_modules[0][1]);
+	struct stat a, b, c;
+	if (stat(init, &a) < 0 || stat(agent, &b) < 0 || stat(mod, &c) < 0)
+		return missing(err, "the guest kernel's modules",
+			       "run scripts/setup.sh (it unpacks Debian's linux-image into "
+			       "/var/cache/agentjail/microvm)");
+	_cleanup_close_ int dir = aj_cache_dir("microvm", true);
+	if (dir < 0)
+		return aj_err(err, EACCES, "microvm: the state directory's cache is not usable");
+	snprintf(h->initramfs, sizeof(h->initramfs),
+		 "%s/microvm/initramfs-%llx-%llx-%llx-%llx.cpio", aj_state_dir(),
+		 (unsigned long long)(a.st_size ^ a.st_mtim.tv_sec ^ a.st_mtim.tv_nsec ^ a.st_ino),
+		 (unsigned long long)(b.st_size ^ b.st_mtim.tv_sec ^ b.st_mtim.tv_nsec ^ b.st_ino),
+		 (unsigned long long)(c.st_mtim.tv_sec ^ c.st_ino), (unsigned long long)c.st_size);
+	if (access(h->initramfs, R_OK) == 0)
+		return 0;
+	int r = build_initramfs(h->initramfs, init, agent);
+	if (r == -ENOENT)
+		return missing(err, "cpio (or a guest module)",
+			       "apt-get install cpio; run scripts/setup.sh");
+	if (r < 0)
+		return aj_err(err, -r, "microvm: cannot build the initramfs %s", h->initramfs);
+	return 0;
+}
+
+/* ---- confinement ---- */
+
+static void child_fail(int fd, int e)
+{
+	(void)!write(fd, &e, sizeof(e));
+	_exit(127);
+}
+
+static void spawn_child(const aj_mv_spawn *s, int go, int report)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* the binds, as host root in a mount namespace of its own ... */
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		child_fail(report, errno);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->ro[i] && s->idmap >= 0) {
+			int t = aj_open_tree(AT_FDCWD, s->bind[i],
+					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+			if (t < 0 ||
+			    aj_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE,
+					     MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+						 MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+					     0, s->idmap) < 0 ||
+			    aj_move_mount(t, "", AT_FDCWD, s->onto[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				child_fail(report, errno);
+			close(t);
+			continue;
+		}
+		if (mount(s->bind[i], s->onto[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+			child_fail(report, errno);
+		if (s->ro[i] &&
+		    mount(NULL, s->onto[i], NULL,
+			  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+			child_fail(report, errno);
+	}
+	int e = s->prepare ? s->prepare(s->ctx) : 0;
+	if (e)
+		child_fail(report, e);
+	/* the host's /run hidden; virtiofsd keeps its lock files there */
+	char opts[64];
+	snprintf(opts, sizeof(opts), "mode=0755,size=1m,uid=%u,gid=%u", (unsigned)s->uid,
+		 (unsigned)s->gid);
+	if (mount("run", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		child_fail(report, errno);
+	/* ... then a user namespace where uid 0 is s->uid (the parent writes
+	 * the maps), and namespaces of its own for the rest */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) < 0)
+		child_fail(report, errno);
+	char c;
+	(void)!write(report, "", 0);
+	if (write(go, "u", 1) != 1 || read(go, &c, 1) != 1)
+		_exit(127);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		child_fail(report, errno);
+	int dn = open("/dev/null", O_RDWR);
+	int log = s->log >= 0 ? s->log : dn;
+	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+		child_fail(report, errno);
+	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
+		child_fail(report, errno);
+	umask(s->umask);
+	execv(s->argv[0], s->argv);
+	child_fail(report, errno);
+}
+
+pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
+{
+	int go[2], report[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+		return aj_err(err, errno, "socketpair");
+	if (pipe2(report, O_CLOEXEC) < 0) {
+		close(go[0]), close(go[1]);
+		return aj_err(err, errno, "pipe");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(go[0]), close(report[0]);
+		spawn_child(s, go[1], report[1]);
+	}
+	close(go[1]), close(report[1]);
+	int e = pid < 0 ? errno : 0;
+	char c, map[64], path[64];
+	if (!e && read(go[0], &c, 1) != 1)
+		e = ECHILD;
+	/* uid 0 inside is s->uid outside: an id of an unused range or the
+	 * workspace's owner, never host root */
+	static const char *const files[] = {"uid_map", "setgroups", "gid_map"};
+	for (size_t i = 0; !e && i < AJ_ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
+		snprintf(map, sizeof(map), i == 1 ? "deny" : "0 %u 1",
+			 i == 0 ? (unsigned)s->uid : (unsigned)s->gid);
+		if (aj_write_file(path, map, 0) < 0)
+			e = errno ? errno : EIO;
+	}
+	if (!e && write(go[0], "g", 1) != 1)
+		e = ECHILD;
+	close(go[0]);
+	int ce = 0;
+	if (read(report[0], &ce, sizeof(ce)) == sizeof(ce) && !e)
+		e = ce;
+	close(report[0]);
+	if (e) {
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return aj_err(err, e, "microvm: cannot start %s", s->argv[0]);
+	}
+	return pid;
+}
+
+/* ---- the accelerator ---- */
+
+static bool kvm_verdict_cached(aj_mv_host *h)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/microvm/accel", aj_state_dir());
+	_cleanup_free_ char *v = NULL;
+	if (aj_read_file(path, &v, NULL) < 0)
+		return false;
+	v[strcspn(v, "\n")] = '\0';
+	h->kvm = !strcmp(v, "kvm");
+	if (!h->kvm)
+		snprintf(h->accel_why, sizeof(h->accel_why), "%s",
+			 aj_startswith(v, "tcg ") ? v + 4 : v);
+	return true;
+}
+
+/* A boot of the guest to its first line with -accel kvm (guest init with
+ * aj.canary=1 prints it and powers off), ~3 s at most: a PVM host creates
+ * VMs but a stock guest dies there ("KVM internal error"). */
+static int kvm_canary(aj_mv_host *h, char *why, size_t len)
+{
+	if (access("/dev/kvm", F_OK) < 0)
+		return snprintf(why, len, "no /dev/kvm"), -1;
+	char dir[] = "/tmp/agentjail-microvm-canary-XXXXXX", log[PATH_MAX], kern[PATH_MAX],
+	     initrd[PATH_MAX], append[128];
+	if (!mkdtemp(dir))
+		return snprintf(why, len, "mkdtemp: %s", strerror(errno)), -1;
+	snprintf(log, sizeof(log), "%s/console", dir);
+	snprintf(kern, sizeof(kern), "%s/vmlinux", dir);
+	snprintf(initrd, sizeof(initrd), "%s/initrd", dir);
+	snprintf(append, sizeof(append), "console=ttyS0 aj.canary=1 panic=-1 tsc_early_khz=%lu",
+		 h->tsc_khz);
+	int fd = open(log, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	aj_write_file(kern, "", 0644), aj_write_file(initrd, "", 0644);
+	char *argv[] = {h->qemu,
+			"-M",
+			"microvm",
+			"-accel",
+			"kvm",
+			"-cpu",
+			"max",
+			"-m",
+			"256M",
+			"-nodefaults",
+			"-no-user-config",
+			"-nographic",
+			"-no-reboot",
+			"-serial",
+			"stdio",
+			"-kernel",
+			kern,
+			"-initrd",
+			initrd,
+			"-append",
+			append,
+			NULL};
+	aj_mv_spawn s = {.argv = argv, .uid = 0, .gid = 0, .log = fd, .idmap = -1};
+	/* KVM needs /dev/kvm, which an unprivileged uid cannot open here: the
+	 * canary runs as the VMM would, so its verdict holds for real boots */
+	aj_idmap m;
+	int r = -1;
+	if (aj_userns_plan(&m, 0, 0, NULL) == 0) {
+		s.uid = m.host_base, s.gid = m.host_base;
+		s.bind[0] = h->kernel, s.onto[0] = kern, s.ro[0] = true;
+		s.bind[1] = h->initramfs, s.onto[1] = initrd, s.ro[1] = true;
+		s.n = 2;
+		pid_t pid = aj_mv_spawn_confined(&s, NULL);
+		for (int i = 0; pid > 0 && i < 300; i++) {
+			struct timespec ts = {0, 10000000};
+			nanosleep(&ts, NULL);
+			if (waitpid(pid, NULL, WNOHANG) == pid) {
+				pid = 0;
+				break;
+			}
+		}
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		_cleanup_free_ char *out = NULL;
+		(void)aj_read_file(log, &out, NULL);
+		if (out && strstr(out, "agentjail-guest: canary ok"))
+			r = 0;
+		else if (out && strstr(out, "KVM internal error"))
+			snprintf(why, len,
+				 "/dev/kvm creates VMs but a stock guest dies there (KVM "
+				 "internal error: a nested hypervisor such as PVM)");
+		else if (out && (strstr(out, "Permission denied") || strstr(out, "kvm")))
+			snprintf(why, len,
+				 "the confined VMM (an unprivileged uid) cannot use "
+				 "/dev/kvm");
+		else
+			snprintf(why, len, "a canary boot with KVM did not reach the guest in 3 s");
+	} else {
+		snprintf(why, len, "no unused uid range for the VMM");
+	}
+	if (fd >= 0)
+		close(fd);
+	(void)aj_rm_tree_at(AT_FDCWD, dir, 2);
+	return r;
+}
+
+static void find_accel(aj_mv_host *h)
+{
+	const char *f = getenv("AGENTJAIL_MICROVM_ACCEL");
+	if (f && (!strcmp(f, "tcg") || !strcmp(f, "kvm"))) {
+		h->kvm = !strcmp(f, "kvm");
+		snprintf(h->accel_why, sizeof(h->accel_why), "forced by AGENTJAIL_MICROVM_ACCEL");
+		return;
+	}
+	if (kvm_verdict_cached(h))
+		return;
+	char why[256] = "";
+	h->kvm = kvm_canary(h, why, sizeof(why)) == 0;
+	snprintf(h->accel_why, sizeof(h->accel_why), "%s", why);
+	char path[PATH_MAX], v[300];
+	snprintf(path, sizeof(path), "%s/microvm/accel", aj_state_dir());
+	snprintf(v, sizeof(v), "%s%s\n", h->kvm ? "kvm" : "tcg ", h->kvm ? "" : why);
+	(void)aj_write_file(path, v, 0600);
+}
+
+int aj_mv_host_find(aj_mv_host *h, aj_error *err)
+{
+	memset(h, 0, sizeof(*h));
+	if (geteuid() != 0) {
+		aj_err(err, EPERM,
+		       "isolation level microvm: needs root for now (the VMM runs "
+		       "confined as an unused uid, which only root can map)");
+		aj_err_hint(err, "run it as root, or use --isolation process");
+		return -EPERM;
+	}
+	if (find_in_path(AJ_MV_QEMU, h->qemu, sizeof(h->qemu)) < 0)
+		return missing(err, AJ_MV_QEMU, "apt-get install qemu-system-x86");
+	snprintf(h->virtiofsd, sizeof(h->virtiofsd), "%s", AJ_MV_VIRTIOFSD);
+	if (access(h->virtiofsd, X_OK) < 0)
+		return missing(err, AJ_MV_VIRTIOFSD,
+			       "apt-get install qemu-system-common (Debian 12's virtiofsd)");
+	snprintf(h->kernel, sizeof(h->kernel), "%s/vmlinux", assets_dir());
+	if (access(h->kernel, R_OK) < 0)
+		return missing(
+		    err, "the guest kernel (vmlinux)",
+		    "run scripts/setup.sh: it unpacks Debian's linux-image into "
+		    "/var/cache/agentjail/microvm (AGENTJAIL_MICROVM_DIR names another)");
+	int r = find_initramfs(h, err);
+	if (r < 0)
+		return r;
+	h->tsc_khz = host_tsc_khz();
+	find_accel(h);
+	return 0;
+}
+
+void aj_microvm_doctor(aj_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = "level 3: microvm";
+	aj_mv_host h;
+	aj_error err;
+	aj_err_clear(&err);
+	if (aj_mv_host_find(&h, &err) < 0) {
+		c->status = AJ_CHECK_WARN;
+		snprintf(c->detail, sizeof(c->detail), "not usable: %s", err.msg);
+		snprintf(c->fix, sizeof(c->fix), "%s", err.hint);
+		return;
+	}
+	snprintf(c->detail, sizeof(c->detail),
+		 "usable: %s -M microvm, accelerator %s%s%s; one-shot runs (agentjail run)", h.qemu,
+		 h.kvm ? "KVM" : "TCG (emulated, slow)", h.kvm ? "" : ": ", h.accel_why);
+}

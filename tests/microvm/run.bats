@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# Level 3: `agentjail run --isolation microvm` (docs/levels.md). The command
+# runs in a qemu microVM with its own Linux kernel (Debian's, unpacked by
+# scripts/setup.sh). On TCG (forced here: /dev/kvm on the test machines is
+# PVM, where a stock guest dies), each boot takes ~2-3 s, so the tests boot
+# few VMs. Every test also checks that nothing is left behind (qemu's and
+# virtiofsd's processes, /tmp/agentjail-microvm-*: the residue check).
+
+load ../integration/helpers
+
+mv() {
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --isolation microvm "$@"
+}
+
+setup() {
+    require_root
+    command -v qemu-system-x86_64 >/dev/null || skip "qemu is not installed (scripts/setup.sh)"
+    [ -r /var/cache/agentjail/microvm/vmlinux ] || skip "no guest kernel (scripts/setup.sh)"
+    export AGENTJAIL_MICROVM_ACCEL=tcg
+    aj_setup
+}
+
+teardown() { aj_teardown; }
+
+@test "microvm: stdio, exit codes and the guest's own kernel" {
+    run --separate-stderr mv -q -- /bin/sh -c 'cat; uname -r; echo to-err >&2; exit 7' <<<"from-stdin"
+    assert_status 7
+    assert_eq "$stderr" to-err stderr
+    assert_eq "$(sed -n 1p <<<"$output")" from-stdin "stdin"
+    guest=$(sed -n 2p <<<"$output")
+    [ -n "$guest" ] || fail "no uname -r: $output"
+    assert_ne "$guest" "$(uname -r)" "the guest's kernel release"
+    assert_eq "$guest" "$(sed 's/^linux-image-//' /var/cache/agentjail/microvm/kernel)" "Debian's kernel"
+}
+
+@test "microvm: a command that is not there is 127" {
+    run -127 --separate-stderr mv -q -- /no/such/command </dev/null
+    assert_status 127
+    assert_contains "$stderr" "not found"
+}
+
+@test "microvm: workspace writes belong to the workspace's owner on the host, never uid 0" {
+    chown 4242:4343 "$WS"
+    run --separate-stderr mv -q --workspace "$WS" -- /bin/sh -c \
+        'echo hello >/workspace/new && mkdir /workspace/d && cat /workspace/new && touch /usr/x' </dev/null
+    assert_status 0
+    assert_eq "$output" hello
+    assert_eq "$(stat -c %u:%g "$WS/new")" 4242:4343 "owner of a new file"
+    assert_eq "$(stat -c %u:%g "$WS/d")" 4242:4343 "owner of a new directory"
+    assert_eq "$(cat "$WS/new")" hello
+    # the root is the guest's copy-on-write view: the host's /usr is unchanged
+    [ ! -e /usr/x ] || fail "the guest wrote the host's /usr"
+}
+
+@test "microvm: the workspace's secrets are masked and its host-run files read-only, as at level 1" {
+    echo "API_KEY=sk-live-0123456789abcdef" >"$WS/.env"
+    mkdir -p "$WS/.git/hooks"
+    chown -R 4242:4343 "$WS"
+    run --separate-stderr mv -q --workspace "$WS" -- /bin/sh -c \
+        'cat /workspace/.env; echo evil >/workspace/.git/hooks/pre-commit || echo refused' </dev/null
+    assert_status 0
+    assert_output_lacks "sk-live-0123456789abcdef"
+    assert_contains "$output" "API_KEY="
+    assert_contains "$output" refused
+    [ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a git hook was planted on the host"
+    assert_eq "$(cat "$WS/.env")" "API_KEY=sk-live-0123456789abcdef" "the host's .env"
+}
+
+@test "microvm: --timeout is 124, the VM stopped" {
+    local start=$SECONDS
+    run --separate-stderr mv -q --timeout 1 --kill-after 1 -- /bin/sh -c 'trap "" TERM; sleep 60' </dev/null
+    assert_status 124
+    assert_contains "$stderr" "timeout"
+    ((SECONDS - start <= 20)) || fail "took $((SECONDS - start)) s"
+}
+
+@test "microvm: --memory is the guest's RAM: its OOM killer ends the command, 137 with the reason" {
+    run --separate-stderr mv --memory 160m --result "$T/res.json" -- python3 -c '
+a = []
+while True: a.append(b"x" * (8 << 20))' </dev/null
+    assert_status 137
+    assert_contains "$stderr" "out of memory"
+    assert_eq "$(jq -r .oom_killed "$T/res.json")" true "oom_killed in --result"
+}
+
+@test "microvm: qemu and virtiofsd run confined, as unprivileged uids, and are gone afterwards" {
+    chown 4242:4343 "$WS"
+    mv -q --workspace "$WS" -- /bin/sh -c 'echo up >/workspace/up; sleep 4' </dev/null 2>"$T/err" &
+    local job=$! qemu='' n=0
+    while [ ! -s "$WS/up" ] && ((n++ < 300)); do sleep 0.1; done
+    qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
+    [ -n "$qemu" ] || fail "no qemu while the command ran: $(cat "$T/err")"
+    # an unused uid, its own network namespace, qemu's seccomp filter on
+    (($(stat -c %u "/proc/$qemu") >= SANDBOX_UID_MIN)) || fail "qemu runs as uid $(stat -c %u "/proc/$qemu")"
+    assert_ne "$(readlink "/proc/$qemu/ns/net")" "$(readlink /proc/self/ns/net)" "qemu's netns"
+    assert_ne "$(readlink "/proc/$qemu/ns/user")" "$(readlink /proc/self/ns/user)" "qemu's userns"
+    tr '\0' ' ' <"/proc/$qemu/cmdline" | grep -q -- '-sandbox on' || fail "no -sandbox on"
+    assert_eq "$(awk '/^Seccomp:/ { print $2 }' "/proc/$qemu/status")" 2 "qemu's seccomp mode"
+    # the workspace's virtiofsd: its owner; the root's: an unused uid
+    local owners='' p
+    for p in $(pgrep -x virtiofsd); do owners+=" $(stat -c %u "/proc/$p")"; done
+    [[ " $owners " == *" 4242 "* ]] || fail "no virtiofsd as the workspace's owner: $owners"
+    [[ " $owners " != *" 0 "* ]] || fail "a virtiofsd runs as host root: $owners"
+    wait "$job" || fail "the run failed: $(cat "$T/err")"
+    ! kill -0 "$qemu" 2>/dev/null || fail "qemu still runs"
+    [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "a qemu is left"
+    [ -z "$(pgrep -x virtiofsd)" ] || fail "a virtiofsd is left"
+    [ -z "$(ls -d /tmp/agentjail-microvm-* 2>/dev/null)" ] || fail "a VM directory is left"
+}
+
+@test "microvm: what this level does not do yet is 125 with a fix, never a weaker run" {
+    for opt in "--net open" "--allow example.com" "--ro /etc:/x" "--tty" "--user 1000"; do
+        # shellcheck disable=SC2086 # the option and its value
+        run --separate-stderr mv $opt -- /bin/echo ran </dev/null
+        assert_status 125
+        assert_output_lacks ran
+        assert_contains "$stderr" "microvm"
+    done
+    run --separate-stderr mv --memory 64m -- /bin/echo ran </dev/null
+    assert_status 125
+    assert_contains "$stderr" "at least 128 MiB"
+}
+
+@test "microvm: doctor has the level's line with its accelerator" {
+    run --separate-stderr "$AJ" doctor
+    assert_contains "$output" "level 3: microvm"
+    assert_contains "$output" "usable: /usr/bin/qemu-system-x86_64"
+    assert_contains "$output" "TCG"
+    run --separate-stderr env AGENTJAIL_MICROVM_DIR=/nonexistent "$AJ" doctor
+    assert_contains "$output" "not usable"
+    assert_contains "$output" "scripts/setup.sh"
+}
+
+@test "microvm: with KVM, when the probe finds it usable here" {
+    unset AGENTJAIL_MICROVM_ACCEL
+    run --separate-stderr "$AJ" doctor
+    [[ "$output" == *"level 3: microvm"*"accelerator KVM"* ]] ||
+        skip "KVM is not usable here: $(grep -o 'accelerator TCG[^)]*' <<<"$output" | head -1)"
+    run --separate-stderr mv -q -- /bin/sh -c 'echo via-kvm; exit 3' </dev/null
+    assert_status 3
+    assert_eq "$output" via-kvm
+}
