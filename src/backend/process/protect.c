@@ -217,16 +217,25 @@ static aj_protect_entry *add_entry(prep *s, const char *rel, aj_protect_kind kin
  * on the same workspace share a placeholder: the second adopts it (it is
  * listed by a live run), and the last one removes it. The directory's
  * "lock" serializes making, adopting and removing. */
-static int manifest_dir(bool create)
+/* A non-root caller's manifest directory (false: root's, in the state
+ * directory, which stays). */
+static bool manifest_path(char *path, size_t len)
 {
 	if (geteuid() == 0)
-		return aj_cache_dir("protect", create);
-	char path[256];
+		return false;
 	const char *rt = getenv("XDG_RUNTIME_DIR");
 	if (rt && rt[0] == '/' && strlen(rt) < 128)
-		snprintf(path, sizeof(path), "%s/agentjail-protect", rt);
+		snprintf(path, len, "%s/agentjail-protect", rt);
 	else
-		snprintf(path, sizeof(path), "/tmp/agentjail-protect-%u", (unsigned)geteuid());
+		snprintf(path, len, "/tmp/agentjail-protect-%u", (unsigned)geteuid());
+	return true;
+}
+
+static int manifest_dir(bool create)
+{
+	char path[256];
+	if (!manifest_path(path, sizeof(path)))
+		return aj_cache_dir("protect", create);
 	if (create && mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -1;
 	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -238,16 +247,49 @@ static int manifest_dir(bool create)
 	return fd;
 }
 
-/* The manifest directory's lock, taken (-1: none). */
-static int lock_dir(int dir)
+/* The manifest directory's lock, taken (-1: none). A non-root caller's
+ * directory is removed by the last run (drop_if_empty): a lock or a
+ * directory found removed is made again. */
+static int lock_dir(int *dir, bool create)
 {
-	int fd =
-	    dir < 0 ? -1 : openat(dir, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
-		close(fd);
-		fd = -1;
+	for (int tries = 0; tries < 8; tries++) {
+		if (*dir < 0 && (tries == 0 || (*dir = manifest_dir(create)) < 0))
+			return -1;
+		int fd = openat(*dir, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		struct stat st;
+		if (fd >= 0 && flock(fd, LOCK_EX) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		else if (errno != ENOENT)
+			return -1;
+		close(*dir); /* removed under us: open (make) it again */
+		*dir = -1;
 	}
-	return fd;
+	return -1;
+}
+
+/* Under the lock: the last run out removes a non-root caller's directory
+ * (nothing of agentjail's stays in /tmp), lock first so waiters retry. */
+static void drop_if_empty(int dir)
+{
+	char path[256];
+	struct stat st, pst;
+	if (dir < 0 || !manifest_path(path, sizeof(path)) || fstat(dir, &st) < 0 ||
+	    stat(path, &pst) < 0 || st.st_dev != pst.st_dev || st.st_ino != pst.st_ino)
+		return;
+	_cleanup_close_ int rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = rd < 0 ? NULL : fdopendir(dup(rd));
+	if (!d)
+		return;
+	bool empty = true;
+	struct dirent *de;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+			!strcmp(de->d_name, "lock");
+	closedir(d);
+	if (empty && unlinkat(dir, "lock", 0) == 0)
+		(void)rmdir(path);
 }
 
 /* Does a live run other than self (a manifest's name) list dev/ino? */
@@ -726,7 +768,7 @@ int aj_protect_prepare(const aj_policy *p, aj_protect **out, aj_error *err)
 	/* under the manifests' lock until the placeholders are made: the dead
 	 * runs' swept, ours recorded, another run's shared */
 	pr->mdir = manifest_dir(true);
-	int lock = lock_dir(pr->mdir); /* closed before a release: flock is per open file */
+	int lock = lock_dir(&pr->mdir, true); /* closed before a release: flock is per open file */
 	if (lock >= 0) {
 		sweep_dir(pr->mdir);
 		manifest_open(pr);
@@ -844,8 +886,7 @@ void aj_protect_release(aj_protect *pr)
 {
 	if (!pr)
 		return;
-	_cleanup_close_ int lock = lock_dir(pr->mdir); /* held to the end */
-	(void)lock;
+	_cleanup_close_ int lock = lock_dir(&pr->mdir, false); /* held to the end */
 	for (size_t i = pr->n; pr->ws_fd >= 0 && i-- > 0;)
 		if (pr->e[i].made)
 			remove_placeholder(pr->mdir, pr->manifest_name, pr->ws_fd, pr->e[i].rel,
@@ -854,6 +895,8 @@ void aj_protect_release(aj_protect *pr)
 		(void)unlinkat(pr->mdir, pr->manifest_name, 0);
 		close(pr->manifest);
 	}
+	if (lock >= 0)
+		drop_if_empty(pr->mdir);
 	if (pr->ws_fd >= 0)
 		close(pr->ws_fd);
 	if (pr->mdir >= 0)
@@ -911,10 +954,11 @@ static void sweep_dir(int dfd)
 void aj_protect_sweep(void)
 {
 	_cleanup_close_ int dfd = manifest_dir(false);
-	_cleanup_close_ int lock = lock_dir(dfd); /* held to the end */
-	(void)lock;
-	if (lock >= 0)
+	_cleanup_close_ int lock = dfd < 0 ? -1 : lock_dir(&dfd, false); /* held to the end */
+	if (lock >= 0) {
 		sweep_dir(dfd);
+		drop_if_empty(dfd);
+	}
 }
 
 /* ---- --writable ---- */
