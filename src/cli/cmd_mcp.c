@@ -330,8 +330,9 @@ static void progress(run *r, const char *p, size_t n)
 		r->gone = true;
 }
 
-static void on_event(run *r, const char *line, size_t len)
+static void on_event(void *ud, const char *line, size_t len)
 {
+	run *r = ud;
 	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 	if (!type) {
@@ -368,22 +369,10 @@ static void on_event(run *r, const char *line, size_t len)
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
 	run *r = ud;
-	size_t total = sz * n;
-	for (size_t i = 0; i < total;) {
-		char *nl = memchr(p + i, '\n', total - i);
-		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
-		if (r->line.len + span > 2 * OUT_MAX + 4096)
-			return 0; /* not an event the service writes */
-		if (span && !aj_buf_write(p + i, 1, span, &r->line))
-			return 0;
-		i += span;
-		if (!nl)
-			break;
-		i++;
-		on_event(r, r->line.data, r->line.len);
-		r->line.len = 0;
-	}
-	return r->gone ? 0 : total;
+	/* a longer line is not an event the service writes */
+	if (!aj_ndjson_feed(&r->line, p, sz * n, 2 * OUT_MAX + 4096, on_event, r))
+		return 0;
+	return r->gone ? 0 : sz * n;
 }
 
 /* The result of a command that ran to its exit event. */
@@ -446,8 +435,7 @@ static json_t *t_run_command(const aj_svc *c, json_t *args, json_t *token, const
 			.why_size = sizeof(why)};
 	long st = b ? aj_svc_request(c, &q) : -1;
 	free(b);
-	if (r.line.len) /* a last line without its newline */
-		on_event(&r, r.line.data, r.line.len);
+	aj_ndjson_end(&r.line, on_event, &r);
 	json_t *res;
 	if (r.cancelled) {
 		logf_("a run_command was cancelled: the command is killed, not answered");
@@ -475,8 +463,9 @@ typedef struct coderun {
 
 #define CODE_KEEP_MAX (8u << 20)
 
-static void code_event(coderun *cr, const char *line, size_t len)
+static void code_event(void *ud, const char *line, size_t len)
 {
+	coderun *cr = ud;
 	run *r = &cr->base;
 	json_t *o = json_loadb(line, len, 0, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
@@ -525,23 +514,10 @@ static void code_event(coderun *cr, const char *line, size_t len)
 static size_t code_stream(char *p, size_t sz, size_t n, void *ud)
 {
 	coderun *cr = ud;
-	run *r = &cr->base;
-	size_t total = sz * n;
-	for (size_t i = 0; i < total;) {
-		char *nl = memchr(p + i, '\n', total - i);
-		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
-		if (r->line.len + span > 64u << 20)
-			return 0; /* not an event the service writes */
-		if (span && !aj_buf_write(p + i, 1, span, &r->line))
-			return 0;
-		i += span;
-		if (!nl)
-			break;
-		i++;
-		code_event(cr, r->line.data, r->line.len);
-		r->line.len = 0;
-	}
-	return r->gone ? 0 : total;
+	/* a longer line is not an event the service writes */
+	if (!aj_ndjson_feed(&cr->base.line, p, sz * n, 64u << 20, code_event, cr))
+		return 0;
+	return cr->base.gone ? 0 : sz * n;
 }
 
 /* Jupyter's traceback without its terminal colours. */
@@ -649,8 +625,7 @@ static json_t *t_run_code(const aj_svc *c, json_t *args, json_t *token, const js
 			.why_size = sizeof(why)};
 	long st = b ? aj_svc_request(c, &q) : -1;
 	free(b);
-	if (cr.base.line.len)
-		code_event(&cr, cr.base.line.data, cr.base.line.len);
+	aj_ndjson_end(&cr.base.line, code_event, &cr);
 	json_t *res;
 	if (cr.base.cancelled) {
 		logf_("a run_code was cancelled: the run is interrupted, not answered");

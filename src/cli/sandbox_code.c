@@ -89,8 +89,9 @@ static void on_bundle(run *r, json_t *data)
 		printf("%s\n", text);
 }
 
-static void on_event(run *r, const char *line, size_t len)
+static void on_event(void *ud, const char *line, size_t len)
 {
+	run *r = ud;
 	if (r->json) {
 		fwrite(line, 1, len, stdout);
 		fputc('\n', stdout);
@@ -136,20 +137,7 @@ static void on_event(run *r, const char *line, size_t len)
 static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
 {
 	run *r = ud;
-	size_t total = sz * n;
-	for (size_t i = 0; i < total;) {
-		char *nl = memchr(p + i, '\n', total - i);
-		size_t span = nl ? (size_t)(nl - (p + i)) : total - i;
-		if (span && !aj_buf_write(p + i, 1, span, &r->line))
-			return 0;
-		i += span;
-		if (!nl)
-			break;
-		i++;
-		on_event(r, r->line.data ? r->line.data : "", r->line.len);
-		r->line.len = 0;
-	}
-	return total;
+	return aj_ndjson_feed(&r->line, p, sz * n, 64u << 20, on_event, r) ? sz * n : 0;
 }
 
 /* The code from stdin (at most CODE_MAX bytes), or NULL (message printed). */
@@ -214,8 +202,7 @@ int aj_sandbox_code(const aj_svc *c, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/code", id);
 	aj_svc_req q = {.method = "POST", .path = path, .body = body, .sink = on_stream, .ud = &r};
 	long st = aj_svc_request(c, &q);
-	if (r.line.len)
-		on_event(&r, r.line.data, r.line.len);
+	aj_ndjson_end(&r.line, on_event, &r);
 	fflush(stdout);
 	int rc;
 	if (st != 200) {

@@ -64,6 +64,32 @@ size_t aj_buf_write(char *p, size_t sz, size_t n, void *ud)
 	return add;
 }
 
+bool aj_ndjson_feed(aj_buf *line, const char *p, size_t n, size_t max, aj_ndjson_cb cb, void *ud)
+{
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(p + i, '\n', n - i);
+		size_t span = nl ? (size_t)(nl - (p + i)) : n - i;
+		if (line->len + span > max)
+			return false;
+		if (span && !aj_buf_write((char *)p + i, 1, span, line))
+			return false;
+		i += span;
+		if (!nl)
+			break;
+		i++;
+		cb(ud, line->data ? line->data : "", line->len);
+		line->len = 0;
+	}
+	return true;
+}
+
+void aj_ndjson_end(aj_buf *line, aj_ndjson_cb cb, void *ud)
+{
+	if (line->len)
+		cb(ud, line->data, line->len);
+	line->len = 0;
+}
+
 static void set_body(CURL *h, const aj_svc_req *q, struct curl_slist **hdr)
 {
 	if (q->body) {

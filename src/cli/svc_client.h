@@ -55,6 +55,14 @@ long aj_svc_request(const aj_svc *c, const aj_svc_req *q);
 /* curl write callback appending to an aj_buf (ud); 0 when out of memory. */
 size_t aj_buf_write(char *p, size_t sz, size_t n, void *ud);
 
+/* A service's NDJSON stream, fed as it comes: each whole line (without its
+ * newline, data never NULL) goes to cb, a partial one waits in line.
+ * false: a line over max bytes or out of memory. */
+typedef void (*aj_ndjson_cb)(void *ud, const char *line, size_t len);
+bool aj_ndjson_feed(aj_buf *line, const char *p, size_t n, size_t max, aj_ndjson_cb cb, void *ud);
+/* The stream's end: a last line without its newline goes to cb. */
+void aj_ndjson_end(aj_buf *line, aj_ndjson_cb cb, void *ud);
+
 /* The message of the service's JSON error body, or the body itself, into
  * out ("error" when empty). */
 void aj_svc_error_message(const aj_buf *b, long status, char *out, size_t size);
