@@ -33,7 +33,7 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Uni
 
 from . import _http
 from ._code import (CodeCollector, Execution, ExecutionError, Logs, OnError, OnResult, Result,
-                    code_body, context_id)
+                    code_body, context_body, context_id)
 from ._common import (DEFAULT_SOCKET, AgentjailError, Collector, Command, ExecResult,
                       OnOutput, PathLike, address, create_body, error_from, exec_body,
                       list_entries, path_query, with_query, ws_frame, ws_request)
@@ -297,10 +297,8 @@ class Sandbox:
         on_stderr get each piece of output, on_result each Result (a
         chart, a DataFrame, the cell's value) as it comes. timeout
         (seconds, default 300) interrupts the kernel. An Execution."""
-        if language != "python":
-            raise AgentjailError(400, "bad_request", "only language='python' is supported")
         resp = self.client.request("POST", f"/v1/sandboxes/{self.id}/code",
-                                   code_body(code, context, timeout))
+                                   code_body(code, context, timeout, language))
         col = CodeCollector(on_stdout, on_stderr, on_result, on_error)
         try:
             for line in resp:
@@ -312,12 +310,8 @@ class Sandbox:
     def create_code_context(self, id: Optional[str] = None, cwd: Optional[str] = None,
                             language: str = "python") -> Dict[str, Any]:
         """A new code context (its kernel started): {"id", "language", ...}."""
-        body: Dict[str, Any] = {"language": language}
-        if id:
-            body["id"] = id
-        if cwd:
-            body["cwd"] = cwd
-        return self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts", body)
+        return self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts",
+                                   context_body(id, cwd, language))
 
     def list_code_contexts(self) -> List[Dict[str, Any]]:
         """The sandbox's code contexts, as dicts."""

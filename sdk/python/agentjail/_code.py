@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Callable, Dict, List, Optional
 
+from ._common import AgentjailError
+
 #: A callback given each Result (a display or the cell's value) as it comes.
 OnResult = Optional[Callable[["Result"], Any]]
 #: A callback given the ExecutionError when the code raised.
@@ -150,18 +152,31 @@ class CodeCollector:
 
     def result(self) -> Execution:
         if not self.ex.ended:
-            from ._common import AgentjailError
-            raise AgentjailError(502, "stream_ended", "the run ended without an end event")
+                raise AgentjailError(502, "stream_ended", "the run ended without an end event")
         return self.ex
 
 
-def code_body(code: str, context: Any, timeout: Optional[float]) -> Dict[str, Any]:
+def code_body(code: str, context: Any, timeout: Optional[float],
+              language: str = "python") -> Dict[str, Any]:
+    """The body of POST /code, for the blocking and the asyncio client."""
+    if language != "python":
+        raise AgentjailError(400, "bad_request", "only language='python' is supported")
     body: Dict[str, Any] = {"code": code, "language": "python"}
     ctx = context_id(context)
     if ctx:
         body["context"] = ctx
     if timeout is not None:
         body["timeout"] = timeout
+    return body
+
+
+def context_body(id: Optional[str], cwd: Optional[str], language: str) -> Dict[str, Any]:
+    """The body of POST /code/contexts."""
+    body: Dict[str, Any] = {"language": language}
+    if id:
+        body["id"] = id
+    if cwd:
+        body["cwd"] = cwd
     return body
 
 

@@ -31,7 +31,7 @@ import ssl
 import urllib.parse
 from typing import IO, Any, AsyncIterator, Callable, Dict, List, Optional, Tuple, Union
 
-from ._code import CodeCollector, Execution, OnError, OnResult, code_body, context_id
+from ._code import CodeCollector, Execution, OnError, OnResult, code_body, context_body, context_id
 from ._common import (AgentjailError, Collector, Command, ExecResult, OnOutput, PathLike,
                       address, create_body, error_from, exec_body, list_entries, path_query,
                       with_query, ws_frame, ws_request)
@@ -507,10 +507,8 @@ class Sandbox:
         """Run Python code in a code context (a Jupyter kernel kept in the
         sandbox); callbacks may be coroutine functions. An Execution (see
         the blocking Sandbox.run_code)."""
-        if language != "python":
-            raise AgentjailError(400, "bad_request", "only language='python' is supported")
         resp = await self.client.request("POST", f"/v1/sandboxes/{self.id}/code",
-                                         code_body(code, context, timeout))
+                                         code_body(code, context, timeout, language))
         col = CodeCollector(on_stdout, on_stderr, on_result, on_error)
         async for ev in _lines(resp):
             r = col.feed(ev)
@@ -521,12 +519,8 @@ class Sandbox:
     async def create_code_context(self, id: Optional[str] = None, cwd: Optional[str] = None,
                                   language: str = "python") -> Dict[str, Any]:
         """A new code context (its kernel started)."""
-        body: Dict[str, Any] = {"language": language}
-        if id:
-            body["id"] = id
-        if cwd:
-            body["cwd"] = cwd
-        return await self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts", body)
+        return await self.client.json("POST", f"/v1/sandboxes/{self.id}/code/contexts",
+                                   context_body(id, cwd, language))
 
     async def list_code_contexts(self) -> List[Dict[str, Any]]:
         """The sandbox's code contexts, as dicts."""
