@@ -41,6 +41,7 @@ except ImportError:  # another python3 first on PATH: Debian's has it
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "sdk", "python"))
 from agentjail import Client, Sandbox  # noqa: E402
+from quiet import ms, settle  # noqa: E402
 
 CSV = "region,month,sales\n" + "".join(
     f"{r},{m},{100 + 7 * m + (13 if r == 'south' else 0)}\n"
@@ -51,28 +52,6 @@ df = pd.read_csv("{path}")
 df.pivot(index="month", columns="region", values="sales").plot(title="sales")
 plt.show()
 """
-
-
-def cpu_busy(window=0.02):
-    def snap():
-        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return sum(v) - v[3] - v[4], sum(v)
-    b0, t0 = snap()
-    time.sleep(window)
-    b1, t1 = snap()
-    return (b1 - b0) / max(1, t1 - t0)
-
-
-def settle(limit=0.05, timeout=3.0):
-    end = time.monotonic() + timeout
-    busy = cpu_busy()
-    while busy > limit and time.monotonic() < end:
-        busy = cpu_busy()
-    return busy
-
-
-def ms(t0):
-    return (time.perf_counter_ns() - t0) / 1e6
 
 
 def wait_pool(client, n, timeout=120):
@@ -145,24 +124,24 @@ def main():
         csv_local = os.path.join(tmp, "sales.csv")
         for r in range(a.rounds):
             wait_pool(client, a.pool)
-            settle()
+            settle(timeout=3.0)
             t0 = time.perf_counter_ns()
             sb = Sandbox.create(client=client)
             ex = sb.run_code("1+1")
             res["pool-1+1"].append(ms(t0))
             assert ex.text == "2", ex
-            settle()
+            settle(timeout=3.0)
             t0 = time.perf_counter_ns()
             sb.files.write("/tmp/sales.csv", CSV.encode())
             ex = sb.run_code(CHART.format(path="/tmp/sales.csv"))
             res["pool-chart"].append(ms(t0))
             assert ex.results and ex.results[0].png_bytes()[:8] == b"\x89PNG\r\n\x1a\n", ex
             sb.kill()
-            settle()
+            settle(timeout=3.0)
             t0 = time.perf_counter_ns()
             local.run("1+1")
             res["local-1+1"].append(ms(t0))
-            settle()
+            settle(timeout=3.0)
             t0 = time.perf_counter_ns()
             with open(csv_local, "w") as f:
                 f.write(CSV)
@@ -171,7 +150,7 @@ def main():
             assert any("image/png" in m["content"].get("data", {}) for m in msgs)
             if r % 2 == 0:  # the cold path: a kernel started in a new sandbox
                 wait_pool(client, a.pool)
-                settle()
+                settle(timeout=3.0)
                 t0 = time.perf_counter_ns()
                 sb = Sandbox.create(client=client, hostname="cold")  # no pool has it
                 ex = sb.run_code("1+1")

@@ -35,34 +35,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "sdk", "python"))
 from agentjail import Client, Sandbox  # noqa: E402
+from quiet import ms, settle  # noqa: E402
 
 STDLIB_WARMUP = ("python3 -c 'import asyncio, json, decimal, email.mime.multipart, "
                  "http.client, xml.etree.ElementTree, unittest, argparse, logging'")
-
-
-def cpu_busy(window=0.02):
-    """The share of all CPUs' time not idle over window seconds (/proc/stat)."""
-    def snap():
-        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-        return sum(v) - v[3] - v[4], sum(v)  # not idle, not iowait
-    b0, t0 = snap()
-    time.sleep(window)
-    b1, t1 = snap()
-    return (b1 - b0) / max(1, t1 - t0)
-
-
-def settle(limit=0.05, timeout=2.0):
-    """Wait until the machine is quiet: a window with under limit of the
-    CPUs busy (at most timeout seconds). Returns the last window's share."""
-    end = time.monotonic() + timeout
-    busy = cpu_busy()
-    while busy > limit and time.monotonic() < end:
-        busy = cpu_busy()
-    return busy
-
-
-def ms(t0):
-    return (time.perf_counter_ns() - t0) / 1e6
 
 
 def host_python_image(aj, state, name):
