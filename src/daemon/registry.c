@@ -17,7 +17,7 @@
 
 #include "backends.h"
 #include "daemon.h"
-#include "net.h"
+#include "nft.h"
 #include "pool.h"
 #include "sup.h"
 #include "tenant.h"
