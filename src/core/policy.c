@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "hostname.h"
 #include "util.h"
 
 void aj_policy_init(aj_policy *p)
@@ -41,6 +42,9 @@ void aj_policy_free(aj_policy *p)
 			explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
 		free(p->secrets[i].value);
 		free(p->secrets[i].placeholder);
+		for (size_t h = 0; h < p->secrets[i].n_hosts; h++)
+			free(p->secrets[i].hosts[h]);
+		free(p->secrets[i].header);
 	}
 	for (size_t i = 0; i < p->n_redact; i++) {
 		explicit_bzero(p->redact[i], strlen(p->redact[i]));
@@ -286,42 +290,137 @@ int aj_policy_add_env(aj_policy *p, const char *spec, aj_error *err)
 	return 0;
 }
 
-int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
+/* One host a secret is scoped to, canonical: "HOST", "*.DOMAIN" (at least
+ * two labels after the star) or an IPv4 address; NULL if not one. */
+static char *secret_host(const char *spec, size_t len)
+{
+	bool wild = len > 2 && spec[0] == '*' && spec[1] == '.';
+	aj_host h;
+	if (wild)
+		spec += 2, len -= 2;
+	if (aj_host_norm(spec, len, &h, NULL) < 0 || h.kind == AJ_HOST_IPV6 ||
+	    (wild && (h.kind != AJ_HOST_NAME || !strchr(h.text, '.'))))
+		return NULL;
+	return aj_asprintf("%s%s", wild ? "*." : "", h.text);
+}
+
+/* An HTTP field name (RFC 9110 token). */
+static bool header_name_valid(const char *s)
+{
+	if (!*s || strlen(s) > 64)
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			 "!#$%&'*+-.^_`|~") == strlen(s);
+}
+
+int aj_policy_add_secret_scoped(aj_policy *p, const char *name, const char *value,
+				const char *const *hosts, size_t n_hosts, const char *header,
+				aj_error *err)
 {
 	if (p->n_secrets >= AJ_MAX_SECRETS)
 		return aj_err(err, E2BIG, "--secret: at most %d secrets", AJ_MAX_SECRETS);
-	const char *eq = strchr(spec, '=');
-	size_t n = eq ? (size_t)(eq - spec) : strlen(spec);
-	if (!env_name_valid(spec, n)) {
-		aj_err(err, EINVAL, "--secret: invalid variable name in '%.*s'", (int)n, spec);
-		aj_err_hint(
-		    err, "use --secret NAME=VALUE or --secret NAME (taken from your environment)");
+	size_t n = strlen(name);
+	if (!env_name_valid(name, n)) {
+		aj_err(err, EINVAL, "--secret: invalid variable name '%s'", name);
+		aj_err_hint(err, "use --secret NAME=VALUE, --secret NAME@HOST[,HOST...]=VALUE or "
+				 "--secret NAME (taken from your environment)");
 		return -EINVAL;
 	}
-	const char *value = eq ? eq + 1 : getenv(spec);
-	if (!value)
-		return aj_err(err, ENOENT, "--secret %s: not set in the caller's environment",
-			      spec);
 	if (strlen(value) < 4) {
-		aj_err(err, EINVAL, "--secret %.*s: the value is shorter than 4 characters", (int)n,
-		       spec);
+		aj_err(err, EINVAL, "--secret %s: the value is shorter than 4 characters", name);
 		aj_err_hint(err,
 			    "such a value cannot be told apart from ordinary output for redaction");
 		return -EINVAL;
 	}
+	if (n_hosts > AJ_MAX_SECRET_HOSTS)
+		return aj_err(err, E2BIG, "--secret %s: at most %d hosts", name,
+			      AJ_MAX_SECRET_HOSTS);
+	if (header && !header_name_valid(header))
+		return aj_err(err, EINVAL, "--secret %s: '%s' is not an HTTP header name", name,
+			      header);
+	if (header && !n_hosts)
+		return aj_err(err, EINVAL, "--secret %s: a header needs the hosts it goes to",
+			      name);
+	char *canon[AJ_MAX_SECRET_HOSTS] = {0};
+	for (size_t i = 0; i < n_hosts; i++) {
+		if (!(canon[i] = secret_host(hosts[i], strlen(hosts[i])))) {
+			for (size_t j = 0; j < i; j++)
+				free(canon[j]);
+			aj_err(err, EINVAL,
+			       "--secret %s: '%s' is not a host name, *.DOMAIN or IPv4 "
+			       "address",
+			       name, hosts[i]);
+			aj_err_hint(
+			    err,
+			    "for example --secret API_KEY@api.example.com,*.example.org=VALUE");
+			return -EINVAL;
+		}
+	}
 	unsigned char rnd[8];
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		for (size_t j = 0; j < n_hosts; j++)
+			free(canon[j]);
 		return aj_err(err, EIO, "--secret: no randomness for a placeholder");
+	}
 	aj_secret *s = &p->secrets[p->n_secrets];
-	s->name = strndup(spec, n);
+	memset(s, 0, sizeof(*s));
+	s->name = strdup(name);
 	s->value = strdup(value);
 	s->placeholder =
-	    aj_asprintf("agentjail-placeholder-%.*s-%02x%02x%02x%02x%02x%02x%02x%02x", (int)n, spec,
-			rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	    aj_asprintf("agentjail-placeholder-%s-%02x%02x%02x%02x%02x%02x%02x%02x", name, rnd[0],
+			rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	memcpy(s->hosts, canon, sizeof(canon[0]) * n_hosts);
+	s->n_hosts = n_hosts;
+	s->header = header ? strdup(header) : NULL;
 	p->n_secrets++;
-	if (!s->name || !s->value || !s->placeholder)
+	if (!s->name || !s->value || !s->placeholder || (header && !s->header))
 		return aj_err(err, ENOMEM, "--secret");
 	return 0;
+}
+
+/* NAME=VALUE, NAME, NAME@HOSTS=VALUE, NAME@HOSTS: NAME is letters, digits
+ * and '_', so the first '@' or '=' ends it; HOSTS is a comma-separated
+ * list up to the first '=' (host names never hold one). */
+int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
+{
+	size_t n = strcspn(spec, "@=");
+	const char *at = spec[n] == '@' ? spec + n : NULL;
+	const char *eq = strchr(spec, '=');
+	char name[256];
+	if (!env_name_valid(spec, n) || n >= sizeof(name)) {
+		aj_err(err, EINVAL, "--secret: invalid variable name in '%.*s'", (int)n, spec);
+		aj_err_hint(err, "use --secret NAME=VALUE, --secret NAME@HOST[,HOST...]=VALUE or "
+				 "--secret NAME (taken from your environment)");
+		return -EINVAL;
+	}
+	memcpy(name, spec, n);
+	name[n] = '\0';
+	const char *value = eq ? eq + 1 : getenv(name);
+	if (!value)
+		return aj_err(err, ENOENT, "--secret %s: not set in the caller's environment",
+			      name);
+	char *hosts[AJ_MAX_SECRET_HOSTS + 1];
+	size_t nh = 0;
+	_cleanup_free_ char *list = NULL;
+	if (at) {
+		list = eq ? strndup(at + 1, (size_t)(eq - at - 1)) : strdup(at + 1);
+		if (!list)
+			return aj_err(err, ENOMEM, "--secret");
+		for (char *h = list; h;) {
+			char *comma = strchr(h, ',');
+			if (comma)
+				*comma = '\0';
+			if (nh > AJ_MAX_SECRET_HOSTS)
+				break;
+			hosts[nh++] = h;
+			h = comma ? comma + 1 : NULL;
+		}
+		if (nh > AJ_MAX_SECRET_HOSTS)
+			return aj_err(err, E2BIG, "--secret %s: at most %d hosts", name,
+				      AJ_MAX_SECRET_HOSTS);
+	}
+	return aj_policy_add_secret_scoped(p, name, value, (const char *const *)hosts, nh, NULL,
+					   err);
 }
 
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err)

@@ -32,10 +32,18 @@ typedef struct aj_bind {
 #define AJ_MAX_MASKS 64
 #define AJ_MAX_WRITABLE 32
 
+#define AJ_MAX_SECRET_HOSTS 16
+
 typedef struct aj_secret {
 	char *name;	   /* environment variable name */
 	char *value;	   /* the real value: never reaches the sandbox */
 	char *placeholder; /* what the sandbox sees instead */
+	/* --secret NAME@HOST,*.DOMAIN=VALUE: the proxy puts the value where
+	 * the placeholder stands in requests to these hosts (canonical names,
+	 * "*.suffix" patterns or IPv4 addresses); none: never injected */
+	char *hosts[AJ_MAX_SECRET_HOSTS];
+	size_t n_hosts;
+	char *header; /* only in this request header (NULL: any header, the query) */
 } aj_secret;
 
 #define AJ_MAX_DENY 64
@@ -165,6 +173,12 @@ int aj_parse_seconds(const char *flag, const char *spec, unsigned long long *ms,
 
 /* "NAME=VALUE", or "NAME" to take the value from the caller's environment. */
 int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
+/* A secret scoped to hosts (each HOST, *.DOMAIN or IPv4 address), put in
+ * by the proxy only toward them, optionally only in one request header
+ * (header NULL: any header and the query). n_hosts 0: not scoped. */
+int aj_policy_add_secret_scoped(aj_policy *p, const char *name, const char *value,
+				const char *const *hosts, size_t n_hosts, const char *header,
+				aj_error *err);
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
 int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
 /* --unmask PATH: relative to the workspace, no '.', '..' or empty parts */

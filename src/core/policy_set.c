@@ -130,7 +130,7 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return (p->seccomp_profile = strdup(v)) ? 0
 							: aj_err(err, ENOMEM, "--seccomp-profile");
 	}
-	if (IS("secret"))
+	if (IS("secret") || IS("secrets"))
 		return aj_policy_add_secret(p, v, err);
 	if (IS("redact"))
 		return aj_policy_add_redact(p, v, err);
@@ -234,6 +234,7 @@ static const struct {
     {"env-file", K_LIST},
     {"env", K_MAP},
     {"secret", K_MAP},
+    {"secrets", K_MAP},
 };
 
 static const char *const kind_names[] = {
@@ -282,6 +283,40 @@ int aj_policy_json_kind(const char *name)
 	return -1;
 }
 
+/* "secret": {NAME: {"value": V, "hosts": [HOST...], "header": H}} */
+static int secret_json(aj_policy *p, const char *name, json_t *o, aj_error *err)
+{
+	json_t *value = json_object_get(o, "value"), *hosts = json_object_get(o, "hosts");
+	json_t *header = json_object_get(o, "header");
+	const char *k;
+	json_t *e;
+	json_object_foreach(o, k, e)
+	{
+		if (strcmp(k, "value") && strcmp(k, "hosts") && strcmp(k, "header"))
+			return aj_err(err, EINVAL, "'secret.%s': unknown field '%s'", name, k);
+	}
+	if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
+		return aj_err(err, EINVAL, "'secret.%s.value': expected a string", name);
+	if (header && !json_is_string(header))
+		return aj_err(err, EINVAL, "'secret.%s.header': expected a string", name);
+	if (hosts && !json_is_array(hosts))
+		return aj_err(err, EINVAL, "'secret.%s.hosts': expected an array of host names",
+			      name);
+	const char *list[AJ_MAX_SECRET_HOSTS];
+	size_t n = 0, i;
+	json_array_foreach(hosts, i, e)
+	{
+		if (!json_is_string(e) || strlen(json_string_value(e)) != json_string_length(e))
+			return aj_err(err, EINVAL, "'secret.%s.hosts': expected host names", name);
+		if (n >= AJ_MAX_SECRET_HOSTS)
+			return aj_err(err, E2BIG, "'secret.%s.hosts': at most %d", name,
+				      AJ_MAX_SECRET_HOSTS);
+		list[n++] = json_string_value(e);
+	}
+	return aj_policy_add_secret_scoped(p, name, json_string_value(value), list, n,
+					   header ? json_string_value(header) : NULL, err);
+}
+
 /* One JSON value of option name, of its kind (json_keys). */
 static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_error *err)
 {
@@ -321,6 +356,13 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 		json_t *e;
 		json_object_foreach(v, k, e)
 		{
+			if (json_is_object(e) &&
+			    (!strcmp(name, "secret") || !strcmp(name, "secrets"))) {
+				int r = secret_json(p, k, e, err);
+				if (r < 0)
+					return r;
+				continue;
+			}
 			if (!json_is_string(e) ||
 			    strlen(json_string_value(e)) != json_string_length(e))
 				return aj_err(err, EINVAL, "'%s.%s': expected a string", name, k);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The allow-list of --allow: parsing the flags, and the one host-name
  * matcher used by agentjail's DNS resolver and its HTTP proxy. Names are
- * compared as whole labels after strict canonicalization: ASCII letters,
- * digits, '-' and '_' only, no empty label, no trailing dot. */
+ * compared as whole labels after the one normaliser (core/hostname.c). */
 #include "allow.h"
 
 #include <arpa/inet.h>
@@ -13,47 +12,9 @@
 #include "net_addr.h"
 #include "util.h"
 
-int aj_host_canon(const char *in, size_t len, char *out, size_t outlen)
-{
-	if (len == 0 || len > AJ_HOST_MAX || len >= outlen)
-		return -EINVAL;
-	size_t label = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)in[i];
-		if (ch == '.') {
-			if (label == 0)
-				return -EINVAL; /* empty label, leading dot or ".." */
-			label = 0;
-		} else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-			   ch == '_') {
-			label++;
-		} else if (ch >= 'A' && ch <= 'Z') {
-			ch = (unsigned char)(ch - 'A' + 'a');
-			label++;
-		} else {
-			return -EINVAL; /* '@', '%', ':', '*', spaces, non-ASCII... */
-		}
-		if (label > 63)
-			return -EINVAL;
-		out[i] = (char)ch;
-	}
-	if (label == 0)
-		return -EINVAL; /* trailing dot */
-	out[len] = '\0';
-	return 0;
-}
-
 static bool entry_matches_name(const aj_allow *a, const char *name)
 {
-	if (!a->host)
-		return false;
-	if (a->host[0] != '*')
-		return strcmp(a->host, name) == 0;
-	/* "*.example.com": any name ending in ".example.com" with at least one
-	 * label before it; not "example.com" itself */
-	const char *suffix = a->host + 1; /* ".example.com" */
-	size_t sl = strlen(suffix), nl = strlen(name);
-	return nl > sl && strcmp(name + nl - sl, suffix) == 0;
+	return a->host && aj_host_match(a->host, name);
 }
 
 static bool port_ok(const aj_allow *a, unsigned port)
@@ -132,15 +93,6 @@ static bool ldh_ok(const char *s)
 	return true;
 }
 
-static bool looks_numeric(const char *s)
-{
-	/* a last label of digits/hex is an address spelling, not a name */
-	const char *last = strrchr(s, '.');
-	last = last ? last + 1 : s;
-	return strspn(last, "0123456789") == strlen(last) ||
-	       (last[0] == '0' && (last[1] == 'x' || last[1] == 'X'));
-}
-
 int aj_policy_add_allow(aj_policy *p, const char *spec, aj_error *err)
 {
 	if (p->n_allow >= AJ_MAX_ALLOW)
@@ -175,11 +127,11 @@ int aj_policy_add_allow(aj_policy *p, const char *spec, aj_error *err)
 		bool wild = strncmp(buf, "*.", 2) == 0;
 		if (wild)
 			name += 2;
-		char canon[AJ_HOST_MAX + 1];
-		if (aj_host_canon(name, strlen(name), canon, sizeof(canon)) < 0 || !ldh_ok(canon) ||
-		    looks_numeric(canon) || (wild && !strchr(canon, '.')))
+		aj_host h;
+		if (aj_host_norm(name, strlen(name), &h, NULL) < 0 || h.kind != AJ_HOST_NAME ||
+		    !ldh_ok(h.text) || (wild && !strchr(h.text, '.')))
 			goto bad;
-		a.host = aj_asprintf("%s%s", wild ? "*." : "", canon);
+		a.host = aj_asprintf("%s%s", wild ? "*." : "", h.text);
 		if (!a.host)
 			return aj_err(err, ENOMEM, "out of memory");
 	}
@@ -253,6 +205,67 @@ int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err)
 	return p->net_log ? 0 : aj_err(err, ENOMEM, "out of memory");
 }
 
+/* Is every name of pattern (a host, "*.domain" or an IPv4 address) one
+ * the allow-list lets through? */
+static bool allow_covers(const aj_policy *p, const char *pattern)
+{
+	if (pattern[0] != '*') {
+		unsigned char a[4];
+		if (inet_pton(AF_INET, pattern, a) == 1) {
+			for (size_t i = 0; i < p->n_allow; i++)
+				if (!p->allow[i].host &&
+				    aj_cidr_contains(&p->allow[i].cidr, AF_INET, a))
+					return true;
+			return false;
+		}
+		return aj_allow_name(p, pattern, 0);
+	}
+	/* "*.s" is covered by an allowed "*.t" where s is t or below it */
+	const char *s = pattern + 2;
+	for (size_t i = 0; i < p->n_allow; i++) {
+		const char *h = p->allow[i].host;
+		if (!h || h[0] != '*')
+			continue;
+		size_t tl = strlen(h + 2), sl = strlen(s);
+		if (!strcmp(s, h + 2) ||
+		    (sl > tl && s[sl - tl - 1] == '.' && !strcmp(s + sl - tl, h + 2)))
+			return true;
+	}
+	return false;
+}
+
+/* A scoped secret goes out only through agentjail's proxy, so only with
+ * --allow, and only to hosts that list allows. */
+static int validate_secrets(const aj_policy *p, aj_net_mode mode, aj_error *err)
+{
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const aj_secret *s = &p->secrets[i];
+		if (!s->n_hosts)
+			continue;
+		if (mode != AJ_NET_ALLOW) {
+			aj_err(
+			    err, EINVAL,
+			    "--secret %s@%s: a secret scoped to hosts needs --allow (agentjail's "
+			    "proxy puts it into requests)",
+			    s->name, s->hosts[0]);
+			aj_err_hint(err, "add --allow %s (and the secret's other hosts)",
+				    s->hosts[0]);
+			return -EINVAL;
+		}
+		for (size_t h = 0; h < s->n_hosts; h++)
+			if (!allow_covers(p, s->hosts[h])) {
+				aj_err(err, EINVAL,
+				       "--secret %s: its host %s is not in the --allow list",
+				       s->name, s->hosts[h]);
+				aj_err_hint(err,
+					    "add --allow '%s', or drop it from the secret's hosts",
+					    s->hosts[h]);
+				return -EINVAL;
+			}
+	}
+	return 0;
+}
+
 int aj_policy_validate_net(const aj_policy *p, aj_error *err)
 {
 	if (p->n_allow && p->net_explicit) {
@@ -274,5 +287,5 @@ int aj_policy_validate_net(const aj_policy *p, aj_error *err)
 		aj_err_hint(err, "add --allow HOST");
 		return -EINVAL;
 	}
-	return 0;
+	return validate_secrets(p, mode, err);
 }

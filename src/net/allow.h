@@ -7,14 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "hostname.h"
 #include "policy.h"
 
-#define AJ_HOST_MAX 253
-
-/* Canonical form of a host name taken from a request (len bytes, not
- * NUL-terminated): ASCII lowercased, labels of [a-z0-9_-] of 1..63 bytes, no
- * empty label, no trailing dot. out needs len + 1 bytes. 0 or -EINVAL. */
-int aj_host_canon(const char *in, size_t len, char *out, size_t outlen);
 /* Is the canonical name allowed on port (0: on any port)? */
 bool aj_allow_name(const aj_policy *p, const char *name, unsigned port);
 /* The ports allowed for name (deduplicated); returns how many. */

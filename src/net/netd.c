@@ -356,11 +356,13 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 	return drop_privileges(ctx, err);
 }
 
-/* What netd doesn't need of agentjail's memory: the secrets' values. */
+/* What netd doesn't need of agentjail's memory: the values of the
+ * secrets its proxy does not put into requests (those scoped to hosts it
+ * keeps: inject.c). */
 static void scrub_secrets(aj_policy *p)
 {
 	for (size_t i = 0; i < p->n_secrets; i++)
-		if (p->secrets[i].value)
+		if (p->secrets[i].value && !p->secrets[i].n_hosts)
 			explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
 	for (size_t i = 0; i < p->n_redact; i++)
 		explicit_bzero(p->redact[i], strlen(p->redact[i]));

@@ -19,6 +19,7 @@
 
 #include "allow.h"
 #include "dns.h"
+#include "inject.h"
 #include "netlog.h"
 #include "proxy.h"
 #include "proxy_parse.h"
@@ -193,19 +194,22 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
 	sa->sin_port = htons((uint16_t)req->port);
-	if (inet_pton(AF_INET, req->host, &sa->sin_addr) == 1) {
-		if (!aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port) ||
+	/* req->host is canonical (aj_host_norm): any spelling of an IPv4
+	 * address is checked as that address, never as a name */
+	if (req->host_kind == AJ_HOST_IPV4) {
+		if (inet_pton(AF_INET, req->host, &sa->sin_addr) != 1 ||
+		    !aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port) ||
 		    host_local(sa->sin_addr.s_addr)) {
 			*why = "address not allowed";
 			return 403;
 		}
 		return 0;
 	}
-	char name[AJ_HOST_MAX + 1];
-	if (aj_host_canon(req->host, strlen(req->host), name, sizeof(name)) < 0) {
-		*why = "not a plain host name";
+	if (req->host_kind != AJ_HOST_NAME) {
+		*why = "IPv6 destinations are not supported";
 		return 403;
 	}
+	const char *name = req->host;
 	if (!aj_allow_name(ctx->p, name, req->port)) {
 		*why = aj_allow_name(ctx->p, name, 0) ? "port not allowed" : "host not allowed";
 		return 403;
@@ -241,6 +245,26 @@ static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct so
 		json_object_set_new(ev, "reason", json_string(why));
 	}
 	aj_netlog(ctx, ev);
+}
+
+/* Scoped secrets (inject.c): the values into req where the sandbox wrote
+ * their placeholders, for the secrets' own hosts; a net-log line for each
+ * placeholder seen, injected or withheld (never a value). */
+static int fill_secrets(aj_netd_ctx *ctx, aj_proxy_req *req)
+{
+	aj_inject_note notes[AJ_INJECT_NOTES];
+	size_t n = 0;
+	int r = aj_inject(ctx->p, req, notes, &n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s}", "event",
+				       notes[i].injected ? "secret_injected" : "secret_withheld",
+				       "secret", notes[i].secret, "host", req->host, "port",
+				       (int)req->port, "where", notes[i].where);
+		if (ev && notes[i].reason)
+			json_object_set_new(ev, "reason", json_string(notes[i].reason));
+		aj_netlog(ctx, ev);
+	}
+	return r;
 }
 
 void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
@@ -285,6 +309,14 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	} else {
+		int ir = fill_secrets(ctx, req);
+		if (ir < 0) {
+			reply(fd, 431, "Request Header Fields Too Large",
+			      "agentjail proxy: the request head is too large with the secret's "
+			      "value in it\n");
+			close(up);
+			goto out;
+		}
 		/* an absolute-form request may come without Host: add it */
 		char host[300] = "";
 		if (!req->has_host && req->port == 80)
@@ -295,6 +327,8 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		    aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: close\r\n\r\n", req->method,
 				req->target, req->http_major, req->http_minor, host, req->headers);
 		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
+		if (head) /* it may hold a secret's value */
+			explicit_bzero(head, strlen(head));
 		free(head);
 		if (!ok) {
 			close(up);
@@ -313,6 +347,8 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	close(up);
 out:
 	free(buf);
+	if (req)
+		explicit_bzero(req, sizeof(*req));
 	free(req);
 	close(fd);
 }

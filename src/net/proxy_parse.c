@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <http_parser.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -100,6 +101,17 @@ static int copy_span(char *dst, size_t max, const char *p, size_t len)
 	return 0;
 }
 
+/* req->host and req->host_kind: the canonical form of len bytes at p */
+static int set_host(aj_proxy_req *req, const char *p, size_t len)
+{
+	aj_host h;
+	if (aj_host_norm(p, len, &h, &req->error) < 0)
+		return -EINVAL;
+	snprintf(req->host, sizeof(req->host), "%s", h.text);
+	req->host_kind = h.kind;
+	return 0;
+}
+
 /* "host[:port]" or "[v6]:port" of an authority (CONNECT target, Host
  * header): no userinfo, a port of digits 1..65535, else dflt (0: needed). */
 static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
@@ -130,9 +142,10 @@ static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
 		hend = colon ? colon : end;
 		port = colon ? colon + 1 : NULL;
 	}
-	if (hend == host ||
-	    copy_span(req->host, sizeof(req->host), host, (size_t)(hend - host)) < 0)
+	if (hend == host)
 		return refuse(req, "malformed host");
+	if (set_host(req, host, (size_t)(hend - host)) < 0)
+		return -EINVAL;
 	req->port = dflt;
 	if (port) {
 		size_t plen = (size_t)(end - port);
@@ -149,6 +162,16 @@ static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
 		req->port = v;
 	}
 	return req->port ? 0 : refuse(req, "CONNECT needs host:port");
+}
+
+/* Does the Host header name req's host and port, both normalised? */
+static bool same_authority(const aj_proxy_req *req, span host_hdr, unsigned dflt)
+{
+	aj_proxy_req *h = calloc(1, sizeof(*h));
+	bool same = h && split_authority(h, host_hdr, dflt) == 0 &&
+		    strcmp(h->host, req->host) == 0 && h->port == req->port;
+	free(h);
+	return same;
 }
 
 int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
@@ -201,7 +224,12 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 		o += (size_t)n;
 	}
 	if (req->connect) {
-		return split_authority(req, st.url, 0);
+		if (split_authority(req, st.url, 0) < 0)
+			return -EINVAL;
+		/* a Host header on CONNECT names the same authority */
+		if (host_hdr.p && !same_authority(req, host_hdr, req->port))
+			return refuse(req, "the Host header does not match the CONNECT target");
+		return 0;
 	}
 	if (st.url.p[0] == '/') { /* origin-form: the Host header names the server */
 		if (!host_hdr.p)
@@ -220,9 +248,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 		return refuse(req, "only http:// URLs (use CONNECT for https)");
 	if (u.field_set & (1 << UF_USERINFO))
 		return refuse(req, "user information in the URL");
-	if (copy_span(req->host, sizeof(req->host), st.url.p + u.field_data[UF_HOST].off,
-		      u.field_data[UF_HOST].len) < 0)
-		return refuse(req, "the host is too long");
+	if (set_host(req, st.url.p + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len) < 0)
+		return -EINVAL;
 	req->port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
 	if (!req->port)
 		return refuse(req, "port 0");
@@ -239,12 +266,7 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	req->target[plen + qlen] = '\0';
 	/* a Host header naming another server would reach it on this
 	 * address (a shared front end): it must be the URL's host */
-	if (host_hdr.p) {
-		aj_proxy_req h;
-		memset(&h, 0, sizeof(h));
-		if (split_authority(&h, host_hdr, req->port) < 0 ||
-		    strcasecmp(h.host, req->host) != 0 || h.port != req->port)
-			return refuse(req, "the Host header does not match the URL");
-	}
+	if (host_hdr.p && !same_authority(req, host_hdr, req->port))
+		return refuse(req, "the Host header does not match the URL");
 	return 0;
 }

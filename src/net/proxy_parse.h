@@ -6,11 +6,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "hostname.h"
+
 typedef struct aj_proxy_req {
 	bool connect;	/* CONNECT host:port */
 	bool has_host;	/* a Host header came with it */
-	char host[256]; /* as the client wrote it (not yet canonical) */
-	unsigned port;	/* explicit or 80 */
+	char host[256]; /* canonical (aj_host_norm): a name or an address */
+	aj_host_kind host_kind;
+	unsigned port; /* explicit or 80 */
 	char method[16];
 	char target[2048]; /* origin-form path?query for plain HTTP */
 	int http_major, http_minor;

@@ -8,11 +8,13 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <openssl/evp.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "allow.h"
+#include "inject.h"
 #include "nft.h"
 #include "proxy_parse.h"
 #include "policy.h"
@@ -34,8 +36,14 @@ static void test_allow_parse(void **state)
 	assert_null(p.allow[2].host);
 	assert_int_equal(p.allow[2].cidr.prefix, 24);
 	assert_int_equal(p.allow[2].port, 443);
+	assert_int_equal(aj_policy_add_allow(&p, "Example.COM.", &err), 0); /* one trailing dot */
+	assert_string_equal(p.allow[3].host, "example.com");
+	p.n_allow--;
+	free(p.allow[3].host);
+	p.allow[3].host = NULL;
 	const char *bad[] = {"",
-			     "example.com.",
+			     "example.com..",
+			     "3221225994",
 			     "*.com",
 			     "*",
 			     "a..b",
@@ -101,17 +109,107 @@ static void test_host_canon(void **state)
 	char out[AJ_HOST_MAX + 1];
 	assert_int_equal(aj_host_canon("ExAmPle.COM", 11, out, sizeof(out)), 0);
 	assert_string_equal(out, "example.com");
-	const char *bad[] = {"example.com.", ".example.com", "a..b", "a b",   "a@b", "a%2eb",
-			     "a:80",	     "a/b",	     "",     "é.com", "a\tb"};
+	/* one trailing dot is the same name; case never matters */
+	assert_int_equal(aj_host_canon("ALLOWED.TEST.", 13, out, sizeof(out)), 0);
+	assert_string_equal(out, "allowed.test");
+	const char *bad[] = {"example.com..", ".example.com", "a..b",	   "a b",   "a@b",  "a%2eb",
+			     "a:80",	      "a/b",	      "",	   "é.com", "a\tb", ".",
+			     "a\rb",	      "a\x7f",	      "3221225994"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (aj_host_canon(bad[i], strlen(bad[i]), out, sizeof(out)) == 0)
 			fail_msg("'%s' was accepted", bad[i]);
 	/* the length counts, not a NUL: "example.com\0evil" is not example.com */
 	assert_int_not_equal(aj_host_canon("example.com\0evil", 16, out, sizeof(out)), 0);
+	assert_int_not_equal(aj_host_canon("evil\0.allowed.test", 18, out, sizeof(out)), 0);
 	char label[70];
 	memset(label, 'a', 64);
 	strcpy(label + 64, ".com");
 	assert_int_not_equal(aj_host_canon(label, strlen(label), out, sizeof(out)), 0);
+	char longname[300];
+	for (size_t i = 0; i < 254; i++)
+		longname[i] = i % 2 ? '.' : 'a';
+	longname[253] = 'a'; /* 254 bytes, labels of one */
+	assert_int_not_equal(aj_host_canon(longname, 254, out, sizeof(out)), 0);
+	assert_int_equal(aj_host_canon(longname, 253, out, sizeof(out)), 0);
+}
+
+/* The one normaliser: names, IPv4 in every spelling, IPv6, refusals. */
+static void test_host_norm(void **state)
+{
+	(void)state;
+	aj_host h;
+	const char *why = NULL;
+	static const struct {
+		const char *in;
+		aj_host_kind kind;
+		const char *text;
+	} ok[] = {
+	    {"ALLOWED.TEST.", AJ_HOST_NAME, "allowed.test"},
+	    {"allowed.test", AJ_HOST_NAME, "allowed.test"},
+	    {"allowed.test.evil.test", AJ_HOST_NAME, "allowed.test.evil.test"},
+	    {"xn--bcher-kva.example", AJ_HOST_NAME, "xn--bcher-kva.example"},
+	    {"1.2.3.example", AJ_HOST_NAME, "1.2.3.example"},
+	    {"192.0.2.10", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"192.0.2.10.", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"3221225994", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"0300.0.2.012", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"0xC0.0x0.2.0xa", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"0xc000020a", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"192.0.522", AJ_HOST_IPV4, "192.0.2.10"},
+	    {"127.1", AJ_HOST_IPV4, "127.0.0.1"},
+	    {"2130706433", AJ_HOST_IPV4, "127.0.0.1"},
+	    {"0251.0376.0251.0376", AJ_HOST_IPV4, "169.254.169.254"},
+	    {"::FFFF:127.0.0.1", AJ_HOST_IPV6, "::ffff:127.0.0.1"},
+	    {"2001:DB8::1", AJ_HOST_IPV6, "2001:db8::1"},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (aj_host_norm(ok[i].in, strlen(ok[i].in), &h, &why) != 0)
+			fail_msg("'%s' was refused: %s", ok[i].in, why);
+		if (h.kind != ok[i].kind || strcmp(h.text, ok[i].text) != 0)
+			fail_msg("'%s': kind %d '%s', expected %d '%s'", ok[i].in, h.kind, h.text,
+				 ok[i].kind, ok[i].text);
+	}
+	static const char *const bad[] = {
+	    "evil\x00.allowed.test", /* counted with its NUL below */
+	    "allowed.test..",
+	    "..",
+	    "a..b",
+	    ".a",
+	    "",
+	    "bücher.example",
+	    "a\x01.test",
+	    "a\x7f.test",
+	    "a b.test",
+	    "a%00.test",
+	    "1.2.3.4.5",
+	    "256.1.1.1.",
+	    "999999999999",
+	    "09.1.1.1",
+	    "a.b:c",
+	    "[::1]",
+	    "*.test",
+	    "allowed.test/x",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = i == 0 ? sizeof("evil\x00.allowed.test") - 1 : strlen(bad[i]);
+		why = NULL;
+		if (aj_host_norm(bad[i], len, &h, &why) == 0)
+			fail_msg("'%s' was accepted as %d '%s'", bad[i], h.kind, h.text);
+		assert_non_null(why);
+	}
+	char label[80];
+	memset(label, 'a', 63);
+	strcpy(label + 63, ".test");
+	assert_int_equal(aj_host_norm(label, strlen(label), &h, NULL), 0);
+	memset(label, 'a', 64);
+	strcpy(label + 64, ".test");
+	assert_int_equal(aj_host_norm(label, strlen(label), &h, NULL), -EINVAL);
+	/* patterns */
+	assert_true(aj_host_match("allowed.test", "allowed.test"));
+	assert_false(aj_host_match("allowed.test", "allowed.test.evil.test"));
+	assert_true(aj_host_match("*.example.org", "a.b.example.org"));
+	assert_false(aj_host_match("*.example.org", "example.org"));
+	assert_false(aj_host_match("*.example.org", "evilexample.org"));
 }
 
 static void test_addr_allow(void **state)
@@ -166,7 +264,8 @@ static void test_proxy_parse(void **state)
 			"Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\nBODY";
 	assert_int_equal(aj_proxy_parse(g, strlen(g), &r), 0);
 	assert_false(r.connect);
-	assert_string_equal(r.host, "Example.com");
+	assert_string_equal(r.host, "example.com"); /* canonical */
+	assert_int_equal(r.host_kind, AJ_HOST_NAME);
 	assert_int_equal(r.port, 8080);
 	assert_string_equal(r.target, "/a/b?x=1");
 	assert_string_equal(r.method, "GET");
@@ -179,8 +278,33 @@ static void test_proxy_parse(void **state)
 	assert_int_equal(r.port, 80);
 	assert_string_equal(r.target, "/x");
 
+	/* the same host in two spellings agrees; an IP spelling is an IP */
+	const char *same = "GET http://ALLOWED.TEST./ HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(same, strlen(same), &r), 0);
+	assert_string_equal(r.host, "allowed.test");
+	const char *dec = "GET http://3221225994/ HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(dec, strlen(dec), &r), 0);
+	assert_string_equal(r.host, "192.0.2.10");
+	assert_int_equal(r.host_kind, AJ_HOST_IPV4);
+	const char *cdot = "CONNECT Allowed.Test.:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(cdot, strlen(cdot), &r), 0);
+	assert_string_equal(r.host, "allowed.test");
+
+	static const char nul_connect[] = "CONNECT evil\0.allowed.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(nul_connect, sizeof(nul_connect) - 1, &r), -EINVAL);
+	static const char nul_host[] = "GET / HTTP/1.1\r\nHost: evil\0.allowed.test\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(nul_host, sizeof(nul_host) - 1, &r), -EINVAL);
+
 	const char *bad[] = {
 	    "CONNECT example.com HTTP/1.1\r\n\r\n",
+	    "CONNECT allowed.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n",
+	    "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test.evil.test:443\r\n\r\n",
+	    "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:8443\r\n\r\n",
+	    "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test.evil.test\r\n\r\n",
+	    "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test..\r\n\r\n",
+	    "GET http://allowed.test../ HTTP/1.1\r\n\r\n",
+	    "GET http://1.2.3.4.5/ HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.1\r\nHost: a..b\r\n\r\n",
 	    "CONNECT example.com@evil.test:443 HTTP/1.1\r\n\r\n",
 	    "CONNECT example.com:0 HTTP/1.1\r\n\r\n",
 	    "CONNECT example.com:99999 HTTP/1.1\r\n\r\n",
@@ -224,13 +348,144 @@ static void test_nft_allow_batch(void **state)
 	aj_policy_free(&p);
 }
 
+/* --secret NAME@HOSTS=VALUE: parsing, and its hosts must be allowed */
+static void test_secret_scope(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	aj_error err;
+	assert_int_equal(
+	    aj_policy_add_secret(&p, "API_KEY@Api.Example.COM.,*.example.org=s3cr=et!", &err), 0);
+	assert_string_equal(p.secrets[0].name, "API_KEY");
+	assert_string_equal(p.secrets[0].value, "s3cr=et!"); /* the first '=' ends the hosts */
+	assert_int_equal(p.secrets[0].n_hosts, 2);
+	assert_string_equal(p.secrets[0].hosts[0], "api.example.com");
+	assert_string_equal(p.secrets[0].hosts[1], "*.example.org");
+	assert_int_equal(aj_policy_add_secret(&p, "PLAIN=value1", &err), 0);
+	assert_int_equal(p.secrets[1].n_hosts, 0);
+	const char *hosts[] = {"api.test"};
+	assert_int_equal(
+	    aj_policy_add_secret_scoped(&p, "TOK", "tokvalue", hosts, 1, "x-api-key", &err), 0);
+	assert_string_equal(p.secrets[2].header, "x-api-key");
+	const char *bad[] = {
+	    "K@=value",	    "K@a..b=value",	     "K@*.com=value",	    "K@*=value",
+	    "K@a,,b=value", "K@evil\x01.test=value", "K@bücher.test=value", "K@2001:db8::1=value",
+	    "K@a/b=value",  "1K@a.test=value",	     "K@a.test=abc"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		aj_err_clear(&err);
+		if (aj_policy_add_secret(&p, bad[i], &err) == 0)
+			fail_msg("--secret '%s' was accepted", bad[i]);
+		assert_true(err.msg[0] != '\0');
+	}
+	assert_int_equal(p.n_secrets, 3);
+	/* the hosts must be allowed: none, one missing, then all */
+	aj_err_clear(&err);
+	assert_int_equal(aj_policy_validate_net(&p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "needs --allow"));
+	assert_int_equal(aj_policy_add_allow(&p, "api.example.com", NULL), 0);
+	assert_int_equal(aj_policy_add_allow(&p, "api.test", NULL), 0);
+	aj_err_clear(&err);
+	assert_int_equal(aj_policy_validate_net(&p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "*.example.org"));
+	assert_non_null(strstr(err.hint, "--allow '*.example.org'"));
+	assert_int_equal(aj_policy_add_allow(&p, "*.org", NULL), -EINVAL); /* (one label) */
+	assert_int_equal(aj_policy_add_allow(&p, "*.example.org", NULL), 0);
+	assert_int_equal(aj_policy_validate_net(&p, NULL), 0);
+	aj_policy_free(&p);
+}
+
+/* The proxy's injection: scoped host gets the value, others the placeholder */
+static void test_inject(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(
+	    aj_policy_add_secret(&p, "KEY@allowed.test,*.wild.test=real&value 1", NULL), 0);
+	const char *hosts[] = {"allowed.test"};
+	assert_int_equal(
+	    aj_policy_add_secret_scoped(&p, "HDR", "hdr-value", hosts, 1, "X-Api-Key", NULL), 0);
+	const char *ph = p.secrets[0].placeholder, *hph = p.secrets[1].placeholder;
+	aj_proxy_req r;
+	aj_inject_note notes[AJ_INJECT_NOTES];
+	size_t n;
+	char head[4096];
+	/* user:placeholder, base64 */
+	char basic_plain[128], basic[256];
+	snprintf(basic_plain, sizeof(basic_plain), "user:%s", ph);
+	EVP_EncodeBlock((unsigned char *)basic, (unsigned char *)basic_plain,
+			(int)strlen(basic_plain));
+	snprintf(head, sizeof(head),
+		 "GET http://allowed.test/v1?key=%s&x=1 HTTP/1.1\r\nHost: allowed.test\r\n"
+		 "Authorization: Bearer %s\r\nx-api-key: %s\r\nX-Other: %s\r\n"
+		 "Proxy-Authorization: Basic %s\r\n\r\n",
+		 ph, ph, hph, hph, basic);
+	assert_int_equal(aj_proxy_parse(head, strlen(head), &r), 0);
+	assert_int_equal(aj_inject(&p, &r, notes, &n), 0);
+	assert_non_null(strstr(r.headers, "Authorization: Bearer real&value 1\r\n"));
+	assert_non_null(strstr(r.headers, "x-api-key: hdr-value\r\n"));
+	/* HDR goes only in its own header */
+	char want[256];
+	snprintf(want, sizeof(want), "X-Other: %s\r\n", hph);
+	assert_non_null(strstr(r.headers, want));
+	assert_string_equal(r.target, "/v1?key=real%26value%201&x=1");
+	assert_null(strstr(r.headers, "Proxy-Authorization"));
+	bool withheld_other = false;
+	for (size_t i = 0; i < n; i++)
+		withheld_other =
+		    withheld_other || (!notes[i].injected && !strcmp(notes[i].secret, "HDR") &&
+				       !strcmp(notes[i].where, "header X-Other"));
+	assert_true(withheld_other);
+
+	/* Basic: base64(user:placeholder) -> base64(user:value) */
+	snprintf(head, sizeof(head),
+		 "GET http://sub.wild.test/ HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n", basic);
+	assert_int_equal(aj_proxy_parse(head, strlen(head), &r), 0);
+	assert_int_equal(aj_inject(&p, &r, notes, &n), 0);
+	EVP_EncodeBlock((unsigned char *)basic, (const unsigned char *)"user:real&value 1", 17);
+	snprintf(want, sizeof(want), "Authorization: Basic %s\r\n", basic);
+	assert_non_null(strstr(r.headers, want));
+	assert_int_equal(n, 1);
+	assert_true(notes[0].injected);
+
+	/* another host, a look-alike, the scope's parent: the placeholder stays */
+	const char *others[] = {"other.test", "allowed.test.evil.test", "wild.test",
+				"evilwild.test"};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(head, sizeof(head),
+			 "GET http://%s/?k=%s HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n",
+			 others[i], ph, ph);
+		assert_int_equal(aj_proxy_parse(head, strlen(head), &r), 0);
+		assert_int_equal(aj_inject(&p, &r, notes, &n), 0);
+		assert_null(strstr(r.headers, "real&value"));
+		assert_null(strstr(r.target, "real"));
+		assert_non_null(strstr(r.headers, ph));
+		assert_int_equal(n, 2);
+		assert_false(notes[0].injected);
+		assert_false(notes[1].injected);
+		assert_non_null(notes[0].reason);
+	}
+	/* a value too long for the head: refused, not cut */
+	char big[9000];
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(aj_policy_add_secret_scoped(&p, "BIG", big, hosts, 1, NULL, NULL), 0);
+	snprintf(head, sizeof(head), "GET http://allowed.test/ HTTP/1.1\r\nA: %s\r\n\r\n",
+		 p.secrets[2].placeholder);
+	assert_int_equal(aj_proxy_parse(head, strlen(head), &r), 0);
+	assert_int_equal(aj_inject(&p, &r, notes, &n), -E2BIG);
+	aj_policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_allow_parse),	    cmocka_unit_test(test_allow_match),
-	    cmocka_unit_test(test_host_canon),	    cmocka_unit_test(test_addr_allow),
-	    cmocka_unit_test(test_publish_dns),	    cmocka_unit_test(test_proxy_parse),
-	    cmocka_unit_test(test_nft_allow_batch),
+	    cmocka_unit_test(test_allow_parse),	 cmocka_unit_test(test_allow_match),
+	    cmocka_unit_test(test_host_canon),	 cmocka_unit_test(test_host_norm),
+	    cmocka_unit_test(test_addr_allow),	 cmocka_unit_test(test_publish_dns),
+	    cmocka_unit_test(test_proxy_parse),	 cmocka_unit_test(test_nft_allow_batch),
+	    cmocka_unit_test(test_secret_scope), cmocka_unit_test(test_inject),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
