@@ -211,7 +211,9 @@ int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err);
 int aj_policy_set(aj_policy *p, const char *name, const char *value, unsigned flags, aj_error *err);
 /* Set options from a JSON object {name: value} (the service's API): a
  * value is a string, a number, true (a flag), an array (repeated), or for
- * "env"/"secret" an object {NAME: VALUE}. Remote rules apply. */
+ * "env"/"secret" an object {NAME: VALUE}; a secret's VALUE may be an
+ * object {"value": V, "hosts": [HOST...], "header": H}. Remote rules
+ * apply. */
 struct json_t;
 int aj_policy_from_json(aj_policy *p, struct json_t *obj, aj_error *err);
 /* The JSON type a key takes there (docs/api.md, "Strict types"); -1 for

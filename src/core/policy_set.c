@@ -130,7 +130,7 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return (p->seccomp_profile = strdup(v)) ? 0
 							: aj_err(err, ENOMEM, "--seccomp-profile");
 	}
-	if (IS("secret") || IS("secrets"))
+	if (IS("secret"))
 		return aj_policy_add_secret(p, v, err);
 	if (IS("redact"))
 		return aj_policy_add_redact(p, v, err);
@@ -234,7 +234,6 @@ static const struct {
     {"env-file", K_LIST},
     {"env", K_MAP},
     {"secret", K_MAP},
-    {"secrets", K_MAP},
 };
 
 static const char *const kind_names[] = {
@@ -356,8 +355,7 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 		json_t *e;
 		json_object_foreach(v, k, e)
 		{
-			if (json_is_object(e) &&
-			    (!strcmp(name, "secret") || !strcmp(name, "secrets"))) {
+			if (json_is_object(e) && !strcmp(name, "secret")) {
 				int r = secret_json(p, k, e, err);
 				if (r < 0)
 					return r;

