@@ -256,7 +256,7 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
 
 @test "bad --allow / --dns / --net-log flags fail with one clear line and change nothing" {
     local bad
-    for bad in 'exa mple.com' 'allowed.test.' '*.com' '*' 'a..b' 'x.test:0' 'x.test:99999' \
+    for bad in 'exa mple.com' 'allowed.test..' '3221225994' '0300.0.2.012' '*.com' '*' 'a..b' 'x.test:0' 'x.test:99999' \
         '10.0.0.0/8' '169.254.169.254' '127.0.0.1:80' '[::1]:80' '2001:db8::/32' 'http://x.test' \
         'user@x.test' '-x.test'; do
         run --separate-stderr hrun --allow "$bad" -- true
