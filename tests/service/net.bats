@@ -53,6 +53,29 @@ probe_body() { # TARGETS...: an exec body running probe.py
     assert_world_clean
 }
 
+@test "service: a secret scoped to a host reaches that host only; hosts outside allow are 400" {
+    svc_start
+    local value='sk-svc-Zq8-value'
+    # the secret's host is not in allow: refused, with the fix
+    api_status POST /v1/sandboxes -d "{\"allow\": [\"other.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"API_KEY\": {\"value\": \"$value\", \"hosts\": [\"allowed.test\"]}}}"
+    [ "$status_code" = 400 ] || fail "status $status_code: $body"
+    [[ "$body" == *"allowed.test"* && "$body" != *"$value"* ]] || fail "$body"
+    id=$(sb_create "{\"allow\": [\"allowed.test\", \"other.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"API_KEY\": {\"value\": \"$value\", \"hosts\": [\"allowed.test\"],
+        \"header\": \"Authorization\"}}}")
+    output=$(sb_exec "$id" '{"cmd": ["sh", "-c", "curl -s -m 5 -o /dev/null -H \"Authorization: Bearer $API_KEY\" -H \"x-api-key: $API_KEY\" http://allowed.test/svc-a; curl -s -m 5 -o /dev/null -H \"Authorization: Bearer $API_KEY\" http://other.test/svc-b; echo $API_KEY"], "timeout": 30}' | events_stdout)
+    local ph=$output
+    [[ "$ph" == agentjail-placeholder-API_KEY-* ]] || fail "inside: $ph"
+    req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
+    [ "$(req /svc-a | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/svc-a: $(req /svc-a)"
+    # "header": Authorization only
+    [ "$(req /svc-a | jq -r '.headers["x-api-key"]')" = "$ph" ] || fail "/svc-a x-api-key: $(req /svc-a)"
+    [ "$(req /svc-b | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/svc-b: $(req /svc-b)"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    assert_world_clean
+}
+
 @test "service: SIGKILL with --net open sandboxes: the next start leaves the host netns clean" {
     svc_start
     sb_create '{"net": "open"}' >/dev/null
