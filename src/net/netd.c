@@ -383,6 +383,9 @@ static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
 			close(devnull);
 	}
 	prctl(PR_SET_NAME, "agentjail-netd");
+	/* it may hold scoped secrets' values: no core dump, no ptrace or
+	 * /proc/PID/mem by another process of the same uid */
+	prctl(PR_SET_DUMPABLE, 0);
 	scrub_secrets((aj_policy *)ctx->p); /* our copy-on-write copy */
 	listener ls[MAX_LISTEN];
 	size_t n = 0;
