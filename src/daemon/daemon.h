@@ -86,6 +86,8 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 /* A new sandbox from a policy (JSON), outside the registry (pool.c), with
  * its state file written; NULL with err filled on failure. */
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err);
+/* The same started from a checkpoint of a sandbox of that policy (fork). */
+aj_sandbox *aj_sandbox_build_from(json_t *req, const char *ckpt, aj_error *err);
 /* Into the registry (it takes sb's reference; on failure sb is gone). */
 int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err);
 /* A new image from an image sandbox's filesystem (snapshot.c). */

@@ -2,7 +2,9 @@
 /* Snapshots (a sandbox's filesystem into a new image) and forks (new
  * sandboxes of the same policy that start from a copy of its files). The
  * source is frozen while its files are copied: a consistent copy, and no
- * process of it changes the tree under the copy. */
+ * process of it changes the tree under the copy. A level that saves a
+ * whole sandbox (gVisor: runsc checkpoint) forks from that instead: the
+ * copies go on from its memory and processes too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -169,10 +171,21 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 	return r;
 }
 
+/* A level without root_fd (gVisor) copies the whole sandbox itself: a
+ * checkpoint of it (memory, processes, files) that each fork starts from. */
+static int checkpoint(aj_sandbox *sb, char **ckpt, aj_error *err)
+{
+	pthread_mutex_lock(&sb->state_mu); /* no pause or resume meanwhile */
+	int r = sb->be->checkpoint(sb->inst, ckpt, err);
+	pthread_mutex_unlock(&sb->state_mu);
+	return r;
+}
+
 int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
 		    aj_error *err)
 {
-	if (!aj_backend_can(sb->be, AJ_CAP_FORK | AJ_CAP_ROOT_FD, err))
+	bool whole = sb->be->checkpoint != NULL;
+	if (!aj_backend_can(sb->be, AJ_CAP_FORK | (whole ? 0 : AJ_CAP_ROOT_FD), err))
 		return -ENOTSUP;
 	if (count < 1 || count > AJ_FORK_MAX)
 		return aj_err(err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX);
@@ -180,8 +193,9 @@ int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owne
 		return aj_err(err, EPERM,
 			      "fork needs a service running as root (files of any owner)");
 	aj_sandbox *made[AJ_FORK_MAX] = {0};
-	bool froze;
-	int r = hold_still(sb, &froze, err);
+	bool froze = false;
+	char *ckpt = NULL;
+	int r = whole ? checkpoint(sb, &ckpt, err) : hold_still(sb, &froze, err);
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < count && r == 0; i++) {
@@ -190,14 +204,17 @@ int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owne
 			r = aj_err(err, ENOMEM, "out of memory");
 			break;
 		}
-		if ((r = aj_pool_take(req, &made[i], err)) == 0 && !made[i] &&
-		    !(made[i] = aj_sandbox_build(req, err)))
+		if ((r = whole ? 0 : aj_pool_take(req, &made[i], err)) == 0 && !made[i] &&
+		    !(made[i] = aj_sandbox_build_from(req, ckpt, err)))
 			r = -(err->code ? err->code : EINVAL);
 		json_decref(req);
-		if (r == 0)
+		if (r == 0 && !whole)
 			r = copy_files(sb, made[i], err);
 	}
-	thaw(sb, froze);
+	if (whole)
+		sb->be->checkpoint_drop(ckpt);
+	else
+		thaw(sb, froze);
 	json_t *list = json_array();
 	for (unsigned i = 0; i < count && r == 0; i++) {
 		r = aj_registry_add(made[i], ttl, owner, err);

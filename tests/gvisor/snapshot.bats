@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# Forks at level 2 (docs/levels.md, "Fork at level 2"): `runsc checkpoint`
+# of the sandbox, restored in place and into each copy, so a copy goes on
+# from the parent's memory and processes, not only its files; what can't
+# be copied is 409/501 with the reason, and nothing is left after.
+
+load ../service/helpers
+
+setup() {
+    require_root
+    command -v runsc >/dev/null || skip "runsc is not installed (apt-get install runsc)"
+    aj_setup
+    GVBOX_BEFORE=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
+}
+
+gv_create() { # [JSON]
+    api POST /v1/sandboxes -d "${1:-{\"isolation\": \"gvisor\"\}}" | jq -er .id
+}
+
+stdout_of() { # ID CMD: the command's stdout (sh -c)
+    sb_exec "$1" "$(jq -nc --arg c "$2" '{cmd: ["sh", "-c", $c]}')" | events_stdout
+}
+
+# A process that holds a random value only in its memory and answers each
+# name written to /tmp/q with "VALUE NAME" in /tmp/a.NAME; detached from
+# the exec (its stdio /dev/null), so it lives on after it.
+KEEPER='setsid sh -c '\''v=$(od -An -N4 -tu4 /dev/urandom | tr -d " "); echo $v > /tmp/v0
+while :; do read n < /tmp/q; echo "$v $n" > /tmp/a.$n; done'\'' </dev/null >/dev/null 2>&1 &
+mkfifo /tmp/q 2>/dev/null; echo parent > /tmp/f
+for i in $(seq 50); do [ -s /tmp/v0 ] && break; sleep 0.1; done; cat /tmp/v0'
+
+ask() { # ID NAME: what the memory process answers
+    stdout_of "$1" "echo $2 > /tmp/q; for i in 1 2 3 4 5 6 7 8 9 10; do [ -s /tmp/a.$2 ] && break; sleep 0.1; done; cat /tmp/a.$2"
+}
+
+# Nothing of a level-2 sandbox is left: no runsc process, no new gvbox
+# directory (runsc's state and the checkpoint images are in it), no
+# checkpoint image anywhere in /tmp (the cgroups, mounts and processes:
+# the residue check of aj_teardown).
+gv_nothing_left() {
+    local left after
+    left=$(pgrep -a -f 'runsc.*--root=' || true)
+    [ -z "$left" ] || fail "runsc processes left: $left"
+    after=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
+    [ -z "$(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))" ] ||
+        fail "gVisor sandbox directories left: $(comm -13 <(echo "$GVBOX_BEFORE") <(echo "$after"))"
+    left=$(find /tmp -maxdepth 4 -name 'checkpoint.img' 2>/dev/null || true)
+    [ -z "$left" ] || fail "checkpoint images left: $left"
+}
+
+@test "gvisor fork: the copies go on from the parent's memory and files, then are independent" {
+    svc_start
+    id=$(gv_create)
+    v=$(stdout_of "$id" "$KEEPER")
+    [[ "$v" =~ ^[0-9]+$ ]] || fail "the process did not start: $v"
+    assert_eq "$(ask "$id" before)" "$v before" "the parent's process"
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 2}'
+    assert_eq "$status_code" 201 "fork: $body"
+    mapfile -t kids < <(jq -r '.sandboxes[].id' <<<"$body")
+    assert_eq "${#kids[@]}" 2 "two copies: $body"
+    assert_eq "$(jq -r '.sandboxes[0].isolation' <<<"$body")" gvisor "the copies' level"
+    # each copy: the parent's process, with the value only its memory held
+    assert_eq "$(ask "${kids[0]}" kid0)" "$v kid0" "copy 0's process"
+    assert_eq "$(ask "${kids[1]}" kid1)" "$v kid1" "copy 1's process"
+    assert_eq "$(stdout_of "${kids[0]}" 'cat /tmp/f')" parent "copy 0's /tmp"
+    # the parent goes on too
+    assert_eq "$(ask "$id" after)" "$v after" "the parent's process after the fork"
+    # independent: a file and a process of one are not the others'
+    stdout_of "${kids[0]}" 'echo kid0 > /tmp/f; pkill -f "read n" || kill $(pgrep -f "read n")' >/dev/null
+    assert_eq "$(stdout_of "$id" 'cat /tmp/f')" parent "the parent's /tmp after a copy wrote"
+    assert_eq "$(stdout_of "${kids[1]}" 'cat /tmp/f')" parent "copy 1's /tmp after copy 0 wrote"
+    assert_eq "$(stdout_of "${kids[0]}" 'cat /tmp/f')" kid0 "copy 0's own write"
+    assert_eq "$(ask "${kids[1]}" again)" "$v again" "copy 1's process after copy 0's was killed"
+    # each is a sandbox of its own on the host: its own Sentry
+    p0=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+    p1=$(api GET "/v1/sandboxes/${kids[0]}" | jq -r .pid)
+    [ "$p0" != "$p1" ] && [ "$p1" -gt 0 ] || fail "the same Sentry: $p0 $p1"
+    for s in "$id" "${kids[@]}"; do
+        api_status DELETE "/v1/sandboxes/$s"
+        assert_eq "$status_code" 200 "delete $s"
+    done
+    gv_nothing_left
+}
+
+@test "gvisor fork: refused with the reason (running command 409, paused 409, workspace 409, network 501); the source unharmed" {
+    mkdir -p "$BATS_TEST_TMPDIR/ws"
+    chown 4242:4343 "$BATS_TEST_TMPDIR/ws"
+    svc_start
+    id=$(gv_create)
+    stdout_of "$id" 'echo kept > /tmp/f' >/dev/null
+    # a command runs: runsc checkpoint can't save runsc exec's host pipes
+    api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "30"], "background": true}' >/dev/null
+    sleep 0.5
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 409 "fork with a command running: $body"
+    assert_eq "$(jq -r .error.code <<<"$body")" conflict
+    assert_contains "$body" "running"
+    api_status POST "/v1/sandboxes/$id/processes/p1/signal" -d '{"signal": "KILL"}'
+    for i in $(seq 50); do
+        [ "$(api GET "/v1/sandboxes/$id/processes/p1" | jq -r .running)" = false ] && break
+        sleep 0.1
+    done
+    # paused: runsc checkpoint refuses a paused container
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 409 "fork of a paused sandbox: $body"
+    assert_contains "$body" "resume"
+    api_status POST "/v1/sandboxes/$id/resume"
+    assert_eq "$status_code" 200
+    assert_eq "$(stdout_of "$id" 'cat /tmp/f')" kept "the source after the refusals"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
+    # once the command has ended, the same sandbox forks
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 201 "fork after the command ended: $body"
+    kid=$(jq -r '.sandboxes[0].id' <<<"$body")
+    assert_eq "$(stdout_of "$kid" 'cat /tmp/f')" kept "the copy's /tmp"
+    # a workspace (a host directory bound read-write) can't be duplicated
+    ws=$(gv_create "{\"isolation\": \"gvisor\", \"workspace\": \"$BATS_TEST_TMPDIR/ws\"}")
+    api_status POST "/v1/sandboxes/$ws/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 409 "fork with a workspace: $body"
+    assert_contains "$body" "workspace"
+    # a network: not wired (501 with the reason)
+    net=$(gv_create '{"isolation": "gvisor", "net": "open"}')
+    api_status POST "/v1/sandboxes/$net/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork with a network: $body"
+    assert_eq "$(jq -r .error.code <<<"$body")" not_supported
+    assert_contains "$body" "net"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 4 "no copy was made"
+    for s in "$id" "$kid" "$ws" "$net"; do
+        api DELETE "/v1/sandboxes/$s" >/dev/null
+    done
+    gv_nothing_left
+}
