@@ -132,3 +132,66 @@ gv_nothing_left() {
     done
     gv_nothing_left
 }
+
+# A tiny root for images: the tools the tests run, with their libraries.
+mk_tree() {
+    local d=$1 b l
+    mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/dev" "$d/root"
+    for b in sh cat ls sleep od tr setsid mkfifo seq; do
+        cp "$(command -v "$b")" "$d/bin/$b"
+        for l in $(ldd "$(command -v "$b")" | grep -o '/[^ ]*'); do
+            mkdir -p "$d$(dirname "$l")"
+            cp -n "$l" "$d$l"
+        done
+    done
+    echo base >"$d/etc/motd"
+    chmod -R a+rX "$d"
+}
+
+@test "gvisor snapshot: an image with the sandbox's memory; a level-2 create goes on from it, level 1 gets its files" {
+    export AGENTJAIL_STATE_DIR=$T/state
+    mk_tree "$T/tree"
+    aj_timeout "$AJ" image build tiny --from-dir "$T/tree" 2>/dev/null
+    svc_start
+    id=$(gv_create '{"isolation": "gvisor", "image": "tiny"}')
+    v=$(stdout_of "$id" "PATH=/bin; $KEEPER")
+    [[ "$v" =~ ^[0-9]+$ ]] || fail "the process did not start: $v"
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "gsnap"}'
+    assert_eq "$status_code" 201 "snapshot: $body"
+    assert_eq "$(jq -r .source <<<"$body")" "sandbox:$id (image tiny)"
+    [ -s "$AGENTJAIL_STATE_DIR/images/$(jq -r '.digest | sub("sha256:"; "")' <<<"$body")/rootfs/.agentjail-checkpoint/checkpoint.img" ] ||
+        fail "no checkpoint in the image: $body $(ls -la "$AGENTJAIL_STATE_DIR"/images/*/rootfs/.agentjail-checkpoint)"
+    # the source goes on
+    assert_eq "$(ask "$id" src)" "$v src" "the source's process after the snapshot"
+    stdout_of "$id" 'echo changed > /tmp/f' >/dev/null
+    # a level-2 sandbox from the snapshot: the process with the value only
+    # its memory held, and /tmp as it was at the snapshot
+    new=$(gv_create '{"isolation": "gvisor", "image": "gsnap"}')
+    assert_eq "$(ask "$new" new)" "$v new" "the process in a sandbox from the snapshot"
+    assert_eq "$(stdout_of "$new" 'cat /tmp/f /etc/motd')" $'parent\nbase' "its files"
+    [[ "$(stdout_of "$new" 'ls -a /')" != *agentjail-checkpoint* ]] || fail "the checkpoint is visible inside"
+    # another policy (a workspace: one mount more) can't take that memory
+    mkdir -p "$T/ws" && chown 4242:4343 "$T/ws"
+    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"image\": \"gsnap\", \"workspace\": \"$T/ws\"}"
+    assert_eq "$status_code" 409 "a level-2 create from the snapshot with a workspace added: $body"
+    assert_contains "$body" "saved memory"
+    # level 1 from it: the image's files (a snapshot's root; /tmp is not in one)
+    l1=$(sb_create '{"image": "gsnap"}')
+    assert_eq "$(stdout_of "$l1" 'cat /etc/motd')" base "level 1 from the snapshot"
+    # secrets live in the memory a snapshot would store: refused
+    sec=$(gv_create '{"isolation": "gvisor", "image": "tiny", "secret": {"TOK": "gv-s3cret-55"}}')
+    api_status POST "/v1/sandboxes/$sec/snapshot" -d '{"name": "gsec"}'
+    assert_eq "$status_code" 409 "snapshot with a secret: $body"
+    assert_contains "$body" "secret"
+    ! grep -rq gv-s3cret-55 "$AGENTJAIL_STATE_DIR/images" || fail "the secret's value is in the store"
+    # the host's minimal root: no image to snapshot (as at level 1)
+    host=$(gv_create)
+    api_status POST "/v1/sandboxes/$host/snapshot" -d '{"name": "ghost"}'
+    assert_eq "$status_code" 400 "snapshot of the host root: $body"
+    for s in "$id" "$new" "$l1" "$sec" "$host"; do
+        api DELETE "/v1/sandboxes/$s" >/dev/null
+    done
+    gv_nothing_left
+    left=$(find /tmp -maxdepth 3 -path '*checkpoint-*' 2>/dev/null || true)
+    [ -z "$left" ] || fail "checkpoint directories left: $left"
+}

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "image.h"
 #include "util.h"
 
 /* The host's agentjail-agent: AGENTJAIL_GVISOR_AGENT, else next to this
@@ -124,6 +125,75 @@ static int wait_started(aj_inst *i, pid_t pid, aj_error *err)
 	return -EIO;
 }
 
+/* An image made by a level-2 snapshot holds the sandbox's memory (a
+ * checkpoint) in its AJ_IMAGE_CHECKPOINT_DIR: its directory in buf, or
+ * NULL. */
+static const char *image_checkpoint(const aj_policy *p, char *buf, size_t len)
+{
+	struct stat d, f;
+	char img[PATH_MAX + 32];
+	if (!p->rootfs)
+		return NULL;
+	snprintf(buf, len, "%s/%s", p->rootfs, AJ_IMAGE_CHECKPOINT_DIR);
+	snprintf(img, sizeof(img), "%s/checkpoint.img", buf);
+	return lstat(buf, &d) == 0 && S_ISDIR(d.st_mode) && d.st_uid == 0 && lstat(img, &f) == 0 &&
+		       S_ISREG(f.st_mode) && f.st_uid == 0
+		   ? buf
+		   : NULL;
+}
+
+/* err as the API's answer: status (409 conflict, 501 not_supported). */
+static int refuse_as(aj_error *err, int status, int e)
+{
+	if (err) {
+		err->status = status;
+		snprintf(err->api_code, sizeof(err->api_code), "%s",
+			 status == 501 ? "not_supported" : "conflict");
+	}
+	return -e;
+}
+
+#define GV_SHAPE "shape.json"
+
+/* What of a bundle a restore must find as it was saved (runsc restore
+ * takes the mounts and namespaces the checkpoint holds, whatever the new
+ * bundle says): each mount's destination, type and options, the
+ * namespaces, the user and the hostname. NULL: the bundle can't be read. */
+static json_t *bundle_shape(const gv_run *g)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/config.json", g->bundle);
+	json_t *cfg = json_load_file(path, 0, NULL), *m = json_array(), *v;
+	size_t k;
+	json_array_foreach(json_object_get(cfg, "mounts"), k, v) json_array_append_new(
+	    m, json_pack("[O,O,O]", json_object_get(v, "destination"), json_object_get(v, "type"),
+			 json_object_get(v, "options")));
+	json_t *shape = json_pack("{s:o,s:O,s:O,s:O}", "mounts", m, "namespaces",
+				  json_object_get(json_object_get(cfg, "linux"), "namespaces"),
+				  "user", json_object_get(json_object_get(cfg, "process"), "user"),
+				  "hostname", json_object_get(cfg, "hostname"));
+	json_decref(cfg);
+	return shape;
+}
+
+/* Does the new bundle have the shape the checkpoint was saved with? */
+static int same_shape(const gv_run *g, const char *ckpt, aj_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", ckpt, GV_SHAPE);
+	json_t *saved = json_load_file(path, 0, NULL), *now = bundle_shape(g);
+	bool same = saved && now && json_equal(saved, now);
+	json_decref(saved);
+	json_decref(now);
+	if (same)
+		return 0;
+	aj_err(err, EINVAL,
+	       "this sandbox's mounts, network, user or hostname differ from those of the sandbox "
+	       "the saved memory was made of (a level-2 snapshot restores only into the same "
+	       "shape)");
+	return refuse_as(err, 409, EINVAL);
+}
+
 /* create, or (ckpt) restore from a checkpoint of a sandbox of the same
  * policy. */
 static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_error *err)
@@ -134,6 +204,10 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		return aj_err(err, ENOMEM, "sandbox");
 	pthread_mutex_init(&i->gate_mu, NULL);
 	pthread_cond_init(&i->gate_cv, NULL);
+	char saved[PATH_MAX];
+	const char *from_image = ckpt ? NULL : image_checkpoint(p, saved, sizeof(saved));
+	if (from_image)
+		ckpt = from_image;
 	gv_run *g = &i->g;
 	*g = (gv_run){.etc_lock = -1,
 		      .netns_fd = -1,
@@ -157,6 +231,8 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 	}
 	if ((r = aj_gv_setup(g, err)) == 0)
 		r = refuse(p, g->have_cg, err);
+	if (r == 0 && ckpt)
+		r = same_shape(g, ckpt, err);
 	int none[2] = {-1, -1};
 	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
 	g->restore = NULL;
@@ -168,6 +244,15 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0 && !(i->sandbox_pid = sandbox_pid(g)))
 		r = aj_err(err, ESRCH, "runsc started no sandbox");
+	if (r < 0 && from_image && (r == -EIO || r == -EINVAL)) {
+		aj_err_prefix(err, "the image's saved memory (a level-2 snapshot) could not be "
+				   "restored");
+		aj_err_hint(err, "create from it with the policy of the sandbox it was made from "
+				 "(the same workspace, binds, disk and net), or with "
+				 "\"isolation\": \"process\" for its files only");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+	}
 	if (r < 0) {
 		aj_gv_teardown(g);
 		free_inst(i);
@@ -190,17 +275,6 @@ static int gv_restore(const aj_policy *p, const char *source, const char *ckpt, 
 	return create_inst(p, ckpt, out, err);
 }
 
-/* err as the API's answer: status (409 conflict, 501 not_supported). */
-static int refuse_as(aj_error *err, int status, int e)
-{
-	if (err) {
-		err->status = status;
-		snprintf(err->api_code, sizeof(err->api_code), "%s",
-			 status == 501 ? "not_supported" : "conflict");
-	}
-	return -e;
-}
-
 /* What a checkpoint of i cannot copy. */
 static int checkpoint_refuse(aj_inst *i, aj_error *err)
 {
@@ -210,27 +284,28 @@ static int checkpoint_refuse(aj_inst *i, aj_error *err)
 		rw = rw || p->binds[k].writable;
 	if (rw) {
 		aj_err(err, EBUSY,
-		       "a gVisor sandbox with a workspace or an rw bind cannot be forked: the "
-		       "copies would share its host directory, which gVisor's saved view of "
-		       "its files cannot follow");
-		aj_err_hint(err, "fork a sandbox without them (put files in with the files "
+		       "a gVisor sandbox with a workspace or an rw bind cannot be forked or "
+		       "snapshotted: the copies would share its host directory, which gVisor's "
+		       "saved view of its files cannot follow");
+		aj_err_hint(err, "copy a sandbox without them (put files in with the files "
 				 "API), or use \"isolation\": \"process\"");
 		return refuse_as(err, 409, EBUSY);
 	}
 	if (p->net != AJ_NET_NONE) {
 		aj_err(err, ENOTSUP,
 		       "a gVisor sandbox with a network (\"net\": \"open\", \"allow\") cannot "
-		       "be forked yet: restoring runsc's netstack into the copies' own network "
+		       "be forked or snapshotted yet: restoring runsc's netstack into the copies' "
+		       "own network "
 		       "namespaces is not wired");
-		aj_err_hint(err, "fork one with \"net\": \"none\", or use \"isolation\": "
+		aj_err_hint(err, "copy one with \"net\": \"none\", or use \"isolation\": "
 				 "\"process\"");
 		return refuse_as(err, 501, ENOTSUP);
 	}
 	if (i->paused) {
 		aj_err(err, EBUSY,
-		       "sandbox is paused: runsc checkpoint refuses a paused "
+		       "sandbox is paused: runsc checkpoint (fork, snapshot) refuses a paused "
 		       "container");
-		aj_err_hint(err, "resume it (POST .../resume), then fork");
+		aj_err_hint(err, "resume it (POST .../resume) first");
 		return refuse_as(err, 409, EBUSY);
 	}
 	return 0;
@@ -287,8 +362,9 @@ static int gv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 		       "%u command%s or file operation%s running in the sandbox: runsc "
 		       "checkpoint cannot save what runsc exec connects to the host",
 		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
-		aj_err_hint(err, "fork when they have ended (a background process: kill it, or "
-				 "start it detached, e.g. `nohup CMD >/tmp/log 2>&1 &`)");
+		aj_err_hint(
+		    err, "fork or snapshot when they have ended (a background process: kill it, or "
+			 "start it detached, e.g. `nohup CMD >/tmp/log 2>&1 &`)");
 		return refuse_as(err, 409, EBUSY);
 	}
 	char dir[PATH_MAX];
@@ -296,6 +372,14 @@ static int gv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 	bool made = mkdtemp(dir) != NULL;
 	r = made ? save_and_restart(i, dir, err)
 		 : aj_err(err, errno, "cannot create a directory for the checkpoint");
+	if (r == 0) {
+		char shape[PATH_MAX + 16];
+		snprintf(shape, sizeof(shape), "%s/%s", dir, GV_SHAPE);
+		json_t *j = bundle_shape(&i->g);
+		if (!j || json_dump_file(j, shape, JSON_COMPACT) < 0)
+			r = aj_err(err, EIO, "cannot write the checkpoint's %s", GV_SHAPE);
+		json_decref(j);
+	}
 	if (r == 0 && !(*ckpt = strdup(dir)))
 		r = aj_err(err, ENOMEM, "checkpoint");
 	if (r < 0 && made)
@@ -599,7 +683,8 @@ const aj_backend aj_backend_gvisor = {
     .level = AJ_ISO_GVISOR,
     /* AJ_CAP_HOST_RW: the agent puts every command under the setid filter
      * (agent.c) that runsc exec does not give it */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE | AJ_CAP_FORK,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE |
+	    AJ_CAP_FORK | AJ_CAP_SNAPSHOT,
     .probe = gv_probe,
     .run = gv_run_once,
     .create = gv_create,
