@@ -82,7 +82,7 @@ gv_nothing_left() {
     gv_nothing_left
 }
 
-@test "gvisor fork: refused with the reason (running command 409, paused 409, workspace 409, network 501); the source unharmed" {
+@test "gvisor fork: refused with the reason (running command 409, paused 409, workspace 409, network 501); the source unharmed; swept after a crash" {
     mkdir -p "$BATS_TEST_TMPDIR/ws"
     chown 4242:4343 "$BATS_TEST_TMPDIR/ws"
     svc_start
@@ -127,8 +127,18 @@ gv_nothing_left() {
     assert_eq "$(jq -r .error.code <<<"$body")" not_supported
     assert_contains "$body" "net"
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 4 "no copy was made"
-    for s in "$id" "$kid" "$ws" "$net"; do
-        api DELETE "/v1/sandboxes/$s" >/dev/null
+    # a SIGKILLed service: the next start sweeps the forked source (restored
+    # under a new runsc id) and its copy with the rest
+    _svc_record_keepers
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    svc_start
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 404
+    for _ in $(seq 50); do
+        pgrep -f 'runsc.*--root=' >/dev/null || break
+        sleep 0.1
     done
     gv_nothing_left
 }
