@@ -22,6 +22,7 @@
 #include "http.h"
 #include "ipc.h"
 #include "tenant.h"
+#include "tunnel.h"
 #include "util.h"
 
 int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -235,6 +236,7 @@ static const struct lws_protocols ipc_protocols[] = {
     {"agentjail-ipc", ipc_callback, 0, 0, 0, NULL, 0},
     {"agentjail-stream", aj_stream_callback, 0, 0, 0, NULL, 0}, /* stream.c */
     {"agentjail-accept", accept_callback, 0, 0, 0, NULL, 0},
+    {"agentjail-tunnel", aj_tunnel_callback, 0, 0, 0, NULL, 0}, /* tunnel.c */
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

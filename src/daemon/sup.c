@@ -19,6 +19,7 @@
 #include "ipc.h"
 #include "code.h"
 #include "pool.h"
+#include "ports.h"
 #include "tenant.h"
 #include "util.h"
 
@@ -58,6 +59,7 @@ static const struct {
     {"fork", aj_op_fork, false},
     {"code.run", aj_op_code_run, false},
     {"code.ctx", aj_op_code_ctx, false},
+    {"port.connect", aj_op_port_connect, false},
 };
 
 aj_op_fn aj_sup_op(const char *name)
