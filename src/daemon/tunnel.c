@@ -295,6 +295,21 @@ static bool done(const aj_tunnel *t)
 	return true;
 }
 
+/* An end closed for good (what was queued for it is dropped). */
+static void release(side *s)
+{
+	if (s->raw) {
+		lws_set_wsi_user(s->raw, NULL);
+		lws_set_timeout(s->raw, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+	}
+	s->raw = NULL;
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	s->eof = s->shut = true;
+	s->off = s->len = 0;
+}
+
 /* from's EOF passed on to the other end once its bytes are. */
 static void pass_eof(aj_tunnel *t, side *from)
 {
@@ -304,8 +319,13 @@ static void pass_eof(aj_tunnel *t, side *from)
 	if (to->fd >= 0)
 		(void)shutdown(to->fd, SHUT_WR);
 	to->shut = true;
-	/* the answer is all sent: the client has a while to close */
-	if (to == &t->s[CLIENT] && to->raw && !t->s[CLIENT].eof)
+	if (to != &t->s[CLIENT])
+		return;
+	/* the server's answer is all sent: its connection goes now (it holds
+	 * the sandbox's network namespace: a deleted sandbox's goes with it),
+	 * and the client has a while to close */
+	release(from);
+	if (to->raw && !to->eof)
 		lws_set_timeout(to->raw, PENDING_TIMEOUT_USER_OK, TUN_LINGER_S);
 }
 
@@ -462,15 +482,8 @@ static void finish(aj_tunnel *t)
 {
 	aj_http_req_free(&t->req); /* a supervisor's reply still to come is dropped */
 	for (int i = 0; i < 2; i++) {
-		side *s = &t->s[i];
-		if (s->raw) {
-			lws_set_wsi_user(s->raw, NULL);
-			lws_set_timeout(s->raw, PENDING_TIMEOUT_KILLED_BY_PARENT,
-					LWS_TO_KILL_ASYNC);
-		}
-		if (s->fd >= 0)
-			close(s->fd);
-		free(s->buf);
+		release(&t->s[i]);
+		free(t->s[i].buf);
 	}
 	free(t);
 }
