@@ -4,13 +4,15 @@
 //
 //   node drive.mjs API TOKEN SANDBOX PAGE-URL SCREENSHOT
 //
-// API: http://HOST:PORT of `agentjail serve --listen`. Prints one JSON
-// line: the browser's version, the page's title and its results.
+// API: http://HOST:PORT of `agentjail serve --listen` (SANDBOX "-": API is
+// a Chromium's own DevTools address, no proxy: bench/browser.py's peer).
+// Prints one JSON line: the browser's version, the page's title and its
+// results, and how long connecting and the whole took.
 import { writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
 const [api, token, sandbox, pageUrl, shot] = process.argv.slice(2);
-const base = `${api}/v1/sandboxes/${sandbox}/ports/9222`;
+const base = sandbox === '-' ? api : `${api}/v1/sandboxes/${sandbox}/ports/9222`;
 const headers = { Authorization: `Bearer ${token}` };
 
 // Chromium's /json/version names its WebSocket on its own loopback
