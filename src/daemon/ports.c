@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "backends.h"
 #include "util.h"
 

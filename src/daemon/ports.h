@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "sup.h"
+#include "reply.h"
 
 /* "port.connect" {"sandbox", "port"}: the sandbox's (its tenant's: else
  * 404; running: else 409), a connection to port on its loopback address

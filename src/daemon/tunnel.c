@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "front_call.h"
 #include "util.h"
 
 #define PREFIX "/v1/sandboxes/"
@@ -480,7 +481,10 @@ static int adopt(aj_tunnel *t, side *s, struct lws_vhost *vh, int fd)
 
 static void finish(aj_tunnel *t)
 {
-	aj_http_req_free(&t->req); /* a supervisor's reply still to come is dropped */
+	if (t->req.call) /* a supervisor's reply still to come is dropped */
+		aj_front_cancel(&t->req);
+	free(t->req.body);
+	free(t->req.resp);
 	for (int i = 0; i < 2; i++) {
 		release(&t->s[i]);
 		free(t->s[i].buf);
