@@ -15,6 +15,9 @@ PACKAGES=(
 	# the code interpreter (docs/guides/code-interpreter.md): Jupyter kernels
 	# in host-root sandboxes, and what users run in them
 	python3-ipykernel python3-jupyter-client python3-pandas python3-matplotlib python3-openpyxl
+	# the browser job (docs/guides/browser.md): Debian's Chromium, run in
+	# host-root sandboxes, and fonts for its pages
+	chromium fonts-liberation fonts-dejavu-core
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
 	qemu-system-x86 cpio xz-utils
@@ -92,3 +95,9 @@ if ! command -v npm >/dev/null; then
 fi
 (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 echo "setup: installed tests/mcp (the MCP SDK's client the tests drive agentjail mcp with)"
+
+# tests/network/browser.bats: Playwright (playwright-core only: no browser
+# download) drives a sandboxed Chromium, from the committed
+# tests/browser/package-lock.json
+(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed tests/browser (playwright-core)"

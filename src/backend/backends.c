@@ -33,6 +33,7 @@ static const char *cap_name(unsigned cap)
 	case AJ_CAP_WARM: return "warm interpreters";
 	case AJ_CAP_UPDATE: return "changing limits of a live sandbox";
 	case AJ_CAP_ROOT_FD: return "host access to the sandbox's root";
+	case AJ_CAP_PORTS: return "connections to its ports (the ports proxy)";
 	case AJ_CAP_HOST_RW:
 		return "a workspace or --rw bind in a sandbox of the service (every command "
 		       "under the filter that keeps host files from becoming setuid)";
