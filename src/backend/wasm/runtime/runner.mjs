@@ -102,8 +102,12 @@ function programFile(name) {
 function trap(e, memory) {
 	let why = e && e.message ? e.message : String(e);
 	if (e instanceof RangeError && /call stack/i.test(why)) why = 'call stack exhausted';
-	if (memory && opt.memory && memory.buffer.byteLength + (1 << 20) >= opt.memory)
-		why += ` (the linear memory is at its limit of ${Math.floor(opt.memory / 1048576)} MiB, set by --memory)`;
+	// the allocation that failed is unknown: near the limit, say so
+	const used = memory ? memory.buffer.byteLength : 0;
+	if (opt.memory && used >= opt.memory * 0.75)
+		why +=
+			` (out of memory? the linear memory is at ${used >> 20} MiB of its ` +
+			`${Math.floor(opt.memory / 1048576)} MiB limit, set by --memory)`;
 	die(EXIT_TRAP, `wasm trap: ${why}`);
 }
 
