@@ -90,6 +90,8 @@ static int check_policy(const aj_policy *p, aj_error *err)
 		aj_err(err, ENOTSUP, "--isolation wasm does not take %s: %s", what, why);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md)");
 		err->exit = AJ_EXIT_INTERNAL;
+		err->status = 501; /* the API: what a level lacks */
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "not_supported");
 		return -ENOTSUP;
 	}
 	if (p->memory && p->memory < AJ_WASM_MIN_MEMORY) {
@@ -99,6 +101,8 @@ static int check_policy(const aj_policy *p, aj_error *err)
 		       p->memory >> 20, AJ_WASM_RESERVE >> 20);
 		aj_err_hint(err, "give --memory %llum or more", AJ_WASM_MIN_MEMORY >> 20);
 		err->exit = AJ_EXIT_INTERNAL;
+		err->status = 400;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "bad_request");
 		return -EINVAL;
 	}
 	return 0;
