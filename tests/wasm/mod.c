@@ -12,7 +12,7 @@
  *   loop             spin forever
  *   trap             execute `unreachable`
  *   recurse          recurse until the stack runs out
- *   spin N           a compute-bound loop of N million steps (bench/) */
+ *   spin N           a compute-bound loop of N million steps (bench/wasm.sh) */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -113,10 +113,16 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "recurse"))
 		return recurse(0);
 	if (!strcmp(cmd, "spin") && argc > 2) {
-		unsigned long long n = strtoull(argv[2], NULL, 10) * 1000000ULL, x = 1;
-		for (unsigned long long i = 0; i < n; i++)
-			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		printf("%llu\n", x);
+		/* data-dependent loads and stores in 1 MiB: nothing to fold away */
+		static unsigned buf[1 << 18];
+		unsigned long long n = strtoull(argv[2], NULL, 10) * 1000000ULL;
+		unsigned x = 2463534242u;
+		for (unsigned long long i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			x += buf[x & ((1 << 18) - 1)];
+			buf[(x >> 7) & ((1 << 18) - 1)] ^= x;
+		}
+		printf("%u\n", x);
 		return 0;
 	}
 	fprintf(stderr, "usage: mod read|write|ls|env|echo|exit|grow|grow-trap|loop|trap|recurse|spin\n");
