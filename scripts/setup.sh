@@ -68,8 +68,11 @@ if [ -n "$mv_kernel" ] && [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel
 	chmod 0755 "$mv_tmp"
 	(cd "$mv_tmp" && apt-get download -q "$mv_kernel" >/dev/null 2>&1 && dpkg-deb -x ./*.deb x)
 	mv_z=$(ls "$mv_tmp"/x/boot/vmlinuz-*)
-	mv_off=$(grep -abo $'\xfd7zXZ\x00' "$mv_z" | head -1 | cut -d: -f1)
-	tail -c +$((mv_off + 1)) "$mv_z" | xz -dc --single-stream >"$mv_tmp/vmlinux"
+	# every reader here reads to the end: under pipefail one that stops early
+	# (head, xz --single-stream before the trailing data) fails by SIGPIPE
+	mv_off=$(LC_ALL=C grep -abo $'\xfd7zXZ\x00' "$mv_z" | cut -d: -f1 | sed -n 1p)
+	tail -c +$((mv_off + 1)) "$mv_z" >"$mv_tmp/vmlinux.xz"
+	xz -dc --single-stream "$mv_tmp/vmlinux.xz" >"$mv_tmp/vmlinux"
 	$SUDO mkdir -p "$MV_DIR"
 	$SUDO rm -rf "$MV_DIR/modules"
 	$SUDO cp "$mv_tmp/vmlinux" "$MV_DIR/vmlinux"

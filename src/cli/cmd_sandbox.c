@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "daemon.h"
+#include "policy.h"
 #include "jsonstr.h"
 #include "sandbox_code.h"
 #include "sandbox_ws.h"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "audit.h"
 #include "daemon.h"
 #include "util.h"
 

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* The front's routing of the API (docs/api.md): each request is checked
  * here (route, method, JSON body) and becomes an op for the supervisor
- * (sup.h), whose reply is the answer, or gives an fd to stream. */
+ * (sup.h), through front_call.h, whose reply is the answer, or gives an fd to stream. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "code_req.h"
+#include "api.h"
+#include "front_call.h"
 #include "http.h"
+#include "metrics.h"
 #include "request.h"
+#include "stream.h"
 #include "util.h"
 
 #define PREFIX "/v1/sandboxes"

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit log: one JSON object per line, appended and flushed per event. */
+#include "audit.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "tenant.h"
 #include "util.h"
 

@@ -26,7 +26,8 @@
 #include "backends.h"
 #include "code.h"
 #include "code_req.h"
-#include "sup.h"
+#include "audit.h"
+#include "reply.h"
 #include "threads.h"
 #include "util.h"
 

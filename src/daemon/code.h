@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "daemon.h"
 #include "error.h"
+#include "registry.h"
 
 struct aj_reply;
 /* code.run {sandbox, peer, body}: 200 and an NDJSON stream of events. */

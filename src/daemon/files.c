@@ -34,7 +34,9 @@
 
 #include "backends.h"
 #include "request.h"
-#include "sup.h"
+#include "audit.h"
+#include "files.h"
+#include "registry.h"
 #include "threads.h"
 #include "util.h"
 

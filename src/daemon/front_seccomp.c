@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "front_seccomp.h"
 #include "util.h"
 
 static const char *const allowed[] = {

@@ -31,7 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
+#include "guard.h"
 #include "http.h"
+#include "metrics.h"
 #include "util.h"
 
 typedef struct pending {

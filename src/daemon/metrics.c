@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Counters and the exec latency histogram, in the Prometheus text format. */
+#include "metrics.h"
+
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
-#include "pool.h"
-#include "tenant.h"
+#include "operator.h"
 #include "util.h"
 
 aj_metrics aj_stats;
@@ -90,9 +91,9 @@ static unsigned long long *field(aj_metrics *m, size_t i)
 	return f[i];
 }
 
-json_t *aj_metrics_json(void)
+json_t *aj_metrics_json(unsigned active)
 {
-	json_t *o = json_pack("{s:I}", "sandboxes_active", (json_int_t)aj_registry_count());
+	json_t *o = json_pack("{s:I}", "sandboxes_active", (json_int_t)active);
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		json_object_set_new(o, names[i],
 				    json_integer((json_int_t)__atomic_load_n(field(&aj_stats, i),
@@ -104,17 +105,6 @@ json_t *aj_metrics_json(void)
 	json_object_set_new(o, "latency_sum", json_real(aj_stats.latency_sum));
 	pthread_mutex_unlock(&lat_mu);
 	json_object_set_new(o, "latency_buckets", b);
-	if (aj_tenant_at(1)) { /* the operator's view: each tenant's sandboxes */
-		json_t *t = json_object();
-		for (size_t i = 0; aj_tenant_at(i); i++)
-			json_object_set_new(t, aj_tenant_at(i)->name,
-					    json_integer((json_int_t)aj_registry_count_tenant(
-						aj_tenant_at(i)->name)));
-		json_object_set_new(o, "tenants", t);
-	}
-	_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
-	if (pools)
-		json_object_set_new(o, "pools_text", json_string(pools));
 	return o;
 }
 

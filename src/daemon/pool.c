@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "audit.h"
 #include "code.h"
+#include "registry.h"
 #include "image.h"
 #include "util.h"
 #include "zygote.h"

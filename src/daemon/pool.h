@@ -7,7 +7,8 @@
 
 #include <jansson.h>
 
-#include "daemon.h"
+#include "error.h"
+#include "registry.h"
 
 #define AJ_POOL_MAX 16
 #define AJ_POOL_MAX_SIZE 64

@@ -15,7 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sup.h"
+#include "audit.h"
+#include "exec_event.h"
+#include "metrics.h"
+#include "procs.h"
+#include "threads.h"
 #include "util.h"
 
 #define AJ_PROC_RING (1u << 20) /* output bytes kept per process */
@@ -77,7 +81,8 @@ static void proc_unref(aj_proc *p)
 	free(p);
 }
 
-void aj_procs_free_all(aj_proc *list)
+/* A sandbox's process list (its workers hold their own references). */
+static void procs_free_all(aj_proc *list)
 {
 	while (list) {
 		aj_proc *next = list->next;
@@ -211,6 +216,7 @@ void aj_procs_start(aj_sandbox *sb, aj_exec_req *q, const char *peer, aj_reply *
 	if (e == 0) {
 		p->next = sb->procs;
 		sb->procs = p;
+		sb->procs_free = procs_free_all;
 	}
 	pthread_mutex_unlock(&sb->procs_mu);
 	if (e < 0) {

@@ -2,6 +2,8 @@
 /* The service's sandboxes: create, find, expire, destroy; a state file per
  * live sandbox so that a killed service's residue is removed at the next
  * start. */
+#include "registry.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "backends.h"
-#include "daemon.h"
-#include "net.h"
-#include "pool.h"
-#include "sup.h"
+#include "metrics.h"
+#include "nft.h"
 #include "tenant.h"
 #include "threads.h"
 #include "util.h"
@@ -157,7 +158,8 @@ static void sandbox_free(aj_sandbox *sb)
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
-	aj_procs_free_all(sb->procs); /* their workers have ended: they held references */
+	if (sb->procs) /* their workers have ended: they held references */
+		sb->procs_free(sb->procs);
 	pthread_mutex_destroy(&sb->procs_mu);
 	pthread_mutex_destroy(&sb->state_mu);
 	aj_policy_free(&sb->policy);
@@ -324,10 +326,9 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 	return sb;
 }
 
-int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err)
+int aj_registry_admit(json_t *req, double *ttl, aj_error *err)
 {
-	double ttl;
-	int r = take_ttl(req, &ttl, err);
+	int r = take_ttl(req, ttl, err);
 	if (r < 0)
 		return r;
 	if (aj_registry_count() >= reg_max)
@@ -343,15 +344,6 @@ int aj_registry_create(json_t *req, const char *owner, aj_sandbox **out, aj_erro
 		aj_err_hint(err, "delete one first, or raise '%s' in the %s", key, file);
 		return r;
 	}
-	aj_sandbox *sb = NULL;
-	if ((r = aj_pool_take(req, &sb, err)) < 0)
-		return r;
-	if (!sb && !(sb = aj_sandbox_build(req, err)))
-		return -(err->code ? err->code : EINVAL);
-	if ((r = aj_registry_add(sb, ttl, owner, err)) < 0)
-		return r;
-	aj_sandbox_ref(sb);
-	*out = sb;
 	return 0;
 }
 

@@ -17,10 +17,14 @@
 #include <unistd.h>
 
 #include "backends.h"
-#include "http.h"
+#include "audit.h"
+#include "daemon.h"
+#include "front.h"
 #include "image.h"
 #include "pool.h"
+#include "registry.h"
 #include "sup.h"
+#include "threads.h"
 #include "tenant.h"
 #include "util.h"
 

@@ -12,9 +12,10 @@
 #include <unistd.h>
 
 #include "backends.h"
-#include "daemon.h"
 #include "image.h"
 #include "pool.h"
+#include "registry.h"
+#include "snapshot.h"
 #include "userns.h"
 #include "util.h"
 

@@ -23,6 +23,7 @@
 
 #include "http.h"
 #include "ipc.h"
+#include "stream.h"
 #include "util.h"
 
 #define JOB_MAX_QUEUED (1u << 20)
@@ -436,7 +437,7 @@ int aj_exec_writable(aj_req *r)
 	if (len && lws_write(r->wsi, start, (size_t)len, LWS_WRITE_HTTP) < len)
 		return -1;
 	if (fin)
-		return 1; /* complete: at once, as http.c's complete() says */
+		return 1; /* complete: at once, as conn.c's complete() says */
 	if (n)
 		lws_callback_on_writable(r->wsi);
 	return 0;

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* The supervisor's ops on sandboxes themselves (sup.h): health, metrics,
+/* The supervisor's ops on sandboxes themselves (sup_api.h): health, metrics,
  * create, list, get, patch (TTL), delete. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "audit.h"
+#include "metrics.h"
 #include "pool.h"
-#include "sup.h"
+#include "registry.h"
+#include "snapshot.h"
+#include "sup_api.h"
 #include "tenant.h"
 #include "util.h"
 
@@ -62,7 +66,20 @@ void aj_op_metrics(json_t *args, aj_reply *rep)
 	const char *own = own_view(args);
 	aj_tenant *t = aj_tenant_of(args);
 	if (!own || !t) {
-		aj_reply_json(rep, 200, aj_metrics_json());
+		json_t *o = aj_metrics_json(aj_registry_count());
+		if (aj_tenant_at(1)) { /* the operator's view: each tenant's sandboxes */
+			json_t *tn = json_object();
+			for (size_t i = 0; aj_tenant_at(i); i++)
+				json_object_set_new(
+				    tn, aj_tenant_at(i)->name,
+				    json_integer((json_int_t)aj_registry_count_tenant(
+					aj_tenant_at(i)->name)));
+			json_object_set_new(o, "tenants", tn);
+		}
+		_cleanup_free_ char *pools = aj_pool_metrics(); /* the pools' lines, as text */
+		if (pools)
+			json_object_set_new(o, "pools_text", json_string(pools));
+		aj_reply_json(rep, 200, o);
 		return;
 	}
 	/* a tenant's own counters, none of the others' (nor the pools') */
@@ -75,6 +92,26 @@ void aj_op_metrics(json_t *args, aj_reply *rep)
 		      "sandboxes_destroyed",
 		      (json_int_t)__atomic_load_n(&t->destroyed, __ATOMIC_RELAXED), "execs",
 		      (json_int_t)__atomic_load_n(&t->execs, __ATOMIC_RELAXED), "tenant_view", 1));
+}
+
+/* A sandbox for a create request: a pool's, or a new one; into the
+ * registry, with a reference for the caller. */
+static int create(json_t *req, const char *owner, aj_sandbox **out, aj_error *err)
+{
+	double ttl;
+	int r = aj_registry_admit(req, &ttl, err);
+	if (r < 0)
+		return r;
+	aj_sandbox *sb = NULL;
+	if ((r = aj_pool_take(req, &sb, err)) < 0)
+		return r;
+	if (!sb && !(sb = aj_sandbox_build(req, err)))
+		return -(err->code ? err->code : EINVAL);
+	if ((r = aj_registry_add(sb, ttl, owner, err)) < 0)
+		return r;
+	aj_sandbox_ref(sb);
+	*out = sb;
+	return 0;
 }
 
 /* 403 for a request the operator policy or the tenant's caps refuse. */
@@ -112,7 +149,7 @@ void aj_op_create(json_t *args, aj_reply *rep)
 		json_decref(logged);
 		return;
 	}
-	int rc = req ? aj_registry_create(req, peer, &sb, &err) : aj_err(&err, ENOMEM, "request");
+	int rc = req ? create(req, peer, &sb, &err) : aj_err(&err, ENOMEM, "request");
 	json_decref(req);
 	if (rc == -EDQUOT) { /* the tenant's sandbox cap */
 		const char *file;

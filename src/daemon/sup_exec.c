@@ -24,10 +24,13 @@
 #include <libwebsockets.h>
 
 #include "backends.h"
+#include "exec_event.h"
 #include "ipc.h"
 #include "jsonstr.h"
-#include "redact.h"
-#include "sup.h"
+#include "metrics.h"
+#include "procs.h"
+#include "registry.h"
+#include "sup_exec.h"
 #include "tenant.h"
 #include "threads.h"
 #include "util.h"
@@ -56,10 +59,6 @@ typedef struct job {
 	size_t line_cap;
 	aj_job *x; /* the command, sent (the backend's exec_start) */
 } job;
-
-static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t jobs_cv = PTHREAD_COND_INITIALIZER;
-static int n_workers; /* running */
 
 static void closep2(int fd[2])
 {
@@ -159,20 +158,6 @@ static size_t incomplete_tail(const unsigned char *b, size_t n)
 	return 0;
 }
 
-/* One piece of output: text as "data", anything else as "data_b64". */
-json_t *aj_exec_data_event(int stream, const char *buf, size_t len)
-{
-	const char *name = stream == 1 ? "stdout" : "stderr";
-	json_t *s = json_stringn(buf, len);
-	if (s)
-		return json_pack("{s:s, s:o}", "type", name, "data", s);
-	size_t cap = len * 4 / 3 + 8;
-	_cleanup_free_ char *b64 = malloc(cap);
-	if (!b64 || lws_b64_encode_string(buf, (int)len, b64, (int)cap) < 0)
-		return NULL;
-	return json_pack("{s:s, s:s}", "type", name, "data_b64", b64);
-}
-
 /* Text as {"type":...,"data":"..."} escaped here in one pass, written in
  * one write (jansson built a json_t and a string per chunk, and the
  * newline took a second write: docs/performance.md); bytes that are not
@@ -214,63 +199,6 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 	return n - keep ? out_data(j, stream, all, n - keep) : 0;
 }
 
-/* The command as given, for the audit log: a secret's value in it (or its
- * base64) is redacted as in the output. */
-static json_t *redacted_cmd(const aj_sandbox *sb, json_t *cmd)
-{
-	_cleanup_free_ char *txt = json_dumps(cmd, JSON_COMPACT | JSON_ENCODE_ANY);
-	_cleanup_free_ char *out = NULL;
-	size_t olen = 0;
-	aj_redactor red;
-	int r = txt ? aj_redactor_init_policy(&red, &sb->policy) : -ENOMEM;
-	if (r == 0)
-		r = aj_redactor_feed(&red, txt, strlen(txt), true, &out, &olen);
-	aj_redactor_free(&red);
-	if (r < 0 || !out)
-		return json_string("[unavailable]");
-	if (olen == strlen(txt) && memcmp(out, txt, olen) == 0)
-		return json_incref(cmd);
-	return json_stringn(out, olen);
-}
-
-json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
-		      const aj_run_result *res, const aj_error *err)
-{
-	json_t *ev;
-	if (r < 0) {
-		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
-		aj_err_format(err, msg, sizeof(msg));
-		const char *code = err->exit == AJ_EXIT_NOTFOUND ? "command_not_found"
-				   : err->exit == AJ_EXIT_NOEXEC ? "command_not_executable"
-								 : "exec_failed";
-		ev = json_pack("{s:s, s:i, s:{s:s, s:s}, s:I}", "type", "exit", "exit_code",
-			       err->exit, "error", "code", code, "message", msg, "duration_ms",
-			       (json_int_t)res->wall_ms);
-		aj_metrics_add(&aj_stats.exec_failed, 1);
-	} else {
-		ev = json_pack("{s:s, s:i, s:o, s:b, s:b, s:I}", "type", "exit", "exit_code",
-			       res->exit_code, "signal",
-			       res->term_signal ? json_integer(res->term_signal) : json_null(),
-			       "timed_out", res->timed_out, "oom_killed", res->oom_killed,
-			       "duration_ms", (json_int_t)res->wall_ms);
-		if (res->timed_out)
-			aj_metrics_add(&aj_stats.timeouts, 1);
-		if (res->oom_killed)
-			aj_metrics_add(&aj_stats.oom_kills, 1);
-	}
-	aj_metrics_add(&aj_stats.execs, 1);
-	aj_tenant *tn = aj_tenant_find(sb->tenant);
-	if (tn)
-		aj_metrics_add(&tn->execs, 1);
-	aj_metrics_exec((double)res->wall_ms / 1000.0);
-	aj_audit("exec",
-		 json_pack("{s:s, s:s, s:s, s:o, s:i, s:I, s:b}", "sandbox", sb->id, "tenant",
-			   sb->tenant, "peer", peer, "cmd", redacted_cmd(sb, cmd), "exit_code",
-			   r < 0 ? err->exit : res->exit_code, "duration_ms",
-			   (json_int_t)res->wall_ms, "timed_out", r == 0 && res->timed_out));
-	return ev;
-}
-
 static void finish(job *j, int r, const aj_run_result *res, const aj_error *err)
 {
 	for (int k = 0; k < 2; k++)
@@ -304,21 +232,6 @@ static void finish(job *j, int r, const aj_run_result *res, const aj_error *err)
 	j->done = true;
 	pthread_mutex_unlock(&j->mu);
 	shutdown(j->sock, SHUT_WR); /* the end of the stream for the front */
-}
-
-void aj_worker_enter(void)
-{
-	pthread_mutex_lock(&jobs_mu);
-	n_workers++;
-	pthread_mutex_unlock(&jobs_mu);
-}
-
-void aj_worker_leave(void)
-{
-	pthread_mutex_lock(&jobs_mu);
-	n_workers--;
-	pthread_cond_broadcast(&jobs_cv);
-	pthread_mutex_unlock(&jobs_mu);
 }
 
 static void *worker(void *arg)
@@ -529,15 +442,4 @@ void aj_op_exec(json_t *args, aj_reply *rep)
 	}
 	rep->fd = front;
 	aj_reply_json(rep, 200, json_pack("{s:s}", "stream", ws ? "frames" : "ndjson"));
-}
-
-void aj_exec_shutdown(void)
-{
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 10;
-	pthread_mutex_lock(&jobs_mu);
-	while (n_workers > 0 && pthread_cond_timedwait(&jobs_cv, &jobs_mu, &until) == 0)
-		;
-	pthread_mutex_unlock(&jobs_mu);
 }

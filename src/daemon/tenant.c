@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "policy.h"
 #include "tenant.h"
 #include "util.h"

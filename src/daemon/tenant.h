@@ -13,7 +13,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "daemon.h"
 #include "operator.h"
 
 /* Why a request is refused: the message, and the key of which file to

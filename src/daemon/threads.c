@@ -80,3 +80,35 @@ int aj_thread_start(void *(*fn)(void *), void *arg)
 		free(t);
 	return -e;
 }
+
+/* ---- the count of worker threads, for the shutdown ---- */
+
+static pthread_mutex_t jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_cv = PTHREAD_COND_INITIALIZER;
+static int n_workers; /* running */
+
+void aj_worker_enter(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers++;
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void aj_worker_leave(void)
+{
+	pthread_mutex_lock(&jobs_mu);
+	n_workers--;
+	pthread_cond_broadcast(&jobs_cv);
+	pthread_mutex_unlock(&jobs_mu);
+}
+
+void aj_exec_shutdown(void)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&jobs_mu);
+	while (n_workers > 0 && pthread_cond_timedwait(&jobs_cv, &jobs_mu, &until) == 0)
+		;
+	pthread_mutex_unlock(&jobs_mu);
+}

@@ -13,9 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "front_call.h"
 #include "http.h"
+#include "metrics.h"
 #include "request.h"
+#include "stream.h"
 #include "util.h"
+#include "ws.h"
 
 static bool is_bool(const char *v)
 {
@@ -199,7 +203,6 @@ int aj_ws_callback(struct lws *wsi, enum lws_callback_reasons reason, aj_req *r,
 			return close_frame(wsi, r);
 		return r->job ? aj_exec_writable(r) : 0;
 	}
-	case LWS_CALLBACK_CLOSED: aj_http_req_free(r); return 0;
 	default: return 0;
 	}
 }

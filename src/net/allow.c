@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "net.h"
+#include "net_addr.h"
 #include "util.h"
 
 int aj_host_canon(const char *in, size_t len, char *out, size_t outlen)

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "allow.h"
-#include "netd.h"
+#include "dns.h"
+#include "netlog.h"
+#include "nft.h"
 #include "util.h"
 
 /* TTLs: a set element lives at least this long, so that a connection

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netd.h"
+#include "nft.h"
 #include "util.h"
 
 /* ------------------------------------------------------------ address slots */

@@ -2,7 +2,7 @@
 /* Network policy that needs no network stack: the refused ranges, the sandbox's resolv.conf and
  * proxy environment. Linked by every program (the light `agentjail` too); the setup itself is in
  * net.c. */
-#include "net.h"
+#include "net_addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -23,7 +23,12 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "dns.h"
 #include "netd.h"
+#include "netd_ctx.h"
+#include "netlog.h"
+#include "nft.h"
+#include "proxy.h"
 #include "sysfilter.h"
 #include "util.h"
 

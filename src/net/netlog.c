@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netd.h"
+#include "netlog.h"
 #include "util.h"
 
 void aj_netlog(aj_netd_ctx *ctx, json_t *ev)

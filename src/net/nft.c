@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One nftables table per sandbox, "inet agentjail-<PID>-<SLOT>", so IPv4
  * and IPv6 are both covered and a sandbox's rules go away in one command. */
-#include "net.h"
+#include "nft.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -18,7 +18,10 @@
 #include <unistd.h>
 
 #include "allow.h"
-#include "netd.h"
+#include "dns.h"
+#include "netlog.h"
+#include "proxy.h"
+#include "proxy_parse.h"
 #include "util.h"
 
 #define HEAD_MAX 16384

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "netd.h"
+#include "proxy_parse.h"
 #include "util.h"
 
 #define MAX_HEADERS 100

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netd.h"
+#include "dns.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

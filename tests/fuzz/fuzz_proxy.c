@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "allow.h"
-#include "netd.h"
+#include "proxy_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "allow.h"
-#include "net.h"
-#include "netd.h"
+#include "nft.h"
+#include "proxy_parse.h"
 #include "policy.h"
 
 static void test_allow_parse(void **state)

@@ -27,7 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "http.h"
+#include "front_seccomp.h"
 
 static void *thread_fn(void *arg)
 {

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "jsonstr.h"
-#include "sup.h"
+#include "exec_event.h"
 
 static uint64_t seed = 0x9e3779b97f4a7c15ull;
 static unsigned rnd(unsigned n)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "net.h"
+#include "nft.h"
 #include "policy.h"
 
 static bool refused4(const aj_policy *p, const char *a)

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside netd, the network helper of one sandbox: the state its services
+ * (dns.c, proxy.c, netlog.c) share. */
+#ifndef AJ_NETD_CTX_H
+#define AJ_NETD_CTX_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "net_addr.h"
+#include "policy.h"
+
+typedef struct aj_netd_ctx {
+	const aj_policy *p;
+	const aj_net *n;
+	struct sockaddr_in upstream; /* the resolver agentjail asks for allowed names */
+	bool have_upstream;
+	int log_fd;	      /* --net-log, -1 if none */
+	pthread_mutex_t lock; /* the log and the nft context */
+	struct nft_ctx *nft;
+	pid_t publisher;      /* the --publish forwarder child next to --allow */
+	bool publisher_child; /* this is that child */
+	bool privileged;      /* started as root (host root, not a userns' root) */
+} aj_netd_ctx;
+
+#endif
