@@ -185,7 +185,8 @@ EOF
 }
 
 @test "wasm: python3 runs on Pyodide: the workspace, no subprocess, no sockets" {
-    "$AJ" doctor | grep -q 'python3 (Pyodide) yes' || skip "Pyodide is not installed (scripts/setup.sh)"
+    [ -e "${AGENTJAIL_WASM_DIR:-$BATS_TEST_DIRNAME/../../src/backend/wasm/runtime}/node_modules/pyodide/pyodide.asm.wasm" ] ||
+        skip "Pyodide is not installed (scripts/setup.sh)"
     chown 4242:4343 "$WS"
     echo 20 >"$WS/n.txt"
     cat >"$WS/t.py" <<'EOF'
