@@ -208,8 +208,17 @@ EOF
     assert_eq "$(stat -c %u:%g "$WS/py.out")" 4242:4343 "owner of Python's file on the host"
     assert_output_lacks "=ok"
     assert_output_lacks host-secret
-    run --separate-stderr wasm -q -- python3 -c 'import js; print(sorted(k for k in dir(js) if not k.startswith("_"))[:3]); from pyodide.code import run_js; run_js("1")' </dev/null
+    # Pyodide's JavaScript side: an empty `js`, no eval, no new mounts
+    run --separate-stderr wasm -q -- python3 -c '
+import pyodide_js
+try:
+    pyodide_js.FS.mount(pyodide_js.FS.filesystems.NODEFS, None, "/host"); print("mounted")
+except Exception as e:
+    print("mount refused")
+from pyodide.code import run_js
+run_js("1")' </dev/null
     assert_status 1
+    assert_eq "$output" "mount refused"
     assert_contains "$stderr" "ImportError"
 }
 

@@ -210,6 +210,10 @@ async function runPython(cmd) {
 		FS.mount(FS.filesystems.NODEFS, { root: d }, d);
 	}
 	if (preopens.some((d) => inside(d, cwd))) FS.chdir(cwd);
+	// no more mounts: Python reaches FS through pyodide_js (docs/levels.md)
+	FS.mount = () => {
+		throw new Error('no mounts at --isolation wasm');
+	};
 	const main = py.runPython(PY_MAIN);
 	try {
 		return main(mode, target, py.toPy(argv));
