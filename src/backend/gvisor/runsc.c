@@ -398,14 +398,17 @@ int aj_gv_setup(gv_run *g, aj_error *err)
 		return r;
 	aj_policy q = *p; /* a shallow copy: only the pids limit differs */
 	q.pids = aj_gv_host_pids(p->pids);
-	aj_error cgerr;
-	aj_err_clear(&cgerr);
-	if (aj_cgroup_create(&g->cg, g->id, &q, &cgerr) == 0) {
-		g->have_cg = true;
-	} else {
-		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 32];
-		aj_err_format(&cgerr, msg, sizeof(msg));
-		aj_gv_warn(g, "cgroup limits (--memory, --pids, --cpus) are NOT enforced: %s", msg);
+	/* fails closed as level 1 does (409 limits_unenforceable, exit 125);
+	 * with --limits best-effort it succeeds and notes what is missing */
+	r = aj_cgroup_create(&g->cg, g->id, &q, err);
+	if (r < 0)
+		return r;
+	g->have_cg = g->cg.n > 0;
+	if (g->cg.missing) {
+		char names[64];
+		aj_cgroup_limit_names(g->cg.missing, names, sizeof(names));
+		aj_gv_warn(g, "limits NOT enforced (--limits best-effort): %s: %s", names,
+			   g->cg.why);
 	}
 	return 0;
 }
@@ -539,10 +542,9 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 	int tasks[AJ_CG_MAX_DIRS], nt = 0;
 	aj_error cgerr;
 	aj_err_clear(&cgerr);
-	if (g->have_cg && (nt = aj_cgroup_open_tasks(&g->cg, tasks, &cgerr)) < 0) {
-		aj_gv_warn(g, "cannot move runsc into the sandbox's cgroup: %s", cgerr.msg);
-		nt = 0;
-	}
+	if (g->have_cg && (nt = aj_cgroup_open_tasks(&g->cg, tasks, &cgerr)) < 0)
+		return aj_err(err, cgerr.code ? cgerr.code : EIO,
+			      "cannot move runsc into the sandbox's cgroup: %s", cgerr.msg);
 	/* sync: parent -> child "go"; ready: child -> parent "my network
 	 * namespace exists" (--net open, --allow: the veth goes there) */
 	int sync[2], ready[2] = {-1, -1};
@@ -619,14 +621,15 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 		close(tasks[i]);
 	aj_error jerr;
 	aj_err_clear(&jerr);
-	if (g->have_cg && aj_cgroup_join(&g->cg, pid, false, &jerr) < 0)
-		aj_gv_warn(g, "cannot move runsc into the sandbox's cgroup: %s", jerr.msg);
 	int r = 0;
+	if (g->have_cg && aj_cgroup_join(&g->cg, pid, false, &jerr) < 0)
+		r = aj_err(err, jerr.code ? jerr.code : EIO,
+			   "cannot move runsc into the sandbox's cgroup: %s", jerr.msg);
 	if (net) {
 		char c;
 		close(ready[1]);
-		r = read(ready[0], &c, 1) == 1 ? 0
-					       : aj_err(err, EPIPE, "runsc's network namespace");
+		if (r == 0 && read(ready[0], &c, 1) != 1)
+			r = aj_err(err, EPIPE, "runsc's network namespace");
 		close(ready[0]);
 		/* runsc's control socket is an abstract one, in this netns: later
 		 * runsc commands (exec, kill, delete) must run there too */
@@ -699,6 +702,7 @@ static int wait_run(gv_run *g, pid_t pid, aj_relay *relay, aj_run_result *res)
 	if (pidfd >= 0)
 		close(pidfd);
 	res->wall_ms = now_ms() - start_ms;
+	res->limits_missing = g->cg.missing;
 	res->cpu_user_ms = (unsigned long long)ru.ru_utime.tv_sec * 1000 +
 			   (unsigned long long)ru.ru_utime.tv_usec / 1000;
 	res->cpu_sys_ms = (unsigned long long)ru.ru_stime.tv_sec * 1000 +
