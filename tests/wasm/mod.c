@@ -125,6 +125,7 @@ int main(int argc, char **argv)
 		printf("%u\n", x);
 		return 0;
 	}
-	fprintf(stderr, "usage: mod read|write|ls|env|echo|exit|grow|grow-trap|loop|trap|recurse|spin\n");
+	fprintf(stderr,
+		"usage: mod read|write|ls|env|echo|exit|grow|grow-trap|loop|trap|recurse|spin\n");
 	return 2;
 }
