@@ -10,9 +10,10 @@ every package. Each round copies the pristine repository to a fresh
 workspace and runs, one after the other:
 
   direct    sh -c 'npm install && npm test' on the host, no sandbox, as
-            the workspace's owner (uid 1000)
+            the workspace's owner (uid 1000), its home (npm's cache) and
+            TMPDIR on a tmpfs, as the sandboxes' are
   bwrap     the same under bubblewrap as that user (--unshare-all, the host read-only,
-            the workspace bound at its own path, a tmpfs home)
+            the workspace bound at its own path, a tmpfs /tmp and home)
   level1    agentjail run --workspace WS (the default walls and limits)
   level2    agentjail run --isolation gvisor --workspace WS (runsc)
 
@@ -83,9 +84,10 @@ def cases(a, ws, home):
     env = ["env"] + NPM_ENV
     # the peers run as the workspace's owner, as a developer would
     user = ["setpriv", f"--reuid={OWNER}", f"--regid={OWNER}", "--clear-groups"]
-    c = {"direct": user + env + [f"HOME={home}", "sh", "-c", f"cd {ws} && {JOB}"],
+    c = {"direct": user + env + [f"HOME={home}", f"TMPDIR={home}/tmp", "sh", "-c",
+                                 f"mkdir -p {home}/tmp && cd {ws} && {JOB}"],
          "bwrap": user + ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                   "--tmpfs", "/root", "--bind", ws, ws, "--chdir", ws, "--unshare-all", "--die-with-parent",
+                   "--tmpfs", "/tmp", "--tmpfs", "/root", "--bind", ws, ws, "--chdir", ws, "--unshare-all", "--die-with-parent",
                    "--setenv", "HOME", "/root"] + env + ["sh", "-c", JOB],
          "level1": [a.aj, "run", "--quiet", "--workspace", ws]
          + [x for e in NPM_ENV for x in ("--env", e)] + ["--", "sh", "-c", JOB]}
@@ -114,14 +116,17 @@ def main():
         if not shutil.which(tool):
             raise SystemExit(f"bench/npm.py: {tool} is not installed (scripts/setup.sh)")
     tmp = tempfile.mkdtemp(prefix="aj-bench-npm-")
+    shm = tempfile.mkdtemp(prefix="aj-bench-npm-", dir="/dev/shm")
     os.chmod(tmp, 0o755)
+    os.chmod(shm, 0o755)
     res = {}
     try:
         repo = make_repo(tmp, a.packages)
         for r in range(a.rounds):
             for name in cases(a, "", "").keys():
                 ws = os.path.join(tmp, f"ws-{name}")
-                home = os.path.join(tmp, "home")
+                # npm's cache is in home: tmpfs for all, as the sandboxes' is
+                home = os.path.join(shm, "home")
                 shutil.rmtree(ws, ignore_errors=True)
                 shutil.rmtree(home, ignore_errors=True)
                 shutil.copytree(repo, ws)
@@ -149,6 +154,7 @@ def main():
                 f"{k} {v[-1]:.0f} ms" for k, v in res.items()), file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)
     out = {k: stats(v) for k, v in res.items()}
     d = out["direct"]["median"]
     out["ratios"] = {f"{k} / direct": round(v["median"] / d, 2)

@@ -164,6 +164,17 @@ typedef struct aj_backend {
 	/* AJ_CAP_WARM: start the warm interpreter for a pool's warm-up command. */
 	int (*warm)(aj_inst *i, const char *warmup, aj_error *err);
 
+	/* AJ_CAP_FORK without AJ_CAP_ROOT_FD: the level copies a whole sandbox
+	 * itself, memory and processes with its files. checkpoint: i saved into
+	 * a new host directory (*ckpt, malloc'ed; i runs on after it); -EBUSY,
+	 * -ENOTSUP with err's status (409, 501) saying why when it can't be.
+	 * restore: create, but started from that checkpoint (p: the same
+	 * policy). checkpoint_drop: remove it. */
+	int (*checkpoint)(aj_inst *i, char **ckpt, aj_error *err);
+	int (*restore)(const aj_policy *p, const char *source, const char *ckpt, aj_inst **out,
+		       aj_error *err);
+	void (*checkpoint_drop)(char *ckpt);
+
 	/* AJ_CAP_ROOT_FD: a new O_PATH fd on the sandbox's root, for openat2
 	 * with RESOLVE_IN_ROOT (snapshots, and the process backend's files). */
 	int (*root_fd)(aj_inst *i, aj_error *err);

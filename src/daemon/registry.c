@@ -295,6 +295,11 @@ static int level_usable(aj_sandbox *sb, aj_error *err)
 
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 {
+	return aj_sandbox_build_from(req, NULL, err);
+}
+
+aj_sandbox *aj_sandbox_build_from(json_t *req, const char *ckpt, aj_error *err)
+{
 	aj_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb) {
 		aj_err(err, ENOMEM, "sandbox");
@@ -315,7 +320,8 @@ aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 		r = aj_err(err, ENOMEM, "sandbox");
 	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
 		 (r = level_usable(sb, err)) == 0 &&
-		 (r = sb->be->create(&sb->policy, source, &sb->inst, err)) == 0 &&
+		 (r = ckpt ? sb->be->restore(&sb->policy, source, ckpt, &sb->inst, err)
+			   : sb->be->create(&sb->policy, source, &sb->inst, err)) == 0 &&
 		 (!(sb->be->caps & AJ_CAP_ROOT_FD) ||
 		  (r = sb->root_fd = sb->be->root_fd(sb->inst, err)) >= 0))
 		state_write(sb);

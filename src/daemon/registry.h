@@ -50,6 +50,8 @@ int aj_registry_admit(json_t *req, double *ttl, aj_error *err);
 /* A new sandbox from a policy (JSON), outside the registry (pool.c), with
  * its state file written; NULL with err filled on failure. */
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err);
+/* The same started from a checkpoint of a sandbox of that policy (fork). */
+aj_sandbox *aj_sandbox_build_from(json_t *req, const char *ckpt, aj_error *err);
 /* Into the registry (it takes sb's reference; on failure sb is gone). */
 int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err);
 /* Find a live sandbox; the result holds a reference (aj_sandbox_unref). */

@@ -2,7 +2,9 @@
 /* Snapshots (a sandbox's filesystem into a new image) and forks (new
  * sandboxes of the same policy that start from a copy of its files). The
  * source is frozen while its files are copied: a consistent copy, and no
- * process of it changes the tree under the copy. */
+ * process of it changes the tree under the copy. A level that saves a
+ * whole sandbox (gVisor: runsc checkpoint) forks from that instead: the
+ * copies go on from its memory and processes too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -91,9 +93,85 @@ static int snapshot_budget(const aj_sandbox *sb, const char *image, unsigned lon
 	return 0;
 }
 
+/* The sandbox's root (its own mount) into a new image, sb frozen meanwhile. */
+static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, const char *from,
+			  aj_image_info *info, aj_error *err)
+{
+	aj_tree_ids ids = {.range = AJ_UID_RANGE};
+	base_ids(sb, &ids.from_uid, &ids.from_gid);
+	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
+	aj_image_info src;
+	int r;
+	if ((r = snapshot_budget(sb, image, &ids.max_bytes, err)) < 0)
+		return r;
+	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
+		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
+	bool froze;
+	r = hold_still(sb, &froze, err);
+	if (r < 0)
+		return r;
+	int root = open_in(sb, "", err);
+	if (root >= 0)
+		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, info, err);
+	else
+		r = root;
+	if (root >= 0)
+		close(root);
+	thaw(sb, froze);
+	return r;
+}
+
+/* A level without root_fd (gVisor) copies the whole sandbox itself: a
+ * checkpoint of it (memory, processes, files) that each fork starts from. */
+static int checkpoint(aj_sandbox *sb, char **ckpt, aj_error *err)
+{
+	pthread_mutex_lock(&sb->state_mu); /* no pause or resume meanwhile */
+	int r = sb->be->checkpoint(sb->inst, ckpt, err);
+	pthread_mutex_unlock(&sb->state_mu);
+	return r;
+}
+
+/* A level that saves a whole sandbox (gVisor): its image's files and, in
+ * the image's AJ_IMAGE_CHECKPOINT_DIR, a checkpoint of it (memory,
+ * processes, /tmp and home) that a create of that level restores. Its
+ * root is the image, read-only: no files of it change. */
+static int snapshot_whole(aj_sandbox *sb, const char *name, const char *from, aj_image_info *info,
+			  aj_error *err)
+{
+	if (sb->policy.n_secrets) {
+		aj_err(err, EBUSY,
+		       "a snapshot of isolation '%s' holds the sandbox's memory, and its memory "
+		       "holds the secrets' values",
+		       sb->be->name);
+		aj_err_hint(err, "snapshot a sandbox without \"secret\" (give them to the "
+				 "sandboxes made from the snapshot), or use \"isolation\": "
+				 "\"process\", whose snapshot is files only");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+		return -EBUSY;
+	}
+	aj_tree_ids ids = {.range = AJ_UID_RANGE}; /* the image's own ids */
+	int r = snapshot_budget(sb, NULL, &ids.max_bytes, err);
+	int root = r < 0 ? -1 : open(sb->policy.rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r == 0 && root < 0)
+		r = aj_err(err, errno, "cannot open the image of sandbox %s", sb->id);
+	char *ckpt = NULL;
+	if (r == 0)
+		r = checkpoint(sb, &ckpt, err);
+	if (r == 0)
+		r = aj_image_snapshot_checkpoint(aj_state_dir(), name, root, &ids, from, ckpt, info,
+						 err);
+	if (root >= 0)
+		close(root);
+	if (ckpt)
+		sb->be->checkpoint_drop(ckpt);
+	return r;
+}
+
 int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err)
 {
-	if (!aj_backend_can(sb->be, AJ_CAP_SNAPSHOT | AJ_CAP_ROOT_FD, err))
+	bool whole = sb->be->checkpoint != NULL;
+	if (!aj_backend_can(sb->be, AJ_CAP_SNAPSHOT | (whole ? 0 : AJ_CAP_ROOT_FD), err))
 		return -ENOTSUP;
 	if (!sb->policy.rootfs) {
 		int r = aj_err(err, EINVAL,
@@ -109,32 +187,13 @@ int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error
 		    "'name': expected lowercase letters, digits, '.', '_', '-' (up to %d, "
 		    "starting with a letter or digit)",
 		    AJ_IMAGE_NAME_MAX);
-	aj_tree_ids ids = {.range = AJ_UID_RANGE};
-	base_ids(sb, &ids.from_uid, &ids.from_gid);
 	const char *image = json_string_value(json_object_get(sb->req, "image"));
 	char from[128];
 	snprintf(from, sizeof(from), "%s%s%s%s", sb->id, image ? " (image " : "",
 		 image ? image : "", image ? ")" : "");
-	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
-	aj_image_info src;
-	int r;
-	if ((r = snapshot_budget(sb, image, &ids.max_bytes, err)) < 0)
-		return r;
-	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
-		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
-	bool froze;
-	r = hold_still(sb, &froze, err);
-	if (r < 0)
-		return r;
-	int root = open_in(sb, "", err);
 	aj_image_info info;
-	if (root >= 0)
-		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, &info, err);
-	else
-		r = root;
-	if (root >= 0)
-		close(root);
-	thaw(sb, froze);
+	int r = whole ? snapshot_whole(sb, name, from, &info, err)
+		      : snapshot_files(sb, name, image, from, &info, err);
 	if (r < 0)
 		return r;
 	*out = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "name", info.name, "digest",
@@ -173,7 +232,8 @@ static int copy_files(aj_sandbox *src, aj_sandbox *dst, aj_error *err)
 int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owner, json_t **out,
 		    aj_error *err)
 {
-	if (!aj_backend_can(sb->be, AJ_CAP_FORK | AJ_CAP_ROOT_FD, err))
+	bool whole = sb->be->checkpoint != NULL;
+	if (!aj_backend_can(sb->be, AJ_CAP_FORK | (whole ? 0 : AJ_CAP_ROOT_FD), err))
 		return -ENOTSUP;
 	if (count < 1 || count > AJ_FORK_MAX)
 		return aj_err(err, EINVAL, "'count': expected 1 to %d", AJ_FORK_MAX);
@@ -181,8 +241,9 @@ int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owne
 		return aj_err(err, EPERM,
 			      "fork needs a service running as root (files of any owner)");
 	aj_sandbox *made[AJ_FORK_MAX] = {0};
-	bool froze;
-	int r = hold_still(sb, &froze, err);
+	bool froze = false;
+	char *ckpt = NULL;
+	int r = whole ? checkpoint(sb, &ckpt, err) : hold_still(sb, &froze, err);
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < count && r == 0; i++) {
@@ -191,14 +252,17 @@ int aj_sandbox_fork(aj_sandbox *sb, unsigned count, double ttl, const char *owne
 			r = aj_err(err, ENOMEM, "out of memory");
 			break;
 		}
-		if ((r = aj_pool_take(req, &made[i], err)) == 0 && !made[i] &&
-		    !(made[i] = aj_sandbox_build(req, err)))
+		if ((r = whole ? 0 : aj_pool_take(req, &made[i], err)) == 0 && !made[i] &&
+		    !(made[i] = aj_sandbox_build_from(req, ckpt, err)))
 			r = -(err->code ? err->code : EINVAL);
 		json_decref(req);
-		if (r == 0)
+		if (r == 0 && !whole)
 			r = copy_files(sb, made[i], err);
 	}
-	thaw(sb, froze);
+	if (whole)
+		sb->be->checkpoint_drop(ckpt);
+	else
+		thaw(sb, froze);
 	json_t *list = json_array();
 	for (unsigned i = 0; i < count && r == 0; i++) {
 		r = aj_registry_add(made[i], ttl, owner, err);

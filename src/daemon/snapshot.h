@@ -8,7 +8,8 @@
 #include "error.h"
 #include "registry.h"
 
-/* A new image from an image sandbox's filesystem (snapshot.c). */
+/* A new image from an image sandbox's filesystem (snapshot.c; at a level
+ * that saves whole sandboxes, gVisor, with its saved memory). */
 int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err);
 /* count new sandboxes from a copy of sb's filesystem (snapshot.c); *out:
  * {"sandboxes": [...]}. -EAGAIN: too many sandboxes. */

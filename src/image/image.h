@@ -61,6 +61,15 @@ int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *
  * existing name is refused (EEXIST). */
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
 		      const char *from, const char *warmup, aj_image_info *out, aj_error *err);
+/* The directory at the top of an image's root that holds a level-2
+ * snapshot's memory (`runsc checkpoint`): a level-2 create from the image
+ * restores from it (never bound into a level-2 sandbox). */
+#define AJ_IMAGE_CHECKPOINT_DIR ".agentjail-checkpoint"
+/* aj_image_snapshot, and the regular files of directory ckpt copied into
+ * the image's AJ_IMAGE_CHECKPOINT_DIR (root's, 0700/0600). */
+int aj_image_snapshot_checkpoint(const char *state, const char *name, int root,
+				 const aj_tree_ids *ids, const char *from, const char *ckpt,
+				 aj_image_info *out, aj_error *err);
 /* The store's room (image_store.c): what a snapshot may still take, by
  * apparent size. */
 typedef struct aj_image_room {

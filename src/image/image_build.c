@@ -4,6 +4,7 @@
  * only the programs that build images link libcrypto (image_digest.c). */
 #include "image.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -254,6 +255,7 @@ typedef struct snap_ctx {
 	int root;
 	const aj_tree_ids *ids;
 	const char *state;
+	const char *ckpt; /* a checkpoint's directory, or NULL */
 } snap_ctx;
 
 static void human(unsigned long long b, char *buf, size_t len)
@@ -307,6 +309,65 @@ static int refused(unsigned long long disk, const aj_image_room *room, int r, aj
 	return r;
 }
 
+/* The apparent size of the regular files in directory fd. */
+static unsigned long long files_size(int fd)
+{
+	unsigned long long n = 0;
+	DIR *d = fdopendir(dup(fd)); /* a dup shares the offset: from the start */
+	struct dirent *de;
+	struct stat st;
+	if (d)
+		rewinddir(d);
+	while (d && (de = readdir(d)))
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			n += (unsigned long long)st.st_size;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The regular files of directory src into a new AJ_IMAGE_CHECKPOINT_DIR in
+ * dest. */
+static int copy_checkpoint(int src, int dest, aj_error *err)
+{
+	/* an older one (the source image was a level-2 snapshot) */
+	(void)aj_rm_tree_at(dest, AJ_IMAGE_CHECKPOINT_DIR, 4);
+	if (mkdirat(dest, AJ_IMAGE_CHECKPOINT_DIR, 0700) < 0)
+		return aj_err(err, errno, "cannot create the image's %s", AJ_IMAGE_CHECKPOINT_DIR);
+	_cleanup_close_ int to =
+	    openat(dest, AJ_IMAGE_CHECKPOINT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = to < 0 ? NULL : fdopendir(dup(src));
+	if (!d)
+		return aj_err(err, errno, "cannot read the checkpoint");
+	rewinddir(d);
+	int r = 0;
+	struct dirent *de;
+	struct stat st;
+	while (r == 0 && (de = readdir(d))) {
+		if (fstatat(src, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		_cleanup_close_ int in = openat(src, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int out = openat(
+		    to, de->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (in < 0 || out < 0) {
+			r = aj_err(err, errno, "cannot copy the checkpoint's %s", de->d_name);
+			break;
+		}
+		off_t left = st.st_size;
+		while (left > 0) {
+			ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+			if (k <= 0) {
+				r = aj_err(err, k < 0 ? errno : EIO,
+					   "cannot copy the checkpoint's %s", de->d_name);
+				break;
+			}
+			left -= k;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
 static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
 {
 	(void)s;
@@ -321,16 +382,27 @@ static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, a
 	if (r < 0)
 		return r;
 	aj_tree_ids ids = *c->ids;
+	_cleanup_close_ int ckpt =
+	    c->ckpt ? open(c->ckpt, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	if (c->ckpt && ckpt < 0)
+		return aj_err(err, errno, "cannot open the checkpoint %s", c->ckpt);
+	unsigned long long extra = ckpt >= 0 ? files_size(ckpt) : 0;
+	if (room.room < extra)
+		return refused(0, &room, -ENOSPC, err);
+	room.room -= extra;
 	if (!ids.max_bytes || room.room < ids.max_bytes)
 		ids.max_bytes = room.room;
 	if (ids.max_bytes == 0) /* not even an empty file fits */
 		return refused(c->ids->max_bytes, &room, -ENOSPC, err);
 	r = aj_tree_sync(c->root, fd, &ids, err);
+	if (r == 0 && ckpt >= 0)
+		r = copy_checkpoint(ckpt, fd, err);
 	return r < 0 ? refused(c->ids->max_bytes, &room, r, err) : 0;
 }
 
-int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
-		      const char *from, const char *warmup, aj_image_info *out, aj_error *err)
+static int snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
+		    const char *from, const char *warmup, const char *ckpt, aj_image_info *out,
+		    aj_error *err)
 {
 	if (!aj_image_name_ok(name))
 		return aj_image_bad_name(name, err);
@@ -347,6 +419,19 @@ int aj_image_snapshot(const char *state, const char *name, int root, const aj_tr
 			   .source = AJ_IMAGE_FROM_SANDBOX,
 			   .from = from,
 			   .warmup = warmup && *warmup ? warmup : NULL};
-	snap_ctx c = {.root = root, .ids = ids, .state = state};
+	snap_ctx c = {.root = root, .ids = ids, .state = state, .ckpt = ckpt};
 	return build_with(state, &s, fill_from_root, &c, true, out, err);
+}
+
+int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
+		      const char *from, const char *warmup, aj_image_info *out, aj_error *err)
+{
+	return snapshot(state, name, root, ids, from, warmup, NULL, out, err);
+}
+
+int aj_image_snapshot_checkpoint(const char *state, const char *name, int root,
+				 const aj_tree_ids *ids, const char *from, const char *ckpt,
+				 aj_image_info *out, aj_error *err)
+{
+	return snapshot(state, name, root, ids, from, NULL, ckpt, out, err);
 }

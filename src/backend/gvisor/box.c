@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "image.h"
 #include "util.h"
 
 /* The host's agentjail-agent: AGENTJAIL_GVISOR_AGENT, else next to this
@@ -105,20 +107,114 @@ static void create_error(aj_inst *i, int status, aj_error *err)
 static void free_inst(aj_inst *i)
 {
 	aj_strv_free(i->envp);
+	pthread_mutex_destroy(&i->gate_mu);
+	pthread_cond_destroy(&i->gate_cv);
 	free(i);
 }
 
-static int gv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+/* Wait for `runsc run --detach` (or restore) to return: 0 once the
+ * sandbox runs, else -EIO with runsc's message. */
+static int wait_started(aj_inst *i, pid_t pid, aj_error *err)
+{
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (code == 0)
+		return 0;
+	create_error(i, code, err);
+	return -EIO;
+}
+
+/* An image made by a level-2 snapshot holds the sandbox's memory (a
+ * checkpoint) in its AJ_IMAGE_CHECKPOINT_DIR: its directory in buf, or
+ * NULL. */
+static const char *image_checkpoint(const aj_policy *p, char *buf, size_t len)
+{
+	struct stat d, f;
+	char img[PATH_MAX + 32];
+	if (!p->rootfs)
+		return NULL;
+	snprintf(buf, len, "%s/%s", p->rootfs, AJ_IMAGE_CHECKPOINT_DIR);
+	snprintf(img, sizeof(img), "%s/checkpoint.img", buf);
+	return lstat(buf, &d) == 0 && S_ISDIR(d.st_mode) && d.st_uid == 0 && lstat(img, &f) == 0 &&
+		       S_ISREG(f.st_mode) && f.st_uid == 0
+		   ? buf
+		   : NULL;
+}
+
+/* err as the API's answer: status (409 conflict, 501 not_supported). */
+static int refuse_as(aj_error *err, int status, int e)
+{
+	if (err) {
+		err->status = status;
+		snprintf(err->api_code, sizeof(err->api_code), "%s",
+			 status == 501 ? "not_supported" : "conflict");
+	}
+	return -e;
+}
+
+#define GV_SHAPE "shape.json"
+
+/* What of a bundle a restore must find as it was saved (runsc restore
+ * takes the mounts and namespaces the checkpoint holds, whatever the new
+ * bundle says): each mount's destination, type and options, the
+ * namespaces, the user and the hostname. NULL: the bundle can't be read. */
+static json_t *bundle_shape(const gv_run *g)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/config.json", g->bundle);
+	json_t *cfg = json_load_file(path, 0, NULL), *m = json_array(), *v;
+	size_t k;
+	json_array_foreach(json_object_get(cfg, "mounts"), k, v) json_array_append_new(
+	    m, json_pack("[O,O,O]", json_object_get(v, "destination"), json_object_get(v, "type"),
+			 json_object_get(v, "options")));
+	json_t *shape = json_pack("{s:o,s:O,s:O,s:O}", "mounts", m, "namespaces",
+				  json_object_get(json_object_get(cfg, "linux"), "namespaces"),
+				  "user", json_object_get(json_object_get(cfg, "process"), "user"),
+				  "hostname", json_object_get(cfg, "hostname"));
+	json_decref(cfg);
+	return shape;
+}
+
+/* Does the new bundle have the shape the checkpoint was saved with? */
+static int same_shape(const gv_run *g, const char *ckpt, aj_error *err)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", ckpt, GV_SHAPE);
+	json_t *saved = json_load_file(path, 0, NULL), *now = bundle_shape(g);
+	bool same = saved && now && json_equal(saved, now);
+	json_decref(saved);
+	json_decref(now);
+	if (same)
+		return 0;
+	aj_err(err, EINVAL,
+	       "this sandbox's mounts, network, user or hostname differ from those of the sandbox "
+	       "the saved memory was made of (a level-2 snapshot restores only into the same "
+	       "shape)");
+	return refuse_as(err, 409, EINVAL);
+}
+
+/* create, or (ckpt) restore from a checkpoint of a sandbox of the same
+ * policy. */
+static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_error *err)
 {
 	*out = NULL;
 	aj_inst *i = calloc(1, sizeof(*i));
 	if (!i)
 		return aj_err(err, ENOMEM, "sandbox");
+	pthread_mutex_init(&i->gate_mu, NULL);
+	pthread_cond_init(&i->gate_cv, NULL);
+	char saved[PATH_MAX];
+	const char *from_image = ckpt ? NULL : image_checkpoint(p, saved, sizeof(saved));
+	if (from_image)
+		ckpt = from_image;
 	gv_run *g = &i->g;
 	*g = (gv_run){.etc_lock = -1,
 		      .netns_fd = -1,
 		      .staged = {.etc_tree = -1, .workspace = -1},
 		      .persistent = true,
+		      .restore = ckpt,
 		      .agent = i->agent};
 	i->q = *p; /* shallow: only the command differs */
 	i->init_argv[0] = AJ_AGENT_PATH;
@@ -136,32 +232,176 @@ static int gv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 	}
 	if ((r = aj_gv_setup(g, err)) == 0)
 		r = refuse(p, g->have_cg, err);
+	if (r == 0 && ckpt)
+		r = same_shape(g, ckpt, err);
 	int none[2] = {-1, -1};
 	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
-	if (pid > 0) {
-		int st = 0;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		if (code != 0) {
-			create_error(i, code, err);
-			r = -EIO;
-		}
-	} else if (r == 0) {
+	g->restore = NULL;
+	if (pid > 0)
+		r = wait_started(i, pid, err);
+	else if (r == 0)
 		r = (int)pid;
-	}
 	if (r == 0 && !(i->envp = bundle_env(g)))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0 && !(i->sandbox_pid = sandbox_pid(g)))
 		r = aj_err(err, ESRCH, "runsc started no sandbox");
+	if (r < 0 && from_image && (r == -EIO || r == -EINVAL)) {
+		aj_err_prefix(err, "the image's saved memory (a level-2 snapshot) could not be "
+				   "restored");
+		aj_err_hint(err, "create from it with the policy of the sandbox it was made from "
+				 "(the same workspace, binds, disk and net), or with "
+				 "\"isolation\": \"process\" for its files only");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+	}
 	if (r < 0) {
 		aj_gv_teardown(g);
 		free_inst(i);
 		return r;
 	}
-	(void)source;
 	*out = i;
 	return 0;
+}
+
+static int gv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+{
+	(void)source;
+	return create_inst(p, NULL, out, err);
+}
+
+static int gv_restore(const aj_policy *p, const char *source, const char *ckpt, aj_inst **out,
+		      aj_error *err)
+{
+	(void)source;
+	return create_inst(p, ckpt, out, err);
+}
+
+/* What a checkpoint of i cannot copy. */
+static int checkpoint_refuse(aj_inst *i, aj_error *err)
+{
+	const aj_policy *p = &i->q;
+	bool rw = p->workspace != NULL;
+	for (size_t k = 0; k < p->n_binds; k++)
+		rw = rw || p->binds[k].writable;
+	if (rw) {
+		aj_err(err, EBUSY,
+		       "a gVisor sandbox with a workspace or an rw bind cannot be forked or "
+		       "snapshotted: the copies would share its host directory, which gVisor's "
+		       "saved view of its files cannot follow");
+		aj_err_hint(err, "copy a sandbox without them (put files in with the files "
+				 "API), or use \"isolation\": \"process\"");
+		return refuse_as(err, 409, EBUSY);
+	}
+	if (p->net != AJ_NET_NONE) {
+		aj_err(err, ENOTSUP,
+		       "a gVisor sandbox with a network (\"net\": \"open\", \"allow\") cannot "
+		       "be forked or snapshotted yet: restoring runsc's netstack into the copies' "
+		       "own network "
+		       "namespaces is not wired");
+		aj_err_hint(err, "copy one with \"net\": \"none\", or use \"isolation\": "
+				 "\"process\"");
+		return refuse_as(err, 501, ENOTSUP);
+	}
+	if (i->paused) {
+		aj_err(err, EBUSY,
+		       "sandbox is paused: runsc checkpoint (fork, snapshot) refuses a paused "
+		       "container");
+		aj_err_hint(err, "resume it (POST .../resume) first");
+		return refuse_as(err, 409, EBUSY);
+	}
+	return 0;
+}
+
+/* The checkpoint of i into dir (runsc stops the container), then i
+ * restored from it in place: the same id, directory, cgroup and bundle. */
+static int save_and_restart(aj_inst *i, const char *dir, aj_error *err)
+{
+	gv_run *g = &i->g;
+	char root[128], image[PATH_MAX + 16];
+	snprintf(root, sizeof(root), "--root=%s", g->state);
+	snprintf(image, sizeof(image), "--image-path=%s", dir);
+	char *save[] = {g->runsc, root, "checkpoint", image, g->id, NULL};
+	int st = aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, save, NULL, 0);
+	if (st != 0)
+		return aj_err(err, EIO, "runsc checkpoint failed (status %d): the sandbox runs on",
+			      st);
+	/* the container is stopped now, its processes gone: restored under a
+	 * new id (a runsc delete of the stopped one takes ~1.3 s here; its
+	 * record goes with the directory, and the crash sweep's cgroup kill
+	 * and directory removal find the restored one as they found it) */
+	unsigned r32 = 0;
+	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
+		r32 ^= (unsigned)getpid() * 2654435761u;
+	snprintf(g->id, sizeof(g->id), "agentjail-%d-%08x", (int)getpid(), r32);
+	aj_gv_kill_cgroup(g);
+	int r = aj_gv_restage_etc(g, err);
+	g->restore = dir;
+	int none[2] = {-1, -1};
+	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
+	g->restore = NULL;
+	if (pid > 0)
+		r = wait_started(i, pid, err);
+	else if (r == 0)
+		r = (int)pid;
+	i->sandbox_pid = r == 0 ? sandbox_pid(g) : 0;
+	if (r == 0 && !i->sandbox_pid)
+		r = aj_err(err, ESRCH, "runsc restored no sandbox");
+	if (r < 0)
+		aj_err_prefix(err, "the sandbox was saved but could not be restarted (it is "
+				   "stopped now)");
+	return r;
+}
+
+static int gv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
+{
+	*ckpt = NULL;
+	int r = checkpoint_refuse(i, err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&i->gate_mu);
+	unsigned busy = i->busy;
+	if (!busy)
+		i->saving = true;
+	pthread_mutex_unlock(&i->gate_mu);
+	if (busy) {
+		aj_err(err, EBUSY,
+		       "%u command%s or file operation%s running in the sandbox: runsc "
+		       "checkpoint cannot save what runsc exec connects to the host",
+		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
+		aj_err_hint(
+		    err, "fork or snapshot when they have ended (a background process: kill it, or "
+			 "start it detached, e.g. `nohup CMD >/tmp/log 2>&1 &`)");
+		return refuse_as(err, 409, EBUSY);
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/checkpoint-XXXXXX", i->g.dir);
+	bool made = mkdtemp(dir) != NULL;
+	r = made ? save_and_restart(i, dir, err)
+		 : aj_err(err, errno, "cannot create a directory for the checkpoint");
+	if (r == 0) {
+		char shape[PATH_MAX + 16];
+		snprintf(shape, sizeof(shape), "%s/%s", dir, GV_SHAPE);
+		json_t *j = bundle_shape(&i->g);
+		if (!j || json_dump_file(j, shape, JSON_COMPACT) < 0)
+			r = aj_err(err, EIO, "cannot write the checkpoint's %s", GV_SHAPE);
+		json_decref(j);
+	}
+	if (r == 0 && !(*ckpt = strdup(dir)))
+		r = aj_err(err, ENOMEM, "checkpoint");
+	if (r < 0 && made)
+		(void)aj_rm_tree_at(AT_FDCWD, dir, 4);
+	pthread_mutex_lock(&i->gate_mu);
+	i->saving = false;
+	pthread_cond_broadcast(&i->gate_cv);
+	pthread_mutex_unlock(&i->gate_mu);
+	return r;
+}
+
+static void gv_checkpoint_drop(char *ckpt)
+{
+	if (ckpt && aj_startswith(ckpt, GV_BOX_PREFIX))
+		(void)aj_rm_tree_at(AT_FDCWD, ckpt, 4);
+	free(ckpt);
 }
 
 /* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
@@ -371,6 +611,7 @@ static int gv_pause(aj_inst *i, bool pause, aj_error *err)
 	if (r != 0)
 		return aj_err(err, EIO, "runsc %s failed (status %d)", pause ? "pause" : "resume",
 			      r);
+	i->paused = pause;
 	return 0;
 }
 
@@ -448,7 +689,8 @@ const aj_backend aj_backend_gvisor = {
     .level = AJ_ISO_GVISOR,
     /* AJ_CAP_HOST_RW: the agent puts every command under the setid filter
      * (agent.c) that runsc exec does not give it */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE |
+	    AJ_CAP_FORK | AJ_CAP_SNAPSHOT,
     .probe = gv_probe,
     .run = gv_run_once,
     .create = gv_create,
@@ -470,4 +712,7 @@ const aj_backend aj_backend_gvisor = {
     .file_list = aj_gvbox_file_list,
     .file_remove = aj_gvbox_file_remove,
     .file_mkdir = aj_gvbox_file_mkdir,
+    .checkpoint = gv_checkpoint,
+    .restore = gv_restore,
+    .checkpoint_drop = gv_checkpoint_drop,
 };

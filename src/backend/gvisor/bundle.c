@@ -18,6 +18,7 @@
 #include "etc.h"
 #include "agent_proto.h"
 #include "gvisor.h"
+#include "image.h"
 #include "inroot.h"
 #include "mask.h"
 #include "mount.h"
@@ -183,7 +184,9 @@ static int image_root(bundle *b, const char *top, const char *mtop, const char *
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
 		const char *n = de->d_name;
-		bool skip = !strcmp(n, ".") || !strcmp(n, "..");
+		/* a level-2 snapshot's memory is for runsc restore, not the sandbox */
+		bool skip = !strcmp(n, ".") || !strcmp(n, "..") ||
+			    (!*at && !strcmp(n, AJ_IMAGE_CHECKPOINT_DIR));
 		for (size_t i = 0; !*at && i < AJ_ARRAY_SIZE(own); i++)
 			skip = skip || !strcmp(n, own[i]);
 		if (skip || (*at && generated(n)))

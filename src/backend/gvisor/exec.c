@@ -56,11 +56,44 @@ static int spawn_in_netns(aj_inst *i, char **argv, int in[2], int out[2], int er
 	return 0;
 }
 
+/* Through the checkpoint's gate (gvbox.h): wait while it saves the
+ * sandbox, then count one runsc exec more (until gate_leave). */
+static void gate_enter(aj_inst *i)
+{
+	pthread_mutex_lock(&i->gate_mu);
+	while (i->saving)
+		pthread_cond_wait(&i->gate_cv, &i->gate_mu);
+	i->busy++;
+	pthread_mutex_unlock(&i->gate_mu);
+}
+
+static void gate_leave(aj_inst *i)
+{
+	pthread_mutex_lock(&i->gate_mu);
+	i->busy--;
+	pthread_cond_broadcast(&i->gate_cv);
+	pthread_mutex_unlock(&i->gate_mu);
+}
+
+static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
+
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
+{
+	gate_enter(i);
+	int r = spawn(i, root, a, err);
+	if (r < 0)
+		gate_leave(i);
+	else
+		a->gate = i;
+	return r;
+}
+
+static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 {
 	int in[2], out[2], er[2];
 	a->pid = 0;
 	a->to = a->from = a->errp = -1;
+	a->gate = NULL;
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return aj_err(err, errno, "pipe");
 	if (pipe2(out, O_CLOEXEC) < 0) {
@@ -130,6 +163,9 @@ void aj_gvbox_agent_end(gv_agent *a, bool kill_it)
 			;
 	}
 	a->pid = 0;
+	if (a->gate)
+		gate_leave(a->gate);
+	a->gate = NULL;
 }
 
 int aj_gvbox_frame(int fd, char type, const void *buf, size_t len)

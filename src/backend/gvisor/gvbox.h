@@ -6,6 +6,7 @@
 #define AJ_GV_BOX_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -20,6 +21,14 @@ struct aj_inst {
 	char **envp;	      /* the command's base environment (config.json's) */
 	pid_t sandbox_pid;    /* runsc's sandbox process (the Sentry) */
 	bool killed;
+	bool paused; /* runsc pause: a checkpoint is refused */
+	/* the gate of checkpoint: each runsc exec of the agent is one of busy
+	 * (runsc cannot save the host pipes it hands the Sentry); while saving,
+	 * a new one waits */
+	pthread_mutex_t gate_mu;
+	pthread_cond_t gate_cv;
+	unsigned busy;
+	bool saving;
 };
 
 /* One `runsc exec` of the agent: ours are the ends of its stdin (to),
@@ -29,6 +38,7 @@ struct aj_inst {
 typedef struct gv_agent {
 	pid_t pid;
 	int to, from, errp;
+	aj_inst *gate; /* the sandbox whose gate it holds, or NULL */
 } gv_agent;
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
 /* Close our ends, reap it (SIGKILL first when kill). */

@@ -53,6 +53,9 @@ typedef struct gv_run {
 	/* --net open, --allow: runsc's netns (its control socket is an abstract
 	 * unix socket there), for the runsc commands after run; else -1 */
 	int netns_fd;
+	/* a checkpoint's directory (box.c): aj_gv_start runs `runsc restore`
+	 * from it instead of `runsc run` (with detach) */
+	const char *restore;
 } gv_run;
 
 #define GV_DIR_PREFIX "/tmp/agentjail-gvisor-"
@@ -73,8 +76,12 @@ void aj_gv_kill_cgroup(gv_run *g);
 int aj_gv_setup(gv_run *g, aj_error *err);
 /* Start `runsc run` (stdout and stderr into out[] when >= 0), or with
  * detach `runsc run --detach` (stdio /dev/null, its errors in dir/runsc.err),
- * which returns once the sandbox's init runs. The runsc process's pid. */
+ * which returns once the sandbox's init runs (`runsc restore --detach`
+ * with g->restore). The runsc process's pid. */
 pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err);
+/* A new copy of the host /etc's mount for a second start (a restore in
+ * place): the first went with runsc's mount namespace. */
+int aj_gv_restage_etc(gv_run *g, aj_error *err);
 /* Remove everything setup made (runsc delete --force first). */
 void aj_gv_teardown(gv_run *g);
 

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -413,6 +414,25 @@ int aj_gv_setup(gv_run *g, aj_error *err)
 	return 0;
 }
 
+int aj_gv_restage_etc(gv_run *g, aj_error *err)
+{
+	if (g->staged.etc_tree < 0)
+		return 0;
+	close(g->staged.etc_tree);
+	g->staged.etc_tree = -1;
+	int lock = -1;
+	aj_mount_plan *plan = calloc(1, sizeof(*plan));
+	if (plan && aj_etc_cache_use(plan, &lock))
+		g->staged.etc_tree = plan->etc_tree;
+	free(plan);
+	if (g->staged.etc_tree < 0)
+		return aj_err(err, EIO, "the copy of the host's /etc cannot be mounted again");
+	if (g->etc_lock >= 0)
+		close(g->etc_lock);
+	g->etc_lock = lock;
+	return 0;
+}
+
 void aj_gv_teardown(gv_run *g)
 {
 	if (g->net_ready) {
@@ -560,7 +580,7 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 	const char *logdir = getenv("AGENTJAIL_RUNSC_LOG");
 	char dlog[PATH_MAX + 16];
 	snprintf(dlog, sizeof(dlog), "--debug-log=%s/", logdir ? logdir : "");
-	char *args[16] = {g->runsc,
+	char *args[18] = {g->runsc,
 			  root,
 			  "--platform=ptrace",
 			  g->p->net != AJ_NET_NONE ? "--network=sandbox" : "--network=none",
@@ -572,8 +592,12 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 		args[na++] = "--debug";
 		args[na++] = dlog;
 	}
-	args[na++] = "run";
-	if (detach)
+	char image[PATH_MAX + 16];
+	snprintf(image, sizeof(image), "--image-path=%s", g->restore ? g->restore : "");
+	args[na++] = g->restore ? "restore" : "run";
+	if (g->restore)
+		args[na++] = image;
+	if (detach || g->restore)
 		args[na++] = "--detach";
 	args[na++] = "--bundle";
 	args[na++] = g->bundle;
