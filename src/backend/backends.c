@@ -11,6 +11,7 @@
 #include "gvisor.h"
 #include "microvm.h"
 #include "protect.h"
+#include "wasm.h"
 
 const aj_backend *aj_backend_of(aj_isolation level)
 {
@@ -18,6 +19,7 @@ const aj_backend *aj_backend_of(aj_isolation level)
 	case AJ_ISO_PROCESS: return &aj_backend_process;
 	case AJ_ISO_GVISOR: return &aj_backend_gvisor;
 	case AJ_ISO_MICROVM: return &aj_backend_microvm;
+	case AJ_ISO_WASM: return &aj_backend_wasm;
 	}
 	return NULL;
 }

@@ -178,9 +178,9 @@ print(n)'
     run --separate-stderr "$AJ" run --isolation bogus -- /bin/true
     assert_status 125
     assert_contains "$stderr" "expected process, gvisor, microvm or wasm"
-    run --separate-stderr "$AJ" run --isolation wasm -- /bin/true
+    run --separate-stderr "$AJ" run --isolation wasm --net open -- /bin/true
     assert_status 125
-    assert_contains "$stderr" "not available yet"
+    assert_contains "$stderr" "--isolation wasm does not take --net open"
     run --separate-stderr "$AJ" run --isolation gvisor --publish 18080:80 -- /bin/true
     assert_status 125
     assert_contains "$stderr" "not available with --isolation gvisor yet"
