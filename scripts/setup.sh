@@ -15,9 +15,14 @@ PACKAGES=(
 	# the code interpreter (docs/guides/code-interpreter.md): Jupyter kernels
 	# in host-root sandboxes, and what users run in them
 	python3-ipykernel python3-jupyter-client python3-pandas python3-matplotlib python3-openpyxl
+	# the browser job (docs/guides/browser.md): Debian's Chromium, run in
+	# host-root sandboxes, and fonts for its pages
+	chromium fonts-liberation fonts-dejavu-core
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
 	qemu-system-x86 cpio xz-utils
+	# level 4 (--isolation wasm): the suite builds its WASI test modules from C
+	wasi-libc lld-14 libclang-rt-14-dev-wasm32
 )
 
 missing=()
@@ -44,6 +49,12 @@ if ! command -v npm >/dev/null || [ "$(node -p 'process.versions.node.split(".")
 fi
 (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run -s build)
 echo "setup: built sdk/typescript (npm package agentjail)"
+
+# Level 4 (--isolation wasm, docs/levels.md): the runner node executes and
+# the interpreters it loads, compiled to WebAssembly (Pyodide for python3,
+# QuickJS for node), pinned by src/backend/wasm/runtime/package-lock.json.
+(cd src/backend/wasm/runtime && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed src/backend/wasm/runtime (Pyodide and QuickJS for --isolation wasm)"
 
 # Level 3 (--isolation microvm, docs/levels.md): the guest kernel and the
 # modules its initramfs loads, taken out of Debian's linux-image .deb (not
@@ -92,3 +103,9 @@ if ! command -v npm >/dev/null; then
 fi
 (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 echo "setup: installed tests/mcp (the MCP SDK's client the tests drive agentjail mcp with)"
+
+# tests/network/browser.bats: Playwright (playwright-core only: no browser
+# download) drives a sandboxed Chromium, from the committed
+# tests/browser/package-lock.json
+(cd tests/browser && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed tests/browser (playwright-core)"

@@ -122,6 +122,8 @@ integration build "service tests" tests/service/*.bats
 integration build "gvisor level" tests/gvisor/*.bats
 # level 3 on TCG (~7 boots, ~30 s)
 integration build "microvm level" tests/microvm/*.bats
+# level 4: WASI modules built from C here, python3 once (~1.5 min)
+integration build "wasm level" tests/wasm/*.bats
 
 if [ -z "${AJ_SKIP_ASAN:-}" ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99

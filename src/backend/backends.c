@@ -11,6 +11,7 @@
 #include "gvisor.h"
 #include "microvm.h"
 #include "protect.h"
+#include "wasm.h"
 
 const aj_backend *aj_backend_of(aj_isolation level)
 {
@@ -18,6 +19,7 @@ const aj_backend *aj_backend_of(aj_isolation level)
 	case AJ_ISO_PROCESS: return &aj_backend_process;
 	case AJ_ISO_GVISOR: return &aj_backend_gvisor;
 	case AJ_ISO_MICROVM: return &aj_backend_microvm;
+	case AJ_ISO_WASM: return &aj_backend_wasm;
 	}
 	return NULL;
 }
@@ -33,6 +35,7 @@ static const char *cap_name(unsigned cap)
 	case AJ_CAP_WARM: return "warm interpreters";
 	case AJ_CAP_UPDATE: return "changing limits of a live sandbox";
 	case AJ_CAP_ROOT_FD: return "host access to the sandbox's root";
+	case AJ_CAP_PORTS: return "connections to its ports (the ports proxy)";
 	case AJ_CAP_HOST_RW:
 		return "a workspace or --rw bind in a sandbox of the service (every command "
 		       "under the filter that keeps host files from becoming setuid)";

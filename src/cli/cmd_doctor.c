@@ -6,6 +6,7 @@
 
 #include "../backend/gvisor/gvisor.h"
 #include "../backend/microvm/microvm.h"
+#include "../backend/wasm/wasm.h"
 #include "commands.h"
 #include "doctor.h"
 #include "error.h"
@@ -97,17 +98,7 @@ int aj_cmd_doctor(int argc, char **argv)
 	n = aj_doctor_run(checks, AJ_DOCTOR_MAX_CHECKS);
 	aj_gvisor_doctor(&checks[n++]);
 	aj_microvm_doctor(&checks[n++]);
-	/* every level has its line, the ones not built in too (docs/levels.md) */
-	static const char *const later[] = {"level 4: wasm"};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(later); i++) {
-		aj_check *c = &checks[n++];
-		memset(c, 0, sizeof(*c));
-		c->name = later[i];
-		c->status = AJ_CHECK_WARN;
-		snprintf(c->detail, sizeof(c->detail), "not in this build of agentjail");
-		snprintf(c->fix, sizeof(c->fix),
-			 "none yet: use --isolation process, gvisor or microvm (docs/levels.md)");
-	}
+	aj_wasm_doctor(&checks[n++]);
 	can_run = aj_doctor_can_run(checks, n);
 	if (json) {
 		if (print_json(checks, n))

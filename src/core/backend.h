@@ -78,6 +78,7 @@ enum {
 	/* a workspace or --rw bind in a sandbox that lives across commands, with
 	 * every command under the walls that keep host files safe (no setid) */
 	AJ_CAP_HOST_RW = 1u << 8,
+	AJ_CAP_PORTS = 1u << 9, /* port_connect: the service's ports proxy */
 };
 
 /* What update applies. */
@@ -178,6 +179,12 @@ typedef struct aj_backend {
 	/* AJ_CAP_ROOT_FD: a new O_PATH fd on the sandbox's root, for openat2
 	 * with RESOLVE_IN_ROOT (snapshots, and the process backend's files). */
 	int (*root_fd)(aj_inst *i, aj_error *err);
+
+	/* AJ_CAP_PORTS: a new TCP connection to port (1-65535) on the sandbox's
+	 * own loopback address (127.0.0.1, else ::1), made inside its network
+	 * namespace: a connected, non-blocking socket, or -ECONNREFUSED when
+	 * nothing listens there (another negative errno, err filled). */
+	int (*port_connect)(aj_inst *i, unsigned port, aj_error *err);
 
 	/* AJ_CAP_FILES: with AJ_CAP_ROOT_FD the service opens files through
 	 * root_fd itself; a backend without it fills these. Paths are absolute paths inside the

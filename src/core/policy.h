@@ -81,6 +81,7 @@ typedef enum aj_isolation {
 	AJ_ISO_PROCESS = 0, /* level 1: namespaces, cgroups, seccomp, Landlock */
 	AJ_ISO_GVISOR,	    /* level 2: runsc (src/backend/gvisor) */
 	AJ_ISO_MICROVM,	    /* level 3: a qemu microVM (src/backend/microvm) */
+	AJ_ISO_WASM,	    /* level 4: a WebAssembly runtime (src/backend/wasm) */
 } aj_isolation;
 
 typedef struct aj_policy {
@@ -189,7 +190,7 @@ int aj_policy_add_writable(aj_policy *p, const char *rel, aj_error *err);
 
 /* --net none|open */
 int aj_policy_set_net(aj_policy *p, const char *mode, aj_error *err);
-/* --isolation process|gvisor|microvm (wasm: "not available yet") */
+/* --isolation process|gvisor|microvm|wasm */
 int aj_policy_set_isolation(aj_policy *p, const char *level, aj_error *err);
 /* --deny CIDR (IPv4 or IPv6; a bare address is a /32 or /128) */
 int aj_policy_add_deny(aj_policy *p, const char *cidr, aj_error *err);

@@ -76,22 +76,18 @@ static bool host_only(const char *name, const char *v)
 
 int aj_policy_set_isolation(aj_policy *p, const char *v, aj_error *err)
 {
-	if (!strcmp(v, "process") || !strcmp(v, "gvisor") || !strcmp(v, "microvm")) {
-		p->isolation = !strcmp(v, "gvisor")    ? AJ_ISO_GVISOR
-			       : !strcmp(v, "microvm") ? AJ_ISO_MICROVM
-						       : AJ_ISO_PROCESS;
-		return 0;
-	}
-	if (!strcmp(v, "wasm")) {
-		aj_err(err, ENOTSUP, "--isolation %s: this isolation level is not available yet",
-		       v);
-		aj_err_hint(err, "use --isolation process, gvisor or microvm (docs/levels.md)");
-		if (err) { /* the API: 501 */
-			err->status = 501;
-			snprintf(err->api_code, sizeof(err->api_code), "not_supported");
+	static const struct {
+		const char *name;
+		aj_isolation level;
+	} levels[] = {{"process", AJ_ISO_PROCESS},
+		      {"gvisor", AJ_ISO_GVISOR},
+		      {"microvm", AJ_ISO_MICROVM},
+		      {"wasm", AJ_ISO_WASM}};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(levels); i++)
+		if (!strcmp(v, levels[i].name)) {
+			p->isolation = levels[i].level;
+			return 0;
 		}
-		return -ENOTSUP;
-	}
 	aj_err(err, EINVAL, "--isolation '%s': expected process, gvisor, microvm or wasm", v);
 	return -EINVAL;
 }

@@ -453,3 +453,16 @@ int aj_copy_fd(int in, int out)
 			return r;
 	}
 }
+
+bool aj_pid_alive(pid_t pid)
+{
+	char path[64], *st = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int r = aj_read_file(path, &st, NULL);
+	if (r < 0)
+		return r != -ENOENT && r != -ESRCH;
+	const char *e = strrchr(st, ')'); /* the name may hold ')' and spaces */
+	bool dead = e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X');
+	free(st);
+	return !dead;
+}

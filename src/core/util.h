@@ -49,6 +49,9 @@ int aj_write_file(const char *path, const char *content, mode_t create_mode);
 int aj_write_file_at(int dirfd, const char *path, const char *content);
 /* Read a small file (max 1 MiB) into a NUL-terminated malloc'ed buffer. */
 int aj_read_file(const char *path, char **out, size_t *len_out);
+/* Whether pid is a live process: a zombie (or one being reaped) is not;
+ * unknown (unreadable /proc) counts as alive, so nothing of it is swept. */
+bool aj_pid_alive(pid_t pid);
 /* The same from an open fd (read to its end). */
 int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */

@@ -15,6 +15,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "stream.h"
+#include "tunnel.h"
 #include "util.h"
 #include "ws.h"
 
@@ -136,10 +137,12 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 	}
 	if (!has_body(r)) {
 		r->dispatched = true;
+		if (aj_tunnel_route(r->path)) /* the ports proxy (tunnel.c) */
+			return aj_tunnel_http(r);
 		aj_api_dispatch(r);
 		return 0;
 	}
-	if (r->method == AJ_PUT)
+	if (r->method == AJ_PUT && !aj_tunnel_route(r->path))
 		aj_api_begin_upload(r); /* on error a response is set; the body is dropped */
 	return 0;
 }
@@ -192,6 +195,8 @@ static int on_body_done(aj_req *r)
 		aj_api_upload_done(r);
 		return 0;
 	}
+	if (aj_tunnel_route(r->path))
+		return aj_tunnel_http(r);
 	aj_api_dispatch(r);
 	return 0;
 }
@@ -206,7 +211,7 @@ int aj_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *us
 	case LWS_CALLBACK_FILTER_HTTP_CONNECTION: aj_guard_headers_done(wsi); return 0;
 	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
 		aj_guard_headers_done(wsi);
-		return aj_guard_upgrade(wsi);
+		return aj_guard_upgrade(wsi) ? -1 : aj_tunnel_upgrade(wsi, in);
 	case LWS_CALLBACK_TIMER: return aj_guard_timer(wsi);
 	case LWS_CALLBACK_WSI_DESTROY: aj_guard_destroyed(wsi); return 0;
 	case LWS_CALLBACK_HTTP: return on_http(r, wsi, in);

@@ -27,6 +27,7 @@
 #include "guard.h"
 #include "http.h"
 #include "stream.h"
+#include "tunnel.h"
 #include "util.h"
 
 static int ipc = -1;
@@ -107,6 +108,7 @@ static const struct lws_protocols ipc_protocols[] = {
     {"agentjail-ipc", ipc_callback, 0, 0, 0, NULL, 0},
     {"agentjail-stream", aj_stream_callback, 0, 0, 0, NULL, 0}, /* stream.c */
     {"agentjail-accept", accept_callback, 0, 0, 0, NULL, 0},
+    {"agentjail-tunnel", aj_tunnel_callback, 0, 0, 0, NULL, 0}, /* tunnel.c */
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

@@ -96,6 +96,14 @@ static int pool_level(const char *spec, const char **rest, aj_policy *lp, aj_err
 		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
 		return r;
 	}
+	if (lp->isolation == AJ_ISO_WASM) { /* a pool is of an image */
+		r = aj_err(err, ENOTSUP,
+			   "--pool '%s': level wasm runs no image (the runtime runs from the "
+			   "host's /usr)",
+			   spec);
+		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
+		return r;
+	}
 	if ((r = be->probe(err)) < 0) { /* never a pool of another level */
 		aj_err_prefix(err, "--pool '%s'", spec);
 		return r;

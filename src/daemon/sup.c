@@ -21,6 +21,7 @@
 #include "files.h"
 #include "ipc.h"
 #include "pool.h"
+#include "ports.h"
 #include "procs.h"
 #include "registry.h"
 #include "sup_api.h"
@@ -65,6 +66,7 @@ static const struct {
     {"fork", aj_op_fork, false},
     {"code.run", aj_op_code_run, false},
     {"code.ctx", aj_op_code_ctx, false},
+    {"port.connect", aj_op_port_connect, false},
 };
 
 aj_op_fn aj_sup_op(const char *name)

@@ -178,9 +178,9 @@ print(n)'
     run --separate-stderr "$AJ" run --isolation bogus -- /bin/true
     assert_status 125
     assert_contains "$stderr" "expected process, gvisor, microvm or wasm"
-    run --separate-stderr "$AJ" run --isolation wasm -- /bin/true
+    run --separate-stderr "$AJ" run --isolation wasm --net open -- /bin/true
     assert_status 125
-    assert_contains "$stderr" "not available yet"
+    assert_contains "$stderr" "--isolation wasm does not take --net open"
     run --separate-stderr "$AJ" run --isolation gvisor --publish 18080:80 -- /bin/true
     assert_status 125
     assert_contains "$stderr" "not available with --isolation gvisor yet"
@@ -232,10 +232,7 @@ for name, kind, dev in (("mem", stat.S_IFCHR, (1, 1)), ("blk", stat.S_IFBLK, (25
     assert_output_has_line "blk 6"
 }
 
-@test "gvisor: agentjail killed (SIGKILL): runsc and the sandbox die, the next run removes the directory" {
-    # known gap: the (empty) cgroup of the killed run stays (docs/levels.md);
-    # this test removes it itself
-    AJ_RESIDUE_PROCS_ONLY=1
+@test "gvisor: agentjail killed (SIGKILL): runsc and the sandbox die, the next run removes the directory and the cgroup" {
     timeout -s KILL 1 "$AJ" run --isolation gvisor -- /bin/sleep 30 </dev/null || true
     local pid
     pid=$(tail -1 "$AJ_PIDS_FILE")
@@ -244,5 +241,7 @@ for name, kind, dev in (("mem", stat.S_IFCHR, (1, 1)), ("blk", stat.S_IFBLK, (25
     run --separate-stderr gv -- /bin/true
     assert_status 0
     ! ls -d /tmp/agentjail-gvisor-"$pid"-* 2>/dev/null || fail "the killed run's directory is still there"
-    find /sys/fs/cgroup -maxdepth 4 -type d -name "agentjail-$pid-*" -exec rmdir {} + 2>/dev/null || true
+    local left
+    left=$(find /sys/fs/cgroup -maxdepth 6 -type d -name "agentjail-$pid-*" 2>/dev/null)
+    [ -z "$left" ] || fail "the killed run's cgroups are still there: $left"
 }

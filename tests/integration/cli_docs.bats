@@ -50,7 +50,7 @@ complete_words() {
     [ -s "$(docs_dir)/agentjail" ] || fail "no completion at $(docs_dir)/agentjail"
     assert_eq "$(complete_words agentjail ru)" run "agentjail ru<TAB>"
     assert_eq "$(complete_words agentjail run --iso)" --isolation "agentjail run --iso<TAB>"
-    assert_eq "$(complete_words agentjail run --isolation '')" "$(printf 'gvisor\nmicrovm\nprocess')" \
+    assert_eq "$(complete_words agentjail run --isolation '')" "$(printf 'gvisor\nmicrovm\nprocess\nwasm')" \
         "agentjail run --isolation <TAB>"
     # a flag's value is not taken for a word: -w DIR, then --net's values
     assert_eq "$(complete_words agentjail run -w /tmp --net '')" "$(printf 'none\nopen')" \

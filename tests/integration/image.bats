@@ -197,3 +197,40 @@ JSON
     jq -e '.packages | index("python3-pandas")' "$BATS_TEST_DIRNAME/../../images/python.json" >/dev/null ||
         fail "the shipped python recipe lost pandas"
 }
+
+@test "run --image: the image's own /etc, agentjail's passwd, group, hosts, hostname, resolv.conf, nsswitch.conf over it" {
+    mkdir -p "$TREE/etc/chromium.d"
+    echo 'export CHROMIUM_FLAGS="--from-image"' >"$TREE/etc/chromium.d/default-flags"
+    echo "imageuser:x:4242:4242::/home/imageuser:/bin/sh" >"$TREE/etc/passwd"
+    echo "10.9.9.9 imagehost" >"$TREE/etc/hosts"
+    echo "host file" >"$T/victim"
+    ln -s "$T/victim" "$TREE/etc/hostname" # absolute: a host path if followed outside
+    chmod -R a+rX "$TREE"
+    img build etcimg --from-dir "$TREE"
+    assert_status 0
+    local f all=""
+    for f in /etc/chromium.d/default-flags /etc/motd /etc/passwd /etc/hosts /etc/hostname; do
+        run --separate-stderr aj_timeout "$AJ" run --image etcimg --user 1000 --hostname boxname -- \
+            /bin/probe read "$f"
+        assert_status 0
+        all+="$output"$'\n'
+    done
+    output=$all
+    # the image's own files are there; agentjail's replace its passwd and hosts
+    assert_contains "$output" "--from-image"
+    assert_contains "$output" "from the image"
+    assert_contains "$output" "agent:x:1000:1000"
+    assert_contains "$output" "127.0.0.1	localhost"
+    assert_contains "$output" "boxname"
+    [[ "$output" != *imageuser* && "$output" != *imagehost* ]] || fail "the image's passwd or hosts: $output"
+    # the write went into the sandbox's layer: not through the link, not into the image
+    assert_eq "$(cat "$T/victim")" "host file" "the host file behind the symlink"
+    local d
+    d=$(jq -r .digest < <("$AJ" image inspect etcimg))
+    [ -L "$AGENTJAIL_STATE_DIR/images/${d#sha256:}/rootfs/etc/hostname" ] || fail "the image was changed"
+    assert_contains "$(cat "$AGENTJAIL_STATE_DIR/images/${d#sha256:}/rootfs/etc/passwd")" imageuser
+    # the plan says so
+    run --separate-stderr "$AJ" run --image etcimg --print-plan -- true
+    assert_eq "$(jq -c .etc.synthesized <<<"$output")" \
+        '["passwd","group","hosts","hostname","resolv.conf","nsswitch.conf"]'
+}

@@ -134,7 +134,7 @@ def is_bad_request(st, js):
 
 for tmpl, item in spec["paths"].items():
     path = tmpl.replace("{id}", SB).replace("{proc}", PROC).replace("{ctx}", "default")
-    ops = {m.upper(): o for m, o in item.items() if m != "parameters"}
+    ops = {m.upper(): o for m, o in item.items() if m != "parameters" and not m.startswith("x-")}
     allowed = set(ops)
     # 1. every method the route does not take: 405, Allow its methods
     for m in METHODS:
@@ -144,6 +144,9 @@ for tmpl, item in spec["paths"].items():
         got = {x.strip() for x in h.get("allow", "").split(",") if x.strip()}
         check("method", f"{m} {tmpl}", st == 405 and got == allowed,
               f"HTTP {st}, Allow {h.get('allow')!r} (want 405, {sorted(allowed)})")
+    if item.get("x-agentjail-proxy"):  # the ports proxy: the sandbox's server judges the rest
+        print(f"n/a  field  {tmpl}: passed on to the server inside")
+        continue
     for m, op in ops.items():
         params = list(item.get("parameters", [])) + list(op.get("parameters", []))
         qparams = [deref(p) for p in params if deref(p).get("in") == "query"]

@@ -171,9 +171,11 @@ static void test_image_root(void **state)
 	assert_string_equal(json_string_value(json_object_get(mount_at(j, "/"), "type")),
 			    "overlay");
 	assert_true(has_landlock(j, "/", "write")); /* the overlay is writable */
-	/* level 1 keeps the image's own /etc */
+	/* level 1 keeps the image's own /etc, agentjail's files written over it */
 	json_t *etc = json_object_get(j, "etc");
-	assert_int_equal(json_array_size(json_object_get(etc, "synthesized")), 0);
+	assert_int_equal(json_array_size(json_object_get(etc, "synthesized")), AJ_ETC_FILES);
+	assert_string_equal(
+	    json_string_value(json_array_get(json_object_get(etc, "synthesized"), 0)), "passwd");
 	json_decref(j);
 	aj_policy_free(&p);
 }

@@ -297,19 +297,6 @@ void aj_gv_kill_cgroup(gv_run *g)
 /* The private directories of runs whose agentjail died without removing
  * them (SIGKILL): runsc run and the sandbox died with it (their parent-death
  * signals); their directories go now. */
-static bool alive(int pid)
-{
-	char path[64], *st = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	int r = aj_read_file(path, &st, NULL);
-	if (r < 0)
-		return r != -ENOENT;
-	const char *e = strrchr(st, ')');
-	bool zombie = e && (e[2] == 'Z' || e[2] == 'X');
-	free(st);
-	return !zombie;
-}
-
 static void sweep(void)
 {
 	DIR *d = opendir("/tmp");
@@ -319,7 +306,7 @@ static void sweep(void)
 		int pid = 0;
 		if (strncmp(de->d_name, base, strlen(base)) ||
 		    sscanf(de->d_name + strlen(base), "%d-", &pid) != 1 || pid <= 0 ||
-		    pid == getpid() || alive(pid))
+		    pid == getpid() || aj_pid_alive(pid))
 			continue;
 		_cleanup_close_ int tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		struct stat st;

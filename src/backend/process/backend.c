@@ -13,6 +13,7 @@
 #include "backend_process.h"
 #include "box.h"
 #include "cgroup.h"
+#include "port.h"
 #include "sandbox.h"
 #include "util.h"
 #include "zygote.h"
@@ -228,11 +229,16 @@ static int root_fd(aj_inst *i, aj_error *err)
 	return aj_box_root_fd(&i->box, err);
 }
 
+static int port_connect(aj_inst *i, unsigned port, aj_error *err)
+{
+	return aj_box_port_connect(&i->box, port, err);
+}
+
 const aj_backend aj_backend_process = {
     .name = "process",
     .level = AJ_ISO_PROCESS,
     .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_SNAPSHOT | AJ_CAP_FORK | AJ_CAP_WARM |
-	    AJ_CAP_UPDATE | AJ_CAP_ROOT_FD | AJ_CAP_HOST_RW,
+	    AJ_CAP_UPDATE | AJ_CAP_ROOT_FD | AJ_CAP_HOST_RW | AJ_CAP_PORTS,
     .probe = probe,
     .run = aj_sandbox_run,
     .create = create,
@@ -250,4 +256,5 @@ const aj_backend aj_backend_process = {
     .update = update,
     .warm = warm,
     .root_fd = root_fd,
+    .port_connect = port_connect,
 };

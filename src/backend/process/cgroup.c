@@ -146,15 +146,20 @@ static void sweep_stale(const aj_cgroup_hier *h)
 		 * directory such as agentjail-1000 (a user's) is not ours */
 		if (sscanf(de->d_name, "agentjail-%d-%n", &pid, &end) != 1 || !end || pid <= 0)
 			continue;
-		if (kill(pid, 0) == 0 || errno == EPERM)
-			continue; /* its agentjail still runs */
+		if (aj_pid_alive(pid))
+			continue; /* its agentjail still runs (a zombie does not) */
 		aj_cgroup_dir cd = {.version = h->version};
 		snprintf(cd.path, sizeof(cd.path), "%s/%s", dir, de->d_name);
 		/* a paused sandbox's processes die only once thawed (a v1
 		 * freezer directory has freezer.state, v2 cgroup.freeze) */
 		(void)write_freeze(&cd, false, NULL);
 		kill_procs(&cd);
-		(void)rmdir(cd.path);
+		/* the killed take a moment to leave (gVisor's Sentry and its
+		 * stubs: tens of ms); a cgroup with tasks is EBUSY until then */
+		for (int i = 0; i < 100 && rmdir(cd.path) < 0 && errno == EBUSY; i++) {
+			kill_procs(&cd);
+			usleep(10000);
+		}
 	}
 	closedir(d);
 }

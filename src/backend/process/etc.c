@@ -121,6 +121,10 @@ const char *const aj_etc_allowed[] = {
     "/etc/os-release",
     "/etc/locale.alias",
     "/etc/papersize",
+    /* Debian's chromium: /usr/bin/chromium sources each file of /etc/chromium.d (its
+     * default flags), the browser reads /etc/chromium's preferences */
+    "/etc/chromium.d",
+    "/etc/chromium",
 };
 
 const size_t aj_etc_allowed_n = AJ_ARRAY_SIZE(aj_etc_allowed);

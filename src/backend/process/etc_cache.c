@@ -51,7 +51,8 @@
 #define LOCK_FILE ".lock"
 #define MANIFEST_SUFFIX ".manifest"
 /* the format, and where the links of the generated files point */
-#define MAGIC "agentjail etc cache 2 " AJ_ETC_GENERATED_DIR "\n"
+/* its number changes with aj_etc_allowed: a copy of another list is stale */
+#define MAGIC "agentjail etc cache 3 " AJ_ETC_GENERATED_DIR "\n"
 #define KEY_LEN 16
 /* A copy is for configuration: past these, the host is left to binds. */
 #define MAX_ENTRIES 20000

@@ -321,22 +321,40 @@ static int bind_scratch(const char *name, int rootfd, const char *dest, aj_error
 	return aj_mount_in_root(fd, rootfd, dest, true, err);
 }
 
-/* --allow with --rootfs: the image's /etc/resolv.conf (in the overlay's
- * upper layer) names agentjail's resolver. /etc and the file are looked up
- * as the sandbox will see them: a symlink in the image can't point the
- * write at the host. */
-static int rootfs_resolv(int root, const char *text, aj_error *err)
+/* One of agentjail's files over the image's in etc: 0 or -errno. */
+static int etc_replace(int etc, const char *name, const char *text)
+{
+	if (unlinkat(etc, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	_cleanup_close_ int fd =
+	    openat(etc, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	return text ? aj_write_all(fd, text, strlen(text)) : -ENOMEM;
+}
+
+/* An image's root: its own /etc (in the overlay's upper layer), with the
+ * files agentjail owns written over the image's (etc.h: passwd and group
+ * naming the sandbox's user, hosts, hostname, resolv.conf for the network
+ * policy, nsswitch.conf), as level 2 binds them. /etc and each file are
+ * looked up as the sandbox will see them: a symlink in the image can't
+ * point a write at the host. need (--allow, whose resolver the sandbox
+ * must find): every file or the run fails; else an image without /etc,
+ * or whose /etc the sandbox's root may not change (unprivileged, owned by
+ * an unmapped uid), keeps what it has. */
+static int rootfs_etc(int root, const aj_etc_files *f, bool need, aj_error *err)
 {
 	_cleanup_close_ int etc = aj_open_in_root(root, "/etc", O_PATH | O_DIRECTORY, 0);
+	if (etc < 0 && !need)
+		return 0;
 	if (etc < 0)
 		return aj_err(err, -etc, "--allow: the --rootfs has no usable /etc");
-	if (unlinkat(etc, "resolv.conf", 0) < 0 && errno != ENOENT)
-		return aj_err(err, errno,
-			      "--allow: cannot replace the --rootfs's /etc/resolv.conf");
-	_cleanup_close_ int fd =
-	    openat(etc, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 || aj_write_all(fd, text, strlen(text)) < 0)
-		return aj_err(err, errno, "--allow: cannot write the --rootfs's /etc/resolv.conf");
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		int r = etc_replace(etc, aj_etc_generated[i], f->text[i]);
+		if (r < 0 && need)
+			return aj_err(err, -r, "--allow: cannot write the --rootfs's /etc/%s",
+				      aj_etc_generated[i]);
+	}
 	return 0;
 }
 
@@ -465,8 +483,7 @@ static int fill_root(const aj_policy *p, aj_mount_plan *plan, int rootfd, aj_err
 		return r;
 	if (!p->rootfs && (r = setup_etc(plan, rootfd, err)) < 0)
 		return r;
-	if (p->rootfs && p->net == AJ_NET_ALLOW &&
-	    (r = rootfs_resolv(rootfd, plan->resolv_conf, err)) < 0)
+	if (p->rootfs && (r = rootfs_etc(rootfd, &plan->etc, p->net == AJ_NET_ALLOW, err)) < 0)
 		return r;
 	parent_cache cache = {.fd = -1};
 	for (size_t i = p->rootfs ? 1 : 0; r == 0 && i < plan->n; i++)

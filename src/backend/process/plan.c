@@ -204,15 +204,12 @@ static json_t *strv_json(const char *const *v, size_t n)
 static json_t *etc_json(const aj_policy *p)
 {
 	bool gv = p->isolation == AJ_ISO_GVISOR;
-	if (p->rootfs && !gv) {
-		/* level 1: the image's own /etc (mount.c writes none of ours) */
-		json_t *syn = json_array();
-		if (p->net == AJ_NET_ALLOW)
-			json_array_append_new(syn, json_string("resolv.conf"));
-		return json_pack("{s:o,s:[],s:s}", "synthesized", syn, "host_entries", "note",
-				 "the image's own /etc (in the overlay); with --allow its "
-				 "resolv.conf names agentjail's resolver");
-	}
+	if (p->rootfs && !gv)
+		/* level 1: the image's own /etc, ours written over it (mount.c) */
+		return json_pack("{s:o,s:[],s:s}", "synthesized",
+				 strv_json(aj_etc_generated, AJ_ETC_FILES), "host_entries", "note",
+				 "the image's own /etc (in the overlay), the synthesized files "
+				 "written over the image's");
 	json_t *o = json_pack("{s:o}", "synthesized", strv_json(aj_etc_generated, AJ_ETC_FILES));
 	if (p->rootfs) {
 		json_object_set_new(o, "host_entries", json_array());

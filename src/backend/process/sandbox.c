@@ -290,7 +290,7 @@ static int prepare(run_ctx *c, aj_error *err)
 	if (p->net == AJ_NET_OPEN)
 		(void)aj_read_file("/etc/resolv.conf", &host_resolv, NULL);
 	if (!(c->plan.resolv_conf = aj_net_resolv_conf(&c->net, p, host_resolv)) ||
-	    (!p->rootfs && aj_etc_prepare(p, c->plan.resolv_conf, &c->plan.etc) < 0))
+	    aj_etc_prepare(p, c->plan.resolv_conf, &c->plan.etc) < 0)
 		return aj_err(err, ENOMEM, "cannot prepare the sandbox's /etc");
 	if ((r = aj_seccomp_compile(p, &c->bpf, err)) < 0 || (r = setup_redactors(c, err)) < 0)
 		return r;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bats
+# Level 4 in the service: `"isolation": "wasm"` makes a sandbox that lives
+# across commands (a level-1 sandbox holding node), each exec one module,
+# python3 or node command on the WebAssembly runtime (docs/levels.md).
+
+load ../service/helpers
+
+setup_file() {
+    command -v clang-14 >/dev/null || skip "clang-14 is not installed (scripts/setup.sh)"
+    [ -e /usr/lib/wasm32-wasi/libc.a ] || skip "wasi-libc is not installed (scripts/setup.sh)"
+    export MOD=$BATS_FILE_TMPDIR/mod.wasm
+    clang-14 --target=wasm32-wasi -O2 -o "$MOD" "$BATS_TEST_DIRNAME/mod.c"
+    chmod 0644 "$MOD"
+}
+
+@test "serve wasm: create, upload a module, exec with streamed output, exit codes, stdin, env, timeout" {
+    [ -e "${MOD:-}" ] || skip "no test module"
+    svc_start
+    ws=$T/wsw
+    mkdir -p "$ws"
+    chown 4242:4343 "$ws"
+    id=$(api POST /v1/sandboxes -d "{\"isolation\": \"wasm\", \"workspace\": \"$ws\", \"env\": {\"FROM_CREATE\": \"c1\"}, \"secret\": {\"TOKEN\": \"s3cr3t-wasm-77\"}}" | jq -er .id)
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$(jq -r .isolation <<<"$body")" wasm "the sandbox's level"
+    # the files API puts the module in the workspace
+    api_status PUT "/v1/sandboxes/$id/files?path=/workspace/mod.wasm" --data-binary @"$MOD"
+    assert_eq "$status_code" 201 "upload"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "echo", "a", "b"], "stdin": "in\n"}')
+    assert_eq "$(events_stdout <<<"$out")" "a b
+in" "stdout"
+    assert_eq "$(events_stderr <<<"$out")" "to-err" "stderr"
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 0
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "write", "/workspace/o.txt", "kept"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 0
+    assert_eq "$(stat -c %u:%g "$ws/o.txt")" 4242:4343 "owner of the module's file on the host"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "read", "/workspace/o.txt"]}')
+    assert_eq "$(events_stdout <<<"$out")" kept "a file of the exec before"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "exit", "9"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 9 "exit code"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "env", "FROM_CREATE"]}')
+    assert_eq "$(events_stdout <<<"$out")" c1 "the create's env"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "env", "FROM_EXEC"], "env": {"FROM_EXEC": "e1"}}')
+    assert_eq "$(events_stdout <<<"$out")" e1 "the exec's env"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "env", "TOKEN"]}')
+    [[ "$out" != *"s3cr3t-wasm-77"* ]] || fail "the secret's value came out: $out"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "loop"], "timeout": 1}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 124 "timeout"
+    out=$(sb_exec "$id" '{"cmd": ["/workspace/mod.wasm", "trap"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 134 "a trap"
+    [[ "$(events_stderr <<<"$out")" == *"wasm trap: unreachable"* ]] || fail "no trap reason: $out"
+    out=$(sb_exec "$id" '{"cmd": ["/bin/sh", "-c", "id"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 127 "a host program"
+    # what level 4 lacks: 501, never level 1
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "wasm-snap"}'
+    assert_eq "$status_code" 501 "snapshot"
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    bad=$(find "$ws" \( -perm /6000 -o \! -uid 4242 -o \! -gid 4343 \) -printf '%m %u:%g %p\n')
+    [ -z "$bad" ] || fail "setid or foreign-owned files left: $bad"
+}
+
+@test "serve wasm: what level 4 cannot do is refused at create" {
+    svc_start
+    api_status POST /v1/sandboxes -d '{"isolation": "wasm", "net": "open"}'
+    assert_eq "$status_code" 501 "--net open at level 4: $body"
+    assert_eq "$(jq -r .error.code <<<"$body")" not_supported
+    api_status POST /v1/sandboxes -d '{"isolation": "wasm", "memory": "64m"}'
+    assert_eq "$status_code" 400 "--memory 64m at level 4: $body"
+}
