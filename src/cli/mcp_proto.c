@@ -44,7 +44,7 @@ static const char tools_json[] =
     "read-write at /workspace (the service's operator policy must allow it)\"},"
     "  \"timeout\": {\"type\": \"number\", \"minimum\": 0, \"description\": \"the "
     "sandbox's time to live in seconds (default 3600, 0: none)\"},"
-    "  \"isolation\": {\"type\": \"string\", \"enum\": [\"process\", \"gvisor\"], "
+    "  \"isolation\": {\"type\": \"string\", \"enum\": [\"process\", \"gvisor\", \"wasm\"], "
     "\"description\": \"the isolation level (default process)\"},"
     "  \"limits\": {\"type\": \"string\", \"enum\": [\"strict\", \"best-effort\"], "
     "\"description\": \"strict (default): refuse what cannot be limited\"}}}},"
