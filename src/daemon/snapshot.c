@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backends.h"
+#include "etc.h"
 #include "image.h"
 #include "pool.h"
 #include "registry.h"
@@ -110,9 +111,22 @@ static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, c
 	r = hold_still(sb, &froze, err);
 	if (r < 0)
 		return r;
+	/* level 1 writes its /etc files into an image sandbox's root
+	 * (etc.h): the new image keeps the base image's instead */
+	char paths[AJ_ETC_FILES][32];
+	const char *own[AJ_ETC_FILES + 1] = {NULL};
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
+		own[i] = paths[i];
+	}
+	_cleanup_free_ char *base_path = NULL;
+	_cleanup_close_ int base = -1;
+	if (image && aj_image_rootfs(aj_state_dir(), image, &base_path, NULL) == 0)
+		base = open(base_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int root = open_in(sb, "", err);
 	if (root >= 0)
-		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, info, err);
+		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, base, own,
+				      info, err);
 	else
 		r = root;
 	if (root >= 0)

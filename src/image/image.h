@@ -57,10 +57,14 @@ void aj_image_recipe_free(void *store);
 int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *out, aj_error *err);
 /* A new image name from the tree at root (a sandbox's root directory, its
  * own mount only: aj_tree_sync), owners shifted by ids to the image's
- * (inside) ids; from describes the source ("sb-... (image python)"). An
- * existing name is refused (EEXIST). */
+ * (inside) ids; from describes the source ("sb-... (image python)"). The
+ * files of own (NULL-terminated, relative: "etc/passwd"), which the
+ * sandbox's level wrote and writes again at every start, are taken as the
+ * image at base has them (its root; -1: none), not as the sandbox had
+ * them. An existing name is refused (EEXIST). */
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
-		      const char *from, const char *warmup, aj_image_info *out, aj_error *err);
+		      const char *from, const char *warmup, int base, const char *const *own,
+		      aj_image_info *out, aj_error *err);
 /* The directory at the top of an image's root that holds a level-2
  * snapshot's memory (`runsc checkpoint`): a level-2 create from the image
  * restores from it (never bound into a level-2 sandbox). */

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inroot.h"
 #include "util.h"
 
 static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
@@ -255,7 +256,9 @@ typedef struct snap_ctx {
 	int root;
 	const aj_tree_ids *ids;
 	const char *state;
-	const char *ckpt; /* a checkpoint's directory, or NULL */
+	const char *ckpt;	/* a checkpoint's directory, or NULL */
+	int base;		/* the sandbox's image's root, or -1 */
+	const char *const *own; /* files the sandbox's level writes (aj_image_snapshot) */
 } snap_ctx;
 
 static void human(unsigned long long b, char *buf, size_t len)
@@ -368,6 +371,48 @@ static int copy_checkpoint(int src, int dest, aj_error *err)
 	return r;
 }
 
+/* One file agentjail wrote into the sandbox (own: "etc/passwd") as the base
+ * image has it (owner, mode, times, a symlink as one), or none. Both trees
+ * are looked up in their own root: a link in the copy can't lead out. */
+static int restore_owned(int base, int dst, const char *own, aj_error *err)
+{
+	const char *slash = strrchr(own, '/');
+	_cleanup_free_ char *dir = slash ? strndup(own, (size_t)(slash - own)) : strdup(".");
+	const char *file = slash ? slash + 1 : own;
+	if (!dir)
+		return aj_err(err, ENOMEM, "out of memory");
+	_cleanup_close_ int d = aj_open_in_root(dst, dir, O_PATH | O_DIRECTORY, 0);
+	if (d < 0 || (unlinkat(d, file, 0) < 0 && errno != ENOENT))
+		return 0; /* no such directory, or a directory made there: not agentjail's */
+	_cleanup_close_ int bd =
+	    base >= 0 ? aj_open_in_root(base, dir, O_PATH | O_DIRECTORY, 0) : -1;
+	struct stat st;
+	if (bd < 0 || fstatat(bd, file, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		char t[PATH_MAX];
+		ssize_t n = readlinkat(bd, file, t, sizeof(t) - 1);
+		if (n < 0)
+			return aj_err(err, errno, "snapshot: cannot read the image's /%s", own);
+		t[n] = '\0';
+		if (symlinkat(t, d, file) < 0 ||
+		    fchownat(d, file, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return aj_err(err, errno, "snapshot: cannot restore the image's /%s", own);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return 0;
+	_cleanup_close_ int in = openat(bd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int out =
+	    openat(d, file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct timespec ts[2] = {st.st_atim, st.st_mtim};
+	if (in < 0 || out < 0 || aj_copy_fd(in, out) < 0 || fchown(out, st.st_uid, st.st_gid) < 0 ||
+	    fchmod(out, st.st_mode & 07777) < 0 || futimens(out, ts) < 0)
+		return aj_err(err, errno ? errno : EIO, "snapshot: cannot restore the image's /%s",
+			      own);
+	return 0;
+}
+
 static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, aj_error *err)
 {
 	(void)s;
@@ -395,14 +440,16 @@ static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, a
 	if (ids.max_bytes == 0) /* not even an empty file fits */
 		return refused(c->ids->max_bytes, &room, -ENOSPC, err);
 	r = aj_tree_sync(c->root, fd, &ids, err);
+	for (const char *const *o = c->own; r == 0 && o && *o; o++)
+		r = restore_owned(c->base, fd, *o, err);
 	if (r == 0 && ckpt >= 0)
 		r = copy_checkpoint(ckpt, fd, err);
 	return r < 0 ? refused(c->ids->max_bytes, &room, r, err) : 0;
 }
 
 static int snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
-		    const char *from, const char *warmup, const char *ckpt, aj_image_info *out,
-		    aj_error *err)
+		    const char *from, const char *warmup, const char *ckpt, int base,
+		    const char *const *own, aj_image_info *out, aj_error *err)
 {
 	if (!aj_image_name_ok(name))
 		return aj_image_bad_name(name, err);
@@ -419,19 +466,21 @@ static int snapshot(const char *state, const char *name, int root, const aj_tree
 			   .source = AJ_IMAGE_FROM_SANDBOX,
 			   .from = from,
 			   .warmup = warmup && *warmup ? warmup : NULL};
-	snap_ctx c = {.root = root, .ids = ids, .state = state, .ckpt = ckpt};
+	snap_ctx c = {
+	    .root = root, .ids = ids, .state = state, .ckpt = ckpt, .base = base, .own = own};
 	return build_with(state, &s, fill_from_root, &c, true, out, err);
 }
 
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
-		      const char *from, const char *warmup, aj_image_info *out, aj_error *err)
+		      const char *from, const char *warmup, int base, const char *const *own,
+		      aj_image_info *out, aj_error *err)
 {
-	return snapshot(state, name, root, ids, from, warmup, NULL, out, err);
+	return snapshot(state, name, root, ids, from, warmup, NULL, base, own, out, err);
 }
 
 int aj_image_snapshot_checkpoint(const char *state, const char *name, int root,
 				 const aj_tree_ids *ids, const char *from, const char *ckpt,
 				 aj_image_info *out, aj_error *err)
 {
-	return snapshot(state, name, root, ids, from, NULL, ckpt, out, err);
+	return snapshot(state, name, root, ids, from, NULL, ckpt, -1, NULL, out, err);
 }

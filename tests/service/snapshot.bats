@@ -63,12 +63,36 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
     assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r .state)" running
     # a new sandbox from the snapshot starts from its files
     new=$(sb_create '{"image": "snap1"}')
-    assert_eq "$(run_in "$new" 'cat /etc/motd; ls /etc' | events_stdout)" $'changed\nmotd'
+    # agentjail's own /etc files (passwd, hosts ...: written into every
+    # image sandbox) are not the snapshot's: the image keeps the base's (none)
+    assert_eq "$(ls "$dir/etc")" motd "the snapshot's /etc"
+    assert_eq "$(run_in "$new" 'cat /etc/motd; ls /etc' | events_stdout)" $'changed\ngroup\nhostname\nhosts\nmotd\nnsswitch.conf\npasswd\nresolv.conf'
     # a paused sandbox stays paused through a snapshot
     api POST "/v1/sandboxes/$id/pause" >/dev/null
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "snap2"}'
     assert_eq "$status_code" 201
     assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r .state)" paused
+}
+
+@test "snapshot: /etc files agentjail writes over an image's come back as the image had them" {
+    mk_shell_tree "$T/t2"
+    echo base-host >"$T/t2/etc/hostname"
+    echo 'root:x:0:0::/root:/bin/sh' >"$T/t2/etc/passwd"
+    ln -s ../run/resolv.conf "$T/t2/etc/resolv.conf"
+    aj_timeout "$AJ" image build withetc --from-dir "$T/t2" 2>/dev/null
+    svc_start
+    id=$(sb_create '{"image": "withetc", "hostname": "inside"}')
+    # inside: agentjail's files, not the image's
+    assert_eq "$(run_in "$id" 'cat /etc/hostname; readlink /etc/resolv.conf || echo a-file' | events_stdout)" $'inside\na-file'
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "withetc2"}'
+    assert_eq "$status_code" 201
+    local dir
+    dir=$(image_dir withetc2)
+    assert_eq "$(cat "$dir/etc/hostname")" base-host "the snapshot's hostname"
+    assert_eq "$(cat "$dir/etc/passwd")" 'root:x:0:0::/root:/bin/sh' "the snapshot's passwd"
+    assert_eq "$(readlink "$dir/etc/resolv.conf")" ../run/resolv.conf "the snapshot's resolv.conf link"
+    assert_eq "$(ls "$dir/etc" | tr '\n' ' ')" "hostname motd passwd remove-me resolv.conf " "the snapshot's /etc"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
 }
 
 @test "snapshot: bad input gets a JSON error and changes nothing" {
@@ -109,7 +133,7 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
     [ "$(jq -r '.sandboxes[0].timeout_remaining' <<<"$body")" -le 120 ]
     for f in "${forks[@]}"; do
         [ "$f" != "$id" ]
-        assert_eq "$(run_in "$f" 'cat /etc/motd /tmp/t /home/agent/h; ls /etc; echo $E' | events_stdout)" $'changed\nt\nh\nmotd\nx'
+        assert_eq "$(run_in "$f" 'cat /etc/motd /tmp/t /home/agent/h; ls /etc; echo $E' | events_stdout)" $'changed\nt\nh\ngroup\nhostname\nhosts\nmotd\nnsswitch.conf\npasswd\nresolv.conf\nx'
     done
     # each its own: a write in one is seen by no other
     run_in "${forks[0]}" 'echo mine >/tmp/only0; echo f0 >/etc/motd' >/dev/null
