@@ -13,9 +13,9 @@ load helpers
     if at_level gvisor; then
         # the Sentry does not run 32-bit code's system calls: getpid over
         # int $0x80 returns an error (not a pid) and the process lives on;
-        # once (a CI run on 2026-12-02, ptrace platform) the
-        # Sentry takes the trap for a fault instead and kills the process
-        # with SIGSEGV: contained too, the host kernel ran nothing
+        # once (a CI run on 2026-12-02, ptrace platform) the Sentry took
+        # the trap for a fault instead and killed the process with
+        # SIGSEGV: contained too, the host kernel ran nothing
         if [ "$status" -eq 139 ]; then
             assert_output_lacks "=ESCAPED"
             assert_eq "$(kv attempt)" int80 "the attack ran"
