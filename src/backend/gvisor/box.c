@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -124,6 +123,14 @@ static int wait_started(aj_inst *i, pid_t pid, aj_error *err)
 		return 0;
 	create_error(i, code, err);
 	return -EIO;
+}
+
+/* `runsc run --detach` (or restore, with g->restore) and its wait. */
+static int start_detached(aj_inst *i, gv_run *g, aj_error *err)
+{
+	int none[2] = {-1, -1};
+	pid_t pid = aj_gv_start(g, none, true, err);
+	return pid > 0 ? wait_started(i, pid, err) : (int)pid;
 }
 
 /* An image made by a level-2 snapshot holds the sandbox's memory (a
@@ -234,13 +241,9 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		r = refuse(p, g->have_cg, err);
 	if (r == 0 && ckpt)
 		r = same_shape(g, ckpt, err);
-	int none[2] = {-1, -1};
-	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
+	if (r == 0)
+		r = start_detached(i, g, err);
 	g->restore = NULL;
-	if (pid > 0)
-		r = wait_started(i, pid, err);
-	else if (r == 0)
-		r = (int)pid;
 	if (r == 0 && !(i->envp = bundle_env(g)))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0 && !(i->sandbox_pid = sandbox_pid(g)))
@@ -329,20 +332,13 @@ static int save_and_restart(aj_inst *i, const char *dir, aj_error *err)
 	 * new id (a runsc delete of the stopped one takes ~1.3 s here; its
 	 * record goes with the directory, and the crash sweep's cgroup kill
 	 * and directory removal find the restored one as they found it) */
-	unsigned r32 = 0;
-	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
-		r32 ^= (unsigned)getpid() * 2654435761u;
-	snprintf(g->id, sizeof(g->id), "agentjail-%d-%08x", (int)getpid(), r32);
+	aj_gv_new_id(g);
 	aj_gv_kill_cgroup(g);
 	int r = aj_gv_restage_etc(g, err);
 	g->restore = dir;
-	int none[2] = {-1, -1};
-	pid_t pid = r == 0 ? aj_gv_start(g, none, true, err) : -1;
+	if (r == 0)
+		r = start_detached(i, g, err);
 	g->restore = NULL;
-	if (pid > 0)
-		r = wait_started(i, pid, err);
-	else if (r == 0)
-		r = (int)pid;
 	i->sandbox_pid = r == 0 ? sandbox_pid(g) : 0;
 	if (r == 0 && !i->sandbox_pid)
 		r = aj_err(err, ESRCH, "runsc restored no sandbox");

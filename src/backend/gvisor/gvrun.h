@@ -72,6 +72,8 @@ void aj_gv_warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2
 void aj_gv_runsc_signal(gv_run *g, const char *sig);
 /* SIGKILL every task left in the cgroup */
 void aj_gv_kill_cgroup(gv_run *g);
+/* A new container id (and cgroup name) "agentjail-PID-RANDOM" in g->id. */
+void aj_gv_new_id(gv_run *g);
 /* The directory, bundle, cgroup, network and guard for g->p. */
 int aj_gv_setup(gv_run *g, aj_error *err);
 /* Start `runsc run` (stdout and stderr into out[] when >= 0), or with

@@ -318,14 +318,19 @@ static void sweep(void)
 		closedir(d);
 }
 
-int aj_gv_setup(gv_run *g, aj_error *err)
+void aj_gv_new_id(gv_run *g)
 {
-	sweep();
-	const aj_policy *p = g->p;
 	unsigned r32 = 0;
 	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
 		r32 = (unsigned)now_ms();
 	snprintf(g->id, sizeof(g->id), "agentjail-%d-%08x", (int)getpid(), r32);
+}
+
+int aj_gv_setup(gv_run *g, aj_error *err)
+{
+	sweep();
+	const aj_policy *p = g->p;
+	aj_gv_new_id(g);
 	snprintf(g->dir, sizeof(g->dir), "%s%d-XXXXXX",
 		 g->persistent ? GV_BOX_PREFIX : GV_DIR_PREFIX, (int)getpid());
 	if (!mkdtemp(g->dir)) {
