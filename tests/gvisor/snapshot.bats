@@ -143,24 +143,9 @@ gv_nothing_left() {
     gv_nothing_left
 }
 
-# A tiny root for images: the tools the tests run, with their libraries.
-mk_tree() {
-    local d=$1 b l
-    mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/dev" "$d/root"
-    for b in sh cat ls sleep od tr setsid mkfifo seq; do
-        cp "$(command -v "$b")" "$d/bin/$b"
-        for l in $(ldd "$(command -v "$b")" | grep -o '/[^ ]*'); do
-            mkdir -p "$d$(dirname "$l")"
-            cp -n "$l" "$d$l"
-        done
-    done
-    echo base >"$d/etc/motd"
-    chmod -R a+rX "$d"
-}
-
 @test "gvisor snapshot: an image with the sandbox's memory; a level-2 create goes on from it, level 1 gets its files" {
     export AGENTJAIL_STATE_DIR=$T/state
-    mk_tree "$T/tree"
+    mk_tiny_root "$T/tree" sh cat ls sleep od tr setsid mkfifo seq
     aj_timeout "$AJ" image build tiny --from-dir "$T/tree" 2>/dev/null
     svc_start
     id=$(gv_create '{"isolation": "gvisor", "image": "tiny"}')

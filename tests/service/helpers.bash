@@ -100,3 +100,20 @@ teardown() {
     [ -n "${NRDIR:-}" ] && [ -d "$NRDIR" ] && rm -rf --one-file-system "$NRDIR"
     return $rc
 }
+
+# A tiny root for images (DIR PROGRAM...): the programs with their
+# libraries, the usual top directories, /etc/motd "base".
+mk_tiny_root() {
+    local d=$1 b l
+    shift
+    mkdir -p "$d/bin" "$d/etc" "$d/tmp" "$d/proc" "$d/dev" "$d/root"
+    for b in "$@"; do
+        cp "$(command -v "$b")" "$d/bin/$b"
+        for l in $(ldd "$(command -v "$b")" | grep -o '/[^ ]*'); do
+            mkdir -p "$d$(dirname "$l")"
+            cp -n "$l" "$d$l"
+        done
+    done
+    echo base >"$d/etc/motd"
+    chmod -R a+rX "$d"
+}
