@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_proto.h"
+#include "agent_frame.h"
 #include "gvbox.h"
 #include "redact.h"
 #include "util.h"
@@ -168,52 +168,6 @@ void aj_gvbox_agent_end(gv_agent *a, bool kill_it)
 	a->gate = NULL;
 }
 
-int aj_gvbox_frame(int fd, char type, const void *buf, size_t len)
-{
-	unsigned char h[AJ_AGENT_HDR];
-	aj_agent_hdr(h, type, (uint32_t)len);
-	if (aj_write_all(fd, h, sizeof(h)) < 0 || (len && aj_write_all(fd, buf, len) < 0))
-		return -(errno ? errno : EPIPE);
-	return 0;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n == 0 ? 0 : -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 1;
-}
-
-int aj_gvbox_read_frame(int fd, char *type, char **buf, unsigned *len)
-{
-	unsigned char h[AJ_AGENT_HDR];
-	*buf = NULL;
-	int r = read_full(fd, h, sizeof(h));
-	if (r <= 0)
-		return r;
-	*type = (char)h[0];
-	*len = aj_agent_len(h);
-	if (*len > AJ_AGENT_MAX_FRAME)
-		return -EPROTO;
-	if (!(*buf = malloc(*len + 1)))
-		return -ENOMEM;
-	if (*len && (r = read_full(fd, *buf, *len)) != 1) {
-		free(*buf);
-		*buf = NULL;
-		return r == 0 ? -EPROTO : r;
-	}
-	(*buf)[*len] = '\0';
-	return 1;
-}
-
 void aj_gvbox_runsc_error(gv_agent *a, char *out, size_t len)
 {
 	size_t n = 0;
@@ -248,10 +202,8 @@ struct aj_job {
 	size_t ilen, icap;
 	unsigned long long timeout_ms, start_ms, oom_before;
 	struct winsize ws;
-	bool cancelled, done, have_exit;
-	int exit_code, term_signal, agent_errno;
-	char agent_error[256];
-	char confine[64]; /* the wall the agent could not set, if that failed */
+	bool cancelled, done, have_exit, timed_out;
+	aj_agent_exit ax; /* the agent's answer, when have_exit */
 	aj_error err;	  /* an error to start it, for exec_wait */
 	int failed;
 };
@@ -440,22 +392,16 @@ static void emit(aj_job *j, int k, const char *buf, size_t len, bool final)
 		cancel(j);
 }
 
-static void agent_frame(aj_job *j, char type, const char *buf, size_t len)
+static bool agent_frame(void *ctx, char type, const char *buf, size_t len)
 {
+	aj_job *j = ctx;
 	if (type == AJ_AG_STDOUT || type == AJ_AG_STDERR) {
 		emit(j, type == AJ_AG_STDOUT ? 0 : 1, buf, len, false);
 	} else if (type == AJ_AG_EXIT) {
-		json_t *x = json_loadb(buf, len, 0, NULL);
+		aj_agent_exit_parse(buf, len, &j->ax);
 		j->have_exit = true;
-		j->agent_errno = (int)json_integer_value(json_object_get(x, "errno"));
-		j->exit_code = (int)json_integer_value(json_object_get(x, "exit"));
-		j->term_signal = (int)json_integer_value(json_object_get(x, "signal"));
-		snprintf(j->agent_error, sizeof(j->agent_error), "%s",
-			 json_string_value(json_object_get(x, "error")) ?: "");
-		snprintf(j->confine, sizeof(j->confine), "%s",
-			 json_string_value(json_object_get(x, "confine")) ?: "");
-		json_decref(x);
 	}
+	return true;
 }
 
 /* What the agent sent: whole frames handled, false at its end. */
@@ -474,18 +420,11 @@ static bool read_agent(aj_job *j)
 	if (n <= 0)
 		return false;
 	j->ilen += (size_t)n;
-	size_t off = 0;
-	while (j->ilen - off >= AJ_AGENT_HDR) {
-		uint32_t len = aj_agent_len((unsigned char *)j->ibuf + off);
-		if (len > AJ_AGENT_MAX_FRAME)
-			return false;
-		if (j->ilen - off < AJ_AGENT_HDR + len)
-			break;
-		agent_frame(j, j->ibuf[off], j->ibuf + off + AJ_AGENT_HDR, len);
-		off += AJ_AGENT_HDR + len;
-	}
-	memmove(j->ibuf, j->ibuf + off, j->ilen - off);
-	j->ilen -= off;
+	ssize_t off = aj_agent_split(j->ibuf, j->ilen, agent_frame, j);
+	if (off < 0)
+		return false;
+	memmove(j->ibuf, j->ibuf + off, j->ilen - (size_t)off);
+	j->ilen -= (size_t)off;
 	return true;
 }
 
@@ -606,8 +545,7 @@ static void relay(aj_job *j)
 	}
 	emit(j, 0, NULL, 0, true);
 	emit(j, 1, NULL, 0, true);
-	if (timed_out)
-		j->exit_code = -AJ_EXIT_TIMEOUT;
+	j->timed_out = timed_out;
 }
 
 static void free_job(aj_job *j)
@@ -635,7 +573,7 @@ int aj_gvbox_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 		return r;
 	}
 	relay(j);
-	bool timed_out = j->exit_code == -AJ_EXIT_TIMEOUT;
+	bool timed_out = j->timed_out;
 	char runsc_msg[512];
 	aj_gvbox_runsc_error(&j->a, runsc_msg, sizeof(runsc_msg));
 	close(j->a.to);
@@ -648,34 +586,33 @@ int aj_gvbox_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	if (timed_out) {
 		res->timed_out = true;
 		res->exit_code = AJ_EXIT_TIMEOUT;
-		res->term_signal = j->have_exit ? j->term_signal : SIGKILL;
-		res->status = j->have_exit ? j->exit_code : 128 + SIGKILL;
-	} else if (j->have_exit && j->agent_errno) {
-		int e = j->agent_errno;
+		res->term_signal = j->have_exit ? j->ax.term_signal : SIGKILL;
+		res->status = j->have_exit ? j->ax.exit_code : 128 + SIGKILL;
+	} else if (j->have_exit && j->ax.err) {
+		int e = j->ax.err;
 		const char *cmd = "command";
-		if (j->confine[0]) { /* not run without its walls */
+		if (j->ax.confine[0]) { /* not run without its walls */
 			aj_err(err, e,
 			       "the command was not started: the sandbox's agent could not set its "
 			       "%s (%s)",
-			       j->confine, j->agent_error);
+			       j->ax.confine, j->ax.error);
 			aj_err_hint(err, "the level-2 agent (agentjail-agent) must be this "
 					 "agentjail's, built with libseccomp");
 		} else if (e == ENOENT) {
 			aj_err(err, e, "%s: command not found in the sandbox", cmd);
 			err->exit = AJ_EXIT_NOTFOUND;
 		} else if (e == EACCES || e == ENOEXEC || e == EISDIR || e == EPERM) {
-			aj_err(err, e, "%s: not executable in the sandbox (%s)", cmd,
-			       j->agent_error);
+			aj_err(err, e, "%s: not executable in the sandbox (%s)", cmd, j->ax.error);
 			err->exit = AJ_EXIT_NOEXEC;
 		} else {
 			aj_err(err, e, "the command could not start in the sandbox: %s",
-			       j->agent_error);
+			       j->ax.error);
 		}
 		r = -e;
 	} else if (j->have_exit) {
-		res->status = j->exit_code;
-		res->exit_code = j->exit_code;
-		res->term_signal = j->term_signal;
+		res->status = j->ax.exit_code;
+		res->exit_code = j->ax.exit_code;
+		res->term_signal = j->ax.term_signal;
 	} else if (res->oom_killed) {
 		/* the OOM killer took the Sentry: the sandbox is gone */
 		res->exit_code = 137;

@@ -12,17 +12,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent_proto.h"
+#include "agent_frame.h"
 #include "gvbox.h"
 #include "util.h"
 
-static void stat_of(json_t *j, aj_file_stat *st)
+static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
 {
-	const char *t = json_string_value(json_object_get(j, "type"));
-	st->type = t && *t ? t[0] : 'o';
-	st->mode = (unsigned)json_integer_value(json_object_get(j, "mode"));
-	st->size = (unsigned long long)json_integer_value(json_object_get(j, "size"));
-	st->mtime = (long long)json_integer_value(json_object_get(j, "mtime"));
+	st->type = a->type;
+	st->mode = a->mode;
+	st->size = a->size;
+	st->mtime = a->mtime;
 }
 
 typedef struct call {
@@ -37,27 +36,26 @@ typedef struct call {
 
 static int handle(call *c, char type, char *buf, unsigned len)
 {
-	json_t *j = NULL;
-	if (type == AJ_AG_STAT || type == AJ_AG_ENTRY || type == AJ_AG_EXIT)
-		j = json_loadb(buf, len, 0, NULL);
-	if (type == AJ_AG_STAT && c->st)
-		stat_of(j, c->st);
-	else if (type == AJ_AG_ENTRY && c->fn && !c->stopped) {
+	aj_agent_stat as;
+	if (type == AJ_AG_STAT && c->st) {
+		aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, c->st);
+		free(as.name);
+	} else if (type == AJ_AG_ENTRY && c->fn && !c->stopped) {
 		aj_file_stat st;
-		stat_of(j, &st);
-		const char *name = json_string_value(json_object_get(j, "name"));
-		if (name && c->fn(c->ctx, name, &st) < 0)
+		bool ok = aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, &st);
+		if (ok && as.name && c->fn(c->ctx, as.name, &st) < 0)
 			c->stopped = true;
-	} else if (type == AJ_AG_DATA && c->data_fd >= 0 && len &&
-		   aj_write_all(c->data_fd, buf, len) < 0) {
-		json_decref(j);
-		return -errno;
+		free(as.name);
+	} else if (type == AJ_AG_DATA && c->data_fd >= 0 && len) {
+		return aj_write_all(c->data_fd, buf, len);
 	} else if (type == AJ_AG_EXIT) {
-		c->e = (int)json_integer_value(json_object_get(j, "errno"));
-		snprintf(c->error, sizeof(c->error), "%s",
-			 json_string_value(json_object_get(j, "error")) ?: "");
+		aj_agent_exit x;
+		aj_agent_exit_parse(buf, len, &x);
+		c->e = x.err;
+		snprintf(c->error, sizeof(c->error), "%s", x.error);
 	}
-	json_decref(j);
 	return 0;
 }
 
@@ -73,7 +71,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return aj_err(err, ENOMEM, "request");
 	int r = aj_gvbox_agent_spawn(i, true, &a, err);
 	if (r == 0)
-		r = aj_gvbox_frame(a.to, AJ_AG_REQUEST, txt, strlen(txt));
+		r = aj_agent_send(a.to, AJ_AG_REQUEST, txt, strlen(txt));
 	free(txt);
 	if (r == 0 && src_fd >= 0) {
 		char buf[65536];
@@ -89,16 +87,16 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 				break;
 			}
 			left -= (unsigned long long)n;
-			r = aj_gvbox_frame(a.to, AJ_AG_DATA, buf, (size_t)n);
+			r = aj_agent_send(a.to, AJ_AG_DATA, buf, (size_t)n);
 		}
-		int e = aj_gvbox_frame(a.to, AJ_AG_DATA, NULL, 0);
+		int e = aj_agent_send(a.to, AJ_AG_DATA, NULL, 0);
 		r = r ? r : e;
 	}
 	int hr = 0;
 	for (;;) {
 		char type, *buf = NULL;
-		unsigned n;
-		int k = aj_gvbox_read_frame(a.from, &type, &buf, &n);
+		uint32_t n;
+		int k = aj_agent_recv(a.from, &type, &buf, &n);
 		if (k <= 0)
 			break;
 		if (hr == 0)

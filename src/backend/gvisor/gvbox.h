@@ -43,10 +43,6 @@ typedef struct gv_agent {
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
 /* Close our ends, reap it (SIGKILL first when kill). */
 void aj_gvbox_agent_end(gv_agent *a, bool kill);
-/* Send one frame; 0 or -errno. */
-int aj_gvbox_frame(int fd, char type, const void *buf, size_t len);
-/* Read one whole frame (blocking); 1, 0 at the end, or -errno. *buf malloc'ed. */
-int aj_gvbox_read_frame(int fd, char *type, char **buf, unsigned *len);
 /* runsc's message on errp (the last line), for an error. */
 void aj_gvbox_runsc_error(gv_agent *a, char *out, size_t len);
 

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_proto.h"
+#include "agent_frame.h"
 #include "etc.h"
 #include "mask.h"
 #include "microvm.h"
@@ -473,15 +473,6 @@ typedef struct mv_io {
 	int in; /* our stdin, -1 once at its end */
 } mv_io;
 
-static int send_frame(int fd, char type, const void *buf, size_t len)
-{
-	unsigned char h[AJ_AGENT_HDR];
-	aj_agent_hdr(h, type, (uint32_t)len);
-	if (aj_write_all(fd, h, sizeof(h)) < 0 || (len && aj_write_all(fd, buf, len) < 0))
-		return -EPIPE;
-	return 0;
-}
-
 static int request(mv_run *m, aj_error *err)
 {
 	char **env = aj_policy_build_env(m->p, NULL, NULL);
@@ -496,7 +487,7 @@ static int request(mv_run *m, aj_error *err)
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
-	int r = s ? send_frame(m->agent, AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
+	int r = s ? aj_agent_send(m->agent, AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
 	free(s);
 	return r < 0 ? aj_err(err, -r, "microvm: cannot reach the guest's agent") : 0;
 }
@@ -514,42 +505,24 @@ static void output(mv_io *io, int stream, const char *buf, size_t len, bool fina
 	free(out);
 }
 
-static int read_frame(int fd, char *type, char **buf, uint32_t *len)
-{
-	unsigned char h[AJ_AGENT_HDR];
-	int r = aj_read_all(fd, h, sizeof(h));
-	if (r < 0)
-		return -EPIPE;
-	*type = (char)h[0];
-	*len = aj_agent_len(h);
-	if (*len > AJ_AGENT_MAX_FRAME || !(*buf = malloc(*len + 1)))
-		return -EPROTO;
-	if (*len && aj_read_all(fd, *buf, *len) < 0) {
-		free(*buf);
-		return -EPIPE;
-	}
-	(*buf)[*len] = '\0';
-	return 0;
-}
-
 /* The agent's last frame: how the command ended. */
-static int ended(mv_run *m, const char *js, aj_run_result *res, aj_error *err)
+static int ended(mv_run *m, const char *js, size_t len, aj_run_result *res, aj_error *err)
 {
-	json_t *x = json_loads(js, 0, NULL);
-	json_t *e = json_object_get(x, "errno");
-	int r = 0;
-	if (e) {
-		int no = (int)json_integer_value(e);
-		r = aj_err(err, no ? no : EPROTO, "%s: %s", m->p->argv[0],
-			   no == ENOENT ? "command not found in the microVM" : strerror(no));
+	aj_agent_exit x;
+	aj_agent_exit_parse(js, len, &x);
+	if (x.err) {
+		int no = x.err;
+		int r = aj_err(err, no, "%s: %s", m->p->argv[0],
+			       no == ENOENT ? "command not found in the microVM"
+			       : x.valid    ? strerror(no)
+					    : x.error);
 		err->exit = no == ENOENT ? AJ_EXIT_NOTFOUND : no == EACCES ? AJ_EXIT_NOEXEC : 125;
-	} else {
-		res->exit_code = (int)json_integer_value(json_object_get(x, "exit"));
-		res->term_signal = (int)json_integer_value(json_object_get(x, "signal"));
-		res->status = res->term_signal ? 0 : res->exit_code;
+		return r;
 	}
-	json_decref(x);
-	return r;
+	res->exit_code = x.exit_code;
+	res->term_signal = x.term_signal;
+	res->status = res->term_signal ? 0 : res->exit_code;
+	return 0;
 }
 
 /* Relay until the agent's exit frame (or the timeout, or the VM's end). */
@@ -563,7 +536,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 			res->timed_out = true;
 			term_at = now;
 			unsigned char sig = SIGTERM;
-			(void)send_frame(m->agent, AJ_AG_SIGNAL, &sig, 1);
+			(void)aj_agent_send(m->agent, AJ_AG_SIGNAL, &sig, 1);
 		}
 		if (res->timed_out && now - term_at >= p->kill_after_ms) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
@@ -584,7 +557,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 				continue;
 			if (n <= 0)
 				io->in = -1;
-			(void)send_frame(m->agent, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0);
+			(void)aj_agent_send(m->agent, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0);
 		}
 		if (!pf[0].revents) {
 			if (waitpid(m->pids[0], NULL, WNOHANG) == m->pids[0]) {
@@ -595,11 +568,11 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 		}
 		char type, *buf = NULL;
 		uint32_t len;
-		if (read_frame(m->agent, &type, &buf, &len) < 0)
+		if (aj_agent_recv(m->agent, &type, &buf, &len) <= 0)
 			break;
 		if (type == AJ_AG_STDOUT || type == AJ_AG_STDERR)
 			output(io, type == AJ_AG_STDOUT ? 1 : 2, buf, len, false);
-		int r = type == AJ_AG_EXIT ? ended(m, buf, res, err) : 1;
+		int r = type == AJ_AG_EXIT ? ended(m, buf, len, res, err) : 1;
 		free(buf);
 		if (r <= 0) {
 			if (res->timed_out)

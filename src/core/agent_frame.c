@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_frame.h"
+#include "util.h"
+
+int aj_agent_send(int fd, char type, const void *buf, size_t len)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	if (len > AJ_AGENT_MAX_FRAME)
+		return -EMSGSIZE;
+	aj_agent_hdr(h, type, (uint32_t)len);
+	int r = aj_write_all(fd, h, sizeof(h));
+	if (r == 0 && len)
+		r = aj_write_all(fd, buf, len);
+	return r;
+}
+
+/* 1: all of it, 0: the end before the first byte, -EPROTO: cut short. */
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return got ? -EPROTO : 0;
+		got += (size_t)n;
+	}
+	return 1;
+}
+
+int aj_agent_recv(int fd, char *type, char **buf, uint32_t *len)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	*buf = NULL;
+	int r = read_full(fd, h, sizeof(h));
+	if (r <= 0)
+		return r;
+	*type = (char)h[0];
+	*len = aj_agent_len(h);
+	if (*len > AJ_AGENT_MAX_FRAME)
+		return -EPROTO;
+	if (!(*buf = malloc((size_t)*len + 1)))
+		return -ENOMEM;
+	if (*len && (r = read_full(fd, *buf, *len)) != 1) {
+		free(*buf);
+		*buf = NULL;
+		return r == 0 ? -EPROTO : r;
+	}
+	(*buf)[*len] = '\0';
+	return 1;
+}
+
+ssize_t aj_agent_split(const char *buf, size_t len, aj_agent_frame_fn fn, void *ctx)
+{
+	size_t off = 0;
+	while (len - off >= AJ_AGENT_HDR) {
+		uint32_t n = aj_agent_len((const unsigned char *)buf + off);
+		if (n > AJ_AGENT_MAX_FRAME)
+			return -EPROTO;
+		if (len - off - AJ_AGENT_HDR < n)
+			break;
+		const char *body = buf + off + AJ_AGENT_HDR;
+		off += AJ_AGENT_HDR + n;
+		if (!fn(ctx, buf[off - AJ_AGENT_HDR - n], body, n))
+			break;
+	}
+	return (ssize_t)off;
+}
+
+static void copy_str(char *dst, size_t size, json_t *v)
+{
+	snprintf(dst, size, "%s", json_string_value(v) ? json_string_value(v) : "");
+}
+
+/* A JSON integer that fits an int, else 0. */
+static int int_of(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+	return v >= -2147483647 && v <= 2147483647 ? (int)v : 0;
+}
+
+void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x)
+{
+	memset(x, 0, sizeof(*x));
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_object(j)) {
+		x->valid = true;
+		x->err = int_of(j, "errno");
+		if (x->err < 0)
+			x->err = EPROTO;
+		x->exit_code = int_of(j, "exit");
+		x->term_signal = int_of(j, "signal");
+		if (x->exit_code < 0 || x->exit_code > 255 || x->term_signal < 0 ||
+		    x->term_signal > 64) /* no process ends so */
+			x->valid = false;
+		copy_str(x->error, sizeof(x->error), json_object_get(j, "error"));
+		copy_str(x->confine, sizeof(x->confine), json_object_get(j, "confine"));
+	}
+	json_decref(j);
+	if (!x->valid) {
+		x->err = EPROTO;
+		x->exit_code = x->term_signal = 0;
+		snprintf(x->error, sizeof(x->error), "the agent's answer is not valid");
+	}
+}
+
+bool aj_agent_stat_parse(const char *buf, size_t len, aj_agent_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->type = 'o';
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return false;
+	}
+	const char *t = json_string_value(json_object_get(j, "type"));
+	if (t && (t[0] == 'f' || t[0] == 'd' || t[0] == 'l') && !t[1])
+		st->type = t[0];
+	json_int_t mode = json_integer_value(json_object_get(j, "mode"));
+	st->mode = mode > 0 && mode <= 07777 ? (unsigned)mode : 0;
+	json_int_t size = json_integer_value(json_object_get(j, "size"));
+	st->size = size > 0 ? (unsigned long long)size : 0;
+	st->mtime = (long long)json_integer_value(json_object_get(j, "mtime"));
+	const char *name = json_string_value(json_object_get(j, "name"));
+	if (name)
+		st->name = strdup(name);
+	json_decref(j);
+	return !name || st->name;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* The host's side of the agent protocol (agent_proto.h): sending and
+ * reading frames, splitting a byte stream into frames, and reading the
+ * agent's JSON answers. What the agent sends is untrusted (it runs inside
+ * the sandbox, or in a guest kernel): every length is checked, and a
+ * malformed answer reads as "no answer" (tests/fuzz/fuzz_agent.c). */
+#ifndef AJ_AGENT_FRAME_H
+#define AJ_AGENT_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent_proto.h"
+
+/* One frame to fd. 0 or -errno. */
+int aj_agent_send(int fd, char type, const void *buf, size_t len);
+/* One frame from fd, *buf malloc'ed and NUL-terminated (freed by the
+ * caller). 1: a frame, 0: the end before a frame, -EPROTO: a frame cut
+ * short or longer than AJ_AGENT_MAX_FRAME, else -errno. */
+int aj_agent_recv(int fd, char *type, char **buf, uint32_t *len);
+
+/* The whole frames at the start of buf, each given to fn (which returns
+ * false to stop). Returns the bytes used (a partial frame is left for
+ * more), or -EPROTO for a length over AJ_AGENT_MAX_FRAME. */
+typedef bool (*aj_agent_frame_fn)(void *ctx, char type, const char *buf, size_t len);
+ssize_t aj_agent_split(const char *buf, size_t len, aj_agent_frame_fn fn, void *ctx);
+
+/* The agent's answer ('X'): how the command or file operation ended. */
+typedef struct aj_agent_exit {
+	bool valid;	  /* a JSON object */
+	int err;	  /* "errno": the agent could not do it (0: it did) */
+	int exit_code;	  /* "exit" */
+	int term_signal;  /* "signal" */
+	char error[256];  /* "error": the agent's words for err */
+	char confine[64]; /* "confine": the wall the agent could not set */
+} aj_agent_exit;
+void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x);
+
+/* A file's stat ('T', and 'L' with "name"). type: 'f', 'd', 'l', or 'o'
+ * for anything else or missing. */
+typedef struct aj_agent_stat {
+	char type;
+	unsigned mode;
+	unsigned long long size;
+	long long mtime;
+	char *name; /* 'L': malloc'ed, or NULL; freed by the caller */
+} aj_agent_stat;
+bool aj_agent_stat_parse(const char *buf, size_t len, aj_agent_stat *st);
+
+#endif
