@@ -396,7 +396,8 @@ static aj_code *bridge_start(aj_sandbox *sb, aj_error *err)
 	aj_exec_io io = {.output = on_output, .ctx = c, .signal_fd = c->sig[0], .cancel_fd = -1};
 	aj_sandbox_ref(sb);
 	c->sb = sb;
-	c->x = sb->be->exec_start(sb->inst, &spec, &io);
+	c->x = sb->be->code_start ? sb->be->code_start(sb->inst, &spec, &io)
+				  : sb->be->exec_start(sb->inst, &spec, &io);
 	close(inp[0]);
 	aj_worker_enter();
 	if (aj_thread_start(bridge_thread, c) < 0) {
@@ -486,11 +487,14 @@ static void busy_reply(aj_reply *rep, int e, aj_code *c)
 			       PENDING_MAX);
 	else
 		aj_reply_error(rep, 500, "code_failed",
-			       "the sandbox's code bridge is not running: %s (fix: the sandbox "
-			       "needs python3 with ipykernel and jupyter_client: "
-			       "apt-get install python3-ipykernel python3-jupyter-client, or the "
-			       "image 'python')",
-			       c->err[0] ? c->err : strerror(-e));
+			       "the sandbox's code bridge is not running: %s (fix: %s)",
+			       c->err[0] ? c->err : strerror(-e),
+			       c->sb && c->sb->be->code_start
+				   ? "the level's code runtime is missing: agentjail doctor says "
+				     "what to install"
+				   : "the sandbox needs python3 with ipykernel and jupyter_client: "
+				     "apt-get install python3-ipykernel python3-jupyter-client, or "
+				     "the image 'python'");
 }
 
 /* code.run {sandbox, peer, body}: 200 and an NDJSON stream of the run. */

@@ -67,3 +67,57 @@ in" "stdout"
     api_status POST /v1/sandboxes -d '{"isolation": "wasm", "memory": "64m"}'
     assert_eq "$status_code" 400 "--memory 64m at level 4: $body"
 }
+
+# code ID JSON: a run_code's NDJSON events in $body, the last one its end
+code() {
+    api_status POST "/v1/sandboxes/$1/code" -d "$2"
+    assert_eq "$status_code" 200 "run_code $2: $body"
+    assert_eq "$(jq -sc 'last | .type' <<<"$body")" '"end"' "the last event is the end: $body"
+}
+
+@test "serve wasm: run_code on Pyodide: state, result, stdout/stderr, errors, timeout, contexts" {
+    svc_start
+    ws=$T/wsc
+    mkdir -p "$ws"
+    chown 4242:4343 "$ws"
+    id=$(api POST /v1/sandboxes -d "{\"isolation\": \"wasm\", \"workspace\": \"$ws\", \"env\": {\"FROM_CREATE\": \"c1\"}}" | jq -er .id)
+    code "$id" '{"code": "import os, sys\nx = 41\nprint(x + 1)\nprint(\"to-err\", file=sys.stderr)\nopen(\"/workspace/py.txt\", \"w\").write(os.environ[\"FROM_CREATE\"])\nx"}'
+    assert_eq "$(events_stdout <<<"$body")" 42 "stdout"
+    assert_eq "$(events_stderr <<<"$body")" to-err "stderr"
+    assert_eq "$(jq -c 'select(.type == "result") | [.data["text/plain"], .execution_count]' <<<"$body")" '["41",1]' "the last expression's repr"
+    assert_eq "$(jq -c 'select(.type == "end") | [.context, .execution_count, .timed_out, .restarted]' <<<"$body")" '["default",1,false,false]'
+    assert_eq "$(cat "$ws/py.txt"):$(stat -c %u:%g "$ws/py.txt")" c1:4242:4343 "the env, a file written to the workspace and its owner"
+    code "$id" '{"code": "x + 1"}'
+    assert_eq "$(jq -c 'select(.type == "result") | [.data["text/plain"], .execution_count]' <<<"$body")" '["42",2]' "a variable of the run before"
+    code "$id" '{"code": "def f():\n    return 1 / 0\nf()"}'
+    assert_eq "$(jq -c 'select(.type == "error") | [.name, .value]' <<<"$body")" '["ZeroDivisionError","division by zero"]'
+    [[ "$(jq -r 'select(.type == "error") | .traceback | join("")' <<<"$body")" == *"line 2, in f"*"return 1 / 0"* ]] ||
+        fail "no traceback with the cell's line: $body"
+    # a timeout interrupts the run (KeyboardInterrupt); the context lives on
+    code "$id" '{"code": "import time\nwhile True: time.sleep(0.5)", "timeout": 1}'
+    assert_eq "$(jq -c 'select(.type == "error") | .name' <<<"$body")" '"TimeoutError"'
+    assert_eq "$(jq -c 'select(.type == "end") | [.timed_out, .restarted]' <<<"$body")" '[true,false]'
+    code "$id" '{"code": "x"}'
+    assert_eq "$(jq -r 'select(.type == "result") | .data["text/plain"]' <<<"$body")" 41 "x after the timeout"
+    # another context: its own namespace
+    api_status POST "/v1/sandboxes/$id/code/contexts" -d '{"id": "c2"}'
+    assert_eq "$status_code" 201 "a context: $body"
+    code "$id" '{"code": "x", "context": "c2"}'
+    assert_eq "$(jq -r 'select(.type == "error") | .name' <<<"$body")" NameError "x in c2"
+    api_status GET "/v1/sandboxes/$id/code/contexts"
+    assert_eq "$(jq -c '[.contexts[] | [.id, .execution_count]] | sort' <<<"$body")" '[["c2",1],["default",5]]' "the list"
+    # bad input: a JSON error, nothing run
+    api_status POST "/v1/sandboxes/$id/code" -d '{"code": 5}'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 400:bad_request "a bad body"
+    api_status POST "/v1/sandboxes/$id/code" -d '{"code": "x", "context": "nope"}'
+    assert_eq "$status_code" 404 "an unknown context"
+    api_status DELETE "/v1/sandboxes/$id/code/contexts/c2"
+    assert_eq "$status_code" 200 "delete c2"
+    api_status GET "/v1/sandboxes/$id/code/contexts"
+    assert_eq "$(jq -c '[.contexts[] | [.id, .execution_count]]' <<<"$body")" '[["default",5]]' "nothing run by the bad requests"
+    # the bridge is node inside the sandbox, no Python of the host's
+    out=$(sb_exec "$id" '{"cmd": ["python3", "-c", "import sys; print(sys.platform)"]}')
+    assert_eq "$(events_stdout <<<"$out")" emscripten
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+}
