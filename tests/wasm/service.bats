@@ -121,3 +121,44 @@ code() {
     api_status DELETE "/v1/sandboxes/$id"
     assert_eq "$status_code" 200
 }
+
+@test "serve wasm as an ordinary user: a module and run_code (limits best-effort)" {
+    [ -e "${MOD:-}" ] || skip "no test module"
+    # a tree nobody can traverse, with its own copy of agentjail; the
+    # runtime directory is the source tree's, named by AGENTJAIL_WASM_DIR
+    NRDIR=$(mktemp -d /tmp/ajtest-wasm.XXXXXX)
+    AJ_MARKERS+=("$(basename "$NRDIR")")
+    AJ_EXTRA_UID=65534
+    chmod 0755 "$NRDIR"
+    aj_copy_programs "$NRDIR"
+    mkdir "$NRDIR/u" "$NRDIR/ws"
+    chown 65534:65534 "$NRDIR/u" "$NRDIR/ws"
+    local as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups
+        env AGENTJAIL_WASM_DIR="$(realpath "$BATS_TEST_DIRNAME/../../src/backend/wasm/runtime")")
+    jq -n --arg t "$NRDIR/ws" '{bind_roots: [{path: $t, rw: true}]}' >"$NRDIR/u/policy.json"
+    "${as_nobody[@]}" "$NRDIR/agentjail" serve --quiet --socket "$NRDIR/u/s.sock" \
+        --state-dir "$NRDIR/u/state" --operator-policy "$NRDIR/u/policy.json" \
+        2>>"$BATS_TEST_TMPDIR/serve.log" </dev/null &
+    SVC_PID=$!
+    SOCK=$NRDIR/u/s.sock
+    STATE=$NRDIR/u/state
+    for _ in $(seq 100); do
+        [ -S "$SOCK" ] && break
+        sleep 0.05
+    done
+    nb() { "${as_nobody[@]}" curl -sSN --max-time 120 --unix-socket "$SOCK" "$@"; }
+    id=$(nb -X POST http://agentjail/v1/sandboxes -d "{\"isolation\": \"wasm\", \"limits\": \"best-effort\", \"workspace\": \"$NRDIR/ws\"}" | jq -er .id)
+    cp "$MOD" "$NRDIR/ws/mod.wasm"
+    out=$(nb -X POST "http://agentjail/v1/sandboxes/$id/exec" -d '{"cmd": ["/workspace/mod.wasm", "write", "/workspace/o.txt", "made"], "stdin": ""}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 0 "a module: $out"
+    assert_eq "$(cat "$NRDIR/ws/o.txt"):$(stat -c %u "$NRDIR/ws/o.txt")" made:65534 "the module's file and its owner"
+    out=$(nb -X POST "http://agentjail/v1/sandboxes/$id/code" -d '{"code": "x = 6\nx * 7"}')
+    assert_eq "$(jq -r 'select(.type == "result") | .data["text/plain"]' <<<"$out")" 42 "run_code: $out"
+    # the sandbox (and the bridge's node in it) runs as the caller
+    pid=$(nb "http://agentjail/v1/sandboxes/$id" | jq -r .pid)
+    assert_eq "$(host_uid_of "$pid")" 65534
+    bridge=$(pgrep -u 65534 -f 'runner.mjs.*--code-bridge' | head -1)
+    [ -n "$bridge" ] || fail "no bridge running as uid 65534"
+    out=$(nb -X DELETE "http://agentjail/v1/sandboxes/$id")
+    assert_eq "$(jq -r .deleted <<<"$out")" true
+}
