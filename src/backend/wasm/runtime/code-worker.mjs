@@ -8,7 +8,7 @@
 // interrupts a run through the shared interrupt buffer (KeyboardInterrupt).
 import { parentPort, workerData } from 'node:worker_threads';
 
-import { startPyodide } from './py.mjs';
+import { inside, startPyodide } from './py.mjs';
 
 // A cell: its last expression's value is the result (as IPython does); a
 // trailing ';' hides it. Tracebacks leave out this function's frame; the
@@ -85,8 +85,18 @@ const post = (m) => parentPort.postMessage(m);
 
 let py, cell;
 try {
-	const { env, preopens, cwd, interrupt } = workerData;
+	const { env, preopens, cwd, ctxCwd, interrupt } = workerData;
 	py = await startPyodide({ env, preopens, cwd });
+	if (ctxCwd) {
+		// a context's own directory: one the sandbox's Python sees
+		if (!preopens.some((d) => inside(d, ctxCwd)))
+			throw new Error(`cwd ${ctxCwd}: outside the directories Python sees (${preopens.join(', ')})`);
+		try {
+			py.FS.chdir(ctxCwd);
+		} catch {
+			throw new Error(`cwd ${ctxCwd}: not a directory`);
+		}
+	}
 	for (const fd of [1, 2]) {
 		const dec = new TextDecoder('utf-8');
 		const write = (b) => {

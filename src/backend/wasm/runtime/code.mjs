@@ -56,7 +56,8 @@ class Context {
 			workerData: {
 				env: this.base.env,
 				preopens: this.base.preopens,
-				cwd: this.cwd || this.base.cwd,
+				cwd: this.base.cwd,
+				ctxCwd: this.cwd,
 				interrupt: this.interrupt.buffer,
 			},
 			stdout: false,
