@@ -20,6 +20,7 @@ import _agentjail
 _MIMES = (('text/html', '_repr_html_'), ('text/markdown', '_repr_markdown_'),
           ('image/svg+xml', '_repr_svg_'), ('text/latex', '_repr_latex_'),
           ('application/json', '_repr_json_'))
+_BUNDLE_MAX = 12 << 20
 
 def _bundle(v):
     out = {}
@@ -33,6 +34,9 @@ def _bundle(v):
             if isinstance(r, str) or (mime == 'application/json' and r is not None):
                 out[mime] = r
     out['text/plain'] = repr(v)
+    for k in [k for k, x in out.items() if len(_json.dumps(x, default=str)) > _BUNDLE_MAX]:
+        del out[k]  # too big for one line of the service's (16 MiB): said instead
+        out['text/plain'] = '[%s output over %d MiB left out]' % (k, _BUNDLE_MAX >> 20)
     return out
 
 def display(*objs):
