@@ -252,13 +252,8 @@ static void *inside_thread(void *arg)
 	return NULL;
 }
 
-static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
+static int configure_inside_ns(const aj_net *n, int nsfd, aj_error *err)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
-	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		return aj_err(err, errno, "cannot open %s", path);
 	inside_job j = {.n = n, .nsfd = nsfd};
 	pthread_t t;
 	int r = pthread_create(&t, NULL, inside_thread, &j);
@@ -268,6 +263,21 @@ static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
 	if (j.result < 0)
 		return aj_err(err, -j.result, "cannot %s", j.what);
 	return 0;
+}
+
+static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		return aj_err(err, errno, "cannot open %s", path);
+	return configure_inside_ns(n, nsfd, err);
+}
+
+int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err)
+{
+	return n->active ? configure_inside_ns(n, nsfd, err) : 0;
 }
 
 /* Forwarding is per network namespace: agentjail turns it on in its own
