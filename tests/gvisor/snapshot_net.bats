@@ -136,7 +136,7 @@ python3 /probe.py own=127.0.0.1:8000' >/dev/null
 
 @test "gvisor snapshot --net open: a create with the same network goes on from it in a namespace of its own" {
     export AGENTJAIL_STATE_DIR=$T/state
-    mk_tiny_root "$T/tree" sh bash cat timeout
+    mk_tiny_root "$T/tree" sh bash cat tail timeout
     aj_timeout "$AJ" image build tinynet --from-dir "$T/tree" 2>/dev/null
     svc_start
     id=$(gv_create '{"isolation": "gvisor", "image": "tinynet", "net": "open"}')

@@ -316,10 +316,12 @@ static int save_and_restart(aj_inst *i, const char *dir, aj_error *err)
 	char *save[] = {g->runsc, root, "checkpoint", image, g->id, NULL};
 	char msg[2048] = "";
 	int st = aj_gv_runsc_cmd_fd(g->netns_fd, g->runsc, save, msg, sizeof(msg), 2);
-	if (st != 0) {
-		msg[strcspn(msg, "\n")] = '\0';
+	if (st != 0) { /* runsc's last line says why */
+		char *last = NULL;
+		for (char *s = msg, *sv = NULL, *t; (t = strtok_r(s, "\n", &sv)); s = NULL)
+			last = t;
 		return aj_err(err, EIO, "runsc checkpoint failed (status %d): %s", st,
-			      *msg ? msg : "no message");
+			      last ? last : "no message");
 	}
 	/* the container is stopped now, its processes gone: restored under a
 	 * new id (a runsc delete of the stopped one takes ~1.3 s here; its
