@@ -247,6 +247,13 @@ static void *inside_thread(void *arg)
 			r = route_default(nl, idx, j->n->host_ip);
 		}
 	}
+	/* the loopback up too: gVisor's runsc takes the namespace's links as
+	 * it finds them, and a sandbox without lo has no 127.0.0.1 */
+	unsigned lo = if_nametoindex("lo");
+	if (r == 0 && lo) {
+		j->what = "bring up the sandbox's loopback";
+		r = link_up(nl, lo);
+	}
 	mnl_socket_close(nl);
 	j->result = r;
 	return NULL;

@@ -405,6 +405,26 @@ static bool residue(json_t *state, char *what, size_t len)
 	return false;
 }
 
+/* The policy of a JSON text: the API's keys, and "net-log" (which the API
+ * refuses: it names a host file) with suffix appended when given. */
+static int load_policy(const char *source, const char *suffix, aj_policy *p, aj_error *err)
+{
+	json_t *j = json_loads(source, 0, NULL);
+	char *log = NULL;
+	const char *l = json_string_value(json_object_get(j, "net-log"));
+	if (l && asprintf(&log, "%s%s", l, suffix ? suffix : "") < 0)
+		log = NULL;
+	json_object_del(j, "net-log");
+	aj_policy_init(p);
+	int r = j ? aj_policy_from_json(p, j, err) : aj_err(err, EINVAL, "policy: not JSON");
+	if (r == 0 && log)
+		r = aj_policy_set_net_log(p, log, err);
+	free(log);
+	json_decref(j);
+	p->quiet = true;
+	return r;
+}
+
 /* CMD in in with WHO=who; its stdout printed, line by line, after "who: ". */
 static void party(aj_inst *in, const char *who, const char *cmd)
 {
@@ -440,17 +460,10 @@ static void forking(aj_inst *in, const char *source, unsigned n, const char *cmd
 	int r = B->checkpoint(in, &ckpt, &err);
 	check(r == 0, "checkpoint", err.msg);
 	for (unsigned k = 0; r == 0 && k < n && k < FORK_MAX; k++) {
-		json_t *j = json_loads(source, 0, NULL);
-		const char *log = json_string_value(json_object_get(j, "net-log"));
-		char *klog = NULL;
-		if (log && asprintf(&klog, "%s.%u", log, k) > 0)
-			json_object_set_new(j, "net-log", json_string(klog));
-		free(klog);
-		aj_policy_init(&kp[k]);
+		char suffix[16];
+		snprintf(suffix, sizeof(suffix), ".%u", k);
 		aj_err_clear(&err);
-		r = aj_policy_from_json(&kp[k], j, &err);
-		json_decref(j);
-		kp[k].quiet = true;
+		r = load_policy(source, suffix, &kp[k], &err);
 		if (r == 0)
 			r = B->restore(&kp[k], source, ckpt, &kids[k], &err);
 		snprintf(detail, sizeof(detail), "restore copy %u", k);
@@ -554,14 +567,10 @@ int main(int argc, char **argv)
 	aj_policy p;
 	aj_error err;
 	aj_err_clear(&err);
-	aj_policy_init(&p);
-	json_t *j = json_loads(source, 0, NULL);
-	if (!j || aj_policy_from_json(&p, j, &err) < 0) {
+	if (load_policy(source, NULL, &p, &err) < 0) {
 		fprintf(stderr, "policy: %s\n", err.msg);
 		return 2;
 	}
-	json_decref(j);
-	p.quiet = true;
 	aj_inst *in = NULL;
 	int r = B->create(&p, source, &in, &err);
 	if (!strcmp(mode, "--refused")) {
