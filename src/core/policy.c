@@ -59,6 +59,7 @@ void aj_policy_free(aj_policy *p)
 	for (size_t i = 0; i < p->n_allow; i++)
 		free(p->allow[i].host);
 	free(p->net_log);
+	free(p->upstream_ca);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -132,9 +132,18 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 {
 	const aj_policy *p = c->p;
 	aj_msg m;
-	int r = aj_sync_recv(sock, &m, NULL, 0, NULL);
+	int ca = -1;
+	size_t nca = 0;
+	int r = aj_sync_recv(sock, &m, &ca, 1, &nca);
 	if (r < 0 || m.type != AJ_MSG_PARENT_GO)
 		_exit(AJ_EXIT_INTERNAL);
+	/* netd's CA certificate, for the root's CA bundle (mount.c) */
+	if (nca == 1) {
+		r = aj_read_fd(ca, &c->plan.ca_pem, NULL);
+		close(ca);
+		if (r < 0)
+			return aj_err(err, -r, "cannot read netd's CA certificate");
+	}
 	/* From now on act as the sandbox's root, not as the caller. */
 	if (c->idm.privileged && setgroups(0, NULL) < 0)
 		return aj_err(err, errno, "setgroups in the sandbox");
@@ -327,7 +336,15 @@ static int parent_start(run_ctx *c, aj_error *err)
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
 	m.type = AJ_MSG_PARENT_GO;
-	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
+	/* HTTPS interception: netd's CA certificate goes with it (a memfd) */
+	_cleanup_close_ int ca = -1;
+	if (c->net.ca_pem) {
+		ca = memfd_create("ca", MFD_CLOEXEC);
+		if (ca < 0 || aj_write_all(ca, c->net.ca_pem, strlen(c->net.ca_pem)) < 0 ||
+		    lseek(ca, 0, SEEK_SET) < 0)
+			return aj_err(err, errno, "cannot pass netd's CA certificate on");
+	}
+	if ((r = aj_sync_send(c->sock[0], &m, ca >= 0 ? &ca : NULL, ca >= 0 ? 1 : 0)) < 0)
 		return aj_err(err, -r, "cannot reach the sandbox");
 	/* The cgroups are made while the child builds its root (and its
 	 * network namespace), before which it does not wait for CGROUP_DONE:
