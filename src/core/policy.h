@@ -131,7 +131,7 @@ typedef struct aj_policy {
 	size_t n_allow;
 	aj_publish publish[AJ_MAX_PUBLISH];
 	size_t n_publish;
-	char *net_log;	   /* --net-log FILE: JSON lines of DNS queries and connections */
+	char *net_log; /* --net-log FILE: JSON lines of DNS queries and connections */
 	/* --upstream-ca FILE: the CA the proxy verifies intercepted HTTPS
 	 * servers against (PEM), instead of the host's trust store */
 	char *upstream_ca;

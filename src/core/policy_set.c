@@ -66,7 +66,7 @@ static int set_limits_mode(aj_policy *p, const char *v, aj_error *err)
 static bool host_only(const char *name, const char *v)
 {
 	static const char *const names[] = {"result", "seccomp-profile", "env-file", "tty",
-					    "no-tty", "net-log",	 "publish", "upstream-ca"};
+					    "no-tty", "net-log",	 "publish",  "upstream-ca"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;

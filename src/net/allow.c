@@ -210,7 +210,8 @@ int aj_policy_set_upstream_ca(aj_policy *p, const char *path, aj_error *err)
 {
 	if (path[0] != '/' || access(path, R_OK) < 0) {
 		aj_err(err, path[0] != '/' ? EINVAL : errno,
-		       "--upstream-ca '%s': expected an absolute path to a readable PEM file", path);
+		       "--upstream-ca '%s': expected an absolute path to a readable PEM file",
+		       path);
 		aj_err_hint(err, "for example --upstream-ca \"$PWD/ca.pem\"");
 		return -EINVAL;
 	}

@@ -111,6 +111,10 @@ char **aj_net_env(const aj_net *n, const aj_policy *p)
 
 bool aj_net_tls_wanted(const aj_policy *p)
 {
+	/* level 1 only: the other levels' roots don't get netd's CA yet
+	 * (their HTTPS is tunnelled, the placeholder goes out) */
+	if (p->isolation != AJ_ISO_PROCESS)
+		return false;
 	for (size_t i = 0; p->net == AJ_NET_ALLOW && i < p->n_secrets; i++)
 		if (p->secrets[i].n_hosts)
 			return true;

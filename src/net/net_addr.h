@@ -55,7 +55,8 @@ char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_r
 char **aj_net_env(const aj_net *n, const aj_policy *p);
 
 /* Does p make netd intercept HTTPS (a secret scoped to hosts, with
- * --allow)? The sandbox then trusts netd's CA (AJ_NET_CA_BUNDLE). */
+ * --allow, at level 1)? The sandbox then trusts netd's CA
+ * (AJ_NET_CA_BUNDLE). */
 bool aj_net_tls_wanted(const aj_policy *p);
 /* the sandbox's CA bundle: the root's own with netd's CA added */
 #define AJ_NET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"

@@ -20,8 +20,9 @@
 #include <unistd.h>
 
 #include "netlog.h"
-#include "proxy.h"
+#include "proxy_common.h"
 #include "proxy_parse.h"
+#include "proxy_tls.h"
 #include "tls.h"
 #include "util.h"
 
@@ -219,9 +220,9 @@ static bool step(session *s)
 			s->u_eof = true, moved = true;
 	}
 	if (s->back_len > s->back_off) {
-		r = io_result(s->c,
-			      SSL_write(s->c, s->back + s->back_off, (int)(s->back_len - s->back_off)),
-			      &s->want_c);
+		r = io_result(
+		    s->c, SSL_write(s->c, s->back + s->back_off, (int)(s->back_len - s->back_off)),
+		    &s->want_c);
 		if (r < 0)
 			return s->c_eof = s->u_eof = true, s->back_len = 0, true;
 		if (r > 0) {
@@ -232,7 +233,8 @@ static bool step(session *s)
 	}
 	/* client -> server */
 	if (s->out_len > s->out_off) {
-		r = io_result(s->u, SSL_write(s->u, s->out + s->out_off, (int)(s->out_len - s->out_off)),
+		r = io_result(s->u,
+			      SSL_write(s->u, s->out + s->out_off, (int)(s->out_len - s->out_off)),
 			      &s->want_u);
 		if (r < 0)
 			return s->u_eof = true, s->out_len = 0, true;
@@ -245,7 +247,8 @@ static bool step(session *s)
 		}
 	}
 	if (!s->c_eof && !s->closing && s->out_len == 0 && s->in_len < sizeof(s->in)) {
-		r = io_result(s->c, SSL_read(s->c, s->in + s->in_len, (int)(sizeof(s->in) - s->in_len)),
+		r = io_result(s->c,
+			      SSL_read(s->c, s->in + s->in_len, (int)(sizeof(s->in) - s->in_len)),
 			      &s->want_c);
 		if (r > 0)
 			s->in_len += (size_t)r, moved = true;
@@ -348,11 +351,12 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 		goto out;
 	if (SSL_accept(s->c) != 1) {
 		ERR_clear_error();
-		log_event(s, "refused", NULL,
-			  aj_tls_sni_mismatch(s->c)
-			      ? "the TLS server name does not name the CONNECT target"
-			      : "TLS handshake with the sandbox failed (does it trust the sandbox's "
-				"CA?)");
+		log_event(
+		    s, "refused", NULL,
+		    aj_tls_sni_mismatch(s->c)
+			? "the TLS server name does not name the CONNECT target"
+			: "TLS handshake with the sandbox failed (does it trust the sandbox's "
+			  "CA?)");
 		goto out;
 	}
 	set_timeouts(fd, 0);
@@ -367,8 +371,8 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 		shutdown(fd, SHUT_WR);
 		char sink[4096];
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		for (int i = 0; i < 64 && poll(&p, 1, 1000) == 1 && read(fd, sink, sizeof(sink)) > 0;
-		     i++)
+		for (int i = 0;
+		     i < 64 && poll(&p, 1, 1000) == 1 && read(fd, sink, sizeof(sink)) > 0; i++)
 			;
 	}
 out:

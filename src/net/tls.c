@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hostname.h"
+#include "net_addr.h"
 #include "util.h"
 
 #define LEAF_CACHE 64
@@ -60,7 +61,7 @@ static void sni_index_new(void)
 
 bool aj_tls_intercepts(const aj_policy *p, const char *host)
 {
-	if (p->net != AJ_NET_ALLOW)
+	if (!aj_net_tls_wanted(p))
 		return false;
 	for (size_t i = 0; i < p->n_secrets; i++)
 		for (size_t h = 0; h < p->secrets[i].n_hosts; h++)
@@ -143,8 +144,8 @@ static X509 *make_ca(const aj_policy *p, EVP_PKEY *key)
 	     X509_gmtime_adj(X509_getm_notAfter(x), 86400L * VALID_DAYS) &&
 	     X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"agentjail",
 					-1, -1, 0) &&
-	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1,
-					-1, 0) &&
+	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+					0) &&
 	     X509_set_subject_name(x, name) && X509_set_issuer_name(x, name) &&
 	     X509_set_pubkey(x, key) &&
 	     add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") == 0 &&

@@ -509,8 +509,9 @@ static int setup_ca(aj_mount_plan *plan, int rootfd, aj_error *err)
 		return aj_err(err, EIO, "cannot read the sandbox's %s", AJ_NET_CA_BUNDLE);
 	_cleanup_close_ int dir = aj_mkdir_in_root(rootfd, AJ_ETC_GENERATED_DIR, 0755);
 	_cleanup_close_ int out =
-	    dir < 0 ? dir
-		    : aj_open_in_root(rootfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	    dir < 0
+		? dir
+		: aj_open_in_root(rootfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
 	int r = out < 0 ? out : 0;
 	if (r == 0 && old_len)
 		r = aj_write_all(out, old, old_len);
@@ -522,10 +523,11 @@ static int setup_ca(aj_mount_plan *plan, int rootfd, aj_error *err)
 		return aj_err(err, -r, "cannot write the sandbox's CA bundle");
 	_cleanup_close_ int src = aj_open_in_root(rootfd, name, O_PATH, 0);
 	_cleanup_close_ int mnt =
-	    src < 0 ? src : aj_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (mnt < 0 || aj_mount_setattr(mnt, "", AT_EMPTY_PATH,
-					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0,
-					-1) < 0)
+	    src < 0 ? src
+		    : aj_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (mnt < 0 ||
+	    aj_mount_setattr(mnt, "", AT_EMPTY_PATH,
+			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1) < 0)
 		return aj_err(err, errno, "cannot bind the sandbox's CA bundle");
 	if ((r = aj_mount_in_root(mnt, rootfd, AJ_NET_CA_BUNDLE, false, err)) < 0) {
 		aj_err_prefix(err, "HTTPS interception for scoped secrets needs %s in the root",
