@@ -296,6 +296,39 @@ static void relay(session *s)
 	}
 }
 
+size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const char *in, size_t len,
+			  char *out, size_t cap)
+{
+	session *s = calloc(1, sizeof(*s));
+	aj_proxy_req *req = calloc(1, sizeof(*req));
+	size_t o = 0, i = 0;
+	if (!s || !req)
+		goto out;
+	s->ctx = ctx;
+	s->connect = connect;
+	s->req = req;
+	while (!s->closing) {
+		size_t room = sizeof(s->in) - s->in_len, n = len - i < room ? len - i : room;
+		memcpy(s->in + s->in_len, in + i, n);
+		s->in_len += n;
+		i += n;
+		bool took = process(s);
+		if (s->out_len) {
+			size_t k = s->out_len < cap - o ? s->out_len : cap - o;
+			memcpy(out + o, s->out, k);
+			o += k;
+			s->out_len = 0;
+			took = true;
+		}
+		if (!took && n == 0)
+			break;
+	}
+out:
+	free(s);
+	free(req);
+	return o;
+}
+
 static void set_timeouts(int fd, int ms)
 {
 	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};

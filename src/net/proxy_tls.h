@@ -11,4 +11,10 @@
  * relay its requests with the secrets in. Closes neither fd. */
 void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect);
 
+/* The request side of a session without TLS, for tests and fuzzing: the
+ * client's bytes in (len), what would go to the server out (at most cap
+ * bytes; returns how many), until the input ends or a request is refused. */
+size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const char *in, size_t len,
+			  char *out, size_t cap);
+
 #endif
