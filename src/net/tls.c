@@ -198,15 +198,13 @@ static X509 *leaf_for(aj_tls *t, const char *host)
 	for (size_t i = 0; i < t->n_leaf && !x; i++)
 		if (strcmp(t->leaf[i].host, host) == 0)
 			x = t->leaf[i].cert;
-	if (!x && (x = make_leaf(t, host)) && t->n_leaf < LEAF_CACHE) {
+	if (x) {
+		X509_up_ref(x);
+	} else if ((x = make_leaf(t, host)) && t->n_leaf < LEAF_CACHE) {
 		snprintf(t->leaf[t->n_leaf].host, sizeof(t->leaf[0].host), "%s", host);
 		t->leaf[t->n_leaf++].cert = x;
-	} else if (x && t->n_leaf == LEAF_CACHE) {
-		pthread_mutex_unlock(&t->lock);
-		return x; /* not cached: the caller's own */
+		X509_up_ref(x); /* the cache's and the caller's */
 	}
-	if (x)
-		X509_up_ref(x);
 	pthread_mutex_unlock(&t->lock);
 	return x;
 }
@@ -300,9 +298,12 @@ int aj_tls_new(const aj_policy *p, aj_tls **out, aj_error *err)
 		return tls_fail(err, "cannot make the TLS context toward servers");
 	SSL_CTX_set_verify(t->cli, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_options(t->cli, SSL_OP_NO_RENEGOTIATION);
-	if (p->upstream_ca) {
-		if (SSL_CTX_load_verify_locations(t->cli, p->upstream_ca, NULL) != 1) {
-			tls_fail(err, "cannot load --upstream-ca");
+	/* --upstream-ca, else the operator's (the service's environment) */
+	const char *ca = p->upstream_ca ? p->upstream_ca : getenv("AGENTJAIL_UPSTREAM_CA");
+	if (ca && ca[0]) {
+		if (SSL_CTX_load_verify_locations(t->cli, ca, NULL) != 1) {
+			tls_fail(err, p->upstream_ca ? "cannot load --upstream-ca"
+						     : "cannot load AGENTJAIL_UPSTREAM_CA");
 			aj_err_hint(err, "give a file of PEM certificates");
 			return -EINVAL;
 		}

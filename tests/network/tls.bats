@@ -12,19 +12,7 @@ load world
 
 setup_file() {
     world_setup_file
-    local d=$BATS_FILE_TMPDIR/certs
-    mkdir -p "$d"
-    ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
-    openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 -subj "/CN=test world CA" \
-        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-    openssl req "${ec[@]}" -keyout "$d/leaf.key" -out "$d/leaf.csr" -subj "/CN=api.example.test" 2>/dev/null
-    printf 'subjectAltName=DNS:api.example.test,DNS:other.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
-    openssl x509 -req -in "$d/leaf.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
-        -extfile "$d/ext" -out "$d/leaf.crt" 2>/dev/null
-    cat "$d/leaf.crt" "$d/leaf.key" >"$d/default.pem"
-    openssl req -x509 "${ec[@]}" -keyout "$d/bad.key" -out "$d/bad.crt" -days 2 -subj "/CN=bad.example.test" \
-        -addext subjectAltName=DNS:bad.example.test 2>/dev/null
-    cat "$d/bad.crt" "$d/bad.key" >"$d/bad.example.test.pem"
+    world_test_certs "$BATS_FILE_TMPDIR/certs"
 }
 
 setup() {

@@ -127,6 +127,24 @@ assert_refused() { # NAME
     [ "$ms" -lt 2000 ] || { _aj_dump; fail "$1: refused only after ${ms} ms"; }
 }
 
+# A test CA and the fake world's HTTPS certificates in DIR (WORLD_TLS=443:DIR):
+# DIR/ca.crt signs default.pem (api.example.test, other.test);
+# bad.example.test.pem is self-signed.
+world_test_certs() { # DIR
+    local d=$1 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+    mkdir -p "$d"
+    openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 -subj "/CN=test world CA" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+    openssl req "${ec[@]}" -keyout "$d/leaf.key" -out "$d/leaf.csr" -subj "/CN=api.example.test" 2>/dev/null
+    printf 'subjectAltName=DNS:api.example.test,DNS:other.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+    openssl x509 -req -in "$d/leaf.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+        -extfile "$d/ext" -out "$d/leaf.crt" 2>/dev/null
+    cat "$d/leaf.crt" "$d/leaf.key" >"$d/default.pem"
+    openssl req -x509 "${ec[@]}" -keyout "$d/bad.key" -out "$d/bad.crt" -days 2 -subj "/CN=bad.example.test" \
+        -addext subjectAltName=DNS:bad.example.test 2>/dev/null
+    cat "$d/bad.crt" "$d/bad.key" >"$d/bad.example.test.pem"
+}
+
 # What agentjail may leave in the host netns: its links and nft ruleset.
 world_residue() {
     ip -n "$HNS" -o link show | awk -F': ' '{ print $2 }' | grep -vE '^(lo|up0@.*)$'
