@@ -13,6 +13,8 @@ export AJ_TAP=1
 
 passed=0
 failed=0
+timings=$(mktemp)
+trap 'rm -f "$timings"' EXIT
 skipped=0
 failures=()
 
@@ -63,6 +65,8 @@ integration() { # BUILD-DIR NAME [BATS-FILES...]
 	AJ="$PWD/$dir/agentjail" PROBE="$PWD/build/tests/ajprobe" ATTACK="$PWD/build/tests/ajattack" \
 		tests/integration/run.sh "$@" 2>&1 | tee "$log"
 	count_tap "$log" "$name"
+	# per-test times (bats --timing: "... in N ms"), for the slowest list
+	sed -nE "s/^(not )?ok [0-9]+ (.*) in ([0-9]+)ms.*/\3 $name: \2/p" "$log" >>"$timings"
 	if ! grep -qE '^(not )?ok ' "$log"; then
 		failed=$((failed + 1))
 		failures+=("$name: no test ran")
@@ -196,6 +200,9 @@ bench_quick() {
 
 bench_quick
 
+echo
+echo "== the 15 slowest tests (ms)"
+sort -rn "$timings" | head -15
 echo
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
 echo "(took ${SECONDS}s)"

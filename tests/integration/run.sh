@@ -35,7 +35,7 @@ fi
 
 log=$(mktemp /tmp/ajtest-integration.XXXXXX)
 trap 'rm -f "$log"' EXIT
-bats --tap --print-output-on-failure "${files[@]}" </dev/null | tee "$log"
+bats --tap --timing --print-output-on-failure "${files[@]}" </dev/null | tee "$log"
 rc=${PIPESTATUS[0]}
 total=$(grep -cE '^(not )?ok ' "$log")
 failed=$(grep -cE '^not ok ' "$log")

@@ -22,6 +22,33 @@ setup() {
 
 teardown() { aj_teardown; }
 
+# a process's cgroup in a controller's hierarchy (v1), else its v2 one
+cgroup_of() { # PID CONTROLLER
+    if [ -d "/sys/fs/cgroup/$2" ]; then
+        awk -F: -v c="$2" '$2 ~ "(^|,)" c "(,|$)" { print $3 }' "/proc/$1/cgroup"
+    else
+        awk -F: '$1 == 0 { print $3 }' "/proc/$1/cgroup"
+    fi
+}
+vmm_cgroup() { cgroup_of "$1" memory; }
+cgroup_limits() { # PID -> "MEMORY PIDS"
+    if [ -d /sys/fs/cgroup/memory ]; then
+        echo "$(cat "/sys/fs/cgroup/memory$(cgroup_of "$1" memory)/memory.limit_in_bytes")" \
+            "$(cat "/sys/fs/cgroup/pids$(cgroup_of "$1" pids)/pids.max")"
+    else
+        local cg
+        cg=$(cgroup_of "$1" unified)
+        echo "$(cat "/sys/fs/cgroup$cg/memory.max")" "$(cat "/sys/fs/cgroup$cg/pids.max")"
+    fi
+}
+cgroup_exists() {
+    if [ -d /sys/fs/cgroup/memory ]; then
+        [ -d "/sys/fs/cgroup/memory$1" ]
+    else
+        [ -e "/sys/fs/cgroup$1/cgroup.procs" ]
+    fi
+}
+
 @test "microvm: stdio, exit codes and the guest's own kernel" {
     run --separate-stderr mv -q -- /bin/sh -c 'cat; uname -r; echo to-err >&2; exit 7' <<<"from-stdin"
     assert_status 7
@@ -85,7 +112,7 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
 
 @test "microvm: qemu and virtiofsd run confined, as unprivileged uids, and are gone afterwards" {
     chown 4242:4343 "$WS"
-    mv -q --workspace "$WS" -- /bin/sh -c 'echo up >/workspace/up; sleep 4' </dev/null 2>"$T/err" &
+    mv -q --memory 256m --workspace "$WS" -- /bin/sh -c 'echo up >/workspace/up; sleep 4' </dev/null 2>"$T/err" &
     local job=$! qemu='' n=0
     while [ ! -s "$WS/up" ] && ((n++ < 300)); do sleep 0.1; done
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
@@ -101,8 +128,20 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     for p in $(pgrep -x virtiofsd); do owners+=" $(stat -c %u "/proc/$p")"; done
     [[ " $owners " == *" 4242 "* ]] || fail "no virtiofsd as the workspace's owner: $owners"
     [[ " $owners " != *" 0 "* ]] || fail "a virtiofsd runs as host root: $owners"
+    # the VMM in a host cgroup of its own: the guest's RAM + 256 MiB, 512 tasks
+    local cg mem pids
+    cg=$(vmm_cgroup "$qemu")
+    [ -n "$cg" ] && [ "$cg" != / ] || fail "qemu is in no cgroup of its own: $(cat "/proc/$qemu/cgroup")"
+    read -r mem pids <<<"$(cgroup_limits "$qemu")"
+    assert_eq "$mem" $(((256 + 256) << 20)) "the VMM's memory limit"
+    assert_eq "$pids" 512 "the VMM's pids limit"
+    for p in $(pgrep -x virtiofsd); do
+        assert_eq "$(vmm_cgroup "$p")" "$cg" "virtiofsd $p's memory cgroup"
+        assert_eq "$(cgroup_of "$p" pids)" "$(cgroup_of "$qemu" pids)" "virtiofsd $p's pids cgroup"
+    done
     wait "$job" || fail "the run failed: $(cat "$T/err")"
     ! kill -0 "$qemu" 2>/dev/null || fail "qemu still runs"
+    ! cgroup_exists "$cg" || fail "the VMM's cgroup $cg is left"
     [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "a qemu is left"
     [ -z "$(pgrep -x virtiofsd)" ] || fail "a virtiofsd is left"
     [ -z "$(ls -d /tmp/agentjail-microvm-* 2>/dev/null)" ] || fail "a VM directory is left"
@@ -119,6 +158,25 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     run --separate-stderr mv --memory 64m -- /bin/echo ran </dev/null
     assert_status 125
     assert_contains "$stderr" "at least 128 MiB"
+}
+
+@test "microvm: the VMM's limits fail closed: no host cgroup -> 125 with the fix; best-effort runs and names it" {
+    [ -d /sys/fs/cgroup/memory ] || skip "no cgroup v1 memory hierarchy here"
+    local ro='mount -o remount,bind,ro /sys/fs/cgroup/memory && exec "$@"'
+    run --separate-stderr unshare -m --propagation private sh -c "$ro" sh \
+        "$AJ" run --isolation microvm -- /bin/echo ran </dev/null
+    assert_status 125
+    assert_output_lacks ran
+    assert_contains "$stderr" "cannot enforce the sandbox's limits"
+    assert_contains "$stderr" "--limits best-effort"
+    [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "a qemu started"
+    run --separate-stderr unshare -m --propagation private sh -c "$ro" sh \
+        "$AJ" run --isolation microvm --limits best-effort --result "$T/res.json" \
+        -- /bin/echo ran </dev/null
+    assert_status 0
+    assert_eq "$output" ran
+    assert_contains "$stderr" "limits NOT enforced"
+    assert_eq "$(jq -c .limits_not_applied "$T/res.json")" '["memory"]' limits_not_applied
 }
 
 @test "microvm: doctor has the level's line with its accelerator" {

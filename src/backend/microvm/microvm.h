@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "doctor.h"
+#include "cgroup.h"
 #include "error.h"
 #include "policy.h"
 
@@ -64,6 +65,8 @@ typedef struct aj_mv_spawn {
 	 * masks and guard); non-zero: an errno, the start fails */
 	int (*prepare)(void *ctx);
 	void *ctx;
+	/* non-NULL: the process is moved into these cgroups before it execs */
+	const aj_cgroup *cg;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 

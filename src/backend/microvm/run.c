@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -34,6 +35,10 @@
 
 #define MIN_MEMORY (128ULL << 20)
 #define DEFAULT_MEMORY (512ULL << 20)
+/* the VMM's host cgroup: the guest's RAM and this for qemu's own (TCG's
+ * code buffers, its binary's pages) and virtiofsd's (docs/levels.md) */
+#define VMM_OVERHEAD (256ULL << 20)
+#define VMM_PIDS 512
 #define BOOT_TIMEOUT_MS 60000ULL
 
 typedef struct mv_run {
@@ -55,6 +60,8 @@ typedef struct mv_run {
 	int agent;	  /* the agent's socket */
 	int console;	  /* dir/vm/console, qemu's serial */
 	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
+	aj_cgroup cg;	  /* qemu's and virtiofsd's, on the host */
+	bool have_cg;
 } mv_run;
 
 static unsigned long long now_ms(void)
@@ -261,6 +268,7 @@ static pid_t virtiofsd(mv_run *m, aj_mv_spawn *s, const char *sock, const char *
 	char *argv[] = {m->h.virtiofsd, sockopt, "-o", srcopt, NULL};
 	s->argv = argv;
 	s->log = m->console;
+	s->cg = m->have_cg ? &m->cg : NULL;
 	return aj_mv_spawn_confined(s, err);
 }
 
@@ -310,8 +318,13 @@ static pid_t qemu(mv_run *m, aj_error *err)
 	argv[n] = NULL;
 	aj_write_file(kern, "", 0644);
 	aj_write_file(initrd, "", 0644);
-	aj_mv_spawn s = {
-	    .argv = argv, .uid = m->base, .gid = m->base, .log = m->console, .n = 2, .idmap = -1};
+	aj_mv_spawn s = {.argv = argv,
+			 .uid = m->base,
+			 .gid = m->base,
+			 .log = m->console,
+			 .n = 2,
+			 .idmap = -1,
+			 .cg = m->have_cg ? &m->cg : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
 	return aj_mv_spawn_confined(&s, err);
@@ -374,9 +387,39 @@ static void console_tail(mv_run *m, char *out, size_t len)
 			*q = ' ';
 }
 
+/* The VMM's cgroup on the host: the guest's RAM and the VMM's overhead,
+ * the vCPUs' quota, a bound on its threads. Fails closed as level 1's
+ * limits do (exit 125), unless --limits best-effort. */
+static int make_cgroup(mv_run *m, aj_error *err)
+{
+	const aj_policy *p = m->p;
+	aj_policy q = *p; /* a shallow copy: only the limits differ */
+	q.memory = (p->memory ? p->memory : DEFAULT_MEMORY) + VMM_OVERHEAD;
+	q.pids = VMM_PIDS; /* --pids is the guest's */
+	unsigned r32 = 0;
+	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
+		r32 = (unsigned)now_ms();
+	char name[64];
+	snprintf(name, sizeof(name), "agentjail-%d-%08x", (int)getpid(), r32);
+	int r = aj_cgroup_create(&m->cg, name, &q, err);
+	if (r < 0)
+		return r;
+	m->have_cg = m->cg.n > 0;
+	if (m->cg.missing) {
+		char names[64], msg[700];
+		aj_cgroup_limit_names(m->cg.missing, names, sizeof(names));
+		snprintf(msg, sizeof(msg), "limits NOT enforced (--limits best-effort): %s: %s",
+			 names, m->cg.why);
+		warn(m, msg);
+	}
+	return 0;
+}
+
 static int start(mv_run *m, aj_error *err)
 {
 	int r = make_dirs(m, err);
+	if (r == 0)
+		r = make_cgroup(m, err);
 	if (r == 0)
 		r = stage_root(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
@@ -454,6 +497,10 @@ static void teardown(mv_run *m)
 			kill(m->pids[i], SIGKILL); /* its child gets its death signal */
 			waitpid(m->pids[i], NULL, 0);
 		}
+	}
+	if (m->have_cg) {
+		aj_cgroup_destroy(&m->cg); /* kills what is left of the VMM */
+		m->have_cg = false;
 	}
 	/* the binds were in the VMM's mount namespaces, gone with them: the
 	 * directory holds only what we made */
@@ -650,6 +697,20 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 			warn(&m, "microvm: the guest's OOM killer ended the command (--memory is "
 				 "the VM's RAM)");
 		}
+	} else if (m.have_cg && aj_cgroup_oom_killed(&m.cg)) {
+		/* the host's OOM killer took the VMM: the run ends as an OOM */
+		aj_err_clear(err);
+		res->exit_code = 137;
+		res->term_signal = SIGKILL;
+		res->oom_killed = true;
+		res->wall_ms = now_ms() - t0;
+		r = 0;
+		warn(&m, "microvm: the VMM went past its host memory limit (the guest's RAM and "
+			 "256 MiB for qemu and virtiofsd) and was killed");
+	}
+	if (m.have_cg) {
+		res->peak_memory_bytes = aj_cgroup_peak_memory(&m.cg);
+		res->limits_missing = m.cg.missing;
 	}
 	aj_redactor_free(&io.red[0]);
 	aj_redactor_free(&io.red[1]);

@@ -294,6 +294,10 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 		if (aj_write_file(path, map, 0) < 0)
 			e = errno ? errno : EIO;
 	}
+	/* into the VMM's cgroups while it waits: what it allocates is counted */
+	aj_error cerr;
+	if (!e && s->cg && aj_cgroup_join(s->cg, pid, true, &cerr) < 0)
+		e = cerr.code ? cerr.code : EIO;
 	if (!e && write(go[0], "g", 1) != 1)
 		e = ECHILD;
 	close(go[0]);
