@@ -49,6 +49,7 @@ typedef struct session {
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
 	aj_proxy_req *req;
+	char method[16]; /* of the request being taken (the log) */
 } session;
 
 static int on_message_complete(http_parser *hp)
@@ -75,7 +76,7 @@ static void log_event(session *s, const char *verdict, const char *method, const
  * server still being sent is cut there). */
 static void refuse(session *s, int status, const char *reason, const char *why)
 {
-	log_event(s, "refused", s->req->method[0] ? s->req->method : NULL, why);
+	log_event(s, "refused", s->method[0] ? s->method : NULL, why);
 	char body[512];
 	snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", s->connect->host,
 		 s->connect->port, why);
@@ -102,13 +103,26 @@ static bool same_target(const session *s, const aj_proxy_req *r)
 static void take_head(session *s, size_t head)
 {
 	aj_proxy_req *r = s->req;
+	s->method[0] = '\0';
 	if (aj_proxy_parse(s->in, head, r) < 0) {
 		refuse(s, 400, "Bad Request", r->error);
 		return;
 	}
+	snprintf(s->method, sizeof(s->method), "%s", r->method);
 	if (r->connect || !same_target(s, r)) {
 		refuse(s, 421, "Misdirected Request",
 		       "the Host header does not name the CONNECT target and TLS server name");
+		return;
+	}
+	/* the body: framed by a parser that sees the original head; a head
+	 * it does not take is refused before anything is sent */
+	http_parser_init(&s->hp, HTTP_REQUEST);
+	s->hp.data = s;
+	s->message_done = false;
+	size_t k = http_parser_execute(&s->hp, &body_settings, s->in, head);
+	enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
+	if (!s->message_done && !s->hp.upgrade && ((e != HPE_OK && e != HPE_PAUSED) || k != head)) {
+		refuse(s, 400, "Bad Request", "malformed request body framing");
 		return;
 	}
 	r->port = s->connect->port; /* for the log: "Host: h" means 443 here */
@@ -121,6 +135,7 @@ static void take_head(session *s, size_t head)
 			 r->target, r->http_major, r->http_minor, r->headers,
 			 r->connection[0] ? "Connection: " : "", r->connection,
 			 r->connection[0] ? "\r\n" : "");
+	explicit_bzero(r, sizeof(*r)); /* it held the values */
 	if (n < 0 || (size_t)n >= sizeof(s->out)) {
 		explicit_bzero(s->out, sizeof(s->out));
 		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
@@ -128,24 +143,15 @@ static void take_head(session *s, size_t head)
 	}
 	s->out_len = (size_t)n;
 	s->out_off = 0;
-	log_event(s, "allowed", r->method, NULL);
-	/* the body: framed by a parser that saw the original head */
-	http_parser_init(&s->hp, HTTP_REQUEST);
-	s->hp.data = s;
-	s->message_done = false;
-	size_t k = http_parser_execute(&s->hp, &body_settings, s->in, head);
-	enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
-	explicit_bzero(r, sizeof(*r));
+	log_event(s, "allowed", s->method, NULL);
 	memmove(s->in, s->in + head, s->in_len - head);
 	s->in_len -= head;
 	if (s->hp.upgrade)
 		s->st = S_RAW; /* WebSocket and friends: bytes, no more heads */
 	else if (s->message_done)
 		s->st = S_HEAD;
-	else if ((e == HPE_OK || e == HPE_PAUSED) && k == head)
-		s->st = S_BODY;
 	else
-		refuse(s, 400, "Bad Request", "malformed request body framing");
+		s->st = S_BODY;
 	if (s->message_done)
 		http_parser_pause(&s->hp, 0);
 }
