@@ -53,8 +53,16 @@ world_up() {
     rm -f "$T/inet.ready" "$T/host.ready"
     # fd 3 closed: bats waits for it otherwise
     # WORLD_WEB_PORTS: a test with servers of its own on some ports (npm.bats)
-    # WORLD_TLS=PORT:DIR: an HTTPS server too (tls.bats; fakeinet.py --tls)
-    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "${WORLD_WEB_PORTS:-80,443,8443}" --body inet-ok \
+    # WORLD_TLS=PORT:DIR: an HTTPS server too, on PORT instead of plain
+    # HTTP (tls.bats; fakeinet.py --tls)
+    local web=${WORLD_WEB_PORTS:-80,443,8443}
+    if [ -n "${WORLD_TLS:-}" ]; then
+        web=,$web,
+        web=${web//,${WORLD_TLS%%:*},/,}
+        web=${web#,}
+        web=${web%,}
+    fi
+    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "$web" --body inet-ok \
         ${WORLD_TLS:+--tls "$WORLD_TLS"} --web-log "$WEB_LOG" --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
     ip netns exec "$HNS" python3 "$NET_DIR/fakeinet.py" --web 8080 --body host-ok \
