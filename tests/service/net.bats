@@ -6,13 +6,10 @@
 load helpers
 load ../network/world
 
-setup_file() {
-    world_setup_file
-    world_test_certs "$BATS_FILE_TMPDIR/certs"
-}
+setup_file() { world_setup_file; }
 
 setup() {
-    WORLD_TLS=443:$BATS_FILE_TMPDIR/certs world_setup
+    world_setup
     # the service runs in the test's "host" netns (its veths, nft tables)
     SVC_WRAP=(nsenter --net="/run/netns/$HNS")
 }
@@ -75,19 +72,6 @@ probe_body() { # TARGETS...: an exec body running probe.py
     # "header": Authorization only
     [ "$(req /svc-a | jq -r '.headers["x-api-key"]')" = "$ph" ] || fail "/svc-a x-api-key: $(req /svc-a)"
     [ "$(req /svc-b | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/svc-b: $(req /svc-b)"
-    api DELETE "/v1/sandboxes/$id" >/dev/null
-    assert_world_clean
-}
-
-@test "service: HTTPS to a secret's host gets the value (the operator's AGENTJAIL_UPSTREAM_CA)" {
-    AGENTJAIL_UPSTREAM_CA=$BATS_FILE_TMPDIR/certs/ca.crt svc_start
-    local value='sk-svc-tls-value'
-    id=$(sb_create "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
-        \"secret\": {\"API_KEY\": {\"value\": \"$value\", \"hosts\": [\"api.example.test\"]}}}")
-    output=$(sb_exec "$id" '{"cmd": ["sh", "-c", "curl -sS -m 10 -o /dev/null -w \"%{http_code}\n\" -H \"Authorization: Bearer $API_KEY\" https://api.example.test/svc-tls"], "timeout": 30}' | events_stdout)
-    [ "$output" = 200 ] || fail "curl: $output"
-    [ "$(jq -r 'select(.path == "/svc-tls") | .headers.Authorization' "$WEB_LOG")" = "Bearer $value" ] ||
-        fail "$(cat "$WEB_LOG")"
     api DELETE "/v1/sandboxes/$id" >/dev/null
     assert_world_clean
 }
