@@ -163,6 +163,14 @@ static void v2_leave_own(void)
 	}
 }
 
+/* A text kept for later in as little of the heap as it needs (read into
+ * 4 KiB: what is allocated meanwhile would take new pages, a fault each). */
+static char *shrink(char *t)
+{
+	char *s = realloc(t, strlen(t) + 1);
+	return s ? s : t;
+}
+
 void aj_cgroup_view_free(aj_cgroup_view *v)
 {
 	free(v->mountinfo);
@@ -186,7 +194,8 @@ int aj_cgroup_ensure_mounted_view(aj_cgroup_view *keep, aj_error *err)
 		if (any_v2 && !any_v1)
 			v2_leave_own(); /* may move us: the texts are not kept */
 		else if (keep && v.mountinfo && v.proc_cgroup)
-			*keep = v, v = (aj_cgroup_view){NULL, NULL};
+			*keep = (aj_cgroup_view){shrink(v.mountinfo), shrink(v.proc_cgroup)},
+			v = (aj_cgroup_view){NULL, NULL};
 		aj_cgroup_view_free(&v);
 		return 0;
 	}
