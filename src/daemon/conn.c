@@ -105,13 +105,6 @@ static bool has_body(aj_req *r)
 /* A new request: method, path, who; auth; bodies. */
 static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 {
-	/* who is at the other end of a connection does not change: a request
-	 * kept alive after the first asks the socket no more (two system
-	 * calls on every request's path, docs/performance.md) */
-	char peer[sizeof(r->peer)];
-	bool known = r->wsi == wsi && r->peer[0], remote = r->remote;
-	if (known)
-		memcpy(peer, r->peer, sizeof(peer));
 	aj_http_req_free(r); /* the previous request on this connection */
 	memset(r, 0, sizeof(*r));
 	r->wsi = wsi;
@@ -125,12 +118,7 @@ static int on_http(aj_req *r, struct lws *wsi, const char *uri)
 	r->method =
 	    m >= 0 && m < (int)AJ_ARRAY_SIZE(map) && m <= LWSHUMETH_DELETE ? map[m] : AJ_OTHER;
 	snprintf(r->path, sizeof(r->path), "%s", uri ? uri : "");
-	if (known) {
-		memcpy(r->peer, peer, sizeof(peer));
-		r->remote = remote;
-	} else {
-		aj_http_peer(r);
-	}
+	aj_http_peer(r);
 	aj_metrics_add(&aj_stats.requests, 1);
 	/* the probes answer without a token (Kubernetes, load balancers): a
 	 * state, nothing else (sup_api.c) */
