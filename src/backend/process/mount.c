@@ -298,12 +298,19 @@ static int setup_scratch(const aj_policy *p, aj_error *err)
 		mode_t mode;
 	} dirs[] = {
 	    {"upper", 0755}, {"work", 0755}, {"tmp", 01777}, {"shm", 01777}, {"home", 0700}};
+	/* the modes as given (sticky bits too): no umask for these, and no
+	 * chmod after each mkdir; the command gets the umask back */
+	mode_t old = umask(0);
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
 		char d[64];
 		snprintf(d, sizeof(d), SCRATCH "/%s", dirs[i].name);
-		if (mkdir(d, dirs[i].mode) < 0 || chmod(d, dirs[i].mode) < 0)
-			return aj_err(err, errno, "cannot create %s", d);
+		if (mkdir(d, dirs[i].mode) < 0) {
+			int e = errno;
+			umask(old);
+			return aj_err(err, e, "cannot create %s", d);
+		}
 	}
+	umask(old);
 	if (chown(SCRATCH "/home", p->uid, p->gid) < 0)
 		return aj_err(err, errno, "cannot hand the home directory to uid %u",
 			      (unsigned)p->uid);

@@ -58,6 +58,7 @@ typedef struct run_ctx {
 	aj_mount_plan plan;
 	aj_cgroup cg;
 	bool have_cg;
+	aj_cgroup_view cg_view; /* what aj_cgroup_ensure_mounted read, for make_cgroup */
 	aj_net net;
 	bool want_tty;
 	bool background; /* in the background of the caller's terminal */
@@ -268,7 +269,8 @@ static int make_cgroup(run_ctx *c, aj_error *err)
 {
 	char name[64];
 	make_name(name, sizeof(name));
-	int r = aj_cgroup_create(&c->cg, name, c->p, err);
+	int r = aj_cgroup_create_in(&c->cg, name, c->p, &c->cg_view, err);
+	aj_cgroup_view_free(&c->cg_view);
 	if (r < 0)
 		return r;
 	c->have_cg = c->cg.n > 0;
@@ -653,15 +655,19 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	/* a fresh /sys without cgroups: mount them (as root) in a mount
 	 * namespace of our own, while we have one thread; a failure is told
 	 * by make_cgroup, if a limit needs them */
-	(void)aj_cgroup_ensure_mounted(NULL);
+	aj_cgroup_view view = {NULL, NULL};
+	(void)aj_cgroup_ensure_mounted_view(&view, NULL);
 	/* ~50 KiB (the cgroup paths alone are 32 KiB), mostly unused: fresh
 	 * zero pages from mmap are touched only where written, where a
 	 * zeroed stack frame or calloc from the heap (memset) costs a page
 	 * fault per 4 KiB (docs/performance.md) */
 	run_ctx *c =
 	    mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
+	if (c == MAP_FAILED) {
+		aj_cgroup_view_free(&view);
 		return aj_err(err, errno, "cannot allocate the sandbox's state");
+	}
+	c->cg_view = view; /* read once: make_cgroup's too (docs/performance.md) */
 	c->p = p;
 	c->hooks = hooks;
 	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = c->etc_lock = -1;
@@ -739,6 +745,7 @@ out:
 	aj_bpf_free(&c->bpf);
 	aj_redactor_free(&c->red[0]);
 	aj_redactor_free(&c->red[1]);
+	aj_cgroup_view_free(&c->cg_view);
 	munmap(c, sizeof(*c));
 	return r;
 }
