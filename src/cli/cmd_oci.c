@@ -319,7 +319,9 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		(void)fail(&err);
 		_exit(err.exit);
 	}
-	/* the sandbox's init killed by `kill ID KILL` */
+	/* the sandbox's init killed by `kill ID KILL`, or what else ended it */
+	if (!strstr(err.msg, "init died"))
+		(void)fail(&err);
 	_exit(128 + SIGKILL);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "util.h"
 
@@ -97,8 +98,11 @@ static int parse_rlimits(aj_policy *p, const json_t *rl, aj_error *err)
 		if (!type || !json_is_integer(hard) || json_integer_value(hard) < 0)
 			return refuse(err, "process.rlimits[] needs a type and a hard limit");
 		unsigned long long v = (unsigned long long)json_integer_value(hard);
-		if (!strcmp(type, "RLIMIT_NOFILE"))
-			p->nofile = v;
+		struct rlimit cur;
+		if (!strcmp(type, "RLIMIT_NOFILE")) /* a ceiling: at most the one we have */
+			p->nofile = getrlimit(RLIMIT_NOFILE, &cur) == 0 && cur.rlim_max < v
+					? (unsigned long long)cur.rlim_max
+					: v;
 		else if (!strcmp(type, "RLIMIT_FSIZE"))
 			p->fsize = v;
 		else if (!strcmp(type, "RLIMIT_NPROC")) {
@@ -194,7 +198,7 @@ static bool own_mount(const char *type, const char *dest)
 	    {"tmpfs", "/tmp"},
 	    {"bind", "/etc/hosts"},
 	    {"bind", "/etc/resolv.conf"},
-	    {"bind", "/etc/hostname"},
+	    {"bind", "/etc/hostname"},	 {"bind", "/dev/shm"},
 	};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(own); i++)
 		if (!strcmp(type, own[i][0]) && !strcmp(dest, own[i][1]))
@@ -321,6 +325,22 @@ static int parse_paths(const json_t *a, const char *field, aj_error *err)
 	return 0;
 }
 
+/* Sysctls grant more than agentjail's default: Podman's ping_group_range
+ * (ping sockets) is left unset, so stricter; any other is refused. */
+static int parse_sysctl(const json_t *sc, aj_error *err)
+{
+	const char *key;
+	const json_t *v;
+	if (want_type(sc, JSON_OBJECT, "linux.sysctl", err) < 0)
+		return -EINVAL;
+	json_object_foreach((json_t *)sc, key, v)
+	{
+		if (strcmp(key, "net.ipv4.ping_group_range"))
+			return refuse(err, "linux.sysctl: %s is not supported", key);
+	}
+	return 0;
+}
+
 static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
 {
 	int r;
@@ -333,8 +353,10 @@ static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
 	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
 		return r;
-	static const char *const refused[] = {"seccomp",     "sysctl",	    "devices",	 "intelRdt",
-					      "personality", "timeOffsets", "mountLabel"};
+	if ((r = parse_sysctl(json_object_get(lx, "sysctl"), err)) < 0)
+		return r;
+	static const char *const refused[] = {"seccomp", "devices", "intelRdt", "personality",
+					      "timeOffsets", "mountLabel"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(refused); i++) {
 		const json_t *v = json_object_get(lx, refused[i]);
 		if (!empty(v) && !(json_is_string(v) && !*json_string_value(v))) {
