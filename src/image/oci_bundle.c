@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <seccomp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +326,134 @@ static int parse_paths(const json_t *a, const char *field, aj_error *err)
 	return 0;
 }
 
+/* An OCI action (SCMP_ACT_*) as the --seccomp-profile format's; NULL: not
+ * supported (a tracer or a user-space notifier agentjail does not run). */
+static const char *seccomp_action(const char *a)
+{
+	static const char *const map[][2] = {
+	    {"SCMP_ACT_ALLOW", "allow"},      {"SCMP_ACT_ERRNO", "errno"},
+	    {"SCMP_ACT_KILL", "kill"},	      {"SCMP_ACT_KILL_PROCESS", "kill"},
+	    {"SCMP_ACT_KILL_THREAD", "kill"}, {"SCMP_ACT_TRAP", "trap"},
+	    {"SCMP_ACT_LOG", "log"},
+	};
+	for (size_t i = 0; a && i < AJ_ARRAY_SIZE(map); i++)
+		if (!strcmp(a, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
+static int seccomp_errno(const json_t *v, json_t *out, const char *key, aj_error *err)
+{
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 4095)
+		return refuse(err, "linux.seccomp: an errnoRet must be from 1 to 4095");
+	return json_object_set_new(out, key, json_integer(json_integer_value(v))) ? -ENOMEM : 0;
+}
+
+/* One args[] condition: OCI's masked_eq compares (arg & value) with valueTwo. */
+static json_t *seccomp_arg(const json_t *a)
+{
+	static const char *const ops[][2] = {
+	    {"SCMP_CMP_EQ", "eq"}, {"SCMP_CMP_NE", "ne"}, {"SCMP_CMP_LT", "lt"},
+	    {"SCMP_CMP_LE", "le"}, {"SCMP_CMP_GT", "gt"}, {"SCMP_CMP_GE", "ge"},
+	    {"SCMP_CMP_MASKED_EQ", "masked_eq"},
+	};
+	const char *op = json_string_value(json_object_get(a, "op"));
+	json_t *idx = json_object_get(a, "index"), *v = json_object_get(a, "value"),
+	       *v2 = json_object_get(a, "valueTwo");
+	for (size_t i = 0; op && i < AJ_ARRAY_SIZE(ops); i++) {
+		if (strcmp(op, ops[i][0]))
+			continue;
+		bool masked = !strcmp(ops[i][1], "masked_eq");
+		if (!json_is_integer(idx) || !json_is_integer(v) || (masked && !json_is_integer(v2)))
+			return NULL;
+		return masked ? json_pack("{s:O, s:s, s:O, s:O}", "index", idx, "op", ops[i][1],
+					  "mask", v, "value", v2)
+			      : json_pack("{s:O, s:s, s:O}", "index", idx, "op", ops[i][1], "value",
+					  v);
+	}
+	return NULL;
+}
+
+/* One syscalls[] rule. Names this libseccomp does not know are left out
+ * of a rule that allows (nothing is granted by leaving them out) and
+ * refused in any other. */
+static int seccomp_rule(const json_t *e, json_t *rules, aj_error *err)
+{
+	const char *a = json_string_value(json_object_get(e, "action"));
+	const char *act = seccomp_action(a);
+	const json_t *names = json_object_get(e, "names"), *args = json_object_get(e, "args");
+	if (!act)
+		return refuse(err, "linux.seccomp: action %s is not supported", a ? a : "(none)");
+	if (!json_is_array(names) || (args && !json_is_array(args)))
+		return refuse(err, "linux.seccomp: syscalls[] needs names (and args) as arrays");
+	json_t *r = json_pack("{s:s, s:[], s:[]}", "action", act, "names", "args");
+	if (!r)
+		return aj_err(err, ENOMEM, "linux.seccomp");
+	int rc = seccomp_errno(json_object_get(e, "errnoRet"), r, "errno", err);
+	size_t i;
+	const json_t *n;
+	json_array_foreach(names, i, n)
+	{
+		const char *name = json_string_value(n);
+		bool known = name && seccomp_syscall_resolve_name(name) != __NR_SCMP_ERROR;
+		if (rc == 0 && !known && strcmp(act, "allow"))
+			rc = refuse(err, "linux.seccomp: syscall %s is not known here",
+				    name ? name : "(not a string)");
+		if (rc == 0 && known)
+			json_array_append_new(json_object_get(r, "names"), json_string(name));
+	}
+	json_array_foreach(args, i, n)
+	{
+		json_t *c = rc == 0 ? seccomp_arg(n) : NULL;
+		if (rc == 0 && !c)
+			rc = refuse(err, "linux.seccomp: syscalls[].args[%zu] is not a valid condition",
+				    i);
+		if (c)
+			json_array_append_new(json_object_get(r, "args"), c);
+	}
+	if (rc == 0 && json_array_size(json_object_get(r, "names")) > 0)
+		rc = json_array_append(rules, r) < 0 ? aj_err(err, ENOMEM, "linux.seccomp") : 0;
+	json_decref(r);
+	return rc;
+}
+
+/* linux.seccomp, as a second filter on top of agentjail's own (policy's
+ * seccomp_stack, in the --seccomp-profile format). */
+static int parse_seccomp(aj_policy *p, const json_t *sc, aj_error *err)
+{
+	if (!json_is_object(sc))
+		return refuse(err, "linux.seccomp must be an object");
+	const char *lp = json_string_value(json_object_get(sc, "listenerPath"));
+	if (lp && *lp)
+		return refuse(err, "linux.seccomp.listenerPath (a notifier) is not supported");
+	const char *def = seccomp_action(json_string_value(json_object_get(sc, "defaultAction")));
+	const json_t *calls = json_object_get(sc, "syscalls");
+	if (!def || (calls && !json_is_array(calls)))
+		return refuse(err, "linux.seccomp needs a supported defaultAction (and syscalls "
+				   "as an array)");
+	json_t *out = json_pack("{s:s, s:[]}", "default_action", def, "syscalls");
+	int r = out ? seccomp_errno(json_object_get(sc, "defaultErrnoRet"), out, "default_errno",
+				    err)
+		    : aj_err(err, ENOMEM, "linux.seccomp");
+	size_t i;
+	const json_t *e;
+	json_array_foreach(calls, i, e)
+	{
+		if (r < 0)
+			break;
+		r = seccomp_rule(e, json_object_get(out, "syscalls"), err);
+	}
+	if (r == 0) {
+		free(p->seccomp_stack);
+		if (!(p->seccomp_stack = json_dumps(out, JSON_COMPACT)))
+			r = aj_err(err, ENOMEM, "linux.seccomp");
+	}
+	json_decref(out);
+	return r;
+}
+
 /* Sysctls grant more than agentjail's default: Podman's ping_group_range
  * (ping sockets) is left unset, so stricter; any other is refused. */
 static int parse_sysctl(const json_t *sc, aj_error *err)
@@ -355,18 +484,15 @@ static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
 		return r;
 	if ((r = parse_sysctl(json_object_get(lx, "sysctl"), err)) < 0)
 		return r;
-	static const char *const refused[] = {"seccomp", "devices", "intelRdt", "personality",
-					      "timeOffsets", "mountLabel"};
+	const json_t *sc = json_object_get(lx, "seccomp");
+	if (sc && !json_is_null(sc) && (r = parse_seccomp(p, sc, err)) < 0)
+		return r;
+	static const char *const refused[] = {"devices", "intelRdt", "personality", "timeOffsets",
+					      "mountLabel"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(refused); i++) {
 		const json_t *v = json_object_get(lx, refused[i]);
 		if (!empty(v) && !(json_is_string(v) && !*json_string_value(v))) {
-			refuse(err, "linux.%s is not supported", refused[i]);
-			if (!strcmp(refused[i], "seccomp"))
-				aj_err_hint(err,
-					    "agentjail applies its own seccomp filter to every "
-					    "container; with podman: --security-opt "
-					    "seccomp=unconfined (" OCI_FIX ")");
-			return -EINVAL;
+			return refuse(err, "linux.%s is not supported", refused[i]);
 		}
 	}
 	/* uidMappings, gidMappings, cgroupsPath, rootfsPropagation,

@@ -13,7 +13,7 @@ setup() {
     mkdir -p "$B/rootfs/bin" "$B/rootfs/proc" "$B/rootfs/dev" "$B/rootfs/tmp"
     cp "$(command -v busybox)" "$B/rootfs/bin/busybox"
     local t
-    for t in sh echo sleep id cat ls; do ln -s busybox "$B/rootfs/bin/$t"; done
+    for t in sh echo sleep id cat ls grep mkdir; do ln -s busybox "$B/rootfs/bin/$t"; done
     echo base >"$B/rootfs/motd"
     chmod -R a+rX "$T"
 }
@@ -188,9 +188,9 @@ bad_bundle() {
     bad_bundle "joining the network namespace at /proc/1/ns/net is not supported"
     bundle_config '[]'
     bad_bundle "process.args must be a non-empty array"
-    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW"}, |' "$B/config.json"
+    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
     sed -i 's|"args": \[\]|"args": ["/bin/true"]|' "$B/config.json"
-    bad_bundle "linux.seccomp is not supported"
+    bad_bundle "linux.seccomp needs a supported defaultAction"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
     bad_bundle "a terminal"
@@ -204,4 +204,29 @@ bad_bundle() {
     assert_status 0
     assert_eq "$(printf '%s' "$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ociVersionMax"])')" 1.2.0
     [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
+}
+
+@test "oci: the bundle's seccomp filter is loaded on top of agentjail's own" {
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp /proc/self/status; mkdir /tmp/d || exit 9"]'
+    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}, {"names": ["no_such_call"], "action": "SCMP_ACT_ALLOW"}]}, |' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" s0
+    assert_status 125 # a name libseccomp does not know, in a rule that denies
+    assert_contains "$stderr" "syscall no_such_call is not known here"
+    sed -i 's|"mkdirat", "no_such_call"|"mkdirat"|' "$B/config.json"
+    oci_create s1
+    run oci start s1
+    assert_status 0
+    assert_eq "$(wait_exit s1)" "exit=9" "mkdir denied by the bundle's filter"
+    assert_contains "$(cat "$T/s1.err")" "Function not implemented"
+    # two filters: agentjail's (init's, inherited) and the bundle's
+    assert_contains "$(cat "$T/s1.out")" "Seccomp_filters:	2"
+    run oci delete s1
+    assert_status 0
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status"]'
+    oci_create s2
+    run oci start s2
+    assert_eq "$(wait_exit s2)" "exit=0"
+    assert_eq "$(cat "$T/s2.out")" "Seccomp_filters:	1" "agentjail's filter alone"
+    run oci delete s2
+    assert_status 0
 }
