@@ -43,8 +43,9 @@ prun() {
 }
 
 @test "podman: run --rm, output and exit code; run -d, logs, stop, rm; nothing left" {
-    run --separate-stderr prun run --rm --network none --security-opt seccomp=unconfined \
-        localhost/ajtiny:1 /bin/sh -c 'echo out $(cat /motd); echo err >&2; exit 3'
+    # Podman's default seccomp profile is loaded on top of agentjail's filter
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 \
+        /bin/sh -c 'echo out $(cat /motd); echo err >&2; exit 3'
     assert_status 3
     assert_eq "$output" "out base" "stdout"
     assert_eq "$stderr" "err" "stderr"
@@ -53,8 +54,7 @@ prun() {
     assert_contains "$(cat "$T/calls")" "--pid-file"
     assert_contains "$(cat "$T/calls")" "delete --force"
 
-    run prun run -d --name ajdet --network none --security-opt seccomp=unconfined \
-        localhost/ajtiny:1 /bin/sh -c 'echo started; exec sleep 60'
+    run prun run -d --name ajdet --network none localhost/ajtiny:1 /bin/sh -c 'echo started; exec sleep 60'
     assert_status 0
     local i
     for i in $(seq 50); do
@@ -77,17 +77,20 @@ prun() {
 }
 
 @test "podman: what agentjail cannot honour is refused with the fix" {
-    # Podman's default seccomp profile and its network namespace
-    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /bin/true
-    assert_status 126
-    assert_contains "$stderr" "linux.seccomp is not supported"
-    assert_contains "$stderr" "seccomp=unconfined"
     # a namespace to join (Podman's default network is one; this one
     # makes no bridge on the host)
-    run --separate-stderr prun run --rm --security-opt seccomp=unconfined \
-        --network "ns:/proc/$$/ns/net" localhost/ajtiny:1 /bin/true
+    run --separate-stderr prun run --rm --network "ns:/proc/$$/ns/net" localhost/ajtiny:1 /bin/true
     assert_status 126
     assert_contains "$stderr" "--network none"
+    # a terminal (conmon's --console-socket)
+    run --separate-stderr prun run --rm -t --network none localhost/ajtiny:1 /bin/true
+    assert_status 126
+    assert_contains "$stderr" "a terminal"
+    # an annotation agentjail does not take
+    run --separate-stderr prun run --rm --network none --annotation run.agentjail.net=bogus \
+        localhost/ajtiny:1 /bin/true
+    assert_status 126
+    assert_contains "$stderr" "annotation run.agentjail.net"
     assert_eq "$(prun ps -aq)" "" "containers left"
     [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "runtime state left: $(ls "$S")"
 }
