@@ -16,6 +16,8 @@ setup() {
     local t
     for t in sh echo sleep id cat true; do ln -s busybox "$r/bin/$t"; done
     echo base >"$r/motd"
+    # the security suite's static attack program (tests/security/README.md)
+    [ -x "${ATTACK:-}" ] && cp "$ATTACK" "$r/attack"
     tar -C "$r" -cf "$T/img.tar" .
     # a logging wrapper: what Podman passes (conmon calls it); it sets
     # --root itself, as Podman's --runtime-flag does not reach the
@@ -93,4 +95,27 @@ prun() {
     assert_contains "$stderr" "annotation run.agentjail.net"
     assert_eq "$(prun ps -aq)" "" "containers left"
     [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "runtime state left: $(ls "$S")"
+}
+
+@test "podman: the security suite's attacks fail inside a Podman container" {
+    [ -x "$T/img/attack" ] || skip "needs ATTACK (build/tests/ajattack)"
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack privsweep
+    assert_status 0
+    assert_eq "${lines[-1]}" "result=blocked" "privileged syscalls"
+    assert_contains "$output" "reboot=blocked errno=EPERM"
+    assert_contains "$output" "init_module=blocked errno=EPERM"
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack keyring
+    assert_status 0
+    assert_eq "${lines[-1]}" "result=blocked" "kernel keyring"
+    # the container's processes are never host uid 0
+    run prun run -d --name ajuid --network none localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    local pid uids
+    pid=$(cat "$S"/*/state.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    uids=$(ps -o uid= --ppid "$pid" | tr -d ' ')
+    [ -n "$uids" ] || fail "no sandbox process under the monitor"
+    assert_ne "$uids" 0 "host uid of the container's init"
+    run prun rm -f -t 0 ajuid
+    assert_status 0
+    [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
 }
