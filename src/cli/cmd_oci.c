@@ -315,14 +315,10 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		_exit(res.exit_code);
 	if (m.signal)
 		_exit(128 + m.signal);
-	if (err.exit == AJ_EXIT_NOEXEC || err.exit == AJ_EXIT_NOTFOUND) {
-		(void)fail(&err);
-		_exit(err.exit);
-	}
-	/* the sandbox's init killed by `kill ID KILL`, or what else ended it */
-	if (!strstr(err.msg, "init died"))
-		(void)fail(&err);
-	_exit(128 + SIGKILL);
+	/* the sandbox's init killed by `kill ID KILL` */
+	if (strstr(err.msg, "init died"))
+		_exit(128 + SIGKILL);
+	_exit(fail(&err)); /* e.g. a cwd or command not in the root: 125, 126, 127 */
 }
 
 /* ---- create ---- */

@@ -199,7 +199,8 @@ static bool own_mount(const char *type, const char *dest)
 	    {"tmpfs", "/tmp"},
 	    {"bind", "/etc/hosts"},
 	    {"bind", "/etc/resolv.conf"},
-	    {"bind", "/etc/hostname"},	 {"bind", "/dev/shm"},
+	    {"bind", "/etc/hostname"},
+	    {"bind", "/dev/shm"},
 	};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(own); i++)
 		if (!strcmp(type, own[i][0]) && !strcmp(dest, own[i][1]))
@@ -355,8 +356,12 @@ static int seccomp_errno(const json_t *v, json_t *out, const char *key, aj_error
 static json_t *seccomp_arg(const json_t *a)
 {
 	static const char *const ops[][2] = {
-	    {"SCMP_CMP_EQ", "eq"}, {"SCMP_CMP_NE", "ne"}, {"SCMP_CMP_LT", "lt"},
-	    {"SCMP_CMP_LE", "le"}, {"SCMP_CMP_GT", "gt"}, {"SCMP_CMP_GE", "ge"},
+	    {"SCMP_CMP_EQ", "eq"},
+	    {"SCMP_CMP_NE", "ne"},
+	    {"SCMP_CMP_LT", "lt"},
+	    {"SCMP_CMP_LE", "le"},
+	    {"SCMP_CMP_GT", "gt"},
+	    {"SCMP_CMP_GE", "ge"},
 	    {"SCMP_CMP_MASKED_EQ", "masked_eq"},
 	};
 	const char *op = json_string_value(json_object_get(a, "op"));
@@ -366,7 +371,8 @@ static json_t *seccomp_arg(const json_t *a)
 		if (strcmp(op, ops[i][0]))
 			continue;
 		bool masked = !strcmp(ops[i][1], "masked_eq");
-		if (!json_is_integer(idx) || !json_is_integer(v) || (masked && !json_is_integer(v2)))
+		if (!json_is_integer(idx) || !json_is_integer(v) ||
+		    (masked && !json_is_integer(v2)))
 			return NULL;
 		return masked ? json_pack("{s:O, s:s, s:O, s:O}", "index", idx, "op", ops[i][1],
 					  "mask", v, "value", v2)
@@ -408,8 +414,8 @@ static int seccomp_rule(const json_t *e, json_t *rules, aj_error *err)
 	{
 		json_t *c = rc == 0 ? seccomp_arg(n) : NULL;
 		if (rc == 0 && !c)
-			rc = refuse(err, "linux.seccomp: syscalls[].args[%zu] is not a valid condition",
-				    i);
+			rc = refuse(
+			    err, "linux.seccomp: syscalls[].args[%zu] is not a valid condition", i);
 		if (c)
 			json_array_append_new(json_object_get(r, "args"), c);
 	}
@@ -434,9 +440,9 @@ static int parse_seccomp(aj_policy *p, const json_t *sc, aj_error *err)
 		return refuse(err, "linux.seccomp needs a supported defaultAction (and syscalls "
 				   "as an array)");
 	json_t *out = json_pack("{s:s, s:[]}", "default_action", def, "syscalls");
-	int r = out ? seccomp_errno(json_object_get(sc, "defaultErrnoRet"), out, "default_errno",
-				    err)
-		    : aj_err(err, ENOMEM, "linux.seccomp");
+	int r =
+	    out ? seccomp_errno(json_object_get(sc, "defaultErrnoRet"), out, "default_errno", err)
+		: aj_err(err, ENOMEM, "linux.seccomp");
 	size_t i;
 	const json_t *e;
 	json_array_foreach(calls, i, e)
