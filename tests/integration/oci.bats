@@ -10,7 +10,7 @@ setup() {
     command -v busybox >/dev/null || skip "needs busybox-static (scripts/setup.sh)"
     S=$T/state
     B=$T/bundle
-    mkdir -p "$B/rootfs/bin" "$B/rootfs/proc" "$B/rootfs/dev" "$B/rootfs/tmp"
+    mkdir -p "$B/rootfs/bin" "$B/rootfs/proc" "$B/rootfs/dev" "$B/rootfs/tmp" "$B/rootfs/etc"
     cp "$(command -v busybox)" "$B/rootfs/bin/busybox"
     local t
     for t in sh echo sleep id cat ls grep mkdir; do ln -s busybox "$B/rootfs/bin/$t"; done
@@ -143,7 +143,7 @@ assert_gone() { # ID PID
     assert_gone k2 "$pid"
 }
 
-@test "oci: egress closed by default; annotations are checked" {
+@test "oci: egress closed by default; annotations open it, and are checked" {
     bundle_config '["/bin/sh", "-c", "ls /sys/class/net 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1"]'
     oci_create n1
     run oci start n1
@@ -154,6 +154,19 @@ assert_gone() { # ID PID
     assert_eq "$(tail -n 1 "$T/n1.out" | tr -d ' ')" lo "network devices"
     run oci delete n1
     assert_status 0
+    if [ "$(id -u)" -eq 0 ]; then
+        # run.agentjail.allow: agentjail's resolver and proxy (no packet is sent)
+        bundle_config '["/bin/sh", "-c", "grep -o eth0 /proc/net/dev; echo $HTTPS_PROXY"]' "" \
+            '{"run.agentjail.allow": "example.com, *.example.org:443"}'
+        oci_create n4
+        run oci start n4
+        assert_status 0
+        assert_eq "$(wait_exit n4)" "exit=0"
+        assert_eq "$(head -n 1 "$T/n4.out")" eth0 "a device toward agentjail's proxy"
+        assert_contains "$(tail -n 1 "$T/n4.out")" "http://10."
+        run oci delete n4
+        assert_status 0
+    fi
     bundle_config '["/bin/true"]' "" '{"run.agentjail.net": "bogus"}'
     run --separate-stderr oci create --bundle "$B" n2
     assert_status 125
