@@ -40,16 +40,19 @@ static const char oci_usage[] =
     "Usage: agentjail oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
     "\n"
     "The OCI runtime command line (runc's), for Podman and other engines:\n"
-    "  create [--bundle DIR] [--pid-file FILE] ID   build the container, its command held\n"
-    "  start ID                                     run the held command\n"
-    "  state ID                                     the runtime-spec state as JSON\n"
-    "  kill [--all] ID [SIGNAL]                     TERM (default), KILL, INT, HUP, QUIT,\n"
-    "                                               USR1 or USR2\n"
-    "  delete [--force] ID                          remove it (--force: even running)\n"
-    "  features                                     what is supported, as JSON\n"
+    "  agentjail oci create [--bundle DIR] [--pid-file FILE] ID\n"
+    "                     build the container from DIR/config.json, its command held\n"
+    "  agentjail oci start ID      run the held command\n"
+    "  agentjail oci state ID      the runtime-spec state as JSON\n"
+    "  agentjail oci kill [--all] ID [SIGNAL]\n"
+    "                     TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2\n"
+    "  agentjail oci delete [--force] ID\n"
+    "                     remove it (--force: even a running one)\n"
+    "  agentjail oci features    what is supported, as JSON\n"
     "\n"
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
-    "$XDG_RUNTIME_DIR/agentjail-oci). Docs: docs/oci.md.\n";
+    "$XDG_RUNTIME_DIR/agentjail-oci). --log FILE: errors appended there too, as JSON\n"
+    "lines with --log-format json. Errors: exit 125. Docs: docs/oci.md.\n";
 
 /* the global options, for errors */
 static struct {
