@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,7 +43,7 @@ static const char oci_usage[] =
     "Usage: agentjail oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
     "\n"
     "The OCI runtime command line (runc's), for Podman and other engines:\n"
-    "  agentjail oci create [--bundle DIR] [--pid-file FILE] ID\n"
+    "  agentjail oci create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID\n"
     "                     build the container from DIR/config.json, its command held\n"
     "  agentjail oci start ID      run the held command\n"
     "  agentjail oci state ID      the runtime-spec state as JSON\n"
@@ -297,9 +300,17 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   const char *id)
+						   int tty, const char *id)
 {
 	(void)setsid();
+	/* a terminal: the engine holds its master; the sandbox's own pty is
+	 * relayed to it, and its size follows (SIGWINCH: our controlling tty) */
+	if (tty >= 0) {
+		for (int fd = 0; fd < 3; fd++)
+			(void)dup2(tty, fd);
+		close(tty);
+		(void)ioctl(STDIN_FILENO, TIOCSCTTY, 0);
+	}
 	char title[64];
 	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
 	aj_proctitle_set(title);
@@ -369,9 +380,54 @@ static int write_pid_file(const char *path, pid_t pid)
 	return r;
 }
 
+/* A new pty; *slave its terminal. The master, or a negative errno. */
+static int open_pty(int *slave)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	char name[64];
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0 ||
+	    (*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return -e;
+	}
+	return m;
+}
+
+/* The pty's master to the engine, over its --console-socket (runc's way:
+ * one SCM_RIGHTS message). */
+static int send_console(const char *path, int master)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	_cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	char name[] = "/dev/ptmx";
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &master, sizeof(int));
+	return sendmsg(s, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
 /* Fork the monitor and wait for its report: the sandbox built and held. */
 static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const char *bundle,
-			 const char *pid_file, const char *text)
+			 const char *pid_file, const char *console, const char *text)
 {
 	_cleanup_close_ int dfd = openat(rootfd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char fifo[PATH_MAX];
@@ -382,11 +438,16 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	int p[2];
 	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0)
 		return failf("cannot make the state of %s: %s", id, strerror(errno));
+	_cleanup_close_ int master = -1, slave = -1;
+	if (cfg->terminal && (master = open_pty(&slave)) < 0)
+		return failf("cannot make a terminal for %s: %s", id, strerror(-master));
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		monitor_main(cfg, p[1], ffd, id);
+		if (master >= 0)
+			close(master); /* the engine's */
+		monitor_main(cfg, p[1], ffd, slave, id);
 	}
 	close(p[1]);
 	close(ffd);
@@ -409,14 +470,18 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			return fail(&rep.err);
 		return failf("the monitor of %s died while building the sandbox", id);
 	}
-	int r = write_state(dfd, id, bundle, pid, rep.init, text);
-	if (r == 0 && pid_file)
-		r = write_pid_file(pid_file, pid);
+	int r = console ? send_console(console, master) : 0;
+	if (r < 0)
+		failf("--console-socket %s: %s", console, strerror(-r));
+	else if ((r = write_state(dfd, id, bundle, pid, rep.init, text)) < 0)
+		failf("cannot write the state of %s: %s", id, strerror(-r));
+	if (r == 0 && pid_file && (r = write_pid_file(pid_file, pid)) < 0)
+		failf("cannot write the pid file %s: %s", pid_file, strerror(-r));
 	if (r < 0) {
 		kill(rep.init, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		return failf("cannot write the state of %s: %s", id, strerror(-r));
+		return AJ_EXIT_INTERNAL;
 	}
 	return 0;
 }
@@ -432,7 +497,7 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 	    {"preserve-fds", required_argument, NULL, 'f'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *bundle = ".", *pid_file = NULL;
+	const char *bundle = ".", *pid_file = NULL, *console = NULL;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
@@ -441,9 +506,7 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 		else if (c == 'p')
 			pid_file = optarg;
 		else if (c == 'c')
-			return failf("--console-socket: a terminal (process.terminal, podman run "
-				     "-t) is not supported yet (fix: run without a terminal; "
-				     "docs/oci.md)");
+			console = optarg;
 		else if (c == 'f' && strcmp(optarg, "0"))
 			return failf("--preserve-fds %s is not supported (fix: pass no extra "
 				     "descriptors; docs/oci.md)",
@@ -476,11 +539,14 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 	aj_err_clear(&err);
 	if (aj_oci_config_parse(text, len, dir, &cfg, &err) < 0)
 		return fail(&err);
-	if (cfg.terminal) {
+	if (cfg.terminal != (console != NULL)) {
 		aj_oci_config_free(&cfg);
-		return failf("process.terminal: a terminal (podman run -t) is not supported yet "
-			     "(fix: run without one; docs/oci.md)");
+		return failf("process.terminal %s --console-socket (fix: both or neither; "
+			     "docs/oci.md)",
+			     cfg.terminal ? "needs" : "is false: no");
 	}
+	if (cfg.terminal)
+		cfg.policy.tty = AJ_TTY_ALWAYS;
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net takes the command */
 	if (aj_net_wanted(&cfg.policy)) {
@@ -501,7 +567,7 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 		return failf("container %s: %s (fix: another id, or agentjail oci delete %s)", id,
 			     errno == EEXIST ? "already exists" : strerror(errno), id);
 	}
-	int rc = spawn_monitor(&cfg, rootfd, id, dir, pid_file, text);
+	int rc = spawn_monitor(&cfg, rootfd, id, dir, pid_file, console, text);
 	if (rc != 0)
 		(void)remove_state(rootfd, id);
 	aj_oci_config_free(&cfg);

@@ -206,7 +206,7 @@ bad_bundle() {
     bad_bundle "linux.seccomp needs a supported defaultAction"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
-    bad_bundle "a terminal"
+    bad_bundle "process.terminal needs --console-socket"
     run --separate-stderr oci --systemd-cgroup state x
     assert_status 125
     assert_contains "$stderr" "--systemd-cgroup is not supported"

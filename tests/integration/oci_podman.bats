@@ -56,6 +56,14 @@ prun() {
     assert_contains "$(cat "$T/calls")" "--pid-file"
     assert_contains "$(cat "$T/calls")" "delete --force"
 
+    # a terminal: the pty's master goes to conmon over --console-socket
+    run prun run --rm -t --network none localhost/ajtiny:1 \
+        /bin/sh -c 'ls -l /proc/self/fd/0; echo tty; exit 5'
+    assert_status 5
+    assert_contains "$output" "-> /dev/pts/0"
+    assert_contains "$output" $'tty\r'
+    assert_contains "$(cat "$T/calls")" "--console-socket"
+
     run prun run -d --name ajdet --network none localhost/ajtiny:1 /bin/sh -c 'echo started; exec sleep 60'
     assert_status 0
     local i
@@ -84,10 +92,6 @@ prun() {
     run --separate-stderr prun run --rm --network "ns:/proc/$$/ns/net" localhost/ajtiny:1 /bin/true
     assert_status 126
     assert_contains "$stderr" "--network none"
-    # a terminal (conmon's --console-socket)
-    run --separate-stderr prun run --rm -t --network none localhost/ajtiny:1 /bin/true
-    assert_status 126
-    assert_contains "$stderr" "a terminal"
     # an annotation agentjail does not take
     run --separate-stderr prun run --rm --network none --annotation run.agentjail.net=bogus \
         localhost/ajtiny:1 /bin/true
