@@ -197,6 +197,7 @@ static bool own_mount(const char *type, const char *dest)
 	    {"cgroup", "/sys/fs/cgroup"},
 	    {"cgroup2", "/sys/fs/cgroup"},
 	    {"tmpfs", "/tmp"},
+	    {"tmpfs", "/run"},
 	    {"bind", "/etc/hosts"},
 	    {"bind", "/etc/resolv.conf"},
 	    {"bind", "/etc/hostname"},
