@@ -103,6 +103,9 @@ typedef struct aj_policy {
 	unsigned long long fsize;	  /* RLIMIT_FSIZE bytes; 0: none */
 	char *result_path;		  /* --result FILE (JSON) */
 	char *seccomp_profile;		  /* --seccomp-profile FILE, NULL: default */
+	/* a second profile (its JSON text, the --seccomp-profile format) on
+	 * top of the first: an OCI bundle's linux.seccomp (oci_bundle.c) */
+	char *seccomp_stack;
 	/* cgroup limits; 0 means "no limit" */
 	unsigned long long memory;
 	unsigned long long pids;

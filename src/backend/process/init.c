@@ -163,7 +163,8 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 	 * even exit_group): the warm-up must end */
 	if (cmd->warmup)
 		_exit(0);
-	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
+	if ((!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0) ||
+	    aj_seccomp_load_stack(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
 	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;

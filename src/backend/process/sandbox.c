@@ -239,6 +239,10 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		_exit(AJ_EXIT_INTERNAL);
 	if (master >= 0)
 		close(master);
+	/* a ready hook (backend.h): the command waits for its go */
+	if (c->hooks && c->hooks->ready &&
+	    (aj_sync_recv(sock, &m, NULL, 0, NULL) < 0 || m.type != AJ_MSG_PARENT_GO))
+		_exit(AJ_EXIT_INTERNAL);
 	aj_init_args a = {.policy = c->p,
 			  .sync_fd = sock,
 			  .drop_groups = c->idm.privileged,
@@ -626,6 +630,20 @@ static void teardown(run_ctx *c)
 		close(c->master);
 }
 
+/* The ready hook, then the command's go (child_main waits for it). */
+static int release(run_ctx *c, aj_error *err)
+{
+	int r = c->hooks->ready(c->hooks->ctx, c->pid, err);
+	if (r < 0)
+		return r;
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_PARENT_GO;
+	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
+		return aj_err(err, -r, "the sandbox died before its command started");
+	return 0;
+}
+
 static void finish_result(const run_ctx *c, aj_run_result *res, const struct timespec *t0)
 {
 	struct timespec t1;
@@ -718,6 +736,8 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		 * while it builds its root, not after the command (33 closes on
 		 * the path to the exit status, docs/performance.md) */
 		aj_mount_plan_free(&c->plan);
+		if (r == 0 && hooks && hooks->ready)
+			r = release(c, err);
 		if (r == 0)
 			r = parent_loop(c, sfd, res, err);
 	}
