@@ -34,6 +34,11 @@ typedef struct aj_run_hooks {
 	/* Called once per degraded feature (e.g. no cgroup limits). */
 	void (*warn)(void *ctx, const char *msg);
 	void *ctx;
+	/* Optional (`agentjail oci create`/`start`): called once the sandbox
+	 * is built, before its command runs, with its init's host pid; the
+	 * command runs when it returns 0; a negative return (err filled)
+	 * ends the run, everything removed. */
+	int (*ready)(void *ctx, pid_t init, aj_error *err);
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {

@@ -346,6 +346,8 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 void aj_net_teardown(aj_net *n)
 {
 	aj_netd_stop(n);
+	free(n->ca_pem);
+	n->ca_pem = NULL;
 	if (n->link_made)
 		(void)link_delete(n->host_if);
 	if (n->table_made)
