@@ -108,23 +108,41 @@ mv_none_left() { # [CGROUP]
     assert_eq "$status_code" 404 "after rm -r: $body"
     api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
     assert_eq "$status_code" 403 "a kernel file system: $body"
-    # what level 3 lacks is 501, naming it
+    # pause: the VMM frozen, its memory kept; commands refused until resume
     api_status POST "/v1/sandboxes/$id/pause"
-    assert_eq "$status_code" 501 "pause: $body"
-    assert_contains "$body" "pause"
+    assert_eq "$status_code" 200 "pause: $body"
+    if [ -d /sys/fs/cgroup/freezer ]; then
+        frozen=$(cat "/sys/fs/cgroup/freezer$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$qemu/cgroup")/freezer.state")
+    else
+        frozen=$(cat "$cg/cgroup.freeze")
+    fi
+    [[ "$frozen" == 1 || "$frozen" == FROZEN ]] || fail "the VMM's cgroup is not frozen: $frozen"
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["true"]}'
+    assert_eq "$status_code" 409 "exec while paused"
+    api_status POST "/v1/sandboxes/$id/resume"
+    assert_eq "$status_code" 200 "resume: $body"
+    out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/x"]}')
+    assert_eq "$(events_stdout <<<"$out")" 41 "the same VM after resume"
+    # what level 3 lacks is 501, naming it
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mv-snap"}'
+    assert_eq "$status_code" 501 "snapshot: $body"
+    assert_contains "$body" "microvm"
     api_status DELETE "/v1/sandboxes/$id"
     assert_eq "$status_code" 200
     assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after delete"
     mv_none_left "$cg"
 }
 
-@test "serve microvm: a SIGKILLed service's VMs are swept at the next start" {
+@test "serve microvm: a SIGKILLed service's VMs (a paused one) are swept at the next start" {
     svc_start
     id=$(mv_create)
     out=$(sb_exec "$id" '{"cmd": ["echo", "up"]}')
     assert_eq "$(events_stdout <<<"$out")" up
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
     cg=$(vmm_cgroup "$qemu")
+    # paused: its frozen VMM dies only once the sweep thaws it
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200 "pause: $body"
     _svc_record_keepers
     kill -KILL "$SVC_PID"
     wait "$SVC_PID" 2>/dev/null || true

@@ -403,6 +403,9 @@ static int make_cgroup(aj_mv_vm *m, aj_error *err)
 	if (r < 0)
 		return r;
 	m->have_cg = m->cg.n > 0;
+	/* a box's pause: the VMM frozen (its cgroup's freezer) */
+	if (m->have_cg && m->freezer && (r = aj_cgroup_add_freezer(&m->cg, err)) < 0)
+		return r;
 	if (m->cg.missing) {
 		char names[64], msg[700];
 		aj_cgroup_limit_names(m->cg.missing, names, sizeof(names));
@@ -482,6 +485,8 @@ void aj_mv_teardown(aj_mv_vm *m)
 		close(m->console);
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
+	if (m->have_cg) /* a paused VM's processes die only once thawed */
+		aj_cgroup_thaw(&m->cg);
 	/* qemu first: each virtiofsd then sees its guest go and ends, its
 	 * process in its own pid namespace (a child) before it */
 	if (m->pids[0] > 0) {

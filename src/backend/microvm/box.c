@@ -419,6 +419,7 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 	pthread_mutex_init(&i->mu, NULL);
 	pthread_cond_init(&i->cv, NULL);
 	aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
+	i->vm.freezer = true;
 	int r = aj_mv_boot(&i->vm, false, err);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		i->port[k].fd = i->vm.ports[k];
@@ -487,7 +488,21 @@ static void mv_sweep(json_t *state)
 		if (pid > 1 && st && start_time(pid) == st)
 			kill(pid, SIGKILL);
 	}
-	/* the VMM's cgroups: whatever is left in them, then them */
+	/* the VMM's cgroups: thawed (a paused VM dies only then), whatever is
+	 * left in them killed, then them */
+	json_array_foreach(json_object_get(state, "cgroups"), k, v)
+	{
+		const char *cg = json_string_value(v);
+		if (!cg || !aj_startswith(cg, "/sys/fs/cgroup/") || strstr(cg, ".."))
+			continue;
+		char f[PATH_MAX + 32];
+		snprintf(f, sizeof(f), "%s/freezer.state", cg);
+		if (access(f, W_OK) == 0)
+			(void)aj_write_file(f, "THAWED", 0);
+		snprintf(f, sizeof(f), "%s/cgroup.freeze", cg);
+		if (access(f, W_OK) == 0)
+			(void)aj_write_file(f, "0", 0);
+	}
 	json_array_foreach(json_object_get(state, "cgroups"), k, v)
 	{
 		const char *cg = json_string_value(v);
@@ -520,6 +535,8 @@ static void mv_kill(aj_inst *i)
 	i->killed = true;
 	pthread_cond_broadcast(&i->cv);
 	pthread_mutex_unlock(&i->mu);
+	if (i->vm.have_cg)
+		aj_cgroup_thaw(&i->vm.cg); /* a paused VM dies only once thawed */
 	if (i->vm.pids[0] > 0)
 		kill(i->vm.pids[0], SIGKILL); /* the guest and all in it */
 }
@@ -540,6 +557,27 @@ static void mv_info(aj_inst *i, aj_inst_info *out)
 	out->holder = i->vm.pids[0]; /* qemu (the audit's "keeper") */
 	out->limits_missing = i->vm.have_cg ? i->vm.cg.missing : 0;
 	out->alive = !i->killed && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) == 0;
+}
+
+/* The VMM frozen in its host cgroup (vCPUs, devices, virtiofsd), the
+ * guest's memory kept; its clock jumps at resume. */
+static int mv_pause(aj_inst *i, bool pause, aj_error *err)
+{
+	if (!i->vm.have_cg)
+		return aj_err(err, ENOTSUP, "the VM has no host cgroup: it cannot be paused");
+	return aj_cgroup_freeze(&i->vm.cg, pause, err);
+}
+
+/* The VMM's use on the host: the guest's RAM as far as it was touched and
+ * qemu's and virtiofsd's own; pids are theirs (threads), not the guest's. */
+static int mv_stats(aj_inst *i, aj_inst_stats *o, aj_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (!i->vm.have_cg || aj_cgroup_stats(&i->vm.cg, &o->memory_bytes, &o->memory_peak_bytes,
+					      &o->cpu_usec, &o->pids) < 0)
+		return aj_err(err, ENOTSUP, "the VM has no memory cgroup to read");
+	o->oom_kills = aj_cgroup_oom_kills(&i->vm.cg);
+	return 0;
 }
 
 /* ---- commands ---- */
@@ -914,7 +952,7 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_FILES | AJ_CAP_HOST_RW,
+    .caps = AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -926,6 +964,8 @@ const aj_backend aj_backend_microvm = {
     .exec_start = mv_exec_start,
     .exec_wait = mv_exec_wait,
     .exec_abandon = mv_exec_abandon,
+    .pause = mv_pause,
+    .stats = mv_stats,
     .file_read = mv_file_read,
     .file_write = mv_file_write,
     .file_stat = mv_file_stat,
