@@ -108,6 +108,11 @@ mv_none_left() { # [CGROUP]
     assert_eq "$status_code" 404 "after rm -r: $body"
     api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
     assert_eq "$status_code" 403 "a kernel file system: $body"
+    # a terminal (sandbox exec -t) of the guest's devpts, with the client's size
+    run timeout 60 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
+    assert_status 5
+    [[ "$output" == *"/dev/pts/"* ]] || fail "no terminal: $output"
+    [[ "$output" == *"33 101"* ]] || fail "the terminal's size did not come in: $output"
     # pause: the VMM frozen, its memory kept; commands refused until resume
     api_status POST "/v1/sandboxes/$id/pause"
     assert_eq "$status_code" 200 "pause: $body"

@@ -19,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -580,15 +582,41 @@ static int mv_stats(aj_inst *i, aj_inst_stats *o, aj_error *err)
 	return 0;
 }
 
+/* A host pty: the command's terminal is one the guest's agent opens (in
+ * the guest's devpts); this pair carries its input (written to the
+ * master) and its size (TIOCSWINSZ on the master) there. */
+static int mv_open_pty(aj_inst *i, int pty[2], aj_error *err)
+{
+	(void)i;
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0) {
+		int e = errno;
+		close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	(void)ioctl(m, TIOCSWINSZ, &ws);
+	pty[0] = m, pty[1] = s;
+	return 0;
+}
+
 /* ---- commands ---- */
 
 struct aj_job {
 	aj_inst *i;
 	aj_exec_io io;
 	aj_redactor red[2];
-	int stdin_fd; /* where its stdin comes from (ours), or -1 */
-	int port;     /* the port it holds (exec_wait), or -1 */
-	char *obuf;   /* frames not yet sent to the agent */
+	int stdin_fd, tty; /* where its stdin comes from (ours), or -1 */
+	int port;	   /* the port it holds (exec_wait), or -1 */
+	struct winsize ws; /* the terminal's size last sent */
+	char *obuf;	   /* frames not yet sent to the agent */
 	size_t olen, ooff, ocap;
 	unsigned long long timeout_ms, start_ms;
 	bool cancelled, have_exit, timed_out, gone;
@@ -666,8 +694,12 @@ static int request(aj_job *j, const aj_exec_spec *s)
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
 					 : "/root";
-	json_t *q = json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env",
-			      merged_env(j->i->envp, s->env), "cwd", cwd);
+	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
+			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
+		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
+		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));
+	}
 	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	int r = txt ? queue(j, AJ_AG_REQUEST, txt, strlen(txt)) : -ENOMEM;
@@ -677,33 +709,45 @@ static int request(aj_job *j, const aj_exec_spec *s)
 
 static aj_job *mv_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io)
 {
-	if (spec->tty_slave > 0)
-		close(spec->tty_slave); /* no AJ_CAP_PTY: never asked for */
 	aj_job *j = calloc(1, sizeof(*j));
-	if (!j)
+	if (!j) {
+		if (spec->tty_slave > 0)
+			close(spec->tty_slave);
 		return NULL;
+	}
 	j->i = i;
 	j->io = *io;
-	j->stdin_fd = -1;
+	j->stdin_fd = j->tty = -1;
 	j->port = -1;
 	j->timeout_ms = spec->timeout_ms;
 	j->start_ms = now_ms();
 	aj_err_clear(&j->err);
 	aj_redactor_init(&j->red[0]);
 	aj_redactor_init(&j->red[1]);
-	if (spec->stdin_fd > 0)
+	if (spec->tty_slave > 0) {
+		/* the host terminal passes bytes through: the line discipline is
+		 * the guest's */
+		j->tty = spec->tty_slave;
+		struct termios t;
+		if (tcgetattr(j->tty, &t) == 0) {
+			cfmakeraw(&t);
+			(void)tcsetattr(j->tty, TCSANOW, &t);
+		}
+		if (ioctl(j->tty, TIOCGWINSZ, &j->ws) < 0)
+			j->ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+		(void)fcntl(j->tty, F_SETFL, O_NONBLOCK);
+	} else if (spec->stdin_fd > 0) {
 		j->stdin_fd = fcntl(spec->stdin_fd, F_DUPFD_CLOEXEC, 3);
+	}
 	int r = 0;
 	if (aj_redactor_init_policy(&j->red[0], i->vm.p) < 0 ||
 	    aj_redactor_init_policy(&j->red[1], i->vm.p) < 0)
 		r = aj_err(&j->err, ENOMEM, "redactor");
-	if (r == 0 && spec->tty_slave > 0)
-		r = aj_err(&j->err, ENOTSUP, "isolation 'microvm' has no terminals yet");
 	if (r == 0 && (!spec->argv || !spec->argv[0]))
 		r = aj_err(&j->err, EINVAL, "no command given");
 	if (r == 0 && (r = request(j, spec)) < 0)
 		aj_err(&j->err, -r, "command");
-	if (r == 0 && spec->stdin_fd <= 0) {
+	if (r == 0 && spec->stdin_fd <= 0 && spec->tty_slave <= 0) {
 		for (size_t off = 0; r == 0 && off < spec->stdin_len; off += 65536) {
 			size_t n = spec->stdin_len - off < 65536 ? spec->stdin_len - off : 65536;
 			r = queue(j, AJ_AG_STDIN, spec->stdin_data + off, n);
@@ -759,20 +803,36 @@ static void flush_out(aj_job *j, int fd)
 	j->ooff = j->olen = 0;
 }
 
-/* The caller's stdin (a pipe) into STDIN frames. */
-static void read_input(aj_job *j)
+/* The caller's stdin (a pipe, the terminal) into STDIN frames. */
+static void read_input(aj_job *j, int *fd)
 {
 	char buf[65536];
-	ssize_t n = read(j->stdin_fd, buf, sizeof(buf));
+	ssize_t n = read(*fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n > 0) {
 		(void)queue(j, AJ_AG_STDIN, buf, (size_t)n);
 		return;
 	}
-	(void)queue(j, AJ_AG_STDIN, NULL, 0);
-	close(j->stdin_fd);
-	j->stdin_fd = -1;
+	if (*fd != j->tty) {
+		(void)queue(j, AJ_AG_STDIN, NULL, 0);
+		close(*fd);
+		*fd = -1;
+	} else {
+		j->tty = -1 - j->tty; /* keep it (closed at the end), stop polling */
+	}
+}
+
+static void check_winsize(aj_job *j)
+{
+	struct winsize ws;
+	if (j->tty < 0 || ioctl(j->tty, TIOCGWINSZ, &ws) < 0 ||
+	    (ws.ws_row == j->ws.ws_row && ws.ws_col == j->ws.ws_col))
+		return;
+	j->ws = ws;
+	unsigned char b[4] = {(unsigned char)(ws.ws_row & 0xff), (unsigned char)(ws.ws_row >> 8),
+			      (unsigned char)(ws.ws_col & 0xff), (unsigned char)(ws.ws_col >> 8)};
+	(void)queue(j, AJ_AG_WINSIZE, b, 4);
 }
 
 static void control(aj_job *j)
@@ -800,11 +860,11 @@ static void relay(aj_job *j)
 		flush_out(j, pt->fd);
 		struct pollfd pf[4] = {
 		    {pt->fd, (short)(POLLIN | (j->olen > j->ooff ? POLLOUT : 0)), 0},
-		    {j->olen < OUT_HIGH ? j->stdin_fd : -1, POLLIN, 0},
+		    {j->olen < OUT_HIGH ? (j->tty >= 0 ? j->tty : j->stdin_fd) : -1, POLLIN, 0},
 		    {j->io.signal_fd, POLLIN, 0},
 		    {j->io.cancel_fd > 0 && !j->cancelled ? j->io.cancel_fd : -1, POLLIN, 0},
 		};
-		int tmo = 1000;
+		int tmo = j->tty >= 0 ? 100 : 1000; /* a terminal's size is polled */
 		unsigned long long t = now_ms();
 		if (deadline) {
 			int d = t >= deadline ? 0 : (int)(deadline - t);
@@ -825,7 +885,8 @@ static void relay(aj_job *j)
 			break;
 		}
 		if (k > 0 && pf[1].revents)
-			read_input(j);
+			read_input(j, j->tty >= 0 ? &j->tty : &j->stdin_fd);
+		check_winsize(j);
 		if (k > 0 && pf[2].revents)
 			control(j);
 		if (k > 0 && pf[3].revents)
@@ -866,6 +927,9 @@ static void free_job(aj_job *j)
 {
 	if (j->stdin_fd >= 0)
 		close(j->stdin_fd);
+	int tty = j->tty >= 0 ? j->tty : j->tty < -1 ? -1 - j->tty : -1;
+	if (tty >= 0)
+		close(tty);
 	aj_redactor_free(&j->red[0]);
 	aj_redactor_free(&j->red[1]);
 	free(j->obuf);
@@ -952,7 +1016,7 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -964,6 +1028,7 @@ const aj_backend aj_backend_microvm = {
     .exec_start = mv_exec_start,
     .exec_wait = mv_exec_wait,
     .exec_abandon = mv_exec_abandon,
+    .open_pty = mv_open_pty,
     .pause = mv_pause,
     .stats = mv_stats,
     .file_read = mv_file_read,
