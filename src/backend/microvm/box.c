@@ -178,12 +178,14 @@ static int port_take(aj_inst *i)
 	}
 }
 
-/* The port back: answered (its agent gone), or stale (drained later). */
-static void port_give(aj_inst *i, int k, bool answered)
+/* The port back: answered (its agent gone), or stale (drained later), or
+ * dead (its stream ended: the VM is gone). */
+static void port_give(aj_inst *i, int k, bool answered, bool dead)
 {
 	pthread_mutex_lock(&i->mu);
 	i->port[k].busy = false;
 	i->port[k].stale = !answered;
+	i->port[k].dead = i->port[k].dead || dead;
 	if (answered)
 		i->port[k].ilen = 0;
 	pthread_cond_broadcast(&i->cv);
@@ -295,7 +297,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
 			break;
 	}
-	port_give(i, k, c->have_exit);
+	port_give(i, k, c->have_exit, rr < 0 && !c->have_exit);
 	if (r < 0 && c->have_exit && c->x.err)
 		r = 0; /* the agent's own error says more */
 	if (r < 0)
@@ -952,7 +954,7 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	}
 	relay(j);
 	bool answered = j->have_exit && finish_out(j, i->port[j->port].fd);
-	port_give(i, j->port, answered);
+	port_give(i, j->port, answered, j->gone);
 	res->wall_ms = now_ms() - j->start_ms;
 	int r = 0;
 	if (j->timed_out) {
