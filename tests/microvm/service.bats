@@ -45,17 +45,19 @@ mv_none_left() { # [CGROUP]
     [ -z "${1:-}" ] || [ ! -d "$1" ] || fail "the VMM's cgroup $1 is left"
 }
 
-# Fork (children that sleep, their output closed) until a fork fails.
+# Fork (children that sleep, their output closed) until a fork fails; reap them.
 FORK_PY='
 import os, time
 n = 0
 for i in range(40):
     try:
         if os.fork() == 0:
-            os.close(1); os.close(2); time.sleep(2); os._exit(0)
+            os.close(1); os.close(2); time.sleep(1); os._exit(0)
         n += 1
     except OSError:
         break
+for _ in range(n):
+    os.wait()
 print("forked", n)
 '
 
