@@ -257,10 +257,7 @@ gv_cg_knob() { # PID CONTROLLER KNOB
     svc_start
     id=$(gv_create)
     sb_exec "$id" '{"cmd": ["true"]}' >/dev/null
-    _svc_record_keepers
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     svc_start
     api_status GET "/v1/sandboxes/$id"
     assert_eq "$status_code" 404

@@ -404,11 +404,8 @@ EOF
     svc_start
     for i in 1 2 3; do sb_create >/dev/null; done
     sb_exec "$(api GET /v1/sandboxes | jq -r '.sandboxes[0].id')" '{"cmd": "sleep 1000 & echo started"}' >/dev/null
-    _svc_record_keepers
     pids=$(api GET /v1/sandboxes | jq -r '.sandboxes[].pid')
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     for p in $pids; do
         for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
         ! kill -0 "$p" 2>/dev/null || fail "sandbox init $p outlived the service"

@@ -44,6 +44,15 @@ _svc_record_keepers() {
     jq -r 'select(.keeper != null) | .keeper' "$STATE/audit.log" >>"$AJ_PIDS_FILE" 2>/dev/null || true
 }
 
+# SIGKILL the service, as a crash would (its keepers recorded first, so
+# the residue check knows what was ours)
+svc_crash() {
+    _svc_record_keepers
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+}
+
 svc_stop() {
     [ -n "${SVC_PID:-}" ] || return 0
     _svc_record_keepers

@@ -80,10 +80,7 @@ probe_body() { # TARGETS...: an exec body running probe.py
     svc_start
     sb_create '{"net": "open"}' >/dev/null
     sb_create '{"net": "open"}' >/dev/null
-    _svc_record_keepers
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     svc_start
     for _ in $(seq 20); do [ -z "$(world_residue)" ] && break; sleep 0.1; done
     assert_world_clean

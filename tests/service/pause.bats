@@ -86,10 +86,7 @@ counter() { api GET "/v1/sandboxes/$1/files?path=/tmp/n"; }
     api POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["sleep", "100"], "background": true}' >/dev/null
     init=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
     api POST "/v1/sandboxes/$id/pause" >/dev/null
-    _svc_record_keepers
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     # frozen, init cannot act on its parent-death SIGKILL: it stays
     sleep 0.5
     kill -0 "$init" 2>/dev/null || skip "init died while frozen (another freezer)"

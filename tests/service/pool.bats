@@ -195,12 +195,9 @@ handout() {
 @test "pool: drained at shutdown; after a SIGKILL the next start sweeps the pooled sandboxes" {
     svc_start --pool default=3
     pool_wait_ready default 3
-    _svc_record_keepers
     pids=$(ps -eo pid=,args= | awk '$2 == "agentjail-init" { print $1 }')
     [ "$(ls "$STATE/sandboxes" | wc -l)" -eq 3 ]
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     for p in $pids; do
         for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
     done

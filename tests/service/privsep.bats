@@ -136,12 +136,9 @@ EOF
 @test "privsep: SIGKILL of the supervisor kills the front and every sandbox" {
     svc_start
     for _ in 1 2; do sb_create >/dev/null; done
-    _svc_record_keepers
     f=$(front_pid)
     pids=$(api GET /v1/sandboxes | jq -r '.sandboxes[].pid')
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     for p in $f $pids; do
         for _ in $(seq 60); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
         ! kill -0 "$p" 2>/dev/null || fail "$p outlived the supervisor"

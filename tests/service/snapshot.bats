@@ -305,9 +305,7 @@ store_listing() {
         sleep 0.01
     done
     [ -n "$seen" ] || fail "the snapshot's copy was never seen under way"
-    kill -KILL "$SVC_PID"
-    wait "$SVC_PID" 2>/dev/null || true
-    SVC_PID=
+    svc_crash
     wait "$req" 2>/dev/null || true
     compgen -G "$images/.build-*" >/dev/null || fail "the killed snapshot left nothing to sweep (too fast?)"
     svc_start
