@@ -72,9 +72,6 @@ static int read_full(int fd, void *buf, size_t len)
 }
 
 static bool host_gone;
-/* a level-3 guest's --pids cgroup (its cgroup.procs): each command moves
- * itself there before its exec (--cgroup-fd=N), or -1 */
-static int cgroup_fd = -1;
 
 static void frame(char type, const void *buf, size_t len)
 {
@@ -576,8 +573,6 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 	char **env = strv(json_object_get(q, "env"));
 	if (!argv || !argv[0] || !env)
 		child_fail(errpipe, EINVAL, NULL);
-	if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1)
-		child_fail(errpipe, errno ? errno : EIO, "pids cgroup");
 	int r = set_rlimits(json_object_get(q, "rlimits"));
 	if (r < 0)
 		child_fail(errpipe, -r, "rlimits");
@@ -793,11 +788,6 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "init"))
 		init();
-	if (argc > 1 && !strncmp(argv[1], "--cgroup-fd=", 12)) {
-		cgroup_fd = atoi(argv[1] + 12);
-		if (cgroup_fd < 3 || fcntl(cgroup_fd, F_SETFD, FD_CLOEXEC) < 0)
-			return answer(EBADF);
-	}
 	signal(SIGPIPE, SIG_IGN);
 	char type, *buf = NULL;
 	uint32_t len;

@@ -271,14 +271,14 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	snprintf(con, sizeof(con), "file,id=con,path=%s/console", m->vm);
 	snprintf(fsr, sizeof(fsr), "socket,id=fsr,path=%s/root.sock", m->vm);
 	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
-	/* the writable layer is guest RAM: --disk caps it; aj.pids: the
-	 * commands' processes (guest/init.c) */
+	/* the writable layer is guest RAM: --disk caps it; aj.pids counts the
+	 * commands and one agent per port (guest/init.c) */
 	snprintf(append, sizeof(append),
 		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
 		 "aj.host=%s aj.ports=%u",
 		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
-		 p->pids, p->workspace ? 1 : 0, p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME,
-		 m->nports);
+		 p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
+		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports);
 	char *argv[64 + 4 * AJ_MV_MAX_PORTS] = {
 	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
 	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",

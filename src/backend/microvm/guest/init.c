@@ -169,9 +169,9 @@ static void setup_root(const char *cmdline)
 	(void)!sethostname(host, strlen(host));
 }
 
-/* --pids (aj.pids=N): a cgroup the commands go into (the agent moves
- * each there, agent.c); its cgroup.procs, or -1 for none. It stays in the
- * initramfs, out of the command's view after the switch of roots. */
+/* --pids (aj.pids=N): a cgroup the agent and its command go into; its
+ * cgroup.procs, or -1 for none. It stays in the initramfs, out of the
+ * command's view after the switch of roots. */
 static int pids_cgroup(const char *cmdline)
 {
 	char pids[24];
@@ -186,7 +186,7 @@ static int pids_cgroup(const char *cmdline)
 	close(fd);
 	if (mkdir("/cg/cmd", 0755) < 0)
 		die("cannot create", "/cg/cmd");
-	snprintf(pids, sizeof(pids), "%lu", n);
+	snprintf(pids, sizeof(pids), "%lu", n + 1);
 	fd = open("/cg/cmd/pids.max", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, pids, strlen(pids)) != (ssize_t)strlen(pids))
 		die("cannot set", "pids.max");
@@ -194,12 +194,7 @@ static int pids_cgroup(const char *cmdline)
 	fd = open("/cg/cmd/cgroup.procs", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		die("cannot open", "/cg/cmd/cgroup.procs");
-	/* above fd 3, where each agent gets it */
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 16);
-	if (hi < 0)
-		die("cannot dup", "/cg/cmd/cgroup.procs");
-	close(fd);
-	return hi;
+	return fd;
 }
 
 int main(void)
@@ -275,15 +270,10 @@ int main(void)
 			pid_t a = fork();
 			if (a == 0) {
 				sigprocmask(SIG_UNBLOCK, &chld, NULL);
-				char *argv[] = {"agentjail-agent", NULL, NULL}, *envp[] = {NULL};
-				/* --pids counts the commands only: the agent moves each
-				 * into the cgroup through fd 3 before its exec */
-				if (cg >= 0) {
-					if (dup2(cg, 3) < 0)
-						_exit(1);
-					argv[1] = "--cgroup-fd=3";
-				}
-				if (dup2(port[k], 0) < 0 || dup2(port[k], 1) < 0)
+				char *argv[] = {"agentjail-agent", NULL}, *envp[] = {NULL};
+				/* the agent and its command under --pids (the agent is one) */
+				if ((cg >= 0 && write(cg, "0", 1) != 1) || dup2(port[k], 0) < 0 ||
+				    dup2(port[k], 1) < 0)
 					_exit(1);
 				fexecve(agent, argv, envp);
 				_exit(127);
