@@ -583,6 +583,120 @@ def python_image_cell(a, aj, svc, log):
             "unavailable": failed}
 
 
+# ---------------------------------------------------------------- level 4
+
+WASM_MOD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "wasm",
+                        "mod.c")
+
+
+def wasm_level(a, svc, log):
+    """Level 4 through the service next to level 1, interleaved: exec a tiny
+    WASI module (tests/wasm/mod.c `exit 0`, level 4's `true`) and
+    `python3 -c pass` (node and Pyodide started for each), and run_code
+    `pass` in a warm context (Pyodide kept in the bridge) against level 1's
+    exec `true` and run_code `pass` (ipykernel); then the host memory of an
+    idle level-4 sandbox, and of one whose default context is warm, against
+    level 1's with a warm kernel."""
+    if not shutil.which("clang-14"):
+        return {"unavailable": "clang-14 is not installed (scripts/setup.sh)"}
+    tmp = tempfile.mkdtemp(prefix="ajbench-wasm.")
+    mod = os.path.join(tmp, "t.wasm")
+    subprocess.run(["clang-14", "--target=wasm32-wasi", "-O2", "-o", mod, WASM_MOD], check=True)
+    with open(mod, "rb") as f:
+        wasm = f.read()
+    shutil.rmtree(tmp, ignore_errors=True)
+    boxes = []
+    out = {}
+    try:
+        w = Sandbox.create(client=svc.client, isolation="wasm")
+        boxes.append(w)
+        w.files.write("/tmp/t.wasm", wasm)
+        p1 = Sandbox.create(client=svc.client, **POLICY)
+        boxes.append(p1)
+        kernel = True
+        try:
+            p1.run_code("pass")
+        except Exception as e:  # noqa: BLE001  (no ipykernel here)
+            kernel = False
+            out["process_code_unavailable"] = f"{e!r}"[:300]
+
+        def run(sb, cmd):
+            return lambda: check_exit(sb.exec(cmd).exit_code)
+
+        def code(sb):
+            def f():
+                ex = sb.run_code("pass")
+                if ex.error:
+                    raise RuntimeError(f"run_code: {ex.error}")
+            return f
+
+        def direct():
+            check_exit(bench.wait_status(bench.spawn(["/bin/true"])))
+
+        fns = {"direct /bin/true": direct,
+               "exec `true` (process)": run(p1, ["/bin/true"]),
+               "exec a tiny module (wasm)": run(w, ["/tmp/t.wasm", "exit", "0"]),
+               "exec `python3 -c pass` (wasm)": run(w, ["python3", "-c", "pass"]),
+               "run_code `pass` (wasm, warm)": code(w)}
+        if kernel:
+            fns["run_code `pass` (process, ipykernel)"] = code(p1)
+        rounds = max(3, a.py_rounds)  # python3 -c pass: seconds each
+        log(f"level 4: {len(fns)} x {rounds} interleaved rounds")
+        samples, failed = interleaved_fns(fns, rounds, 1)
+        out["ms"] = {n: bench.summary(v) for n, v in samples.items() if n not in failed}
+        out["failed"] = failed
+        idle = Sandbox.create(client=svc.client, isolation="wasm")
+        boxes.append(idle)
+        time.sleep(0.5)
+        out["memory"] = {"wasm idle": box_memory(svc, idle),
+                         "wasm, default context warm": box_memory(svc, w)}
+        w.create_code_context(id="c2")
+        w.run_code("pass", context="c2")
+        out["memory"]["wasm, two contexts warm"] = box_memory(svc, w)
+        if kernel:
+            out["memory"]["process, a kernel warm"] = box_memory(svc, p1)
+        log("level 4: " + ", ".join(f"{k} {m['total'] / 2**20:.1f} MiB"
+                                    for k, m in out["memory"].items() if "total" in m))
+    finally:
+        for b in boxes:
+            try:
+                b.kill()
+            except Exception:  # noqa: BLE001
+                pass
+    out["note"] = ("through the Python SDK (HTTP); sandboxes created with {\"isolation\": "
+                   "\"wasm\"} and level 1's POLICY; memory as in the levels group (PSS + page "
+                   "tables of the holding processes + the cgroup's accounting, an upper bound)")
+    return out
+
+
+def wasm_rows(res):
+    fmt_ms, mib = bench.fmt_ms, bench.mib
+    if _why(res) or not res:
+        return [_row("level 4 through the service (exec, run_code, memory)", "—",
+                     "unavailable: " + (_why(res) or "not measured"))]
+    ms = res.get("ms", {})
+    d = ms.get("direct /bin/true")
+    rows = []
+    for n, s in ms.items():
+        if n == "direct /bin/true":
+            continue
+        rows.append(_row(f"service: {n}", "—", fmt_ms(s), f"direct /bin/true {fmt_ms(d)}",
+                         f"{s['median'] / d['median']:.1f}× direct" if s and d else "n/a"))
+    for n, why in res.get("failed", {}).items():
+        rows.append(_row(f"service: {n}", "—", f"unavailable: {why}"))
+    mem = res.get("memory", {})
+    k1 = mem.get("process, a kernel warm", {}).get("total")
+    for n, m in mem.items():
+        ratio = (f"{m['total'] / k1:.2f}× process with a kernel"
+                 if k1 and m.get("total") and n.startswith("wasm,") else "n/a")
+        meas = (f"{mib(m['total'])} (PSS {mib(m['pss'])} + page tables {mib(m['pte'])} of "
+                f"{m['processes']} host processes, cgroup memory {mib(m['cgroup'])})"
+                if "total" in m else "incomplete: " + m.get("incomplete", "?"))
+        rows.append(_row(f"service: host memory per sandbox, {n}", "—", meas,
+                         f"RSS {mib(m.get('rss'))}", ratio))
+    return rows
+
+
 def run_all(a, aj, log):
     out = {}
     try:
@@ -592,6 +706,7 @@ def run_all(a, aj, log):
     try:
         for name, fn in (("api_exec", lambda: api_exec(a, svc, log)),
                          ("levels", lambda: levels(a, svc, log)),
+                         ("wasm_level", lambda: wasm_level(a, svc, log)),
                          ("api_streaming", lambda: api_streaming(a, svc, log)),
                          ("api_files", lambda: api_files(a, svc, log)),
                          ("service_density", lambda: density_scale(a, svc, log)),
@@ -690,6 +805,7 @@ def report_rows(res):
                 f"{s['median'] / d['median']:.2f}× direct" if s and d else "n/a",
                 (s["median"] <= 2 * d["median"]) if s and d and "SDK" in name else None))
     rows += level_rows(res.get("levels", {}))
+    rows += wasm_rows(res.get("wasm_level", {}))
     st = res.get("api_streaming", {})
     if _why(st):
         rows.append(_row("streaming through the API", "≥ 50% of a plain pipe",
@@ -761,3 +877,22 @@ def report_rows(res):
 
 def de_clients(de):
     return de.get("clients", "?")
+
+
+if __name__ == "__main__":
+    # one group on its own: bench_service.py AGENTJAIL GROUP [ROUNDS]
+    # (e.g. wasm_level; the whole run is bench/run.sh)
+    import types
+    aj, group = os.path.abspath(sys.argv[1]), sys.argv[2]
+    a = types.SimpleNamespace(rounds=20, warmup=2, py_rounds=int(sys.argv[3]) if len(sys.argv) > 3
+                              else 10, svc_gv_boxes=3)
+    svc = Service(aj, 16)
+    try:
+        r = globals()[group](a, svc, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
+    finally:
+        svc.stop()
+    json.dump(r, sys.stdout, indent=1)
+    print()
+    for row in wasm_rows(r) if group == "wasm_level" else []:
+        print(f"| {row['metric']} | {row['measured']} | {row['peers']} | {row['ratio']} |")
+    print(f"load {os.getloadavg()}")

@@ -21,6 +21,9 @@ PACKAGES=(
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
 	qemu-system-x86 cpio xz-utils
+	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
+	# a static busybox is the tests' bundle root
+	podman busybox-static containerd
 	# level 4 (--isolation wasm): the suite builds its WASI test modules from C
 	wasi-libc lld-14 libclang-rt-14-dev-wasm32
 )

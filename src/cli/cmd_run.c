@@ -81,6 +81,8 @@ static const char run_usage[] =
     "      --dns ADDR[:PORT]   upstream resolver for --allow (default: the host's)\n"
     "      --publish HP:PORT   reach the sandbox's PORT at 127.0.0.1:HP on the host\n"
     "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
+    "      --upstream-ca FILE  the CA (PEM) HTTPS servers of scoped secrets are\n"
+    "                          verified against (default: the host's trust store)\n"
     "Terminal:\n"
     "  -t, --tty               always give the command a new pseudo-terminal\n"
     "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -137,6 +139,7 @@ enum {
 	OPT_DNS,
 	OPT_PUBLISH,
 	OPT_NETLOG,
+	OPT_UPSTREAM_CA,
 	OPT_IMAGE,
 	OPT_LIMITS,
 	OPT_ISOLATION,
@@ -179,6 +182,7 @@ static const struct option run_opts[] = {
     {"dns", required_argument, NULL, OPT_DNS},
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
+    {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},

@@ -8,6 +8,8 @@ int aj_cmd_image(int argc, char **argv);
 int aj_cmd_serve(int argc, char **argv);
 int aj_cmd_sandbox(int argc, char **argv);
 int aj_cmd_mcp(int argc, char **argv);
+/* the OCI runtime command line (cmd_oci.c, docs/oci.md) */
+int aj_cmd_oci(int argc, char **argv);
 /* the service's keeper of one sandbox (box.h: AJ_KEEPER_COMMAND) */
 int aj_cmd_keeper(int argc, char **argv);
 

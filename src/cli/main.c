@@ -32,6 +32,8 @@ static const char usage[] =
     "                                  use the service's sandboxes (agentjail sandbox\n"
     "                                  --help)\n"
     "  mcp                             an MCP server on stdio for agent hosts (docs/mcp.md)\n"
+    "  oci create|start|state|kill|delete|features\n"
+    "                                  the OCI runtime interface, for Podman (docs/oci.md)\n"
     "  help                            show this help\n"
     "  version                         print the version\n"
     "\n"
@@ -50,6 +52,8 @@ int main(int argc, char **argv)
 		return aj_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, AJ_KEEPER_COMMAND) == 0)
 		return aj_cmd_keeper(argc - 1, argv + 1);
+	if (strcmp(cmd, "oci") == 0)
+		return aj_cmd_oci(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return aj_cmd_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "image") == 0)

@@ -24,6 +24,8 @@ int main(int argc, char **argv)
 		return aj_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, AJ_KEEPER_COMMAND) == 0) /* a sandbox of the service with a network */
 		return aj_cmd_keeper(argc - 1, argv + 1);
+	if (strcmp(cmd, "oci") == 0) /* a container with a network (cmd_oci.c) */
+		return aj_cmd_oci(argc - 1, argv + 1);
 #endif
 #ifdef AJ_HELPER_IMAGE
 	if (strcmp(cmd, "image") == 0)

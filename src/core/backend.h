@@ -34,6 +34,11 @@ typedef struct aj_run_hooks {
 	/* Called once per degraded feature (e.g. no cgroup limits). */
 	void (*warn)(void *ctx, const char *msg);
 	void *ctx;
+	/* Optional (`agentjail oci create`/`start`): called once the sandbox
+	 * is built, before its command runs, with its init's host pid; the
+	 * command runs when it returns 0; a negative return (err filled)
+	 * ends the run, everything removed. */
+	int (*ready)(void *ctx, pid_t init, aj_error *err);
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {
@@ -150,6 +155,10 @@ typedef struct aj_backend {
 	aj_job *(*exec_start)(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io);
 	int (*exec_wait)(aj_job *j, aj_run_result *res, aj_error *err);
 	void (*exec_abandon)(aj_job *j);
+	/* The code interpreter's bridge (src/daemon/code.c's line protocol on
+	 * its stdin and stdout) as a job of exec_start's kind, spec->argv
+	 * ignored; NULL: the service runs its Python bridge by exec_start. */
+	aj_job *(*code_start)(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io);
 	/* AJ_CAP_PTY: a new pseudo-terminal (80x24): pty[0] the master,
 	 * pty[1] the terminal for aj_exec_spec.tty_slave. */
 	int (*open_pty)(aj_inst *i, int pty[2], aj_error *err);

@@ -30,6 +30,7 @@ void aj_policy_free(aj_policy *p)
 	free(p->hostname);
 	free(p->result_path);
 	free(p->seccomp_profile);
+	free(p->seccomp_stack);
 	for (size_t i = 0; i < p->n_binds; i++) {
 		free(p->binds[i].src);
 		free(p->binds[i].dest);
@@ -59,6 +60,7 @@ void aj_policy_free(aj_policy *p)
 	for (size_t i = 0; i < p->n_allow; i++)
 		free(p->allow[i].host);
 	free(p->net_log);
+	free(p->upstream_ca);
 	memset(p, 0, sizeof(*p));
 }
 

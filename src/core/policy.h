@@ -103,6 +103,9 @@ typedef struct aj_policy {
 	unsigned long long fsize;	  /* RLIMIT_FSIZE bytes; 0: none */
 	char *result_path;		  /* --result FILE (JSON) */
 	char *seccomp_profile;		  /* --seccomp-profile FILE, NULL: default */
+	/* a second profile (its JSON text, the --seccomp-profile format) on
+	 * top of the first: an OCI bundle's linux.seccomp (oci_bundle.c) */
+	char *seccomp_stack;
 	/* cgroup limits; 0 means "no limit" */
 	unsigned long long memory;
 	unsigned long long pids;
@@ -131,7 +134,10 @@ typedef struct aj_policy {
 	size_t n_allow;
 	aj_publish publish[AJ_MAX_PUBLISH];
 	size_t n_publish;
-	char *net_log;	   /* --net-log FILE: JSON lines of DNS queries and connections */
+	char *net_log; /* --net-log FILE: JSON lines of DNS queries and connections */
+	/* --upstream-ca FILE: the CA the proxy verifies intercepted HTTPS
+	 * servers against (PEM), instead of the host's trust store */
+	char *upstream_ca;
 	aj_cidr dns;	   /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
 	unsigned dns_port; /* 53 unless --dns ADDR:PORT */
 	bool quiet;	   /* suppress warnings about degraded features */
@@ -202,6 +208,7 @@ int aj_policy_add_publish(aj_policy *p, const char *spec, aj_error *err);
 /* --dns ADDR[:PORT] (allow.c) */
 int aj_policy_set_dns(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err);
+int aj_policy_set_upstream_ca(aj_policy *p, const char *path, aj_error *err);
 
 /* Set one option by the long name `agentjail run` gives it ("memory",
  * "env", "ro", ...; flags without a value take NULL). With

@@ -343,14 +343,23 @@ static void *bridge_thread(void *arg)
 	snprintf(why, sizeof(why), "the sandbox's code bridge ended%s%s",
 		 c->err[0] ? ": " : " (the sandbox was deleted or expired)", c->err);
 	pthread_mutex_unlock(&c->mu);
+	/* the bridge itself killed for memory (level 4: the contexts are its
+	 * threads) is said as such */
+	unsigned long long ooms = runs ? oom_kills(c->sb) : 0;
 	while (runs) {
 		pending *p = runs;
 		runs = p->next;
-		to_stream(p, json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "name",
-				       "BridgeEnded", "value", why, "traceback"));
+		bool oom = ooms > p->oom0;
+		to_stream(
+		    p, json_pack("{s:s, s:s, s:s, s:[]}", "type", "error", "name",
+				 oom ? "OutOfMemory" : "BridgeEnded", "value",
+				 oom ? "the code bridge was killed: the sandbox ran out of memory "
+				       "(its 'memory' limit); every context's variables are gone"
+				     : why,
+				 "traceback"));
 		to_stream(p, json_pack("{s:s, s:s, s:n, s:b, s:b, s:b, s:i}", "type", "end",
 				       "context", p->ctx, "execution_count", "timed_out", false,
-				       "oom_killed", false, "restarted", false, "duration_ms", 0));
+				       "oom_killed", oom, "restarted", oom, "duration_ms", 0));
 		if (p->sock >= 0)
 			close(p->sock);
 		free(p);
@@ -396,7 +405,8 @@ static aj_code *bridge_start(aj_sandbox *sb, aj_error *err)
 	aj_exec_io io = {.output = on_output, .ctx = c, .signal_fd = c->sig[0], .cancel_fd = -1};
 	aj_sandbox_ref(sb);
 	c->sb = sb;
-	c->x = sb->be->exec_start(sb->inst, &spec, &io);
+	c->x = sb->be->code_start ? sb->be->code_start(sb->inst, &spec, &io)
+				  : sb->be->exec_start(sb->inst, &spec, &io);
 	close(inp[0]);
 	aj_worker_enter();
 	if (aj_thread_start(bridge_thread, c) < 0) {
@@ -486,11 +496,14 @@ static void busy_reply(aj_reply *rep, int e, aj_code *c)
 			       PENDING_MAX);
 	else
 		aj_reply_error(rep, 500, "code_failed",
-			       "the sandbox's code bridge is not running: %s (fix: the sandbox "
-			       "needs python3 with ipykernel and jupyter_client: "
-			       "apt-get install python3-ipykernel python3-jupyter-client, or the "
-			       "image 'python')",
-			       c->err[0] ? c->err : strerror(-e));
+			       "the sandbox's code bridge is not running: %s (fix: %s)",
+			       c->err[0] ? c->err : strerror(-e),
+			       c->sb && c->sb->be->code_start
+				   ? "the level's code runtime is missing: agentjail doctor says "
+				     "what to install"
+				   : "the sandbox needs python3 with ipykernel and jupyter_client: "
+				     "apt-get install python3-ipykernel python3-jupyter-client, or "
+				     "the image 'python'");
 }
 
 /* code.run {sandbox, peer, body}: 200 and an NDJSON stream of the run. */
@@ -558,7 +571,7 @@ out:
 }
 
 /* Wait for a control request's answer; p freed. */
-static void wait_reply(aj_code *c, pending *p, aj_reply *rep)
+static void wait_reply(aj_code *c, aj_sandbox *sb, pending *p, aj_reply *rep)
 {
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -569,11 +582,17 @@ static void wait_reply(aj_code *c, pending *p, aj_reply *rep)
 	unlink_pending(c, p);
 	char why[sizeof(c->err)];
 	snprintf(why, sizeof(why), "%s", c->err);
+	bool dead = c->dead;
 	pthread_mutex_unlock(&c->mu);
 	if (p->done && p->body)
 		aj_reply_json(rep, p->status, p->body);
+	else if (!p->done && dead && oom_kills(sb) > p->oom0)
+		aj_reply_error(rep, 500, "code_failed",
+			       "the code bridge was killed: the sandbox ran out of memory (its "
+			       "'memory' limit); every context is gone (fix: a larger 'memory', or "
+			       "fewer contexts)");
 	else
-		aj_reply_error(rep, p->done || c->dead ? 500 : 504, "code_failed",
+		aj_reply_error(rep, p->done || dead ? 500 : 504, "code_failed",
 			       "the code bridge did not answer: %s",
 			       why[0] ? why : "it ended or timed out");
 	free(p);
@@ -640,6 +659,8 @@ void aj_op_code_ctx(json_t *args, aj_reply *rep)
 		goto out;
 	}
 	pending *p = calloc(1, sizeof(*p));
+	if (p)
+		p->oom0 = oom_kills(sb);
 	json_t *o = json_pack("{s:s, s:s}", "op", action, "context", id);
 	if (q.cwd)
 		json_object_set_new(o, "cwd", json_string(q.cwd));
@@ -654,7 +675,7 @@ void aj_op_code_ctx(json_t *args, aj_reply *rep)
 		busy_reply(rep, e, c);
 		goto out;
 	}
-	wait_reply(c, p, rep);
+	wait_reply(c, sb, p, rep);
 	if (a == 0 && rep->status != 201) {
 		pthread_mutex_lock(&code_mu);
 		if (sb->code == c) {

@@ -275,7 +275,32 @@ int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
 	return r;
 }
 
+static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err);
+
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
+{
+	int r = compile_main(p, out, err);
+	if (r < 0 || !p->seccomp_stack)
+		return r;
+	void *pctx = NULL;
+	aj_bpf st;
+	memset(&st, 0, sizeof(st));
+	r = aj_seccomp_profile_parse(p->seccomp_stack, strlen(p->seccomp_stack),
+				     "(the bundle's linux.seccomp)", &pctx, err);
+	if (r == 0) {
+		r = export_bpf((scmp_filter_ctx)pctx, &st, err);
+		seccomp_release((scmp_filter_ctx)pctx);
+	}
+	if (r < 0) {
+		aj_bpf_free(out);
+		return r;
+	}
+	out->stack = st.insns;
+	out->stack_len = st.len;
+	return 0;
+}
+
+static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (p->seccomp_profile) {
@@ -309,9 +334,20 @@ int aj_seccomp_load(const aj_bpf *bpf, aj_error *err)
 	return 0;
 }
 
+int aj_seccomp_load_stack(const aj_bpf *bpf, aj_error *err)
+{
+	struct sock_fprog prog = {.len = (unsigned short)bpf->stack_len, .filter = bpf->stack};
+	if (bpf->stack_len && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+		return aj_err(err, errno, "cannot load the bundle's seccomp filter");
+	return 0;
+}
+
 void aj_bpf_free(aj_bpf *bpf)
 {
 	free(bpf->insns);
 	bpf->insns = NULL;
 	bpf->len = 0;
+	free(bpf->stack);
+	bpf->stack = NULL;
+	bpf->stack_len = 0;
 }

@@ -15,6 +15,10 @@ typedef struct aj_bpf {
 	struct sock_filter *insns;
 	size_t len;
 	bool replaced; /* a --seccomp-profile replaced the default profile */
+	/* the policy's seccomp_stack: a second filter, loaded on top of the
+	 * first by each command before exec (an OCI bundle's own) */
+	struct sock_filter *stack;
+	size_t stack_len;
 } aj_bpf;
 
 /* The program to load: the default profile (a personality check, then
@@ -28,6 +32,9 @@ extern const struct sock_filter aj_seccomp_prebuilt[];
 extern const size_t aj_seccomp_prebuilt_len;
 /* Load the compiled program (requires no_new_privs). */
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err);
+/* Load the stacked one, if any (the kernel applies both, the stricter
+ * action wins). */
+int aj_seccomp_load_stack(const aj_bpf *bpf, aj_error *err);
 void aj_bpf_free(aj_bpf *bpf);
 
 /* Parse a JSON profile into a libseccomp context (void * to keep

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "net_addr.h"
 #include "util.h"
@@ -203,6 +204,20 @@ int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err)
 	free(p->net_log);
 	p->net_log = strdup(path);
 	return p->net_log ? 0 : aj_err(err, ENOMEM, "out of memory");
+}
+
+int aj_policy_set_upstream_ca(aj_policy *p, const char *path, aj_error *err)
+{
+	if (path[0] != '/' || access(path, R_OK) < 0) {
+		aj_err(err, path[0] != '/' ? EINVAL : errno,
+		       "--upstream-ca '%s': expected an absolute path to a readable PEM file",
+		       path);
+		aj_err_hint(err, "for example --upstream-ca \"$PWD/ca.pem\"");
+		return -EINVAL;
+	}
+	free(p->upstream_ca);
+	p->upstream_ca = strdup(path);
+	return p->upstream_ca ? 0 : aj_err(err, ENOMEM, "out of memory");
 }
 
 /* Is every name of pattern (a host, "*.domain" or an IPv4 address) one

@@ -247,18 +247,20 @@ static void *inside_thread(void *arg)
 			r = route_default(nl, idx, j->n->host_ip);
 		}
 	}
+	/* the loopback up too: gVisor's runsc takes the namespace's links as
+	 * it finds them, and a sandbox without lo has no 127.0.0.1 */
+	unsigned lo = if_nametoindex("lo");
+	if (r == 0 && lo) {
+		j->what = "bring up the sandbox's loopback";
+		r = link_up(nl, lo);
+	}
 	mnl_socket_close(nl);
 	j->result = r;
 	return NULL;
 }
 
-static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
+static int configure_inside_ns(const aj_net *n, int nsfd, aj_error *err)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
-	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
-		return aj_err(err, errno, "cannot open %s", path);
 	inside_job j = {.n = n, .nsfd = nsfd};
 	pthread_t t;
 	int r = pthread_create(&t, NULL, inside_thread, &j);
@@ -268,6 +270,21 @@ static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
 	if (j.result < 0)
 		return aj_err(err, -j.result, "cannot %s", j.what);
 	return 0;
+}
+
+static int configure_inside(const aj_net *n, pid_t child, aj_error *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)child);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		return aj_err(err, errno, "cannot open %s", path);
+	return configure_inside_ns(n, nsfd, err);
+}
+
+int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err)
+{
+	return n->active ? configure_inside_ns(n, nsfd, err) : 0;
 }
 
 /* Forwarding is per network namespace: agentjail turns it on in its own
@@ -329,6 +346,8 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 void aj_net_teardown(aj_net *n)
 {
 	aj_netd_stop(n);
+	free(n->ca_pem);
+	n->ca_pem = NULL;
 	if (n->link_made)
 		(void)link_delete(n->host_if);
 	if (n->table_made)

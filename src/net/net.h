@@ -19,6 +19,10 @@ int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err);
 /* Parent, after clone and before PARENT_GO: veth into the child's netns,
  * addresses, route, nft table, forwarding. */
 int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err);
+/* The sandbox side's address, link state and default route again, in the
+ * network namespace nsfd whose eth0 lost them (gVisor's runsc takes them
+ * off eth0 into its own netstack, and a `runsc restore` reads them anew). */
+int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err);
 /* Remove the veth and the nft table; frees the slot. Idempotent.
  * (prepare, setup and teardown are net.c, or net_none.c in a program
  * without network support, which refuses what aj_net_wanted() says.) */

@@ -84,7 +84,11 @@ char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_r
 char **aj_net_env(const aj_net *n, const aj_policy *p)
 {
 	const char *names[] = {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"};
-	char **v = calloc(AJ_ARRAY_SIZE(names) + 3, sizeof(char *));
+	/* what tools read for their CA bundle (node: extra certificates) */
+	static const char *const ca_vars[] = {"SSL_CERT_FILE",	    "NODE_EXTRA_CA_CERTS",
+					      "REQUESTS_CA_BUNDLE", "PIP_CERT",
+					      "CURL_CA_BUNDLE",	    "GIT_SSL_CAINFO"};
+	char **v = calloc(AJ_ARRAY_SIZE(names) + AJ_ARRAY_SIZE(ca_vars) + 3, sizeof(char *));
 	if (!v || p->net != AJ_NET_ALLOW)
 		return v;
 	char gw[INET_ADDRSTRLEN];
@@ -95,12 +99,26 @@ char **aj_net_env(const aj_net *n, const aj_policy *p)
 		v[k++] = aj_asprintf("%s=http://%s:%d", names[i], gw, AJ_PROXY_PORT);
 	v[k++] = strdup("no_proxy=localhost,127.0.0.1,::1");
 	v[k++] = strdup("NO_PROXY=localhost,127.0.0.1,::1");
+	for (size_t i = 0; aj_net_tls_wanted(p) && i < AJ_ARRAY_SIZE(ca_vars); i++)
+		v[k++] = aj_asprintf("%s=%s", ca_vars[i], AJ_NET_CA_BUNDLE);
 	for (size_t i = 0; i < k; i++)
 		if (!v[i]) {
 			aj_strv_free(v);
 			return NULL;
 		}
 	return v;
+}
+
+bool aj_net_tls_wanted(const aj_policy *p)
+{
+	/* level 1 only: the other levels' roots don't get netd's CA yet
+	 * (their HTTPS is tunnelled, the placeholder goes out) */
+	if (p->isolation != AJ_ISO_PROCESS)
+		return false;
+	for (size_t i = 0; p->net == AJ_NET_ALLOW && i < p->n_secrets; i++)
+		if (p->secrets[i].n_hosts)
+			return true;
+	return false;
 }
 
 bool aj_net_wanted(const aj_policy *p)

@@ -38,6 +38,7 @@ typedef struct aj_net {
 	unsigned nflog_group; /* --net-log with a veth: nft log group, else 0 */
 	pid_t netd;	      /* the network helper (netd.c), 0 if none */
 	int netd_stop;	      /* closing it asks netd to finish its log and exit */
+	char *ca_pem;	      /* netd's CA certificate (HTTPS interception), or NULL */
 } aj_net;
 
 /* Does p need the network stack (a veth, nftables, netd)? --net open,
@@ -52,5 +53,12 @@ char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_r
 /* Extra environment for the command (NULL-terminated, malloc'ed): the
  * proxy variables in allow-list mode; NULL on ENOMEM. */
 char **aj_net_env(const aj_net *n, const aj_policy *p);
+
+/* Does p make netd intercept HTTPS (a secret scoped to hosts, with
+ * --allow, at level 1)? The sandbox then trusts netd's CA
+ * (AJ_NET_CA_BUNDLE). */
+bool aj_net_tls_wanted(const aj_policy *p);
+/* the sandbox's CA bundle: the root's own with netd's CA added */
+#define AJ_NET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 #endif

@@ -30,6 +30,12 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	return aj_err(err, ENOTSUP, "this program has no network support");
 }
 
+int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err)
+{
+	(void)nsfd;
+	return n->active ? aj_err(err, ENOTSUP, "this program has no network support") : 0;
+}
+
 void aj_net_teardown(aj_net *n)
 {
 	n->active = false;

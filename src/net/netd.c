@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -30,6 +31,7 @@
 #include "nft.h"
 #include "proxy.h"
 #include "sysfilter.h"
+#include "tls.h"
 #include "util.h"
 
 #define MAX_THREADS 256
@@ -231,19 +233,36 @@ static int join_sandbox_net(const aj_netd_ctx *ctx, pid_t child, aj_error *err)
 }
 
 /* A child reports its setup over fd as one aj_error (empty: ready); wait
- * for it (10 s at most), close fd, and pass its error on. */
-static int await_child(int fd, const char *what, aj_error *err)
+ * for it (10 s at most), and pass its error on. */
+static int await_child_open(int fd, const char *what, aj_error *err)
 {
 	aj_error child_err;
 	struct pollfd pw = {.fd = fd, .events = POLLIN};
 	int r = poll(&pw, 1, 10000) == 1 ? aj_read_all(fd, &child_err, sizeof(child_err)) : -1;
-	close(fd);
 	if (r < 0)
 		return aj_err(err, EPROTO, "%s did not start", what);
 	if (child_err.code || child_err.msg[0]) {
 		*err = child_err;
 		return -(child_err.code ? child_err.code : EINVAL);
 	}
+	return 0;
+}
+
+/* await_child_open, and close fd */
+static int await_child(int fd, const char *what, aj_error *err)
+{
+	int r = await_child_open(fd, what, err);
+	close(fd);
+	return r;
+}
+
+/* netd's CA certificate, after its ready report (netd_main) */
+static int read_ca(int fd, aj_net *n, aj_error *err)
+{
+	uint32_t len = 0;
+	if (aj_read_all(fd, &len, sizeof(len)) < 0 || len == 0 || len > 65536 ||
+	    !(n->ca_pem = calloc(1, (size_t)len + 1)) || aj_read_all(fd, n->ca_pem, len) < 0)
+		return aj_err(err, EPROTO, "the network helper gave no CA certificate");
 	return 0;
 }
 
@@ -279,6 +298,8 @@ static int split_publisher(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *
 			nft_ctx_free(ctx->nft);
 			ctx->nft = NULL;
 		}
+		aj_tls_free(ctx->tls); /* the CA's key stays in netd only */
+		ctx->tls = NULL;
 		int r = join_sandbox_net(ctx, child, err);
 		if (r == 0)
 			r = drop_privileges(ctx, err);
@@ -328,6 +349,14 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		}
 		if (!(ctx->nft = aj_nft_ctx_new()))
 			return aj_err(err, ENOMEM, "--allow: cannot create an nftables context");
+		/* scoped secrets: HTTPS to their hosts is intercepted with a CA
+		 * made here, after the sandbox was cloned (tls.c) */
+		if (aj_net_tls_wanted(p) && aj_tls_new(p, &ctx->tls, err) < 0)
+			return -EPROTO;
+		/* the tests' way to know the key they search the sandbox for */
+		const char *key_out = getenv("AGENTJAIL_CA_KEY_FILE");
+		if (ctx->tls && key_out && aj_tls_export_key(ctx->tls, key_out, err) < 0)
+			return -EIO;
 	}
 	if (net->nflog_group) {
 		if ((fd = aj_nflog_open(net->nflog_group)) < 0)
@@ -395,6 +424,12 @@ static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
 	ls[n++] = (listener){.fd = stop, .kind = K_STOP};
 	if (r != 1) { /* the --publish forwarder child reports to netd instead */
 		(void)aj_write_all(ready, &err, sizeof(err));
+		/* then the CA certificate the sandbox is to trust (public) */
+		const char *pem = r >= 0 && ctx->tls ? aj_tls_ca_pem(ctx->tls) : "";
+		uint32_t len = (uint32_t)strlen(pem);
+		if (r >= 0 && aj_net_tls_wanted(ctx->p))
+			(void)(aj_write_all(ready, &len, sizeof(len)) == 0 &&
+			       aj_write_all(ready, pem, len) == 0);
 	}
 	close(ready);
 	if (r >= 0)
@@ -458,7 +493,11 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	}
 	n->netd = pid;
 	n->netd_stop = stop[1];
-	return await_child(pfd[0], "the network helper", err);
+	int r = await_child_open(pfd[0], "the network helper", err);
+	if (r == 0 && aj_net_tls_wanted(p))
+		r = read_ca(pfd[0], n, err);
+	close(pfd[0]);
+	return r;
 }
 
 void aj_netd_stop(aj_net *n)

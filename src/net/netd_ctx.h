@@ -23,6 +23,7 @@ typedef struct aj_netd_ctx {
 	pid_t publisher;      /* the --publish forwarder child next to --allow */
 	bool publisher_child; /* this is that child */
 	bool privileged;      /* started as root (host root, not a userns' root) */
+	struct aj_tls *tls;   /* HTTPS interception for scoped secrets (tls.h), or NULL */
 } aj_netd_ctx;
 
 #endif

@@ -19,10 +19,12 @@
 
 #include "allow.h"
 #include "dns.h"
-#include "inject.h"
 #include "netlog.h"
 #include "proxy.h"
+#include "proxy_common.h"
 #include "proxy_parse.h"
+#include "proxy_tls.h"
+#include "tls.h"
 #include "util.h"
 
 #define HEAD_MAX 16384
@@ -122,18 +124,6 @@ static int connect_to(const struct sockaddr_in *sa)
 	int flags = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 	return fd;
-}
-
-static void reply(int fd, int status, const char *reason, const char *body)
-{
-	char msg[1024];
-	int n = snprintf(msg, sizeof(msg),
-			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n%s",
-			 status, reason, strlen(body), body);
-	if (n > 0)
-		(void)send(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1,
-			   MSG_NOSIGNAL);
 }
 
 /* Read the request head (up to the empty line) within one deadline for
@@ -247,26 +237,6 @@ static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct so
 	aj_netlog(ctx, ev);
 }
 
-/* Scoped secrets (inject.c): the values into req where the sandbox wrote
- * their placeholders, for the secrets' own hosts; a net-log line for each
- * placeholder seen, injected or withheld (never a value). */
-static int fill_secrets(aj_netd_ctx *ctx, aj_proxy_req *req)
-{
-	aj_inject_note notes[AJ_INJECT_NOTES];
-	size_t n = 0;
-	int r = aj_inject(ctx->p, req, notes, &n);
-	for (size_t i = 0; i < n; i++) {
-		json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s}", "event",
-				       notes[i].injected ? "secret_injected" : "secret_withheld",
-				       "secret", notes[i].secret, "host", req->host, "port",
-				       (int)req->port, "where", notes[i].where);
-		if (ev && notes[i].reason)
-			json_object_set_new(ev, "reason", json_string(notes[i].reason));
-		aj_netlog(ctx, ev);
-	}
-	return r;
-}
-
 void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 {
 	char *buf = malloc(HEAD_MAX);
@@ -275,15 +245,15 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	ssize_t len = buf && req ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
 	if (len < 0) {
 		if (buf && req)
-			reply(fd, 400, "Bad Request",
-			      "agentjail proxy: incomplete or oversized "
-			      "request head\n");
+			aj_proxy_reply(fd, 400, "Bad Request",
+				       "agentjail proxy: incomplete or oversized "
+				       "request head\n");
 		goto out;
 	}
 	if (aj_proxy_parse(buf, head_end, req) < 0) {
 		char body[256];
 		snprintf(body, sizeof(body), "agentjail proxy: %s\n", req->error);
-		reply(fd, 400, "Bad Request", body);
+		aj_proxy_reply(fd, 400, "Bad Request", body);
 		json_t *ev = json_pack("{s:s,s:s,s:s}", "event", "proxy", "verdict", "refused",
 				       "reason", req->error);
 		aj_netlog(ctx, ev);
@@ -297,23 +267,44 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		status = up == -ETIMEDOUT ? 504 : 502;
 		why = "connection to the server failed";
 	}
+	/* HTTPS to a host with scoped secrets: terminated here (proxy_tls.c);
+	 * the client must not have sent anything past the CONNECT yet */
+	bool intercept =
+	    status == 0 && req->connect && ctx->tls && aj_tls_intercepts(ctx->p, req->host);
+	if (intercept && (size_t)len > head_end) {
+		status = 400;
+		why = "data sent before the CONNECT was answered";
+		close(up);
+	}
 	log_proxy(ctx, req, &sa, status, why);
 	if (status) {
 		char body[512];
 		snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", req->host, req->port,
 			 why);
-		reply(fd, status, status == 403 ? "Forbidden" : "Bad Gateway", body);
+		aj_proxy_reply(fd, status,
+			       status == 403   ? "Forbidden"
+			       : status == 400 ? "Bad Request"
+					       : "Bad Gateway",
+			       body);
+		goto out;
+	}
+	if (intercept) {
+		free(buf);
+		buf = NULL;
+		aj_proxy_tls(ctx, fd, up, req);
+		close(up);
 		goto out;
 	}
 	if (req->connect) {
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	} else {
-		int ir = fill_secrets(ctx, req);
+		int ir = aj_proxy_fill_secrets(ctx, req);
 		if (ir < 0) {
-			reply(fd, 431, "Request Header Fields Too Large",
-			      "agentjail proxy: the request head is too large with the secret's "
-			      "value in it\n");
+			aj_proxy_reply(
+			    fd, 431, "Request Header Fields Too Large",
+			    "agentjail proxy: the request head is too large with the secret's "
+			    "value in it\n");
 			close(up);
 			goto out;
 		}

@@ -160,6 +160,7 @@ static int split_authority(aj_proxy_req *req, span a, unsigned dflt)
 		if (v == 0 || v > 65535)
 			return refuse(req, "malformed port");
 		req->port = v;
+		req->port_given = true;
 	}
 	return req->port ? 0 : refuse(req, "CONNECT needs host:port");
 }
@@ -211,6 +212,9 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 		/* hop-by-hop and proxy headers stay here; the origin gets
 		 * "Connection: close" so one connection carries one checked
 		 * request */
+		if (span_is(st.field[i], "Connection") && !req->connection[0])
+			(void)copy_span(req->connection, sizeof(req->connection), st.value[i].p,
+					st.value[i].len);
 		if (span_is(st.field[i], "Connection") ||
 		    span_is(st.field[i], "Proxy-Connection") ||
 		    span_is(st.field[i], "Keep-Alive") ||

@@ -13,7 +13,9 @@ typedef struct aj_proxy_req {
 	bool has_host;	/* a Host header came with it */
 	char host[256]; /* canonical (aj_host_norm): a name or an address */
 	aj_host_kind host_kind;
-	unsigned port; /* explicit or 80 */
+	unsigned port;	      /* explicit or 80 */
+	bool port_given;      /* the authority named a port */
+	char connection[128]; /* the Connection header's value (not in headers) */
 	char method[16];
 	char target[2048]; /* origin-form path?query for plain HTTP */
 	int http_major, http_minor;

@@ -9,7 +9,13 @@
  *   ajgvdrive POLICY.json --measure  exec latency and memory of an idle sandbox
  *   ajgvdrive POLICY.json --refused  create must fail with a clear error
  *   ajgvdrive POLICY.json --oom      a command past --memory: 137
- *   ajgvdrive POLICY.json --exec CMD sh -c CMD in it, its stdout printed */
+ *   ajgvdrive POLICY.json --exec CMD sh -c CMD in it, its stdout printed
+ *   ajgvdrive POLICY.json --fork N CMD
+ *                                    CMD in it, then in N copies of it
+ *                                    (checkpoint, restore; copy K's
+ *                                    "net-log" is the policy's with ".K"),
+ *                                    then in it again; $WHO names the party
+ *                                    (src, copy0.., src2), outputs printed */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -399,6 +405,90 @@ static bool residue(json_t *state, char *what, size_t len)
 	return false;
 }
 
+/* The policy of a JSON text: the API's keys, and "net-log" (which the API
+ * refuses: it names a host file) with suffix appended when given. */
+static int load_policy(const char *source, const char *suffix, aj_policy *p, aj_error *err)
+{
+	json_t *j = json_loads(source, 0, NULL);
+	char *log = NULL;
+	const char *l = json_string_value(json_object_get(j, "net-log"));
+	if (l && asprintf(&log, "%s%s", l, suffix ? suffix : "") < 0)
+		log = NULL;
+	json_object_del(j, "net-log");
+	aj_policy_init(p);
+	int r = j ? aj_policy_from_json(p, j, err) : aj_err(err, EINVAL, "policy: not JSON");
+	if (r == 0 && log)
+		r = aj_policy_set_net_log(p, log, err);
+	free(log);
+	json_decref(j);
+	p->quiet = true;
+	return r;
+}
+
+/* CMD in in with WHO=who; its stdout printed, line by line, after "who: ". */
+static void party(aj_inst *in, const char *who, const char *cmd)
+{
+	char *full = NULL;
+	if (asprintf(&full, "WHO=%s; %s", who, cmd) < 0)
+		return;
+	out o;
+	aj_run_result res;
+	aj_error err;
+	aj_err_clear(&err);
+	int r = run(in, SH(full), NULL, &o, &res, &err);
+	for (char *s = o.buf[1], *save = NULL, *t; s && (t = strtok_r(s, "\n", &save)); s = NULL)
+		printf("%s: %s\n", who, t);
+	char what[64];
+	snprintf(what, sizeof(what), "the command in %s", who);
+	check(r == 0 && res.exit_code == 0, what, r < 0 ? err.msg : o.buf[2]);
+	out_free(&o);
+	free(full);
+}
+
+#define FORK_MAX 4
+
+/* --fork N CMD (above); each copy destroyed and checked for residue. */
+static void forking(aj_inst *in, const char *source, unsigned n, const char *cmd)
+{
+	aj_inst *kids[FORK_MAX] = {0};
+	json_t *states[FORK_MAX] = {0};
+	aj_policy kp[FORK_MAX];
+	char *ckpt = NULL, who[16], detail[128];
+	aj_error err;
+	aj_err_clear(&err);
+	party(in, "src", cmd);
+	int r = B->checkpoint(in, &ckpt, &err);
+	check(r == 0, "checkpoint", err.msg);
+	for (unsigned k = 0; r == 0 && k < n && k < FORK_MAX; k++) {
+		char suffix[16];
+		snprintf(suffix, sizeof(suffix), ".%u", k);
+		aj_err_clear(&err);
+		r = load_policy(source, suffix, &kp[k], &err);
+		if (r == 0)
+			r = B->restore(&kp[k], source, ckpt, &kids[k], &err);
+		snprintf(detail, sizeof(detail), "restore copy %u", k);
+		check(r == 0, detail, err.msg);
+		if (r == 0)
+			states[k] = B->state(kids[k]);
+	}
+	B->checkpoint_drop(ckpt);
+	for (unsigned k = 0; k < n && k < FORK_MAX && kids[k]; k++) {
+		snprintf(who, sizeof(who), "copy%u", k);
+		party(kids[k], who, cmd);
+	}
+	party(in, "src2", cmd);
+	for (unsigned k = 0; k < n && k < FORK_MAX; k++) {
+		if (!kids[k])
+			break;
+		B->destroy(kids[k]);
+		char what[PATH_MAX] = "";
+		snprintf(detail, sizeof(detail), "copy %u destroyed leaves nothing", k);
+		check(!residue(states[k], what, sizeof(what)), detail, what);
+		json_decref(states[k]);
+		aj_policy_free(&kp[k]);
+	}
+}
+
 static double median_ms(aj_inst *in, int n)
 {
 	double *t = calloc((size_t)n, sizeof(double));
@@ -477,14 +567,10 @@ int main(int argc, char **argv)
 	aj_policy p;
 	aj_error err;
 	aj_err_clear(&err);
-	aj_policy_init(&p);
-	json_t *j = json_loads(source, 0, NULL);
-	if (!j || aj_policy_from_json(&p, j, &err) < 0) {
+	if (load_policy(source, NULL, &p, &err) < 0) {
 		fprintf(stderr, "policy: %s\n", err.msg);
 		return 2;
 	}
-	json_decref(j);
-	p.quiet = true;
 	aj_inst *in = NULL;
 	int r = B->create(&p, source, &in, &err);
 	if (!strcmp(mode, "--refused")) {
@@ -516,6 +602,10 @@ int main(int argc, char **argv)
 		printf("%s", o.buf[1] ? o.buf[1] : "");
 		check(r == 0 && res.exit_code == 0, "the command", err.msg);
 		out_free(&o);
+	} else if (!strcmp(mode, "--fork") && argc > 4) {
+		forking(in, source, (unsigned)atoi(argv[3]), argv[4]);
+		json_decref(state); /* the source restored in place: its processes now */
+		state = B->state(in);
 	} else if (!strcmp(mode, "--oom")) {
 		oom(in);
 	} else if (!strcmp(mode, "--sweep")) {

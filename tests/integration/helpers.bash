@@ -262,8 +262,11 @@ _aj_snapshot() {
         ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
         ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
         ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
-        # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT)
-        nft list ruleset 2>/dev/null | awk 'NF { print "nft", $0 }'
+        # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT),
+        # counters' values left out: other rules' (e.g. Podman's netavark) count
+        # the host's own packets
+        nft list ruleset 2>/dev/null |
+            sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/' | awk 'NF { print "nft", $0 }'
     } | LC_ALL=C sort
 }
 

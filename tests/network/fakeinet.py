@@ -2,13 +2,18 @@
 """The network tests' fake internet servers, in one process (standard
 library only):
 
-  fakeinet.py --web PORTS --body TEXT [--web-log FILE] [--dns ADDR --dns-log FILE] --ready FILE
+  fakeinet.py --web PORTS --body TEXT [--web-log FILE] [--dns ADDR --dns-log FILE]
+              [--tls PORT:DIR] --ready FILE
 
 Web (every address, each port of the comma-separated PORTS): GET / answers
 TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL.
 With --web-log, every request is appended to FILE as a JSON line
-{"addr", "port", "path", "headers"} (what a server saw, kept outside the
-sandbox: the secrets tests read it).
+{"addr", "port", "peer", "path", "headers"} (what a server saw, kept outside
+the sandbox: the secrets tests read it).
+
+HTTPS (--tls PORT:DIR, HTTP/1.1 with keep-alive): the same server over TLS,
+with the certificate and key of DIR/NAME.pem for the SNI NAME, else
+DIR/default.pem; its log lines add "tls": true and "sni".
 
 DNS (UDP on ADDR:53): a fake recursive resolver for the zone below, and the
 attacker's authoritative server for *.evil.test and *.attacker.test; every query it receives is
@@ -41,6 +46,9 @@ ZONE = {
     # npm.bats: its registry and the attacker's server (npmreg.py)
     "registry.test": [(A, "192.0.2.80", 60)],
     "attacker.test": [(A, "203.0.113.66", 60)],
+    # tls.bats: a secret's HTTPS API and one with a certificate nobody trusts
+    "api.example.test": [(A, "192.0.2.10", 60)],
+    "bad.example.test": [(A, "192.0.2.10", 60)],
 }
 
 
@@ -108,15 +116,22 @@ def serve_dns(sock, log):
         sock.sendto(reply, peer)
 
 
-def make_handler(text, log):
+def make_handler(text, log, tls=False):
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        if tls:
+            protocol_version = "HTTP/1.1"
+
         def do_GET(self):
             if log:
                 addr, port = self.connection.getsockname()[:2]
-                line = json.dumps({"addr": addr, "port": port, "path": self.path,
-                                   "headers": dict(self.headers.items())})
+                entry = {"addr": addr, "port": port, "peer": self.client_address[1],
+                         "path": self.path, "headers": dict(self.headers.items())}
+                if tls:
+                    entry["tls"] = True
+                    entry["sni"] = getattr(self.connection, "sni", None)
+                line = json.dumps(entry)
                 with lock, open(log, "a") as f:
                     f.write(line + "\n")
             url = urllib.parse.urlsplit(self.path)
@@ -139,6 +154,27 @@ def make_handler(text, log):
     return Handler
 
 
+def tls_socket(sock, certdir):
+    import os
+    import ssl
+
+    def context(name):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(certdir, name + ".pem"))
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+    default = context("default")
+
+    def on_sni(conn, name, ctx):
+        conn.sni = name
+        if name and os.path.exists(os.path.join(certdir, name + ".pem")):
+            conn.context = context(name)
+
+    default.sni_callback = on_sni
+    return default.wrap_socket(sock, server_side=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--web", required=True)
@@ -146,9 +182,16 @@ def main():
     ap.add_argument("--web-log")
     ap.add_argument("--dns")
     ap.add_argument("--dns-log")
+    ap.add_argument("--tls")
     ap.add_argument("--ready", required=True)
     a = ap.parse_args()
     threads = []
+    if a.tls:
+        port, certdir = a.tls.split(":", 1)
+        srv = http.server.ThreadingHTTPServer(("0.0.0.0", int(port)),
+                                              make_handler(a.body, a.web_log, tls=True))
+        srv.socket = tls_socket(srv.socket, certdir)
+        threads.append(threading.Thread(target=srv.serve_forever, daemon=True))
     for port in a.web.split(","):
         srv = http.server.ThreadingHTTPServer(("0.0.0.0", int(port)), make_handler(a.body, a.web_log))
         threads.append(threading.Thread(target=srv.serve_forever, daemon=True))

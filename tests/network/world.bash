@@ -53,8 +53,17 @@ world_up() {
     rm -f "$T/inet.ready" "$T/host.ready"
     # fd 3 closed: bats waits for it otherwise
     # WORLD_WEB_PORTS: a test with servers of its own on some ports (npm.bats)
-    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "${WORLD_WEB_PORTS:-80,443,8443}" --body inet-ok \
-        --web-log "$WEB_LOG" --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
+    # WORLD_TLS=PORT:DIR: an HTTPS server too, on PORT instead of plain
+    # HTTP (tls.bats; fakeinet.py --tls)
+    local web=${WORLD_WEB_PORTS:-80,443,8443}
+    if [ -n "${WORLD_TLS:-}" ]; then
+        web=,$web,
+        web=${web//,${WORLD_TLS%%:*},/,}
+        web=${web#,}
+        web=${web%,}
+    fi
+    ip netns exec "$INS" python3 "$NET_DIR/fakeinet.py" --web "$web" --body inet-ok \
+        ${WORLD_TLS:+--tls "$WORLD_TLS"} --web-log "$WEB_LOG" --dns 192.0.2.53 --dns-log "$DNS_LOG" --ready "$T/inet.ready" >/dev/null 2>&1 3>&- &
     WORLD_PIDS+=($!)
     ip netns exec "$HNS" python3 "$NET_DIR/fakeinet.py" --web 8080 --body host-ok \
         --ready "$T/host.ready" >/dev/null 2>&1 3>&- &
@@ -124,6 +133,24 @@ assert_refused() { # NAME
     *) _aj_dump; fail "$1: expected refused, got [$r]" ;;
     esac
     [ "$ms" -lt 2000 ] || { _aj_dump; fail "$1: refused only after ${ms} ms"; }
+}
+
+# A test CA and the fake world's HTTPS certificates in DIR (WORLD_TLS=443:DIR):
+# DIR/ca.crt signs default.pem (api.example.test, other.test);
+# bad.example.test.pem is self-signed.
+world_test_certs() { # DIR
+    local d=$1 ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+    mkdir -p "$d"
+    openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 -subj "/CN=test world CA" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+    openssl req "${ec[@]}" -keyout "$d/leaf.key" -out "$d/leaf.csr" -subj "/CN=api.example.test" 2>/dev/null
+    printf 'subjectAltName=DNS:api.example.test,DNS:other.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+    openssl x509 -req -in "$d/leaf.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+        -extfile "$d/ext" -out "$d/leaf.crt" 2>/dev/null
+    cat "$d/leaf.crt" "$d/leaf.key" >"$d/default.pem"
+    openssl req -x509 "${ec[@]}" -keyout "$d/bad.key" -out "$d/bad.crt" -days 2 -subj "/CN=bad.example.test" \
+        -addext subjectAltName=DNS:bad.example.test 2>/dev/null
+    cat "$d/bad.crt" "$d/bad.key" >"$d/bad.example.test.pem"
 }
 
 # What agentjail may leave in the host netns: its links and nft ruleset.

@@ -16,8 +16,10 @@
 
 #include "allow.h"
 #include "inject.h"
+#include "netd_ctx.h"
 #include "nft.h"
 #include "proxy_parse.h"
+#include "proxy_tls.h"
 #include "policy.h"
 
 static void test_allow_parse(void **state)
@@ -515,6 +517,43 @@ static void test_inject(void **state)
 	aj_policy_free(&p);
 }
 
+/* An intercepted HTTPS session's requests (proxy_tls.c, without TLS):
+ * each request of a keep-alive connection gets the value, bodies pass as
+ * framed, a Host naming another server ends the session unsent. */
+static void test_tls_frame(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	const char *ph = p.secrets[0].placeholder;
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1};
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	char in[2048], out[4096];
+	snprintf(in, sizeof(in),
+		 "GET /a HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer %s\r\n\r\n"
+		 "POST /b HTTP/1.1\r\nHost: api.test:443\r\nTransfer-Encoding: chunked\r\n"
+		 "x-key: %s\r\n\r\n3\r\nGET\r\n0\r\n\r\n"
+		 "GET /c HTTP/1.1\r\nHost: other.test\r\nx-key: %s\r\n\r\n",
+		 ph, ph, ph);
+	size_t n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /a HTTP/1.1\r\nHost: api.test\r\n"
+				    "Authorization: Bearer real-value-1\r\n\r\n"));
+	assert_non_null(strstr(out, "x-key: real-value-1\r\n\r\n3\r\nGET\r\n0\r\n\r\n"));
+	assert_null(strstr(out, "/c"));
+	assert_null(strstr(out, ph));
+	/* a Host with another port than the CONNECT's, and none (443 implied)
+	 * for a CONNECT to 8443: refused */
+	static const char c8443[] = "CONNECT api.test:8443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(c8443, strlen(c8443), &c), 0);
+	static const char bad[] = "GET /d HTTP/1.1\r\nHost: api.test\r\n\r\n";
+	assert_int_equal(aj_proxy_tls_frame(&ctx, &c, bad, strlen(bad), out, sizeof(out)), 0);
+	aj_policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +562,7 @@ int main(void)
 	    cmocka_unit_test(test_addr_allow),	 cmocka_unit_test(test_publish_dns),
 	    cmocka_unit_test(test_proxy_parse),	 cmocka_unit_test(test_nft_allow_batch),
 	    cmocka_unit_test(test_secret_scope), cmocka_unit_test(test_inject),
+	    cmocka_unit_test(test_tls_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

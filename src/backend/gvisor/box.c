@@ -295,16 +295,6 @@ static int checkpoint_refuse(aj_inst *i, aj_error *err)
 				 "API), or use \"isolation\": \"process\"");
 		return refuse_as(err, 409, EBUSY);
 	}
-	if (p->net != AJ_NET_NONE) {
-		aj_err(err, ENOTSUP,
-		       "a gVisor sandbox with a network (\"net\": \"open\", \"allow\") cannot "
-		       "be forked or snapshotted yet: restoring runsc's netstack into the copies' "
-		       "own network "
-		       "namespaces is not wired");
-		aj_err_hint(err, "copy one with \"net\": \"none\", or use \"isolation\": "
-				 "\"process\"");
-		return refuse_as(err, 501, ENOTSUP);
-	}
 	if (i->paused) {
 		aj_err(err, EBUSY,
 		       "sandbox is paused: runsc checkpoint (fork, snapshot) refuses a paused "
@@ -324,10 +314,15 @@ static int save_and_restart(aj_inst *i, const char *dir, aj_error *err)
 	snprintf(root, sizeof(root), "--root=%s", g->state);
 	snprintf(image, sizeof(image), "--image-path=%s", dir);
 	char *save[] = {g->runsc, root, "checkpoint", image, g->id, NULL};
-	int st = aj_gv_runsc_cmd_in(g->netns_fd, g->runsc, save, NULL, 0);
-	if (st != 0)
-		return aj_err(err, EIO, "runsc checkpoint failed (status %d): the sandbox runs on",
-			      st);
+	char msg[2048] = "";
+	int st = aj_gv_runsc_cmd_fd(g->netns_fd, g->runsc, save, msg, sizeof(msg), 2);
+	if (st != 0) { /* runsc's last line says why */
+		char *last = NULL;
+		for (char *s = msg, *sv = NULL, *t; (t = strtok_r(s, "\n", &sv)); s = NULL)
+			last = t;
+		return aj_err(err, EIO, "runsc checkpoint failed (status %d): %s", st,
+			      last ? last : "no message");
+	}
 	/* the container is stopped now, its processes gone: restored under a
 	 * new id (a runsc delete of the stopped one takes ~1.3 s here; its
 	 * record goes with the directory, and the crash sweep's cgroup kill

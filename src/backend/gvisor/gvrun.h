@@ -66,6 +66,9 @@ typedef struct gv_run {
 int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len);
 /* The same in network namespace netns (-1: ours). */
 int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len);
+/* The same with its stderr (which 2) or stdout (1) in out. */
+int aj_gv_runsc_cmd_fd(int netns, const char *runsc, char *const *args, char *out, size_t len,
+		       int which);
 int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err);
 void aj_gv_warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* `runsc kill --all ID SIG` */

@@ -85,6 +85,12 @@ int aj_gv_runsc_cmd(const char *runsc, char *const *args, char *out, size_t len)
 
 int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *out, size_t len)
 {
+	return aj_gv_runsc_cmd_fd(netns, runsc, args, out, len, 1);
+}
+
+int aj_gv_runsc_cmd_fd(int netns, const char *runsc, char *const *args, char *out, size_t len,
+		       int which)
+{
 	int pfd[2] = {-1, -1};
 	if (out && pipe2(pfd, O_CLOEXEC) < 0)
 		return -errno;
@@ -98,8 +104,8 @@ int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *ou
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
-		dup2(out ? pfd[1] : null, 1);
-		dup2(null, 2);
+		dup2(out && which == 1 ? pfd[1] : null, 1);
+		dup2(out && which == 2 ? pfd[1] : null, 2);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
 			_exit(125);
@@ -560,7 +566,7 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 	/* sync: parent -> child "go"; ready: child -> parent "my network
 	 * namespace exists" (--net open, --allow: the veth goes there) */
 	int sync[2], ready[2] = {-1, -1};
-	bool net = g->p->net != AJ_NET_NONE;
+	bool net = g->p->net != AJ_NET_NONE, join = net && g->netns_fd >= 0;
 	if (pipe2(sync, O_CLOEXEC) < 0 || (net && pipe2(ready, O_CLOEXEC) < 0)) {
 		for (int i = 0; i < nt; i++)
 			close(tasks[i]);
@@ -611,7 +617,9 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 				jerr.msg);
 			_exit(125);
 		}
-		if (net && (unshare(CLONE_NEWNET) < 0 || write(ready[1], "n", 1) != 1)) {
+		/* a restore in place (box.c) goes back into the namespace it had */
+		int ns = join ? setns(g->netns_fd, CLONE_NEWNET) : net ? unshare(CLONE_NEWNET) : 0;
+		if (net && (ns < 0 || write(ready[1], "n", 1) != 1)) {
 			fprintf(stderr, "agentjail: cannot make runsc's network namespace: %s\n",
 				strerror(errno));
 			_exit(125);
@@ -653,9 +661,12 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 		snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
 		if (r == 0 && g->netns_fd < 0 && (g->netns_fd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
 			r = aj_err(err, errno, "runsc's network namespace");
-		/* the veth, addresses, nft table and (--allow) netd (net.c) */
+		/* the veth, addresses, nft table and (--allow) netd (net.c); in
+		 * the namespace of a restore in place, only eth0's address and
+		 * route, which runsc took into its netstack at the first start */
 		if (r == 0)
-			r = aj_net_setup(&g->net, g->p, pid, err);
+			r = join ? aj_net_readdress(&g->net, g->netns_fd, err)
+				 : aj_net_setup(&g->net, g->p, pid, err);
 	}
 	if (r < 0 || write(sync[1], "x", 1) != 1) {
 		close(sync[1]);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_mount.h"
 #include "util.h"
 
 static int write_knob(const aj_cgroup_dir *d, const char *knob, const char *val, aj_error *err)
@@ -272,19 +273,28 @@ static int create_v2(aj_cgroup *cg, const char *mi, const char *pc, const aj_pol
 
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err)
 {
+	return aj_cgroup_create_in(cg, name, p, NULL, err);
+}
+
+int aj_cgroup_create_in(aj_cgroup *cg, const char *name, const aj_policy *p,
+			const aj_cgroup_view *view, aj_error *err)
+{
 	cg->n = 0; /* not a memset: 32 KiB of paths, a page fault per 4 KiB touched */
 	cg->missing = 0;
 	cg->why[0] = '\0';
 	snprintf(cg->name, sizeof(cg->name), "%s", name);
-	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	_cleanup_free_ char *mi_read = NULL, *pc_read = NULL;
+	const char *mi = view ? view->mountinfo : NULL, *pc = view ? view->proc_cgroup : NULL;
 	aj_error e;
 	aj_err_clear(&e);
-	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
-	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0) {
+	if ((!mi || !pc) && (aj_read_file("/proc/self/mountinfo", &mi_read, NULL) < 0 ||
+			     aj_read_file("/proc/self/cgroup", &pc_read, NULL) < 0)) {
 		aj_err(&e, errno, "cannot read /proc/self/mountinfo or /proc/self/cgroup");
 		int r = limit_failed(cg, p, wanted_limits(p), &e);
 		return r < 0 ? fail_closed(p, &e, err) : 0;
 	}
+	if (!mi || !pc)
+		mi = mi_read, pc = pc_read;
 	static const char *const ctrls[] = {"memory", "pids", "cpu"};
 	aj_cgroup_hier hs[3];
 	bool found[3], v1_any = false;

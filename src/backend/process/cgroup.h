@@ -43,6 +43,10 @@ typedef struct aj_cgroup {
  * applied is, the rest is in cg->missing and cg->why, and 0 is returned
  * (cg->n may be 0: no cgroup at all). */
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err);
+/* The same, with /proc/self/mountinfo's and /proc/self/cgroup's texts as
+ * already read (view: NULL or empty, read now). */
+int aj_cgroup_create_in(aj_cgroup *cg, const char *name, const aj_policy *p,
+			const aj_cgroup_view *view, aj_error *err);
 /* The names of the bits of missing, e.g. "memory, pids" */
 void aj_cgroup_limit_names(unsigned missing, char *buf, size_t len);
 /* Move pid (a process we started) into every cgroup of cg; with v1_too

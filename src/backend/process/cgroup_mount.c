@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <linux/magic.h>
@@ -89,13 +90,14 @@ static int mount_v1(const subsys *s, size_t n, int hier, aj_error *err)
 	return 0;
 }
 
-/* Is every hierarchy of the used controllers mounted (mountinfo)? */
-static bool all_mounted(const subsys *s, size_t n, bool *any_v1, bool *any_v2)
+/* Is every hierarchy of the used controllers mounted (mountinfo)? The
+ * texts read are left in *v (freed by the caller). */
+static bool all_mounted(const subsys *s, size_t n, bool *any_v1, bool *any_v2, aj_cgroup_view *v)
 {
-	_cleanup_free_ char *mi = NULL, *pc = NULL;
-	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
-	    aj_read_file("/proc/self/cgroup", &pc, NULL) < 0)
+	if (aj_read_file("/proc/self/mountinfo", &v->mountinfo, NULL) < 0 ||
+	    aj_read_file("/proc/self/cgroup", &v->proc_cgroup, NULL) < 0)
 		return true; /* nothing to go on: aj_cgroup_create says why */
+	const char *mi = v->mountinfo, *pc = v->proc_cgroup;
 	bool ok = true;
 	aj_cgroup_hier h;
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(used); i++) {
@@ -161,17 +163,43 @@ static void v2_leave_own(void)
 	}
 }
 
+/* A text kept for later in as little of the heap as it needs (read into
+ * 4 KiB: what is allocated meanwhile would take new pages, a fault each). */
+static char *shrink(char *t)
+{
+	char *s = realloc(t, strlen(t) + 1);
+	return s ? s : t;
+}
+
+void aj_cgroup_view_free(aj_cgroup_view *v)
+{
+	free(v->mountinfo);
+	free(v->proc_cgroup);
+	v->mountinfo = v->proc_cgroup = NULL;
+}
+
 int aj_cgroup_ensure_mounted(aj_error *err)
+{
+	return aj_cgroup_ensure_mounted_view(NULL, err);
+}
+
+int aj_cgroup_ensure_mounted_view(aj_cgroup_view *keep, aj_error *err)
 {
 	subsys s[32];
 	size_t n = read_subsys(s, AJ_ARRAY_SIZE(s));
 	bool any_v1 = false, any_v2 = false;
+	aj_cgroup_view v = {NULL, NULL};
 	mount_failure[0] = '\0';
-	if (n == 0 || all_mounted(s, n, &any_v1, &any_v2) || geteuid() != 0) {
+	if (n == 0 || all_mounted(s, n, &any_v1, &any_v2, &v) || geteuid() != 0) {
 		if (any_v2 && !any_v1)
-			v2_leave_own();
+			v2_leave_own(); /* may move us: the texts are not kept */
+		else if (keep && v.mountinfo && v.proc_cgroup)
+			*keep = (aj_cgroup_view){shrink(v.mountinfo), shrink(v.proc_cgroup)},
+			v = (aj_cgroup_view){NULL, NULL};
+		aj_cgroup_view_free(&v);
 		return 0;
 	}
+	aj_cgroup_view_free(&v); /* what we mount below makes them stale */
 	if (unshare(CLONE_NEWNS) < 0)
 		return fail(err, errno, "cannot make a mount namespace for the cgroup hierarchies");
 	/* from here on nothing we mount propagates to the host */

@@ -17,6 +17,18 @@
  * nothing. A failure is kept for aj_cgroup_create's message (and
  * returned). */
 int aj_cgroup_ensure_mounted(aj_error *err);
+
+/* The texts of /proc/self/mountinfo and /proc/self/cgroup, as read once. */
+typedef struct aj_cgroup_view {
+	char *mountinfo;
+	char *proc_cgroup;
+} aj_cgroup_view;
+/* aj_cgroup_ensure_mounted, which also hands over in *keep the texts it
+ * read, when they still describe the process (nothing was mounted, the
+ * process was not moved): aj_cgroup_create_in then does not read them
+ * again. *keep stays empty otherwise; aj_cgroup_view_free frees it. */
+int aj_cgroup_ensure_mounted_view(aj_cgroup_view *keep, aj_error *err);
+void aj_cgroup_view_free(aj_cgroup_view *v);
 /* Why aj_cgroup_ensure_mounted could not mount, or "" */
 const char *aj_cgroup_mount_failure(void);
 /* How to get a cgroup delegated to the calling user on this host's layout

@@ -163,7 +163,8 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 	 * even exit_group): the warm-up must end */
 	if (cmd->warmup)
 		_exit(0);
-	if (!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0)
+	if ((!c->pre->filtered && aj_seccomp_load(a->seccomp, &err) < 0) ||
+	    aj_seccomp_load_stack(a->seccomp, &err) < 0)
 		command_fail(errfd, &err);
 	execvpe(cmd->argv[0], cmd->argv, cmd->envp);
 	int e = errno;
@@ -239,9 +240,22 @@ static pid_t start_child(child_arg *c)
 	return pid;
 }
 
+static void close_held(int held[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (held[i] >= 0) {
+			close(held[i]);
+			held[i] = -1;
+		}
+}
+
 /* Start one command. Returns its pid, or -1 with err filled (and err->exit
- * set) when it could not start; the failed child is reaped. */
-static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, const prepared *pre,
+ * set) when it could not start; the failed child is reaped. held (when not
+ * NULL): init keeps the write ends of the command's stdout and stderr pipes
+ * there instead of closing them, and closes them when it reports the end
+ * (close_held), so that the reader sees the end of the output and the EXIT
+ * message together: one wake-up, not one per pipe and one more for EXIT. */
+static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, const prepared *pre, int held[2],
 		   aj_error *err)
 {
 	int errpipe[2];
@@ -267,15 +281,22 @@ static pid_t spawn(const aj_init_args *a, const aj_init_cmd *cmd, const prepared
 		return -1;
 	}
 	close(errpipe[1]);
-	/* only the command (and what it starts) holds its stdio now */
-	for (int i = 0; i < 3; i++)
-		if (cmd->stdio[i] >= 0)
+	/* only the command (and what it starts) holds its stdio now; init
+	 * keeps its output pipes' write ends (not a terminal's) until the end */
+	bool hold = held && !cmd->ctty && !cmd->pty;
+	for (int i = 0; i < 3; i++) {
+		if (hold && i > 0)
+			held[i - 1] = cmd->stdio[i];
+		else if (cmd->stdio[i] >= 0)
 			close(cmd->stdio[i]);
+	}
 	/* EOF: exec succeeded (CLOEXEC); data: the command could not start. */
 	bool failed = aj_read_all(errpipe[0], err, sizeof(*err)) == 0;
 	close(errpipe[0]);
 	if (!failed)
 		return pid;
+	if (hold)
+		close_held(held);
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	return -1;
@@ -327,7 +348,8 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 	memset(&m, 0, sizeof(m));
 	aj_error exec_err;
 	aj_err_clear(&exec_err);
-	pid_t cmd = spawn(a, &a->cmd, &nothing_prepared, &exec_err);
+	int held[2] = {-1, -1};
+	pid_t cmd = spawn(a, &a->cmd, &nothing_prepared, held, &exec_err);
 	bool failed = cmd < 0;
 	if (!failed) {
 		m.type = AJ_MSG_STARTED;
@@ -362,6 +384,7 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 		_exit(exec_err.exit);
 	}
 	m = exit_msg(status);
+	close_held(held); /* every other writer is gone: EOF, then EXIT */
 	(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
 	_exit(0);
 }
@@ -370,7 +393,8 @@ __attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
 
 typedef struct serve_exec {
 	pid_t pid;
-	int sock; /* -1 once the requester is gone */
+	int sock;    /* -1 once the requester is gone */
+	int held[2]; /* its stdout and stderr pipes' write ends (spawn) */
 } serve_exec;
 
 /* Parse the spec memfd: cwd, argc args, envc env entries (NUL-terminated). */
@@ -416,12 +440,13 @@ typedef struct serve_state {
 /* The command ended before init sent STARTED (init resumes after the
  * command's exec, and a short command may be gone by then): STARTED and
  * EXIT go in one call, one wake-up of the requester. */
-static bool ended_at_once(pid_t pid, int sock)
+static bool ended_at_once(pid_t pid, int sock, int held[2])
 {
 	int status;
 	if (waitpid(pid, &status, WNOHANG) != pid)
 		return false;
 	kill(-pid, SIGKILL); /* what it left in its process group */
+	close_held(held);
 	aj_msg a, b = exit_msg(status);
 	memset(&a, 0, sizeof(a));
 	a.type = AJ_MSG_STARTED;
@@ -465,11 +490,12 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 	if (r == 0)
 		r = parse_spec(text, len, req->argc, req->envc, &cmd);
 	pid_t pid = -1;
+	int held[2] = {-1, -1};
 	if (r < 0) {
 		aj_err(&m.err, -r, "bad command request");
 		close_fds(io, 3 - no_stdin);
 	} else {
-		pid = spawn(a, &cmd, &st->pre, &m.err);
+		pid = spawn(a, &cmd, &st->pre, held, &m.err);
 		free(cmd.argv);
 	}
 	if (pid < 0) {
@@ -477,17 +503,18 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 		close(fds[0]);
 		return;
 	}
-	if (ended_at_once(pid, fds[0]))
+	if (ended_at_once(pid, fds[0], held))
 		return;
 	m.type = AJ_MSG_STARTED;
 	(void)aj_sync_send(fds[0], &m, NULL, 0);
-	st->ex[st->n_ex++] = (serve_exec){.pid = pid, .sock = fds[0]};
+	st->ex[st->n_ex++] = (serve_exec){.pid = pid, .sock = fds[0], .held = {held[0], held[1]}};
 }
 
 /* A command ended: its whole process group goes, its requester learns. */
 static void serve_reaped(serve_exec *e, int status)
 {
 	kill(-e->pid, SIGKILL);
+	close_held(e->held); /* EOF for the reader, with EXIT right behind */
 	aj_msg m = exit_msg(status);
 	if (e->sock >= 0) {
 		(void)aj_sync_send(e->sock, &m, NULL, 0);
@@ -616,7 +643,7 @@ static void serve_warmup(const aj_init_args *a, const prepared *pre)
 	if (!ok)
 		return;
 	aj_error ignored;
-	pid_t pid = spawn(a, &cmd, pre, &ignored);
+	pid_t pid = spawn(a, &cmd, pre, NULL, &ignored);
 	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	free(cmd.argv);

@@ -16,6 +16,8 @@
 #include "etc.h"
 #include "inroot.h"
 #include "mask.h"
+#include "mountapi.h"
+#include "net_addr.h"
 #include "protect.h"
 #include "userns.h"
 #include "util.h"
@@ -296,12 +298,19 @@ static int setup_scratch(const aj_policy *p, aj_error *err)
 		mode_t mode;
 	} dirs[] = {
 	    {"upper", 0755}, {"work", 0755}, {"tmp", 01777}, {"shm", 01777}, {"home", 0700}};
+	/* the modes as given (sticky bits too): no umask for these, and no
+	 * chmod after each mkdir; the command gets the umask back */
+	mode_t old = umask(0);
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
 		char d[64];
 		snprintf(d, sizeof(d), SCRATCH "/%s", dirs[i].name);
-		if (mkdir(d, dirs[i].mode) < 0 || chmod(d, dirs[i].mode) < 0)
-			return aj_err(err, errno, "cannot create %s", d);
+		if (mkdir(d, dirs[i].mode) < 0) {
+			int e = errno;
+			umask(old);
+			return aj_err(err, e, "cannot create %s", d);
+		}
 	}
+	umask(old);
 	if (chown(SCRATCH "/home", p->uid, p->gid) < 0)
 		return aj_err(err, errno, "cannot hand the home directory to uid %u",
 			      (unsigned)p->uid);
@@ -493,6 +502,49 @@ static int fill_root(const aj_policy *p, aj_mount_plan *plan, int rootfd, aj_err
 	return r;
 }
 
+/* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA
+ * added, written to AJ_ETC_GENERATED_DIR of the root (agentjail's tmpfs or
+ * the image's overlay) and bound read-only over AJ_NET_CA_BUNDLE (made in
+ * an image without one; a default root without one fails the run). */
+static int setup_ca(aj_mount_plan *plan, int rootfd, aj_error *err)
+{
+	static const char name[] = AJ_ETC_GENERATED_DIR "/ca-certificates.crt";
+	_cleanup_free_ char *old = NULL;
+	size_t old_len = 0;
+	_cleanup_close_ int in = aj_open_in_root(rootfd, AJ_NET_CA_BUNDLE, O_RDONLY, 0);
+	if (in >= 0 && aj_read_fd(in, &old, &old_len) < 0)
+		return aj_err(err, EIO, "cannot read the sandbox's %s", AJ_NET_CA_BUNDLE);
+	_cleanup_close_ int dir = aj_mkdir_in_root(rootfd, AJ_ETC_GENERATED_DIR, 0755);
+	_cleanup_close_ int out =
+	    dir < 0
+		? dir
+		: aj_open_in_root(rootfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+	int r = out < 0 ? out : 0;
+	if (r == 0 && old_len)
+		r = aj_write_all(out, old, old_len);
+	if (r == 0 && old_len && old[old_len - 1] != '\n')
+		r = aj_write_all(out, "\n", 1);
+	if (r == 0)
+		r = aj_write_all(out, plan->ca_pem, strlen(plan->ca_pem));
+	if (r < 0)
+		return aj_err(err, -r, "cannot write the sandbox's CA bundle");
+	_cleanup_close_ int src = aj_open_in_root(rootfd, name, O_PATH, 0);
+	_cleanup_close_ int mnt =
+	    src < 0 ? src
+		    : aj_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (mnt < 0 ||
+	    aj_mount_setattr(mnt, "", AT_EMPTY_PATH,
+			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1) < 0)
+		return aj_err(err, errno, "cannot bind the sandbox's CA bundle");
+	if ((r = aj_mount_in_root(mnt, rootfd, AJ_NET_CA_BUNDLE, false, err)) < 0) {
+		aj_err_prefix(err, "HTTPS interception for scoped secrets needs %s in the root",
+			      AJ_NET_CA_BUNDLE);
+		aj_err_hint(err, "install ca-certificates on the host (or in the image)");
+		return r;
+	}
+	return 0;
+}
+
 int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 {
 	int r = enter_staging(err);
@@ -509,6 +561,8 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 	if (rootfd < 0)
 		return aj_err(err, errno, "cannot open the new root");
 	if ((r = fill_root(p, plan, rootfd, err)) < 0)
+		return r;
+	if (plan->ca_pem && (r = setup_ca(plan, rootfd, err)) < 0)
 		return r;
 	if (p->workspace && (r = aj_mask_workspace(p, NEWROOT, SCRATCH "/masks", err)) < 0)
 		return r;

@@ -61,6 +61,9 @@ typedef struct aj_mount_plan {
 	/* the workspace's host-run files, bound read-only by the child after
 	 * the masks (protect.h); not owned by the plan */
 	const struct aj_protect *protect;
+	/* netd's CA certificate (HTTPS interception), given to the child with
+	 * PARENT_GO; the child adds it to the root's CA bundle */
+	char *ca_pem;
 } aj_mount_plan;
 
 /* Where the generated /etc files are when /etc is the cached copy. */

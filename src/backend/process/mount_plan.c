@@ -176,4 +176,6 @@ void aj_mount_plan_free(aj_mount_plan *plan)
 	plan->dev_cached = false;
 	plan->dev_tree = -1;
 	aj_etc_free(&plan->etc);
+	free(plan->ca_pem);
+	plan->ca_pem = NULL;
 }

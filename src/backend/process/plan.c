@@ -20,6 +20,7 @@
 #include "landlock.h"
 #include "mask.h"
 #include "mount.h"
+#include "net_addr.h"
 #include "protect.h"
 #include "sysfilter.h"
 #include "util.h"
@@ -350,6 +351,13 @@ static json_t *network_json(const aj_policy *p)
 		json_object_set_new(o, "proxy",
 				    json_string("netd's HTTP(S) proxy, named by HTTP_PROXY and "
 						"HTTPS_PROXY in the environment"));
+		if (aj_net_tls_wanted(p))
+			json_object_set_new(
+			    o, "https",
+			    json_string("intercepted toward the secrets' hosts: a CA made by netd "
+					"(its key never inside), trusted through " AJ_NET_CA_BUNDLE
+					" and SSL_CERT_FILE...; servers verified against "
+					"--upstream-ca or the host's trust store"));
 	}
 	if (p->net != AJ_NET_NONE)
 		json_object_set_new(o, "refused",

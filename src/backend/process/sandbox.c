@@ -58,6 +58,7 @@ typedef struct run_ctx {
 	aj_mount_plan plan;
 	aj_cgroup cg;
 	bool have_cg;
+	aj_cgroup_view cg_view; /* what aj_cgroup_ensure_mounted read, for make_cgroup */
 	aj_net net;
 	bool want_tty;
 	bool background; /* in the background of the caller's terminal */
@@ -132,9 +133,18 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 {
 	const aj_policy *p = c->p;
 	aj_msg m;
-	int r = aj_sync_recv(sock, &m, NULL, 0, NULL);
+	int ca = -1;
+	size_t nca = 0;
+	int r = aj_sync_recv(sock, &m, &ca, 1, &nca);
 	if (r < 0 || m.type != AJ_MSG_PARENT_GO)
 		_exit(AJ_EXIT_INTERNAL);
+	/* netd's CA certificate, for the root's CA bundle (mount.c) */
+	if (nca == 1) {
+		r = aj_read_fd(ca, &c->plan.ca_pem, NULL);
+		close(ca);
+		if (r < 0)
+			return aj_err(err, -r, "cannot read netd's CA certificate");
+	}
 	/* From now on act as the sandbox's root, not as the caller. */
 	if (c->idm.privileged && setgroups(0, NULL) < 0)
 		return aj_err(err, errno, "setgroups in the sandbox");
@@ -229,6 +239,10 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 		_exit(AJ_EXIT_INTERNAL);
 	if (master >= 0)
 		close(master);
+	/* a ready hook (backend.h): the command waits for its go */
+	if (c->hooks && c->hooks->ready &&
+	    (aj_sync_recv(sock, &m, NULL, 0, NULL) < 0 || m.type != AJ_MSG_PARENT_GO))
+		_exit(AJ_EXIT_INTERNAL);
 	aj_init_args a = {.policy = c->p,
 			  .sync_fd = sock,
 			  .drop_groups = c->idm.privileged,
@@ -259,7 +273,8 @@ static int make_cgroup(run_ctx *c, aj_error *err)
 {
 	char name[64];
 	make_name(name, sizeof(name));
-	int r = aj_cgroup_create(&c->cg, name, c->p, err);
+	int r = aj_cgroup_create_in(&c->cg, name, c->p, &c->cg_view, err);
+	aj_cgroup_view_free(&c->cg_view);
 	if (r < 0)
 		return r;
 	c->have_cg = c->cg.n > 0;
@@ -327,7 +342,15 @@ static int parent_start(run_ctx *c, aj_error *err)
 	aj_msg m;
 	memset(&m, 0, sizeof(m));
 	m.type = AJ_MSG_PARENT_GO;
-	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
+	/* HTTPS interception: netd's CA certificate goes with it (a memfd) */
+	_cleanup_close_ int ca = -1;
+	if (c->net.ca_pem) {
+		ca = memfd_create("ca", MFD_CLOEXEC);
+		if (ca < 0 || aj_write_all(ca, c->net.ca_pem, strlen(c->net.ca_pem)) < 0 ||
+		    lseek(ca, 0, SEEK_SET) < 0)
+			return aj_err(err, errno, "cannot pass netd's CA certificate on");
+	}
+	if ((r = aj_sync_send(c->sock[0], &m, ca >= 0 ? &ca : NULL, ca >= 0 ? 1 : 0)) < 0)
 		return aj_err(err, -r, "cannot reach the sandbox");
 	/* The cgroups are made while the child builds its root (and its
 	 * network namespace), before which it does not wait for CGROUP_DONE:
@@ -607,6 +630,20 @@ static void teardown(run_ctx *c)
 		close(c->master);
 }
 
+/* The ready hook, then the command's go (child_main waits for it). */
+static int release(run_ctx *c, aj_error *err)
+{
+	int r = c->hooks->ready(c->hooks->ctx, c->pid, err);
+	if (r < 0)
+		return r;
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_PARENT_GO;
+	if ((r = aj_sync_send(c->sock[0], &m, NULL, 0)) < 0)
+		return aj_err(err, -r, "the sandbox died before its command started");
+	return 0;
+}
+
 static void finish_result(const run_ctx *c, aj_run_result *res, const struct timespec *t0)
 {
 	struct timespec t1;
@@ -636,15 +673,19 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	/* a fresh /sys without cgroups: mount them (as root) in a mount
 	 * namespace of our own, while we have one thread; a failure is told
 	 * by make_cgroup, if a limit needs them */
-	(void)aj_cgroup_ensure_mounted(NULL);
+	aj_cgroup_view view = {NULL, NULL};
+	(void)aj_cgroup_ensure_mounted_view(&view, NULL);
 	/* ~50 KiB (the cgroup paths alone are 32 KiB), mostly unused: fresh
 	 * zero pages from mmap are touched only where written, where a
 	 * zeroed stack frame or calloc from the heap (memset) costs a page
 	 * fault per 4 KiB (docs/performance.md) */
 	run_ctx *c =
 	    mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (c == MAP_FAILED)
+	if (c == MAP_FAILED) {
+		aj_cgroup_view_free(&view);
 		return aj_err(err, errno, "cannot allocate the sandbox's state");
+	}
+	c->cg_view = view; /* read once: make_cgroup's too (docs/performance.md) */
 	c->p = p;
 	c->hooks = hooks;
 	c->sock[0] = c->sock[1] = c->master = c->tfd = c->net.slot_fd = c->etc_lock = -1;
@@ -695,6 +736,8 @@ int aj_sandbox_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		 * while it builds its root, not after the command (33 closes on
 		 * the path to the exit status, docs/performance.md) */
 		aj_mount_plan_free(&c->plan);
+		if (r == 0 && hooks && hooks->ready)
+			r = release(c, err);
 		if (r == 0)
 			r = parent_loop(c, sfd, res, err);
 	}
@@ -722,6 +765,7 @@ out:
 	aj_bpf_free(&c->bpf);
 	aj_redactor_free(&c->red[0]);
 	aj_redactor_free(&c->red[1]);
+	aj_cgroup_view_free(&c->cg_view);
 	munmap(c, sizeof(*c));
 	return r;
 }

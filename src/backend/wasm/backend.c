@@ -111,7 +111,7 @@ static int check_policy(const aj_policy *p, aj_error *err)
 /* node's command line: the runner, the limits, the command's environment
  * and what it sees (docs/levels.md). */
 static char **runner_argv(const aj_wasm_rt *rt, const aj_policy *p, char *const *argv,
-			  char *const *env)
+			  char *const *env, bool bridge)
 {
 	size_t n_argv = 0, n_env = 0;
 	while (argv && argv[n_argv])
@@ -153,6 +153,8 @@ static char **runner_argv(const aj_wasm_rt *rt, const aj_policy *p, char *const 
 		ADD(strdup("--preopen"));
 		ADD(strdup(p->binds[i].dest));
 	}
+	if (bridge) /* the code interpreter's, not a command (code.mjs) */
+		ADD(strdup("--code-bridge"));
 	ADD(strdup("--"));
 	for (size_t i = 0; i < n_argv; i++)
 		ADD(strdup(argv[i]));
@@ -197,7 +199,7 @@ static int wasm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result
 		return aj_err(err, ENOMEM, "policy");
 	if ((r = level1_policy(p, &rt, lp, err)) < 0)
 		return r;
-	char **argv = runner_argv(&rt, p, p->argv, NULL);
+	char **argv = runner_argv(&rt, p, p->argv, NULL, false);
 	if (!argv)
 		return aj_err(err, ENOMEM, "the runtime's command line");
 	lp->argv = argv;
@@ -300,9 +302,9 @@ static void wasm_info(aj_inst *i, aj_inst_info *out)
 	out->warm = NULL;
 }
 
-static aj_job *wasm_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io)
+static aj_job *runner_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io, bool bridge)
 {
-	char **argv = runner_argv(&i->rt, i->p, spec->argv, spec->env);
+	char **argv = runner_argv(&i->rt, i->p, bridge ? NULL : spec->argv, spec->env, bridge);
 	if (!argv)
 		return NULL;
 	aj_exec_spec s = *spec;
@@ -311,6 +313,18 @@ static aj_job *wasm_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_ex
 	aj_job *j = aj_backend_process.exec_start(i->box, &s, io);
 	aj_strv_free(argv);
 	return j;
+}
+
+static aj_job *wasm_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io)
+{
+	return runner_start(i, spec, io, false);
+}
+
+/* the code interpreter: runner.mjs --code-bridge (code.mjs), Python
+ * contexts on Pyodide, each a worker thread of that one node */
+static aj_job *wasm_code_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io)
+{
+	return runner_start(i, spec, io, true);
 }
 
 static int wasm_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
@@ -356,6 +370,7 @@ const aj_backend aj_backend_wasm = {
     .exec_start = wasm_exec_start,
     .exec_wait = wasm_exec_wait,
     .exec_abandon = wasm_exec_abandon,
+    .code_start = wasm_code_start,
     .pause = wasm_pause,
     .stats = wasm_stats,
     .root_fd = wasm_root_fd,

@@ -6,9 +6,11 @@
 //                    its preopens (/workspace, /tmp, the --ro/--rw binds)
 //   python3 ...      Python on Pyodide (CPython compiled to WebAssembly)
 //   node ...         JavaScript on QuickJS compiled to WebAssembly
+// or, with --code-bridge and no command, the code interpreter's bridge
+// (code.mjs: Python contexts on Pyodide for the service's run_code).
 //
 //   node [V8 flags] runner.mjs [--env NAME=VALUE]... [--preopen DIR]...
-//        [--memory-bytes N] -- COMMAND ARGS...
+//        [--memory-bytes N] [--code-bridge] -- [COMMAND ARGS...]
 //
 // The command's environment is node's (PATH, HOME, TERM, LANG, secret
 // placeholders) with the --env entries: the user's variables never reach
@@ -19,6 +21,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WASI } from 'node:wasi';
+
+import { inside, startPyodide } from './py.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const EXIT_TRAP = 134;
@@ -37,13 +41,17 @@ function die(code, msg) {
 }
 
 function parseArgs(argv) {
-	const o = { env: {}, preopens: ['/workspace', '/tmp'], memory: 0, cmd: [] };
+	const o = { env: {}, preopens: ['/workspace', '/tmp'], memory: 0, bridge: false, cmd: [] };
 	let i = 0;
 	for (; i < argv.length; i++) {
 		const a = argv[i];
 		if (a === '--') {
 			i++;
 			break;
+		}
+		if (a === '--code-bridge') {
+			o.bridge = true;
+			continue;
 		}
 		const v = argv[++i];
 		if (v === undefined) die(125, `wasm runner: ${a} needs a value`);
@@ -60,7 +68,7 @@ function parseArgs(argv) {
 		}
 	}
 	o.cmd = argv.slice(i);
-	if (!o.cmd.length) die(125, 'wasm runner: no command');
+	if (!o.cmd.length && !o.bridge) die(125, 'wasm runner: no command');
 	return o;
 }
 
@@ -75,10 +83,6 @@ const preopens = [...new Set(opt.preopens)].filter((d) => {
 	}
 });
 const cwd = process.cwd();
-
-function inside(dir, p) {
-	return p === dir || p.startsWith(dir.endsWith('/') ? dir : dir + '/');
-}
 
 // A program file named by the command: resolved (symlinks too) inside a
 // preopened directory, else refused as the module could not see it.
@@ -193,27 +197,10 @@ async function runPython(cmd) {
 		target = path.resolve(cwd, a);
 		argv = [a, ...cmd.slice(i + 1)];
 	}
-	const { loadPyodide } = await import(path.join(HERE, 'node_modules/pyodide/pyodide.mjs'));
-	const py = await loadPyodide({
-		env: { ...env, HOME: env.HOME || '/home/agent' },
-		// Python's `js` module: an empty object, not node's globals
-		jsglobals: Object.create(null),
-		stdout: () => {},
-		stderr: () => {},
-	});
+	const py = await startPyodide({ env, preopens, cwd });
 	py.setStdout({ write: (b) => fs.writeSync(1, b) });
 	py.setStderr({ write: (b) => fs.writeSync(2, b) });
 	py.setStdin({ read: (b) => { try { return fs.readSync(0, b); } catch (e) { if (e.code === 'EAGAIN') return 0; throw e; } } });
-	const FS = py.FS;
-	for (const d of preopens) {
-		FS.mkdirTree(d);
-		FS.mount(FS.filesystems.NODEFS, { root: d }, d);
-	}
-	if (preopens.some((d) => inside(d, cwd))) FS.chdir(cwd);
-	// no more mounts: Python reaches FS through pyodide_js (docs/levels.md)
-	FS.mount = () => {
-		throw new Error('no mounts at --isolation wasm');
-	};
 	const main = py.runPython(PY_MAIN);
 	try {
 		return main(mode, target, py.toPy(argv));
@@ -318,9 +305,10 @@ async function runJs(cmd) {
 	return exitCode;
 }
 
-const base = path.basename(opt.cmd[0]);
+const base = opt.bridge ? '' : path.basename(opt.cmd[0]);
 let rc;
-if (opt.cmd[0].endsWith('.wasm')) rc = runWasi(opt.cmd);
+if (opt.bridge) rc = await (await import('./code.mjs')).serve({ env, preopens, cwd });
+else if (opt.cmd[0].endsWith('.wasm')) rc = runWasi(opt.cmd);
 else if (/^python(3(\.\d+)?)?$/.test(base)) rc = await runPython(opt.cmd);
 else if (base === 'node' || base === 'nodejs' || base === 'qjs') rc = await runJs(opt.cmd);
 else

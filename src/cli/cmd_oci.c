@@ -1,0 +1,837 @@
+/* SPDX-License-Identifier: MIT */
+/* agentjail oci: the OCI runtime command line (as runc's) for Podman and
+ * other engines: create, start, state, kill, delete, features
+ * (docs/oci.md). `create` forks a monitor that builds the sandbox on the
+ * level-1 core and holds its command before exec until `start` writes to
+ * the state directory's exec.fifo; the monitor's pid is the container's
+ * (its exit status is the command's) and it removes every trace of the
+ * sandbox when the command ends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "backends.h"
+#include "commands.h"
+#include "error.h"
+#include "net.h"
+#include "oci_bundle.h"
+#include "util.h"
+
+#define OCI_VERSION "1.2.0"
+#define OCI_FIFO "exec.fifo"
+#define OCI_STATE "state.json"
+
+static const char oci_usage[] =
+    "Usage: agentjail oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
+    "\n"
+    "The OCI runtime command line (runc's), for Podman and other engines:\n"
+    "  agentjail oci create [--bundle DIR] [--pid-file FILE] [--console-socket SOCK] ID\n"
+    "                     build the container from DIR/config.json, its command held\n"
+    "  agentjail oci start ID      run the held command\n"
+    "  agentjail oci state ID      the runtime-spec state as JSON\n"
+    "  agentjail oci kill [--all] ID [SIGNAL]\n"
+    "                     TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2\n"
+    "  agentjail oci delete [--force] ID\n"
+    "                     remove it (--force: even a running one)\n"
+    "  agentjail oci features    what is supported, as JSON\n"
+    "\n"
+    "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
+    "$XDG_RUNTIME_DIR/agentjail-oci). --log FILE: errors appended there too, as JSON\n"
+    "lines with --log-format json. Errors: exit 125. Docs: docs/oci.md.\n";
+
+/* the global options, for errors */
+static struct {
+	const char *root;
+	FILE *log;
+	bool json;
+} g;
+
+static void log_error(const char *msg)
+{
+	fprintf(stderr, "agentjail: %s\n", msg);
+	if (!g.log)
+		return;
+	char ts[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	if (g.json) {
+		json_t *o = json_pack("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", ts);
+		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (s)
+			fprintf(g.log, "%s\n", s);
+		free(s);
+		json_decref(o);
+	} else {
+		fprintf(g.log, "%s agentjail: %s\n", ts, msg);
+	}
+	fflush(g.log);
+}
+
+static int fail(const aj_error *err)
+{
+	char buf[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+	aj_err_format(err, buf, sizeof(buf));
+	log_error(buf);
+	return err->exit ? err->exit : AJ_EXIT_INTERNAL;
+}
+
+static int failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int failf(const char *fmt, ...)
+{
+	char buf[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_error(buf);
+	return AJ_EXIT_INTERNAL;
+}
+
+/* A container id is one safe path component. */
+static bool id_valid(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+	if (n == 0 || n > 128 || id[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(id[i] >= 'a' && id[i] <= 'z') && !(id[i] >= 'A' && id[i] <= 'Z') &&
+		    !(id[i] >= '0' && id[i] <= '9') && !strchr("_.-", id[i]))
+			return false;
+	return true;
+}
+
+static int open_root(bool make)
+{
+	char def[PATH_MAX];
+	const char *root = g.root;
+	if (!root) {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		if (geteuid() == 0 || !xdg || xdg[0] != '/')
+			snprintf(def, sizeof(def), "%s",
+				 geteuid() == 0 ? "/run/agentjail-oci" : "/tmp/agentjail-oci");
+		else
+			snprintf(def, sizeof(def), "%s/agentjail-oci", xdg);
+		root = def;
+	}
+	if (make && aj_mkdir_p(root, 0700) < 0)
+		return -errno;
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The start time of a process (/proc/PID/stat field 22), 0 when gone or
+ * a zombie: with the pid, a process that is still the one recorded. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_free_ char *s = NULL;
+	if (pid <= 0 || aj_read_file(path, &s, NULL) < 0)
+		return 0;
+	char *p = strrchr(s, ')');
+	char state = 0;
+	unsigned long long t = 0;
+	if (!p ||
+	    sscanf(p + 1,
+		   " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %llu",
+		   &state, &t) != 2 ||
+	    state == 'Z' || state == 'X')
+		return 0;
+	return t;
+}
+
+typedef struct oci_state {
+	json_t *j;
+	pid_t pid, init;
+	const char *status; /* created, running, stopped */
+} oci_state;
+
+static int load_state(int rootfd, const char *id, oci_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!id_valid(id))
+		return failf("container id '%s' is not valid (fix: letters, digits, '_', '.', '-')",
+			     id ? id : "");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/" OCI_STATE, id);
+	int fd = openat(rootfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	json_error_t je;
+	if (fd < 0 || !(st->j = json_loadfd(fd, 0, &je))) {
+		if (fd >= 0)
+			close(fd);
+		return failf("container %s does not exist (fix: the same --root as at create)", id);
+	}
+	close(fd);
+	st->pid = (pid_t)json_integer_value(json_object_get(st->j, "pid"));
+	st->init = (pid_t)json_integer_value(json_object_get(st->j, "init"));
+	bool alive = start_time(st->pid) ==
+		     (unsigned long long)json_integer_value(json_object_get(st->j, "pid_start"));
+	snprintf(path, sizeof(path), "%s/" OCI_FIFO, id);
+	bool held = faccessat(rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	st->status = !alive ? "stopped" : held ? "created" : "running";
+	return 0;
+}
+
+static bool init_alive(const oci_state *st)
+{
+	return start_time(st->init) ==
+	       (unsigned long long)json_integer_value(json_object_get(st->j, "init_start"));
+}
+
+static int remove_state(int rootfd, const char *id)
+{
+	int dfd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	static const char *const files[] = {OCI_FIFO, OCI_STATE, OCI_STATE ".tmp"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(files); i++)
+		(void)unlinkat(dfd, files[i], 0);
+	close(dfd);
+	return unlinkat(rootfd, id, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+/* Write a file atomically: TMP then rename. */
+static int write_file_at(int dfd, const char *name, const char *text)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = aj_write_all(fd, text, strlen(text));
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dfd, tmp, 0);
+	return r;
+}
+
+/* ---- the monitor: builds and runs the sandbox, holds it until start ---- */
+
+typedef struct monitor {
+	int report; /* to create: a report, then closed */
+	int fifo;   /* exec.fifo, read-write: start's byte */
+	bool started;
+	int signal; /* what ended it while held */
+} monitor;
+
+typedef struct report {
+	int ok;
+	pid_t init;
+	aj_error err;
+} report;
+
+static int monitor_ready(void *ctx, pid_t init, aj_error *err)
+{
+	monitor *m = ctx;
+	report rep = {.ok = 1, .init = init};
+	int r = aj_write_all(m->report, &rep, sizeof(rep));
+	close(m->report);
+	m->report = -1;
+	if (r < 0)
+		return aj_err(err, -r, "create went away");
+	/* run's caller blocked these: a signal sent while held ends it */
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	_cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, init, 0);
+	if (sfd < 0 || pfd < 0)
+		return aj_err(err, errno, "cannot watch the held container");
+	for (;;) {
+		struct pollfd pf[3] = {{m->fifo, POLLIN, 0}, {sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return aj_err(err, errno, "poll");
+		}
+		if (pf[0].revents & POLLIN) {
+			char b;
+			if (read(m->fifo, &b, 1) == 1) {
+				close(m->fifo);
+				m->fifo = -1;
+				m->started = true;
+				return 0;
+			}
+		}
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				m->signal = (int)si.ssi_signo;
+				return aj_err(err, EINTR, "killed (signal %d) before start",
+					      m->signal);
+			}
+		}
+		if (pf[2].revents & POLLIN) {
+			m->signal = SIGKILL;
+			return aj_err(err, ECHILD, "killed before start");
+		}
+	}
+}
+
+static void quiet_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	(void)msg; /* a degraded feature fails closed (limits strict) */
+}
+
+__attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
+						   int tty, const char *id)
+{
+	(void)setsid();
+	/* a terminal: the engine holds its master; the sandbox's own pty is
+	 * relayed to it, and its size follows (SIGWINCH: our controlling tty) */
+	if (tty >= 0) {
+		for (int fd = 0; fd < 3; fd++)
+			(void)dup2(tty, fd);
+		close(tty);
+		(void)ioctl(STDIN_FILENO, TIOCSCTTY, 0);
+	}
+	char title[64];
+	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
+	aj_proctitle_set(title);
+	monitor m = {.report = report_fd, .fifo = fifo_fd};
+	aj_run_hooks hooks = {.warn = quiet_warn, .ctx = &m, .ready = monitor_ready};
+	aj_run_result res;
+	aj_error err;
+	aj_err_clear(&err);
+	int r = aj_backend_of(AJ_ISO_PROCESS)->run(&cfg->policy, &hooks, &res, &err);
+	if (m.report >= 0) { /* never ready: create reports why */
+		report rep = {.ok = 0, .err = err};
+		(void)aj_write_all(m.report, &rep, sizeof(rep));
+		_exit(AJ_EXIT_INTERNAL);
+	}
+	if (r == 0)
+		_exit(res.exit_code);
+	if (m.signal)
+		_exit(128 + m.signal);
+	/* the sandbox's init killed by `kill ID KILL` */
+	if (strstr(err.msg, "init died"))
+		_exit(128 + SIGKILL);
+	_exit(fail(&err)); /* e.g. a cwd or command not in the root: 125, 126, 127 */
+}
+
+/* ---- create ---- */
+
+static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, pid_t init,
+		       const char *config_text)
+{
+	json_t *cfg = json_loads(config_text, 0, NULL);
+	json_t *ann = json_object_get(cfg, "annotations");
+	char ts[64];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct tm tm;
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", gmtime_r(&now.tv_sec, &tm));
+	char created[96];
+	snprintf(created, sizeof(created), "%s.%09ldZ", ts, now.tv_nsec);
+	json_t *st = json_pack("{s:s, s:s, s:i, s:s, s:O, s:s, s:I, s:i, s:I}", "ociVersion",
+			       OCI_VERSION, "id", id, "pid", (int)pid, "bundle", bundle,
+			       "annotations", json_is_object(ann) ? ann : json_object(), "created",
+			       created, "pid_start", (json_int_t)start_time(pid), "init", (int)init,
+			       "init_start", (json_int_t)start_time(init));
+	json_decref(cfg);
+	char *s = st ? json_dumps(st, JSON_COMPACT) : NULL;
+	json_decref(st);
+	int r = s ? write_file_at(dfd, OCI_STATE, s) : -ENOMEM;
+	free(s);
+	return r;
+}
+
+static int write_pid_file(const char *path, pid_t pid)
+{
+	char buf[32], tmp[PATH_MAX];
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = aj_write_all(fd, buf, strlen(buf));
+	close(fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/* A new pty; *slave its terminal. The master, or a negative errno. */
+static int open_pty(int *slave)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	char name[64];
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0 ||
+	    (*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return -e;
+	}
+	return m;
+}
+
+/* The pty's master to the engine, over its --console-socket (runc's way:
+ * one SCM_RIGHTS message). */
+static int send_console(const char *path, int master)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	_cleanup_close_ int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	char name[] = "/dev/ptmx";
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name) - 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &master, sizeof(int));
+	return sendmsg(s, &msg, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* Fork the monitor and wait for its report: the sandbox built and held. */
+static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const char *bundle,
+			 const char *pid_file, const char *console, const char *text)
+{
+	_cleanup_close_ int dfd = openat(rootfd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char fifo[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/" OCI_FIFO, id);
+	if (dfd < 0 || mkfifoat(rootfd, fifo, 0600) < 0)
+		return failf("cannot make the state of %s: %s", id, strerror(errno));
+	int ffd = openat(rootfd, fifo, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	int p[2];
+	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return failf("cannot make the state of %s: %s", id, strerror(errno));
+	_cleanup_close_ int master = -1, slave = -1;
+	if (cfg->terminal && (master = open_pty(&slave)) < 0)
+		return failf("cannot make a terminal for %s: %s", id, strerror(-master));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		if (master >= 0)
+			close(master); /* the engine's */
+		monitor_main(cfg, p[1], ffd, slave, id);
+	}
+	close(p[1]);
+	close(ffd);
+	if (pid < 0) {
+		close(p[0]);
+		return failf("cannot fork the monitor: %s", strerror(errno));
+	}
+	report rep;
+	memset(&rep, 0, sizeof(rep));
+	ssize_t n;
+	size_t got = 0;
+	while (got < sizeof(rep) && ((n = read(p[0], (char *)&rep + got, sizeof(rep) - got)) > 0 ||
+				     (n < 0 && errno == EINTR)))
+		got += n > 0 ? (size_t)n : 0;
+	close(p[0]);
+	if (got != sizeof(rep) || !rep.ok) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (got == sizeof(rep))
+			return fail(&rep.err);
+		return failf("the monitor of %s died while building the sandbox", id);
+	}
+	int r = console ? send_console(console, master) : 0;
+	if (r < 0)
+		failf("--console-socket %s: %s", console, strerror(-r));
+	else if ((r = write_state(dfd, id, bundle, pid, rep.init, text)) < 0)
+		failf("cannot write the state of %s: %s", id, strerror(-r));
+	if (r == 0 && pid_file && (r = write_pid_file(pid_file, pid)) < 0)
+		failf("cannot write the pid file %s: %s", pid_file, strerror(-r));
+	if (r < 0) {
+		kill(rep.init, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return AJ_EXIT_INTERNAL;
+	}
+	return 0;
+}
+
+static int cmd_create(int argc, char **argv, char **main_argv)
+{
+	static const struct option opts[] = {
+	    {"bundle", required_argument, NULL, 'b'},
+	    {"pid-file", required_argument, NULL, 'p'},
+	    {"console-socket", required_argument, NULL, 'c'},
+	    {"no-pivot", no_argument, NULL, 'n'},
+	    {"no-new-keyring", no_argument, NULL, 'k'},
+	    {"preserve-fds", required_argument, NULL, 'f'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *bundle = ".", *pid_file = NULL, *console = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+b:", opts, NULL)) != -1) {
+		if (c == 'b')
+			bundle = optarg;
+		else if (c == 'p')
+			pid_file = optarg;
+		else if (c == 'c')
+			console = optarg;
+		else if (c == 'f' && strcmp(optarg, "0"))
+			return failf("--preserve-fds %s is not supported (fix: pass no extra "
+				     "descriptors; docs/oci.md)",
+				     optarg);
+		else if (c == '?' || c == ':')
+			return failf("create: unknown or incomplete option '%s' (fix: see "
+				     "agentjail oci --help)",
+				     argv[optind - 1]);
+	}
+	if (optind + 1 != argc)
+		return failf("create needs one container id (fix: agentjail oci create --bundle "
+			     "DIR ID)");
+	const char *id = argv[optind];
+	if (!id_valid(id))
+		return failf("container id '%s' is not valid (fix: letters, digits, '_', '.', '-')",
+			     id);
+	char dir[PATH_MAX], cfgpath[PATH_MAX + 16];
+	if (!realpath(bundle, dir))
+		return failf("bundle %s: %s (fix: --bundle DIR with a config.json)", bundle,
+			     strerror(errno));
+	snprintf(cfgpath, sizeof(cfgpath), "%s/config.json", dir);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	if (aj_read_file(cfgpath, &text, &len) < 0)
+		return failf("cannot read %s: %s (fix: a bundle is a directory with a "
+			     "config.json, runtime-spec 1.x)",
+			     cfgpath, strerror(errno));
+	aj_oci_config cfg;
+	aj_error err;
+	aj_err_clear(&err);
+	if (aj_oci_config_parse(text, len, dir, &cfg, &err) < 0)
+		return fail(&err);
+	if (cfg.terminal != (console != NULL)) {
+		aj_oci_config_free(&cfg);
+		return failf("process.terminal %s --console-socket (fix: both or neither; "
+			     "docs/oci.md)",
+			     cfg.terminal ? "needs" : "is false: no");
+	}
+	if (cfg.terminal)
+		cfg.policy.tty = AJ_TTY_ALWAYS;
+#ifdef AJ_RUN_NET_HELPER
+	/* this program has no network stack: agentjail-net takes the command */
+	if (aj_net_wanted(&cfg.policy)) {
+		aj_oci_config_free(&cfg);
+		return aj_cli_exec_helper("agentjail-net", main_argv);
+	}
+#else
+	(void)main_argv;
+#endif
+	_cleanup_close_ int rootfd = open_root(true);
+	if (rootfd < 0) {
+		aj_oci_config_free(&cfg);
+		return failf("cannot make the state root: %s (fix: --root DIR, writable)",
+			     strerror(-rootfd));
+	}
+	if (mkdirat(rootfd, id, 0700) < 0) {
+		aj_oci_config_free(&cfg);
+		return failf("container %s: %s (fix: another id, or agentjail oci delete %s)", id,
+			     errno == EEXIST ? "already exists" : strerror(errno), id);
+	}
+	int rc = spawn_monitor(&cfg, rootfd, id, dir, pid_file, console, text);
+	if (rc != 0)
+		(void)remove_state(rootfd, id);
+	aj_oci_config_free(&cfg);
+	return rc;
+}
+
+/* ---- start, state, kill, delete, features ---- */
+
+static int one_id(int argc, char **argv, const char *what)
+{
+	if (argc != 2)
+		return failf("%s needs one container id (fix: agentjail oci %s ID)", what, what);
+	return 0;
+}
+
+static int cmd_start(int rootfd, const char *id)
+{
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	bool created = !strcmp(st.status, "created");
+	const char *status = st.status;
+	json_decref(st.j);
+	if (!created)
+		return failf("container %s is %s, not created (fix: only a created container "
+			     "starts)",
+			     id, status);
+	char fifo[PATH_MAX];
+	snprintf(fifo, sizeof(fifo), "%s/" OCI_FIFO, id);
+	int fd = openat(rootfd, fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return failf("cannot start %s: %s (its monitor is gone)", id, strerror(e));
+	}
+	close(fd);
+	(void)unlinkat(rootfd, fifo, 0);
+	return 0;
+}
+
+static int cmd_state(int rootfd, const char *id)
+{
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	json_t *out = json_pack(
+	    "{s:O, s:O, s:s, s:i, s:O, s:O, s:O}", "ociVersion",
+	    json_object_get(st.j, "ociVersion"), "id", json_object_get(st.j, "id"), "status",
+	    st.status, "pid", strcmp(st.status, "stopped") ? (int)st.pid : 0, "bundle",
+	    json_object_get(st.j, "bundle"), "annotations", json_object_get(st.j, "annotations"),
+	    "created", json_object_get(st.j, "created"));
+	json_decref(st.j);
+	if (!out)
+		return failf("the state of %s is damaged (fix: agentjail oci delete --force %s)",
+			     id, id);
+	json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(out);
+	putchar('\n');
+	return fflush(stdout) == 0 ? 0 : AJ_EXIT_INTERNAL;
+}
+
+static int parse_signal(const char *s)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = {{"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT},  {"HUP", SIGHUP},
+		    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+	if (!strncmp(s, "SIG", 3))
+		s += 3;
+	char *end;
+	long n = strtol(s, &end, 10);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		if (!strcmp(s, sigs[i].name) || (*s && !*end && n == sigs[i].sig))
+			return sigs[i].sig;
+	return -1;
+}
+
+static int cmd_kill(int rootfd, int argc, char **argv)
+{
+	int i = 1;
+	if (i < argc && (!strcmp(argv[i], "--all") || !strcmp(argv[i], "-a")))
+		i++; /* one signal reaches the whole sandbox either way (docs/oci.md) */
+	if (argc - i < 1 || argc - i > 2)
+		return failf("kill needs a container id and a signal (fix: agentjail oci kill ID "
+			     "[SIGNAL])");
+	const char *id = argv[i];
+	int sig = argc - i == 2 ? parse_signal(argv[i + 1]) : SIGTERM;
+	if (sig < 0)
+		return failf("kill: signal %s is not supported (fix: TERM, KILL, INT, HUP, QUIT, "
+			     "USR1 or USR2)",
+			     argv[i + 1]);
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	int r = 0;
+	if (!strcmp(st.status, "stopped"))
+		r = failf("container %s is not running", id);
+	/* KILL: the sandbox's init, and with it every process in it; the
+	 * others: the monitor, which forwards them to the command */
+	else if (sig == SIGKILL && init_alive(&st))
+		r = kill(st.init, SIGKILL) < 0 ? failf("kill %s: %s", id, strerror(errno)) : 0;
+	else if (kill(st.pid, sig) < 0)
+		r = failf("kill %s: %s", id, strerror(errno));
+	json_decref(st.j);
+	return r;
+}
+
+/* Wait for the monitor to finish its teardown (10 s at most). */
+static int wait_gone(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return errno == ESRCH ? 0 : -errno;
+	struct pollfd pf = {fd, POLLIN, 0};
+	int n = poll(&pf, 1, 10000);
+	close(fd);
+	return n == 1 ? 0 : -ETIMEDOUT;
+}
+
+static int cmd_delete(int rootfd, int argc, char **argv)
+{
+	bool force = false;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f"))
+			force = true;
+		else
+			return failf("delete: unknown option '%s' (fix: agentjail oci delete "
+				     "[--force] ID)",
+				     argv[i]);
+	}
+	if (argc - i != 1)
+		return failf(
+		    "delete needs one container id (fix: agentjail oci delete [--force] ID)");
+	const char *id = argv[i];
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	int r = 0;
+	if (!strcmp(st.status, "running") && !force) {
+		r = failf("container %s is running (fix: agentjail oci kill %s KILL, or delete "
+			  "--force)",
+			  id, id);
+	} else if (strcmp(st.status, "stopped")) {
+		if (init_alive(&st))
+			kill(st.init, SIGKILL);
+		else
+			kill(st.pid, SIGTERM);
+		if (wait_gone(st.pid) < 0)
+			r = failf("container %s: its monitor (pid %d) did not end", id,
+				  (int)st.pid);
+	}
+	json_decref(st.j);
+	if (r == 0 && remove_state(rootfd, id) < 0)
+		r = failf("cannot remove the state of %s: %s", id, strerror(errno));
+	return r;
+}
+
+static int cmd_features(void)
+{
+	json_t *f = json_pack(
+	    "{s:s, s:s, s:[], s:[s,s,s,s], s:{s:[s,s,s,s,s,s,s], s:[], s:{s:b, s:b, s:b, s:b},"
+	    " s:{s:b}, s:{s:b}, s:{s:b}}, s:{s:s, s:s}}",
+	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_VERSION, "hooks", "mountOptions", "bind",
+	    "rbind", "ro", "rw", "linux", "namespaces", "pid", "network", "ipc", "uts", "mount",
+	    "user", "cgroup", "capabilities", "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+	    "systemdUser", 0, "seccomp", "enabled", 0, "apparmor", "enabled", 0, "selinux",
+	    "enabled", 0, "annotations", "run.agentjail.net", "none|open", "run.agentjail.allow",
+	    "HOST[:PORT],...");
+	if (!f)
+		return failf("features: out of memory");
+	json_dumpf(f, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(f);
+	putchar('\n');
+	return fflush(stdout) == 0 ? 0 : AJ_EXIT_INTERNAL;
+}
+
+static int global_opts(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"root", required_argument, NULL, 'r'},
+	    {"log", required_argument, NULL, 'l'},
+	    {"log-format", required_argument, NULL, 'F'},
+	    {"systemd-cgroup", no_argument, NULL, 's'},
+	    {"debug", no_argument, NULL, 'd'},
+	    {"rootless", required_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(oci_usage, stdout);
+			return -1;
+		}
+		if (c == 'r')
+			g.root = optarg;
+		else if (c == 'l' && !(g.log = fopen(optarg, "ae")))
+			return failf("--log %s: %s", optarg, strerror(errno));
+		else if (c == 'F' && strcmp(optarg, "json") && strcmp(optarg, "text"))
+			return failf("--log-format %s: expected text or json", optarg);
+		else if (c == 'F')
+			g.json = !strcmp(optarg, "json");
+		else if (c == 's')
+			return failf(
+			    "--systemd-cgroup is not supported: agentjail makes its cgroups "
+			    "below its own (fix: podman --cgroup-manager cgroupfs; "
+			    "docs/oci.md)");
+		else if (c == '?' || c == ':')
+			return failf(
+			    "oci: unknown or incomplete option '%s' (fix: see agentjail oci "
+			    "--help)",
+			    argv[optind - 1]);
+	}
+	return 0;
+}
+
+int aj_cmd_oci(int argc, char **argv)
+{
+	memset(&g, 0, sizeof(g));
+	char **main_argv = argv - 1; /* main's (agentjail-net takes the same) */
+	int r = global_opts(argc, argv);
+	if (r != 0)
+		return r == -1 ? 0 : r;
+	argc -= optind;
+	argv += optind;
+	const char *cmd = argc > 0 ? argv[0] : "";
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(oci_usage, stdout);
+			return 0;
+		}
+	int rc;
+	if (!strcmp(cmd, "create"))
+		rc = cmd_create(argc, argv, main_argv);
+	else if (!strcmp(cmd, "features"))
+		rc = cmd_features();
+	else if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "kill") ||
+		 !strcmp(cmd, "delete")) {
+		int rootfd = open_root(false);
+		if (rootfd < 0 && cmd[0] != 'k' && argc >= 2)
+			rc = failf("container %s does not exist", argv[argc - 1]);
+		else if (rootfd < 0)
+			rc = failf("no containers at the state root (fix: --root DIR)");
+		else if (!strcmp(cmd, "kill"))
+			rc = cmd_kill(rootfd, argc, argv);
+		else if (!strcmp(cmd, "delete"))
+			rc = cmd_delete(rootfd, argc, argv);
+		else if ((rc = one_id(argc, argv, cmd)) == 0)
+			rc =
+			    cmd[3] == 'r' ? cmd_start(rootfd, argv[1]) : cmd_state(rootfd, argv[1]);
+		if (rootfd >= 0)
+			close(rootfd);
+	} else if (!*cmd)
+		rc = failf("oci needs a command (fix: see agentjail oci --help)");
+	else
+		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete or "
+			   "features; docs/oci.md)",
+			   cmd);
+	if (g.log)
+		fclose(g.log);
+	return rc;
+}

@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: MIT */
+/* config.json (runtime-spec 1.x) -> aj_policy. What agentjail always does
+ * itself (every namespace, its user namespace and id map, /proc, /dev,
+ * /etc/hosts and resolv.conf, its seccomp filter, Landlock, capabilities)
+ * is accepted as asked or stronger; what it cannot honour is refused with
+ * the field's name, never dropped (docs/oci.md). */
+#include "oci_bundle.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <seccomp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "util.h"
+
+#define OCI_FIX "see docs/oci.md for what agentjail oci supports"
+
+static int refuse(aj_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(aj_error *err, const char *fmt, ...)
+{
+	char msg[AJ_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	aj_err(err, EINVAL, "config.json: %s", msg);
+	aj_err_hint(err, OCI_FIX);
+	return -EINVAL;
+}
+
+/* A field that must be absent, null or empty to be honoured. */
+static bool empty(const json_t *v)
+{
+	return !v || json_is_null(v) || (json_is_array(v) && json_array_size(v) == 0) ||
+	       (json_is_object(v) && json_object_size(v) == 0);
+}
+
+static int want_type(const json_t *v, json_type t, const char *field, aj_error *err)
+{
+	static const char *const names[] = {"an object", "an array",  "a string",  "an integer",
+					    "a number",	 "a boolean", "a boolean", "null"};
+	if (v && json_typeof(v) != t && !(t == JSON_TRUE && json_is_boolean(v)))
+		return refuse(err, "%s must be %s", field, names[t]);
+	return 0;
+}
+
+static int parse_args(aj_oci_config *c, const json_t *args, aj_error *err)
+{
+	if (!json_is_array(args) || json_array_size(args) == 0)
+		return refuse(err, "process.args must be a non-empty array");
+	size_t n = json_array_size(args);
+	if (!(c->argv = calloc(n + 1, sizeof(char *))))
+		return aj_err(err, ENOMEM, "process.args");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *a = json_array_get(args, i);
+		if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
+			return refuse(err, "process.args holds a non-string");
+		if (!(c->argv[i] = strdup(json_string_value(a))))
+			return aj_err(err, ENOMEM, "process.args");
+	}
+	c->policy.argv = c->argv;
+	return 0;
+}
+
+static int parse_env(aj_policy *p, const json_t *env, aj_error *err)
+{
+	size_t i;
+	const json_t *e;
+	int r = want_type(env, JSON_ARRAY, "process.env", err);
+	json_array_foreach(env, i, e)
+	{
+		if (r < 0)
+			return r;
+		const char *s = json_string_value(e);
+		if (!s || !strchr(s, '=') || strlen(s) != json_string_length(e))
+			return refuse(err, "process.env entry '%s' is not NAME=VALUE",
+				      s ? s : "(not a string)");
+		r = aj_policy_add_env(p, s, err);
+	}
+	return r;
+}
+
+static int parse_rlimits(aj_policy *p, const json_t *rl, aj_error *err)
+{
+	size_t i;
+	const json_t *e;
+	int r = want_type(rl, JSON_ARRAY, "process.rlimits", err);
+	json_array_foreach(rl, i, e)
+	{
+		if (r < 0)
+			return r;
+		const char *type = json_string_value(json_object_get(e, "type"));
+		const json_t *hard = json_object_get(e, "hard");
+		if (!type || !json_is_integer(hard) || json_integer_value(hard) < 0)
+			return refuse(err, "process.rlimits[] needs a type and a hard limit");
+		unsigned long long v = (unsigned long long)json_integer_value(hard);
+		struct rlimit cur;
+		if (!strcmp(type, "RLIMIT_NOFILE")) /* a ceiling: at most the one we have */
+			p->nofile = getrlimit(RLIMIT_NOFILE, &cur) == 0 && cur.rlim_max < v
+					? (unsigned long long)cur.rlim_max
+					: v;
+		else if (!strcmp(type, "RLIMIT_FSIZE"))
+			p->fsize = v;
+		else if (!strcmp(type, "RLIMIT_NPROC")) {
+			/* the pids cgroup bounds the whole sandbox instead */
+			if (v && v < p->pids)
+				p->pids = v;
+		} else
+			return refuse(err, "process.rlimits: %s is not supported%s", type,
+				      " (RLIMIT_NOFILE, RLIMIT_FSIZE and RLIMIT_NPROC are)");
+	}
+	return 0;
+}
+
+static int parse_process(aj_oci_config *c, const json_t *proc, aj_error *err)
+{
+	aj_policy *p = &c->policy;
+	int r;
+	if (!json_is_object(proc))
+		return refuse(err, "process must be an object");
+	if ((r = parse_args(c, json_object_get(proc, "args"), err)) < 0 ||
+	    (r = parse_env(p, json_object_get(proc, "env"), err)) < 0 ||
+	    (r = parse_rlimits(p, json_object_get(proc, "rlimits"), err)) < 0)
+		return r;
+	const json_t *term = json_object_get(proc, "terminal");
+	if ((r = want_type(term, JSON_TRUE, "process.terminal", err)) < 0)
+		return r;
+	c->terminal = json_is_true(term);
+	p->tty = AJ_TTY_NEVER;
+	const char *cwd = json_string_value(json_object_get(proc, "cwd"));
+	if (!cwd)
+		return refuse(err, "process.cwd must be an absolute path");
+	if ((r = aj_policy_set_cwd(p, cwd, err)) < 0)
+		return r;
+	const json_t *user = json_object_get(proc, "user");
+	if ((r = want_type(user, JSON_OBJECT, "process.user", err)) < 0)
+		return r;
+	const json_t *uid = json_object_get(user, "uid"), *gid = json_object_get(user, "gid");
+	if (user && json_object_get(user, "username"))
+		return refuse(err, "process.user.username is Windows-only");
+	if (uid || gid) {
+		char spec[64];
+		if (!json_is_integer(uid) || !json_is_integer(gid))
+			return refuse(err, "process.user needs integer uid and gid");
+		snprintf(spec, sizeof(spec), "%lld:%lld", (long long)json_integer_value(uid),
+			 (long long)json_integer_value(gid));
+		if ((r = aj_policy_set_user(p, spec, err)) < 0)
+			return r;
+	}
+	/* agentjail always sets no_new_privs, drops to its own capability set
+	 * and applies its own seccomp filter and Landlock ruleset */
+	const json_t *nnp = json_object_get(proc, "noNewPrivileges");
+	if ((r = want_type(nnp, JSON_TRUE, "process.noNewPrivileges", err)) < 0)
+		return r;
+	const char *label = json_string_value(json_object_get(proc, "selinuxLabel"));
+	const char *aa = json_string_value(json_object_get(proc, "apparmorProfile"));
+	if ((label && *label) || (aa && *aa))
+		return refuse(err, "process.%s is not supported%s",
+			      label && *label ? "selinuxLabel" : "apparmorProfile",
+			      " (this host's LSM profiles are not applied by agentjail)");
+	return 0;
+}
+
+static int parse_root(aj_policy *p, const json_t *root, const char *bundle, aj_error *err)
+{
+	const char *path = json_string_value(json_object_get(root, "path"));
+	if (!path || !*path)
+		return refuse(err, "root.path is required");
+	if ((json_object_get(root, "readonly") &&
+	     !json_is_boolean(json_object_get(root, "readonly"))))
+		return refuse(err, "root.readonly must be a boolean");
+	char full[PATH_MAX];
+	int n = path[0] == '/' ? snprintf(full, sizeof(full), "%s", path)
+			       : snprintf(full, sizeof(full), "%s/%s", bundle, path);
+	if (n < 0 || (size_t)n >= sizeof(full))
+		return refuse(err, "root.path %s is too long", path);
+	/* read-only either way: writes go to agentjail's tmpfs overlay */
+	return aj_policy_set_rootfs(p, full, err);
+}
+
+/* Mounts agentjail makes itself, whatever the bundle's options. */
+static bool own_mount(const char *type, const char *dest)
+{
+	static const char *const own[][2] = {
+	    {"proc", "/proc"},
+	    {"tmpfs", "/dev"},
+	    {"devpts", "/dev/pts"},
+	    {"tmpfs", "/dev/shm"},
+	    {"shm", "/dev/shm"},
+	    {"mqueue", "/dev/mqueue"},
+	    {"sysfs", "/sys"},
+	    {"cgroup", "/sys/fs/cgroup"},
+	    {"cgroup2", "/sys/fs/cgroup"},
+	    {"tmpfs", "/tmp"},
+	    {"tmpfs", "/run"},
+	    {"bind", "/etc/hosts"},
+	    {"bind", "/etc/resolv.conf"},
+	    {"bind", "/etc/hostname"},
+	    {"bind", "/dev/shm"},
+	};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(own); i++)
+		if (!strcmp(type, own[i][0]) && !strcmp(dest, own[i][1]))
+			return true;
+	return false;
+}
+
+static int parse_mount(aj_policy *p, const json_t *m, aj_error *err)
+{
+	const char *dest = json_string_value(json_object_get(m, "destination"));
+	const char *type = json_string_value(json_object_get(m, "type"));
+	const char *src = json_string_value(json_object_get(m, "source"));
+	const json_t *opts = json_object_get(m, "options");
+	if (!dest || (opts && !json_is_array(opts)))
+		return refuse(err, "mounts[] needs a destination and options as an array");
+	bool bind = type && !strcmp(type, "bind"), ro = false;
+	size_t i;
+	const json_t *o;
+	json_array_foreach(opts, i, o)
+	{
+		const char *s = json_string_value(o);
+		if (s && (!strcmp(s, "bind") || !strcmp(s, "rbind")))
+			bind = true;
+		if (s && !strcmp(s, "ro"))
+			ro = true;
+	}
+	if (own_mount(bind ? "bind" : type ? type : "", dest))
+		return 0;
+	if (!bind)
+		return refuse(err, "mounts: the mount of type %s at %s is not supported",
+			      type ? type : "(none)", dest);
+	if (!src || strchr(src, ':') || strchr(dest, ':'))
+		return refuse(err, "mounts: the bind mount at %s needs a source without ':'", dest);
+	_cleanup_free_ char *spec = NULL;
+	if (asprintf(&spec, "%s:%s", src, dest) < 0)
+		return aj_err(err, ENOMEM, "mounts");
+	return aj_policy_add_bind(p, spec, !ro, err);
+}
+
+static int parse_namespaces(const json_t *ns, aj_error *err)
+{
+	static const char *const known[] = {"pid",   "network", "ipc",	 "uts",
+					    "mount", "user",	"cgroup"};
+	size_t i;
+	const json_t *e;
+	int r = want_type(ns, JSON_ARRAY, "linux.namespaces", err);
+	json_array_foreach(ns, i, e)
+	{
+		if (r < 0)
+			return r;
+		const char *type = json_string_value(json_object_get(e, "type"));
+		bool ok = false;
+		for (size_t k = 0; type && k < AJ_ARRAY_SIZE(known); k++)
+			ok |= !strcmp(type, known[k]);
+		if (!ok)
+			return refuse(err, "linux.namespaces: %s is not supported%s",
+				      type ? type : "(no type)",
+				      " (pid, network, ipc, uts, mount, user and cgroup are)");
+		const char *path = json_string_value(json_object_get(e, "path"));
+		if (path && *path) {
+			refuse(err,
+			       "linux.namespaces: joining the %s namespace at %s "
+			       "is not supported",
+			       type, path);
+			aj_err_hint(err, "agentjail makes every namespace itself; with podman: "
+					 "--network none (" OCI_FIX ")");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
+{
+	if (want_type(res, JSON_OBJECT, "linux.resources", err) < 0)
+		return -EINVAL;
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)res, key, v)
+	{
+		if (!strcmp(key, "devices") || empty(v))
+			continue; /* agentjail's /dev holds only its few safe nodes */
+		if (!strcmp(key, "memory")) {
+			const json_t *lim = json_object_get(v, "limit");
+			if (json_is_integer(lim) && json_integer_value(lim) > 0)
+				p->memory = (unsigned long long)json_integer_value(lim);
+		} else if (!strcmp(key, "pids")) {
+			const json_t *lim = json_object_get(v, "limit");
+			if (json_is_integer(lim) && json_integer_value(lim) > 0)
+				p->pids = (unsigned long long)json_integer_value(lim);
+		} else if (!strcmp(key, "cpu")) {
+			const json_t *q = json_object_get(v, "quota"),
+				     *per = json_object_get(v, "period");
+			long long qv = json_integer_value(q), pv = json_integer_value(per);
+			if (qv > 0 && pv > 0 && qv <= 4096LL * pv)
+				p->cpu_millis = (unsigned long long)(qv * 1000 / pv);
+			else if (qv > 0)
+				return refuse(err, "linux.resources.cpu: a quota needs a period");
+		} else {
+			return refuse(err, "linux.resources.%s is not supported%s", key,
+				      " (memory, pids and cpu quota are)");
+		}
+	}
+	return 0;
+}
+
+/* maskedPaths and readonlyPaths: agentjail mounts no /sys, and its /proc
+ * belongs to a user namespace without host privilege (docs/oci.md). */
+static int parse_paths(const json_t *a, const char *field, aj_error *err)
+{
+	size_t i;
+	const json_t *e;
+	if (want_type(a, JSON_ARRAY, field, err) < 0)
+		return -EINVAL;
+	json_array_foreach(a, i, e)
+	{
+		const char *s = json_string_value(e);
+		if (!s || (strncmp(s, "/proc/", 6) && strncmp(s, "/sys/", 5)))
+			return refuse(err,
+				      "linux.%s: %s is not supported (only /proc "
+				      "and /sys entries are)",
+				      field, s ? s : "(not a string)");
+	}
+	return 0;
+}
+
+/* An OCI action (SCMP_ACT_*) as the --seccomp-profile format's; NULL: not
+ * supported (a tracer or a user-space notifier agentjail does not run). */
+static const char *seccomp_action(const char *a)
+{
+	static const char *const map[][2] = {
+	    {"SCMP_ACT_ALLOW", "allow"},      {"SCMP_ACT_ERRNO", "errno"},
+	    {"SCMP_ACT_KILL", "kill"},	      {"SCMP_ACT_KILL_PROCESS", "kill"},
+	    {"SCMP_ACT_KILL_THREAD", "kill"}, {"SCMP_ACT_TRAP", "trap"},
+	    {"SCMP_ACT_LOG", "log"},
+	};
+	for (size_t i = 0; a && i < AJ_ARRAY_SIZE(map); i++)
+		if (!strcmp(a, map[i][0]))
+			return map[i][1];
+	return NULL;
+}
+
+static int seccomp_errno(const json_t *v, json_t *out, const char *key, aj_error *err)
+{
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 4095)
+		return refuse(err, "linux.seccomp: an errnoRet must be from 1 to 4095");
+	return json_object_set_new(out, key, json_integer(json_integer_value(v))) ? -ENOMEM : 0;
+}
+
+/* One args[] condition: OCI's masked_eq compares (arg & value) with valueTwo. */
+static json_t *seccomp_arg(const json_t *a)
+{
+	static const char *const ops[][2] = {
+	    {"SCMP_CMP_EQ", "eq"},
+	    {"SCMP_CMP_NE", "ne"},
+	    {"SCMP_CMP_LT", "lt"},
+	    {"SCMP_CMP_LE", "le"},
+	    {"SCMP_CMP_GT", "gt"},
+	    {"SCMP_CMP_GE", "ge"},
+	    {"SCMP_CMP_MASKED_EQ", "masked_eq"},
+	};
+	const char *op = json_string_value(json_object_get(a, "op"));
+	json_t *idx = json_object_get(a, "index"), *v = json_object_get(a, "value"),
+	       *v2 = json_object_get(a, "valueTwo");
+	for (size_t i = 0; op && i < AJ_ARRAY_SIZE(ops); i++) {
+		if (strcmp(op, ops[i][0]))
+			continue;
+		bool masked = !strcmp(ops[i][1], "masked_eq");
+		if (!json_is_integer(idx) || !json_is_integer(v) ||
+		    (masked && !json_is_integer(v2)))
+			return NULL;
+		return masked ? json_pack("{s:O, s:s, s:O, s:O}", "index", idx, "op", ops[i][1],
+					  "mask", v, "value", v2)
+			      : json_pack("{s:O, s:s, s:O}", "index", idx, "op", ops[i][1], "value",
+					  v);
+	}
+	return NULL;
+}
+
+/* One syscalls[] rule. Names this libseccomp does not know are left out
+ * of a rule that allows (nothing is granted by leaving them out) and
+ * refused in any other. */
+static int seccomp_rule(const json_t *e, json_t *rules, aj_error *err)
+{
+	const char *a = json_string_value(json_object_get(e, "action"));
+	const char *act = seccomp_action(a);
+	const json_t *names = json_object_get(e, "names"), *args = json_object_get(e, "args");
+	if (!act)
+		return refuse(err, "linux.seccomp: action %s is not supported", a ? a : "(none)");
+	if (!json_is_array(names) || (args && !json_is_array(args)))
+		return refuse(err, "linux.seccomp: syscalls[] needs names (and args) as arrays");
+	json_t *r = json_pack("{s:s, s:[], s:[]}", "action", act, "names", "args");
+	if (!r)
+		return aj_err(err, ENOMEM, "linux.seccomp");
+	int rc = seccomp_errno(json_object_get(e, "errnoRet"), r, "errno", err);
+	size_t i;
+	const json_t *n;
+	json_array_foreach(names, i, n)
+	{
+		const char *name = json_string_value(n);
+		bool known = name && seccomp_syscall_resolve_name(name) != __NR_SCMP_ERROR;
+		if (rc == 0 && !known && strcmp(act, "allow"))
+			rc = refuse(err, "linux.seccomp: syscall %s is not known here",
+				    name ? name : "(not a string)");
+		if (rc == 0 && known)
+			json_array_append_new(json_object_get(r, "names"), json_string(name));
+	}
+	json_array_foreach(args, i, n)
+	{
+		json_t *c = rc == 0 ? seccomp_arg(n) : NULL;
+		if (rc == 0 && !c)
+			rc = refuse(
+			    err, "linux.seccomp: syscalls[].args[%zu] is not a valid condition", i);
+		if (c)
+			json_array_append_new(json_object_get(r, "args"), c);
+	}
+	if (rc == 0 && json_array_size(json_object_get(r, "names")) > 0)
+		rc = json_array_append(rules, r) < 0 ? aj_err(err, ENOMEM, "linux.seccomp") : 0;
+	json_decref(r);
+	return rc;
+}
+
+/* linux.seccomp, as a second filter on top of agentjail's own (policy's
+ * seccomp_stack, in the --seccomp-profile format). */
+static int parse_seccomp(aj_policy *p, const json_t *sc, aj_error *err)
+{
+	if (!json_is_object(sc))
+		return refuse(err, "linux.seccomp must be an object");
+	const char *lp = json_string_value(json_object_get(sc, "listenerPath"));
+	if (lp && *lp)
+		return refuse(err, "linux.seccomp.listenerPath (a notifier) is not supported");
+	const char *def = seccomp_action(json_string_value(json_object_get(sc, "defaultAction")));
+	const json_t *calls = json_object_get(sc, "syscalls");
+	if (!def || (calls && !json_is_array(calls)))
+		return refuse(err, "linux.seccomp needs a supported defaultAction (and syscalls "
+				   "as an array)");
+	json_t *out = json_pack("{s:s, s:[]}", "default_action", def, "syscalls");
+	int r =
+	    out ? seccomp_errno(json_object_get(sc, "defaultErrnoRet"), out, "default_errno", err)
+		: aj_err(err, ENOMEM, "linux.seccomp");
+	size_t i;
+	const json_t *e;
+	json_array_foreach(calls, i, e)
+	{
+		if (r < 0)
+			break;
+		r = seccomp_rule(e, json_object_get(out, "syscalls"), err);
+	}
+	if (r == 0) {
+		free(p->seccomp_stack);
+		if (!(p->seccomp_stack = json_dumps(out, JSON_COMPACT)))
+			r = aj_err(err, ENOMEM, "linux.seccomp");
+	}
+	json_decref(out);
+	return r;
+}
+
+/* Sysctls grant more than agentjail's default: Podman's ping_group_range
+ * (ping sockets) is left unset, so stricter; any other is refused. */
+static int parse_sysctl(const json_t *sc, aj_error *err)
+{
+	const char *key;
+	const json_t *v;
+	if (want_type(sc, JSON_OBJECT, "linux.sysctl", err) < 0)
+		return -EINVAL;
+	json_object_foreach((json_t *)sc, key, v)
+	{
+		if (strcmp(key, "net.ipv4.ping_group_range"))
+			return refuse(err, "linux.sysctl: %s is not supported", key);
+	}
+	return 0;
+}
+
+static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
+{
+	int r;
+	if (!lx)
+		return 0;
+	if (!json_is_object(lx))
+		return refuse(err, "linux must be an object");
+	if ((r = parse_namespaces(json_object_get(lx, "namespaces"), err)) < 0 ||
+	    (r = parse_resources(p, json_object_get(lx, "resources"), err)) < 0 ||
+	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
+	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
+		return r;
+	if ((r = parse_sysctl(json_object_get(lx, "sysctl"), err)) < 0)
+		return r;
+	const json_t *sc = json_object_get(lx, "seccomp");
+	if (sc && !json_is_null(sc) && (r = parse_seccomp(p, sc, err)) < 0)
+		return r;
+	static const char *const refused[] = {"devices", "intelRdt", "personality", "timeOffsets",
+					      "mountLabel"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(refused); i++) {
+		const json_t *v = json_object_get(lx, refused[i]);
+		if (!empty(v) && !(json_is_string(v) && !*json_string_value(v))) {
+			return refuse(err, "linux.%s is not supported", refused[i]);
+		}
+	}
+	/* uidMappings, gidMappings, cgroupsPath, rootfsPropagation,
+	 * maskedPaths: agentjail's own (its user namespace and id map, its
+	 * cgroup below its own, private mounts) */
+	return 0;
+}
+
+/* run.agentjail.OPTION annotations: the network options of `agentjail run`
+ * (lists comma-separated); other run.agentjail.* names are refused. */
+static int parse_annotations(aj_policy *p, const json_t *ann, aj_error *err)
+{
+	static const char *const opts[] = {"net", "allow", "deny", "dns", "disk", "timeout"};
+	const char *key;
+	const json_t *v;
+	if (want_type(ann, JSON_OBJECT, "annotations", err) < 0)
+		return -EINVAL;
+	json_object_foreach((json_t *)ann, key, v)
+	{
+		if (strncmp(key, "run.agentjail.", 14))
+			continue;
+		const char *name = key + 14, *s = json_string_value(v);
+		bool ok = false;
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(opts); i++)
+			ok |= !strcmp(name, opts[i]);
+		if (!ok || !s || strlen(s) != json_string_length(v))
+			return refuse(err, "annotation %s%s is not supported", key,
+				      ok ? " (its value must be a string)" : "");
+		_cleanup_free_ char *copy = strdup(s);
+		if (!copy)
+			return aj_err(err, ENOMEM, "annotations");
+		bool list = !strcmp(name, "allow") || !strcmp(name, "deny");
+		char *save = NULL;
+		for (char *t = list ? strtok_r(copy, ", ", &save) : copy; t;
+		     t = list ? strtok_r(NULL, ", ", &save) : NULL) {
+			int r = aj_policy_set(p, name, t, AJ_POLICY_SET_REMOTE, err);
+			if (r < 0) {
+				aj_err_prefix(err, "annotation %s", key);
+				return r;
+			}
+		}
+	}
+	return 0;
+}
+
+static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, aj_error *err)
+{
+	aj_policy *p = &c->policy;
+	int r;
+	const char *ver = json_string_value(json_object_get(root, "ociVersion"));
+	if (!ver || strncmp(ver, "1.", 2))
+		return refuse(err, "ociVersion %s is not 1.x", ver ? ver : "(none)");
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)root, key, v)
+	{
+		if (!strcmp(key, "hooks") && !empty(v))
+			return refuse(err, "hooks are not supported");
+		if ((!strcmp(key, "solaris") || !strcmp(key, "windows") || !strcmp(key, "vm") ||
+		     !strcmp(key, "zos")) &&
+		    !empty(v))
+			return refuse(err, "%s is not supported on Linux", key);
+	}
+	if ((r = parse_process(c, json_object_get(root, "process"), err)) < 0 ||
+	    (r = parse_root(p, json_object_get(root, "root"), bundle, err)) < 0)
+		return r;
+	const char *host = json_string_value(json_object_get(root, "hostname"));
+	if (host && *host && (r = aj_policy_set_hostname(p, host, err)) < 0)
+		return r;
+	const json_t *mounts = json_object_get(root, "mounts");
+	size_t i;
+	const json_t *m;
+	if ((r = want_type(mounts, JSON_ARRAY, "mounts", err)) < 0)
+		return r;
+	json_array_foreach(mounts, i, m)
+	{
+		if ((r = parse_mount(p, m, err)) < 0)
+			return r;
+	}
+	if ((r = parse_linux(p, json_object_get(root, "linux"), err)) < 0 ||
+	    (r = parse_annotations(p, json_object_get(root, "annotations"), err)) < 0)
+		return r;
+	return aj_policy_validate(p, err);
+}
+
+int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci_config *c,
+			aj_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	aj_policy_init(&c->policy);
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	int r;
+	if (!root) {
+		aj_err(err, EINVAL, "config.json is not valid JSON: %s (line %d)", je.text,
+		       je.line);
+		aj_err_hint(err, "fix the bundle's config.json (runtime-spec 1.x)");
+		r = -EINVAL;
+	} else if (!json_is_object(root)) {
+		r = refuse(err, "the top level must be a JSON object");
+	} else {
+		r = parse_top(c, root, bundle, err);
+	}
+	json_decref(root);
+	if (r < 0)
+		aj_oci_config_free(c);
+	return r;
+}
+
+void aj_oci_config_free(aj_oci_config *c)
+{
+	c->policy.argv = NULL;
+	aj_policy_free(&c->policy);
+	aj_policy_init(&c->policy);
+	aj_strv_free(c->argv);
+	c->argv = NULL;
+}

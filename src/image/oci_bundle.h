@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* An OCI runtime bundle's config.json (runtime-spec 1.x) as an aj_policy:
+ * what `agentjail oci create` runs (docs/oci.md has the table of what is
+ * taken, what agentjail provides itself and what is refused). */
+#ifndef AJ_OCI_BUNDLE_H
+#define AJ_OCI_BUNDLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "policy.h"
+
+typedef struct aj_oci_config {
+	aj_policy policy; /* policy.argv points into argv */
+	char **argv;	  /* process.args, owned */
+	bool terminal;	  /* process.terminal */
+} aj_oci_config;
+
+/* text: config.json's bytes; bundle: the bundle's absolute directory (a
+ * relative root.path is taken below it). 0, or a negative errno with err
+ * naming the field (exit 125); c is then already freed. */
+int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci_config *c,
+			aj_error *err);
+void aj_oci_config_free(aj_oci_config *c);
+
+#endif

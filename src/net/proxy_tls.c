@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* One intercepted HTTPS connection of the proxy (proxy.h): a CONNECT to a
+ * host that has scoped secrets. netd completes the sandbox's TLS handshake
+ * with a leaf of the sandbox's CA (the SNI must name the CONNECT host),
+ * opens its own verified TLS session to the server, and then reads the
+ * sandbox's requests one by one (HTTP/1.1 keep-alive): each head is parsed
+ * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
+ * in (inject.c), and its body is passed on as framed by http-parser
+ * (Content-Length or chunked). Responses go back as they come. */
+#include <errno.h>
+#include <fcntl.h>
+#include <http_parser.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netlog.h"
+#include "proxy_common.h"
+#include "proxy_parse.h"
+#include "proxy_tls.h"
+#include "tls.h"
+#include "util.h"
+
+#define IN_MAX 16384
+#define OUT_MAX (sizeof(((aj_proxy_req *)0)->headers) + 4096)
+#define HANDSHAKE_MS 10000
+#define IDLE_MS (15 * 60 * 1000)
+
+enum state { S_HEAD, S_BODY, S_RAW };
+
+typedef struct session {
+	aj_netd_ctx *ctx;
+	const aj_proxy_req *connect; /* the CONNECT: host and port */
+	SSL *c, *u;		     /* toward the client (sandbox), the server */
+	enum state st;
+	http_parser hp;
+	bool message_done;
+	char in[IN_MAX]; /* from the client, not yet processed */
+	size_t in_len;
+	char out[OUT_MAX]; /* to the server */
+	size_t out_len, out_off;
+	char back[16384]; /* to the client */
+	size_t back_len, back_off;
+	bool c_eof, u_eof, closing, u_shut;
+	short want_c, want_u;
+	aj_proxy_req *req;
+	char method[16]; /* of the request being taken (the log) */
+} session;
+
+static int on_message_complete(http_parser *hp)
+{
+	session *s = hp->data;
+	s->message_done = true;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+static const http_parser_settings body_settings = {.on_message_complete = on_message_complete};
+
+static void log_event(session *s, const char *verdict, const char *method, const char *why)
+{
+	json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s,s:b}", "event", "proxy", "method",
+			       method ? method : "CONNECT", "host", s->connect->host, "port",
+			       (int)s->connect->port, "verdict", verdict, "intercepted", 1);
+	if (ev && why)
+		json_object_set_new(ev, "reason", json_string(why));
+	aj_netlog(s->ctx, ev);
+}
+
+/* Answer the client (over TLS) and end once it is sent (a response of the
+ * server still being sent is cut there). */
+static void refuse(session *s, int status, const char *reason, const char *why)
+{
+	log_event(s, "refused", s->method[0] ? s->method : NULL, why);
+	char body[512];
+	snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", s->connect->host,
+		 s->connect->port, why);
+	int n = snprintf(s->back, sizeof(s->back),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n\r\n%s",
+			 status, reason, strlen(body), body);
+	s->back_len = n > 0 && (size_t)n < sizeof(s->back) ? (size_t)n : 0;
+	s->back_off = 0;
+	s->closing = true;
+}
+
+/* Does the inner request's Host name the CONNECT host and port (443 when
+ * the Host has none)? */
+static bool same_target(const session *s, const aj_proxy_req *r)
+{
+	unsigned want = s->connect->port;
+	return r->has_host && r->target[0] == '/' && strcmp(r->host, s->connect->host) == 0 &&
+	       (r->port_given ? r->port == want : want == 443);
+}
+
+/* A whole head is in s->in (head bytes): check it, fill in the secrets,
+ * queue it for the server and start framing its body. */
+static void take_head(session *s, size_t head)
+{
+	aj_proxy_req *r = s->req;
+	s->method[0] = '\0';
+	if (aj_proxy_parse(s->in, head, r) < 0) {
+		refuse(s, 400, "Bad Request", r->error);
+		return;
+	}
+	snprintf(s->method, sizeof(s->method), "%s", r->method);
+	if (r->connect || !same_target(s, r)) {
+		refuse(s, 421, "Misdirected Request",
+		       "the Host header does not name the CONNECT target and TLS server name");
+		return;
+	}
+	/* the body: framed by a parser that sees the original head; a head
+	 * it does not take is refused before anything is sent */
+	http_parser_init(&s->hp, HTTP_REQUEST);
+	s->hp.data = s;
+	s->message_done = false;
+	size_t k = http_parser_execute(&s->hp, &body_settings, s->in, head);
+	enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
+	if (!s->message_done && !s->hp.upgrade && ((e != HPE_OK && e != HPE_PAUSED) || k != head)) {
+		refuse(s, 400, "Bad Request", "malformed request body framing");
+		return;
+	}
+	r->port = s->connect->port; /* for the log: "Host: h" means 443 here */
+	if (aj_proxy_fill_secrets(s->ctx, r) < 0) {
+		refuse(s, 431, "Request Header Fields Too Large",
+		       "the request head is too large with the secret's value in it");
+		return;
+	}
+	int n = snprintf(s->out, sizeof(s->out), "%s %s HTTP/%d.%d\r\n%s%s%s%s\r\n", r->method,
+			 r->target, r->http_major, r->http_minor, r->headers,
+			 r->connection[0] ? "Connection: " : "", r->connection,
+			 r->connection[0] ? "\r\n" : "");
+	explicit_bzero(r, sizeof(*r)); /* it held the values */
+	if (n < 0 || (size_t)n >= sizeof(s->out)) {
+		explicit_bzero(s->out, sizeof(s->out));
+		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
+		return;
+	}
+	s->out_len = (size_t)n;
+	s->out_off = 0;
+	log_event(s, "allowed", s->method, NULL);
+	memmove(s->in, s->in + head, s->in_len - head);
+	s->in_len -= head;
+	if (s->hp.upgrade)
+		s->st = S_RAW; /* WebSocket and friends: bytes, no more heads */
+	else if (s->message_done)
+		s->st = S_HEAD;
+	else
+		s->st = S_BODY;
+	if (s->message_done)
+		http_parser_pause(&s->hp, 0);
+}
+
+/* Move what s->in holds toward the server, while the out buffer is free;
+ * true if anything was taken. */
+static bool process(session *s)
+{
+	size_t before = s->in_len;
+	bool was_closing = s->closing;
+	while (!s->closing && s->out_len == 0 && s->in_len > 0) {
+		if (s->st == S_HEAD) {
+			char *end = memmem(s->in, s->in_len, "\r\n\r\n", 4);
+			if (!end) {
+				if (s->in_len == sizeof(s->in))
+					refuse(s, 431, "Request Header Fields Too Large",
+					       "the request head is too large");
+				break;
+			}
+			take_head(s, (size_t)(end - s->in) + 4);
+			continue;
+		}
+		size_t n = s->in_len < sizeof(s->out) ? s->in_len : sizeof(s->out);
+		if (s->st == S_BODY) {
+			size_t k = http_parser_execute(&s->hp, &body_settings, s->in, n);
+			enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
+			if (e != HPE_OK && e != HPE_PAUSED) {
+				refuse(s, 400, "Bad Request", "malformed request body");
+				break;
+			}
+			n = k;
+			if (n == 0 && !s->message_done)
+				break; /* cannot happen: http-parser takes what it is given */
+			if (s->message_done) {
+				http_parser_pause(&s->hp, 0);
+				s->st = S_HEAD;
+			}
+		}
+		memcpy(s->out, s->in, n);
+		s->out_len = n;
+		s->out_off = 0;
+		memmove(s->in, s->in + n, s->in_len - n);
+		s->in_len -= n;
+	}
+	return s->in_len != before || s->closing != was_closing;
+}
+
+/* One SSL_read/SSL_write outcome: >0 bytes, 0 would block (*want set),
+ * -1 end or error. */
+static int io_result(SSL *ssl, int r, short *want)
+{
+	if (r > 0)
+		return r;
+	switch (SSL_get_error(ssl, r)) {
+	case SSL_ERROR_WANT_READ: *want |= POLLIN; return 0;
+	case SSL_ERROR_WANT_WRITE: *want |= POLLOUT; return 0;
+	default: ERR_clear_error(); return -1;
+	}
+}
+
+/* Do what can be done without waiting; true if anything moved. */
+static bool step(session *s)
+{
+	bool moved = false;
+	int r;
+	/* server -> client */
+	if (s->back_len == 0 && !s->u_eof && !s->closing) {
+		r = io_result(s->u, SSL_read(s->u, s->back, sizeof(s->back)), &s->want_u);
+		if (r > 0)
+			s->back_len = (size_t)r, s->back_off = 0, moved = true;
+		else if (r < 0)
+			s->u_eof = true, moved = true;
+	}
+	if (s->back_len > s->back_off) {
+		r = io_result(
+		    s->c, SSL_write(s->c, s->back + s->back_off, (int)(s->back_len - s->back_off)),
+		    &s->want_c);
+		if (r < 0)
+			return s->c_eof = s->u_eof = true, s->back_len = 0, true;
+		if (r > 0) {
+			s->back_off += (size_t)r, moved = true;
+			if (s->back_off == s->back_len)
+				s->back_len = s->back_off = 0;
+		}
+	}
+	/* client -> server */
+	if (s->out_len > s->out_off) {
+		r = io_result(s->u,
+			      SSL_write(s->u, s->out + s->out_off, (int)(s->out_len - s->out_off)),
+			      &s->want_u);
+		if (r < 0)
+			return s->u_eof = true, s->out_len = 0, true;
+		if (r > 0) {
+			s->out_off += (size_t)r, moved = true;
+			if (s->out_off == s->out_len) {
+				explicit_bzero(s->out, s->out_len); /* it may hold a value */
+				s->out_len = s->out_off = 0;
+			}
+		}
+	}
+	if (!s->c_eof && !s->closing && s->out_len == 0 && s->in_len < sizeof(s->in)) {
+		r = io_result(s->c,
+			      SSL_read(s->c, s->in + s->in_len, (int)(sizeof(s->in) - s->in_len)),
+			      &s->want_c);
+		if (r > 0)
+			s->in_len += (size_t)r, moved = true;
+		else if (r < 0)
+			s->c_eof = true, moved = true;
+	}
+	if (process(s))
+		moved = true;
+	if (s->c_eof && s->out_len == 0 && !s->u_shut && !s->u_eof) {
+		(void)SSL_shutdown(s->u); /* the client is done: tell the server */
+		s->u_shut = true;
+		moved = true;
+	}
+	return moved;
+}
+
+static bool finished(const session *s)
+{
+	if (s->closing)
+		return s->back_len == 0;
+	return s->u_eof && s->back_len == 0;
+}
+
+static void relay(session *s)
+{
+	int cfd = SSL_get_fd(s->c), ufd = SSL_get_fd(s->u);
+	for (;;) {
+		s->want_c = s->want_u = 0;
+		while (step(s))
+			if (finished(s))
+				return;
+		if (finished(s))
+			return;
+		struct pollfd pfd[2] = {{.fd = cfd, .events = s->want_c},
+					{.fd = ufd, .events = s->want_u}};
+		if (!s->want_c)
+			pfd[0].fd = -1;
+		if (!s->want_u)
+			pfd[1].fd = -1;
+		if (pfd[0].fd < 0 && pfd[1].fd < 0)
+			return;
+		int pr = poll(pfd, 2, IDLE_MS);
+		if (pr == 0 || (pr < 0 && errno != EINTR))
+			return;
+	}
+}
+
+size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const char *in, size_t len,
+			  char *out, size_t cap)
+{
+	session *s = calloc(1, sizeof(*s));
+	aj_proxy_req *req = calloc(1, sizeof(*req));
+	size_t o = 0, i = 0;
+	if (!s || !req)
+		goto out;
+	s->ctx = ctx;
+	s->connect = connect;
+	s->req = req;
+	while (!s->closing) {
+		size_t room = sizeof(s->in) - s->in_len, n = len - i < room ? len - i : room;
+		memcpy(s->in + s->in_len, in + i, n);
+		s->in_len += n;
+		i += n;
+		bool took = process(s);
+		if (s->out_len) {
+			size_t k = s->out_len < cap - o ? s->out_len : cap - o;
+			memcpy(out + o, s->out, k);
+			o += k;
+			s->out_len = 0;
+			took = true;
+		}
+		if (!took && n == 0)
+			break;
+	}
+out:
+	free(s);
+	free(req);
+	return o;
+}
+
+static void set_timeouts(int fd, int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static void set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
+{
+	session *s = calloc(1, sizeof(*s));
+	aj_proxy_req *req = calloc(1, sizeof(*req));
+	if (!s || !req) {
+		free(s);
+		free(req);
+		return;
+	}
+	s->ctx = ctx;
+	s->connect = connect;
+	s->req = req;
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	set_timeouts(fd, HANDSHAKE_MS);
+	set_timeouts(up, HANDSHAKE_MS);
+	/* the server first: one the CA does not vouch for gets no tunnel */
+	bool is_ip = connect->host_kind != AJ_HOST_NAME;
+	if (!(s->u = aj_tls_connect_new(ctx->tls, connect->host, is_ip)) ||
+	    SSL_set_fd(s->u, up) != 1)
+		goto out;
+	if (SSL_connect(s->u) != 1) {
+		long v = SSL_get_verify_result(s->u);
+		char why[256], body[512];
+		if (v != X509_V_OK)
+			snprintf(why, sizeof(why), "the server's certificate is not trusted: %s",
+				 X509_verify_cert_error_string(v));
+		else
+			snprintf(why, sizeof(why), "TLS handshake with the server failed");
+		ERR_clear_error();
+		log_event(s, "refused", NULL, why);
+		snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", connect->host,
+			 connect->port, why);
+		aj_proxy_reply(fd, 502, "Bad Gateway", body);
+		goto out;
+	}
+	if (send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
+		goto out;
+	if (!(s->c = aj_tls_accept_new(ctx->tls, connect->host)) || SSL_set_fd(s->c, fd) != 1)
+		goto out;
+	if (SSL_accept(s->c) != 1) {
+		ERR_clear_error();
+		log_event(
+		    s, "refused", NULL,
+		    aj_tls_sni_mismatch(s->c)
+			? "the TLS server name does not name the CONNECT target"
+			: "TLS handshake with the sandbox failed (does it trust the sandbox's "
+			  "CA?)");
+		goto out;
+	}
+	set_timeouts(fd, 0);
+	set_timeouts(up, 0);
+	set_nonblock(fd);
+	set_nonblock(up);
+	relay(s);
+	if (s->closing && s->back_len == 0) {
+		/* refused: let the client read the answer before the close
+		 * (unread bytes would make it a reset) */
+		(void)SSL_shutdown(s->c);
+		shutdown(fd, SHUT_WR);
+		char sink[4096];
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		for (int i = 0;
+		     i < 64 && poll(&p, 1, 1000) == 1 && read(fd, sink, sizeof(sink)) > 0; i++)
+			;
+	}
+out:
+	if (s->c)
+		SSL_free(s->c);
+	if (s->u)
+		SSL_free(s->u);
+	explicit_bzero(s, sizeof(*s));
+	explicit_bzero(req, sizeof(*req));
+	free(s);
+	free(req);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: the requests of an intercepted HTTPS session
+ * (proxy_tls.c), without the TLS: keep-alive heads, bodies framed by
+ * http-parser (Content-Length, chunked), upgrades. Checks: it never
+ * crashes or loops; a secret's value comes out only where the input had
+ * its placeholder (or the value itself); a request whose Host names
+ * another server than the CONNECT's is never passed on. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netd_ctx.h"
+#include "proxy_parse.h"
+#include "proxy_tls.h"
+
+static aj_policy policy;
+static aj_netd_ctx ctx;
+static aj_proxy_req connect_req;
+static bool ready;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!ready) {
+		aj_policy_init(&policy);
+		if (aj_policy_add_secret(&policy, "K@api.test=SECRETVALUE", NULL) < 0)
+			abort();
+		strcpy(policy.secrets[0].placeholder, "agentjail-placeholder-K-0000000000000000");
+		ctx = (aj_netd_ctx){.p = &policy, .log_fd = -1};
+		static const char head[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+		if (aj_proxy_parse(head, sizeof(head) - 1, &connect_req) < 0)
+			abort();
+		ready = true;
+	}
+	size_t cap = 4 * size + 65536;
+	char *out = malloc(cap);
+	if (!out)
+		return 0;
+	size_t n = aj_proxy_tls_frame(&ctx, &connect_req, (const char *)data, size, out, cap);
+	bool had = memmem(data, size, "agentjail-placeholder-K-0000000000000000", 40) ||
+		   memmem(data, size, "SECRETVALUE", 11);
+	if (!had && memmem(out, n, "SECRETVALUE", 11))
+		abort(); /* a value without its placeholder */
+	if (memmem(out, n, "\nHost: other.test", 17) && !memmem(data, size, "other.test", 10))
+		abort();
+	free(out);
+	return 0;
+}

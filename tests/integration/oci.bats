@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# agentjail oci: the OCI runtime command line driven directly, with a
+# hand-made bundle (a static busybox root), the way an engine drives it:
+# oci_reaper.py plays conmon (a subreaper that waits for the pid file's pid).
+
+load helpers
+
+setup() {
+    aj_setup
+    command -v busybox >/dev/null || skip "needs busybox-static (scripts/setup.sh)"
+    S=$T/state
+    B=$T/bundle
+    mkdir -p "$B/rootfs/bin" "$B/rootfs/proc" "$B/rootfs/dev" "$B/rootfs/tmp" "$B/rootfs/etc"
+    cp "$(command -v busybox)" "$B/rootfs/bin/busybox"
+    local t
+    for t in sh echo sleep id cat ls grep mkdir; do ln -s busybox "$B/rootfs/bin/$t"; done
+    echo base >"$B/rootfs/motd"
+    chmod -R a+rX "$T"
+}
+
+# bundle_config ARGS_JSON [EXTRA_LINUX_JSON] [ANNOTATIONS_JSON]: config.json
+# as Podman writes it, trimmed (its mounts, namespaces, masked paths).
+bundle_config() {
+    local ann=${3:-"{}"}
+    cat >"$B/config.json" <<EOF
+{"ociVersion": "1.0.2-dev",
+ "process": {"terminal": false, "user": {"uid": 0, "gid": 0}, "args": $1,
+   "env": ["PATH=/bin", "GREETING=hello"], "cwd": "/",
+   "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+   "noNewPrivileges": true},
+ "root": {"path": "rootfs", "readonly": false},
+ "hostname": "ocibox",
+ "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+   {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
+   {"destination": "/dev/pts", "type": "devpts", "source": "devpts"},
+   {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro"]}],
+ "annotations": $ann,
+ "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"},
+     {"type": "uts"}, {"type": "mount"}${2:-}],
+   "resources": {"devices": [{"allow": false, "access": "rwm"}],
+     "memory": {"limit": 268435456}, "pids": {"limit": 64}},
+   "maskedPaths": ["/proc/kcore", "/sys/firmware"], "readonlyPaths": ["/proc/sys"]}}
+EOF
+}
+
+oci() {
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" oci --root "$S" "$@" </dev/null
+}
+
+# oci_create ID: create under the reaper, in the background; returns when
+# create has (the pid file, or the reaper's report of a failed create).
+oci_create() {
+    python3 "$BATS_TEST_DIRNAME/oci_reaper.py" "$T/$1.pid" "$T/$1.exit" -- \
+        "$AJ" oci --root "$S" create --bundle "$B" --pid-file "$T/$1.pid" "$1" \
+        </dev/null >"$T/$1.out" 2>"$T/$1.err" &
+    AJ_BG_PID=$!
+    local i
+    for i in $(seq 100); do
+        [ -s "$T/$1.pid" ] || [ -s "$T/$1.exit" ] && return 0
+        sleep 0.1
+    done
+    fail "create did not finish"
+}
+
+wait_exit() { # ID: the reaper's "exit=N"
+    local i
+    for i in $(seq 150); do
+        [ -s "$T/$1.exit" ] && break
+        sleep 0.1
+    done
+    wait "$AJ_BG_PID" 2>/dev/null || true
+    cat "$T/$1.exit"
+}
+
+state_field() { # ID FIELD
+    oci state "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+
+# Nothing of the container left: no state, no process of the monitor.
+assert_gone() { # ID PID
+    [ ! -e "$S/$1" ] || fail "state directory $S/$1 left"
+    ! kill -0 "$2" 2>/dev/null || fail "monitor $2 left"
+}
+
+@test "oci: create holds the command, start runs it, state, exit code, delete" {
+    bundle_config '["/bin/sh", "-c", "echo $GREETING from $(cat /motd) on $(busybox hostname); echo err >&2; exit 7"]'
+    oci_create c1
+    [ ! -s "$T/c1.exit" ] || fail "create failed: $(cat "$T/c1.exit" "$T/c1.err")"
+    local pid
+    pid=$(cat "$T/c1.pid")
+    assert_eq "$(state_field c1 status)" created "status after create"
+    assert_eq "$(state_field c1 pid)" "$pid" "state pid = pid file"
+    assert_eq "$(state_field c1 bundle)" "$B" "bundle"
+    # held: built, but nothing of the command has run yet
+    assert_eq "$(cat "$T/c1.out")" "" "output before start"
+    # never host uid 0: the sandbox's processes run as an unprivileged host uid
+    local uids
+    uids=$(ps -o uid= --ppid "$pid" | tr -d ' ')
+    [ -n "$uids" ] || fail "no sandbox process under the monitor"
+    assert_ne "$uids" 0 "host uid of the container's init"
+    run oci start c1
+    assert_status 0
+    assert_eq "$(wait_exit c1)" "exit=7" "container exit status"
+    assert_eq "$(cat "$T/c1.out")" "hello from base on ocibox" "stdout"
+    assert_eq "$(cat "$T/c1.err")" "err" "stderr"
+    assert_eq "$(state_field c1 status)" stopped "status after exit"
+    run oci start c1
+    assert_status 125
+    run oci delete c1
+    assert_status 0
+    assert_gone c1 "$pid"
+    run oci state c1
+    assert_status 125
+    assert_contains "$output" "does not exist"
+}
+
+@test "oci: kill of a running container; delete --force of a held one" {
+    bundle_config '["/bin/sleep", "60"]'
+    oci_create k1
+    local pid
+    pid=$(cat "$T/k1.pid")
+    run oci start k1
+    assert_status 0
+    assert_eq "$(state_field k1 status)" running "status after start"
+    run oci delete k1
+    assert_status 125 # running: needs --force
+    run oci kill k1 TERM
+    assert_status 0
+    assert_eq "$(wait_exit k1)" "exit=143" "exit status after SIGTERM"
+    run oci kill k1 KILL
+    assert_status 125 # not running any more
+    run oci delete k1
+    assert_status 0
+    assert_gone k1 "$pid"
+
+    oci_create k2
+    pid=$(cat "$T/k2.pid")
+    assert_eq "$(state_field k2 status)" created
+    run oci delete --force k2
+    assert_status 0
+    assert_eq "$(wait_exit k2)" "exit=137" "a held container killed"
+    assert_eq "$(cat "$T/k2.out")" "" "the held command never ran"
+    assert_gone k2 "$pid"
+}
+
+@test "oci: egress closed by default; annotations open it, and are checked" {
+    bundle_config '["/bin/sh", "-c", "ls /sys/class/net 2>&1; cat /proc/net/dev | tail -n +3 | cut -d: -f1"]'
+    oci_create n1
+    run oci start n1
+    assert_status 0
+    assert_eq "$(wait_exit n1)" "exit=0"
+    # no /sys, and only the loopback device: no route out
+    assert_contains "$(cat "$T/n1.out")" "No such file or directory"
+    assert_eq "$(tail -n 1 "$T/n1.out" | tr -d ' ')" lo "network devices"
+    run oci delete n1
+    assert_status 0
+    if [ "$(id -u)" -eq 0 ]; then
+        # run.agentjail.allow: agentjail's resolver and proxy (no packet is sent)
+        bundle_config '["/bin/sh", "-c", "grep -o eth0 /proc/net/dev; echo $HTTPS_PROXY"]' "" \
+            '{"run.agentjail.allow": "example.com, *.example.org:443"}'
+        oci_create n4
+        run oci start n4
+        assert_status 0
+        assert_eq "$(wait_exit n4)" "exit=0"
+        assert_eq "$(head -n 1 "$T/n4.out")" eth0 "a device toward agentjail's proxy"
+        assert_contains "$(tail -n 1 "$T/n4.out")" "http://10."
+        run oci delete n4
+        assert_status 0
+    fi
+    bundle_config '["/bin/true"]' "" '{"run.agentjail.net": "bogus"}'
+    run --separate-stderr oci create --bundle "$B" n2
+    assert_status 125
+    assert_contains "$stderr" "annotation run.agentjail.net"
+    bundle_config '["/bin/true"]' "" '{"run.agentjail.seccomp-profile": "/etc/passwd"}'
+    run --separate-stderr oci create --bundle "$B" n3
+    assert_status 125
+    assert_contains "$stderr" "run.agentjail.seccomp-profile is not supported"
+    [ -z "$(ls -A "$S")" ] || fail "state left: $(ls "$S")"
+}
+
+# bad_bundle WHAT: create must fail with exit 125, one clear line, nothing made
+bad_bundle() {
+    run --separate-stderr oci --log "$T/log.json" --log-format json create --bundle "$B" bad
+    assert_status 125
+    assert_contains "$stderr" "$1"
+    assert_eq "$output" "" "stdout"
+    assert_eq "$(printf '%s\n' "$stderr" | wc -l)" 1 "stderr lines"
+    [ ! -e "$S/bad" ] || fail "state left for a refused bundle"
+    python3 -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$T/log.json" ||
+        fail "--log-format json wrote something else"
+    rm -f "$T/log.json"
+}
+
+@test "oci: bad bundles and unsupported requests are refused, nothing made" {
+    bad_bundle "config.json: No such file or directory"
+    echo '{"ociVersion": "1.0.2", "process": ' >"$B/config.json"
+    bad_bundle "config.json is not valid JSON"
+    bundle_config '["/bin/true"]' ', {"type": "time"}'
+    bad_bundle "linux.namespaces: time is not supported"
+    bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/1/ns/net"}'
+    bad_bundle "joining the network namespace at /proc/1/ns/net is not supported"
+    bundle_config '[]'
+    bad_bundle "process.args must be a non-empty array"
+    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
+    sed -i 's|"args": \[\]|"args": ["/bin/true"]|' "$B/config.json"
+    bad_bundle "linux.seccomp needs a supported defaultAction"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
+    bad_bundle "process.terminal needs --console-socket"
+    run --separate-stderr oci --systemd-cgroup state x
+    assert_status 125
+    assert_contains "$stderr" "--systemd-cgroup is not supported"
+    run --separate-stderr oci checkpoint x
+    assert_status 125
+    assert_contains "$stderr" "oci checkpoint is not supported"
+    run oci features
+    assert_status 0
+    assert_eq "$(printf '%s' "$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ociVersionMax"])')" 1.2.0
+    [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
+}
+
+@test "oci: the bundle's seccomp filter is loaded on top of agentjail's own" {
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp /proc/self/status; mkdir /tmp/d || exit 9"]'
+    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}, {"names": ["no_such_call"], "action": "SCMP_ACT_ALLOW"}]}, |' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" s0
+    assert_status 125 # a name libseccomp does not know, in a rule that denies
+    assert_contains "$stderr" "syscall no_such_call is not known here"
+    sed -i 's|"mkdirat", "no_such_call"|"mkdirat"|' "$B/config.json"
+    oci_create s1
+    run oci start s1
+    assert_status 0
+    assert_eq "$(wait_exit s1)" "exit=9" "mkdir denied by the bundle's filter"
+    assert_contains "$(cat "$T/s1.err")" "Function not implemented"
+    # two filters: agentjail's (init's, inherited) and the bundle's
+    assert_contains "$(cat "$T/s1.out")" "Seccomp_filters:	2"
+    run oci delete s1
+    assert_status 0
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status"]'
+    oci_create s2
+    run oci start s2
+    assert_eq "$(wait_exit s2)" "exit=0"
+    assert_eq "$(cat "$T/s2.out")" "Seccomp_filters:	1" "agentjail's filter alone"
+    run oci delete s2
+    assert_status 0
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bats
+# agentjail oci as Podman's runtime: an image imported from a tar of a tiny
+# busybox root (no registry), `podman run --rm`, exit codes, output, a
+# detached container's logs and stop, exec refused, nothing left after rm.
+
+load helpers
+
+setup() {
+    aj_setup
+    require_root
+    command -v podman >/dev/null || skip "needs podman (scripts/setup.sh)"
+    command -v busybox >/dev/null || skip "needs busybox-static (scripts/setup.sh)"
+    local r=$T/img
+    mkdir -p "$r/bin" "$r/proc" "$r/dev" "$r/tmp" "$r/etc"
+    cp "$(command -v busybox)" "$r/bin/busybox"
+    local t
+    for t in sh echo sleep id cat true; do ln -s busybox "$r/bin/$t"; done
+    echo base >"$r/motd"
+    # the security suite's static attack program (tests/security/README.md)
+    [ -x "${ATTACK:-}" ] && cp "$ATTACK" "$r/attack"
+    tar -C "$r" -cf "$T/img.tar" .
+    # a logging wrapper: what Podman passes (conmon calls it); it sets
+    # --root itself, as Podman's --runtime-flag does not reach the
+    # delete of its cleanup process
+    S=$T/state
+    printf '#!/bin/sh\necho "$*" >>%q\nexec %q oci --root %q "$@"\n' "$T/calls" "$AJ" "$S" \
+        >"$T/runtime"
+    chmod 0755 "$T/runtime"
+    P=(podman --root "$T/ps" --runroot "$T/pr" --tmpdir "$T/pt" --storage-driver vfs
+        --cgroup-manager cgroupfs --events-backend file --runtime "$T/runtime")
+    timeout 60 "${P[@]}" import "$T/img.tar" localhost/ajtiny:1 >/dev/null 2>&1 ||
+        fail "podman import failed"
+}
+
+teardown() {
+    if [ -n "${P+x}" ]; then
+        timeout 30 "${P[@]}" rm -af >/dev/null 2>&1 || true
+        timeout 30 "${P[@]}" rmi -af >/dev/null 2>&1 || true
+    fi
+    aj_teardown
+}
+
+prun() {
+    timeout -k 5 60 "${P[@]}" "$@" </dev/null
+}
+
+@test "podman: run --rm, output and exit code; run -d, logs, stop, rm; nothing left" {
+    # Podman's default seccomp profile is loaded on top of agentjail's filter
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 \
+        /bin/sh -c 'echo out $(cat /motd); echo err >&2; exit 3'
+    assert_status 3
+    assert_eq "$output" "out base" "stdout"
+    assert_eq "$stderr" "err" "stderr"
+    # what Podman passed: create's flags, start, delete
+    assert_contains "$(cat "$T/calls")" "create --bundle"
+    assert_contains "$(cat "$T/calls")" "--pid-file"
+    assert_contains "$(cat "$T/calls")" "delete --force"
+
+    # a terminal: the pty's master goes to conmon over --console-socket
+    run prun run --rm -t --network none localhost/ajtiny:1 \
+        /bin/sh -c 'ls -l /proc/self/fd/0; echo tty; exit 5'
+    assert_status 5
+    assert_contains "$output" "-> /dev/pts/0"
+    assert_contains "$output" $'tty\r'
+    assert_contains "$(cat "$T/calls")" "--console-socket"
+
+    run prun run -d --name ajdet --network none localhost/ajtiny:1 /bin/sh -c 'echo started; exec sleep 60'
+    assert_status 0
+    local i
+    for i in $(seq 50); do
+        [ "$(prun logs ajdet 2>/dev/null)" = started ] && break
+        sleep 0.1
+    done
+    assert_eq "$(prun logs ajdet)" started "logs"
+    assert_eq "$(prun inspect -f '{{.State.Status}}' ajdet)" running
+    run --separate-stderr prun exec ajdet /bin/true
+    assert_status 255 # podman's own code for a runtime error
+    assert_contains "$stderr" "oci exec is not supported"
+    run prun stop -t 5 ajdet
+    assert_status 0
+    assert_eq "$(prun inspect -f '{{.State.ExitCode}}' ajdet)" 143 "exit code after stop"
+    run prun rm ajdet
+    assert_status 0
+    assert_eq "$(prun ps -aq)" "" "containers left"
+    [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
+    [ -z "$(pgrep -f "agentjail-oci|conmon.*$T" || true)" ] || fail "processes left"
+}
+
+@test "podman: what agentjail cannot honour is refused with the fix" {
+    # a namespace to join (Podman's default network is one; this one
+    # makes no bridge on the host)
+    run --separate-stderr prun run --rm --network "ns:/proc/$$/ns/net" localhost/ajtiny:1 /bin/true
+    assert_status 126
+    assert_contains "$stderr" "--network none"
+    # an annotation agentjail does not take
+    run --separate-stderr prun run --rm --network none --annotation run.agentjail.net=bogus \
+        localhost/ajtiny:1 /bin/true
+    assert_status 126
+    assert_contains "$stderr" "annotation run.agentjail.net"
+    assert_eq "$(prun ps -aq)" "" "containers left"
+    [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "runtime state left: $(ls "$S")"
+}
+
+@test "podman: the security suite's attacks fail inside a Podman container" {
+    [ -x "$T/img/attack" ] || skip "needs ATTACK (build/tests/ajattack)"
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack privsweep
+    assert_status 0
+    assert_eq "${lines[-1]}" "result=blocked" "privileged syscalls"
+    assert_contains "$output" "reboot=blocked errno=EPERM"
+    assert_contains "$output" "init_module=blocked errno=EPERM"
+    run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack keyring
+    assert_status 0
+    assert_eq "${lines[-1]}" "result=blocked" "kernel keyring"
+    # the container's processes are never host uid 0
+    run prun run -d --name ajuid --network none localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    local pid uids
+    pid=$(cat "$S"/*/state.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    uids=$(ps -o uid= --ppid "$pid" | tr -d ' ')
+    [ -n "$uids" ] || fail "no sandbox process under the monitor"
+    assert_ne "$uids" 0 "host uid of the container's init"
+    run prun rm -f -t 0 ajuid
+    assert_status 0
+    [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# Scoped secrets over HTTPS (docs/network.md, "Secrets for the hosts they
+# belong to"): netd terminates TLS toward a secret's hosts with a CA of its
+# own, verifies the server against --upstream-ca, and puts the value in.
+# The fake world of world.bash serves HTTPS on 443 (fakeinet.py --tls) with
+# certificates of a test CA made here: api.example.test (192.0.2.10) and
+# other.test present the test CA's leaf, bad.example.test a self-signed
+# one. Nothing here sends a packet to a real address.
+
+load ../integration/helpers
+load world
+
+setup_file() {
+    world_setup_file
+    world_test_certs "$BATS_FILE_TMPDIR/certs"
+}
+
+setup() {
+    CERTS=$BATS_FILE_TMPDIR/certs
+    WORLD_WEB_PORTS=80 WORLD_TLS=443:$CERTS world_setup
+}
+teardown() { world_teardown; }
+
+VALUE='sk-tls-Zq8!x&y=1'
+
+arun() {
+    run --separate-stderr hrun --dns 192.0.2.53 --allow api.example.test --allow other.test \
+        --allow bad.example.test --secret "TOKEN@api.example.test,bad.example.test=$VALUE" \
+        --upstream-ca "$CERTS/ca.crt" --net-log "$T/net.jsonl" "$@"
+}
+
+req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
+
+@test "HTTPS to a secret's host: the value goes in (keep-alive, curl, python, node); other hosts get the placeholder; the CA key is nowhere inside" {
+    # node's https ignores HTTPS_PROXY: CONNECT by hand (the Host header
+    # names the target, as proxy agents send it); it trusts the CA
+    # only through NODE_EXTRA_CA_CERTS (its own roots, not the system's)
+    cat >"$WS/node.js" <<'EOF'
+const http = require('http'), tls = require('tls');
+const p = new URL(process.env.HTTPS_PROXY);
+http.request({host: p.hostname, port: p.port, method: 'CONNECT', path: 'api.example.test:443',
+              headers: {Host: 'api.example.test:443'}})
+  .on('connect', (res, sock) => {
+    const t = tls.connect({socket: sock, servername: 'api.example.test'}, () =>
+      t.end('GET /node HTTP/1.1\r\nHost: api.example.test\r\nAuthorization: Bearer ' +
+            process.env.TOKEN + '\r\nConnection: close\r\n\r\n'));
+    let d = ''; t.on('data', c => d += c);
+    t.on('end', () => console.log('node ' + d.split('\r\n')[0]));
+    t.on('error', e => console.log('node error ' + e.code));
+  }).end();
+EOF
+    # everything a process inside can read that agentjail may have written,
+    # concatenated: / but /usr, /proc, /sys, /dev (host trees or kernel
+    # views), plus every process's environment and command line
+    cat >"$WS/dump.py" <<'EOF'
+import itertools, os
+out = open("/workspace/inside.bin", "wb")
+skip = ("/usr", "/proc", "/sys", "/dev", "/workspace")
+def walk(root):
+    for top, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+        yield top, files
+for top, files in itertools.chain(walk("/"), walk("/dev/shm")):
+    for f in files:
+        try:
+            with open(os.path.join(top, f), "rb") as fh:
+                out.write(fh.read(16 << 20))
+        except OSError:
+            pass
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for what in ("environ", "cmdline"):
+        try:
+            out.write(open(f"/proc/{pid}/{what}", "rb").read())
+        except OSError:
+            pass
+EOF
+    AGENTJAIL_CA_KEY_FILE=$T/ca.key arun -- sh -c '
+        curl -sS -m 10 -H "Authorization: Bearer $TOKEN" -w "curl %{http_code} %{num_connects}\n" \
+            -o /dev/null -o /dev/null https://api.example.test/a https://api.example.test/b
+        curl -sS -m 10 -k -H "Authorization: Bearer $TOKEN" -w "other %{http_code}\n" -o /dev/null \
+            https://other.test/c
+        python3 -c "import os, urllib.request as u; print(\"python\", u.urlopen(u.Request(\"https://api.example.test/py\", headers={\"x-api-key\": os.environ[\"TOKEN\"]}), timeout=10).status)"
+        node /workspace/node.js
+        env >/workspace/env.txt; python3 /workspace/dump.py
+        echo "inside: $TOKEN"'
+    assert_status 0
+    assert_output_has_line "curl 200 1"
+    assert_output_has_line "curl 200 0" # the second request: the same connection
+    assert_output_has_line "other 200"
+    assert_output_has_line "python 200"
+    assert_output_has_line "node HTTP/1.1 200 OK"
+    local ph
+    ph=$(sed -n 's/^inside: //p' <<<"$output")
+    [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
+    # the server saw the value over TLS, from one connection for /a and /b
+    local p
+    for p in /a /b /node; do
+        [ "$(req $p | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "$p: $(req $p)"
+        [ "$(req $p | jq -r '.tls')" = true ] || fail "$p not over TLS: $(req $p)"
+    done
+    [ "$(req /py | jq -r '.headers["X-Api-Key"]')" = "$VALUE" ] || fail "/py: $(req /py)"
+    [ "$(req /a | jq .peer)" = "$(req /b | jq .peer)" ] || fail "/a and /b: two connections: $(cat "$WEB_LOG")"
+    # another host: tunnelled untouched, the placeholder arrives
+    [ "$(req /c | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/c: $(req /c)"
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "secret_injected" and .host == "api.example.test" and .port == 443')" -eq 4 ] ||
+        fail "injected: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .intercepted and .verdict == "allowed"')" -eq 4 ] || fail "$(cat "$T/net.jsonl")"
+    # the inside trusts the CA whose key netd wrote for this test
+    grep -q "^SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt$" "$WS/env.txt" || fail "$(cat "$WS/env.txt")"
+    grep -q "^NODE_EXTRA_CA_CERTS=" "$WS/env.txt" || fail "$(cat "$WS/env.txt")"
+    # the key: not in any file, environment or command line inside, nor the output
+    local hex b64
+    hex=$(openssl pkey -in "$T/ca.key" -text -noout | awk '/^priv:/ {f = 1; next} /^pub:/ {f = 0} f' | tr -d ' :\n')
+    hex=${hex: -64}
+    b64=$(sed -n 2p "$T/ca.key")
+    [ ${#hex} -eq 64 ] && [ -n "$b64" ] || fail "no key: $(cat "$T/ca.key")"
+    [ "$(stat -c %s "$WS/inside.bin")" -gt 100000 ] || fail "the dump is too small to mean anything"
+    grep -q "BEGIN CERTIFICATE" "$WS/inside.bin" || fail "the dump holds no CA bundle"
+    python3 - "$WS/inside.bin" "$hex" "$b64" <<'EOF' || fail "the CA key is inside"
+import sys
+data = open(sys.argv[1], "rb").read()
+raw = bytes.fromhex(sys.argv[2])
+for needle in (raw, raw[::-1], sys.argv[2].encode(), sys.argv[3].encode()):
+    if needle in data:
+        sys.exit(1)
+EOF
+    ! grep -rqiF -e "$hex" -e "$b64" -e "$VALUE" "$WS" "$T/net.jsonl" || fail "the key or the value in a file"
+    [[ "$output$stderr" != *"$b64"* && "$output$stderr" != *"$VALUE"* ]] || fail "in the output"
+}
+
+@test "HTTPS interception refuses a Host or SNI naming another host and a server the CA does not vouch for" {
+    arun -- sh -c '
+        curl -sS -m 10 -H "Host: other.test" -H "Authorization: Bearer $TOKEN" -w "host %{http_code}\n" \
+            -o /dev/null https://api.example.test/host
+        curl -sS -m 10 -H "Authorization: Bearer $TOKEN" -w "bad %{http_connect}\n" -o /dev/null \
+            https://bad.example.test/bad
+        python3 -c "
+import os, socket, ssl
+s = socket.create_connection((os.environ[\"HTTPS_PROXY\"].split(\"/\")[2].split(\":\")[0], 3128))
+s.sendall(b\"CONNECT api.example.test:443 HTTP/1.1\r\n\r\n\")
+s.recv(200)
+c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
+try:
+    t = c.wrap_socket(s, server_hostname=\"other.test\")
+    t.sendall(b\"GET /sni HTTP/1.1\r\nHost: other.test\r\nAuthorization: Bearer \" + os.environ[\"TOKEN\"].encode() + b\"\r\n\r\n\")
+    print(\"sni\", t.recv(100))
+except (ssl.SSLError, OSError) as e:
+    print(\"sni refused\")
+"'
+    assert_status 0
+    assert_output_has_line "host 421"
+    assert_output_has_line "bad 502"
+    assert_output_has_line "sni refused"
+    # none of them reached a server with a request, nor got the value
+    [ -z "$(req /host)$(req /bad)$(req /sni)" ] || fail "a refused request was sent: $(cat "$WEB_LOG")"
+    ! grep -qF "$VALUE" "$WEB_LOG" || fail "the value went out: $(cat "$WEB_LOG")"
+    q() { jq -c "select(.verdict == \"refused\" and .intercepted and ($1))" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.reason | test("Host header")')" -eq 1 ] || fail "host: $(cat "$T/net.jsonl")"
+    [ "$(q '.host == "bad.example.test" and (.reason | test("certificate is not trusted"))')" -eq 1 ] ||
+        fail "bad: $(cat "$T/net.jsonl")"
+    [ "$(q '.reason | test("^the TLS server name")')" -eq 1 ] || fail "sni: $(cat "$T/net.jsonl")"
+    [ "$(jq -c 'select(.event == "secret_injected")' "$T/net.jsonl" | wc -l)" -eq 0 ] ||
+        fail "injected: $(cat "$T/net.jsonl")"
+}
