@@ -104,6 +104,14 @@ static int pool_level(const char *spec, const char **rest, aj_policy *lp, aj_err
 		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
 		return r;
 	}
+	if (lp->isolation == AJ_ISO_MICROVM) { /* a pool is of an image */
+		r = aj_err(err, ENOTSUP,
+			   "--pool '%s': level microvm runs no image yet (its root is the host's "
+			   "/usr), and has no pools",
+			   spec);
+		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
+		return r;
+	}
 	if ((r = be->probe(err)) < 0) { /* never a pool of another level */
 		aj_err_prefix(err, "--pool '%s'", spec);
 		return r;

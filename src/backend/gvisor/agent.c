@@ -791,7 +791,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	char type, *buf = NULL;
 	uint32_t len;
-	if (read_frame(&type, &buf, &len) != 1 || type != AJ_AG_REQUEST)
+	/* a microVM's port is reused: what the host sent a request whose
+	 * agent had already answered (its stdin, a signal) is skipped */
+	int k;
+	while ((k = read_frame(&type, &buf, &len)) == 1 && type != AJ_AG_REQUEST) {
+		free(buf);
+		buf = NULL;
+	}
+	if (k != 1)
 		return answer(EPROTO);
 	json_t *q = json_loads(buf, 0, NULL);
 	free(buf);

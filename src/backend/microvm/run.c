@@ -1,68 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* `agentjail run --isolation microvm`: one command in a fresh qemu microVM.
- * A private directory holds the staged root (the host's /usr and the
- * harmless /etc entries, bound read-only in virtiofsd's own mount
- * namespace, and the synthesized /etc files), the VM's sockets and its
- * console. Two virtiofsd serve the root (read-only, as an unused uid) and
- * the workspace (as its owner, never host root); qemu runs confined as the
- * unused uid with -sandbox on. The command's stdio, signals and exit go
- * through the guest's agentjail-agent on virtio-serial (agent_proto.h). */
-#include <dirent.h>
+/* `agentjail run --isolation microvm`: one command in a fresh qemu microVM
+ * (boot.c), its stdio, signals and exit through the guest's agent on the
+ * VM's one agent port (agent_proto.h); the VM goes with the command. */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent_frame.h"
-#include "etc.h"
-#include "mask.h"
-#include "microvm.h"
-#include "protect.h"
+#include "boot.h"
 #include "redact.h"
-#include "userns.h"
 #include "util.h"
-
-#define MIN_MEMORY (128ULL << 20)
-#define DEFAULT_MEMORY (512ULL << 20)
-/* the VMM's host cgroup: the guest's RAM and this for qemu's own (TCG's
- * code buffers, its binary's pages) and virtiofsd's (docs/levels.md) */
-#define VMM_OVERHEAD (256ULL << 20)
-#define VMM_PIDS 512
-#define BOOT_TIMEOUT_MS 60000ULL
-
-typedef struct mv_run {
-	const aj_policy *p;
-	const aj_run_hooks *hooks;
-	aj_mv_host h;
-	char dir[64];	    /* the private directory (root's, 0711) */
-	char root[96];	    /* dir/root: the staged root */
-	char vm[96];	    /* dir/vm: qemu's (the unused uid's) */
-	char wsd[96];	    /* dir/ws: the workspace's virtiofsd's root (its owner's) */
-	char wsws[112];	    /* dir/ws/workspace: the workspace bound there */
-	aj_mv_spawn rootfs; /* the root's virtiofsd and its binds */
-	char *holders[160]; /* the binds' sources and places (malloc'ed) */
-	size_t n_holders;
-	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
-	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
-	gid_t ws_gid;
-	pid_t pids[3];	  /* qemu, virtiofsd root, virtiofsd workspace */
-	int agent;	  /* the agent's socket */
-	int console;	  /* dir/vm/console, qemu's serial */
-	aj_protect *prot; /* the workspace's host-run files (protect.h), or NULL */
-	aj_cgroup cg;	  /* qemu's and virtiofsd's, on the host */
-	bool have_cg;
-} mv_run;
 
 static unsigned long long now_ms(void)
 {
@@ -71,456 +25,13 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-static void warn(mv_run *m, const char *msg)
-{
-	if (!m->p->quiet && m->hooks && m->hooks->warn)
-		m->hooks->warn(m->hooks->ctx, msg);
-}
-
-/* What this first slice of level 3 does not do yet stops the run (125). */
-static int refuse(const aj_policy *p, aj_error *err)
-{
-	const char *what = p->net != AJ_NET_NONE     ? "--net open/--allow (the VM has no NIC yet)"
-			   : p->n_publish	     ? "--publish"
-			   : p->n_binds		     ? "--ro/--rw binds"
-			   : p->rootfs		     ? "--rootfs/--image"
-			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
-			   : p->seccomp_profile	     ? "--seccomp-profile"
-			   : p->uid || p->gid	     ? "--user"
-						     : NULL;
-	if (what) {
-		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
-		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
-		return -ENOTSUP;
-	}
-	if (!p->argv || !p->argv[0])
-		return aj_err(err, EINVAL, "no command given (agentjail run -- COMMAND)");
-	if (p->memory && p->memory < MIN_MEMORY) {
-		aj_err(err, EINVAL,
-		       "--memory: a microVM needs at least 128 MiB (its kernel's own)");
-		aj_err_hint(err, "give --memory 128m or more");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* ---- the staged root ---- */
-
-static int hold(mv_run *m, const char *src, const char *rel, bool dir, aj_error *err)
-{
-	if (m->rootfs.n >= AJ_ARRAY_SIZE(m->rootfs.bind) ||
-	    m->n_holders + 2 > AJ_ARRAY_SIZE(m->holders))
-		return aj_err(err, E2BIG, "microvm: too many binds");
-	char *onto = aj_asprintf("%s/%s", m->root, rel), *s = strdup(src);
-	if (!onto || !s) {
-		free(onto), free(s);
-		return aj_err(err, ENOMEM, "microvm");
-	}
-	m->holders[m->n_holders++] = onto;
-	m->holders[m->n_holders++] = s;
-	int r = dir ? aj_mkdir_p(onto, 0755) : aj_write_file(onto, "", 0644);
-	if (r < 0)
-		return aj_err(err, -r, "microvm: cannot create %s", onto);
-	size_t i = m->rootfs.n++;
-	m->rootfs.bind[i] = s, m->rootfs.onto[i] = onto, m->rootfs.ro[i] = true;
-	return 0;
-}
-
-/* host path -> the same place in the staged root: a symlink as it is, a
- * directory or file bound read-only */
-static int stage_host(mv_run *m, const char *path, aj_error *err)
-{
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return 0;
-	char dst[PATH_MAX];
-	snprintf(dst, sizeof(dst), "%s%s", m->root, path);
-	char *slash = strrchr(dst, '/');
-	*slash = '\0';
-	(void)aj_mkdir_p(dst, 0755);
-	*slash = '/';
-	if (S_ISLNK(st.st_mode)) {
-		char t[PATH_MAX];
-		ssize_t n = readlink(path, t, sizeof(t) - 1);
-		if (n < 0)
-			return 0;
-		t[n] = '\0';
-		return symlink(t, dst) < 0 && errno != EEXIST
-			   ? aj_err(err, errno, "symlink %s", dst)
-			   : 0;
-	}
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		return 0;
-	return hold(m, path, path + 1, S_ISDIR(st.st_mode), err);
-}
-
-static int stage_root(mv_run *m, aj_error *err)
-{
-	static const char *const dirs[] = {"proc", "sys", "dev",     "workspace", "root",
-					   "home", "run", "var/tmp", "tmp",	  "etc"};
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(dirs); i++) {
-		char d[PATH_MAX];
-		snprintf(d, sizeof(d), "%s/%s", m->root, dirs[i]);
-		if (aj_mkdir_p(d, 0755) < 0)
-			return aj_err(err, errno, "microvm: cannot create %s", d);
-		if (!strcmp(dirs[i], "tmp") || !strcmp(dirs[i], "var/tmp"))
-			chmod(d, 01777);
-		if (!strcmp(dirs[i], "root"))
-			chmod(d, 0700);
-	}
-	/* the staged root itself, idmapped (hold): its files are the root
-	 * virtiofsd's own, as the binds below it */
-	if (hold(m, m->root, "", true, err) < 0)
-		return -1;
-	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	"/lib",
-					  "/lib32", "/lib64", "/libx32"};
-	int r = 0;
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(sys) && r == 0; i++)
-		r = stage_host(m, sys[i], err);
-	aj_etc_files f;
-	if (r == 0 && aj_etc_prepare(m->p, NULL, &f) < 0)
-		return aj_err(err, ENOMEM, "microvm: /etc");
-	char etc[PATH_MAX];
-	snprintf(etc, sizeof(etc), "%s/etc", m->root);
-	if (r == 0) {
-		r = aj_etc_write_dir(etc, &f, err);
-		aj_etc_free(&f);
-	}
-	for (size_t i = 0; i < aj_etc_allowed_n && r == 0; i++)
-		r = stage_host(m, aj_etc_allowed[i], err);
-	DIR *d = r == 0 ? opendir("/etc") : NULL;
-	struct dirent *de;
-	while (d && r == 0 && (de = readdir(d))) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "/etc/%s", de->d_name);
-		if (aj_etc_allowed_name(de->d_name))
-			r = stage_host(m, path, err);
-	}
-	if (d)
-		closedir(d);
-	return r;
-}
-
-/* ---- the VM ---- */
-
-static int make_dirs(mv_run *m, aj_error *err)
-{
-	snprintf(m->dir, sizeof(m->dir), AJ_MV_DIR_PREFIX "%d-XXXXXX", getpid());
-	if (!mkdtemp(m->dir)) {
-		m->dir[0] = '\0';
-		return aj_err(err, errno, "microvm: cannot create its directory in /tmp");
-	}
-	snprintf(m->root, sizeof(m->root), "%s/root", m->dir);
-	snprintf(m->vm, sizeof(m->vm), "%s/vm", m->dir);
-	snprintf(m->wsd, sizeof(m->wsd), "%s/ws", m->dir);
-	snprintf(m->wsws, sizeof(m->wsws), "%s/ws/workspace", m->dir);
-	/* dir/ws: where the workspace is bound for its virtiofsd (its owner's) */
-	if (chmod(m->dir, 0711) < 0 || mkdir(m->root, 0755) < 0 || mkdir(m->vm, 0700) < 0 ||
-	    chown(m->vm, m->base, m->base) < 0 || mkdir(m->wsd, 0700) < 0 ||
-	    chown(m->wsd, m->ws_uid, m->ws_gid) < 0 || mkdir(m->wsws, 0700) < 0 ||
-	    chown(m->wsws, m->ws_uid, m->ws_gid) < 0)
-		return aj_err(err, errno, "microvm: cannot prepare %s", m->dir);
-	return 0;
-}
-
-/* In the workspace virtiofsd's mount namespace, as host root: level 1's
- * masks over the workspace's secrets (the replacements in dir/masks) and
- * its host-run files bound read-only (protect.h), before virtiofsd serves
- * it. */
-static int ws_prepare(void *ctx)
-{
-	mv_run *m = ctx;
-	char scratch[PATH_MAX];
-	snprintf(scratch, sizeof(scratch), "%s/masks", m->dir);
-	int r = aj_mask_workspace(m->p, m->wsd, scratch, NULL);
-	if (r >= 0 && m->prot)
-		r = aj_protect_apply_dir(m->prot, m->wsws, NULL);
-	return r < 0 ? -r : 0;
-}
-
-/* A listening socket at path that only qemu's uid may connect to: made
- * here and handed to virtiofsd (--fd), which would make it its own uid's. */
-static int listen_at(mv_run *m, const char *path, aj_error *err)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0 ||
-	    chown(path, m->base, m->base) < 0 || chmod(path, 0600) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return aj_err(err, e, "microvm: socket %s", path);
-	}
-	return fd;
-}
-
-static pid_t virtiofsd(mv_run *m, aj_mv_spawn *s, const char *sock, const char *src, bool ro,
-		       aj_error *err)
-{
-	char sockopt[PATH_MAX] = "--fd=3", srcopt[PATH_MAX];
-	_cleanup_close_ int lfd = listen_at(m, sock, err);
-	if (lfd < 0)
-		return lfd;
-	s->pass_fd = lfd;
-	snprintf(srcopt, sizeof(srcopt), "source=%s,cache=none%s", src,
-		 ro ? ",no_posix_lock,no_flock" : "");
-	char *argv[] = {m->h.virtiofsd, sockopt, "-o", srcopt, NULL};
-	s->argv = argv;
-	s->log = m->console;
-	s->cg = m->have_cg ? &m->cg : NULL;
-	return aj_mv_spawn_confined(s, err);
-}
-
-static pid_t qemu(mv_run *m, aj_error *err)
-{
-	const aj_policy *p = m->p;
-	unsigned long long mem = p->memory ? p->memory : DEFAULT_MEMORY;
-	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
-	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
-	char memarg[32], memobj[96], smp[16], append[512], kern[128], initrd[128], con[160],
-	    agent[160], fsr[160], fsw[160];
-	snprintf(memarg, sizeof(memarg), "%lluM", mem);
-	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
-	snprintf(smp, sizeof(smp), "%u", cpus);
-	snprintf(kern, sizeof(kern), "%s/vmlinux", m->vm);
-	snprintf(initrd, sizeof(initrd), "%s/initramfs", m->vm);
-	snprintf(con, sizeof(con), "file,id=con,path=%s/console", m->vm);
-	snprintf(agent, sizeof(agent), "socket,id=ag,path=%s/agent.sock,server=on,wait=off", m->vm);
-	snprintf(fsr, sizeof(fsr), "socket,id=fsr,path=%s/root.sock", m->vm);
-	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
-	/* the writable layer is guest RAM: --disk caps it */
-	snprintf(append, sizeof(append),
-		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
-		 "aj.host=%s",
-		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
-		 p->pids, p->workspace ? 1 : 0, p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME);
-	char *argv[64] = {
-	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
-	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
-	    "-no-user-config", "-nographic", "-no-reboot",
-	    /* no spawning, no setuid, no obsolete calls: qemu's seccomp */
-	    "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
-	    "-global", "virtio-mmio.force-legacy=false", "-chardev", con, "-serial", "chardev:con",
-	    "-chardev", agent, "-device", "virtio-serial-device", "-device",
-	    "virtserialport,chardev=ag,name=aj.agent", "-device", "virtio-rng-device", "-chardev",
-	    fsr, "-device", "vhost-user-fs-device,chardev=fsr,tag=root", "-kernel", kern, "-initrd",
-	    initrd, "-append", append};
-	size_t n = 0;
-	while (argv[n])
-		n++;
-	if (p->workspace) {
-		argv[n++] = "-chardev";
-		argv[n++] = fsw;
-		argv[n++] = "-device";
-		argv[n++] = "vhost-user-fs-device,chardev=fsw,tag=ws";
-	}
-	argv[n] = NULL;
-	aj_write_file(kern, "", 0644);
-	aj_write_file(initrd, "", 0644);
-	aj_mv_spawn s = {.argv = argv,
-			 .uid = m->base,
-			 .gid = m->base,
-			 .log = m->console,
-			 .n = 2,
-			 .idmap = -1,
-			 .cg = m->have_cg ? &m->cg : NULL};
-	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
-	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
-	return aj_mv_spawn_confined(&s, err);
-}
-
-/* The socket appears once virtiofsd (or qemu) listens. */
-static int wait_socket(const char *path, pid_t pid, unsigned long long deadline)
-{
-	struct stat st;
-	while (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		if (now_ms() > deadline || waitpid(pid, NULL, WNOHANG) == pid)
-			return -ETIMEDOUT;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-	return 0;
-}
-
-static int connect_agent(mv_run *m, unsigned long long deadline)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/agent.sock", m->vm);
-	int r = wait_socket(a.sun_path, m->pids[0], deadline);
-	if (r < 0)
-		return r;
-	for (;;) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-			return fd;
-		r = -errno;
-		if (fd >= 0)
-			close(fd);
-		/* bound, not listening yet */
-		if (r != -ECONNREFUSED || now_ms() > deadline)
-			return r;
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
-
-/* The console's last lines, for an error. */
-static void console_tail(mv_run *m, char *out, size_t len)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/console", m->vm);
-	_cleanup_free_ char *c = NULL;
-	size_t n = 0;
-	out[0] = '\0';
-	if (aj_read_file(path, &c, &n) < 0 || !n)
-		return;
-	while (n && (c[n - 1] == '\n' || c[n - 1] == '\r'))
-		c[--n] = '\0';
-	const char *t = c + n;
-	for (int lines = 0; t > c && lines < 3; t--)
-		if (t[-1] == '\n')
-			lines++;
-	snprintf(out, len, "%s", t);
-	for (char *q = out; *q; q++)
-		if (*q == '\n' || *q == '\r')
-			*q = ' ';
-}
-
-/* The VMM's cgroup on the host: the guest's RAM and the VMM's overhead,
- * the vCPUs' quota, a bound on its threads. Fails closed as level 1's
- * limits do (exit 125), unless --limits best-effort. */
-static int make_cgroup(mv_run *m, aj_error *err)
-{
-	const aj_policy *p = m->p;
-	aj_policy q = *p; /* a shallow copy: only the limits differ */
-	q.memory = (p->memory ? p->memory : DEFAULT_MEMORY) + VMM_OVERHEAD;
-	q.pids = VMM_PIDS; /* --pids is the guest's */
-	unsigned r32 = 0;
-	if (getrandom(&r32, sizeof(r32), 0) != sizeof(r32))
-		r32 = (unsigned)now_ms();
-	char name[64];
-	snprintf(name, sizeof(name), "agentjail-%d-%08x", (int)getpid(), r32);
-	int r = aj_cgroup_create(&m->cg, name, &q, err);
-	if (r < 0)
-		return r;
-	m->have_cg = m->cg.n > 0;
-	if (m->cg.missing) {
-		char names[64], msg[700];
-		aj_cgroup_limit_names(m->cg.missing, names, sizeof(names));
-		snprintf(msg, sizeof(msg), "limits NOT enforced (--limits best-effort): %s: %s",
-			 names, m->cg.why);
-		warn(m, msg);
-	}
-	return 0;
-}
-
-static int start(mv_run *m, aj_error *err)
-{
-	int r = make_dirs(m, err);
-	if (r == 0)
-		r = make_cgroup(m, err);
-	if (r == 0)
-		r = stage_root(m, err);
-	char log[PATH_MAX], sock[PATH_MAX];
-	snprintf(log, sizeof(log), "%s/console", m->vm);
-	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
-	if (r == 0 && (m->console < 0 || fchown(m->console, m->base, m->base) < 0))
-		r = aj_err(err, errno, "microvm: %s", log);
-	unsigned long long deadline = now_ms() + 10000;
-	if (r == 0) {
-		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
-		m->rootfs.uid = m->rootfs.gid = m->base;
-		m->rootfs.umask = 077;
-		/* the host's files as the root's virtiofsd's own (it runs as base):
-		 * overlayfs in the guest opens lower files O_NOATIME, which only
-		 * their owner may */
-		char map[64];
-		snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)m->base, AJ_UID_RANGE);
-		if ((m->rootfs.idmap = aj_userns_make_fd(map, map, err)) < 0)
-			r = m->rootfs.idmap;
-	}
-	if (r == 0) {
-		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
-		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
-	}
-	if (r == 0 && m->p->workspace) {
-		snprintf(sock, sizeof(sock), "%s/ws.sock", m->vm);
-		aj_mv_spawn s = {
-		    .uid = m->ws_uid, .gid = m->ws_gid, .n = 1, .umask = 077, .idmap = -1};
-		/* the workspace, bound where its owner can reach it (its parents
-		 * may be closed to it) */
-		s.bind[0] = m->p->workspace, s.onto[0] = m->wsws, s.ro[0] = false;
-		s.prepare = ws_prepare, s.ctx = m;
-		if ((r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
-			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
-		else
-			m->pids[2] = 0;
-		if (r == 0)
-			r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
-	}
-	if (r == 0) {
-		m->pids[0] = qemu(m, err);
-		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
-	}
-	if (r == 0 && (m->agent = connect_agent(m, deadline)) < 0) {
-		char tail[512];
-		console_tail(m, tail, sizeof(tail));
-		r = aj_err(err, -m->agent, "microvm: qemu did not start%s%s", *tail ? ": " : "",
-			   tail);
-	}
-	return r;
-}
-
-static void teardown(mv_run *m)
-{
-	if (m->agent >= 0)
-		close(m->agent);
-	if (m->console >= 0)
-		close(m->console);
-	if (m->rootfs.idmap >= 0)
-		close(m->rootfs.idmap);
-	/* qemu first: each virtiofsd then sees its guest go and ends, its
-	 * process in its own pid namespace (a child) before it */
-	if (m->pids[0] > 0) {
-		kill(m->pids[0], SIGKILL);
-		waitpid(m->pids[0], NULL, 0);
-	}
-	unsigned long long until = now_ms() + 2000;
-	for (size_t i = 1; i < AJ_ARRAY_SIZE(m->pids); i++) {
-		while (m->pids[i] > 0 && now_ms() < until &&
-		       waitpid(m->pids[i], NULL, WNOHANG) == 0) {
-			struct timespec ts = {0, 2000000};
-			nanosleep(&ts, NULL);
-		}
-		if (m->pids[i] > 0 && waitpid(m->pids[i], NULL, WNOHANG) == 0) {
-			kill(m->pids[i], SIGKILL); /* its child gets its death signal */
-			waitpid(m->pids[i], NULL, 0);
-		}
-	}
-	if (m->have_cg) {
-		aj_cgroup_destroy(&m->cg); /* kills what is left of the VMM */
-		m->have_cg = false;
-	}
-	/* the binds were in the VMM's mount namespaces, gone with them: the
-	 * directory holds only what we made */
-	/* AGENTJAIL_MICROVM_DEBUG=1: the kernel's messages in dir/vm/console, kept */
-	if (m->dir[0] && !getenv("AGENTJAIL_MICROVM_DEBUG"))
-		(void)aj_rm_tree_at(AT_FDCWD, m->dir, 16);
-	for (size_t i = 0; i < m->n_holders; i++)
-		free(m->holders[i]);
-	aj_protect_release(m->prot);
-}
-
-/* ---- the command ---- */
-
 typedef struct mv_io {
 	aj_redactor red[2];
 	bool redact;
 	int in; /* our stdin, -1 once at its end */
 } mv_io;
 
-static int request(mv_run *m, aj_error *err)
+static int request(aj_mv_vm *m, aj_error *err)
 {
 	char **env = aj_policy_build_env(m->p, NULL, NULL);
 	json_t *argv = json_array(), *envj = json_array();
@@ -534,7 +45,7 @@ static int request(mv_run *m, aj_error *err)
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
-	int r = s ? aj_agent_send(m->agent, AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
+	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
 	free(s);
 	return r < 0 ? aj_err(err, -r, "microvm: cannot reach the guest's agent") : 0;
 }
@@ -553,7 +64,7 @@ static void output(mv_io *io, int stream, const char *buf, size_t len, bool fina
 }
 
 /* The agent's last frame: how the command ended. */
-static int ended(mv_run *m, const char *js, size_t len, aj_run_result *res, aj_error *err)
+static int ended(aj_mv_vm *m, const char *js, size_t len, aj_run_result *res, aj_error *err)
 {
 	aj_agent_exit x;
 	aj_agent_exit_parse(js, len, &x);
@@ -573,7 +84,7 @@ static int ended(mv_run *m, const char *js, size_t len, aj_run_result *res, aj_e
 }
 
 /* Relay until the agent's exit frame (or the timeout, or the VM's end). */
-static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
+static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 {
 	const aj_policy *p = m->p;
 	unsigned long long start = now_ms(), term_at = 0;
@@ -583,7 +94,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 			res->timed_out = true;
 			term_at = now;
 			unsigned char sig = SIGTERM;
-			(void)aj_agent_send(m->agent, AJ_AG_SIGNAL, &sig, 1);
+			(void)aj_agent_send(m->ports[0], AJ_AG_SIGNAL, &sig, 1);
 		}
 		if (res->timed_out && now - term_at >= p->kill_after_ms) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
@@ -594,7 +105,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = (int)(p->timeout_ms - (now - start));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
-		struct pollfd pf[2] = {{m->agent, POLLIN, 0}, {io->in, POLLIN, 0}};
+		struct pollfd pf[2] = {{m->ports[0], POLLIN, 0}, {io->in, POLLIN, 0}};
 		if (poll(pf, 2, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
 			return aj_err(err, errno, "poll");
 		if (pf[1].revents) {
@@ -604,7 +115,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 				continue;
 			if (n <= 0)
 				io->in = -1;
-			(void)aj_agent_send(m->agent, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0);
+			(void)aj_agent_send(m->ports[0], AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0);
 		}
 		if (!pf[0].revents) {
 			if (waitpid(m->pids[0], NULL, WNOHANG) == m->pids[0]) {
@@ -615,7 +126,7 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 		}
 		char type, *buf = NULL;
 		uint32_t len;
-		if (aj_agent_recv(m->agent, &type, &buf, &len) <= 0)
+		if (aj_agent_recv(m->ports[0], &type, &buf, &len) <= 0)
 			break;
 		if (type == AJ_AG_STDOUT || type == AJ_AG_STDERR)
 			output(io, type == AJ_AG_STDOUT ? 1 : 2, buf, len, false);
@@ -628,53 +139,19 @@ static int relay(mv_run *m, mv_io *io, aj_run_result *res, aj_error *err)
 		}
 	}
 	char tail[512];
-	console_tail(m, tail, sizeof(tail));
+	aj_mv_console_tail(m, tail, sizeof(tail));
 	return aj_err(err, EPIPE, "microvm: the VM ended before the command%s%s", *tail ? ": " : "",
 		      tail);
-}
-
-/* A guest OOM kill: the command died of SIGKILL and the guest kernel said so. */
-static bool guest_oom(mv_run *m)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/console", m->vm);
-	_cleanup_free_ char *c = NULL;
-	return aj_read_file(path, &c, NULL) == 0 && strstr(c, "Out of memory");
-}
-
-static int ids(mv_run *m, aj_error *err)
-{
-	aj_idmap im;
-	int r = aj_userns_plan(&im, 0, 0, err);
-	if (r < 0)
-		return r;
-	m->base = im.host_base;
-	m->ws_uid = m->ws_gid = m->base;
-	struct stat st;
-	if (m->p->workspace && stat(m->p->workspace, &st) == 0 && st.st_uid != 0) {
-		/* never host root: a root-owned workspace gets the unused ids */
-		m->ws_uid = st.st_uid;
-		m->ws_gid = st.st_gid != 0 ? st.st_gid : m->base;
-	}
-	return 0;
 }
 
 int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	mv_run m = {.p = p, .hooks = hooks, .agent = -1, .console = -1, .rootfs.idmap = -1};
+	aj_mv_vm m;
+	aj_mv_vm_init(&m, p, hooks, 1);
 	int r = aj_policy_validate(p, err);
-	if (r == 0)
-		r = refuse(p, err);
-	if (r == 0)
-		r = aj_mv_host_find(&m.h, err);
 	if (r < 0)
 		return r;
-	if (!m.h.kvm && !p->quiet) {
-		char msg[400];
-		snprintf(msg, sizeof(msg), "microvm: TCG (emulated CPU, slow): %s", m.h.accel_why);
-		warn(&m, msg);
-	}
 	mv_io io = {.in = 0};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
@@ -686,16 +163,17 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
 	unsigned long long t0 = now_ms();
-	if ((r = ids(&m, err)) == 0 && (r = start(&m, err)) == 0 && (r = request(&m, err)) == 0)
+	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, err)) == 0)
 		r = relay(&m, &io, res, err);
 	if (r == 0) {
 		output(&io, 1, "", 0, true);
 		output(&io, 2, "", 0, true);
 		res->wall_ms = now_ms() - t0;
-		if (res->term_signal == SIGKILL && !res->timed_out && guest_oom(&m)) {
+		if (res->term_signal == SIGKILL && !res->timed_out && aj_mv_guest_oom(&m)) {
 			res->oom_killed = true;
-			warn(&m, "microvm: the guest's OOM killer ended the command (--memory is "
-				 "the VM's RAM)");
+			aj_mv_warn(&m,
+				   "microvm: the guest's OOM killer ended the command (--memory is "
+				   "the VM's RAM)");
 		}
 	} else if (m.have_cg && aj_cgroup_oom_killed(&m.cg)) {
 		/* the host's OOM killer took the VMM: the run ends as an OOM */
@@ -705,8 +183,9 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		res->oom_killed = true;
 		res->wall_ms = now_ms() - t0;
 		r = 0;
-		warn(&m, "microvm: the VMM went past its host memory limit (the guest's RAM and "
-			 "256 MiB for qemu and virtiofsd) and was killed");
+		aj_mv_warn(&m,
+			   "microvm: the VMM went past its host memory limit (the guest's RAM and "
+			   "256 MiB for qemu and virtiofsd) and was killed");
 	}
 	if (m.have_cg) {
 		res->peak_memory_bytes = aj_cgroup_peak_memory(&m.cg);
@@ -714,6 +193,6 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	aj_redactor_free(&io.red[0]);
 	aj_redactor_free(&io.red[1]);
-	teardown(&m);
+	aj_mv_teardown(&m);
 	return r;
 }

@@ -5,12 +5,15 @@
  * root (the host's read-only view shared by virtiofs, under a tmpfs
  * overlay capped by aj.disk=), the workspace (virtiofs, read-write), moves
  * into that root, and then serves the agent protocol (agent_proto.h) on
- * the virtio-serial port "aj.agent": one agentjail-agent process per
- * request, its stdin and stdout the port. It reaps every orphan. */
+ * the virtio-serial ports "aj.agent", "aj.agent.1" ... (aj.ports=N): on
+ * each, one agentjail-agent process per request, its stdin and stdout the
+ * port, started when the host's request arrives (so the ports serve
+ * requests side by side). It reaps every orphan. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #define PORT_NAME "aj.agent"
+#define MAX_PORTS 8
 #define AGENT "/agentjail-agent"
 
 /* in load order: each needs only those before it (their symbols) */
@@ -97,8 +102,8 @@ static void must_mount(const char *src, const char *dst, const char *type, unsig
 			sleep_ms(5);
 }
 
-/* The virtio-serial port named PORT_NAME (/sys/class/virtio-ports/vportNpM/name). */
-static int open_port(void)
+/* The virtio-serial port named name (/sys/class/virtio-ports/vportNpM/name). */
+static int open_port(const char *want)
 {
 	for (int i = 0; i < 400; i++) {
 		DIR *d = opendir("/sys/class/virtio-ports");
@@ -113,7 +118,7 @@ static int open_port(void)
 				name[0] = '\0';
 			fclose(f);
 			name[strcspn(name, "\n")] = '\0';
-			if (strcmp(name, PORT_NAME))
+			if (strcmp(name, want))
 				continue;
 			snprintf(p, sizeof(p), "/dev/%s", de->d_name);
 			int fd = open(p, O_RDWR | O_CLOEXEC | O_NOCTTY);
@@ -127,7 +132,7 @@ static int open_port(void)
 			closedir(d);
 		sleep_ms(10);
 	}
-	die("no virtio-serial port", PORT_NAME);
+	die("no virtio-serial port", want);
 }
 
 static void setup_root(const char *cmdline)
@@ -218,7 +223,20 @@ int main(void)
 	load_modules();
 	setup_root(cmdline);
 	int cg = pids_cgroup(cmdline);
-	int port = open_port();
+	char nbuf[8];
+	unsigned long nports = strtoul(arg(cmdline, "ports", nbuf, sizeof(nbuf), "1"), NULL, 10);
+	if (nports < 1 || nports > MAX_PORTS)
+		nports = 1;
+	int port[MAX_PORTS];
+	pid_t serving[MAX_PORTS] = {0}; /* the agent on each port, 0: waiting */
+	for (unsigned long k = 0; k < nports; k++) {
+		char name[32];
+		if (k)
+			snprintf(name, sizeof(name), "%s.%lu", PORT_NAME, k);
+		else
+			snprintf(name, sizeof(name), "%s", PORT_NAME);
+		port[k] = open_port(name);
+	}
 	int agent = open(AGENT, O_RDONLY | O_CLOEXEC);
 	if (agent < 0)
 		die("cannot open", AGENT);
@@ -227,24 +245,53 @@ int main(void)
 	    chdir("/") < 0)
 		die("cannot enter", "/newroot");
 	signal(SIGPIPE, SIG_IGN);
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("cannot make", "a signalfd");
 	for (;;) {
-		pid_t a = fork();
-		if (a == 0) {
-			char *argv[] = {"agentjail-agent", NULL}, *envp[] = {NULL};
-			/* the agent and its command under --pids (the agent is one) */
-			if ((cg >= 0 && write(cg, "0", 1) != 1) || dup2(port, 0) < 0 ||
-			    dup2(port, 1) < 0)
-				_exit(1);
-			fexecve(agent, argv, envp);
-			_exit(127);
+		/* a port with no agent: polled for the host's next request */
+		struct pollfd pf[MAX_PORTS + 1];
+		for (unsigned long k = 0; k < nports; k++)
+			pf[k] = (struct pollfd){serving[k] ? -1 : port[k], POLLIN, 0};
+		pf[nports] = (struct pollfd){sfd, POLLIN, 0};
+		if (poll(pf, nports + 1, -1) < 0 && errno != EINTR)
+			die("cannot poll", "the agent ports");
+		for (unsigned long k = 0; k < nports; k++) {
+			if (!pf[k].revents)
+				continue;
+			if (!(pf[k].revents & POLLIN)) { /* the host's end is not connected */
+				sleep_ms(10);
+				continue;
+			}
+			pid_t a = fork();
+			if (a == 0) {
+				sigprocmask(SIG_UNBLOCK, &chld, NULL);
+				char *argv[] = {"agentjail-agent", NULL}, *envp[] = {NULL};
+				/* the agent and its command under --pids (the agent is one) */
+				if ((cg >= 0 && write(cg, "0", 1) != 1) || dup2(port[k], 0) < 0 ||
+				    dup2(port[k], 1) < 0)
+					_exit(1);
+				fexecve(agent, argv, envp);
+				_exit(127);
+			}
+			if (a < 0)
+				die("cannot fork", AGENT);
+			serving[k] = a;
 		}
-		if (a < 0)
-			die("cannot fork", AGENT);
-		/* reap everything; the next request gets a new agent */
-		for (;;) {
-			pid_t w = waitpid(-1, NULL, 0);
-			if (w == a || (w < 0 && errno == ECHILD))
-				break;
+		if (pf[nports].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si))
+				;
 		}
+		/* reap everything; a port whose agent ended waits for the next request */
+		pid_t w;
+		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
+			for (unsigned long k = 0; k < nports; k++)
+				if (serving[k] == w)
+					serving[k] = 0;
 	}
 }

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* The boot of a level-3 microVM (boot.c), shared by the one-shot run
+ * (run.c) and the sandbox that lives across commands (box.c): its private
+ * directory and staged root, the VMM's host cgroup, the two virtiofsd and
+ * qemu (all confined, vm.c), and the host's ends of the guest agent's
+ * virtio-serial ports (agent_proto.h), one request at a time on each. */
+#ifndef AJ_MV_BOOT_H
+#define AJ_MV_BOOT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "microvm.h"
+#include "protect.h"
+
+/* the most agent ports a VM has (concurrent requests of a box) */
+#define AJ_MV_MAX_PORTS 8
+
+typedef struct aj_mv_vm {
+	const aj_policy *p;
+	const aj_run_hooks *hooks; /* warnings (the one-shot run's), or NULL */
+	aj_mv_host h;
+	char dir[64];	    /* the private directory (root's, 0711) */
+	char root[96];	    /* dir/root: the staged root */
+	char vm[96];	    /* dir/vm: qemu's (the unused uid's) */
+	char wsd[96];	    /* dir/ws: the workspace's virtiofsd's root (its owner's) */
+	char wsws[112];	    /* dir/ws/workspace: the workspace bound there */
+	aj_mv_spawn rootfs; /* the root's virtiofsd and its binds */
+	char *holders[160]; /* the binds' sources and places (malloc'ed) */
+	size_t n_holders;
+	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
+	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
+	gid_t ws_gid;
+	pid_t pids[3];		    /* qemu, virtiofsd root, virtiofsd workspace */
+	unsigned nports;	    /* agent ports: aj.agent, aj.agent.1 ... */
+	int ports[AJ_MV_MAX_PORTS]; /* the host's end of each (a socket) */
+	int console;		    /* dir/vm/console, qemu's serial */
+	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
+	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
+	bool have_cg;
+	bool freezer; /* set before the boot: cg gets a freezer (a box's pause) */
+} aj_mv_vm;
+
+/* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
+void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, unsigned nports);
+/* What level 3 does not do yet (125/501 with a fix), the host's tools, the
+ * ids, then the boot up to connected agent ports. need_argv: a one-shot
+ * run (p->argv is its command). On failure the caller still calls
+ * aj_mv_teardown. */
+int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err);
+/* Every process of the VM killed and reaped, its cgroup and directory
+ * removed (AGENTJAIL_MICROVM_DEBUG=1 keeps the directory). */
+void aj_mv_teardown(aj_mv_vm *m);
+/* The console's last lines (for an error), and whether the guest's OOM
+ * killer spoke there. */
+void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
+bool aj_mv_guest_oom(aj_mv_vm *m);
+void aj_mv_warn(aj_mv_vm *m, const char *msg);
+
+#endif

@@ -1,0 +1,1042 @@
+/* SPDX-License-Identifier: MIT */
+/* Level 3 in the service: a microVM that lives across commands (backend.h).
+ *
+ * create: the one-shot run's boot (boot.c) with AJ_MV_BOX_PORTS agent
+ * ports, checked by a first request (a stat of /). Each command and file
+ * operation takes a free port for its exchange with the guest's agent (a
+ * new agentjail-agent per request, guest/init.c), so that many run side
+ * by side; a port whose agent did not answer to the end (a cancelled
+ * command, a lost agent) is drained before its next use, or given up.
+ * destroy: the VM's processes, its host cgroup and directory (boot.c).
+ * state/sweep: the same by the recorded pids (with start times), cgroups
+ * and directory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_frame.h"
+#include "boot.h"
+#include "microvm.h"
+#include "redact.h"
+#include "util.h"
+
+/* concurrent requests of one sandbox (more wait for a free port) */
+#define AJ_MV_BOX_PORTS 4
+#define READY_TIMEOUT_MS 60000ULL
+#define DRAIN_MS 5000ULL
+#define OUT_HIGH (256u << 10)
+
+typedef struct mv_port {
+	int fd;
+	bool busy;
+	bool stale; /* its agent's answer ('X') not read yet */
+	bool dead;  /* given up: it never answered */
+	char *ibuf; /* bytes from the agent not yet a whole frame */
+	size_t ilen, icap;
+} mv_port;
+
+struct aj_inst {
+	aj_mv_vm vm;
+	char **envp; /* the commands' base environment (the policy's) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	mv_port port[AJ_MV_BOX_PORTS];
+	bool killed;
+};
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* ---- the ports ---- */
+
+/* What came from the agent: read once (waiting at most wait_ms, -1:
+ * forever), whole frames to fn. 1: read some, 0: nothing came in time,
+ * -EPIPE: the VM's end, -EPROTO: a broken stream. */
+static int port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx)
+{
+	struct pollfd pf = {pt->fd, POLLIN, 0};
+	int k = poll(&pf, 1, wait_ms);
+	if (k < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (k == 0)
+		return 0;
+	if (pt->icap - pt->ilen < 65536) {
+		size_t cap = pt->icap ? pt->icap * 2 : 131072;
+		char *nb = realloc(pt->ibuf, cap);
+		if (!nb)
+			return -ENOMEM;
+		pt->ibuf = nb, pt->icap = cap;
+	}
+	ssize_t n = recv(pt->fd, pt->ibuf + pt->ilen, pt->icap - pt->ilen, MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0)
+		return -EPIPE;
+	pt->ilen += (size_t)n;
+	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
+	if (off < 0)
+		return -EPROTO;
+	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
+	pt->ilen -= (size_t)off;
+	return 1;
+}
+
+/* Frames whole in the buffer already (left by an earlier read). */
+static int port_split(mv_port *pt, aj_agent_frame_fn fn, void *ctx)
+{
+	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
+	if (off < 0)
+		return -EPROTO;
+	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
+	pt->ilen -= (size_t)off;
+	return 0;
+}
+
+static bool drop_until_exit(void *ctx, char type, const char *buf, size_t len)
+{
+	(void)buf, (void)len;
+	if (type != AJ_AG_EXIT)
+		return true;
+	*(bool *)ctx = true;
+	return false;
+}
+
+/* A stale port: its agent's command killed, its frames read to the
+ * answer. false: it did not answer in time (the port is given up). */
+static bool drain(mv_port *pt)
+{
+	unsigned char h[AJ_AGENT_HDR + 1];
+	aj_agent_hdr(h, AJ_AG_SIGNAL, 1);
+	h[AJ_AGENT_HDR] = SIGKILL;
+	(void)!send(pt->fd, h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+	bool done = false;
+	if (port_split(pt, drop_until_exit, &done) < 0)
+		return false;
+	unsigned long long until = now_ms() + DRAIN_MS;
+	while (!done) {
+		unsigned long long t = now_ms();
+		if (t >= until || port_read(pt, (int)(until - t), drop_until_exit, &done) < 0)
+			return false;
+	}
+	pt->ilen = 0;
+	return true;
+}
+
+/* A free port for one request (waits for one), or -1 when the VM is gone
+ * or every port was given up. */
+static int port_take(aj_inst *i)
+{
+	pthread_mutex_lock(&i->mu);
+	for (;;) {
+		int free_k = -1, live = 0;
+		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+			mv_port *pt = &i->port[k];
+			if (pt->dead)
+				continue;
+			live++;
+			if (!pt->busy && free_k < 0)
+				free_k = k;
+		}
+		if (i->killed || !live) {
+			pthread_mutex_unlock(&i->mu);
+			return -1;
+		}
+		if (free_k >= 0) {
+			mv_port *pt = &i->port[free_k];
+			pt->busy = true;
+			pthread_mutex_unlock(&i->mu);
+			if (!pt->stale)
+				return free_k;
+			bool ok = drain(pt);
+			pthread_mutex_lock(&i->mu);
+			pt->stale = false;
+			if (ok)
+				return pthread_mutex_unlock(&i->mu), free_k;
+			pt->dead = true;
+			pt->busy = false;
+			continue;
+		}
+		pthread_cond_wait(&i->cv, &i->mu);
+	}
+}
+
+/* The port back: answered (its agent gone), or stale (drained later), or
+ * dead (its stream ended: the VM is gone). */
+static void port_give(aj_inst *i, int k, bool answered, bool dead)
+{
+	pthread_mutex_lock(&i->mu);
+	i->port[k].busy = false;
+	i->port[k].stale = !answered;
+	i->port[k].dead = i->port[k].dead || dead;
+	if (answered)
+		i->port[k].ilen = 0;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+}
+
+static int vm_gone(aj_inst *i, aj_error *err)
+{
+	char tail[512];
+	aj_mv_console_tail(&i->vm, tail, sizeof(tail));
+	aj_err(err, EPIPE,
+	       "microvm: the sandbox's VM does not answer (it ended, or every agent "
+	       "port was lost)%s%s",
+	       *tail ? ": " : "", tail);
+	aj_err_hint(err, "delete the sandbox and create a new one");
+	return -EPIPE;
+}
+
+/* ---- file operations (and create's first request) ---- */
+
+typedef struct call {
+	aj_file_stat *st;
+	int data_fd; /* DATA frames go here (read) */
+	aj_dirent_fn fn;
+	void *ctx;
+	bool stopped, have_exit;
+	int werr; /* a write to data_fd failed (-errno) */
+	aj_agent_exit x;
+} call;
+
+static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
+{
+	st->type = a->type;
+	st->mode = a->mode;
+	st->size = a->size;
+	st->mtime = a->mtime;
+}
+
+static bool call_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	call *c = ctx;
+	aj_agent_stat as;
+	if (type == AJ_AG_STAT && c->st) {
+		aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, c->st);
+		free(as.name);
+	} else if (type == AJ_AG_ENTRY && c->fn && !c->stopped) {
+		aj_file_stat st;
+		bool ok = aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, &st);
+		if (ok && as.name && c->fn(c->ctx, as.name, &st) < 0)
+			c->stopped = true;
+		free(as.name);
+	} else if (type == AJ_AG_DATA && c->data_fd >= 0 && len && !c->werr) {
+		c->werr = aj_write_all(c->data_fd, buf, len);
+	} else if (type == AJ_AG_EXIT) {
+		aj_agent_exit_parse(buf, len, &c->x);
+		c->have_exit = true;
+		return false;
+	}
+	return true;
+}
+
+/* One request (q, consumed) and its answer; data: DATA frames from
+ * src_fd (len bytes, ~0ULL: to its EOF). wait_ms: how long the answer
+ * may take (0: as long as the VM lives). */
+static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len, call *c,
+		      const char *path, unsigned long long wait_ms, aj_error *err)
+{
+	char *txt = json_dumps(q, JSON_COMPACT);
+	json_decref(q);
+	if (!txt)
+		return aj_err(err, ENOMEM, "request");
+	int k = port_take(i);
+	if (k < 0) {
+		free(txt);
+		return vm_gone(i, err);
+	}
+	mv_port *pt = &i->port[k];
+	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
+	free(txt);
+	if (r == 0 && src_fd >= 0) {
+		char buf[65536];
+		unsigned long long left = len;
+		while (r == 0 && left) {
+			ssize_t n = read(src_fd, buf, left < sizeof(buf) ? left : sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n == 0 && len == ~0ULL)
+				break;
+			if (n <= 0) {
+				r = n < 0 ? -errno : -EIO; /* fewer bytes than said */
+				break;
+			}
+			left -= (unsigned long long)n;
+			r = aj_agent_send(pt->fd, AJ_AG_DATA, buf, (size_t)n);
+		}
+		/* the end, even after a short read: the agent answers */
+		int e = aj_agent_send(pt->fd, AJ_AG_DATA, NULL, 0);
+		r = r ? r : e;
+	}
+	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
+	int rr = 0;
+	while (!c->have_exit && rr >= 0) {
+		unsigned long long t = now_ms();
+		if (until && t >= until)
+			break;
+		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
+		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
+			break;
+	}
+	port_give(i, k, c->have_exit, rr < 0 && !c->have_exit);
+	if (r < 0 && c->have_exit && c->x.err)
+		r = 0; /* the agent's own error says more */
+	if (r < 0)
+		return aj_err(err, -r, "%s: cannot send the file to the sandbox", path);
+	if (c->werr < 0)
+		return aj_err(err, -c->werr, "%s", path);
+	if (!c->have_exit)
+		return vm_gone(i, err);
+	int e = c->x.err;
+	if (e == EPERM)
+		return aj_err(err, EPERM, "%s: not allowed (a kernel filesystem, or not permitted)",
+			      path);
+	if (e)
+		return aj_err(err, e, "%s: %s", path, c->x.error);
+	return 0;
+}
+
+static json_t *req(const char *op, const char *path)
+{
+	return json_pack("{s:s,s:s}", "op", op, "path", path);
+}
+
+static int check_path(const char *path, aj_error *err)
+{
+	if (!path || path[0] != '/')
+		return aj_err(err, EINVAL, "a path inside the sandbox is absolute");
+	return 0;
+}
+
+static int mv_file_read(aj_inst *i, const char *path, int *fd, aj_file_stat *st, aj_error *err)
+{
+	*fd = -1;
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	/* the bytes in a memfd: a regular file the caller reads at its pace */
+	int m = memfd_create("sandbox-file", MFD_CLOEXEC);
+	if (m < 0)
+		return aj_err(err, errno, "memfd");
+	aj_file_stat tmp;
+	call c = {.st = st ? st : &tmp, .data_fd = m};
+	r = call_agent(i, req("read", path), -1, 0, &c, path, 0, err);
+	if (r < 0 || lseek(m, 0, SEEK_SET) < 0) {
+		close(m);
+		return r < 0 ? r : aj_err(err, errno, "memfd");
+	}
+	*fd = m;
+	return 0;
+}
+
+static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long long len,
+			 unsigned mode, aj_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	json_t *q = req("write", path);
+	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
+	call c = {.data_fd = -1};
+	return call_agent(i, q, src_fd, len, &c, path, 0, err);
+}
+
+static int mv_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	call c = {.st = st, .data_fd = -1};
+	return call_agent(i, req("stat", path), -1, 0, &c, path, 0, err);
+}
+
+static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx, aj_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	call c = {.fn = fn, .ctx = ctx, .data_fd = -1};
+	return call_agent(i, req("list", path), -1, 0, &c, path, 0, err);
+}
+
+static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	json_t *q = req("remove", path);
+	json_object_set_new(q, "recursive", json_boolean(recursive));
+	call c = {.data_fd = -1};
+	return call_agent(i, q, -1, 0, &c, path, 0, err);
+}
+
+static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *err)
+{
+	int r = check_path(path, err);
+	if (r < 0)
+		return r;
+	json_t *q = req("mkdir", path);
+	json_object_set_new(q, "parents", json_boolean(parents));
+	call c = {.data_fd = -1};
+	return call_agent(i, q, -1, 0, &c, path, 0, err);
+}
+
+/* ---- the sandbox ---- */
+
+static void free_inst(aj_inst *i)
+{
+	aj_mv_teardown(&i->vm);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		free(i->port[k].ibuf);
+	aj_strv_free(i->envp);
+	pthread_mutex_destroy(&i->mu);
+	pthread_cond_destroy(&i->cv);
+	free(i);
+}
+
+static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+{
+	(void)source;
+	*out = NULL;
+	aj_inst *i = calloc(1, sizeof(*i));
+	if (!i)
+		return aj_err(err, ENOMEM, "sandbox");
+	pthread_mutex_init(&i->mu, NULL);
+	pthread_cond_init(&i->cv, NULL);
+	aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
+	i->vm.freezer = true;
+	int r = aj_mv_boot(&i->vm, false, err);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		i->port[k].fd = i->vm.ports[k];
+	if (r == 0 && !(i->envp = aj_policy_build_env(p, NULL, NULL)))
+		r = aj_err(err, ENOMEM, "environment");
+	if (r == 0) {
+		/* ready: the guest's agent answers (its boot is done) */
+		aj_file_stat st;
+		call c = {.st = &st, .data_fd = -1};
+		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the VM did not become ready");
+	}
+	if (r < 0) {
+		free_inst(i);
+		return r;
+	}
+	*out = i;
+	return 0;
+}
+
+/* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64];
+	_cleanup_free_ char *st = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (aj_read_file(path, &st, NULL) < 0)
+		return 0;
+	const char *s = strrchr(st, ')');
+	unsigned long long t = 0;
+	for (int f = 2; s && *s && f < 22; s++)
+		f += *s == ' ';
+	if (s && sscanf(s, "%llu", &t) != 1)
+		t = 0;
+	return t;
+}
+
+static json_t *mv_state(aj_inst *i)
+{
+	aj_mv_vm *m = &i->vm;
+	json_t *cgs = json_array(), *pids = json_array();
+	for (int k = 0; m->have_cg && k < m->cg.n; k++)
+		json_array_append_new(cgs, json_string(m->cg.dirs[k].path));
+	for (size_t k = 0; k < AJ_ARRAY_SIZE(m->pids); k++) {
+		unsigned long long st = m->pids[k] > 0 ? start_time(m->pids[k]) : 0;
+		if (st)
+			json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)m->pids[k],
+							      "start", (json_int_t)st));
+	}
+	return json_pack("{s:s,s:s,s:o,s:o}", "backend", "microvm", "dir", m->dir, "cgroups", cgs,
+			 "pids", pids);
+}
+
+static void mv_sweep(json_t *state)
+{
+	const char *dir = json_string_value(json_object_get(state, "dir"));
+	/* the processes by pid and start time, never by name */
+	size_t k;
+	json_t *v;
+	json_array_foreach(json_object_get(state, "pids"), k, v)
+	{
+		pid_t pid = (pid_t)json_integer_value(json_object_get(v, "pid"));
+		unsigned long long st =
+		    (unsigned long long)json_integer_value(json_object_get(v, "start"));
+		if (pid > 1 && st && start_time(pid) == st)
+			kill(pid, SIGKILL);
+	}
+	/* the VMM's cgroups: thawed (a paused VM dies only then), whatever is
+	 * left in them killed, then them */
+	json_array_foreach(json_object_get(state, "cgroups"), k, v)
+	{
+		const char *cg = json_string_value(v);
+		if (!cg || !aj_startswith(cg, "/sys/fs/cgroup/") || strstr(cg, ".."))
+			continue;
+		char f[PATH_MAX + 32];
+		snprintf(f, sizeof(f), "%s/freezer.state", cg);
+		if (access(f, W_OK) == 0)
+			(void)aj_write_file(f, "THAWED", 0);
+		snprintf(f, sizeof(f), "%s/cgroup.freeze", cg);
+		if (access(f, W_OK) == 0)
+			(void)aj_write_file(f, "0", 0);
+	}
+	json_array_foreach(json_object_get(state, "cgroups"), k, v)
+	{
+		const char *cg = json_string_value(v);
+		if (!cg || !aj_startswith(cg, "/sys/fs/cgroup/") || strstr(cg, ".."))
+			continue;
+		for (int tries = 0; tries < 50; tries++) {
+			char path[PATH_MAX + 16];
+			_cleanup_free_ char *procs = NULL;
+			snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+			if (aj_read_file(path, &procs, NULL) < 0 || !*procs)
+				break;
+			for (char *s = procs, *save = NULL, *t; (t = strtok_r(s, "\n", &save));
+			     s = NULL)
+				kill((pid_t)atoi(t), SIGKILL);
+			usleep(20000);
+		}
+		(void)rmdir(cg);
+	}
+	struct stat st;
+	/* the directory: one of ours by its shape (below the prefix, one name) */
+	if (dir && aj_startswith(dir, AJ_MV_DIR_PREFIX) &&
+	    !strchr(dir + strlen(AJ_MV_DIR_PREFIX), '/') && !strstr(dir, "..") &&
+	    lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		(void)aj_rm_tree_at(AT_FDCWD, dir, 16);
+}
+
+static void mv_kill(aj_inst *i)
+{
+	pthread_mutex_lock(&i->mu);
+	i->killed = true;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	if (i->vm.have_cg)
+		aj_cgroup_thaw(&i->vm.cg); /* a paused VM dies only once thawed */
+	if (i->vm.pids[0] > 0)
+		kill(i->vm.pids[0], SIGKILL); /* the guest and all in it */
+}
+
+static void mv_destroy(aj_inst *i)
+{
+	if (i)
+		free_inst(i);
+}
+
+static void mv_info(aj_inst *i, aj_inst_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* the workspace's files are its owner's on the host (virtiofsd runs as it) */
+	out->uid = i->vm.ws_uid;
+	out->gid = i->vm.ws_gid;
+	out->pid = i->vm.pids[0];
+	out->holder = i->vm.pids[0]; /* qemu (the audit's "keeper") */
+	out->limits_missing = i->vm.have_cg ? i->vm.cg.missing : 0;
+	out->alive = !i->killed && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) == 0;
+}
+
+/* The VMM frozen in its host cgroup (vCPUs, devices, virtiofsd), the
+ * guest's memory kept; its clock jumps at resume. */
+static int mv_pause(aj_inst *i, bool pause, aj_error *err)
+{
+	if (!i->vm.have_cg)
+		return aj_err(err, ENOTSUP, "the VM has no host cgroup: it cannot be paused");
+	return aj_cgroup_freeze(&i->vm.cg, pause, err);
+}
+
+/* The VMM's use on the host: the guest's RAM as far as it was touched and
+ * qemu's and virtiofsd's own; pids are theirs (threads), not the guest's. */
+static int mv_stats(aj_inst *i, aj_inst_stats *o, aj_error *err)
+{
+	memset(o, 0, sizeof(*o));
+	if (!i->vm.have_cg || aj_cgroup_stats(&i->vm.cg, &o->memory_bytes, &o->memory_peak_bytes,
+					      &o->cpu_usec, &o->pids) < 0)
+		return aj_err(err, ENOTSUP, "the VM has no memory cgroup to read");
+	o->oom_kills = aj_cgroup_oom_kills(&i->vm.cg);
+	return 0;
+}
+
+/* A host pty: the command's terminal is one the guest's agent opens (in
+ * the guest's devpts); this pair carries its input (written to the
+ * master) and its size (TIOCSWINSZ on the master) there. */
+static int mv_open_pty(aj_inst *i, int pty[2], aj_error *err)
+{
+	(void)i;
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0) {
+		int e = errno;
+		if (m >= 0)
+			close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	int s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (s < 0) {
+		int e = errno;
+		close(m);
+		return aj_err(err, e, "cannot open a pseudo-terminal");
+	}
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	(void)ioctl(m, TIOCSWINSZ, &ws);
+	pty[0] = m, pty[1] = s;
+	return 0;
+}
+
+/* ---- commands ---- */
+
+struct aj_job {
+	aj_inst *i;
+	aj_exec_io io;
+	aj_redactor red[2];
+	int stdin_fd, tty; /* where its stdin comes from (ours), or -1 */
+	int port;	   /* the port it holds (exec_wait), or -1 */
+	struct winsize ws; /* the terminal's size last sent */
+	char *obuf;	   /* frames not yet sent to the agent */
+	size_t olen, ooff, ocap;
+	unsigned long long timeout_ms, start_ms;
+	bool cancelled, have_exit, timed_out, gone;
+	aj_agent_exit ax; /* the agent's answer, when have_exit */
+	aj_error err;	  /* an error to start it, for exec_wait */
+	int failed;
+};
+
+static int queue(aj_job *j, char type, const void *buf, size_t len)
+{
+	if (j->olen + AJ_AGENT_HDR + len > j->ocap) {
+		if (j->ooff) {
+			memmove(j->obuf, j->obuf + j->ooff, j->olen - j->ooff);
+			j->olen -= j->ooff;
+			j->ooff = 0;
+		}
+		size_t cap = j->ocap ? j->ocap : 4096;
+		while (cap < j->olen + AJ_AGENT_HDR + len)
+			cap *= 2;
+		char *nb = realloc(j->obuf, cap);
+		if (!nb)
+			return -ENOMEM;
+		j->obuf = nb;
+		j->ocap = cap;
+	}
+	aj_agent_hdr((unsigned char *)j->obuf + j->olen, type, (uint32_t)len);
+	if (len)
+		memcpy(j->obuf + j->olen + AJ_AGENT_HDR, buf, len);
+	j->olen += AJ_AGENT_HDR + len;
+	return 0;
+}
+
+static void send_signal(aj_job *j, int sig)
+{
+	unsigned char s = (unsigned char)sig;
+	(void)queue(j, AJ_AG_SIGNAL, &s, 1);
+}
+
+static void cancel(aj_job *j)
+{
+	j->cancelled = true;
+	send_signal(j, SIGKILL);
+}
+
+/* NAME=VALUE lists merged, a later NAME replacing an earlier one. */
+static json_t *merged_env(char **base, char **more)
+{
+	json_t *a = json_array();
+	char **lists[2] = {base, more};
+	for (int l = 0; l < 2; l++)
+		for (char **e = lists[l]; e && *e; e++) {
+			size_t n = strcspn(*e, "=");
+			size_t k;
+			json_t *v;
+			json_array_foreach(a, k, v)
+			{
+				const char *s = json_string_value(v);
+				if (!strncmp(s, *e, n) && s[n] == '=') {
+					json_array_remove(a, k);
+					break;
+				}
+			}
+			json_array_append_new(a, json_string(*e));
+		}
+	return a;
+}
+
+static int request(aj_job *j, const aj_exec_spec *s)
+{
+	const aj_policy *p = j->i->vm.p;
+	json_t *argv = json_array();
+	for (char **a = s->argv; a && *a; a++)
+		json_array_append_new(argv, json_string(*a));
+	const char *cwd = s->cwd	 ? s->cwd
+			  : p->cwd	 ? p->cwd
+			  : p->workspace ? AJ_WORKSPACE_DIR
+					 : "/root";
+	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
+			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
+		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
+		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));
+	}
+	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
+	json_decref(q);
+	int r = txt ? queue(j, AJ_AG_REQUEST, txt, strlen(txt)) : -ENOMEM;
+	free(txt);
+	return r;
+}
+
+static aj_job *mv_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec_io *io)
+{
+	aj_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		if (spec->tty_slave > 0)
+			close(spec->tty_slave);
+		return NULL;
+	}
+	j->i = i;
+	j->io = *io;
+	j->stdin_fd = j->tty = -1;
+	j->port = -1;
+	j->timeout_ms = spec->timeout_ms;
+	j->start_ms = now_ms();
+	aj_err_clear(&j->err);
+	aj_redactor_init(&j->red[0]);
+	aj_redactor_init(&j->red[1]);
+	if (spec->tty_slave > 0) {
+		/* the host terminal passes bytes through: the line discipline is
+		 * the guest's */
+		j->tty = spec->tty_slave;
+		struct termios t;
+		if (tcgetattr(j->tty, &t) == 0) {
+			cfmakeraw(&t);
+			(void)tcsetattr(j->tty, TCSANOW, &t);
+		}
+		if (ioctl(j->tty, TIOCGWINSZ, &j->ws) < 0)
+			j->ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+		(void)fcntl(j->tty, F_SETFL, O_NONBLOCK);
+	} else if (spec->stdin_fd > 0) {
+		j->stdin_fd = fcntl(spec->stdin_fd, F_DUPFD_CLOEXEC, 3);
+	}
+	int r = 0;
+	if (aj_redactor_init_policy(&j->red[0], i->vm.p) < 0 ||
+	    aj_redactor_init_policy(&j->red[1], i->vm.p) < 0)
+		r = aj_err(&j->err, ENOMEM, "redactor");
+	if (r == 0 && (!spec->argv || !spec->argv[0]))
+		r = aj_err(&j->err, EINVAL, "no command given");
+	if (r == 0 && (r = request(j, spec)) < 0)
+		aj_err(&j->err, -r, "command");
+	if (r == 0 && spec->stdin_fd <= 0 && spec->tty_slave <= 0) {
+		for (size_t off = 0; r == 0 && off < spec->stdin_len; off += 65536) {
+			size_t n = spec->stdin_len - off < 65536 ? spec->stdin_len - off : 65536;
+			r = queue(j, AJ_AG_STDIN, spec->stdin_data + off, n);
+		}
+		if (r == 0)
+			r = queue(j, AJ_AG_STDIN, NULL, 0);
+		if (r < 0)
+			aj_err(&j->err, -r, "stdin");
+	}
+	j->failed = r;
+	return j;
+}
+
+static void emit(aj_job *j, int k, const char *buf, size_t len, bool final)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t olen = len;
+	const char *o = buf;
+	if (aj_redactor_active(&j->red[k])) {
+		if (aj_redactor_feed(&j->red[k], buf, len, final, &out, &olen) < 0)
+			return;
+		o = out;
+	}
+	if (olen && !j->cancelled && j->io.output(j->io.ctx, k + 1, o, olen) < 0)
+		cancel(j);
+}
+
+static bool job_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	aj_job *j = ctx;
+	if (type == AJ_AG_STDOUT || type == AJ_AG_STDERR) {
+		emit(j, type == AJ_AG_STDOUT ? 0 : 1, buf, len, false);
+	} else if (type == AJ_AG_EXIT) {
+		aj_agent_exit_parse(buf, len, &j->ax);
+		j->have_exit = true;
+		return false;
+	}
+	return true;
+}
+
+static void flush_out(aj_job *j, int fd)
+{
+	while (j->ooff < j->olen) {
+		ssize_t n =
+		    send(fd, j->obuf + j->ooff, j->olen - j->ooff, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				j->ooff = j->olen = 0; /* the VM is gone */
+			return;
+		}
+		j->ooff += (size_t)n;
+	}
+	j->ooff = j->olen = 0;
+}
+
+/* The caller's stdin (a pipe, the terminal) into STDIN frames. */
+static void read_input(aj_job *j, int *fd)
+{
+	char buf[65536];
+	ssize_t n = read(*fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0) {
+		(void)queue(j, AJ_AG_STDIN, buf, (size_t)n);
+		return;
+	}
+	if (*fd != j->tty) {
+		(void)queue(j, AJ_AG_STDIN, NULL, 0);
+		close(*fd);
+		*fd = -1;
+	} else {
+		j->tty = -1 - j->tty; /* keep it (closed at the end), stop polling */
+	}
+}
+
+static void check_winsize(aj_job *j)
+{
+	struct winsize ws;
+	if (j->tty < 0 || ioctl(j->tty, TIOCGWINSZ, &ws) < 0 ||
+	    (ws.ws_row == j->ws.ws_row && ws.ws_col == j->ws.ws_col))
+		return;
+	j->ws = ws;
+	unsigned char b[4] = {(unsigned char)(ws.ws_row & 0xff), (unsigned char)(ws.ws_row >> 8),
+			      (unsigned char)(ws.ws_col & 0xff), (unsigned char)(ws.ws_col >> 8)};
+	(void)queue(j, AJ_AG_WINSIZE, b, 4);
+}
+
+static void control(aj_job *j)
+{
+	char c[64];
+	ssize_t n = read(j->io.signal_fd, c, sizeof(c));
+	if (n == 0)
+		j->io.signal_fd = -1;
+	for (ssize_t k = 0; k < n; k++) {
+		if (c[k] == 0)
+			cancel(j);
+		else
+			send_signal(j, (unsigned char)c[k]);
+	}
+}
+
+/* The relay until the agent's answer; timeouts as level 1. */
+static void relay(aj_job *j)
+{
+	const aj_policy *p = j->i->vm.p;
+	mv_port *pt = &j->i->port[j->port];
+	unsigned long long deadline = j->timeout_ms ? j->start_ms + j->timeout_ms : 0;
+	int stage = 0;
+	while (!j->have_exit) {
+		flush_out(j, pt->fd);
+		struct pollfd pf[4] = {
+		    {pt->fd, (short)(POLLIN | (j->olen > j->ooff ? POLLOUT : 0)), 0},
+		    {j->olen < OUT_HIGH ? (j->tty >= 0 ? j->tty : j->stdin_fd) : -1, POLLIN, 0},
+		    {j->io.signal_fd, POLLIN, 0},
+		    {j->io.cancel_fd > 0 && !j->cancelled ? j->io.cancel_fd : -1, POLLIN, 0},
+		};
+		int tmo = j->tty >= 0 ? 100 : 1000; /* a terminal's size is polled */
+		unsigned long long t = now_ms();
+		if (deadline) {
+			int d = t >= deadline ? 0 : (int)(deadline - t);
+			tmo = d < tmo ? d : tmo;
+		}
+		int k = poll(pf, 4, tmo);
+		if (k < 0 && errno != EINTR)
+			break;
+		if (k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    port_read(pt, 0, job_frame, j) < 0) {
+			j->gone = true;
+			break;
+		}
+		if (j->have_exit)
+			break;
+		if (k == 0 && j->i->vm.pids[0] > 0 && kill(j->i->vm.pids[0], 0) < 0) {
+			j->gone = true;
+			break;
+		}
+		if (k > 0 && pf[1].revents)
+			read_input(j, j->tty >= 0 ? &j->tty : &j->stdin_fd);
+		check_winsize(j);
+		if (k > 0 && pf[2].revents)
+			control(j);
+		if (k > 0 && pf[3].revents)
+			cancel(j);
+		if (deadline && now_ms() >= deadline) {
+			if (stage == 0) {
+				j->timed_out = true;
+				send_signal(j, SIGTERM);
+				deadline = now_ms() + (p->kill_after_ms ? p->kill_after_ms : 1);
+			} else if (stage == 1) {
+				send_signal(j, SIGKILL);
+				deadline = now_ms() + 2000;
+			} else {
+				break; /* no answer: the port is drained before its next use */
+			}
+			stage++;
+		}
+	}
+	emit(j, 0, NULL, 0, true);
+	emit(j, 1, NULL, 0, true);
+}
+
+/* What is queued for the agent goes out whole before the port is given
+ * back: a frame cut short would be read as the next request's. */
+static bool finish_out(aj_job *j, int fd)
+{
+	unsigned long long until = now_ms() + 2000;
+	while (j->olen > j->ooff && now_ms() < until) {
+		flush_out(j, fd);
+		struct pollfd pf = {fd, POLLOUT, 0};
+		if (j->olen > j->ooff)
+			(void)poll(&pf, 1, 50);
+	}
+	return j->olen <= j->ooff;
+}
+
+static void free_job(aj_job *j)
+{
+	if (j->stdin_fd >= 0)
+		close(j->stdin_fd);
+	int tty = j->tty >= 0 ? j->tty : j->tty < -1 ? -1 - j->tty : -1;
+	if (tty >= 0)
+		close(tty);
+	aj_redactor_free(&j->red[0]);
+	aj_redactor_free(&j->red[1]);
+	free(j->obuf);
+	free(j);
+}
+
+static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (j->failed < 0) {
+		*err = j->err;
+		int r = j->failed;
+		free_job(j);
+		return r;
+	}
+	aj_inst *i = j->i;
+	if ((j->port = port_take(i)) < 0) {
+		free_job(j);
+		return vm_gone(i, err);
+	}
+	relay(j);
+	bool answered = j->have_exit && finish_out(j, i->port[j->port].fd);
+	port_give(i, j->port, answered, j->gone);
+	res->wall_ms = now_ms() - j->start_ms;
+	int r = 0;
+	if (j->timed_out) {
+		res->timed_out = true;
+		res->exit_code = AJ_EXIT_TIMEOUT;
+		res->term_signal = j->have_exit ? j->ax.term_signal : SIGKILL;
+		res->status = j->have_exit ? j->ax.exit_code : 128 + SIGKILL;
+	} else if (j->have_exit && j->ax.err) {
+		int e = j->ax.err;
+		if (j->ax.confine[0]) { /* not run without its walls */
+			aj_err(err, e,
+			       "the command was not started: the guest's agent could not set its "
+			       "%s (%s)",
+			       j->ax.confine, j->ax.error);
+		} else if (e == ENOENT) {
+			aj_err(err, e, "command not found in the microVM");
+			err->exit = AJ_EXIT_NOTFOUND;
+		} else if (e == EACCES || e == ENOEXEC || e == EISDIR || e == EPERM) {
+			aj_err(err, e, "command: not executable in the microVM (%s)", j->ax.error);
+			err->exit = AJ_EXIT_NOEXEC;
+		} else {
+			aj_err(err, e, "the command could not start in the microVM: %s",
+			       j->ax.error);
+		}
+		r = -e;
+	} else if (j->have_exit) {
+		res->status = j->ax.exit_code;
+		res->exit_code = j->ax.exit_code;
+		res->term_signal = j->ax.term_signal;
+		if (res->term_signal == SIGKILL && !j->cancelled && aj_mv_guest_oom(&i->vm))
+			res->oom_killed = true;
+	} else if (j->cancelled) {
+		res->exit_code = 128 + SIGKILL;
+		res->term_signal = SIGKILL;
+	} else {
+		r = vm_gone(i, err);
+	}
+	free_job(j);
+	return r;
+}
+
+static void mv_exec_abandon(aj_job *j)
+{
+	free_job(j); /* never sent: it took a port only in exec_wait */
+}
+
+static int mv_run_once(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
+		       aj_error *err)
+{
+	return aj_microvm_run(p, hooks, res, err);
+}
+
+static int mv_probe(aj_error *err)
+{
+	aj_mv_host h;
+	return aj_mv_host_find(&h, err);
+}
+
+const aj_backend aj_backend_microvm = {
+    .name = "microvm",
+    .level = AJ_ISO_MICROVM,
+    /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
+     * filter (agent.c), as for a one-shot run */
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
+    .probe = mv_probe,
+    .run = mv_run_once,
+    .create = mv_create,
+    .state = mv_state,
+    .sweep = mv_sweep,
+    .kill = mv_kill,
+    .destroy = mv_destroy,
+    .info = mv_info,
+    .exec_start = mv_exec_start,
+    .exec_wait = mv_exec_wait,
+    .exec_abandon = mv_exec_abandon,
+    .open_pty = mv_open_pty,
+    .pause = mv_pause,
+    .stats = mv_stats,
+    .file_read = mv_file_read,
+    .file_write = mv_file_write,
+    .file_stat = mv_file_stat,
+    .file_list = mv_file_list,
+    .file_remove = mv_file_remove,
+    .file_mkdir = mv_file_mkdir,
+};

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# Level 3 in the service: a microVM that lives across commands, behind the
+# same API as level 1 (docs/levels.md, "Level 3 in the service"). On TCG
+# (forced, as in run.bats) each boot takes seconds: one sandbox serves
+# every assertion of a test. Each test checks that nothing of a VM is left
+# (qemu, virtiofsd, /tmp/agentjail-microvm-*, the VMM's host cgroup).
+
+load ../service/helpers
+
+setup() {
+    require_root
+    command -v qemu-system-x86_64 >/dev/null || skip "qemu is not installed (scripts/setup.sh)"
+    [ -r /var/cache/agentjail/microvm/vmlinux ] || skip "no guest kernel (scripts/setup.sh)"
+    export AGENTJAIL_MICROVM_ACCEL=tcg
+    MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
+    aj_setup
+}
+
+mv_create() { # [JSON]
+    api POST /v1/sandboxes -d "${1:-{\"isolation\": \"microvm\"\}}" | jq -er .id
+}
+
+# The VM's cgroup (v2, else v1's memory one), from qemu's pid.
+vmm_cgroup() {
+    if [ -d /sys/fs/cgroup/memory ]; then
+        echo "/sys/fs/cgroup/memory$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' "/proc/$1/cgroup")"
+    else
+        echo "/sys/fs/cgroup$(awk -F: '$1 == 0 { print $3 }' "/proc/$1/cgroup")"
+    fi
+}
+
+# No qemu, virtiofsd, new VM directory or the recorded cgroup ($1) is left.
+mv_none_left() { # [CGROUP]
+    local n
+    for n in $(seq 50); do
+        pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' >/dev/null || pgrep -x virtiofsd >/dev/null || break
+        sleep 0.1
+    done
+    [ -z "$(pgrep -af '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "a qemu is left"
+    [ -z "$(pgrep -x virtiofsd)" ] || fail "a virtiofsd is left"
+    local after
+    after=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
+    [ -z "$(comm -13 <(echo "$MV_BEFORE") <(echo "$after"))" ] ||
+        fail "VM directories left: $(comm -13 <(echo "$MV_BEFORE") <(echo "$after"))"
+    [ -z "${1:-}" ] || [ ! -d "$1" ] || fail "the VMM's cgroup $1 is left"
+}
+
+@test "serve microvm: one VM across execs and file operations; workspace files the owner's; delete leaves nothing" {
+    svc_start
+    ws=$BATS_TEST_TMPDIR/ws
+    mkdir "$ws"
+    chown 4242:4343 "$ws"
+    id=$(mv_create "{\"isolation\": \"microvm\", \"workspace\": \"$ws\", \"secret\": {\"TOKEN\": \"s3cr3t-value-97\"}}")
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$(jq -r .isolation <<<"$body")" microvm "the sandbox's level"
+    qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
+    [ -n "$qemu" ] || fail "no qemu for the sandbox"
+    cg=$(vmm_cgroup "$qemu")
+    # the guest's own kernel; state in the guest's /tmp kept between execs (one VM)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "uname -r; echo 41 > /tmp/x"]}')
+    guest=$(events_stdout <<<"$out")
+    assert_ne "$guest" "$(uname -r)" "the guest's kernel release"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $(( $(cat /tmp/x) + 1 )); echo err >&2; exit 3"]}')
+    assert_eq "$(events_stdout <<<"$out")" 42 "a file the exec before wrote in the guest"
+    assert_eq "$(events_stderr <<<"$out")" err "stderr"
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 3 "exit code"
+    out=$(sb_exec "$id" '{"cmd": ["cat"], "stdin": "from stdin\n"}')
+    assert_eq "$(events_stdout <<<"$out")" "from stdin" "stdin"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $TOKEN"]}')
+    [[ "$out" != *"s3cr3t-value-97"* ]] || fail "the secret's value came out: $out"
+    out=$(sb_exec "$id" '{"cmd": ["/no/such/command"]}')
+    [[ "$out" == *"127"* ]] || fail "a missing command: $out"
+    # side by side: a second exec ends while the first still runs
+    sb_exec "$id" '{"cmd": ["sh", "-c", "sleep 4; echo slow"]}' >"$BATS_TEST_TMPDIR/slow" &
+    slow=$!
+    sleep 1
+    out=$(sb_exec "$id" '{"cmd": ["echo", "fast"]}')
+    assert_eq "$(events_stdout <<<"$out")" fast "an exec beside a running one"
+    kill -0 "$slow" 2>/dev/null || fail "the first exec ended before the second (not side by side)"
+    wait "$slow"
+    assert_eq "$(events_stdout <"$BATS_TEST_TMPDIR/slow")" slow "the first exec"
+    # timeout: 124, and the VM serves the next exec
+    out=$(sb_exec "$id" '{"cmd": ["sleep", "30"], "timeout": 1}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 124 "timeout"
+    out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/x"]}')
+    assert_eq "$(events_stdout <<<"$out")" 41 "the same VM after a timeout"
+    # the workspace: a file the guest writes is the workspace owner's on the host
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "pwd; echo made inside > out.txt"]}')
+    assert_eq "$(events_stdout <<<"$out")" /workspace "the command's directory"
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "a workspace file on the host"
+    assert_eq "$(stat -c %u:%g "$ws/out.txt")" 4242:4343 "its host owner"
+    # files: upload, read back, list, stat, mkdir, remove; kernel file systems refused
+    printf 'hello from the host\n' >"$BATS_TEST_TMPDIR/up.txt"
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/up.txt" --data-binary @"$BATS_TEST_TMPDIR/up.txt"
+    assert_eq "$status_code" 201 "upload: $body"
+    out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/up.txt"]}')
+    assert_eq "$(events_stdout <<<"$out")" "hello from the host" "the upload inside"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/up.txt"
+    assert_eq "$body" $'hello from the host\n' "the upload read back"
+    api_status POST "/v1/sandboxes/$id/mkdir?path=/tmp/a/b&parents=true"
+    [ "$status_code" -lt 300 ] || fail "mkdir: $status_code $body"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp"
+    jq -e '.entries | map(.name) | index("up.txt") and index("a") and index("x")' <<<"$body" >/dev/null ||
+        fail "listing: $body"
+    api_status DELETE "/v1/sandboxes/$id/files?path=/tmp/a&recursive=true"
+    assert_eq "$status_code" 200 "rm -r: $body"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/a"
+    assert_eq "$status_code" 404 "after rm -r: $body"
+    api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
+    assert_eq "$status_code" 403 "a kernel file system: $body"
+    # a terminal (sandbox exec -t) of the guest's devpts, with the client's size
+    run timeout 60 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
+    assert_status 5
+    [[ "$output" == *"/dev/pts/"* ]] || fail "no terminal: $output"
+    [[ "$output" == *"33 101"* ]] || fail "the terminal's size did not come in: $output"
+    # pause: the VMM frozen, its memory kept; commands refused until resume
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200 "pause: $body"
+    if [ -d /sys/fs/cgroup/freezer ]; then
+        frozen=$(cat "/sys/fs/cgroup/freezer$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$qemu/cgroup")/freezer.state")
+    else
+        frozen=$(cat "$cg/cgroup.freeze")
+    fi
+    [[ "$frozen" == 1 || "$frozen" == FROZEN ]] || fail "the VMM's cgroup is not frozen: $frozen"
+    api_status POST "/v1/sandboxes/$id/exec" -d '{"cmd": ["true"]}'
+    assert_eq "$status_code" 409 "exec while paused"
+    api_status POST "/v1/sandboxes/$id/resume"
+    assert_eq "$status_code" 200 "resume: $body"
+    out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/x"]}')
+    assert_eq "$(events_stdout <<<"$out")" 41 "the same VM after resume"
+    # what level 3 lacks is 501, naming it
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mv-snap"}'
+    assert_eq "$status_code" 501 "snapshot: $body"
+    assert_contains "$body" "microvm"
+    api_status DELETE "/v1/sandboxes/$id"
+    assert_eq "$status_code" 200
+    assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after delete"
+    mv_none_left "$cg"
+}
+
+@test "serve microvm: a SIGKILLed service's VMs (a paused one) are swept at the next start" {
+    svc_start
+    id=$(mv_create)
+    out=$(sb_exec "$id" '{"cmd": ["echo", "up"]}')
+    assert_eq "$(events_stdout <<<"$out")" up
+    qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
+    cg=$(vmm_cgroup "$qemu")
+    # paused: its frozen VMM dies only once the sweep thaws it
+    api_status POST "/v1/sandboxes/$id/pause"
+    assert_eq "$status_code" 200 "pause: $body"
+    _svc_record_keepers
+    kill -KILL "$SVC_PID"
+    wait "$SVC_PID" 2>/dev/null || true
+    SVC_PID=
+    svc_start
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 404
+    mv_none_left "$cg"
+}
