@@ -160,6 +160,26 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     assert_contains "$stderr" "at least 128 MiB"
 }
 
+@test "microvm: a SIGKILLed run takes its VMM with it" {
+    "$AJ_REAL" run --isolation microvm -q -- /bin/sh -c 'echo up; sleep 60' </dev/null >"$T/out" 2>&1 &
+    local aj=$! qemu='' n=0
+    while ! grep -q up "$T/out" && ((n++ < 300)); do sleep 0.1; done
+    qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
+    [ -n "$qemu" ] || fail "no qemu while the command ran: $(cat "$T/out")"
+    kill -KILL "$aj"
+    wait "$aj" 2>/dev/null || true
+    for _ in $(seq 30); do
+        [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')$(pgrep -x virtiofsd)" ] && break
+        sleep 0.1
+    done
+    [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "qemu outlived its run"
+    [ -z "$(pgrep -x virtiofsd)" ] || fail "virtiofsd outlived its run"
+    # what a killed run cannot remove itself: its directory (the next run's
+    # cgroup sweep takes the cgroup)
+    rm -rf /tmp/agentjail-microvm-"$aj"-*
+    mv -q -- /bin/true </dev/null
+}
+
 @test "microvm: the VMM's limits fail closed: no host cgroup -> 125 with the fix; best-effort runs and names it" {
     [ -d /sys/fs/cgroup/memory ] || skip "no cgroup v1 memory hierarchy here"
     local ro='mount -o remount,bind,ro /sys/fs/cgroup/memory && exec "$@"'

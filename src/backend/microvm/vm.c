@@ -207,6 +207,7 @@ static void child_fail(int fd, int e)
 
 static void spawn_child(const aj_mv_spawn *s, int go, int report)
 {
+	pid_t parent = getppid();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigset_t none;
 	sigemptyset(&none);
@@ -254,6 +255,10 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 		_exit(127);
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 		child_fail(report, errno);
+	/* the credential changes cleared the death signal: again, and a parent
+	 * already gone ends it here */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		child_fail(report, ESRCH);
 	int dn = open("/dev/null", O_RDWR);
 	int log = s->log >= 0 ? s->log : dn;
 	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
