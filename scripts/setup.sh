@@ -51,6 +51,11 @@ if ! command -v npm >/dev/null || [ "$(node -p 'process.versions.node.split(".")
 	exit 1
 fi
 (cd sdk/typescript && npm ci --no-audit --no-fund --loglevel=error >/dev/null && npm run -s build)
+# npm ci caches only the lockfile's tarballs; an offline install of the
+# packed SDK (what ts_sdk.bats checks) resolves its dependency's range to
+# the newest release: cache that one and its metadata
+(cd sdk/typescript && npm cache add "ws@$(node -p 'require("./package.json").dependencies.ws')" \
+	--loglevel=error >/dev/null)
 echo "setup: built sdk/typescript (npm package agentjail)"
 
 # Level 4 (--isolation wasm, docs/levels.md): the runner node executes and
