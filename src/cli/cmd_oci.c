@@ -142,22 +142,7 @@ static int open_root(bool make)
  * a zombie: with the pid, a process that is still the one recorded. */
 static unsigned long long start_time(pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	_cleanup_free_ char *s = NULL;
-	if (pid <= 0 || aj_read_file(path, &s, NULL) < 0)
-		return 0;
-	char *p = strrchr(s, ')');
-	char state = 0;
-	unsigned long long t = 0;
-	if (!p ||
-	    sscanf(p + 1,
-		   " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%*s %llu",
-		   &state, &t) != 2 ||
-	    state == 'Z' || state == 'X')
-		return 0;
-	return t;
+	return aj_pid_alive(pid) ? aj_pid_start_time(pid) : 0;
 }
 
 typedef struct oci_state {

@@ -454,6 +454,20 @@ int aj_copy_fd(int in, int out)
 	}
 }
 
+unsigned long long aj_pid_start_time(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_free_ char *txt = NULL;
+	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
+		return 0;
+	const char *f = strrchr(txt, ')'); /* after the command name, which may hold anything */
+	for (int field = 2; f && field < 22; field++)
+		f = strchr(f + 1, ' ');
+	unsigned long long t = 0;
+	return f && sscanf(f + 1, "%llu", &t) == 1 ? t : 0;
+}
+
 bool aj_pid_alive(pid_t pid)
 {
 	char path[64], *st = NULL;

@@ -52,6 +52,10 @@ int aj_read_file(const char *path, char **out, size_t *len_out);
 /* Whether pid is a live process: a zombie (or one being reaped) is not;
  * unknown (unreadable /proc) counts as alive, so nothing of it is swept. */
 bool aj_pid_alive(pid_t pid);
+/* A process's start time (/proc/PID/stat field 22), 0 when there is no
+ * such process: with the pid it names one process for good (a pid is
+ * reused, never with the same start time). */
+unsigned long long aj_pid_start_time(pid_t pid);
 /* The same from an open fd (read to its end). */
 int aj_read_fd(int fd, char **out, size_t *len_out);
 /* mkdir -p with mode; existing directories are fine. */

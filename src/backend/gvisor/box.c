@@ -396,21 +396,6 @@ static void gv_checkpoint_drop(char *ckpt)
 }
 
 /* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64];
-	_cleanup_free_ char *st = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (aj_read_file(path, &st, NULL) < 0)
-		return 0;
-	const char *s = strrchr(st, ')');
-	unsigned long long t = 0;
-	for (int f = 2; s && *s && f < 22; s++)
-		f += *s == ' ';
-	if (s && sscanf(s, "%llu", &t) != 1)
-		t = 0;
-	return t;
-}
 
 static json_t *gv_state(aj_inst *i)
 {
@@ -425,20 +410,20 @@ static json_t *gv_state(aj_inst *i)
 			continue;
 		for (char *s = procs, *save = NULL, *t; (t = strtok_r(s, "\n", &save)); s = NULL) {
 			pid_t pid = (pid_t)atoi(t);
-			unsigned long long st = start_time(pid);
+			unsigned long long st = aj_pid_start_time(pid);
 			if (pid > 1 && st)
 				json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)pid,
 								      "start", (json_int_t)st));
 		}
 	}
 	/* --allow's netd is not in the cgroup */
-	if (g->net.netd > 0 && start_time(g->net.netd))
+	if (g->net.netd > 0 && aj_pid_start_time(g->net.netd))
 		json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)g->net.netd, "start",
-						      (json_int_t)start_time(g->net.netd)));
+						      (json_int_t)aj_pid_start_time(g->net.netd)));
 	if (!g->have_cg && i->sandbox_pid > 0)
 		json_array_append_new(pids,
 				      json_pack("{s:i,s:I}", "pid", (int)i->sandbox_pid, "start",
-						(json_int_t)start_time(i->sandbox_pid)));
+						(json_int_t)aj_pid_start_time(i->sandbox_pid)));
 	json_t *st =
 	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o}", "backend", "gvisor", "runsc", g->runsc,
 		      "root", g->state, "id", g->id, "dir", g->dir, "cgroups", cgs, "pids", pids);
@@ -493,7 +478,7 @@ static void gv_sweep(json_t *state)
 		pid_t pid = (pid_t)json_integer_value(json_object_get(v, "pid"));
 		unsigned long long st =
 		    (unsigned long long)json_integer_value(json_object_get(v, "start"));
-		if (pid > 1 && st && start_time(pid) == st)
+		if (pid > 1 && st && aj_pid_start_time(pid) == st)
 			kill(pid, SIGKILL);
 	}
 	char lock[PATH_MAX], rootarg[PATH_MAX + 16];

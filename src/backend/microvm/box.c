@@ -446,21 +446,6 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 }
 
 /* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64];
-	_cleanup_free_ char *st = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (aj_read_file(path, &st, NULL) < 0)
-		return 0;
-	const char *s = strrchr(st, ')');
-	unsigned long long t = 0;
-	for (int f = 2; s && *s && f < 22; s++)
-		f += *s == ' ';
-	if (s && sscanf(s, "%llu", &t) != 1)
-		t = 0;
-	return t;
-}
 
 static json_t *mv_state(aj_inst *i)
 {
@@ -469,7 +454,7 @@ static json_t *mv_state(aj_inst *i)
 	for (int k = 0; m->have_cg && k < m->cg.n; k++)
 		json_array_append_new(cgs, json_string(m->cg.dirs[k].path));
 	for (size_t k = 0; k < AJ_ARRAY_SIZE(m->pids); k++) {
-		unsigned long long st = m->pids[k] > 0 ? start_time(m->pids[k]) : 0;
+		unsigned long long st = m->pids[k] > 0 ? aj_pid_start_time(m->pids[k]) : 0;
 		if (st)
 			json_array_append_new(pids, json_pack("{s:i,s:I}", "pid", (int)m->pids[k],
 							      "start", (json_int_t)st));
@@ -489,7 +474,7 @@ static void mv_sweep(json_t *state)
 		pid_t pid = (pid_t)json_integer_value(json_object_get(v, "pid"));
 		unsigned long long st =
 		    (unsigned long long)json_integer_value(json_object_get(v, "start"));
-		if (pid > 1 && st && start_time(pid) == st)
+		if (pid > 1 && st && aj_pid_start_time(pid) == st)
 			kill(pid, SIGKILL);
 	}
 	/* the VMM's cgroups: thawed (a paused VM dies only then), whatever is

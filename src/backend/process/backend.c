@@ -44,24 +44,9 @@ static int create(const aj_policy *p, const char *source, aj_inst **out, aj_erro
 	return 0;
 }
 
-/* When process pid started (clock ticks after boot: /proc/PID/stat field
- * 22), 0 when there is no such process. With the pid it names one process
- * for good: a pid is reused, never with the same start time. (The keeper
- * is our child and init the keeper's: neither pid can be reused before it
- * is recorded.) */
-static unsigned long long start_time(int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *txt = NULL;
-	if (pid <= 0 || aj_read_file(path, &txt, NULL) < 0)
-		return 0;
-	const char *f = strrchr(txt, ')'); /* after the command name, which may hold anything */
-	for (int field = 2; f && field < 22; field++)
-		f = strchr(f + 1, ' ');
-	unsigned long long t = 0;
-	return f && sscanf(f + 1, "%llu", &t) == 1 ? t : 0;
-}
+/* Processes are recorded by pid and start time (aj_pid_start_time). The
+ * keeper is our child and init the keeper's: neither pid can be reused
+ * before it is recorded. */
 
 static json_t *state(aj_inst *i)
 {
@@ -72,8 +57,9 @@ static json_t *state(aj_inst *i)
 		    cg, json_pack("{s:s, s:i, s:s}", "ctrl", b->info.cg.dirs[k].ctrl, "version",
 				  b->info.cg.dirs[k].version, "path", b->info.cg.dirs[k].path));
 	return json_pack("{s:i, s:i, s:I, s:I, s:s, s:o}", "keeper", (int)b->keeper, "init",
-			 (int)b->info.init, "keeper_start", (json_int_t)start_time(b->keeper),
-			 "init_start", (json_int_t)start_time(b->info.init), "cgroup_name",
+			 (int)b->info.init, "keeper_start",
+			 (json_int_t)aj_pid_start_time(b->keeper), "init_start",
+			 (json_int_t)aj_pid_start_time(b->info.init), "cgroup_name",
 			 b->info.cg.name, "cgroups", cg);
 }
 
@@ -91,11 +77,11 @@ static void sweep_kill(int pid, unsigned long long start)
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0)
 		return;
-	bool ours = start_time(pid) == start; /* the pidfd's process, if pid is still it */
+	bool ours = aj_pid_start_time(pid) == start; /* the pidfd's process, if pid is still it */
 	if (ours)
 		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 	close(pfd);
-	for (int k = 0; ours && k < 200 && start_time(pid) == start; k++)
+	for (int k = 0; ours && k < 200 && aj_pid_start_time(pid) == start; k++)
 		usleep(10000);
 }
 
