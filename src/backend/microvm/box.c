@@ -680,9 +680,14 @@ static int request(aj_job *j, const aj_exec_spec *s)
 	const char *cwd = s->cwd	 ? s->cwd
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
+			  : p->uid	 ? AJ_SANDBOX_HOME
 					 : "/root";
 	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
 			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
+		json_object_set_new(q, "uid", json_integer(p->uid));
+		json_object_set_new(q, "gid", json_integer(p->gid));
+	}
 	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
 		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
 		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));

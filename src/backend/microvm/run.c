@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +33,7 @@ typedef struct mv_io {
 	int in; /* our stdin, -1 once at its end */
 } mv_io;
 
-static int request(aj_mv_vm *m, aj_error *err)
+static int request(aj_mv_vm *m, int tty, aj_error *err)
 {
 	char **env = aj_policy_build_env(m->p, NULL, NULL);
 	json_t *argv = json_array(), *envj = json_array();
@@ -40,9 +42,23 @@ static int request(aj_mv_vm *m, aj_error *err)
 	for (char **e = env; e && *e; e++)
 		json_array_append_new(envj, json_string(*e));
 	aj_strv_free(env);
-	const char *cwd = m->p->cwd ? m->p->cwd : m->p->workspace ? AJ_WORKSPACE_DIR : "/root";
+	const char *cwd = m->p->cwd	    ? m->p->cwd
+			  : m->p->workspace ? AJ_WORKSPACE_DIR
+			  : m->p->uid	    ? AJ_SANDBOX_HOME
+					    : "/root";
 	json_t *q =
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
+	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
+		json_object_set_new(q, "uid", json_integer(m->p->uid));
+		json_object_set_new(q, "gid", json_integer(m->p->gid));
+	}
+	if (q && tty != -1) { /* --tty: a terminal of the guest's devpts, ours's size */
+		struct winsize ws = {0};
+		(void)ioctl(tty, TIOCGWINSZ, &ws);
+		json_object_set_new(q, "tty", json_true());
+		json_object_set_new(q, "rows", json_integer(ws.ws_row ? ws.ws_row : 24));
+		json_object_set_new(q, "cols", json_integer(ws.ws_col ? ws.ws_col : 80));
+	}
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
@@ -163,8 +179,21 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
 	unsigned long long t0 = now_ms();
-	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, err)) == 0)
+	/* --tty: the command on a terminal of the guest (its output all on
+	 * stdout), ours raw meanwhile; its size is ours (24x80 without one) */
+	int tty = p->tty != AJ_TTY_ALWAYS ? -1 : isatty(0) ? 0 : isatty(1) ? 1 : -2;
+	struct termios saved;
+	bool raw = tty == 0 && tcgetattr(0, &saved) == 0;
+	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, tty, err)) == 0) {
+		if (raw) {
+			struct termios t = saved;
+			cfmakeraw(&t);
+			(void)tcsetattr(0, TCSANOW, &t);
+		}
 		r = relay(&m, &io, res, err);
+		if (raw)
+			(void)tcsetattr(0, TCSANOW, &saved);
+	}
 	if (r == 0) {
 		output(&io, 1, "", 0, true);
 		output(&io, 2, "", 0, true);
