@@ -83,6 +83,18 @@ static int check_binds(const aj_policy *p, aj_error *err)
 				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
 				return -EINVAL;
 			}
+		/* a --ro one's mount point would be in the host's directory */
+		static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	 "/lib",
+						  "/lib32", "/lib64", "/libx32", "/etc"};
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(sys) && !b->writable; k++)
+			if (below(b->dest, sys[k])) {
+				aj_err(err, EINVAL,
+				       "--ro %s: not below %s with --isolation microvm (the "
+				       "host's, read-only in the VM)",
+				       b->dest, sys[k]);
+				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
+				return -EINVAL;
+			}
 		if (!b->writable)
 			continue;
 		if (stat(b->src, &st) < 0)
@@ -187,23 +199,12 @@ static int stage_host(aj_mv_vm *m, const char *path, aj_error *err)
 /* A --ro bind: in the staged root, served read-only by the root's
  * virtiofsd; the guest binds it from there over its overlay, read-only
  * (guest/init.c). Its mount point is made in the staged root only: no
- * symlink on the way (an absolute one would lead out to the host), nothing
- * below a host directory the root shows (its mount point would be there). */
+ * symlink on the way (an absolute one would lead out to the host); one
+ * below a host directory the root shows was refused (check_binds). */
 static int stage_bind(aj_mv_vm *m, const aj_bind *b, aj_error *err)
 {
-	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	 "/lib",
-					  "/lib32", "/lib64", "/libx32", "/etc"};
 	if (b->writable) /* its own virtiofsd; the guest makes its mount point */
 		return 0;
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(sys); i++)
-		if (below(b->dest, sys[i])) {
-			aj_err(err, EINVAL,
-			       "--ro %s: not below %s with --isolation microvm (the host's, "
-			       "read-only in the VM)",
-			       b->dest, sys[i]);
-			aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
-			return -EINVAL;
-		}
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s%s", m->root, b->dest);
 	for (char *q = path + strlen(m->root) + 1; (q = strchr(q, '/')); q++) {
