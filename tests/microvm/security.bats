@@ -26,14 +26,15 @@ setup_file() {
     local ws=$BATS_FILE_TMPDIR/ws
     mkdir -p "$ws" && chown 4242:4343 "$ws"
     _aj_find_attack
-    chmod o+rx "$ATTACK"
+    chmod o+rx "$ATTACK" "$PROBE"
     cat /proc/sys/kernel/core_pattern /proc/sys/kernel/hostname >"$BATS_FILE_TMPDIR/host.before"
     # each attack's output after a "=== NAME" line; then what guest root
     # writes into the guest kernel's /proc/sys (the host's must not change)
     local t0=$EPOCHREALTIME
     AGENTJAIL_MICROVM_ACCEL=tcg timeout -k 5 120 "$AJ" run -q --isolation microvm \
-        --workspace "$ws" --ro "$ATTACK:/attack" -- /bin/sh -c '
+        --workspace "$ws" --ro "$ATTACK:/attack" --ro "$PROBE:/probe" -- /bin/sh -c '
         for a in '"$(echo $ATTACKS)"'; do echo "=== $a"; /attack "$a"; echo "exit=$?"; done
+        for p in ids caps net hostname; do echo "=== probe_$p"; /probe "$p"; done
         echo "=== guest_sysctl"
         echo "|/bin/false aj-w46" >/proc/sys/kernel/core_pattern && echo core_pattern=written
         echo aj-guest-name >/proc/sys/kernel/hostname && echo hostname=written
@@ -85,7 +86,7 @@ guest_own() { # NAME ATTEMPT...
 @test "microvm security: one VM ran every attack and left nothing behind" {
     assert_eq "$(cat "$BATS_FILE_TMPDIR/rc")" 0 "the run's exit ($(head -c 600 "$BATS_FILE_TMPDIR/err"))"
     local n
-    for n in $ATTACKS guest_sysctl; do section "$n"; done
+    for n in $ATTACKS probe_ids probe_caps probe_net probe_hostname guest_sysctl; do section "$n"; done
     echo "# one TCG boot and $(echo $ATTACKS | wc -w) attacks: $(cat "$BATS_FILE_TMPDIR/secs") s" >&3
     [ -z "$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')" ] || fail "a qemu is left"
     [ -z "$(pgrep -x virtiofsd)" ] || fail "a virtiofsd is left"
@@ -168,4 +169,18 @@ guest_own() { # NAME ATTEMPT...
         "(core_pattern, modprobe): a way to full root in the guest, not out of the VM"
     finding "level 3: the guest's /dev is a full devtmpfs (/dev/mem, /dev/port, the agent's" \
         "virtio ports); /tmp, /workspace, / lack nosuid (no_new_privs and the setid filter hold)"
+}
+
+@test "microvm security: the probe in the VM: guest root without capabilities, no network but lo, its hostname" {
+    section probe_ids
+    assert_eq "$(kv uid):$(kv gid):$(kv euid)" 0:0:0 "the command's ids"
+    section probe_caps
+    local c
+    for c in CapInh CapPrm CapEff CapBnd CapAmb; do assert_eq "$(kv "$c")" 0000000000000000 "$c"; done
+    assert_eq "$(kv NoNewPrivs)" 1 NoNewPrivs
+    section probe_net
+    assert_eq "$(printf '%s\n' "${lines[@]}" | awk -F= '$1 == "iface" { printf "%s ", $2 }')" "lo " "the VM's interfaces"
+    assert_eq "$(kv connect)" ENETUNREACH "a connection out"
+    section probe_hostname
+    assert_eq "$(kv hostname)" agentjail "the guest's hostname"
 }
