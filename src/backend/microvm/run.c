@@ -30,8 +30,23 @@ static unsigned long long now_ms(void)
 typedef struct mv_io {
 	aj_redactor red[2];
 	bool redact;
-	int in; /* our stdin, -1 once at its end */
+	int in;		   /* our stdin, -1 once at its end */
+	int tty;	   /* --tty: our terminal (its size followed), or -1 */
+	struct winsize ws; /* the size the guest's terminal has */
 } mv_io;
+
+/* --tty: our terminal's new size to the guest's (polled: no SIGWINCH
+ * handler in a library call) */
+static void follow_size(aj_mv_vm *m, mv_io *io)
+{
+	struct winsize ws;
+	if (io->tty < 0 || ioctl(io->tty, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col ||
+	    (ws.ws_row == io->ws.ws_row && ws.ws_col == io->ws.ws_col))
+		return;
+	io->ws = ws;
+	unsigned char b[4] = {ws.ws_row & 0xff, ws.ws_row >> 8, ws.ws_col & 0xff, ws.ws_col >> 8};
+	(void)aj_agent_send(m->ports[0], AJ_AG_WINSIZE, b, sizeof(b));
+}
 
 static int request(aj_mv_vm *m, int tty, aj_error *err)
 {
@@ -121,6 +136,9 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = (int)(p->timeout_ms - (now - start));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
+		follow_size(m, io);
+		if (io->tty >= 0 && (wait < 0 || wait > 100))
+			wait = 99;
 		struct pollfd pf[2] = {{m->ports[0], POLLIN, 0}, {io->in, POLLIN, 0}};
 		if (poll(pf, 2, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
 			return aj_err(err, errno, "poll");
@@ -168,7 +186,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	int r = aj_policy_validate(p, err);
 	if (r < 0)
 		return r;
-	mv_io io = {.in = 0};
+	mv_io io = {.in = 0, .tty = -1};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
 	if (aj_redactor_init_policy(&io.red[0], p) < 0 ||
@@ -184,6 +202,9 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	int tty = p->tty != AJ_TTY_ALWAYS ? -1 : isatty(0) ? 0 : isatty(1) ? 1 : -2;
 	struct termios saved;
 	bool raw = tty == 0 && tcgetattr(0, &saved) == 0;
+	io.tty = tty;
+	if (tty >= 0)
+		(void)ioctl(tty, TIOCGWINSZ, &io.ws);
 	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, tty, err)) == 0) {
 		if (raw) {
 			struct termios t = saved;
