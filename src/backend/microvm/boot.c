@@ -100,9 +100,10 @@ static int check_binds(const aj_policy *p, aj_error *err)
 		if (stat(b->src, &st) < 0)
 			return aj_err(err, errno, "--rw %s", b->src);
 		if (!S_ISDIR(st.st_mode)) {
-			aj_err(err, ENOTDIR,
-			       "--rw %s: a microVM shares directories read-write, not files",
-			       b->src);
+			aj_err(
+			    err, ENOTDIR,
+			    "--rw %s: --isolation microvm shares directories read-write, not files",
+			    b->src);
 			aj_err_hint(err, "bind its directory, or use --ro for the file");
 			return -ENOTDIR;
 		}
