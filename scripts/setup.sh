@@ -24,6 +24,9 @@ PACKAGES=(
 	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
 	# a static busybox is the tests' bundle root
 	podman busybox-static containerd
+	# the service on a cluster (docs/kubernetes.md): nginx routes by sandbox
+	# id in tests/service/cluster.bats (a process of the test's own)
+	nginx-light
 	# level 4 (--isolation wasm): the suite builds its WASI test modules from C
 	wasi-libc lld-14 libclang-rt-14-dev-wasm32
 )
