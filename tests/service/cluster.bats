@@ -236,7 +236,7 @@ node_of() { echo "${1#sb-????????????????-}"; }
         run --separate-stderr "$AJ" serve --node "$bad" --socket "$T/x.sock" --state-dir "$T/st"
         assert_status 125
         assert_one_error_line
-        [[ "$stderr" == *"--node"* ]] || fail "$stderr"
+        [[ "$stderr" == *"--node"*"not a DNS label"* ]] || fail "$stderr"
     done
     [ ! -e "$T/x.sock" ] && [ ! -e "$T/st" ] || fail "a refused --node left files"
 }
