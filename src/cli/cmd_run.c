@@ -43,7 +43,8 @@ static const char run_usage[] =
     "                          VALUE (and its base64) is redacted from the output\n"
     "      --secret NAME@HOST[,HOST...]=VALUE  the same, and agentjail's proxy puts\n"
     "                          VALUE in for the placeholder in HTTP requests to those\n"
-    "                          hosts only (each also given to --allow)\n"
+    "                          hosts only (each also given to --allow); HOSTS:body\n"
+    "                          (NAME@HOST:body=VALUE): in request bodies too\n"
     "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
     "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
     "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
@@ -83,6 +84,8 @@ static const char run_usage[] =
     "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
     "      --upstream-ca FILE  the CA (PEM) HTTPS servers of scoped secrets are\n"
     "                          verified against (default: the host's trust store)\n"
+    "      --inspect HOST      intercept HTTPS to HOST (also in --allow) and log\n"
+    "                          each request's method and path, without a secret\n"
     "Terminal:\n"
     "  -t, --tty               always give the command a new pseudo-terminal\n"
     "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -140,6 +143,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_UPSTREAM_CA,
+	OPT_INSPECT,
 	OPT_IMAGE,
 	OPT_LIMITS,
 	OPT_ISOLATION,
@@ -183,6 +187,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+    {"inspect", required_argument, NULL, OPT_INSPECT},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},
