@@ -192,13 +192,18 @@ PY
         python3 /workspace/ka.py
         head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
             https://api.example.test/big
-        curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"'
+        curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"
+        curl -sS -m 10 --http2 -H "Authorization: Bearer $TOKEN" -w "h2 %{http_code} %{http_version}\n" \
+            -o /dev/null https://api.example.test/h2'
     assert_status 0
     assert_output_has_line "ws 101"
     assert_output_has_line "echo hello"
     assert_output_has_line "ka 200 200 200"
     assert_output_has_line "big 413"
     assert_output_has_line "inspect 200"
+    # a client offering h2 gets http/1.1 (the only protocol the proxy's ALPN offers)
+    assert_output_has_line "h2 200 1.1"
+    [ "$(req /h2 | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/h2: $(req /h2)"
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hi"
     local ph
