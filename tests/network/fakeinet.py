@@ -197,8 +197,11 @@ def make_handler(text, log, tls=False):
             self.close_connection = True
 
         def do_GET(self):
+            # RFC 6455 4.2.1: an upgrade needs both headers (a proxy that
+            # sends "Connection: close" gets a plain answer)
             if (self.path.startswith("/ws") and
-                    self.headers.get("Upgrade", "").lower() == "websocket"):
+                    self.headers.get("Upgrade", "").lower() == "websocket" and
+                    "upgrade" in self.headers.get("Connection", "").lower()):
                 return self.websocket()
             self.record()
             url = urllib.parse.urlsplit(self.path)
