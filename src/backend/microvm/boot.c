@@ -159,7 +159,7 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(sys) && r == 0; i++)
 		r = stage_host(m, sys[i], err);
 	aj_etc_files f;
-	if (r == 0 && aj_etc_prepare(m->p, aj_mv_net_resolv(m), &f) < 0)
+	if (r == 0 && aj_etc_prepare(m->p, aj_mv_net_resolv(m->net), &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	char etc[PATH_MAX];
 	snprintf(etc, sizeof(etc), "%s/etc", m->root);
@@ -278,7 +278,7 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
 		 p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
 		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
-		 (aj_mv_net_cmdline(m, net, sizeof(net)), net));
+		 (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	char *argv[64 + 4 * AJ_MV_MAX_PORTS] = {
 	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
 	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
@@ -314,7 +314,7 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "vhost-user-fs-device,chardev=fsw,tag=ws";
 	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
-	int nsfd, tap = aj_mv_net_fds(m, &nsfd);
+	int nsfd, tap = aj_mv_net_fds(m->net, &nsfd);
 	if (tap >= 0) {
 		argv[n++] = "-netdev";
 		argv[n++] = "tap,id=net0,fd=3";
@@ -432,7 +432,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 	if (r == 0)
 		r = make_cgroup(m, err);
 	if (r == 0)
-		r = aj_mv_net_prepare(m, err);
+		r = aj_mv_net_prepare(&m->net, m->p, err);
 	if (r == 0)
 		r = stage_root(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
@@ -473,7 +473,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 			r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
 	}
 	if (r == 0)
-		r = aj_mv_net_setup(m, err);
+		r = aj_mv_net_setup(m->net, m->p, err);
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
@@ -523,7 +523,7 @@ void aj_mv_teardown(aj_mv_vm *m)
 		aj_cgroup_destroy(&m->cg); /* kills what is left of the VMM */
 		m->have_cg = false;
 	}
-	aj_mv_net_teardown(m);
+	aj_mv_net_teardown(&m->net);
 	/* the binds were in the VMM's mount namespaces, gone with them: the
 	 * directory holds only what we made */
 	/* AGENTJAIL_MICROVM_DEBUG=1: the kernel's messages in dir/vm/console, kept */

@@ -12,6 +12,7 @@
 
 #include "microvm.h"
 #include "protect.h"
+#include "vmnet.h"
 
 /* the most agent ports a VM has (concurrent requests of a box) */
 #define AJ_MV_MAX_PORTS 8
@@ -38,8 +39,8 @@ typedef struct aj_mv_vm {
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
-	bool freezer;	       /* set before the boot: cg gets a freezer (a box's pause) */
-	struct aj_mv_net *net; /* --net open/--allow (net.c), or NULL */
+	bool freezer;	/* set before the boot: cg gets a freezer (a box's pause) */
+	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
@@ -57,19 +58,5 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
-
-/* The VM's network (net.c): level 1's /30, veth, nft table and netd, a tap
- * in a network namespace of the VM's own. prepare before the root is
- * staged (its resolv.conf), setup before qemu starts; teardown after it
- * died. Nothing for --net none. */
-int aj_mv_net_prepare(aj_mv_vm *m, aj_error *err);
-int aj_mv_net_setup(aj_mv_vm *m, aj_error *err);
-const char *aj_mv_net_resolv(const aj_mv_vm *m); /* NULL: none */
-char *const *aj_mv_net_env(const aj_mv_vm *m);	 /* the commands' extra variables */
-/* the tap's fd for qemu (-1: no NIC) and the namespace it is in */
-int aj_mv_net_fds(const aj_mv_vm *m, int *nsfd);
-/* " aj.net=IP/30,GW" for the kernel command line, or "" */
-void aj_mv_net_cmdline(const aj_mv_vm *m, char *out, size_t len);
-void aj_mv_net_teardown(aj_mv_vm *m);
 
 #endif

@@ -13,7 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "boot.h"
+#include "vmnet.h"
+
 #include "net.h"
 #include "util.h"
 
@@ -25,16 +26,16 @@ struct aj_mv_net {
 	int nsfd, tap;
 };
 
-int aj_mv_net_prepare(aj_mv_vm *m, aj_error *err)
+int aj_mv_net_prepare(aj_mv_net **out, const aj_policy *p, aj_error *err)
 {
-	const aj_policy *p = m->p;
+	*out = NULL;
 	if (p->net == AJ_NET_NONE)
 		return 0;
-	struct aj_mv_net *v = calloc(1, sizeof(*v));
+	aj_mv_net *v = calloc(1, sizeof(*v));
 	if (!v)
 		return aj_err(err, ENOMEM, "microvm: network");
 	v->nsfd = v->tap = -1;
-	m->net = v;
+	*out = v;
 	int r = aj_net_prepare(&v->n, p, err);
 	if (r < 0)
 		return r;
@@ -48,43 +49,43 @@ int aj_mv_net_prepare(aj_mv_vm *m, aj_error *err)
 	return 0;
 }
 
-int aj_mv_net_setup(aj_mv_vm *m, aj_error *err)
+int aj_mv_net_setup(aj_mv_net *v, const aj_policy *p, aj_error *err)
 {
-	return m->net ? aj_net_setup_tap(&m->net->n, m->p, &m->net->nsfd, &m->net->tap, err) : 0;
+	return v ? aj_net_setup_tap(&v->n, p, &v->nsfd, &v->tap, err) : 0;
 }
 
-const char *aj_mv_net_resolv(const aj_mv_vm *m)
+const char *aj_mv_net_resolv(const aj_mv_net *v)
 {
-	return m->net ? m->net->resolv : NULL;
+	return v ? v->resolv : NULL;
 }
 
-char *const *aj_mv_net_env(const aj_mv_vm *m)
+char *const *aj_mv_net_env(const aj_mv_net *v)
 {
-	return m->net ? m->net->env : NULL;
+	return v ? v->env : NULL;
 }
 
-int aj_mv_net_fds(const aj_mv_vm *m, int *nsfd)
+int aj_mv_net_fds(const aj_mv_net *v, int *nsfd)
 {
-	*nsfd = m->net ? m->net->nsfd : -1;
-	return m->net ? m->net->tap : -1;
+	*nsfd = v ? v->nsfd : -1;
+	return v ? v->tap : -1;
 }
 
-void aj_mv_net_cmdline(const aj_mv_vm *m, char *out, size_t len)
+void aj_mv_net_cmdline(const aj_mv_net *v, char *out, size_t len)
 {
 	out[0] = '\0';
-	if (!m->net || m->net->tap < 0)
+	if (!v || v->tap < 0)
 		return;
 	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
-	uint32_t a = htonl(m->net->n.sandbox_ip), g = htonl(m->net->n.host_ip);
+	uint32_t a = htonl(v->n.sandbox_ip), g = htonl(v->n.host_ip);
 	inet_ntop(AF_INET, &a, ip, sizeof(ip));
 	inet_ntop(AF_INET, &g, gw, sizeof(gw));
 	/* the guest's eth0: its address in the /30, the gateway the host's side */
 	snprintf(out, len, " aj.net=%s/30,%s", ip, gw);
 }
 
-void aj_mv_net_teardown(aj_mv_vm *m)
+void aj_mv_net_teardown(aj_mv_net **vp)
 {
-	struct aj_mv_net *v = m->net;
+	aj_mv_net *v = *vp;
 	if (!v)
 		return;
 	if (v->tap >= 0)
@@ -96,5 +97,5 @@ void aj_mv_net_teardown(aj_mv_vm *m)
 	free(v->resolv);
 	aj_strv_free(v->env);
 	free(v);
-	m->net = NULL;
+	*vp = NULL;
 }
