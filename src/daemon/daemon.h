@@ -27,6 +27,7 @@ typedef struct aj_daemon_opts {
 	const char *pools[16]; /* --pool IMAGE=N */
 	size_t n_pools;
 	unsigned long long store_quota; /* --store-quota: snapshots' room (0: free space) */
+	const char *secret_mint;	/* --secret-mint CMD (mint.h), or NULL */
 } aj_daemon_opts;
 
 #define AJ_DAEMON_RUN_DIR "/run/agentjail"
