@@ -65,9 +65,9 @@ static int set_limits_mode(aj_policy *p, const char *v, aj_error *err)
  * command line only. */
 static bool host_only(const char *name, const char *v)
 {
-	static const char *const names[] = {"result", "seccomp-profile", "env-file", "tty",
-					    "no-tty", "net-log",	 "publish",  "upstream-ca",
-					    "secret-mint"};
+	static const char *const names[] = {"result",  "seccomp-profile", "env-file",
+					    "tty",     "no-tty",	  "net-log",
+					    "publish", "upstream-ca",	  "secret-mint"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;

@@ -134,8 +134,8 @@ static void revoke_minted(aj_sandbox *sb)
 	for (size_t i = 0; reg_mint && i < sb->policy.n_secrets; i++) {
 		if (!sb->policy.secrets[i].minted)
 			continue;
-		aj_audit("secret_revoked",
-			 json_pack("{s:s,s:s}", "sandbox", sb->id, "secret", sb->policy.secrets[i].name));
+		aj_audit("secret_revoked", json_pack("{s:s,s:s}", "sandbox", sb->id, "secret",
+						     sb->policy.secrets[i].name));
 	}
 	aj_error err;
 	aj_err_clear(&err);
@@ -154,7 +154,8 @@ static void revoke_minted(aj_sandbox *sb)
 static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
 {
 	if (!reg_mint || !aj_mint_wanted(&sb->policy))
-		return (*source = json_dumps(req, JSON_COMPACT)) ? 0 : aj_err(err, ENOMEM, "sandbox");
+		return (*source = json_dumps(req, JSON_COMPACT)) ? 0
+								 : aj_err(err, ENOMEM, "sandbox");
 	int r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, err);
 	if (r < 0) {
 		err->status = 500;
@@ -181,8 +182,8 @@ static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
 	json_decref(copy);
 	for (size_t i = 0; i < sb->policy.n_secrets; i++)
 		if (sb->policy.secrets[i].minted)
-			aj_audit("secret_minted", json_pack("{s:s,s:s}", "sandbox", sb->id, "secret",
-							    sb->policy.secrets[i].name));
+			aj_audit("secret_minted", json_pack("{s:s,s:s}", "sandbox", sb->id,
+							    "secret", sb->policy.secrets[i].name));
 	return *source ? 0 : aj_err(err, ENOMEM, "sandbox");
 }
 

@@ -30,7 +30,10 @@ int aj_policy_set_secret_mint(aj_policy *p, const char *cmd, aj_error *err)
 {
 	struct stat st;
 	if (cmd[0] != '/' || stat(cmd, &st) < 0 || !S_ISREG(st.st_mode) || access(cmd, X_OK) < 0) {
-		aj_err(err, cmd[0] != '/' ? EINVAL : errno ? errno : EACCES,
+		aj_err(err,
+		       cmd[0] != '/' ? EINVAL
+		       : errno	     ? errno
+				     : EACCES,
 		       "--secret-mint '%s': expected an absolute path to an executable file", cmd);
 		aj_err_hint(err, "for example --secret-mint /usr/local/lib/agentjail/mint "
 				 "(docs/network.md, the mint hook)");
@@ -67,7 +70,8 @@ static char **hook_env(const aj_secret *s, const char *id)
 		return NULL;
 	size_t k = 0;
 	for (char **e = environ; e && *e; e++)
-		if (!aj_startswith(*e, "AGENTJAIL_SECRET") && !aj_startswith(*e, "AGENTJAIL_SANDBOX="))
+		if (!aj_startswith(*e, "AGENTJAIL_SECRET") &&
+		    !aj_startswith(*e, "AGENTJAIL_SANDBOX="))
 			v[k++] = *e;
 	size_t len = 1;
 	for (size_t h = 0; h < s->n_hosts; h++)
@@ -188,8 +192,8 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 			   verb, s->name, WIFEXITED(st) ? "exit status" : "signal",
 			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	else if (too_long)
-		r = aj_err(err, E2BIG, "the mint hook %s %s for secret %s: more than %d bytes",
-			   cmd, verb, s->name, MINT_VALUE_MAX);
+		r = aj_err(err, E2BIG, "the mint hook %s %s for secret %s: more than %d bytes", cmd,
+			   verb, s->name, MINT_VALUE_MAX);
 	if (r == 0 && out) {
 		if (got && buf[got - 1] == '\n')
 			buf[--got] = '\0';
@@ -208,8 +212,9 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 	}
 	explicit_bzero(buf, sizeof(buf));
 	if (r < 0)
-		aj_err_hint(err, "the hook gets the value on stdin and must print the new one on "
-				 "stdout and exit 0 within %d s (its stderr says why it did not)",
+		aj_err_hint(err,
+			    "the hook gets the value on stdin and must print the new one on "
+			    "stdout and exit 0 within %d s (its stderr says why it did not)",
 			    MINT_TIMEOUT_MS / 1000);
 	return r;
 }

@@ -480,7 +480,8 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 		aj_netd_ctx ctx = {.p = p,
 				   .n = n,
 				   .log_fd = log_fd,
-				   .audit_fd = p->audit_fd > 2 && p->audit_sandbox ? p->audit_fd : -1,
+				   .audit_fd =
+				       p->audit_fd > 2 && p->audit_sandbox ? p->audit_fd : -1,
 				   .privileged = geteuid() == 0};
 		pthread_mutex_init(&ctx.lock, NULL);
 		netd_main(&ctx, child, pfd[1], stop[0]);

@@ -138,3 +138,41 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [[ "$output" == *"--secret-mint 'relative/hook': expected an absolute path"* ]] || fail "$output"
     [ ! -e "$BATS_TEST_TMPDIR/x.sock" ] || fail "serve started"
 }
+
+@test "service: a fork and a snapshot of a sandbox with scoped secrets: each copy intercepts with its own CA and value; the snapshot keeps the image's CA bundle" {
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
+    mk_tiny_root "$T/tree" sh curl cat
+    mkdir -p "$T/tree/etc/ssl/certs"
+    cp /etc/ssl/certs/ca-certificates.crt "$T/tree/etc/ssl/certs/"
+    aj_timeout "$AJ" image build tlsimg --from-dir "$T/tree" 2>/dev/null
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    id=$(sb_create "{\"image\": \"tlsimg\", \"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    get() { # SANDBOX PATH
+        sb_exec "$1" "{\"cmd\": [\"sh\", \"-c\", \"curl -sS -m 10 -H \\\"Authorization: Bearer \$TOKEN\\\" -w '%{http_code}\\\\n' -o /dev/null https://api.example.test$2 2>&1\"]}" | events_stdout
+    }
+    [ "$(get "$id" /src)" = 200 ] || fail "source: $(get "$id" /src2)"
+    api_status POST "/v1/sandboxes/$id/fork" -d '{}'
+    [ "$status_code" = 201 ] || fail "fork: $status_code $body"
+    f=$(jq -r '.sandboxes[0].id' <<<"$body")
+    [ "$(get "$f" /fork)" = 200 ] || fail "fork: $(get "$f" /fork2)"
+    [ "$(req /src | jq -r '.headers.Authorization')" = "Bearer minted-$id-TOKEN" ] || fail "/src: $(req /src)"
+    [ "$(req /fork | jq -r '.headers.Authorization')" = "Bearer minted-$f-TOKEN" ] || fail "/fork: $(req /fork)"
+    grep -q "^mint TOKEN api.example.test $f stdin=$VALUE" "$HOOK_LOG" || fail "hook: $(cat "$HOOK_LOG")"
+    # a snapshot keeps the image's own bundle, not the sandbox's CA; a
+    # sandbox made from it intercepts with a CA of its own
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "tlssnap"}'
+    [ "$status_code" = 201 ] || fail "snapshot: $status_code $body"
+    local img
+    img=$AGENTJAIL_STATE_DIR/images/$("$AJ" image inspect tlssnap | jq -r '.digest | sub("sha256:"; "")')/rootfs
+    cmp "$img/etc/ssl/certs/ca-certificates.crt" /etc/ssl/certs/ca-certificates.crt ||
+        fail "the snapshot's CA bundle is not the image's"
+    [ ! -e "$img/.agentjail/ca-certificates.crt" ] || fail "the snapshot holds the sandbox's CA bundle"
+    r=$(sb_create "{\"image\": \"tlssnap\", \"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    [ "$(get "$r" /restored)" = 200 ] || fail "restored: $(get "$r" /restored2)"
+    [ "$(req /restored | jq -r '.headers.Authorization')" = "Bearer minted-$r-TOKEN" ] || fail "$(req /restored)"
+    local s
+    for s in "$f" "$id" "$r"; do api DELETE "/v1/sandboxes/$s" >/dev/null; done
+    [ "$(grep -c '^revoke TOKEN' "$HOOK_LOG")" -eq 3 ] || fail "hook: $(cat "$HOOK_LOG")"
+}

@@ -96,7 +96,8 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 		/* a dup2 onto itself clears FD_CLOEXEC: the two are inherited */
 		if (!(e = posix_spawn_file_actions_adddup2(&fa, ctl, ctl)) &&
 		    !(e = posix_spawn_file_actions_adddup2(&fa, src, src)) &&
-		    (!audit || !(e = posix_spawn_file_actions_adddup2(&fa, p->audit_fd, p->audit_fd))))
+		    (!audit ||
+		     !(e = posix_spawn_file_actions_adddup2(&fa, p->audit_fd, p->audit_fd))))
 			e = posix_spawn(&pid, path, &fa, NULL, argv, envp);
 		posix_spawn_file_actions_destroy(&fa);
 	}
