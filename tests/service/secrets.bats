@@ -80,12 +80,15 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         curl -sS -m 10 -H \"Authorization: Bearer $TOKEN\" -w \"api %{http_code}\n\" -o /dev/null https://api.example.test/svc-tls
         curl -sS -m 10 -k -H \"Authorization: Bearer $TOKEN\" -w \"other %{http_code}\n\" -o /dev/null https://other.test/svc-other
         curl -sS -m 10 -H \"Authorization: Bearer $TOKEN\" -w \"plain %{http_code}\n\" -o /dev/null http://other.test/svc-plain
+        echo audit-fds: $(ls -l /proc/[0-9]*/fd/ 2>/dev/null | grep -c audit)
         env; python3 -c \"$0\"; echo inside: $TOKEN", $d], timeout: 60}')" | events_stdout)
     [[ "$output" == *"api 200"* && "$output" == *"other 200"* && "$output" == *"plain 200"* ]] ||
         fail "exec: $output $(cat "$BATS_TEST_TMPDIR/serve.log")"
     local ph
     ph=$(sed -n 's/^inside: //p' <<<"$output")
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
+    # the audit log's descriptor went to netd, not into the sandbox
+    [[ "$output" == *"audit-fds: 0"* ]] || fail "$(grep audit-fds <<<"$output")"
     # the server got the minted value over TLS; other hosts the placeholder
     [ "$(req /svc-tls | jq -r '.headers.Authorization')" = "Bearer $minted" ] || fail "/svc-tls: $(req /svc-tls)"
     [ "$(req /svc-tls | jq -r .tls)" = true ] || fail "not over TLS: $(req /svc-tls)"
