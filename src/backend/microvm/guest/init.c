@@ -28,6 +28,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -185,6 +186,49 @@ static void mount_binds(const char *cmdline)
 	}
 }
 
+/* The guest kernel's knobs read-only: guest root has no capabilities, yet
+ * the owner bits of /proc/sys would let it set core_pattern or modprobe
+ * (a way to full root in the guest). */
+static void guest_proc_ro(void)
+{
+	static const char *const ro[] = {"/newroot/proc/sys", "/newroot/proc/sysrq-trigger"};
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
+		must_mount(ro[i], ro[i], NULL, MS_BIND, NULL);
+		must_mount(NULL, ro[i], NULL,
+			   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			   NULL);
+	}
+}
+
+/* /dev as level 1 has it: a tmpfs with the harmless devices only, not the
+ * guest's devtmpfs (/dev/mem, /dev/port, the agent's virtio ports) */
+static void guest_dev(void)
+{
+	static const struct {
+		const char *name;
+		unsigned maj, min;
+	} nodes[] = {{"null", 1, 3},   {"zero", 1, 5},	  {"full", 1, 7},
+		     {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+	static const char *const links[][2] = {{"ptmx", "pts/ptmx"},
+					       {"fd", "/proc/self/fd"},
+					       {"stdin", "/proc/self/fd/0"},
+					       {"stdout", "/proc/self/fd/1"},
+					       {"stderr", "/proc/self/fd/2"}};
+	must_mount("dev", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
+	char p[64];
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		snprintf(p, sizeof(p), "/newroot/dev/%s", nodes[i].name);
+		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0 ||
+		    chmod(p, 0666) < 0)
+			die("cannot make", p);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "/newroot/dev/%s", links[i][0]);
+		if (symlink(links[i][1], p) < 0)
+			die("cannot make", p);
+	}
+}
+
 static void setup_root(const char *cmdline)
 {
 	char disk[32], ws[8], host[65], opts[128];
@@ -200,12 +244,13 @@ static void setup_root(const char *cmdline)
 	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
-	must_mount("overlay", "/newroot", "overlay", 0,
+	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
 	must_mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	must_mount("sysfs", "/newroot/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		   NULL);
-	must_mount("dev", "/newroot/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL);
+	guest_proc_ro();
+	guest_dev();
 	mkdir("/newroot/dev/pts", 0755);
 	must_mount("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		   "newinstance,ptmxmode=0666,mode=0620");
@@ -213,7 +258,7 @@ static void setup_root(const char *cmdline)
 	must_mount("shm", "/newroot/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0")) {
 		mkdir("/newroot/workspace", 0755);
-		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NODEV, NULL);
+		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL);
 	}
 	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
 	char uid[16], gid[16];
