@@ -33,11 +33,13 @@
 #include "error.h"
 #include "net.h"
 #include "oci_bundle.h"
+#include "run_exec.h"
 #include "util.h"
 
 #define OCI_VERSION "1.2.0"
 #define OCI_FIFO "exec.fifo"
 #define OCI_STATE "state.json"
+#define OCI_EXEC_SOCK "exec.sock"
 
 static const char oci_usage[] =
     "Usage: agentjail oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
@@ -188,7 +190,7 @@ static int remove_state(int rootfd, const char *id)
 	int dfd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	static const char *const files[] = {OCI_FIFO, OCI_STATE, OCI_STATE ".tmp"};
+	static const char *const files[] = {OCI_FIFO, OCI_STATE, OCI_STATE ".tmp", OCI_EXEC_SOCK};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(files); i++)
 		(void)unlinkat(dfd, files[i], 0);
 	close(dfd);
@@ -285,7 +287,7 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   int tty, const char *id)
+						   int tty, int exec_listen, const char *id)
 {
 	(void)setsid();
 	/* a terminal: the engine holds its master; the sandbox's own pty is
@@ -300,7 +302,8 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
 	aj_proctitle_set(title);
 	monitor m = {.report = report_fd, .fifo = fifo_fd};
-	aj_run_hooks hooks = {.warn = quiet_warn, .ctx = &m, .ready = monitor_ready};
+	aj_run_hooks hooks = {
+	    .warn = quiet_warn, .ctx = &m, .ready = monitor_ready, .exec_listen = exec_listen};
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
@@ -426,13 +429,25 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	_cleanup_close_ int master = -1, slave = -1;
 	if (cfg->terminal && (master = open_pty(&slave)) < 0)
 		return failf("cannot make a terminal for %s: %s", id, strerror(-master));
+	/* exec.sock: `oci exec` asks the monitor for more commands there (a
+	 * path through our fd on the directory: sun_path is short) */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" OCI_EXEC_SOCK, dfd);
+	_cleanup_close_ int xl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int xfd = xl >= 0 ? fcntl(xl, F_DUPFD_CLOEXEC, 3) : -1; /* never fd 0 (exec_listen > 0) */
+	if (xfd >= 0) {
+		close(xl);
+		xl = xfd;
+	}
+	if (xfd < 0 || bind(xl, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(xl, 16) < 0)
+		return failf("cannot make the exec socket of %s: %s", id, strerror(errno));
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
 		if (master >= 0)
 			close(master); /* the engine's */
-		monitor_main(cfg, p[1], ffd, slave, id);
+		monitor_main(cfg, p[1], ffd, slave, xl, id);
 	}
 	close(p[1]);
 	close(ffd);
@@ -713,6 +728,236 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	return r;
 }
 
+/* ---- exec: one more command in a running container ---- */
+
+typedef struct exec_opts {
+	const char *process, *console, *pid_file, *cwd, *user;
+	bool tty, detach;
+	aj_policy extra; /* --env entries, checked */
+} exec_opts;
+
+static int exec_parse(int argc, char **argv, exec_opts *o)
+{
+	static const struct option opts[] = {
+	    {"process", required_argument, NULL, 'p'},
+	    {"tty", no_argument, NULL, 't'},
+	    {"console-socket", required_argument, NULL, 'c'},
+	    {"pid-file", required_argument, NULL, 'P'},
+	    {"detach", no_argument, NULL, 'd'},
+	    {"cwd", required_argument, NULL, 'w'},
+	    {"env", required_argument, NULL, 'e'},
+	    {"user", required_argument, NULL, 'u'},
+	    {"no-new-privs", no_argument, NULL, 'n'},
+	    {"cap", required_argument, NULL, 'C'},
+	    {"additional-gids", required_argument, NULL, 'g'},
+	    {"preserve-fds", required_argument, NULL, 'f'},
+	    {"process-label", required_argument, NULL, 'l'},
+	    {"apparmor", required_argument, NULL, 'a'},
+	    {"cgroup", required_argument, NULL, 'G'},
+	    {"ignore-paused", no_argument, NULL, 'i'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	aj_error err;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:tde:u:g:c:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->process = optarg; break;
+		case 't': o->tty = true; break;
+		case 'c': o->console = optarg; break;
+		case 'P': o->pid_file = optarg; break;
+		case 'd': o->detach = true; break;
+		case 'w': o->cwd = optarg; break;
+		case 'u': o->user = optarg; break;
+		case 'n': case 'i': break; /* no_new_privs: always; never paused */
+		case 'C': case 'g': break; /* agentjail's own capabilities and groups */
+		case 'e':
+			aj_err_clear(&err);
+			if (aj_policy_add_env(&o->extra, optarg, &err) < 0)
+				return fail(&err);
+			break;
+		case 'f':
+			if (strcmp(optarg, "0"))
+				return failf("exec --preserve-fds %s is not supported (fix: pass no "
+					     "extra descriptors; docs/oci.md)",
+					     optarg);
+			break;
+		case 'l': case 'a':
+			if (*optarg)
+				return failf("exec --%s is not supported (agentjail applies no LSM "
+					     "profile; docs/oci.md)",
+					     c == 'l' ? "process-label" : "apparmor");
+			break;
+		case 'G':
+			return failf("exec --cgroup is not supported (fix: the container's "
+				     "cgroup is the only one; docs/oci.md)");
+		default:
+			return failf("exec: unknown or incomplete option '%s' (fix: see agentjail "
+				     "oci --help)",
+				     argv[optind - 1]);
+		}
+	}
+	return 0;
+}
+
+/* The command: --process FILE, else the arguments and options. */
+static int exec_command(exec_opts *o, int argc, char **argv, aj_oci_config *cmd)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	if (o->process) {
+		if (argc > 0)
+			return failf("exec: --process FILE or a command, not both (fix: the "
+				     "command goes in the file's args)");
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		if (aj_read_file(o->process, &text, &len) < 0)
+			return failf("cannot read the process file %s: %s", o->process,
+				     strerror(errno));
+		if (aj_oci_process_parse(text, len, cmd, &err) < 0)
+			return fail(&err);
+		if (o->tty)
+			cmd->terminal = true;
+	} else {
+		memset(cmd, 0, sizeof(*cmd));
+		aj_policy_init(&cmd->policy);
+		if (argc < 1)
+			return failf("exec needs a container id and a command (fix: agentjail oci "
+				     "exec ID COMMAND [ARGS], or --process FILE)");
+		if (!(cmd->argv = calloc((size_t)argc + 1, sizeof(char *))))
+			return failf("exec: out of memory");
+		for (int i = 0; i < argc; i++)
+			if (!(cmd->argv[i] = strdup(argv[i])))
+				return failf("exec: out of memory");
+		cmd->terminal = o->tty;
+	}
+	if ((o->cwd && aj_policy_set_cwd(&cmd->policy, o->cwd, &err) < 0) ||
+	    (o->user && aj_policy_set_user(&cmd->policy, o->user, &err) < 0))
+		return fail(&err);
+	if (o->user)
+		cmd->user = true;
+	for (size_t i = 0; i < o->extra.n_env; i++)
+		if (aj_policy_add_env(&cmd->policy, o->extra.env[i], &err) < 0)
+			return fail(&err);
+	if (cmd->terminal != (o->console != NULL))
+		return failf("exec: a terminal %s --console-socket (fix: --tty and "
+			     "--console-socket together, or neither; docs/oci.md)",
+			     cmd->terminal ? "needs" : "is not asked for: no");
+	return 0;
+}
+
+/* Waits for the command with the caller's signals forwarded to it. */
+static int exec_wait(int conn)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	_cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	return aj_run_exec_wait(conn, sfd);
+}
+
+static int cmd_exec(int rootfd, int argc, char **argv)
+{
+	exec_opts o;
+	memset(&o, 0, sizeof(o));
+	aj_policy_init(&o.extra);
+	int rc = exec_parse(argc, argv, &o);
+	aj_oci_config cmd;
+	memset(&cmd, 0, sizeof(cmd));
+	aj_policy_init(&cmd.policy);
+	if (rc == 0 && optind >= argc)
+		rc = failf("exec needs a container id (fix: agentjail oci exec ID COMMAND)");
+	const char *id = rc == 0 ? argv[optind] : NULL;
+	if (rc == 0)
+		rc = exec_command(&o, argc - optind - 1, argv + optind + 1, &cmd);
+	aj_policy_free(&o.extra);
+	oci_state st = {0};
+	if (rc == 0 && load_state(rootfd, id, &st))
+		rc = AJ_EXIT_INTERNAL;
+	else if (rc == 0 && (strcmp(st.status, "running") || !init_alive(&st)))
+		rc = failf("container %s is %s, not running (fix: exec runs in a started "
+			   "container)",
+			   id, st.status);
+	json_decref(st.j);
+	int master = -1, slave = -1;
+	if (rc == 0 && cmd.terminal && (master = open_pty(&slave)) < 0)
+		rc = failf("cannot make a terminal for exec in %s: %s", id, strerror(-master));
+	if (rc == 0 && master >= 0 && cmd.rows && cmd.cols) {
+		struct winsize ws = {.ws_row = (unsigned short)cmd.rows,
+				     .ws_col = (unsigned short)cmd.cols};
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+	}
+	int r;
+	if (rc == 0 && master >= 0 && (r = send_console(o.console, master)) < 0)
+		rc = failf("--console-socket %s: %s", o.console, strerror(-r));
+	if (master >= 0)
+		close(master); /* the engine's now */
+	/* the caller's stdio, or the new terminal; a terminal of the caller's
+	 * never goes in (TIOCSTI would type into it): /dev/null instead */
+	int io[3] = {-1, -1, -1}, conn = -1;
+	for (int i = 0; rc == 0 && i < 3; i++) {
+		if (slave >= 0)
+			io[i] = slave;
+		else if (isatty(i) || fcntl(i, F_GETFD) < 0)
+			io[i] = open("/dev/null", i ? O_WRONLY | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
+		else
+			io[i] = i;
+	}
+	char sock[64];
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/%s/" OCI_EXEC_SOCK, rootfd,
+		 id ? id : "");
+	char *envv[AJ_MAX_ENV + 1] = {NULL};
+	memcpy(envv, cmd.policy.env, cmd.policy.n_env * sizeof(char *));
+	aj_run_exec_req req = {.argv = cmd.argv,
+			       .env = envv,
+			       .cwd = cmd.policy.cwd,
+			       .stdio = {io[0], io[1], io[2]},
+			       .tty = slave >= 0,
+			       .set_user = cmd.user,
+			       .uid = cmd.policy.uid,
+			       .gid = cmd.policy.gid};
+	aj_error err;
+	aj_err_clear(&err);
+	if (rc == 0 && strlen(id) + 40 < sizeof(sock) &&
+	    (conn = aj_run_exec_start(sock, &req, &err)) < 0)
+		rc = fail(&err);
+	else if (rc == 0 && conn < 0)
+		rc = failf("container id %s is too long for exec", id);
+	for (int i = 0; i < 3; i++)
+		if (io[i] > 2 && io[i] != slave)
+			close(io[i]);
+	if (slave >= 0)
+		close(slave);
+	aj_oci_config_free(&cmd);
+	if (rc != 0)
+		return rc;
+	/* --detach: a process of ours waits for it (the engine's subreaper
+	 * waits for the pid file's pid); else this one */
+	pid_t pid = o.detach ? fork() : getpid();
+	if (pid < 0) {
+		close(conn);
+		return failf("exec: cannot fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		char title[64];
+		snprintf(title, sizeof(title), "agentjail-oci-exec %.40s", id);
+		aj_proctitle_set(title);
+		_exit(exec_wait(conn));
+	}
+	if (o.pid_file && (r = write_pid_file(o.pid_file, pid)) < 0) {
+		close(conn); /* init kills the command */
+		return failf("cannot write the pid file %s: %s", o.pid_file, strerror(-r));
+	}
+	if (o.detach) {
+		close(conn);
+		return 0;
+	}
+	return exec_wait(conn);
+}
+
 static int cmd_features(void)
 {
 	json_t *f = json_pack(
@@ -784,7 +1029,7 @@ int aj_cmd_oci(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	const char *cmd = argc > 0 ? argv[0] : "";
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc && strcmp(cmd, "exec"); i++) /* exec: the command's */
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(oci_usage, stdout);
 			return 0;
@@ -795,9 +1040,9 @@ int aj_cmd_oci(int argc, char **argv)
 	else if (!strcmp(cmd, "features"))
 		rc = cmd_features();
 	else if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "kill") ||
-		 !strcmp(cmd, "delete")) {
+		 !strcmp(cmd, "delete") || !strcmp(cmd, "exec")) {
 		int rootfd = open_root(false);
-		if (rootfd < 0 && cmd[0] != 'k' && argc >= 2)
+		if (rootfd < 0 && cmd[0] != 'k' && cmd[0] != 'e' && argc >= 2)
 			rc = failf("container %s does not exist", argv[argc - 1]);
 		else if (rootfd < 0)
 			rc = failf("no containers at the state root (fix: --root DIR)");
@@ -805,6 +1050,8 @@ int aj_cmd_oci(int argc, char **argv)
 			rc = cmd_kill(rootfd, argc, argv);
 		else if (!strcmp(cmd, "delete"))
 			rc = cmd_delete(rootfd, argc, argv);
+		else if (!strcmp(cmd, "exec"))
+			rc = cmd_exec(rootfd, argc, argv);
 		else if ((rc = one_id(argc, argv, cmd)) == 0)
 			rc =
 			    cmd[3] == 'r' ? cmd_start(rootfd, argv[1]) : cmd_state(rootfd, argv[1]);
@@ -813,8 +1060,8 @@ int aj_cmd_oci(int argc, char **argv)
 	} else if (!*cmd)
 		rc = failf("oci needs a command (fix: see agentjail oci --help)");
 	else
-		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete or "
-			   "features; docs/oci.md)",
+		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete, exec "
+			   "or features; docs/oci.md)",
 			   cmd);
 	if (g.log)
 		fclose(g.log);

@@ -151,7 +151,17 @@ static int parse_process(aj_oci_config *c, const json_t *proc, aj_error *err)
 			 (long long)json_integer_value(gid));
 		if ((r = aj_policy_set_user(p, spec, err)) < 0)
 			return r;
+		c->user = true;
 	}
+	const json_t *cs = json_object_get(proc, "consoleSize");
+	if ((r = want_type(cs, JSON_OBJECT, "process.consoleSize", err)) < 0)
+		return r;
+	json_int_t rows = json_integer_value(json_object_get(cs, "height")),
+		   cols = json_integer_value(json_object_get(cs, "width"));
+	if (cs && (rows < 0 || rows > 65535 || cols < 0 || cols > 65535))
+		return refuse(err, "process.consoleSize must be from 0 to 65535");
+	c->rows = (unsigned)rows;
+	c->cols = (unsigned)cols;
 	/* agentjail always sets no_new_privs, drops to its own capability set
 	 * and applies its own seccomp filter and Landlock ruleset */
 	const json_t *nnp = json_object_get(proc, "noNewPrivileges");
@@ -602,6 +612,27 @@ int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci
 		r = refuse(err, "the top level must be a JSON object");
 	} else {
 		r = parse_top(c, root, bundle, err);
+	}
+	json_decref(root);
+	if (r < 0)
+		aj_oci_config_free(c);
+	return r;
+}
+
+int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	aj_policy_init(&c->policy);
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	int r;
+	if (!root) {
+		aj_err(err, EINVAL, "the process file is not valid JSON: %s (line %d)", je.text,
+		       je.line);
+		aj_err_hint(err, "a runtime-spec process object, as config.json's process");
+		r = -EINVAL;
+	} else {
+		r = parse_process(c, root, err);
 	}
 	json_decref(root);
 	if (r < 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # agentjail oci as Podman's runtime: an image imported from a tar of a tiny
 # busybox root (no registry), `podman run --rm`, exit codes, output, a
-# detached container's logs and stop, exec refused, nothing left after rm.
+# detached container's logs, exec and stop, nothing left after rm.
 
 load helpers
 
@@ -73,9 +73,18 @@ prun() {
     done
     assert_eq "$(prun logs ajdet)" started "logs"
     assert_eq "$(prun inspect -f '{{.State.Status}}' ajdet)" running
-    run --separate-stderr prun exec ajdet /bin/true
-    assert_status 255 # podman's own code for a runtime error
-    assert_contains "$stderr" "oci exec is not supported"
+    # exec: output, stderr, exit code, the container's environment
+    run --separate-stderr prun exec -e X=1 ajdet /bin/sh -c 'echo $X $(cat /motd); echo err >&2; exit 5'
+    assert_status 5
+    assert_eq "$output" "1 base" "exec stdout"
+    assert_eq "$stderr" "err" "exec stderr"
+    run prun exec ajdet /bin/sh -c 'cat /proc/[0-9]*/comm | grep -c sleep'
+    assert_eq "$output" 1 "exec sees the container's processes"
+    run -127 prun exec ajdet /no/such
+    run prun exec -t ajdet /bin/sh -c 'test -t 0 && echo tty; exit 3'
+    assert_status 3
+    assert_contains "$output" "tty"
+    assert_contains "$(cat "$T/calls")" "exec "
     run prun stop -t 5 ajdet
     assert_status 0
     assert_eq "$(prun inspect -f '{{.State.ExitCode}}' ajdet)" 143 "exit code after stop"
@@ -111,6 +120,17 @@ prun() {
     run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack keyring
     assert_status 0
     assert_eq "${lines[-1]}" "result=blocked" "kernel keyring"
+    # the same walls for a command exec'd into a running container
+    run prun run -d --name ajatt --network none localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    local t
+    for t in privsweep keyring; do
+        run --separate-stderr prun exec ajatt /attack $t
+        assert_status 0
+        assert_eq "${lines[-1]}" "result=blocked" "exec: $t"
+    done
+    run prun rm -f -t 0 ajatt
+    assert_status 0
     # the container's processes are never host uid 0
     run prun run -d --name ajuid --network none localhost/ajtiny:1 /bin/sleep 60
     assert_status 0

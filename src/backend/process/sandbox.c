@@ -36,6 +36,7 @@
 #include "protect.h"
 #include "pty.h"
 #include "relay.h"
+#include "run_exec.h"
 #include "sysfilter.h"
 #include "sync.h"
 #include "userns.h"
@@ -250,7 +251,8 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 			  .cmd = {.argv = c->argv,
 				  .envp = c->envp,
 				  .pty = c->want_tty ? pty : NULL,
-				  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}}};
+				  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}},
+			  .serve_execs = c->hooks && c->hooks->exec_listen > 0};
 	if (c->persistent)
 		aj_init_serve(&a);
 	aj_init_main(&a);
@@ -527,13 +529,15 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 	int drain_ms = 1000;
 	if (c->tfd >= 0)
 		arm_timer(c, c->p->timeout_ms);
+	int xl = c->hooks && c->hooks->exec_listen > 0 ? c->hooks->exec_listen : -1;
 	while (rc == 1 || aj_relay_outputs_open(rl)) {
-		struct pollfd pf[3 + AJ_RELAY_MAX];
+		struct pollfd pf[4 + AJ_RELAY_MAX];
 		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
 		pf[2] = (struct pollfd){rc == 1 ? c->tfd : -1, POLLIN, 0};
-		size_t n = aj_relay_pollfds(rl, pf + 3, AJ_RELAY_MAX);
-		int pr = poll(pf, 3 + n, rc == 1 ? -1 : 100);
+		pf[3] = (struct pollfd){rc == 1 ? xl : -1, POLLIN, 0};
+		size_t n = aj_relay_pollfds(rl, pf + 4, AJ_RELAY_MAX);
+		int pr = poll(pf, 4 + n, rc == 1 ? -1 : 100);
 		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
 			break;
@@ -551,7 +555,9 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			handle_signal(c, sfd);
 		if (pf[2].revents & POLLIN)
 			handle_timer(c);
-		aj_relay_handle(rl, pf + 3, n);
+		aj_relay_handle(rl, pf + 4, n);
+		if (pf[3].revents & POLLIN) /* oci exec: a command beside the run's */
+			aj_run_exec_forward(xl, c->sock[0], c->envp);
 		if (rc == 1 && pf[0].revents)
 			rc = handle_msg(c, res, err);
 	}
