@@ -769,8 +769,10 @@ static int exec_parse(int argc, char **argv, exec_opts *o)
 		case 'd': o->detach = true; break;
 		case 'w': o->cwd = optarg; break;
 		case 'u': o->user = optarg; break;
-		case 'n': case 'i': break; /* no_new_privs: always; never paused */
-		case 'C': case 'g': break; /* agentjail's own capabilities and groups */
+		case 'n':
+		case 'i': break; /* no_new_privs: always; never paused */
+		case 'C':
+		case 'g': break; /* agentjail's own capabilities and groups */
 		case 'e':
 			aj_err_clear(&err);
 			if (aj_policy_add_env(&o->extra, optarg, &err) < 0)
@@ -778,11 +780,13 @@ static int exec_parse(int argc, char **argv, exec_opts *o)
 			break;
 		case 'f':
 			if (strcmp(optarg, "0"))
-				return failf("exec --preserve-fds %s is not supported (fix: pass no "
-					     "extra descriptors; docs/oci.md)",
-					     optarg);
+				return failf(
+				    "exec --preserve-fds %s is not supported (fix: pass no "
+				    "extra descriptors; docs/oci.md)",
+				    optarg);
 			break;
-		case 'l': case 'a':
+		case 'l':
+		case 'a':
 			if (*optarg)
 				return failf("exec --%s is not supported (agentjail applies no LSM "
 					     "profile; docs/oci.md)",
@@ -906,9 +910,10 @@ static int cmd_exec(int rootfd, int argc, char **argv)
 		else
 			io[i] = i;
 	}
-	char sock[64];
-	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/%s/" OCI_EXEC_SOCK, rootfd,
-		 id ? id : "");
+	char sock[64]; /* through an fd on its directory: sun_path is short */
+	_cleanup_close_ int dfd =
+	    rc == 0 ? openat(rootfd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/" OCI_EXEC_SOCK, dfd);
 	char *envv[AJ_MAX_ENV + 1] = {NULL};
 	memcpy(envv, cmd.policy.env, cmd.policy.n_env * sizeof(char *));
 	aj_run_exec_req req = {.argv = cmd.argv,
@@ -921,11 +926,10 @@ static int cmd_exec(int rootfd, int argc, char **argv)
 			       .gid = cmd.policy.gid};
 	aj_error err;
 	aj_err_clear(&err);
-	if (rc == 0 && strlen(id) + 40 < sizeof(sock) &&
-	    (conn = aj_run_exec_start(sock, &req, &err)) < 0)
+	if (rc == 0 && dfd < 0)
+		rc = failf("container %s does not exist", id);
+	else if (rc == 0 && (conn = aj_run_exec_start(sock, &req, &err)) < 0)
 		rc = fail(&err);
-	else if (rc == 0 && conn < 0)
-		rc = failf("container id %s is too long for exec", id);
 	for (int i = 0; i < 3; i++)
 		if (io[i] > 2 && io[i] != slave)
 			close(io[i]);

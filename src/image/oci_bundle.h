@@ -12,10 +12,10 @@
 #include "policy.h"
 
 typedef struct aj_oci_config {
-	aj_policy policy; /* policy.argv points into argv */
-	char **argv;	  /* process.args, owned */
-	bool terminal;	  /* process.terminal */
-	bool user;	  /* process.user had a uid and gid (policy.uid, gid) */
+	aj_policy policy;    /* policy.argv points into argv */
+	char **argv;	     /* process.args, owned */
+	bool terminal;	     /* process.terminal */
+	bool user;	     /* process.user had a uid and gid (policy.uid, gid) */
 	unsigned rows, cols; /* process.consoleSize, 0: none */
 } aj_oci_config;
 

@@ -126,7 +126,7 @@ void aj_run_exec_forward(int listen_fd, int init_sock, char *const *base_env)
 	/* the requester sends at once; the run's relay waits meanwhile */
 	struct pollfd pf = {conn, POLLIN, 0};
 	int r = poll(&pf, 1, 2000) == 1 ? aj_sync_recv(conn, &m, fds, AJ_ARRAY_SIZE(fds), &n)
-					 : -ETIMEDOUT;
+					: -ETIMEDOUT;
 	bool no_stdin = m.status & AJ_EXEC_NO_STDIN;
 	struct stat st;
 	_cleanup_free_ char *txt = NULL, *spec = NULL;
@@ -159,8 +159,8 @@ void aj_run_exec_forward(int listen_fd, int init_sock, char *const *base_env)
 		if (sfd >= 0)
 			fw[k++] = sfd;
 		if (r == 0)
-			r = aj_sync_send_more(init_sock, &out, inl ? spec : NULL, inl ? slen : 0, fw,
-					      (size_t)k);
+			r = aj_sync_send_more(init_sock, &out, inl ? spec : NULL, inl ? slen : 0,
+					      fw, (size_t)k);
 		if (r < 0) {
 			aj_err(&err, -r, "the sandbox takes no command now");
 			aj_sync_send_error(conn, &err);
