@@ -549,13 +549,19 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 		cfg.policy.tty = AJ_TTY_ALWAYS;
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net takes the command */
-	if (aj_net_wanted(&cfg.policy)) {
+	if (aj_net_wanted(&cfg.policy) || cfg.netns) {
 		aj_oci_config_free(&cfg);
 		return aj_cli_exec_helper("agentjail-net", main_argv);
 	}
 #else
 	(void)main_argv;
 #endif
+	/* an engine's network namespace: this process joins it (the monitor
+	 * and the sandbox inherit it), walled unless the annotations open it */
+	if (cfg.netns && aj_net_join_netns(cfg.netns, cfg.netns_open, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return fail(&err);
+	}
 	_cleanup_close_ int rootfd = open_root(true);
 	if (rootfd < 0) {
 		aj_oci_config_free(&cfg);

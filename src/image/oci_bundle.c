@@ -251,7 +251,7 @@ static int parse_mount(aj_policy *p, const json_t *m, aj_error *err)
 	return aj_policy_add_bind(p, spec, !ro, err);
 }
 
-static int parse_namespaces(const json_t *ns, aj_error *err)
+static int parse_namespaces(aj_oci_config *c, const json_t *ns, aj_error *err)
 {
 	static const char *const known[] = {"pid",   "network", "ipc",	 "uts",
 					    "mount", "user",	"cgroup"};
@@ -270,16 +270,24 @@ static int parse_namespaces(const json_t *ns, aj_error *err)
 			return refuse(err, "linux.namespaces: %s is not supported%s",
 				      type ? type : "(no type)",
 				      " (pid, network, ipc, uts, mount, user and cgroup are)");
-		const char *path = json_string_value(json_object_get(e, "path"));
-		if (path && *path) {
-			refuse(err,
-			       "linux.namespaces: joining the %s namespace at %s "
-			       "is not supported",
-			       type, path);
-			aj_err_hint(err, "agentjail makes every namespace itself; with podman: "
-					 "--network none (" OCI_FIX ")");
-			return -EINVAL;
+		const json_t *pv = json_object_get(e, "path");
+		const char *path = json_string_value(pv);
+		if (pv && !json_is_null(pv) && !path)
+			return refuse(err, "linux.namespaces: a path must be a string");
+		if (!path || !*path)
+			continue;
+		/* an engine's network (Podman's default): joined, walled (net.h) */
+		if (!strcmp(type, "network") && path[0] == '/' && !c->netns) {
+			if (!(c->netns = strdup(path)))
+				return aj_err(err, ENOMEM, "linux.namespaces");
+			continue;
 		}
+		refuse(err, "linux.namespaces: joining the %s namespace at %s is not supported",
+		       type, path);
+		aj_err_hint(err, "agentjail makes its own %s namespace for every container; only "
+				 "one network namespace (an absolute path) is joined (" OCI_FIX ")",
+			    type);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -487,14 +495,15 @@ static int parse_sysctl(const json_t *sc, aj_error *err)
 	return 0;
 }
 
-static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
+static int parse_linux(aj_oci_config *c, const json_t *lx, aj_error *err)
 {
 	int r;
 	if (!lx)
 		return 0;
 	if (!json_is_object(lx))
 		return refuse(err, "linux must be an object");
-	if ((r = parse_namespaces(json_object_get(lx, "namespaces"), err)) < 0 ||
+	aj_policy *p = &c->policy;
+	if ((r = parse_namespaces(c, json_object_get(lx, "namespaces"), err)) < 0 ||
 	    (r = parse_resources(p, json_object_get(lx, "resources"), err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
@@ -589,9 +598,23 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 		if ((r = parse_mount(p, m, err)) < 0)
 			return r;
 	}
-	if ((r = parse_linux(p, json_object_get(root, "linux"), err)) < 0 ||
+	if ((r = parse_linux(c, json_object_get(root, "linux"), err)) < 0 ||
 	    (r = parse_annotations(p, json_object_get(root, "annotations"), err)) < 0)
 		return r;
+	/* a network namespace to join: agentjail's wall in it, or (net open)
+	 * the engine's network as it is; agentjail's proxy and its lists need
+	 * its own namespace */
+	if (c->netns) {
+		if (p->n_allow || p->n_deny || p->dns.family || p->n_publish ||
+		    (p->net != AJ_NET_NONE && p->net != AJ_NET_OPEN))
+			return refuse(err, "run.agentjail.allow, deny and dns need agentjail's own "
+					   "network namespace, not the engine's at %s (fix: podman "
+					   "--network none)",
+				      c->netns);
+		c->netns_open = p->net == AJ_NET_OPEN;
+		p->net = AJ_NET_NONE;
+		p->net_inherit = true;
+	}
 	return aj_policy_validate(p, err);
 }
 
@@ -647,4 +670,6 @@ void aj_oci_config_free(aj_oci_config *c)
 	aj_policy_init(&c->policy);
 	aj_strv_free(c->argv);
 	c->argv = NULL;
+	free(c->netns);
+	c->netns = NULL;
 }

@@ -17,6 +17,8 @@ typedef struct aj_oci_config {
 	bool terminal;	     /* process.terminal */
 	bool user;	     /* process.user had a uid and gid (policy.uid, gid) */
 	unsigned rows, cols; /* process.consoleSize, 0: none */
+	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
+	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
 } aj_oci_config;
 
 /* text: config.json's bytes; bundle: the bundle's absolute directory (a

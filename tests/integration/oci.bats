@@ -198,7 +198,9 @@ bad_bundle() {
     bundle_config '["/bin/true"]' ', {"type": "time"}'
     bad_bundle "linux.namespaces: time is not supported"
     bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/1/ns/net"}'
-    bad_bundle "joining the network namespace at /proc/1/ns/net is not supported"
+    bad_bundle "/proc/1/ns/net is the runtime's own network namespace"
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/1/ns/ipc"}'
+    bad_bundle "joining the ipc namespace at /proc/1/ns/ipc is not supported"
     bundle_config '[]'
     bad_bundle "process.args must be a non-empty array"
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"

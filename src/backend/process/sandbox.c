@@ -159,15 +159,15 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
 	/* the parent makes our cgroups meanwhile (parent_start) */
-	if (!aj_net_wanted(p) && unshare(CLONE_NEWNET) < 0)
+	if (!aj_net_wanted(p) && !p->net_inherit && unshare(CLONE_NEWNET) < 0)
 		return aj_err(err, errno, "cannot create the sandbox's network namespace");
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
 	if (sethostname(host, strlen(host)) < 0)
 		return aj_err(err, errno, "sethostname");
-	if ((r = bring_up_loopback(err)) < 0)
-		return r;
+	if (!p->net_inherit && (r = bring_up_loopback(err)) < 0)
+		return r; /* an inherited one: the caller's (aj_net_join_netns) */
 	if (c->want_tty) {
 		*master = aj_pty_open(pty, ptylen, err);
 		if (*master < 0)
