@@ -215,10 +215,114 @@ static int write_file_at(int dfd, const char *name, const char *text)
 	return r;
 }
 
+/* ---- hooks (runtime-spec): run by the runtime, as the runtime ---- */
+
+/* One hook: path with args and env, the container's state as JSON on its
+ * stdin; killed after its timeout. 0, or -1 with why in msg. */
+static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
+{
+	const char *path = json_string_value(json_object_get(h, "path"));
+	const json_t *args = json_object_get(h, "args"), *env = json_object_get(h, "env");
+	json_int_t to = json_integer_value(json_object_get(h, "timeout"));
+	size_t na = json_array_size(args), ne = json_array_size(env);
+	_cleanup_free_ char **av = calloc(na + 2, sizeof(char *));
+	_cleanup_free_ char **ev = calloc(ne + 1, sizeof(char *));
+	int in[2];
+	if (!av || !ev || pipe2(in, O_CLOEXEC) < 0) {
+		snprintf(msg, len, "%s: %s", path, strerror(errno ? errno : ENOMEM));
+		return -1;
+	}
+	av[0] = (char *)path;
+	for (size_t i = 0; i < na; i++)
+		av[i] = (char *)json_string_value(json_array_get(args, i));
+	for (size_t i = 0; i < ne; i++)
+		ev[i] = (char *)json_string_value(json_array_get(env, i));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(in[0], 0) < 0)
+			_exit(127);
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul >= 0)
+			(void)dup2(nul, 1); /* stdout is the container's state's (state) */
+		execve(path, av, ev);
+		_exit(127);
+	}
+	close(in[0]);
+	if (pid < 0) {
+		close(in[1]);
+		snprintf(msg, len, "%s: cannot fork: %s", path, strerror(errno));
+		return -1;
+	}
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
+	(void)aj_write_all(in[1], state, strlen(state));
+	close(in[1]);
+	sigaction(SIGPIPE, &old, NULL);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pf = {pfd, POLLIN, 0};
+	bool late = pfd >= 0 && to > 0 && poll(&pf, 1, (int)to * 1000) == 0;
+	if (pfd >= 0)
+		close(pfd);
+	if (late)
+		kill(pid, SIGKILL);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (late)
+		snprintf(msg, len, "%s did not end within its timeout (%llds)", path, (long long)to);
+	else if (WIFSIGNALED(st))
+		snprintf(msg, len, "%s was killed by signal %d", path, WTERMSIG(st));
+	else if (WEXITSTATUS(st) == 127)
+		snprintf(msg, len, "%s could not be run (exit 127)", path);
+	else if (WEXITSTATUS(st))
+		snprintf(msg, len, "%s exited with status %d", path, WEXITSTATUS(st));
+	return late || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+/* The hooks of one kind, in order. strict: the first that fails stops
+ * them (err filled); else each failure is a warning and the rest run. */
+static int run_hooks(const json_t *hooks, const char *kind, const char *id, const char *status,
+		     pid_t pid, const char *bundle, const json_t *ann, bool strict, aj_error *err)
+{
+	const json_t *list = json_object_get(hooks, kind);
+	if (!json_array_size(list))
+		return 0;
+	json_t *st = json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion", OCI_VERSION, "id",
+			       id, "status", status, "pid", (int)pid, "bundle", bundle,
+			       "annotations", json_is_object(ann) ? ann : json_object());
+	_cleanup_free_ char *text = st ? json_dumps(st, JSON_COMPACT) : NULL;
+	json_decref(st);
+	if (!text)
+		return aj_err(err, ENOMEM, "hooks");
+	size_t i;
+	const json_t *h;
+	json_array_foreach(list, i, h)
+	{
+		char msg[512];
+		if (run_hook(h, text, msg, sizeof(msg)) == 0)
+			continue;
+		if (strict) {
+			aj_err(err, EIO, "hooks.%s[%zu] failed: %s", kind, i, msg);
+			aj_err_hint(err, "fix or remove the hook in the bundle's config.json");
+			return -EIO;
+		}
+		char warn[600];
+		snprintf(warn, sizeof(warn), "warning: hooks.%s[%zu] failed: %s", kind, i, msg);
+		log_error(warn);
+	}
+	return 0;
+}
+
 /* ---- the monitor: builds and runs the sandbox, holds it until start ---- */
 
 typedef struct monitor {
-	int report; /* to create: a report, then closed */
+	const char *id, *bundle;
+	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
+	int report;	     /* to create: a report, then closed */
 	int fifo;   /* exec.fifo, read-write: start's byte */
 	bool started;
 	int signal; /* what ended it while held */
@@ -233,8 +337,16 @@ typedef struct report {
 static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 {
 	monitor *m = ctx;
+	/* the sandbox is built: the runtime's create hooks, then create returns */
+	int r = run_hooks(m->hooks, "prestart", m->id, "creating", getpid(), m->bundle, m->ann,
+			  true, err);
+	if (r == 0)
+		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", getpid(), m->bundle,
+			      m->ann, true, err);
+	if (r < 0)
+		return r;
 	report rep = {.ok = 1, .init = init};
-	int r = aj_write_all(m->report, &rep, sizeof(rep));
+	r = aj_write_all(m->report, &rep, sizeof(rep));
 	close(m->report);
 	m->report = -1;
 	if (r < 0)
@@ -287,7 +399,8 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   int tty, int exec_listen, const char *id)
+						   int tty, int exec_listen, const char *id,
+						   const char *bundle, json_t *ann)
 {
 	(void)setsid();
 	/* a terminal: the engine holds its master; the sandbox's own pty is
@@ -301,7 +414,12 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 	char title[64];
 	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
 	aj_proctitle_set(title);
-	monitor m = {.report = report_fd, .fifo = fifo_fd};
+	monitor m = {.report = report_fd,
+		     .fifo = fifo_fd,
+		     .id = id,
+		     .bundle = bundle,
+		     .hooks = cfg->hooks ? json_loads(cfg->hooks, 0, NULL) : NULL,
+		     .ann = ann};
 	aj_run_hooks hooks = {
 	    .warn = quiet_warn, .ctx = &m, .ready = monitor_ready, .exec_listen = exec_listen};
 	aj_run_result res;
@@ -342,6 +460,9 @@ static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, p
 			       "annotations", json_is_object(ann) ? ann : json_object(), "created",
 			       created, "pid_start", (json_int_t)start_time(pid), "init", (int)init,
 			       "init_start", (json_int_t)start_time(init));
+	json_t *hooks = json_object_get(cfg, "hooks");
+	if (st && json_is_object(hooks))
+		json_object_set(st, "hooks", hooks); /* poststart, poststop: start, delete */
 	json_decref(cfg);
 	char *s = st ? json_dumps(st, JSON_COMPACT) : NULL;
 	json_decref(st);
@@ -447,7 +568,8 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 		close(p[0]);
 		if (master >= 0)
 			close(master); /* the engine's */
-		monitor_main(cfg, p[1], ffd, slave, xl, id);
+		json_t *all = json_loads(text, 0, NULL);
+		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle, json_object_get(all, "annotations"));
 	}
 	close(p[1]);
 	close(ffd);
@@ -612,6 +734,13 @@ static int cmd_start(int rootfd, const char *id)
 	}
 	close(fd);
 	(void)unlinkat(rootfd, fifo, 0);
+	if (load_state(rootfd, id, &st) == 0) {
+		aj_error err;
+		(void)run_hooks(json_object_get(st.j, "hooks"), "poststart", id, "running", st.pid,
+				json_string_value(json_object_get(st.j, "bundle")),
+				json_object_get(st.j, "annotations"), false, &err);
+		json_decref(st.j);
+	}
 	return 0;
 }
 
@@ -728,9 +857,14 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 			r = failf("container %s: its monitor (pid %d) did not end", id,
 				  (int)st.pid);
 	}
-	json_decref(st.j);
 	if (r == 0 && remove_state(rootfd, id) < 0)
 		r = failf("cannot remove the state of %s: %s", id, strerror(errno));
+	aj_error err;
+	if (r == 0)
+		(void)run_hooks(json_object_get(st.j, "hooks"), "poststop", id, "stopped", 0,
+				json_string_value(json_object_get(st.j, "bundle")),
+				json_object_get(st.j, "annotations"), false, &err);
+	json_decref(st.j);
 	return r;
 }
 

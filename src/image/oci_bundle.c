@@ -564,6 +564,70 @@ static int parse_annotations(aj_policy *p, const json_t *ann, aj_error *err)
 	return 0;
 }
 
+/* hooks: the runtime's own kinds are run by `oci create`, `start` and
+ * `delete` (cmd_oci.c); the two run inside the container's namespaces
+ * are refused. Each hook: an absolute path, args, env, a timeout. */
+static int parse_hooks(aj_oci_config *c, const json_t *h, aj_error *err)
+{
+	static const char *const kinds[] = {"prestart", "createRuntime", "poststart", "poststop"};
+	if (empty(h))
+		return 0;
+	if (!json_is_object(h))
+		return refuse(err, "hooks must be an object");
+	const char *kind;
+	const json_t *list;
+	json_object_foreach((json_t *)h, kind, list)
+	{
+		bool ok = false;
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(kinds); i++)
+			ok |= !strcmp(kind, kinds[i]);
+		if (!ok && empty(list))
+			continue;
+		if (!ok)
+			return refuse(err, "hooks.%s is not supported%s", kind,
+				      " (prestart, createRuntime, poststart and poststop are)");
+		if (!json_is_array(list))
+			return refuse(err, "hooks.%s must be an array", kind);
+		size_t i;
+		const json_t *e;
+		json_array_foreach(list, i, e)
+		{
+			const char *path = json_string_value(json_object_get(e, "path"));
+			const json_t *args = json_object_get(e, "args"), *env = json_object_get(e, "env"),
+				     *to = json_object_get(e, "timeout");
+			if (!path || path[0] != '/')
+				return refuse(err, "hooks.%s[%zu].path must be an absolute path", kind,
+					      i);
+			if ((args && !json_is_array(args)) || (env && !json_is_array(env)) ||
+			    (to && (!json_is_integer(to) || json_integer_value(to) <= 0 ||
+				    json_integer_value(to) > 3600)))
+				return refuse(err,
+					      "hooks.%s[%zu]: args and env must be arrays, timeout "
+					      "from 1 to 3600 seconds",
+					      kind, i);
+			size_t k;
+			const json_t *a;
+			json_array_foreach(args, k, a)
+			{
+				if (!json_is_string(a) ||
+				    strlen(json_string_value(a)) != json_string_length(a))
+					return refuse(err, "hooks.%s[%zu].args holds a non-string", kind,
+						      i);
+			}
+			json_array_foreach(env, k, a)
+			{
+				const char *s = json_string_value(a);
+				if (!s || !strchr(s, '=') || strlen(s) != json_string_length(a))
+					return refuse(err, "hooks.%s[%zu].env entry is not NAME=VALUE",
+						      kind, i);
+			}
+		}
+	}
+	if (!(c->hooks = json_dumps(h, JSON_COMPACT)))
+		return aj_err(err, ENOMEM, "hooks");
+	return 0;
+}
+
 static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, aj_error *err)
 {
 	aj_policy *p = &c->policy;
@@ -575,8 +639,8 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 	const json_t *v;
 	json_object_foreach((json_t *)root, key, v)
 	{
-		if (!strcmp(key, "hooks") && !empty(v))
-			return refuse(err, "hooks are not supported");
+		if (!strcmp(key, "hooks") && (r = parse_hooks(c, v, err)) < 0)
+			return r;
 		if ((!strcmp(key, "solaris") || !strcmp(key, "windows") || !strcmp(key, "vm") ||
 		     !strcmp(key, "zos")) &&
 		    !empty(v))
@@ -672,4 +736,6 @@ void aj_oci_config_free(aj_oci_config *c)
 	c->argv = NULL;
 	free(c->netns);
 	c->netns = NULL;
+	free(c->hooks);
+	c->hooks = NULL;
 }

@@ -310,3 +310,42 @@ P
     assert_status 125
     assert_contains "$stderr" "does not exist"
 }
+
+@test "oci: hooks run where the runtime-spec says; a failing one fails create" {
+    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}],
+     "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}],
+     "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}],
+     "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
+    bundle_config '["/bin/sh", "-c", "echo ran"]'
+    sed -i "s|\"hostname\": \"ocibox\",|\"hostname\": \"ocibox\", \"hooks\": {$kinds},|" "$B/config.json"
+    oci_create h1
+    [ -s "$T/h.prestart" ] || fail "prestart did not run at create: $(cat "$T/h1.err")"
+    [ ! -e "$T/h.poststart" ] || fail "poststart ran before start"
+    for h in prestart createRuntime; do
+        assert_eq "$(head -n 1 "$T/h.$h" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["id"], s["status"], s["bundle"])')" "h1 creating $B" "$h's state"
+    done
+    assert_eq "$(tail -n 1 "$T/h.prestart")" v1 "a hook's env"
+    run oci start h1
+    assert_status 0
+    assert_eq "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["status"], s["pid"])' "$T/h.poststart")" "running $(cat "$T/h1.pid")"
+    assert_eq "$(wait_exit h1)" "exit=0"
+    [ ! -e "$T/h.poststop" ] || fail "poststop ran before delete"
+    run oci delete h1
+    assert_status 0
+    assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$T/h.poststop")" stopped
+    # a failing createRuntime hook (or one past its timeout) fails create
+    # with the reason, nothing left; the container's command never ran
+    sed -i 's|cat >[^"]*/h.createRuntime|exit 3|' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" h2
+    assert_status 125
+    assert_contains "$stderr" "hooks.createRuntime[0] failed: /bin/sh exited with status 3"
+    sed -i 's|"exit 3"\]|"sleep 30"], "timeout": 1|' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" h3
+    assert_status 125
+    assert_contains "$stderr" "did not end within its timeout (1s)"
+    # the kinds run inside the container's namespaces are refused
+    bundle_config '["/bin/true"]'
+    sed -i 's|"hostname": "ocibox",|"hostname": "ocibox", "hooks": {"createContainer": [{"path": "/bin/true"}]},|' "$B/config.json"
+    bad_bundle "hooks.createContainer is not supported"
+    [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
+}

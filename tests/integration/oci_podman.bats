@@ -14,7 +14,7 @@ setup() {
     mkdir -p "$r/bin" "$r/proc" "$r/dev" "$r/tmp" "$r/etc"
     cp "$(command -v busybox)" "$r/bin/busybox"
     local t
-    for t in sh echo sleep id cat true; do ln -s busybox "$r/bin/$t"; done
+    for t in sh echo sleep id cat true ip wget; do ln -s busybox "$r/bin/$t"; done
     echo base >"$r/motd"
     # the security suite's static attack program (tests/security/README.md)
     [ -x "${ATTACK:-}" ] && cp "$ATTACK" "$r/attack"
@@ -37,6 +37,8 @@ teardown() {
         timeout 30 "${P[@]}" rm -af >/dev/null 2>&1 || true
         timeout 30 "${P[@]}" rmi -af >/dev/null 2>&1 || true
     fi
+    [ -n "${SRV:-}" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    [ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
     aj_teardown
 }
 
@@ -140,6 +142,49 @@ prun() {
     [ -n "$uids" ] || fail "no sandbox process under the monitor"
     assert_ne "$uids" 0 "host uid of the container's init"
     run prun rm -f -t 0 ajuid
+    assert_status 0
+    [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
+}
+
+@test "podman: its default network, a namespace to join, is walled" {
+    # Podman (and its CNI bridge, firewall rules, the container's network
+    # namespace) in a namespace of the test's own: nothing on the host's
+    # network; a server there on the bridge's gateway address
+    NS=aj-ocinet-$$
+    ip netns add "$NS"
+    ip -n "$NS" link set lo up
+    ip netns exec "$NS" python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8099)); s.listen(8)
+while True:
+    c, _ = s.accept(); c.recv(4096)
+    c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nreach\n"); c.close()' &
+    SRV=$!
+    P=(nsenter --net="/run/netns/$NS" "${P[@]}")
+    local get='wget -q -T 3 -O- http://10.88.0.1:8099/'
+    # open: the engine's network as it is, the server answers (the test's
+    # own check that it can be reached)
+    run --separate-stderr prun run --rm --annotation run.agentjail.net=open localhost/ajtiny:1 \
+        /bin/sh -c "$get"
+    assert_status 0
+    assert_eq "$output" "reach" "the server through Podman's network"
+    assert_contains "$(cat "$T/calls")" "create --bundle"
+    # by default: Podman's eth0, and nothing but the loopback gets through
+    run prun run -d --name ajnet localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    run --separate-stderr prun exec ajnet /bin/sh -c "ip -o addr | grep -c 10.88.; $get"
+    assert_eq "${lines[0]}" 1 "Podman's address on eth0"
+    assert_ne "$status" 0 "the server reached through the wall"
+    # the container can't take the wall down: no CAP_NET_ADMIN over it
+    run --separate-stderr prun exec ajnet /bin/ip link set lo down
+    assert_ne "$status" 0
+    local pid
+    pid=$(cat "$S"/*/state.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    run nsenter --net=/proc/$pid/ns/net nft list table inet agentjail-oci
+    assert_status 0
+    assert_contains "$output" "policy drop"
+    run prun rm -f -t 0 ajnet
     assert_status 0
     [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
 }
