@@ -197,8 +197,8 @@ bad_bundle() {
     bad_bundle "config.json is not valid JSON"
     bundle_config '["/bin/true"]' ', {"type": "time"}'
     bad_bundle "linux.namespaces: time is not supported"
-    bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/1/ns/net"}'
-    bad_bundle "/proc/1/ns/net is the runtime's own network namespace"
+    bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/'$$'/ns/net"}'
+    bad_bundle "/proc/$$/ns/net is the runtime's own network namespace"
     bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/1/ns/ipc"}'
     bad_bundle "joining the ipc namespace at /proc/1/ns/ipc is not supported"
     bundle_config '[]'
@@ -312,10 +312,7 @@ P
 }
 
 @test "oci: hooks run where the runtime-spec says; a failing one fails create" {
-    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}],
-     "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}],
-     "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}],
-     "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
+    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
     bundle_config '["/bin/sh", "-c", "echo ran"]'
     sed -i "s|\"hostname\": \"ocibox\",|\"hostname\": \"ocibox\", \"hooks\": {$kinds},|" "$B/config.json"
     oci_create h1
