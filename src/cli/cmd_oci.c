@@ -273,7 +273,8 @@ static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (late)
-		snprintf(msg, len, "%s did not end within its timeout (%llds)", path, (long long)to);
+		snprintf(msg, len, "%s did not end within its timeout (%llds)", path,
+			 (long long)to);
 	else if (WIFSIGNALED(st))
 		snprintf(msg, len, "%s was killed by signal %d", path, WTERMSIG(st));
 	else if (WEXITSTATUS(st) == 127)
@@ -323,7 +324,7 @@ typedef struct monitor {
 	const char *id, *bundle;
 	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
 	int report;	     /* to create: a report, then closed */
-	int fifo;   /* exec.fifo, read-write: start's byte */
+	int fifo;	     /* exec.fifo, read-write: start's byte */
 	bool started;
 	int signal; /* what ended it while held */
 } monitor;
@@ -569,7 +570,8 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 		if (master >= 0)
 			close(master); /* the engine's */
 		json_t *all = json_loads(text, 0, NULL);
-		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle, json_object_get(all, "annotations"));
+		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle,
+			     json_object_get(all, "annotations"));
 	}
 	close(p[1]);
 	close(ffd);

@@ -284,8 +284,9 @@ static int parse_namespaces(aj_oci_config *c, const json_t *ns, aj_error *err)
 		}
 		refuse(err, "linux.namespaces: joining the %s namespace at %s is not supported",
 		       type, path);
-		aj_err_hint(err, "agentjail makes its own %s namespace for every container; only "
-				 "one network namespace (an absolute path) is joined (" OCI_FIX ")",
+		aj_err_hint(err,
+			    "agentjail makes its own %s namespace for every container; only "
+			    "one network namespace (an absolute path) is joined (" OCI_FIX ")",
 			    type);
 		return -EINVAL;
 	}
@@ -593,11 +594,12 @@ static int parse_hooks(aj_oci_config *c, const json_t *h, aj_error *err)
 		json_array_foreach(list, i, e)
 		{
 			const char *path = json_string_value(json_object_get(e, "path"));
-			const json_t *args = json_object_get(e, "args"), *env = json_object_get(e, "env"),
+			const json_t *args = json_object_get(e, "args"),
+				     *env = json_object_get(e, "env"),
 				     *to = json_object_get(e, "timeout");
 			if (!path || path[0] != '/')
-				return refuse(err, "hooks.%s[%zu].path must be an absolute path", kind,
-					      i);
+				return refuse(err, "hooks.%s[%zu].path must be an absolute path",
+					      kind, i);
 			if ((args && !json_is_array(args)) || (env && !json_is_array(env)) ||
 			    (to && (!json_is_integer(to) || json_integer_value(to) <= 0 ||
 				    json_integer_value(to) > 3600)))
@@ -611,14 +613,15 @@ static int parse_hooks(aj_oci_config *c, const json_t *h, aj_error *err)
 			{
 				if (!json_is_string(a) ||
 				    strlen(json_string_value(a)) != json_string_length(a))
-					return refuse(err, "hooks.%s[%zu].args holds a non-string", kind,
-						      i);
+					return refuse(err, "hooks.%s[%zu].args holds a non-string",
+						      kind, i);
 			}
 			json_array_foreach(env, k, a)
 			{
 				const char *s = json_string_value(a);
 				if (!s || !strchr(s, '=') || strlen(s) != json_string_length(a))
-					return refuse(err, "hooks.%s[%zu].env entry is not NAME=VALUE",
+					return refuse(err,
+						      "hooks.%s[%zu].env entry is not NAME=VALUE",
 						      kind, i);
 			}
 		}
@@ -671,9 +674,10 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 	if (c->netns) {
 		if (p->n_allow || p->n_deny || p->dns.family || p->n_publish ||
 		    (p->net != AJ_NET_NONE && p->net != AJ_NET_OPEN))
-			return refuse(err, "run.agentjail.allow, deny and dns need agentjail's own "
-					   "network namespace, not the engine's at %s (fix: podman "
-					   "--network none)",
+			return refuse(err,
+				      "run.agentjail.allow, deny and dns need agentjail's own "
+				      "network namespace, not the engine's at %s (fix: podman "
+				      "--network none)",
 				      c->netns);
 		c->netns_open = p->net == AJ_NET_OPEN;
 		p->net = AJ_NET_NONE;

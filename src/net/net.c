@@ -367,8 +367,10 @@ int aj_net_join_netns(const char *path, bool unwalled, aj_error *err)
 {
 	static const char wall[] =
 	    "table inet agentjail-oci {\n"
-	    " chain inbound { type filter hook input priority -300; policy drop; iifname \"lo\" accept; }\n"
-	    " chain outbound { type filter hook output priority -300; policy drop; oifname \"lo\" accept; }\n"
+	    " chain inbound { type filter hook input priority -300; policy drop; iifname \"lo\" "
+	    "accept; }\n"
+	    " chain outbound { type filter hook output priority -300; policy drop; oifname \"lo\" "
+	    "accept; }\n"
 	    " chain forwarded { type filter hook forward priority -300; policy drop; }\n"
 	    "}\n";
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
