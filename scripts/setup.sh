@@ -24,6 +24,11 @@ PACKAGES=(
 	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
 	# a static busybox is the tests' bundle root
 	podman busybox-static containerd
+	# the service on a cluster (docs/kubernetes.md): nginx routes by sandbox
+	# id in tests/service/cluster.bats (a process of the test's own)
+	nginx-light
+	# deploy/kubernetes/image/bundle.sh (tests/integration/kubernetes.bats)
+	patchelf
 	# level 4 (--isolation wasm): the suite builds its WASI test modules from C
 	wasi-libc lld-14 libclang-rt-14-dev-wasm32
 )
@@ -71,7 +76,8 @@ echo "setup: installed src/backend/wasm/runtime (Pyodide and QuickJS for --isola
 # directly (PVH), ~3x faster than the bzImage under TCG.
 MV_DIR=/var/cache/agentjail/microvm
 mv_kernel=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-if [ -n "$mv_kernel" ] && [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel" ]; then
+if [ -n "$mv_kernel" ] && { [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel" ] ||
+	[ ! -f "$MV_DIR/modules/drivers/net/virtio_net.ko" ]; }; then
 	echo "setup: unpacking $mv_kernel for --isolation microvm into $MV_DIR"
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -90,7 +96,8 @@ if [ -n "$mv_kernel" ] && [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel
 	# only what the initramfs loads (src/backend/microvm/vm.c: guest_modules)
 	for m in drivers/virtio/virtio.ko drivers/virtio/virtio_ring.ko \
 		drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko fs/fuse/fuse.ko \
-		fs/fuse/virtiofs.ko fs/overlayfs/overlay.ko drivers/char/hw_random/virtio-rng.ko; do
+		fs/fuse/virtiofs.ko fs/overlayfs/overlay.ko drivers/char/hw_random/virtio-rng.ko \
+		net/core/failover.ko drivers/net/net_failover.ko drivers/net/virtio_net.ko; do
 		$SUDO install -D -m 0644 "$mv_tmp"/x/lib/modules/*/kernel/$m "$MV_DIR/modules/$m"
 	done
 	echo "$mv_kernel" | $SUDO tee "$MV_DIR/kernel" >/dev/null
@@ -111,6 +118,12 @@ if ! command -v npm >/dev/null; then
 fi
 (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 echo "setup: installed tests/mcp (the MCP SDK's client the tests drive agentjail mcp with)"
+
+# tests/integration/kubernetes.bats: the manifests of deploy/kubernetes
+# checked offline against the Kubernetes schemas kubernetes-models bundles,
+# from the committed tests/kubernetes/package-lock.json
+(cd tests/kubernetes && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed tests/kubernetes (kubernetes-models, yaml)"
 
 # tests/network/browser.bats: Playwright (playwright-core only: no browser
 # download) drives a sandboxed Chromium, from the committed

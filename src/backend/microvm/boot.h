@@ -12,6 +12,7 @@
 
 #include "microvm.h"
 #include "protect.h"
+#include "vmnet.h"
 
 /* the most agent ports a VM has (concurrent requests of a box) */
 #define AJ_MV_MAX_PORTS 8
@@ -38,7 +39,8 @@ typedef struct aj_mv_vm {
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
-	bool freezer; /* set before the boot: cg gets a freezer (a box's pause) */
+	bool freezer;	/* set before the boot: cg gets a freezer (a box's pause) */
+	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */

@@ -427,7 +427,7 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 	int r = aj_mv_boot(&i->vm, false, err);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		i->port[k].fd = i->vm.ports[k];
-	if (r == 0 && !(i->envp = aj_policy_build_env(p, NULL, NULL)))
+	if (r == 0 && !(i->envp = aj_policy_build_env(p, NULL, aj_mv_net_env(i->vm.net))))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0) {
 		/* ready: the guest's agent answers (its boot is done) */
