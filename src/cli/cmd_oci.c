@@ -412,7 +412,9 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		close(tty);
 		(void)ioctl(STDIN_FILENO, TIOCSCTTY, 0);
 	}
-	char title[64];
+	char title[64], own_id[160];
+	snprintf(own_id, sizeof(own_id), "%s", id); /* id is in argv, which the title takes */
+	id = own_id;
 	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
 	aj_proctitle_set(title);
 	monitor m = {.report = report_fd,
