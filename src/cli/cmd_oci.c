@@ -33,11 +33,13 @@
 #include "error.h"
 #include "net.h"
 #include "oci_bundle.h"
+#include "run_exec.h"
 #include "util.h"
 
 #define OCI_VERSION "1.2.0"
 #define OCI_FIFO "exec.fifo"
 #define OCI_STATE "state.json"
+#define OCI_EXEC_SOCK "exec.sock"
 
 static const char oci_usage[] =
     "Usage: agentjail oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
@@ -188,7 +190,7 @@ static int remove_state(int rootfd, const char *id)
 	int dfd = openat(rootfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	static const char *const files[] = {OCI_FIFO, OCI_STATE, OCI_STATE ".tmp"};
+	static const char *const files[] = {OCI_FIFO, OCI_STATE, OCI_STATE ".tmp", OCI_EXEC_SOCK};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(files); i++)
 		(void)unlinkat(dfd, files[i], 0);
 	close(dfd);
@@ -213,11 +215,116 @@ static int write_file_at(int dfd, const char *name, const char *text)
 	return r;
 }
 
+/* ---- hooks (runtime-spec): run by the runtime, as the runtime ---- */
+
+/* One hook: path with args and env, the container's state as JSON on its
+ * stdin; killed after its timeout. 0, or -1 with why in msg. */
+static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
+{
+	const char *path = json_string_value(json_object_get(h, "path"));
+	const json_t *args = json_object_get(h, "args"), *env = json_object_get(h, "env");
+	json_int_t to = json_integer_value(json_object_get(h, "timeout"));
+	size_t na = json_array_size(args), ne = json_array_size(env);
+	_cleanup_free_ char **av = calloc(na + 2, sizeof(char *));
+	_cleanup_free_ char **ev = calloc(ne + 1, sizeof(char *));
+	int in[2];
+	if (!av || !ev || pipe2(in, O_CLOEXEC) < 0) {
+		snprintf(msg, len, "%s: %s", path, strerror(errno ? errno : ENOMEM));
+		return -1;
+	}
+	av[0] = (char *)path;
+	for (size_t i = 0; i < na; i++)
+		av[i] = (char *)json_string_value(json_array_get(args, i));
+	for (size_t i = 0; i < ne; i++)
+		ev[i] = (char *)json_string_value(json_array_get(env, i));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (dup2(in[0], 0) < 0)
+			_exit(127);
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (nul >= 0)
+			(void)dup2(nul, 1); /* stdout is the container's state's (state) */
+		execve(path, av, ev);
+		_exit(127);
+	}
+	close(in[0]);
+	if (pid < 0) {
+		close(in[1]);
+		snprintf(msg, len, "%s: cannot fork: %s", path, strerror(errno));
+		return -1;
+	}
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
+	(void)aj_write_all(in[1], state, strlen(state));
+	close(in[1]);
+	sigaction(SIGPIPE, &old, NULL);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pf = {pfd, POLLIN, 0};
+	bool late = pfd >= 0 && to > 0 && poll(&pf, 1, (int)to * 1000) == 0;
+	if (pfd >= 0)
+		close(pfd);
+	if (late)
+		kill(pid, SIGKILL);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (late)
+		snprintf(msg, len, "%s did not end within its timeout (%llds)", path,
+			 (long long)to);
+	else if (WIFSIGNALED(st))
+		snprintf(msg, len, "%s was killed by signal %d", path, WTERMSIG(st));
+	else if (WEXITSTATUS(st) == 127)
+		snprintf(msg, len, "%s could not be run (exit 127)", path);
+	else if (WEXITSTATUS(st))
+		snprintf(msg, len, "%s exited with status %d", path, WEXITSTATUS(st));
+	return late || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+/* The hooks of one kind, in order. strict: the first that fails stops
+ * them (err filled); else each failure is a warning and the rest run. */
+static int run_hooks(const json_t *hooks, const char *kind, const char *id, const char *status,
+		     pid_t pid, const char *bundle, const json_t *ann, bool strict, aj_error *err)
+{
+	const json_t *list = json_object_get(hooks, kind);
+	if (!json_array_size(list))
+		return 0;
+	json_t *st = json_pack("{s:s, s:s, s:s, s:i, s:s, s:O}", "ociVersion", OCI_VERSION, "id",
+			       id, "status", status, "pid", (int)pid, "bundle", bundle,
+			       "annotations", json_is_object(ann) ? ann : json_object());
+	_cleanup_free_ char *text = st ? json_dumps(st, JSON_COMPACT) : NULL;
+	json_decref(st);
+	if (!text)
+		return aj_err(err, ENOMEM, "hooks");
+	size_t i;
+	const json_t *h;
+	json_array_foreach(list, i, h)
+	{
+		char msg[512];
+		if (run_hook(h, text, msg, sizeof(msg)) == 0)
+			continue;
+		if (strict) {
+			aj_err(err, EIO, "hooks.%s[%zu] failed: %s", kind, i, msg);
+			aj_err_hint(err, "fix or remove the hook in the bundle's config.json");
+			return -EIO;
+		}
+		char warn[600];
+		snprintf(warn, sizeof(warn), "warning: hooks.%s[%zu] failed: %s", kind, i, msg);
+		log_error(warn);
+	}
+	return 0;
+}
+
 /* ---- the monitor: builds and runs the sandbox, holds it until start ---- */
 
 typedef struct monitor {
-	int report; /* to create: a report, then closed */
-	int fifo;   /* exec.fifo, read-write: start's byte */
+	const char *id, *bundle;
+	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
+	int report;	     /* to create: a report, then closed */
+	int fifo;	     /* exec.fifo, read-write: start's byte */
 	bool started;
 	int signal; /* what ended it while held */
 } monitor;
@@ -231,8 +338,16 @@ typedef struct report {
 static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 {
 	monitor *m = ctx;
+	/* the sandbox is built: the runtime's create hooks, then create returns */
+	int r = run_hooks(m->hooks, "prestart", m->id, "creating", getpid(), m->bundle, m->ann,
+			  true, err);
+	if (r == 0)
+		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", getpid(), m->bundle,
+			      m->ann, true, err);
+	if (r < 0)
+		return r;
 	report rep = {.ok = 1, .init = init};
-	int r = aj_write_all(m->report, &rep, sizeof(rep));
+	r = aj_write_all(m->report, &rep, sizeof(rep));
 	close(m->report);
 	m->report = -1;
 	if (r < 0)
@@ -285,7 +400,8 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   int tty, const char *id)
+						   int tty, int exec_listen, const char *id,
+						   const char *bundle, json_t *ann)
 {
 	(void)setsid();
 	/* a terminal: the engine holds its master; the sandbox's own pty is
@@ -296,11 +412,19 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		close(tty);
 		(void)ioctl(STDIN_FILENO, TIOCSCTTY, 0);
 	}
-	char title[64];
+	char title[64], own_id[160];
+	snprintf(own_id, sizeof(own_id), "%s", id); /* id is in argv, which the title takes */
+	id = own_id;
 	snprintf(title, sizeof(title), "agentjail-oci %.40s", id);
 	aj_proctitle_set(title);
-	monitor m = {.report = report_fd, .fifo = fifo_fd};
-	aj_run_hooks hooks = {.warn = quiet_warn, .ctx = &m, .ready = monitor_ready};
+	monitor m = {.report = report_fd,
+		     .fifo = fifo_fd,
+		     .id = id,
+		     .bundle = bundle,
+		     .hooks = cfg->hooks ? json_loads(cfg->hooks, 0, NULL) : NULL,
+		     .ann = ann};
+	aj_run_hooks hooks = {
+	    .warn = quiet_warn, .ctx = &m, .ready = monitor_ready, .exec_listen = exec_listen};
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
@@ -339,6 +463,9 @@ static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, p
 			       "annotations", json_is_object(ann) ? ann : json_object(), "created",
 			       created, "pid_start", (json_int_t)start_time(pid), "init", (int)init,
 			       "init_start", (json_int_t)start_time(init));
+	json_t *hooks = json_object_get(cfg, "hooks");
+	if (st && json_is_object(hooks))
+		json_object_set(st, "hooks", hooks); /* poststart, poststop: start, delete */
 	json_decref(cfg);
 	char *s = st ? json_dumps(st, JSON_COMPACT) : NULL;
 	json_decref(st);
@@ -426,13 +553,27 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	_cleanup_close_ int master = -1, slave = -1;
 	if (cfg->terminal && (master = open_pty(&slave)) < 0)
 		return failf("cannot make a terminal for %s: %s", id, strerror(-master));
+	/* exec.sock: `oci exec` asks the monitor for more commands there (a
+	 * path through our fd on the directory: sun_path is short) */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" OCI_EXEC_SOCK, dfd);
+	_cleanup_close_ int xl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int xfd = xl >= 0 ? fcntl(xl, F_DUPFD_CLOEXEC, 3) : -1; /* never fd 0 (exec_listen > 0) */
+	if (xfd >= 0) {
+		close(xl);
+		xl = xfd;
+	}
+	if (xfd < 0 || bind(xl, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(xl, 16) < 0)
+		return failf("cannot make the exec socket of %s: %s", id, strerror(errno));
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
 		if (master >= 0)
 			close(master); /* the engine's */
-		monitor_main(cfg, p[1], ffd, slave, id);
+		json_t *all = json_loads(text, 0, NULL);
+		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle,
+			     json_object_get(all, "annotations"));
 	}
 	close(p[1]);
 	close(ffd);
@@ -534,13 +675,19 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 		cfg.policy.tty = AJ_TTY_ALWAYS;
 #ifdef AJ_RUN_NET_HELPER
 	/* this program has no network stack: agentjail-net takes the command */
-	if (aj_net_wanted(&cfg.policy)) {
+	if (aj_net_wanted(&cfg.policy) || cfg.netns) {
 		aj_oci_config_free(&cfg);
 		return aj_cli_exec_helper("agentjail-net", main_argv);
 	}
 #else
 	(void)main_argv;
 #endif
+	/* an engine's network namespace: this process joins it (the monitor
+	 * and the sandbox inherit it), walled unless the annotations open it */
+	if (cfg.netns && aj_net_join_netns(cfg.netns, cfg.netns_open, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return fail(&err);
+	}
 	_cleanup_close_ int rootfd = open_root(true);
 	if (rootfd < 0) {
 		aj_oci_config_free(&cfg);
@@ -591,6 +738,13 @@ static int cmd_start(int rootfd, const char *id)
 	}
 	close(fd);
 	(void)unlinkat(rootfd, fifo, 0);
+	if (load_state(rootfd, id, &st) == 0) {
+		aj_error err;
+		(void)run_hooks(json_object_get(st.j, "hooks"), "poststart", id, "running", st.pid,
+				json_string_value(json_object_get(st.j, "bundle")),
+				json_object_get(st.j, "annotations"), false, &err);
+		json_decref(st.j);
+	}
 	return 0;
 }
 
@@ -707,10 +861,249 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 			r = failf("container %s: its monitor (pid %d) did not end", id,
 				  (int)st.pid);
 	}
-	json_decref(st.j);
 	if (r == 0 && remove_state(rootfd, id) < 0)
 		r = failf("cannot remove the state of %s: %s", id, strerror(errno));
+	aj_error err;
+	if (r == 0)
+		(void)run_hooks(json_object_get(st.j, "hooks"), "poststop", id, "stopped", 0,
+				json_string_value(json_object_get(st.j, "bundle")),
+				json_object_get(st.j, "annotations"), false, &err);
+	json_decref(st.j);
 	return r;
+}
+
+/* ---- exec: one more command in a running container ---- */
+
+typedef struct exec_opts {
+	const char *process, *console, *pid_file, *cwd, *user;
+	bool tty, detach;
+	aj_policy extra; /* --env entries, checked */
+} exec_opts;
+
+static int exec_parse(int argc, char **argv, exec_opts *o)
+{
+	static const struct option opts[] = {
+	    {"process", required_argument, NULL, 'p'},
+	    {"tty", no_argument, NULL, 't'},
+	    {"console-socket", required_argument, NULL, 'c'},
+	    {"pid-file", required_argument, NULL, 'P'},
+	    {"detach", no_argument, NULL, 'd'},
+	    {"cwd", required_argument, NULL, 'w'},
+	    {"env", required_argument, NULL, 'e'},
+	    {"user", required_argument, NULL, 'u'},
+	    {"no-new-privs", no_argument, NULL, 'n'},
+	    {"cap", required_argument, NULL, 'C'},
+	    {"additional-gids", required_argument, NULL, 'g'},
+	    {"preserve-fds", required_argument, NULL, 'f'},
+	    {"process-label", required_argument, NULL, 'l'},
+	    {"apparmor", required_argument, NULL, 'a'},
+	    {"cgroup", required_argument, NULL, 'G'},
+	    {"ignore-paused", no_argument, NULL, 'i'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	aj_error err;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:tde:u:g:c:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->process = optarg; break;
+		case 't': o->tty = true; break;
+		case 'c': o->console = optarg; break;
+		case 'P': o->pid_file = optarg; break;
+		case 'd': o->detach = true; break;
+		case 'w': o->cwd = optarg; break;
+		case 'u': o->user = optarg; break;
+		case 'n':
+		case 'i': break; /* no_new_privs: always; never paused */
+		case 'C':
+		case 'g': break; /* agentjail's own capabilities and groups */
+		case 'e':
+			aj_err_clear(&err);
+			if (aj_policy_add_env(&o->extra, optarg, &err) < 0)
+				return fail(&err);
+			break;
+		case 'f':
+			if (strcmp(optarg, "0"))
+				return failf(
+				    "exec --preserve-fds %s is not supported (fix: pass no "
+				    "extra descriptors; docs/oci.md)",
+				    optarg);
+			break;
+		case 'l':
+		case 'a':
+			if (*optarg)
+				return failf("exec --%s is not supported (agentjail applies no LSM "
+					     "profile; docs/oci.md)",
+					     c == 'l' ? "process-label" : "apparmor");
+			break;
+		case 'G':
+			return failf("exec --cgroup is not supported (fix: the container's "
+				     "cgroup is the only one; docs/oci.md)");
+		default:
+			return failf("exec: unknown or incomplete option '%s' (fix: see agentjail "
+				     "oci --help)",
+				     argv[optind - 1]);
+		}
+	}
+	return 0;
+}
+
+/* The command: --process FILE, else the arguments and options. */
+static int exec_command(exec_opts *o, int argc, char **argv, aj_oci_config *cmd)
+{
+	aj_error err;
+	aj_err_clear(&err);
+	if (o->process) {
+		if (argc > 0)
+			return failf("exec: --process FILE or a command, not both (fix: the "
+				     "command goes in the file's args)");
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		if (aj_read_file(o->process, &text, &len) < 0)
+			return failf("cannot read the process file %s: %s", o->process,
+				     strerror(errno));
+		if (aj_oci_process_parse(text, len, cmd, &err) < 0)
+			return fail(&err);
+		if (o->tty)
+			cmd->terminal = true;
+	} else {
+		memset(cmd, 0, sizeof(*cmd));
+		aj_policy_init(&cmd->policy);
+		if (argc < 1)
+			return failf("exec needs a container id and a command (fix: agentjail oci "
+				     "exec ID COMMAND [ARGS], or --process FILE)");
+		if (!(cmd->argv = calloc((size_t)argc + 1, sizeof(char *))))
+			return failf("exec: out of memory");
+		for (int i = 0; i < argc; i++)
+			if (!(cmd->argv[i] = strdup(argv[i])))
+				return failf("exec: out of memory");
+		cmd->terminal = o->tty;
+	}
+	if ((o->cwd && aj_policy_set_cwd(&cmd->policy, o->cwd, &err) < 0) ||
+	    (o->user && aj_policy_set_user(&cmd->policy, o->user, &err) < 0))
+		return fail(&err);
+	if (o->user)
+		cmd->user = true;
+	for (size_t i = 0; i < o->extra.n_env; i++)
+		if (aj_policy_add_env(&cmd->policy, o->extra.env[i], &err) < 0)
+			return fail(&err);
+	if (cmd->terminal != (o->console != NULL))
+		return failf("exec: a terminal %s --console-socket (fix: --tty and "
+			     "--console-socket together, or neither; docs/oci.md)",
+			     cmd->terminal ? "needs" : "is not asked for: no");
+	return 0;
+}
+
+/* Waits for the command with the caller's signals forwarded to it. */
+static int exec_wait(int conn)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	_cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	return aj_run_exec_wait(conn, sfd);
+}
+
+static int cmd_exec(int rootfd, int argc, char **argv)
+{
+	exec_opts o;
+	memset(&o, 0, sizeof(o));
+	aj_policy_init(&o.extra);
+	int rc = exec_parse(argc, argv, &o);
+	aj_oci_config cmd;
+	memset(&cmd, 0, sizeof(cmd));
+	aj_policy_init(&cmd.policy);
+	if (rc == 0 && optind >= argc)
+		rc = failf("exec needs a container id (fix: agentjail oci exec ID COMMAND)");
+	const char *id = rc == 0 ? argv[optind] : NULL;
+	if (rc == 0)
+		rc = exec_command(&o, argc - optind - 1, argv + optind + 1, &cmd);
+	aj_policy_free(&o.extra);
+	oci_state st = {0};
+	if (rc == 0 && load_state(rootfd, id, &st))
+		rc = AJ_EXIT_INTERNAL;
+	else if (rc == 0 && (strcmp(st.status, "running") || !init_alive(&st)))
+		rc = failf("container %s is %s, not running (fix: exec runs in a started "
+			   "container)",
+			   id, st.status);
+	json_decref(st.j);
+	int master = -1, slave = -1;
+	if (rc == 0 && cmd.terminal && (master = open_pty(&slave)) < 0)
+		rc = failf("cannot make a terminal for exec in %s: %s", id, strerror(-master));
+	if (rc == 0 && master >= 0 && cmd.rows && cmd.cols) {
+		struct winsize ws = {.ws_row = (unsigned short)cmd.rows,
+				     .ws_col = (unsigned short)cmd.cols};
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+	}
+	int r;
+	if (rc == 0 && master >= 0 && (r = send_console(o.console, master)) < 0)
+		rc = failf("--console-socket %s: %s", o.console, strerror(-r));
+	if (master >= 0)
+		close(master); /* the engine's now */
+	/* the caller's stdio, or the new terminal; a terminal of the caller's
+	 * never goes in (TIOCSTI would type into it): /dev/null instead */
+	int io[3] = {-1, -1, -1}, conn = -1;
+	for (int i = 0; rc == 0 && i < 3; i++) {
+		if (slave >= 0)
+			io[i] = slave;
+		else if (isatty(i) || fcntl(i, F_GETFD) < 0)
+			io[i] = open("/dev/null", i ? O_WRONLY | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
+		else
+			io[i] = i;
+	}
+	char sock[64]; /* through an fd on its directory: sun_path is short */
+	_cleanup_close_ int dfd =
+	    rc == 0 ? openat(rootfd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	snprintf(sock, sizeof(sock), "/proc/self/fd/%d/" OCI_EXEC_SOCK, dfd);
+	char *envv[AJ_MAX_ENV + 1] = {NULL};
+	memcpy(envv, cmd.policy.env, cmd.policy.n_env * sizeof(char *));
+	aj_run_exec_req req = {.argv = cmd.argv,
+			       .env = envv,
+			       .cwd = cmd.policy.cwd,
+			       .stdio = {io[0], io[1], io[2]},
+			       .tty = slave >= 0,
+			       .set_user = cmd.user,
+			       .uid = cmd.policy.uid,
+			       .gid = cmd.policy.gid};
+	aj_error err;
+	aj_err_clear(&err);
+	if (rc == 0 && dfd < 0)
+		rc = failf("container %s does not exist", id);
+	else if (rc == 0 && (conn = aj_run_exec_start(sock, &req, &err)) < 0)
+		rc = fail(&err);
+	for (int i = 0; i < 3; i++)
+		if (io[i] > 2 && io[i] != slave)
+			close(io[i]);
+	if (slave >= 0)
+		close(slave);
+	aj_oci_config_free(&cmd);
+	if (rc != 0)
+		return rc;
+	/* --detach: a process of ours waits for it (the engine's subreaper
+	 * waits for the pid file's pid); else this one */
+	pid_t pid = o.detach ? fork() : getpid();
+	if (pid < 0) {
+		close(conn);
+		return failf("exec: cannot fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		char title[64];
+		snprintf(title, sizeof(title), "agentjail-oci-exec %.40s", id);
+		aj_proctitle_set(title);
+		_exit(exec_wait(conn));
+	}
+	if (o.pid_file && (r = write_pid_file(o.pid_file, pid)) < 0) {
+		close(conn); /* init kills the command */
+		return failf("cannot write the pid file %s: %s", o.pid_file, strerror(-r));
+	}
+	if (o.detach) {
+		close(conn);
+		return 0;
+	}
+	return exec_wait(conn);
 }
 
 static int cmd_features(void)
@@ -784,7 +1177,7 @@ int aj_cmd_oci(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	const char *cmd = argc > 0 ? argv[0] : "";
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc && strcmp(cmd, "exec"); i++) /* exec: the command's */
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(oci_usage, stdout);
 			return 0;
@@ -795,9 +1188,9 @@ int aj_cmd_oci(int argc, char **argv)
 	else if (!strcmp(cmd, "features"))
 		rc = cmd_features();
 	else if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "kill") ||
-		 !strcmp(cmd, "delete")) {
+		 !strcmp(cmd, "delete") || !strcmp(cmd, "exec")) {
 		int rootfd = open_root(false);
-		if (rootfd < 0 && cmd[0] != 'k' && argc >= 2)
+		if (rootfd < 0 && cmd[0] != 'k' && cmd[0] != 'e' && argc >= 2)
 			rc = failf("container %s does not exist", argv[argc - 1]);
 		else if (rootfd < 0)
 			rc = failf("no containers at the state root (fix: --root DIR)");
@@ -805,6 +1198,8 @@ int aj_cmd_oci(int argc, char **argv)
 			rc = cmd_kill(rootfd, argc, argv);
 		else if (!strcmp(cmd, "delete"))
 			rc = cmd_delete(rootfd, argc, argv);
+		else if (!strcmp(cmd, "exec"))
+			rc = cmd_exec(rootfd, argc, argv);
 		else if ((rc = one_id(argc, argv, cmd)) == 0)
 			rc =
 			    cmd[3] == 'r' ? cmd_start(rootfd, argv[1]) : cmd_state(rootfd, argv[1]);
@@ -813,8 +1208,8 @@ int aj_cmd_oci(int argc, char **argv)
 	} else if (!*cmd)
 		rc = failf("oci needs a command (fix: see agentjail oci --help)");
 	else
-		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete or "
-			   "features; docs/oci.md)",
+		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete, exec "
+			   "or features; docs/oci.md)",
 			   cmd);
 	if (g.log)
 		fclose(g.log);

@@ -39,6 +39,10 @@ typedef struct aj_run_hooks {
 	 * command runs when it returns 0; a negative return (err filled)
 	 * ends the run, everything removed. */
 	int (*ready)(void *ctx, pid_t init, aj_error *err);
+	/* Optional (`agentjail oci exec`, level 1): > 0, a listening
+	 * SOCK_SEQPACKET unix socket; while the command runs, each connection
+	 * is one more command to start in its sandbox (run_exec.h). */
+	int exec_listen;
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {

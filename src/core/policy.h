@@ -131,7 +131,11 @@ typedef struct aj_policy {
 	size_t n_writable;
 	aj_tty_mode tty;
 	aj_net_mode net;
-	bool net_explicit;	   /* --net was given */
+	bool net_explicit; /* --net was given */
+	/* the caller's network namespace, kept (`oci create` with an engine's
+	 * namespace: joined and walled by the caller, net_wall_netns); only
+	 * with net none, and never in a policy's JSON */
+	bool net_inherit;
 	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
 	size_t n_deny;
 	aj_allow allow[AJ_MAX_ALLOW]; /* --allow: switches to AJ_NET_ALLOW */

@@ -151,7 +151,17 @@ static int parse_process(aj_oci_config *c, const json_t *proc, aj_error *err)
 			 (long long)json_integer_value(gid));
 		if ((r = aj_policy_set_user(p, spec, err)) < 0)
 			return r;
+		c->user = true;
 	}
+	const json_t *cs = json_object_get(proc, "consoleSize");
+	if ((r = want_type(cs, JSON_OBJECT, "process.consoleSize", err)) < 0)
+		return r;
+	json_int_t rows = json_integer_value(json_object_get(cs, "height")),
+		   cols = json_integer_value(json_object_get(cs, "width"));
+	if (cs && (rows < 0 || rows > 65535 || cols < 0 || cols > 65535))
+		return refuse(err, "process.consoleSize must be from 0 to 65535");
+	c->rows = (unsigned)rows;
+	c->cols = (unsigned)cols;
 	/* agentjail always sets no_new_privs, drops to its own capability set
 	 * and applies its own seccomp filter and Landlock ruleset */
 	const json_t *nnp = json_object_get(proc, "noNewPrivileges");
@@ -241,7 +251,7 @@ static int parse_mount(aj_policy *p, const json_t *m, aj_error *err)
 	return aj_policy_add_bind(p, spec, !ro, err);
 }
 
-static int parse_namespaces(const json_t *ns, aj_error *err)
+static int parse_namespaces(aj_oci_config *c, const json_t *ns, aj_error *err)
 {
 	static const char *const known[] = {"pid",   "network", "ipc",	 "uts",
 					    "mount", "user",	"cgroup"};
@@ -260,16 +270,25 @@ static int parse_namespaces(const json_t *ns, aj_error *err)
 			return refuse(err, "linux.namespaces: %s is not supported%s",
 				      type ? type : "(no type)",
 				      " (pid, network, ipc, uts, mount, user and cgroup are)");
-		const char *path = json_string_value(json_object_get(e, "path"));
-		if (path && *path) {
-			refuse(err,
-			       "linux.namespaces: joining the %s namespace at %s "
-			       "is not supported",
-			       type, path);
-			aj_err_hint(err, "agentjail makes every namespace itself; with podman: "
-					 "--network none (" OCI_FIX ")");
-			return -EINVAL;
+		const json_t *pv = json_object_get(e, "path");
+		const char *path = json_string_value(pv);
+		if (pv && !json_is_null(pv) && !path)
+			return refuse(err, "linux.namespaces: a path must be a string");
+		if (!path || !*path)
+			continue;
+		/* an engine's network (Podman's default): joined, walled (net.h) */
+		if (!strcmp(type, "network") && path[0] == '/' && !c->netns) {
+			if (!(c->netns = strdup(path)))
+				return aj_err(err, ENOMEM, "linux.namespaces");
+			continue;
 		}
+		refuse(err, "linux.namespaces: joining the %s namespace at %s is not supported",
+		       type, path);
+		aj_err_hint(err,
+			    "agentjail makes its own %s namespace for every container; only "
+			    "one network namespace (an absolute path) is joined (" OCI_FIX ")",
+			    type);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -477,14 +496,15 @@ static int parse_sysctl(const json_t *sc, aj_error *err)
 	return 0;
 }
 
-static int parse_linux(aj_policy *p, const json_t *lx, aj_error *err)
+static int parse_linux(aj_oci_config *c, const json_t *lx, aj_error *err)
 {
 	int r;
 	if (!lx)
 		return 0;
 	if (!json_is_object(lx))
 		return refuse(err, "linux must be an object");
-	if ((r = parse_namespaces(json_object_get(lx, "namespaces"), err)) < 0 ||
+	aj_policy *p = &c->policy;
+	if ((r = parse_namespaces(c, json_object_get(lx, "namespaces"), err)) < 0 ||
 	    (r = parse_resources(p, json_object_get(lx, "resources"), err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
@@ -545,6 +565,72 @@ static int parse_annotations(aj_policy *p, const json_t *ann, aj_error *err)
 	return 0;
 }
 
+/* hooks: the runtime's own kinds are run by `oci create`, `start` and
+ * `delete` (cmd_oci.c); the two run inside the container's namespaces
+ * are refused. Each hook: an absolute path, args, env, a timeout. */
+static int parse_hooks(aj_oci_config *c, const json_t *h, aj_error *err)
+{
+	static const char *const kinds[] = {"prestart", "createRuntime", "poststart", "poststop"};
+	if (empty(h))
+		return 0;
+	if (!json_is_object(h))
+		return refuse(err, "hooks must be an object");
+	const char *kind;
+	const json_t *list;
+	json_object_foreach((json_t *)h, kind, list)
+	{
+		bool ok = false;
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(kinds); i++)
+			ok |= !strcmp(kind, kinds[i]);
+		if (!ok && empty(list))
+			continue;
+		if (!ok)
+			return refuse(err, "hooks.%s is not supported%s", kind,
+				      " (prestart, createRuntime, poststart and poststop are)");
+		if (!json_is_array(list))
+			return refuse(err, "hooks.%s must be an array", kind);
+		size_t i;
+		const json_t *e;
+		json_array_foreach(list, i, e)
+		{
+			const char *path = json_string_value(json_object_get(e, "path"));
+			const json_t *args = json_object_get(e, "args"),
+				     *env = json_object_get(e, "env"),
+				     *to = json_object_get(e, "timeout");
+			if (!path || path[0] != '/')
+				return refuse(err, "hooks.%s[%zu].path must be an absolute path",
+					      kind, i);
+			if ((args && !json_is_array(args)) || (env && !json_is_array(env)) ||
+			    (to && (!json_is_integer(to) || json_integer_value(to) <= 0 ||
+				    json_integer_value(to) > 3600)))
+				return refuse(err,
+					      "hooks.%s[%zu]: args and env must be arrays, timeout "
+					      "from 1 to 3600 seconds",
+					      kind, i);
+			size_t k;
+			const json_t *a;
+			json_array_foreach(args, k, a)
+			{
+				if (!json_is_string(a) ||
+				    strlen(json_string_value(a)) != json_string_length(a))
+					return refuse(err, "hooks.%s[%zu].args holds a non-string",
+						      kind, i);
+			}
+			json_array_foreach(env, k, a)
+			{
+				const char *s = json_string_value(a);
+				if (!s || !strchr(s, '=') || strlen(s) != json_string_length(a))
+					return refuse(err,
+						      "hooks.%s[%zu].env entry is not NAME=VALUE",
+						      kind, i);
+			}
+		}
+	}
+	if (!(c->hooks = json_dumps(h, JSON_COMPACT)))
+		return aj_err(err, ENOMEM, "hooks");
+	return 0;
+}
+
 static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, aj_error *err)
 {
 	aj_policy *p = &c->policy;
@@ -556,8 +642,8 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 	const json_t *v;
 	json_object_foreach((json_t *)root, key, v)
 	{
-		if (!strcmp(key, "hooks") && !empty(v))
-			return refuse(err, "hooks are not supported");
+		if (!strcmp(key, "hooks") && (r = parse_hooks(c, v, err)) < 0)
+			return r;
 		if ((!strcmp(key, "solaris") || !strcmp(key, "windows") || !strcmp(key, "vm") ||
 		     !strcmp(key, "zos")) &&
 		    !empty(v))
@@ -579,9 +665,24 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 		if ((r = parse_mount(p, m, err)) < 0)
 			return r;
 	}
-	if ((r = parse_linux(p, json_object_get(root, "linux"), err)) < 0 ||
+	if ((r = parse_linux(c, json_object_get(root, "linux"), err)) < 0 ||
 	    (r = parse_annotations(p, json_object_get(root, "annotations"), err)) < 0)
 		return r;
+	/* a network namespace to join: agentjail's wall in it, or (net open)
+	 * the engine's network as it is; agentjail's proxy and its lists need
+	 * its own namespace */
+	if (c->netns) {
+		if (p->n_allow || p->n_deny || p->dns.family || p->n_publish ||
+		    (p->net != AJ_NET_NONE && p->net != AJ_NET_OPEN))
+			return refuse(err,
+				      "run.agentjail.allow, deny and dns need agentjail's own "
+				      "network namespace, not the engine's at %s (fix: podman "
+				      "--network none)",
+				      c->netns);
+		c->netns_open = p->net == AJ_NET_OPEN;
+		p->net = AJ_NET_NONE;
+		p->net_inherit = true;
+	}
 	return aj_policy_validate(p, err);
 }
 
@@ -609,6 +710,27 @@ int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci
 	return r;
 }
 
+int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	aj_policy_init(&c->policy);
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	int r;
+	if (!root) {
+		aj_err(err, EINVAL, "the process file is not valid JSON: %s (line %d)", je.text,
+		       je.line);
+		aj_err_hint(err, "a runtime-spec process object, as config.json's process");
+		r = -EINVAL;
+	} else {
+		r = parse_process(c, root, err);
+	}
+	json_decref(root);
+	if (r < 0)
+		aj_oci_config_free(c);
+	return r;
+}
+
 void aj_oci_config_free(aj_oci_config *c)
 {
 	c->policy.argv = NULL;
@@ -616,4 +738,8 @@ void aj_oci_config_free(aj_oci_config *c)
 	aj_policy_init(&c->policy);
 	aj_strv_free(c->argv);
 	c->argv = NULL;
+	free(c->netns);
+	c->netns = NULL;
+	free(c->hooks);
+	c->hooks = NULL;
 }

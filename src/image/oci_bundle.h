@@ -12,9 +12,14 @@
 #include "policy.h"
 
 typedef struct aj_oci_config {
-	aj_policy policy; /* policy.argv points into argv */
-	char **argv;	  /* process.args, owned */
-	bool terminal;	  /* process.terminal */
+	aj_policy policy;    /* policy.argv points into argv */
+	char **argv;	     /* process.args, owned */
+	bool terminal;	     /* process.terminal */
+	bool user;	     /* process.user had a uid and gid (policy.uid, gid) */
+	unsigned rows, cols; /* process.consoleSize, 0: none */
+	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
+	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
+	char *hooks;	     /* the checked hooks object as JSON, or NULL */
 } aj_oci_config;
 
 /* text: config.json's bytes; bundle: the bundle's absolute directory (a
@@ -23,5 +28,10 @@ typedef struct aj_oci_config {
 int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci_config *c,
 			aj_error *err);
 void aj_oci_config_free(aj_oci_config *c);
+
+/* `oci exec --process FILE`: a runtime-spec process object alone, into
+ * c's argv, policy.env, cwd, uid and gid, terminal, user, rows and cols
+ * (its rlimits and capabilities are the container's). As above. */
+int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err);
 
 #endif

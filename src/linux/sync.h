@@ -27,6 +27,7 @@ enum aj_msg_type {
 #define AJ_EXEC_TTY 1	      /* stdin is a terminal: make it the controlling one */
 #define AJ_EXEC_NO_STDIN 2    /* no stdin fd: the command reads EOF */
 #define AJ_EXEC_SPEC_INLINE 4 /* the spec follows the message, no memfd */
+#define AJ_EXEC_USER 8	      /* run as uid/gid (0-65533 inside), not the policy's */
 
 typedef struct aj_msg {
 	int type;
@@ -35,6 +36,7 @@ typedef struct aj_msg {
 	aj_error err; /* AJ_MSG_ERROR */
 	int argc;     /* AJ_MSG_EXEC: strings of the command line, then */
 	int envc;     /* of the environment, in the spec (init.h) */
+	int uid, gid; /* AJ_MSG_EXEC with AJ_EXEC_USER: the command's ids */
 } aj_msg;
 
 /* The largest spec sent in the message itself: with it, one page (a usual

@@ -15,6 +15,10 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -496,4 +500,48 @@ void aj_net_teardown(aj_net *n)
 		close(n->slot_fd);
 	n->slot_fd = -1;
 	n->active = false;
+}
+
+int aj_net_join_netns(const char *path, bool unwalled, aj_error *err)
+{
+	static const char wall[] =
+	    "table inet agentjail-oci {\n"
+	    " chain inbound { type filter hook input priority -300; policy drop; iifname \"lo\" "
+	    "accept; }\n"
+	    " chain outbound { type filter hook output priority -300; policy drop; oifname \"lo\" "
+	    "accept; }\n"
+	    " chain forwarded { type filter hook forward priority -300; policy drop; }\n"
+	    "}\n";
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct statfs sf;
+	if (fd < 0 || fstatfs(fd, &sf) < 0)
+		return aj_err(err, errno, "linux.namespaces: the network namespace %s", path);
+	/* never the runtime's own (the host's, for Podman): a wall there
+	 * would cut the host off */
+	struct stat a, b;
+	if (sf.f_type == NSFS_MAGIC && fstat(fd, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		aj_err(err, EINVAL,
+		       "linux.namespaces: %s is the runtime's own network namespace (the host's)",
+		       path);
+		aj_err_hint(err, "a container gets a network namespace of its own: podman "
+				 "--network none, or the engine's default network");
+		return -EINVAL;
+	}
+	if (sf.f_type != NSFS_MAGIC || setns(fd, CLONE_NEWNET) < 0)
+		return aj_err(err, sf.f_type != NSFS_MAGIC ? EINVAL : errno,
+			      "linux.namespaces: cannot join the network namespace %s", path);
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return aj_err(err, errno, "no loopback in the network namespace %s", path);
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		return aj_err(err, errno, "cannot bring up the loopback in %s", path);
+	int r = unwalled ? 0 : aj_nft_apply(wall, err);
+	if (r < 0)
+		aj_err_prefix(err, "the wall of the network namespace %s", path);
+	return r;
 }

@@ -33,4 +33,12 @@ int aj_net_setup_tap(aj_net *n, const aj_policy *p, int *nsfd, int *tap, aj_erro
  * without network support, which refuses what aj_net_wanted() says.) */
 void aj_net_teardown(aj_net *n);
 
+/* Join the network namespace at path (`oci create`: an engine's, e.g.
+ * Podman's) and wall it: an nftables table "agentjail-oci"
+ * dropping everything but the loopback, in and out, unless unwalled (the
+ * sandbox, in a user namespace of its own, has no CAP_NET_ADMIN over it).
+ * The loopback is
+ * brought up. The caller must be one thread. 0, or a negative errno. */
+int aj_net_join_netns(const char *path, bool unwalled, aj_error *err);
+
 #endif

@@ -49,3 +49,11 @@ void aj_net_teardown(aj_net *n)
 {
 	n->active = false;
 }
+
+int aj_net_join_netns(const char *path, bool unwalled, aj_error *err)
+{
+	(void)unwalled;
+	aj_err(err, ENOTSUP, "this program cannot wall the network namespace %s", path);
+	aj_err_hint(err, "use agentjail-net, installed next to agentjail");
+	return -ENOTSUP;
+}

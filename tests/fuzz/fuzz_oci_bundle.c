@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: an OCI runtime bundle's config.json into an aj_policy
- * (aj_oci_config_parse, `agentjail oci create`). The bundle directory
+ * (aj_oci_config_parse, `agentjail oci create`), and as a process object
+ * (aj_oci_process_parse, `oci exec --process`). The bundle directory
  * exists, with a rootfs and a bind source, so inputs reach past root.path.
  * Each input is accepted or refused with an error, never a crash or leak;
  * a refused one leaves the config freed and empty. */
@@ -39,7 +40,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(c.argv && c.argv[0] && c.policy.argv == c.argv && c.policy.rootfs);
 		aj_oci_config_free(&c);
 	} else {
-		assert(err.msg[0] && !c.argv && !c.policy.rootfs);
+		assert(err.msg[0] && !c.argv && !c.policy.rootfs && !c.hooks && !c.netns);
 	}
+	/* the same bytes as `oci exec --process FILE`'s process object */
+	aj_err_clear(&err);
+	if (aj_oci_process_parse((const char *)data, size, &c, &err) == 0)
+		aj_oci_config_free(&c);
+	else
+		assert(err.msg[0] && !c.argv);
 	return 0;
 }

@@ -197,8 +197,10 @@ bad_bundle() {
     bad_bundle "config.json is not valid JSON"
     bundle_config '["/bin/true"]' ', {"type": "time"}'
     bad_bundle "linux.namespaces: time is not supported"
-    bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/1/ns/net"}'
-    bad_bundle "joining the network namespace at /proc/1/ns/net is not supported"
+    bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/'$$'/ns/net"}'
+    bad_bundle "/proc/$$/ns/net is the runtime's own network namespace"
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/1/ns/ipc"}'
+    bad_bundle "joining the ipc namespace at /proc/1/ns/ipc is not supported"
     bundle_config '[]'
     bad_bundle "process.args must be a non-empty array"
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
@@ -242,4 +244,105 @@ bad_bundle() {
     assert_eq "$(cat "$T/s2.out")" "Seccomp_filters:	1" "agentjail's filter alone"
     run oci delete s2
     assert_status 0
+}
+
+@test "oci: exec joins a running container, under the same walls" {
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status; exec sleep 60"]'
+    sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]}, |' "$B/config.json"
+    oci_create e1
+    run --separate-stderr oci exec e1 /bin/true
+    assert_status 125 # held: exec needs a started container
+    assert_contains "$stderr" "is created, not running"
+    run oci start e1
+    assert_status 0
+    # output, stderr, exit code, the container's env with --env over it, cwd
+    run --separate-stderr oci exec --env X=1 --cwd /bin e1 /bin/sh -c \
+        'echo $GREETING $X $(cat /motd) $(busybox hostname) $(pwd); echo err >&2; exit 4'
+    assert_status 4
+    assert_eq "$output" "hello 1 base ocibox /bin" "stdout"
+    assert_eq "$stderr" "err" "stderr"
+    # the same pid namespace (the container's sleep), filters (agentjail's
+    # and the bundle's: mkdir denied), no capabilities, no_new_privs
+    run oci exec e1 /bin/sh -c 'cat /proc/[0-9]*/comm | grep -c sleep;
+        grep -E "^(Seccomp_filters|NoNewPrivs|CapEff|CapBnd)" /proc/self/status | tr -d "\t"; mkdir /tmp/x'
+    assert_status 1
+    assert_eq "${lines[0]}" 1 "the container's command is visible"
+    assert_contains "$output" "Seccomp_filters:2"
+    assert_contains "$output" "NoNewPrivs:1"
+    assert_contains "$output" "CapEff:0000000000000000"
+    assert_contains "$output" "CapBnd:0000000000000000"
+    assert_contains "$output" "Function not implemented"
+    run oci exec --user 1000:1001 e1 /bin/sh -c 'echo $(id -u) $(id -g)'
+    assert_status 0
+    assert_eq "$output" "1000 1001" "--user"
+    run --separate-stderr oci exec --user 65535 e1 /bin/true
+    assert_status 125
+    run -127 --separate-stderr oci exec e1 /no/such
+    assert_status 127
+    assert_contains "$stderr" "cannot execute '/no/such'"
+    # --process FILE, --detach, --pid-file: the waiter's pid has the status
+    cat >"$T/proc.json" <<'P'
+{"args": ["/bin/sh", "-c", "sleep 0.3; echo $Y; exit 6"], "env": ["PATH=/bin", "Y=from-process"], "cwd": "/", "user": {"uid": 7, "gid": 7}, "terminal": false}
+P
+    python3 "$BATS_TEST_DIRNAME/oci_reaper.py" "$T/x.pid" "$T/x.exit" -- \
+        "$AJ" oci --root "$S" exec --process "$T/proc.json" --detach --pid-file "$T/x.pid" e1 \
+        </dev/null >"$T/x.out" 2>"$T/x.err"
+    assert_eq "$(cat "$T/x.exit")" "exit=6" "a detached exec's status"
+    assert_eq "$(cat "$T/x.out")" "from-process"
+    # in the container's cgroup, never host uid 0: a second command under init
+    local init pids p
+    init=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["init"])' "$S/e1/state.json")
+    oci exec --detach e1 /bin/sleep 30 >/dev/null
+    pids=$(ps -o pid= --ppid "$init")
+    assert_eq "$(echo $pids | wc -w)" 2 "the command and the exec'd one under init"
+    for p in $pids; do
+        assert_eq "$(cat /proc/$p/cgroup)" "$(cat /proc/$init/cgroup)" "cgroup of $p"
+        assert_ne "$(ps -o uid= -p $p | tr -d ' ')" 0 "host uid of $p"
+    done
+    local pid
+    pid=$(cat "$T/e1.pid")
+    run oci delete --force e1
+    assert_status 0
+    assert_eq "$(wait_exit e1)" "exit=137"
+    assert_gone e1 "$pid"
+    [ -z "$(ps -o pid= --ppid "$init")" ] || fail "exec'd processes left"
+    run --separate-stderr oci exec e1 /bin/true
+    assert_status 125
+    assert_contains "$stderr" "does not exist"
+}
+
+@test "oci: hooks run where the runtime-spec says; a failing one fails create" {
+    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
+    bundle_config '["/bin/sh", "-c", "echo ran"]'
+    sed -i "s|\"hostname\": \"ocibox\",|\"hostname\": \"ocibox\", \"hooks\": {$kinds},|" "$B/config.json"
+    oci_create h1
+    [ -s "$T/h.prestart" ] || fail "prestart did not run at create: $(cat "$T/h1.err")"
+    [ ! -e "$T/h.poststart" ] || fail "poststart ran before start"
+    for h in prestart createRuntime; do
+        assert_eq "$(head -n 1 "$T/h.$h" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["id"], s["status"], s["bundle"])')" "h1 creating $B" "$h's state"
+    done
+    assert_eq "$(tail -n 1 "$T/h.prestart")" v1 "a hook's env"
+    run oci start h1
+    assert_status 0
+    assert_eq "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["status"], s["pid"])' "$T/h.poststart")" "running $(cat "$T/h1.pid")"
+    assert_eq "$(wait_exit h1)" "exit=0"
+    [ ! -e "$T/h.poststop" ] || fail "poststop ran before delete"
+    run oci delete h1
+    assert_status 0
+    assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$T/h.poststop")" stopped
+    # a failing createRuntime hook (or one past its timeout) fails create
+    # with the reason, nothing left; the container's command never ran
+    sed -i 's|cat >[^"]*/h.createRuntime|exit 3|' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" h2
+    assert_status 125
+    assert_contains "$stderr" "hooks.createRuntime[0] failed: /bin/sh exited with status 3"
+    sed -i 's|"exit 3"\]|"sleep 30"], "timeout": 1|' "$B/config.json"
+    run --separate-stderr oci create --bundle "$B" h3
+    assert_status 125
+    assert_contains "$stderr" "did not end within its timeout (1s)"
+    # the kinds run inside the container's namespaces are refused
+    bundle_config '["/bin/true"]'
+    sed -i 's|"hostname": "ocibox",|"hostname": "ocibox", "hooks": {"createContainer": [{"path": "/bin/true"}]},|' "$B/config.json"
+    bad_bundle "hooks.createContainer is not supported"
+    [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
 }

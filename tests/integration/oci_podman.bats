@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # agentjail oci as Podman's runtime: an image imported from a tar of a tiny
 # busybox root (no registry), `podman run --rm`, exit codes, output, a
-# detached container's logs and stop, exec refused, nothing left after rm.
+# detached container's logs, exec and stop, nothing left after rm.
 
 load helpers
 
@@ -14,7 +14,7 @@ setup() {
     mkdir -p "$r/bin" "$r/proc" "$r/dev" "$r/tmp" "$r/etc"
     cp "$(command -v busybox)" "$r/bin/busybox"
     local t
-    for t in sh echo sleep id cat true; do ln -s busybox "$r/bin/$t"; done
+    for t in sh echo sleep id cat true ip nc tail; do ln -s busybox "$r/bin/$t"; done
     echo base >"$r/motd"
     # the security suite's static attack program (tests/security/README.md)
     [ -x "${ATTACK:-}" ] && cp "$ATTACK" "$r/attack"
@@ -37,6 +37,8 @@ teardown() {
         timeout 30 "${P[@]}" rm -af >/dev/null 2>&1 || true
         timeout 30 "${P[@]}" rmi -af >/dev/null 2>&1 || true
     fi
+    [ -n "${SRV:-}" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+    [ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
     aj_teardown
 }
 
@@ -73,9 +75,18 @@ prun() {
     done
     assert_eq "$(prun logs ajdet)" started "logs"
     assert_eq "$(prun inspect -f '{{.State.Status}}' ajdet)" running
-    run --separate-stderr prun exec ajdet /bin/true
-    assert_status 255 # podman's own code for a runtime error
-    assert_contains "$stderr" "oci exec is not supported"
+    # exec: output, stderr, exit code, the container's environment
+    run --separate-stderr prun exec -e X=1 ajdet /bin/sh -c 'echo $X $(cat /motd); echo err >&2; exit 5'
+    assert_status 5
+    assert_eq "$output" "1 base" "exec stdout"
+    assert_eq "$stderr" "err" "exec stderr"
+    run prun exec ajdet /bin/sh -c 'cat /proc/[0-9]*/comm | grep -c sleep'
+    assert_eq "$output" 1 "exec sees the container's processes"
+    run -127 prun exec ajdet /no/such
+    run prun exec -t ajdet /bin/sh -c 'test -t 0 && echo tty; exit 3'
+    assert_status 3
+    assert_contains "$output" "tty"
+    assert_contains "$(cat "$T/calls")" "exec "
     run prun stop -t 5 ajdet
     assert_status 0
     assert_eq "$(prun inspect -f '{{.State.ExitCode}}' ajdet)" 143 "exit code after stop"
@@ -111,6 +122,17 @@ prun() {
     run --separate-stderr prun run --rm --network none localhost/ajtiny:1 /attack keyring
     assert_status 0
     assert_eq "${lines[-1]}" "result=blocked" "kernel keyring"
+    # the same walls for a command exec'd into a running container
+    run prun run -d --name ajatt --network none localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    local t
+    for t in privsweep keyring; do
+        run --separate-stderr prun exec ajatt /attack $t
+        assert_status 0
+        assert_eq "${lines[-1]}" "result=blocked" "exec: $t"
+    done
+    run prun rm -f -t 0 ajatt
+    assert_status 0
     # the container's processes are never host uid 0
     run prun run -d --name ajuid --network none localhost/ajtiny:1 /bin/sleep 60
     assert_status 0
@@ -120,6 +142,51 @@ prun() {
     [ -n "$uids" ] || fail "no sandbox process under the monitor"
     assert_ne "$uids" 0 "host uid of the container's init"
     run prun rm -f -t 0 ajuid
+    assert_status 0
+    [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
+}
+
+@test "podman: its default network, a namespace to join, is walled" {
+    # Podman (and its CNI bridge, firewall rules, the container's network
+    # namespace) in a namespace of the test's own: nothing on the host's
+    # network; a server there on the bridge's gateway address
+    NS=aj-ocinet-$$
+    ip netns add "$NS"
+    ip -n "$NS" link set lo up
+    ip netns exec "$NS" python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8099)); s.listen(8)
+while True:
+    c, _ = s.accept(); c.recv(4096)
+    c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nreach\n"); c.close()' &
+    SRV=$!
+    P=(nsenter --net="/run/netns/$NS" "${P[@]}")
+    # (busybox's wget crashes in a static build: nc)
+    local get='echo GET | nc -w 3 10.88.0.1 8099 | tail -n 1 | grep reach'
+    # open: the engine's network as it is, the server answers (the test's
+    # own check that it can be reached)
+    run --separate-stderr prun run --rm --annotation run.agentjail.net=open localhost/ajtiny:1 \
+        /bin/sh -c "$get"
+    assert_status 0
+    assert_eq "$output" "reach" "the server through Podman's network"
+    assert_contains "$(cat "$T/calls")" "create --bundle"
+    # by default: Podman's eth0, and nothing but the loopback gets through
+    run prun run -d --name ajnet localhost/ajtiny:1 /bin/sleep 60
+    assert_status 0
+    run --separate-stderr prun exec ajnet /bin/sh -c "ip -o addr | grep -c 10.88.; $get"
+    assert_eq "${lines[0]}" 1 "Podman's address on eth0"
+    assert_ne "$status" 0 "the server reached through the wall"
+    assert_eq "${#lines[@]}" 1 "the server's answer through the wall"
+    # the container can't take the wall down: no CAP_NET_ADMIN over it
+    run --separate-stderr prun exec ajnet /bin/ip link set lo down
+    assert_ne "$status" 0
+    local pid
+    pid=$(cat "$S"/*/state.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    run nsenter --net=/proc/$pid/ns/net nft list table inet agentjail-oci
+    assert_status 0
+    assert_contains "$output" "policy drop"
+    run prun rm -f -t 0 ajnet
     assert_status 0
     [ -z "$(ls -A "$S")" ] || fail "runtime state left: $(ls "$S")"
 }

@@ -141,8 +141,10 @@ __attribute__((noreturn)) static void command_main(const child_arg *c)
 	 * and that flag belongs to the memory: init would become dumpable
 	 * (and its /proc/1/fd readable). exec makes the command dumpable.
 	 * oom_score_adj came with the clone (spawn). */
-	if ((c->pre->bounded ? aj_caps_drop_rest(p->uid, p->gid, a->drop_groups, NULL, 0, &err)
-			     : aj_caps_drop_all(p->uid, p->gid, a->drop_groups, &err)) < 0)
+	uid_t uid = cmd->set_user ? cmd->uid : p->uid;
+	gid_t gid = cmd->set_user ? cmd->gid : p->gid;
+	if ((c->pre->bounded ? aj_caps_drop_rest(uid, gid, a->drop_groups, NULL, 0, &err)
+			     : aj_caps_drop_all(uid, gid, a->drop_groups, &err)) < 0)
 		command_fail(errfd, &err);
 	const char *cwd = cmd->cwd	 ? cmd->cwd
 			  : p->cwd	 ? p->cwd
@@ -340,55 +342,6 @@ static bool reap_all(pid_t cmd_pid, int *st)
 	return got;
 }
 
-__attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
-{
-	sigset_t set;
-	block_signals(&set);
-	aj_msg m;
-	memset(&m, 0, sizeof(m));
-	aj_error exec_err;
-	aj_err_clear(&exec_err);
-	int held[2] = {-1, -1};
-	pid_t cmd = spawn(a, &a->cmd, &nothing_prepared, held, &exec_err);
-	bool failed = cmd < 0;
-	if (!failed) {
-		m.type = AJ_MSG_STARTED;
-		(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
-	}
-
-	int status = 0;
-	bool done = false;
-	while (!done && !failed) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&set, &si);
-		if (sig < 0)
-			continue;
-		if (sig == SIGCHLD) {
-			done = reap_all(cmd, &status);
-			continue;
-		}
-		if (sig == AJ_SIG_TERM_ALL) {
-			kill(-1, SIGTERM); /* everyone in the sandbox but init */
-			continue;
-		}
-		/* Forward to the command's process group (it leads a session). */
-		if (kill(-cmd, sig) < 0)
-			kill(cmd, sig);
-	}
-	/* The command is gone: nothing else may outlive it. */
-	kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
-	if (failed) {
-		aj_sync_send_error(a->sync_fd, &exec_err);
-		_exit(exec_err.exit);
-	}
-	m = exit_msg(status);
-	close_held(held); /* every other writer is gone: EOF, then EXIT */
-	(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
-	_exit(0);
-}
-
 /* ---- persistent sandbox: commands on request ---- */
 
 typedef struct serve_exec {
@@ -479,6 +432,20 @@ static void serve_start(const aj_init_args *a, serve_state *st, const aj_msg *re
 	aj_init_cmd cmd = {.stdio = {no_stdin ? -1 : io[0], io[1 - no_stdin], io[2 - no_stdin]},
 			   .no_stdin = no_stdin,
 			   .ctty = req->status & AJ_EXEC_TTY};
+	/* another user of the sandbox: never init's own (AJ_INIT_UID) */
+	if (req->status & AJ_EXEC_USER) {
+		if (req->uid < 0 || req->uid >= AJ_INIT_UID - 1 || req->gid < 0 ||
+		    req->gid >= AJ_INIT_UID - 1) {
+			aj_err(&m.err, EINVAL, "user %d:%d is not a user of the sandbox (0-65533)",
+			       req->uid, req->gid);
+			aj_sync_send_error(fds[0], &m.err);
+			close_fds(fds, n);
+			return;
+		}
+		cmd.set_user = true;
+		cmd.uid = (uid_t)req->uid;
+		cmd.gid = (gid_t)req->gid;
+	}
 	_cleanup_free_ char *spec = NULL;
 	size_t len = text_len;
 	int r = 0;
@@ -548,6 +515,28 @@ static void serve_request(serve_exec *e)
 	kill(-e->pid, SIGKILL);
 	close(e->sock);
 	e->sock = -1;
+}
+
+/* A request: the message, then an inline spec; one page. */
+static struct {
+	aj_msg m;
+	char text[AJ_EXEC_INLINE_MAX];
+} in __attribute__((aligned(4096)));
+
+/* One message on sync_fd: a command to start. false: agentjail is gone. */
+static bool serve_recv(const aj_init_args *a, serve_state *st)
+{
+	int fds[AJ_SYNC_MAX_FDS];
+	size_t n = 0, got = 0;
+	int r = aj_sync_recv_upto(a->sync_fd, &in, sizeof(in.m), sizeof(in), &got, fds,
+				  AJ_ARRAY_SIZE(fds), &n);
+	if (r == -EPIPE || (r < 0 && r != -EBADMSG && r != -EINTR))
+		return false;
+	if (r == 0 && in.m.type == AJ_MSG_EXEC)
+		serve_start(a, st, &in.m, fds, n, in.text, got - sizeof(in.m));
+	else
+		close_fds(fds, n);
+	return true;
 }
 
 /* One Landlock domain for all the commands of a persistent sandbox (issue
@@ -649,19 +638,126 @@ static void serve_warmup(const aj_init_args *a, const prepared *pre)
 	free(cmd.argv);
 }
 
+/* The one command's loop with commands on request beside it
+ * (a->serve_execs): signals through a signalfd, the requests on sync_fd
+ * and each command's socket as aj_init_serve's. Returns when the command
+ * has ended (*status), false when init could not watch (then as before). */
+static bool run_serving(const aj_init_args *a, sigset_t *set, pid_t cmd, int *status)
+{
+	static serve_state st;
+	int sfd = signalfd(-1, set, SFD_CLOEXEC);
+	int p[2];
+	if (sfd < 0 || pipe2(p, O_CLOEXEC) < 0) {
+		if (sfd >= 0)
+			close(sfd);
+		return false;
+	}
+	close(p[1]);
+	empty_stdin = p[0];
+	st.pre = nothing_prepared; /* each command drops, confines and filters itself */
+	serve_exec *ex = st.ex;
+	bool sync_open = true;
+	for (;;) {
+		struct pollfd pf[2 + AJ_INIT_MAX_EXECS];
+		pf[0] = (struct pollfd){sync_open ? a->sync_fd : -1, POLLIN, 0};
+		pf[1] = (struct pollfd){sfd, POLLIN, 0};
+		for (size_t i = 0; i < st.n_ex; i++)
+			pf[2 + i] = (struct pollfd){ex[i].sock, POLLIN, 0};
+		if (poll(pf, 2 + st.n_ex, -1) < 0)
+			continue;
+		for (size_t i = 0; i < st.n_ex; i++)
+			if (pf[2 + i].revents && ex[i].sock >= 0)
+				serve_request(&ex[i]);
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			int sig = read(sfd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo : 0;
+			if (sig == SIGCHLD) {
+				for (;;) {
+					int s;
+					pid_t r = waitpid(-1, &s, WNOHANG);
+					if (r <= 0)
+						break;
+					if (r == cmd) {
+						*status = s;
+						close(sfd);
+						return true;
+					}
+					for (size_t i = 0; i < st.n_ex; i++)
+						if (ex[i].pid == r)
+							serve_reaped(&ex[i], s);
+				}
+			} else if (sig == AJ_SIG_TERM_ALL) {
+				kill(-1, SIGTERM);
+			} else if (sig > 0 && kill(-cmd, sig) < 0) {
+				kill(cmd, sig);
+			}
+		}
+		size_t k = 0; /* drop the reaped */
+		for (size_t i = 0; i < st.n_ex; i++)
+			if (ex[i].pid > 0)
+				ex[k++] = ex[i];
+		st.n_ex = k;
+		if (pf[0].revents)
+			sync_open = serve_recv(a, &st);
+	}
+}
+
+__attribute__((noreturn)) void aj_init_main(const aj_init_args *a)
+{
+	sigset_t set;
+	block_signals(&set);
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	aj_error exec_err;
+	aj_err_clear(&exec_err);
+	int held[2] = {-1, -1};
+	pid_t cmd = spawn(a, &a->cmd, &nothing_prepared, held, &exec_err);
+	bool failed = cmd < 0;
+	if (!failed) {
+		m.type = AJ_MSG_STARTED;
+		(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
+	}
+
+	int status = 0;
+	bool done = !failed && a->serve_execs && run_serving(a, &set, cmd, &status);
+	while (!done && !failed) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig < 0)
+			continue;
+		if (sig == SIGCHLD) {
+			done = reap_all(cmd, &status);
+			continue;
+		}
+		if (sig == AJ_SIG_TERM_ALL) {
+			kill(-1, SIGTERM); /* everyone in the sandbox but init */
+			continue;
+		}
+		/* Forward to the command's process group (it leads a session). */
+		if (kill(-cmd, sig) < 0)
+			kill(cmd, sig);
+	}
+	/* The command is gone: nothing else may outlive it. */
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	if (failed) {
+		aj_sync_send_error(a->sync_fd, &exec_err);
+		_exit(exec_err.exit);
+	}
+	m = exit_msg(status);
+	close_held(held); /* every other writer is gone: EOF, then EXIT */
+	(void)aj_sync_send(a->sync_fd, &m, NULL, 0);
+	_exit(0);
+}
+
 __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 {
 	sigset_t set;
 	block_signals(&set);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	static serve_state st;
-	/* a request: the message, then an inline spec; one page, written now
-	 * (not at the first command: a page fault on its path) */
-	static struct {
-		aj_msg m;
-		char text[AJ_EXEC_INLINE_MAX];
-	} in __attribute__((aligned(4096)));
-	memset(&in, 0, sizeof(in));
+	memset(&in, 0, sizeof(in)); /* written now, not at the first command's */
 	serve_prepare(a, &st.pre);
 	serve_warmup(a, &st.pre);
 	serve_exec *ex = st.ex;
@@ -688,18 +784,8 @@ __attribute__((noreturn)) void aj_init_serve(const aj_init_args *a)
 			if (ex[i].pid > 0)
 				ex[k++] = ex[i];
 		st.n_ex = k;
-		if (pf[0].revents) {
-			int fds[AJ_SYNC_MAX_FDS];
-			size_t n = 0, got = 0;
-			int r = aj_sync_recv_upto(a->sync_fd, &in, sizeof(in.m), sizeof(in), &got,
-						  fds, AJ_ARRAY_SIZE(fds), &n);
-			if (r == -EPIPE || (r < 0 && r != -EBADMSG && r != -EINTR))
-				break; /* agentjail is gone: so is the sandbox */
-			if (r == 0 && in.m.type == AJ_MSG_EXEC)
-				serve_start(a, &st, &in.m, fds, n, in.text, got - sizeof(in.m));
-			else
-				close_fds(fds, n);
-		}
+		if (pf[0].revents && !serve_recv(a, &st))
+			break; /* agentjail is gone: so is the sandbox */
 	}
 	kill(-1, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)

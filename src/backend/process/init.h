@@ -20,6 +20,9 @@ typedef struct aj_init_cmd {
 	bool no_stdin;	 /* stdin: init's empty pipe (EOF), not stdio[0] */
 	bool ctty;	 /* stdin is a terminal: make it the controlling one */
 	bool warmup;	 /* no command: the path up to exec, then _exit(0) */
+	bool set_user;	 /* run as uid/gid below, not the policy's (AJ_EXEC_USER) */
+	uid_t uid;
+	gid_t gid;
 } aj_init_cmd;
 
 typedef struct aj_init_args {
@@ -28,6 +31,10 @@ typedef struct aj_init_args {
 	bool drop_groups;      /* setgroups() allowed (privileged mode) */
 	const aj_bpf *seccomp; /* compiled filter, loaded last before exec */
 	aj_init_cmd cmd;       /* aj_init_main: the one command */
+	/* aj_init_main: while the command runs, also start commands on
+	 * request (AJ_MSG_EXEC on sync_fd, as aj_init_serve's): `agentjail oci
+	 * exec`; they end with the command */
+	bool serve_execs;
 } aj_init_args;
 
 /* A persistent sandbox's init runs as this uid inside the sandbox (the

@@ -36,6 +36,7 @@
 #include "protect.h"
 #include "pty.h"
 #include "relay.h"
+#include "run_exec.h"
 #include "sysfilter.h"
 #include "sync.h"
 #include "userns.h"
@@ -158,15 +159,15 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 			      (unsigned)u);
 	die_with_parent(sock); /* credential change cleared the death signal */
 	/* the parent makes our cgroups meanwhile (parent_start) */
-	if (!aj_net_wanted(p) && unshare(CLONE_NEWNET) < 0)
+	if (!aj_net_wanted(p) && !p->net_inherit && unshare(CLONE_NEWNET) < 0)
 		return aj_err(err, errno, "cannot create the sandbox's network namespace");
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
 	if (sethostname(host, strlen(host)) < 0)
 		return aj_err(err, errno, "sethostname");
-	if ((r = bring_up_loopback(err)) < 0)
-		return r;
+	if (!p->net_inherit && (r = bring_up_loopback(err)) < 0)
+		return r; /* an inherited one: the caller's (aj_net_join_netns) */
 	if (c->want_tty) {
 		*master = aj_pty_open(pty, ptylen, err);
 		if (*master < 0)
@@ -250,7 +251,8 @@ __attribute__((noreturn)) static void child_main(run_ctx *c)
 			  .cmd = {.argv = c->argv,
 				  .envp = c->envp,
 				  .pty = c->want_tty ? pty : NULL,
-				  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}}};
+				  .stdio = {c->child_io[0], c->child_io[1], c->child_io[2]}},
+			  .serve_execs = c->hooks && c->hooks->exec_listen > 0};
 	if (c->persistent)
 		aj_init_serve(&a);
 	aj_init_main(&a);
@@ -527,13 +529,15 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 	int drain_ms = 1000;
 	if (c->tfd >= 0)
 		arm_timer(c, c->p->timeout_ms);
+	int xl = c->hooks && c->hooks->exec_listen > 0 ? c->hooks->exec_listen : -1;
 	while (rc == 1 || aj_relay_outputs_open(rl)) {
-		struct pollfd pf[3 + AJ_RELAY_MAX];
+		struct pollfd pf[4 + AJ_RELAY_MAX];
 		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
 		pf[2] = (struct pollfd){rc == 1 ? c->tfd : -1, POLLIN, 0};
-		size_t n = aj_relay_pollfds(rl, pf + 3, AJ_RELAY_MAX);
-		int pr = poll(pf, 3 + n, rc == 1 ? -1 : 100);
+		pf[3] = (struct pollfd){rc == 1 ? xl : -1, POLLIN, 0};
+		size_t n = aj_relay_pollfds(rl, pf + 4, AJ_RELAY_MAX);
+		int pr = poll(pf, 4 + n, rc == 1 ? -1 : 100);
 		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
 			break;
@@ -551,7 +555,9 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			handle_signal(c, sfd);
 		if (pf[2].revents & POLLIN)
 			handle_timer(c);
-		aj_relay_handle(rl, pf + 3, n);
+		aj_relay_handle(rl, pf + 4, n);
+		if (pf[3].revents & POLLIN) /* oci exec: a command beside the run's */
+			aj_run_exec_forward(xl, c->sock[0], c->envp);
 		if (rc == 1 && pf[0].revents)
 			rc = handle_msg(c, res, err);
 	}
