@@ -61,7 +61,6 @@ static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 	const char *what = p->net != AJ_NET_NONE     ? "--net open/--allow (the VM has no NIC yet)"
 			   : p->n_publish	     ? "--publish"
 			   : p->n_binds		     ? "--ro/--rw binds"
-			   : p->rootfs		     ? "--rootfs/--image"
 			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
 			   : p->seccomp_profile	     ? "--seccomp-profile"
 			   : p->uid || p->gid	     ? "--user"
@@ -275,10 +274,11 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	 * commands and one agent per port (guest/init.c) */
 	snprintf(append, sizeof(append),
 		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
-		 "aj.host=%s aj.ports=%u",
+		 "aj.host=%s aj.ports=%u%s",
 		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
 		 p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
-		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports);
+		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
+		 m->rootimg[0] ? " aj.root=blk" : "");
 	char *argv[64 + 4 * AJ_MV_MAX_PORTS] = {
 	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
 	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
@@ -286,12 +286,21 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	    /* no spawning, no setuid, no obsolete calls: qemu's seccomp */
 	    "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	    "-global", "virtio-mmio.force-legacy=false", "-chardev", con, "-serial", "chardev:con",
-	    "-device", "virtio-serial-device", "-device", "virtio-rng-device", "-chardev", fsr,
-	    "-device", "vhost-user-fs-device,chardev=fsr,tag=root", "-kernel", kern, "-initrd",
-	    initrd, "-append", append};
+	    "-device", "virtio-serial-device", "-device", "virtio-rng-device", "-kernel", kern,
+	    "-initrd", initrd, "-append", append};
 	size_t n = 0;
 	while (argv[n])
 		n++;
+	/* the root: the image's squashfs on virtio-blk (rootimg.c), else the
+	 * staged host view by virtiofs */
+	char img[128], drive[192];
+	snprintf(img, sizeof(img), "%s/rootfs.img", m->vm);
+	snprintf(drive, sizeof(drive), "file=%s,format=raw,readonly=on,if=none,id=root", img);
+	argv[n++] = m->rootimg[0] ? "-drive" : "-chardev";
+	argv[n++] = m->rootimg[0] ? drive : fsr;
+	argv[n++] = "-device";
+	argv[n++] = m->rootimg[0] ? "virtio-blk-device,drive=root"
+				  : "vhost-user-fs-device,chardev=fsr,tag=root";
 	/* the agent's ports: aj.agent, then aj.agent.1 ... (a socket each) */
 	for (unsigned k = 0; k < m->nports; k++) {
 		snprintf(agent[k], sizeof(agent[k]),
@@ -325,6 +334,10 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 .cg = m->have_cg ? &m->cg : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
+	if (m->rootimg[0]) {
+		aj_write_file(img, "", 0644);
+		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
+	}
 	return aj_mv_spawn_confined(&s, err);
 }
 
@@ -421,15 +434,16 @@ static int start(aj_mv_vm *m, aj_error *err)
 	int r = make_dirs(m, err);
 	if (r == 0)
 		r = make_cgroup(m, err);
+	/* an image: its squashfs (rootimg.c); else the host's view, staged */
 	if (r == 0)
-		r = stage_root(m, err);
+		r = m->p->rootfs ? aj_mv_rootimg(m, err) : stage_root(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
 	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
 	if (r == 0 && (m->console < 0 || fchown(m->console, m->base, m->base) < 0))
 		r = aj_err(err, errno, "microvm: %s", log);
 	unsigned long long deadline = now_ms() + 10000;
-	if (r == 0) {
+	if (r == 0 && !m->rootimg[0]) {
 		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
 		m->rootfs.uid = m->rootfs.gid = m->base;
 		m->rootfs.umask = 077;
@@ -441,7 +455,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		if ((m->rootfs.idmap = aj_userns_make_fd(map, map, err)) < 0)
 			r = m->rootfs.idmap;
 	}
-	if (r == 0) {
+	if (r == 0 && !m->rootimg[0]) {
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
 		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}

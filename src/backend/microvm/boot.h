@@ -7,6 +7,7 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -38,7 +39,8 @@ typedef struct aj_mv_vm {
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
-	bool freezer; /* set before the boot: cg gets a freezer (a box's pause) */
+	bool freezer;		/* set before the boot: cg gets a freezer (a box's pause) */
+	char rootimg[PATH_MAX]; /* --image/--rootfs: its squashfs (rootimg.c), or "" */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
@@ -56,5 +58,10 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
+/* --image/--rootfs: the root's squashfs (m->rootimg, cached per digest) and
+ * the initramfs with the files agentjail owns in /etc (rootimg.c). */
+int aj_mv_rootimg(aj_mv_vm *m, aj_error *err);
+/* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out (vm.c). */
+int aj_mv_cpio(const char *dir, const char *list, int out);
 
 #endif
