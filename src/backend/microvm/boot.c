@@ -322,6 +322,18 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "-device";
 		argv[n++] = "vhost-user-fs-device,chardev=fsw,tag=ws";
 	}
+	/* a snapshot's VM (snap.c): its monitor, and the state it restores */
+	char qmp[128];
+	snprintf(qmp, sizeof(qmp), "unix:%s/qmp.sock,server=on,wait=off", m->vm);
+	if (m->snap) {
+		aj_mv_snap_key(m, argv, n);
+		argv[n++] = "-qmp";
+		argv[n++] = qmp;
+		if (m->restored) {
+			argv[n++] = "-incoming";
+			argv[n++] = "fd:3";
+		}
+	}
 	argv[n] = NULL;
 	aj_write_file(kern, "", 0644);
 	aj_write_file(initrd, "", 0644);
@@ -334,6 +346,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 .cg = m->have_cg ? &m->cg : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
+	if (m->restored)
+		s.pass_fd = m->snapfd;
 	if (m->rootimg[0]) {
 		aj_write_file(img, "", 0644);
 		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
@@ -497,6 +511,9 @@ void aj_mv_teardown(aj_mv_vm *m)
 		}
 	if (m->console >= 0)
 		close(m->console);
+	if (m->snapfd >= 0)
+		close(m->snapfd);
+	m->snapfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
@@ -569,6 +586,7 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 		m->ports[k] = -1;
 	m->console = -1;
 	m->rootfs.idmap = -1;
+	m->snapfd = -1;
 }
 
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)

@@ -7,6 +7,7 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -39,8 +40,16 @@ typedef struct aj_mv_vm {
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
-	bool freezer;		/* set before the boot: cg gets a freezer (a box's pause) */
-	char rootimg[PATH_MAX]; /* --image/--rootfs: its squashfs (rootimg.c), or "" */
+	bool freezer;		     /* set before the boot: cg gets a freezer (a box's pause) */
+	char rootimg[PATH_MAX];	     /* --image/--rootfs: its squashfs (rootimg.c), or "" */
+	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
+	/* snapshots (snap.c): set before the boot when the VM may be saved and
+	 * restored (an image, no workspace); then its file and, when it
+	 * exists, the fd qemu restores from */
+	bool snap;
+	bool restored;
+	int snapfd;
+	char snapfile[PATH_MAX];
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
@@ -61,6 +70,16 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg);
 /* --image/--rootfs: the root's squashfs (m->rootimg, cached per digest) and
  * the initramfs with the files agentjail owns in /etc (rootimg.c). */
 int aj_mv_rootimg(aj_mv_vm *m, aj_error *err);
+/* snap.c: the snapshot's file for this command line (m->snapfile), opened
+ * into m->snapfd (m->restored) when it exists; */
+void aj_mv_snap_key(aj_mv_vm *m, char *const *argv, size_t n);
+/* the ready VM saved there (QMP migrate to the file, renamed into place),
+ * then let go on; */
+int aj_mv_snap_save(aj_mv_vm *m, aj_error *err);
+/* the agent's request giving a restored VM its own identity: fresh
+ * entropy, the time, the hostname (a new reference, or NULL). */
+
+json_t *aj_mv_identity_req(const aj_policy *p);
 /* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out (vm.c). */
 int aj_mv_cpio(const char *dir, const char *list, int out);
 

@@ -124,6 +124,10 @@ static int etc_initrd(aj_mv_vm *m, aj_error *err)
 	if (aj_etc_prepare(m->p, NULL, &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	r = aj_etc_write_dir(etc, &f, err);
+	m->etc_hash = 14695981039346656037ULL; /* a snapshot's key (snap.c) */
+	for (size_t i = 0; i < AJ_ETC_FILES; i++)
+		for (const char *c = f.text[i]; c && *c; c++)
+			m->etc_hash = (m->etc_hash ^ (unsigned char)*c) * 1099511628211ULL;
 	aj_etc_free(&f);
 	if (r < 0)
 		return r;
