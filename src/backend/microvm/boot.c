@@ -28,6 +28,8 @@
 #include "etc.h"
 #include "mask.h"
 #include "boot.h"
+#include "rootimg.h"
+#include "snap.h"
 #include "microvm.h"
 #include "protect.h"
 #include "redact.h"
@@ -182,6 +184,20 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 	return r;
 }
 
+/* --image/--rootfs: its squashfs, and the initramfs with the /etc layer
+ * (rootimg.c) */
+static int root_image(aj_mv_vm *m, aj_error *err)
+{
+	aj_mv_rootimg ri;
+	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, &ri, err);
+	if (r < 0)
+		return r;
+	snprintf(m->rootimg, sizeof(m->rootimg), "%s", ri.sqfs);
+	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
+	m->etc_hash = ri.etc_hash;
+	return 0;
+}
+
 /* ---- the VM ---- */
 
 static int make_dirs(aj_mv_vm *m, aj_error *err)
@@ -326,7 +342,10 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	char qmp[128];
 	snprintf(qmp, sizeof(qmp), "unix:%s/qmp.sock,server=on,wait=off", m->vm);
 	if (m->snap) {
-		aj_mv_snap_key(m, argv, n);
+		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
+				sizeof(m->snapfile));
+		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
+		m->restored = m->snapfd >= 0;
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;
 		if (m->restored) {
@@ -450,7 +469,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		r = make_cgroup(m, err);
 	/* an image: its squashfs (rootimg.c); else the host's view, staged */
 	if (r == 0)
-		r = m->p->rootfs ? aj_mv_rootimg(m, err) : stage_root(m, err);
+		r = m->p->rootfs ? root_image(m, err) : stage_root(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
 	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;

@@ -7,7 +7,6 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
-#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -67,20 +66,4 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
-/* --image/--rootfs: the root's squashfs (m->rootimg, cached per digest) and
- * the initramfs with the files agentjail owns in /etc (rootimg.c). */
-int aj_mv_rootimg(aj_mv_vm *m, aj_error *err);
-/* snap.c: the snapshot's file for this command line (m->snapfile), opened
- * into m->snapfd (m->restored) when it exists; */
-void aj_mv_snap_key(aj_mv_vm *m, char *const *argv, size_t n);
-/* the ready VM saved there (QMP migrate to the file, renamed into place),
- * then let go on; */
-int aj_mv_snap_save(aj_mv_vm *m, aj_error *err);
-/* the agent's request giving a restored VM its own identity: fresh
- * entropy, the time, the hostname (a new reference, or NULL). */
-
-json_t *aj_mv_identity_req(const aj_policy *p);
-/* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out (vm.c). */
-int aj_mv_cpio(const char *dir, const char *list, int out);
-
 #endif

@@ -30,6 +30,7 @@
 
 #include "agent_frame.h"
 #include "boot.h"
+#include "snap.h"
 #include "microvm.h"
 #include "redact.h"
 #include "util.h"
@@ -441,7 +442,8 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		if (aj_mv_snap_save(&i->vm, &serr) < 0 && getenv("AGENTJAIL_MICROVM_DEBUG"))
+		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
+		    getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
 	return r;

@@ -18,7 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "boot.h"
+#include "microvm.h"
+#include "rootimg.h"
 #include "cache.h"
 #include "etc.h"
 #include "image.h"
@@ -72,9 +73,9 @@ static int mksquashfs(const char *src, const char *dst)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-static int squashfs_of(aj_mv_vm *m, aj_error *err)
+static int squashfs_of(const aj_policy *p, const char *vmdir, aj_mv_rootimg *m, aj_error *err)
 {
-	const char *rootfs = m->p->rootfs;
+	const char *rootfs = p->rootfs;
 	char hex[65];
 	int r;
 	/* a stored image's: cached under its digest; another --rootfs (a
@@ -84,21 +85,21 @@ static int squashfs_of(aj_mv_vm *m, aj_error *err)
 		if (dir < 0)
 			return aj_err(err, EACCES,
 				      "microvm: the state directory's cache is not usable");
-		snprintf(m->rootimg, sizeof(m->rootimg), "%s/microvm/rootfs-%s.sqfs",
-			 aj_state_dir(), hex);
-		if (access(m->rootimg, R_OK) == 0)
+		snprintf(m->sqfs, sizeof(m->sqfs), "%s/microvm/rootfs-%s.sqfs", aj_state_dir(),
+			 hex);
+		if (access(m->sqfs, R_OK) == 0)
 			return 0;
 	} else {
-		snprintf(m->rootimg, sizeof(m->rootimg), "%s/rootfs.sqfs", m->dir);
+		snprintf(m->sqfs, sizeof(m->sqfs), "%s/rootfs.sqfs", vmdir);
 	}
 	char tmp[PATH_MAX + 32];
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", m->rootimg, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", m->sqfs, (int)getpid());
 	r = mksquashfs(rootfs, tmp);
-	if (r == 0 && (chmod(tmp, 0644) < 0 || rename(tmp, m->rootimg) < 0))
+	if (r == 0 && (chmod(tmp, 0644) < 0 || rename(tmp, m->sqfs) < 0))
 		r = -errno;
 	if (r < 0) {
 		unlink(tmp);
-		m->rootimg[0] = '\0';
+		m->sqfs[0] = '\0';
 		if (r == -ENOENT) {
 			aj_err(err, ENOENT, "microvm: mksquashfs is missing (the image's disk)");
 			aj_err_hint(err, "apt-get install squashfs-tools (scripts/setup.sh)");
@@ -111,17 +112,18 @@ static int squashfs_of(aj_mv_vm *m, aj_error *err)
 
 /* dir/initrd: the cached initramfs and a cpio of aj-etc/etc/ (the files
  * agentjail owns in /etc) after it. */
-static int etc_initrd(aj_mv_vm *m, aj_error *err)
+static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs, aj_mv_rootimg *m,
+		      aj_error *err)
 {
 	char layer[PATH_MAX], etc[PATH_MAX], initrd[PATH_MAX];
-	snprintf(layer, sizeof(layer), "%s/etclayer", m->dir);
+	snprintf(layer, sizeof(layer), "%s/etclayer", dir);
 	snprintf(etc, sizeof(etc), "%s/aj-etc/etc", layer);
-	snprintf(initrd, sizeof(initrd), "%s/initrd", m->dir);
+	snprintf(initrd, sizeof(initrd), "%s/initrd", dir);
 	int r = aj_mkdir_p(etc, 0755);
 	if (r < 0)
 		return aj_err(err, -r, "microvm: cannot create %s", etc);
 	aj_etc_files f;
-	if (aj_etc_prepare(m->p, NULL, &f) < 0)
+	if (aj_etc_prepare(p, NULL, &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	r = aj_etc_write_dir(etc, &f, err);
 	m->etc_hash = 14695981039346656037ULL; /* a snapshot's key (snap.c) */
@@ -136,19 +138,20 @@ static int etc_initrd(aj_mv_vm *m, aj_error *err)
 		size_t n = strlen(list);
 		snprintf(list + n, sizeof(list) - n, "aj-etc/etc/%s\n", aj_etc_generated[i]);
 	}
-	_cleanup_close_ int in = open(m->h.initramfs, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int in = open(initramfs, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int out = open(initrd, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (in < 0 || out < 0)
 		return aj_err(err, errno, "microvm: cannot make %s", initrd);
 	if ((r = aj_copy_fd(in, out)) < 0 || (r = aj_mv_cpio(layer, list, out)) < 0)
 		return aj_err(err, -r, "microvm: cannot make %s", initrd);
 	(void)aj_rm_tree_at(AT_FDCWD, layer, 8);
-	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", initrd);
+	snprintf(m->initrd, sizeof(m->initrd), "%s", initrd);
 	return 0;
 }
 
-int aj_mv_rootimg(aj_mv_vm *m, aj_error *err)
+int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
+		       aj_mv_rootimg *out, aj_error *err)
 {
-	int r = squashfs_of(m, err);
-	return r < 0 ? r : etc_initrd(m, err);
+	int r = squashfs_of(p, dir, out, err);
+	return r < 0 ? r : etc_initrd(p, dir, initramfs, out, err);
 }

@@ -9,6 +9,7 @@
  * URI and its seccomp filter forbids `exec:`. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdint.h>
@@ -21,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "boot.h"
+#include "snap.h"
 #include "image.h"
 #include "util.h"
 
@@ -32,25 +33,24 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
-void aj_mv_snap_key(aj_mv_vm *m, char *const *argv, size_t n)
+void aj_mv_snap_path(const char *dir, char *const *argv, size_t n, const char *rootimg,
+		     unsigned long long etc_hash, char *out, size_t len)
 {
 	uint64_t a = 14695981039346656037ULL, b = 0x9e3779b97f4a7c15ULL;
-	size_t dl = strlen(m->dir);
+	size_t dl = strlen(dir);
 	for (size_t i = 0; i < n; i++) {
 		/* the VM's own directory is left out: it differs each time */
 		const char *s = argv[i], *d;
-		while ((d = strstr(s, m->dir))) {
+		while ((d = strstr(s, dir))) {
 			a = fnv(a, s, (size_t)(d - s)), b = fnv(b, s, (size_t)(d - s));
 			s = d + dl;
 		}
 		a = fnv(a, s, strlen(s) + 1), b = fnv(b, s, strlen(s) + 1);
 	}
-	a = fnv(a, m->rootimg, strlen(m->rootimg)), b = fnv(b, m->rootimg, strlen(m->rootimg));
-	a ^= m->etc_hash, b = fnv(b, (const char *)&m->etc_hash, sizeof(m->etc_hash));
-	snprintf(m->snapfile, sizeof(m->snapfile), "%s/microvm/snap-%016llx%016llx.vmstate",
-		 aj_state_dir(), (unsigned long long)a, (unsigned long long)b);
-	m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
-	m->restored = m->snapfd >= 0;
+	a = fnv(a, rootimg, strlen(rootimg)), b = fnv(b, rootimg, strlen(rootimg));
+	a ^= etc_hash, b = fnv(b, (const char *)&etc_hash, sizeof(etc_hash));
+	snprintf(out, len, "%s/microvm/snap-%016llx%016llx.vmstate", aj_state_dir(),
+		 (unsigned long long)a, (unsigned long long)b);
 }
 
 /* ---- QMP ---- */
@@ -140,10 +140,10 @@ static json_t *qmp_cmd(qmp *q, const char *cmd, int fd, aj_error *err)
 	return NULL;
 }
 
-static int qmp_open(aj_mv_vm *m, qmp *q, aj_error *err)
+static int qmp_open(const char *vmdir, qmp *q, aj_error *err)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/qmp.sock", m->vm);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/qmp.sock", vmdir);
 	q->len = 0;
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
@@ -159,13 +159,13 @@ static int qmp_open(aj_mv_vm *m, qmp *q, aj_error *err)
 	return 0;
 }
 
-int aj_mv_snap_save(aj_mv_vm *m, aj_error *err)
+int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 {
 	qmp q = {.fd = -1};
 	char tmp[PATH_MAX + 32];
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", m->snapfile, (int)getpid());
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", file, (int)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	int r = fd < 0 ? aj_err(err, errno, "microvm: %s", tmp) : qmp_open(m, &q, err);
+	int r = fd < 0 ? aj_err(err, errno, "microvm: %s", tmp) : qmp_open(vmdir, &q, err);
 	json_t *j = NULL;
 	if (r == 0 &&
 	    !(j = qmp_cmd(&q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}", fd,
@@ -206,8 +206,8 @@ int aj_mv_snap_save(aj_mv_vm *m, aj_error *err)
 		json_decref(j);
 	if (q.fd >= 0)
 		close(q.fd);
-	if (fd >= 0 && r == 0 && (fsync(fd) < 0 || rename(tmp, m->snapfile) < 0))
-		r = aj_err(err, errno, "microvm: %s", m->snapfile);
+	if (fd >= 0 && r == 0 && (fsync(fd) < 0 || rename(tmp, file) < 0))
+		r = aj_err(err, errno, "microvm: %s", file);
 	if (fd >= 0)
 		close(fd);
 	if (r < 0)

@@ -25,7 +25,6 @@
 #include "image.h"
 #include "mountapi.h"
 #include "microvm.h"
-#include "boot.h"
 #include "userns.h"
 #include "util.h"
 
