@@ -126,7 +126,11 @@ static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs
 	if (aj_etc_prepare(p, NULL, &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	r = aj_etc_write_dir(etc, &f, err);
-	m->etc_hash = 14695981039346656037ULL; /* a snapshot's key (snap.c) */
+	/* a snapshot's key (snap.c): these texts and the initramfs, named
+	 * after its guest init, agent and modules */
+	m->etc_hash = 14695981039346656037ULL;
+	for (const char *c = initramfs; *c; c++)
+		m->etc_hash = (m->etc_hash ^ (unsigned char)*c) * 1099511628211ULL;
 	for (size_t i = 0; i < AJ_ETC_FILES; i++)
 		for (const char *c = f.text[i]; c && *c; c++)
 			m->etc_hash = (m->etc_hash ^ (unsigned char)*c) * 1099511628211ULL;
