@@ -182,7 +182,7 @@ fuzz() { # seconds per target
 	done
 }
 
-[ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-8}"
+[ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-6}"
 
 # The benchmark's quick mode, so it cannot rot: it must run and write a
 # valid report; its figures are not judged here.

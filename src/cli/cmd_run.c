@@ -43,7 +43,8 @@ static const char run_usage[] =
     "                          VALUE (and its base64) is redacted from the output\n"
     "      --secret NAME@HOST[,HOST...]=VALUE  the same, and agentjail's proxy puts\n"
     "                          VALUE in for the placeholder in HTTP requests to those\n"
-    "                          hosts only (each also given to --allow)\n"
+    "                          hosts only (each also given to --allow); HOSTS:body\n"
+    "                          (NAME@HOST:body=VALUE): in request bodies too\n"
     "      --redact VALUE      also replace VALUE by [REDACTED] in the output\n"
     "      --mask GLOB         hide more workspace files (see docs/cli.md)\n"
     "      --no-default-masks  don't hide .env*, *.pem, *.key, id_rsa*, .ssh/, .aws/ ...\n"
@@ -78,11 +79,14 @@ static const char run_usage[] =
     "                          *.DOMAIN or an IPv4 CIDR, optionally :PORT (default\n"
     "                          80 and 443); names through agentjail's resolver,\n"
     "                          HTTP(S)_PROXY set to its proxy (repeatable)\n"
-    "      --dns ADDR[:PORT]   upstream resolver for --allow (default: the host's)\n"
+    "      --dns ADDR[:PORT]   upstream resolver for --allow, or for the proxy of\n"
+    "                          --net open with scoped secrets (default: the host's)\n"
     "      --publish HP:PORT   reach the sandbox's PORT at 127.0.0.1:HP on the host\n"
     "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
     "      --upstream-ca FILE  the CA (PEM) HTTPS servers of scoped secrets are\n"
     "                          verified against (default: the host's trust store)\n"
+    "      --inspect HOST      intercept HTTPS to HOST (also in --allow) and log\n"
+    "                          each request's method and path, without a secret\n"
     "Terminal:\n"
     "  -t, --tty               always give the command a new pseudo-terminal\n"
     "  -T, --no-tty            never (default: when stdin and stdout are terminals)\n"
@@ -140,6 +144,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_UPSTREAM_CA,
+	OPT_INSPECT,
 	OPT_IMAGE,
 	OPT_LIMITS,
 	OPT_ISOLATION,
@@ -183,6 +188,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+    {"inspect", required_argument, NULL, OPT_INSPECT},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"isolation", required_argument, NULL, OPT_ISOLATION},

@@ -59,6 +59,8 @@ void aj_policy_free(aj_policy *p)
 		free(p->writable[i]);
 	for (size_t i = 0; i < p->n_allow; i++)
 		free(p->allow[i].host);
+	for (size_t i = 0; i < p->n_inspect; i++)
+		free(p->inspect[i]);
 	free(p->net_log);
 	free(p->upstream_ca);
 	memset(p, 0, sizeof(*p));
@@ -403,11 +405,18 @@ int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
 			      name);
 	char *hosts[AJ_MAX_SECRET_HOSTS + 1];
 	size_t nh = 0;
+	bool body = false;
 	_cleanup_free_ char *list = NULL;
 	if (at) {
 		list = eq ? strndup(at + 1, (size_t)(eq - at - 1)) : strdup(at + 1);
 		if (!list)
 			return aj_err(err, ENOMEM, "--secret");
+		/* NAME@HOSTS:body: the value may go into request bodies too */
+		size_t ll = strlen(list);
+		if (ll > 5 && strcmp(list + ll - 5, ":body") == 0) {
+			list[ll - 5] = '\0';
+			body = true;
+		}
 		for (char *h = list; h;) {
 			char *comma = strchr(h, ',');
 			if (comma)
@@ -421,8 +430,26 @@ int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err)
 			return aj_err(err, E2BIG, "--secret %s: at most %d hosts", name,
 				      AJ_MAX_SECRET_HOSTS);
 	}
-	return aj_policy_add_secret_scoped(p, name, value, (const char *const *)hosts, nh, NULL,
-					   err);
+	int r =
+	    aj_policy_add_secret_scoped(p, name, value, (const char *const *)hosts, nh, NULL, err);
+	if (r == 0 && body)
+		p->secrets[p->n_secrets - 1].body = true;
+	return r;
+}
+
+int aj_policy_add_inspect(aj_policy *p, const char *host, aj_error *err)
+{
+	if (p->n_inspect >= AJ_MAX_SECRET_HOSTS)
+		return aj_err(err, E2BIG, "--inspect: at most %d hosts", AJ_MAX_SECRET_HOSTS);
+	char *canon = secret_host(host, strlen(host));
+	if (!canon) {
+		aj_err(err, EINVAL, "--inspect '%s': not a host name, *.DOMAIN or IPv4 address",
+		       host);
+		aj_err_hint(err, "for example --inspect api.example.com (also in --allow)");
+		return -EINVAL;
+	}
+	p->inspect[p->n_inspect++] = canon;
+	return 0;
 }
 
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err)

@@ -44,6 +44,9 @@ typedef struct aj_secret {
 	char *hosts[AJ_MAX_SECRET_HOSTS];
 	size_t n_hosts;
 	char *header; /* only in this request header (NULL: any header, the query) */
+	/* NAME@HOSTS:body / "body": true: also in request bodies (bounded,
+	 * AJ_INJECT_BODY_MAX); otherwise a body is never changed */
+	bool body;
 } aj_secret;
 
 #define AJ_MAX_DENY 64
@@ -138,6 +141,10 @@ typedef struct aj_policy {
 	/* --upstream-ca FILE: the CA the proxy verifies intercepted HTTPS
 	 * servers against (PEM), instead of the host's trust store */
 	char *upstream_ca;
+	/* --inspect HOST: HTTPS to these hosts (canonical names, *.suffix or
+	 * IPv4) is intercepted and logged per request even without a secret */
+	char *inspect[AJ_MAX_SECRET_HOSTS];
+	size_t n_inspect;
 	aj_cidr dns;	   /* --dns ADDR: upstream resolver for --allow (family 0: host's) */
 	unsigned dns_port; /* 53 unless --dns ADDR:PORT */
 	bool quiet;	   /* suppress warnings about degraded features */
@@ -186,6 +193,8 @@ int aj_policy_add_secret(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_add_secret_scoped(aj_policy *p, const char *name, const char *value,
 				const char *const *hosts, size_t n_hosts, const char *header,
 				aj_error *err);
+/* --inspect HOST (a name, *.DOMAIN or an IPv4 address) */
+int aj_policy_add_inspect(aj_policy *p, const char *host, aj_error *err);
 int aj_policy_add_redact(aj_policy *p, const char *value, aj_error *err);
 int aj_policy_add_mask(aj_policy *p, const char *glob, aj_error *err);
 /* --unmask PATH: relative to the workspace, no '.', '..' or empty parts */

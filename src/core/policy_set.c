@@ -174,6 +174,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net_log(p, v, err);
 	if (IS("upstream-ca"))
 		return aj_policy_set_upstream_ca(p, v, err);
+	if (IS("inspect"))
+		return aj_policy_add_inspect(p, v, err);
 	if (IS("image"))
 		return aj_policy_set_image(p, v, err);
 	if (IS("isolation")) /* the service checks that the level serves (registry.c) */
@@ -228,6 +230,7 @@ static const struct {
     {"unmask", K_LIST},
     {"deny", K_LIST},
     {"allow", K_LIST},
+    {"inspect", K_LIST},
     {"publish", K_LIST},
     {"env-file", K_LIST},
     {"env", K_MAP},
@@ -284,14 +287,19 @@ int aj_policy_json_kind(const char *name)
 static int secret_json(aj_policy *p, const char *name, json_t *o, aj_error *err)
 {
 	json_t *value = json_object_get(o, "value"), *hosts = json_object_get(o, "hosts");
-	json_t *header = json_object_get(o, "header");
+	json_t *header = json_object_get(o, "header"), *body = json_object_get(o, "body");
 	const char *k;
 	json_t *e;
 	json_object_foreach(o, k, e)
 	{
-		if (strcmp(k, "value") && strcmp(k, "hosts") && strcmp(k, "header"))
+		if (strcmp(k, "value") && strcmp(k, "hosts") && strcmp(k, "header") &&
+		    strcmp(k, "body"))
 			return aj_err(err, EINVAL, "'secret.%s': unknown field '%s'", name, k);
 	}
+	if (body && !json_is_boolean(body))
+		return aj_err(err, EINVAL, "'secret.%s.body': expected true or false", name);
+	if (json_is_true(body) && !json_array_size(hosts))
+		return aj_err(err, EINVAL, "'secret.%s.body': needs the hosts it goes to", name);
 	if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
 		return aj_err(err, EINVAL, "'secret.%s.value': expected a string", name);
 	if (header && !json_is_string(header))
@@ -310,8 +318,11 @@ static int secret_json(aj_policy *p, const char *name, json_t *o, aj_error *err)
 				      AJ_MAX_SECRET_HOSTS);
 		list[n++] = json_string_value(e);
 	}
-	return aj_policy_add_secret_scoped(p, name, json_string_value(value), list, n,
-					   header ? json_string_value(header) : NULL, err);
+	int r = aj_policy_add_secret_scoped(p, name, json_string_value(value), list, n,
+					    header ? json_string_value(header) : NULL, err);
+	if (r == 0 && json_is_true(body))
+		p->secrets[p->n_secrets - 1].body = true;
+	return r;
 }
 
 /* One JSON value of option name, of its kind (json_keys). */

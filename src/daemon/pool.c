@@ -396,12 +396,14 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		/* no limit (0) cannot be applied to a built sandbox: a fresh one */
 		if (*r == 0 && (!p.memory || !p.pids))
 			pl = NULL;
-		/* a secret scoped to hosts lives in the sandbox's netd, started
-		 * with the sandbox, and is checked against its --allow list:
-		 * a fresh one */
+		/* a secret scoped to hosts (or an inspect list) lives in the
+		 * sandbox's netd, started with the sandbox, and is checked
+		 * against its --allow list: a fresh one */
 		for (size_t i = 0; *r == 0 && pl && i < p.n_secrets; i++)
 			if (p.secrets[i].n_hosts)
 				pl = NULL;
+		if (p.n_inspect)
+			pl = NULL;
 		aj_policy_free(&p);
 	}
 	return pl;

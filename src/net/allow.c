@@ -249,25 +249,26 @@ static bool allow_covers(const aj_policy *p, const char *pattern)
 	return false;
 }
 
-/* A scoped secret goes out only through agentjail's proxy, so only with
- * --allow, and only to hosts that list allows. */
+/* A scoped secret goes out only through agentjail's proxy: with --allow
+ * (then its hosts must be allowed) or with --net open (the proxy is then
+ * the way to them that carries the value). --inspect likewise. */
 static int validate_secrets(const aj_policy *p, aj_net_mode mode, aj_error *err)
 {
 	for (size_t i = 0; i < p->n_secrets; i++) {
 		const aj_secret *s = &p->secrets[i];
 		if (!s->n_hosts)
 			continue;
-		if (mode != AJ_NET_ALLOW) {
-			aj_err(
-			    err, EINVAL,
-			    "--secret %s@%s: a secret scoped to hosts needs --allow (agentjail's "
-			    "proxy puts it into requests)",
-			    s->name, s->hosts[0]);
-			aj_err_hint(err, "add --allow %s (and the secret's other hosts)",
+		if (mode == AJ_NET_NONE) {
+			aj_err(err, EINVAL,
+			       "--secret %s@%s: a secret scoped to hosts needs a network with "
+			       "agentjail's proxy (it puts the value into requests)",
+			       s->name, s->hosts[0]);
+			aj_err_hint(err,
+				    "add --allow %s (and the secret's other hosts) or --net open",
 				    s->hosts[0]);
 			return -EINVAL;
 		}
-		for (size_t h = 0; h < s->n_hosts; h++)
+		for (size_t h = 0; mode == AJ_NET_ALLOW && h < s->n_hosts; h++)
 			if (!allow_covers(p, s->hosts[h])) {
 				aj_err(err, EINVAL,
 				       "--secret %s: its host %s is not in the --allow list",
@@ -277,6 +278,20 @@ static int validate_secrets(const aj_policy *p, aj_net_mode mode, aj_error *err)
 					    s->hosts[h]);
 				return -EINVAL;
 			}
+	}
+	for (size_t i = 0; i < p->n_inspect; i++) {
+		if (mode == AJ_NET_NONE) {
+			aj_err(err, EINVAL, "--inspect %s: needs --allow or --net open",
+			       p->inspect[i]);
+			aj_err_hint(err, "add --allow %s", p->inspect[i]);
+			return -EINVAL;
+		}
+		if (mode == AJ_NET_ALLOW && !allow_covers(p, p->inspect[i])) {
+			aj_err(err, EINVAL, "--inspect %s: the host is not in the --allow list",
+			       p->inspect[i]);
+			aj_err_hint(err, "add --allow '%s'", p->inspect[i]);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -297,8 +312,10 @@ int aj_policy_validate_net(const aj_policy *p, aj_error *err)
 		aj_err_hint(err, "add --net open or --allow");
 		return -EINVAL;
 	}
-	if (p->dns.family && mode != AJ_NET_ALLOW) {
-		aj_err(err, EINVAL, "--dns is the upstream of --allow's resolver");
+	if (p->dns.family && mode != AJ_NET_ALLOW && !(mode == AJ_NET_OPEN && aj_net_proxied(p))) {
+		aj_err(err, EINVAL,
+		       "--dns is the upstream of --allow's resolver (or, with --net open, of "
+		       "the proxy of scoped secrets)");
 		aj_err_hint(err, "add --allow HOST");
 		return -EINVAL;
 	}

@@ -290,3 +290,101 @@ int aj_inject(const aj_policy *p, aj_proxy_req *req, aj_inject_note *notes, size
 	free(val);
 	return r;
 }
+
+bool aj_inject_body_wanted(const aj_policy *p, const char *host)
+{
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (p->secrets[i].body && scoped_to(&p->secrets[i], host))
+			return true;
+	return false;
+}
+
+int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_t len, char **out,
+		   size_t *out_len, aj_inject_note *notes, size_t *n_notes)
+{
+	*n_notes = 0;
+	/* the size once every allowed placeholder is replaced */
+	size_t cap = len + 1;
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const aj_secret *s = &p->secrets[i];
+		size_t pl = strlen(s->placeholder), vl = strlen(s->value);
+		if (!s->body || vl <= pl)
+			continue;
+		for (const char *h = body, *e = body + len;
+		     (h = memmem(h, (size_t)(e - h), s->placeholder, pl)); h += pl)
+			cap += vl - pl;
+	}
+	char *cur = malloc(cap), *tmp = malloc(cap);
+	if (!cur || !tmp) {
+		free(cur);
+		free(tmp);
+		return -ENOMEM;
+	}
+	memcpy(cur, body, len);
+	size_t cl = len;
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const aj_secret *s = &p->secrets[i];
+		size_t pl = strlen(s->placeholder), vl = strlen(s->value);
+		if (!memmem(cur, cl, s->placeholder, pl))
+			continue;
+		const char *why = !s->body ? "the secret goes into bodies only with :body"
+				  : !scoped_to(s, host)
+				      ? "the host is not one of the secret's hosts"
+				      : NULL;
+		note(notes, n_notes, s, !why, "body", why);
+		if (why)
+			continue;
+		size_t o = 0;
+		for (const char *c = cur, *e = cur + cl;;) {
+			const char *hit = memmem(c, (size_t)(e - c), s->placeholder, pl);
+			size_t k = hit ? (size_t)(hit - c) : (size_t)(e - c);
+			memcpy(tmp + o, c, k);
+			o += k;
+			if (!hit)
+				break;
+			memcpy(tmp + o, s->value, vl);
+			o += vl;
+			c = hit + pl;
+		}
+		explicit_bzero(cur, cl);
+		char *sw = cur;
+		cur = tmp;
+		tmp = sw;
+		cl = o;
+	}
+	explicit_bzero(tmp, cap);
+	free(tmp);
+	*out = cur;
+	*out_len = cl;
+	return 0;
+}
+
+int aj_inject_set_length(aj_proxy_req *req, size_t n)
+{
+	char *out = malloc(sizeof(req->headers));
+	if (!out)
+		return -ENOMEM;
+	buf b = {out, 0, sizeof(req->headers)};
+	int r = 0, expect = 0;
+	for (const char *l = req->headers; r == 0 && *l;) {
+		const char *eol = strstr(l, "\r\n");
+		if (!eol)
+			break;
+		size_t ll = (size_t)(eol - l) + 2;
+		if (!strncasecmp(l, "Expect:", 7))
+			expect = expect || strcasestr(l, "100-continue") != NULL;
+		else if (strncasecmp(l, "Content-Length:", 15) &&
+			 strncasecmp(l, "Transfer-Encoding:", 18))
+			r = put(&b, l, ll);
+		l += ll;
+	}
+	char cl[48];
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", n);
+	if (r == 0)
+		r = put(&b, cl, strlen(cl));
+	if (r == 0)
+		memcpy(req->headers, out, b.len + 1);
+	explicit_bzero(out, sizeof(req->headers));
+	free(out);
+	return r < 0 ? r : expect;
+}

@@ -89,7 +89,7 @@ char **aj_net_env(const aj_net *n, const aj_policy *p)
 					      "REQUESTS_CA_BUNDLE", "PIP_CERT",
 					      "CURL_CA_BUNDLE",	    "GIT_SSL_CAINFO"};
 	char **v = calloc(AJ_ARRAY_SIZE(names) + AJ_ARRAY_SIZE(ca_vars) + 3, sizeof(char *));
-	if (!v || p->net != AJ_NET_ALLOW)
+	if (!v || !aj_net_proxied(p))
 		return v;
 	char gw[INET_ADDRSTRLEN];
 	uint32_t be = htonl(n->host_ip);
@@ -115,10 +115,26 @@ bool aj_net_tls_wanted(const aj_policy *p)
 	 * (their HTTPS is tunnelled, the placeholder goes out) */
 	if (p->isolation != AJ_ISO_PROCESS)
 		return false;
-	for (size_t i = 0; p->net == AJ_NET_ALLOW && i < p->n_secrets; i++)
+	if (p->net == AJ_NET_NONE)
+		return false;
+	for (size_t i = 0; i < p->n_secrets; i++)
 		if (p->secrets[i].n_hosts)
 			return true;
-	return false;
+	return p->n_inspect > 0;
+}
+
+bool aj_net_proxied(const aj_policy *p)
+{
+	if (p->net == AJ_NET_ALLOW)
+		return true;
+	if (p->net != AJ_NET_OPEN)
+		return false;
+	/* --net open: the proxy is the way to the secrets' hosts (and the
+	 * inspected ones) that carries the values */
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (p->secrets[i].n_hosts)
+			return true;
+	return p->n_inspect > 0;
 }
 
 bool aj_net_wanted(const aj_policy *p)

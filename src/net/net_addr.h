@@ -58,6 +58,9 @@ char **aj_net_env(const aj_net *n, const aj_policy *p);
  * --allow, at level 1)? The sandbox then trusts netd's CA
  * (AJ_NET_CA_BUNDLE). */
 bool aj_net_tls_wanted(const aj_policy *p);
+/* Does netd run the HTTP(S) proxy: --allow, or --net open with scoped
+ * secrets or --inspect (proxy variables set inside)? */
+bool aj_net_proxied(const aj_policy *p);
 /* the sandbox's CA bundle: the root's own with netd's CA added */
 #define AJ_NET_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 

@@ -25,6 +25,7 @@
 
 #include "caps.h"
 #include "dns.h"
+#include "net_addr.h"
 #include "netd.h"
 #include "netd_ctx.h"
 #include "netlog.h"
@@ -49,7 +50,7 @@ static atomic_int n_threads;
 
 bool aj_netd_needed(const aj_policy *p)
 {
-	return p->net == AJ_NET_ALLOW || p->n_publish > 0 || (p->net_log && p->net != AJ_NET_NONE);
+	return aj_net_proxied(p) || p->n_publish > 0 || (p->net_log && p->net != AJ_NET_NONE);
 }
 
 static int bind_socket(int type, uint32_t ip_be, unsigned port)
@@ -323,7 +324,7 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 	uint32_t gw = htonl(net->host_ip);
 	int fd;
 	*n = 0;
-	if (p->net == AJ_NET_ALLOW) {
+	if (aj_net_proxied(p)) {
 		_cleanup_free_ char *resolv = NULL;
 		(void)aj_read_file("/etc/resolv.conf", &resolv, NULL);
 		if (aj_dns_upstream(ctx, resolv) < 0) {
@@ -337,17 +338,20 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 			int type;
 			unsigned port;
 			enum kind kind;
-		} svc[] = {{SOCK_DGRAM, 53, K_DNS_UDP},
-			   {SOCK_STREAM, 53, K_DNS_TCP},
-			   {SOCK_STREAM, AJ_PROXY_PORT, K_PROXY}};
-		for (size_t i = 0; i < AJ_ARRAY_SIZE(svc); i++) {
+		} svc[] = {{SOCK_STREAM, AJ_PROXY_PORT, K_PROXY},
+			   {SOCK_DGRAM, 53, K_DNS_UDP},
+			   {SOCK_STREAM, 53, K_DNS_TCP}};
+		/* --net open: the proxy only (the sandbox asks the host's
+		 * resolvers itself; the proxy resolves through the upstream) */
+		size_t n_svc = p->net == AJ_NET_ALLOW ? AJ_ARRAY_SIZE(svc) : 1;
+		for (size_t i = 0; i < n_svc; i++) {
 			if ((fd = bind_socket(svc[i].type, gw, svc[i].port)) < 0)
 				return aj_err(err, -fd,
 					      "--allow: cannot listen on the gateway port %u",
 					      svc[i].port);
 			ls[(*n)++] = (listener){.fd = fd, .kind = svc[i].kind};
 		}
-		if (!(ctx->nft = aj_nft_ctx_new()))
+		if (p->net == AJ_NET_ALLOW && !(ctx->nft = aj_nft_ctx_new()))
 			return aj_err(err, ENOMEM, "--allow: cannot create an nftables context");
 		/* scoped secrets: HTTPS to their hosts is intercepted with a CA
 		 * made here, after the sandbox was cloned (tls.c) */
@@ -376,7 +380,7 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		ls[(*n)++] = (listener){.fd = fd, .kind = K_PUBLISH, .port = p->publish[i].port};
 	}
 	int r;
-	if (p->n_publish && p->net == AJ_NET_ALLOW) {
+	if (p->n_publish && aj_net_proxied(p)) {
 		if ((r = split_publisher(ctx, child, ls, n, err)) != 0)
 			return r;
 	} else if (p->n_publish && (r = join_sandbox_net(ctx, child, err)) < 0) {

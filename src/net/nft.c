@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "net_addr.h"
 #include "util.h"
 
 typedef struct sbuf {
@@ -132,6 +133,9 @@ int aj_nft_build(const aj_net *n, const aj_policy *p, char **out)
 		       "\t\tiifname \"%s\" ip daddr %s udp dport 53 accept\n"
 		       "\t\tiifname \"%s\" ip daddr %s tcp dport { 53, %u } accept\n",
 		       v, hip, v, hip, AJ_PROXY_PORT);
+	else if (aj_net_proxied(p)) /* --net open with scoped secrets: the proxy */
+		sb_add(&b, "\t\tiifname \"%s\" ip daddr %s tcp dport %u accept\n", v, hip,
+		       AJ_PROXY_PORT);
 	sb_add(&b,
 	       "\t\tiifname \"%s\" meta l4proto tcp reject with tcp reset\n"
 	       "\t\tiifname \"%s\" reject with icmpx type admin-prohibited\n\t}\n",

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <http_parser.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <poll.h>
@@ -19,6 +20,8 @@
 
 #include "allow.h"
 #include "dns.h"
+#include "inject.h"
+#include "net_addr.h"
 #include "netlog.h"
 #include "proxy.h"
 #include "proxy_common.h"
@@ -30,6 +33,7 @@
 #define HEAD_MAX 16384
 #define CONNECT_TIMEOUT_MS 10000
 #define HEAD_TIMEOUT_MS 10000
+#define BODY_TIMEOUT_MS 10000 /* a body held for a secret arrives within */
 /* a relayed connection with no byte either way for this long is closed */
 #define SPLICE_IDLE_MS (15 * 60 * 1000)
 
@@ -186,9 +190,13 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 	sa->sin_port = htons((uint16_t)req->port);
 	/* req->host is canonical (aj_host_norm): any spelling of an IPv4
 	 * address is checked as that address, never as a name */
+	/* --net open (scoped secrets): any address the sandbox could reach
+	 * directly, so none of the refused ranges or --deny */
+	bool open = ctx->p->net == AJ_NET_OPEN;
 	if (req->host_kind == AJ_HOST_IPV4) {
 		if (inet_pton(AF_INET, req->host, &sa->sin_addr) != 1 ||
-		    !aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port) ||
+		    (open ? aj_net_is_refused(ctx->p, AF_INET, &sa->sin_addr)
+			  : !aj_allow_addr(ctx->p, AF_INET, &sa->sin_addr, req->port)) ||
 		    host_local(sa->sin_addr.s_addr)) {
 			*why = "address not allowed";
 			return 403;
@@ -200,7 +208,7 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 		return 403;
 	}
 	const char *name = req->host;
-	if (!aj_allow_name(ctx->p, name, req->port)) {
+	if (!open && !aj_allow_name(ctx->p, name, req->port)) {
 		*why = aj_allow_name(ctx->p, name, 0) ? "port not allowed" : "host not allowed";
 		return 403;
 	}
@@ -215,6 +223,98 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 	}
 	*why = n < 0 ? "name resolution failed" : "no usable address (refused ranges)";
 	return 502;
+}
+
+typedef struct held {
+	aj_body_buf body, extra; /* the body, de-framed; bytes after it */
+	bool done;
+} held;
+
+static int held_body(http_parser *hp, const char *at, size_t n)
+{
+	held *h = hp->data;
+	return aj_body_append(&h->body, at, n) < 0;
+}
+
+static int held_done(http_parser *hp)
+{
+	held *h = hp->data;
+	h->done = true;
+	http_parser_pause(hp, 1);
+	return 0;
+}
+
+/* Feed n bytes at p to the body's parser; bytes past the body are kept. */
+static int held_feed(http_parser *hp, const http_parser_settings *set, held *h, const char *p,
+		     size_t n)
+{
+	if (n == 0) /* to http-parser, no bytes means the end of the stream */
+		return 0;
+	if (h->done)
+		return aj_body_append(&h->extra, p, n) < 0 ? -1 : 0;
+	size_t k = http_parser_execute(hp, set, p, n);
+	enum http_errno e = HTTP_PARSER_ERRNO(hp);
+	if (e != HPE_OK && e != HPE_PAUSED)
+		return -1;
+	if (h->done && k < n && aj_body_append(&h->extra, p + k, n - k) < 0)
+		return -1;
+	return 0;
+}
+
+/* A plain-HTTP request toward a host with "body" secrets (inject.h): its
+ * body (Content-Length or chunked, AJ_INJECT_BODY_MAX at most) read whole,
+ * de-framed, into h. 0 (h->done: the whole body; !h->done: none), or an
+ * HTTP status with *why. */
+static int hold_body(int fd, const aj_proxy_req *req, const char *buf, size_t head_end, size_t len,
+		     held *h, const char **why)
+{
+	static const http_parser_settings set = {.on_body = held_body,
+						 .on_message_complete = held_done};
+	http_parser hp;
+	http_parser_init(&hp, HTTP_REQUEST);
+	hp.data = h;
+	size_t k = http_parser_execute(&hp, &set, buf, head_end);
+	enum http_errno e = HTTP_PARSER_ERRNO(&hp);
+	if (h->done) { /* no body */
+		h->done = false;
+		return 0;
+	}
+	if ((e != HPE_OK && e != HPE_PAUSED) || k != head_end) {
+		*why = "malformed request body framing";
+		return 400;
+	}
+	if (req->expect_continue) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		(void)send(fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
+	}
+	char *chunk = malloc(65536);
+	int r = chunk ? held_feed(&hp, &set, h, buf + head_end, len - head_end) : -1;
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (r == 0 && !h->done) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long left = BODY_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
+					       (now.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0 || (n = read(fd, chunk, 65536)) <= 0) {
+			r = -2;
+			break;
+		}
+		r = held_feed(&hp, &set, h, chunk, (size_t)n);
+	}
+	if (chunk)
+		explicit_bzero(chunk, 65536);
+	free(chunk);
+	if (r == 0)
+		return 0;
+	if (h->body.too_big) {
+		*why = "the request body is larger than the 1 MiB a secret is put into bodies "
+		       "up to";
+		return 413;
+	}
+	*why = r == -2 ? "the request body did not arrive (10 s)" : "malformed request body";
+	return 400;
 }
 
 static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct sockaddr_in *sa,
@@ -241,7 +341,9 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 {
 	char *buf = malloc(HEAD_MAX);
 	aj_proxy_req *req = calloc(1, sizeof(*req));
-	size_t head_end = 0;
+	size_t head_end = 0, body_len = 0;
+	char *filled = NULL; /* a held body with the secrets in (hold_body) */
+	held hold = {0};
 	ssize_t len = buf && req ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
 	if (len < 0) {
 		if (buf && req)
@@ -308,23 +410,61 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 			close(up);
 			goto out;
 		}
+		/* a "body" secret toward this host: the body is held, filled
+		 * and sent with its new length */
+		if (!req->upgrade && aj_inject_body_wanted(ctx->p, req->host)) {
+			int hs = hold_body(fd, req, buf, head_end, (size_t)len, &hold, &why);
+			if (hs == 0 && hold.done &&
+			    aj_proxy_fill_body(ctx, req, hold.body.p, hold.body.len, &filled,
+					       &body_len) < 0)
+				hs = 431, why = "the request head is too large";
+			if (hs) {
+				char msg[512];
+				snprintf(msg, sizeof(msg), "agentjail proxy: %s:%u: %s\n",
+					 req->host, req->port, why);
+				log_proxy(ctx, req, &sa, hs, why);
+				aj_proxy_reply(fd, hs,
+					       hs == 413   ? "Content Too Large"
+					       : hs == 431 ? "Request Header Fields Too Large"
+							   : "Bad Request",
+					       msg);
+				/* the client may still be sending: read on a while,
+				 * so that the answer is not lost to a reset */
+				shutdown(fd, SHUT_WR);
+				char sink[4096];
+				struct pollfd pl = {.fd = fd, .events = POLLIN};
+				for (int i = 0; i < 256 && poll(&pl, 1, 1000) == 1 &&
+						read(fd, sink, sizeof(sink)) > 0;
+				     i++)
+					;
+				close(up);
+				goto out;
+			}
+		}
 		/* an absolute-form request may come without Host: add it */
 		char host[300] = "";
 		if (!req->has_host && req->port == 80)
 			snprintf(host, sizeof(host), "Host: %s\r\n", req->host);
 		else if (!req->has_host)
 			snprintf(host, sizeof(host), "Host: %s:%u\r\n", req->host, req->port);
-		char *head =
-		    aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: close\r\n\r\n", req->method,
-				req->target, req->http_major, req->http_minor, host, req->headers);
+		/* one checked request per connection, or a protocol switch
+		 * (WebSocket: both ways relayed until either side closes) */
+		char *head = aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: %s\r\n\r\n",
+					 req->method, req->target, req->http_major, req->http_minor,
+					 host, req->headers, req->upgrade ? "Upgrade" : "close");
 		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
 		if (head) /* it may hold a secret's value */
 			explicit_bzero(head, strlen(head));
 		free(head);
+		if (ok && filled)
+			ok = aj_write_all(up, filled, body_len) == 0 &&
+			     aj_write_all(up, hold.extra.p, hold.extra.len) == 0;
 		if (!ok) {
 			close(up);
 			goto out;
 		}
+		if (filled)
+			len = (ssize_t)head_end; /* what followed the head is sent */
 	}
 	/* what the client sent after the head (a body, TLS hello) goes on */
 	if ((size_t)len > head_end &&
@@ -338,6 +478,11 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	close(up);
 out:
 	free(buf);
+	if (filled)
+		explicit_bzero(filled, body_len);
+	free(filled);
+	aj_body_free(&hold.body);
+	aj_body_free(&hold.extra);
 	if (req)
 		explicit_bzero(req, sizeof(*req));
 	free(req);

@@ -202,7 +202,13 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	snprintf(req->method, sizeof(req->method), "%s", http_method_str(hp.method));
 	span host_hdr = {0};
 	size_t o = 0;
+	bool upgrade_hdr = false;
 	for (size_t i = 0; i < st.n; i++) {
+		if (span_is(st.field[i], "Upgrade"))
+			upgrade_hdr = true;
+		if (span_is(st.field[i], "Expect") && st.value[i].len >= 12 &&
+		    !strncasecmp(st.value[i].p, "100-continue", 12))
+			req->expect_continue = true;
 		if (span_is(st.field[i], "Host")) {
 			if (host_hdr.p)
 				return refuse(req, "two Host headers");
@@ -227,6 +233,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 			return refuse(req, "headers too large");
 		o += (size_t)n;
 	}
+	/* a protocol switch (WebSocket): the Connection header names it */
+	req->upgrade = upgrade_hdr && strcasestr(req->connection, "upgrade");
 	if (req->connect) {
 		if (split_authority(req, st.url, 0) < 0)
 			return -EINVAL;

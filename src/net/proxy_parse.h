@@ -16,6 +16,8 @@ typedef struct aj_proxy_req {
 	unsigned port;	      /* explicit or 80 */
 	bool port_given;      /* the authority named a port */
 	char connection[128]; /* the Connection header's value (not in headers) */
+	bool upgrade;	      /* Upgrade header, "upgrade" in Connection (WebSocket) */
+	bool expect_continue; /* "Expect: 100-continue" */
 	char method[16];
 	char target[2048]; /* origin-form path?query for plain HTTP */
 	int http_major, http_minor;

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "inject.h"
 #include "netlog.h"
 #include "proxy_common.h"
 #include "proxy_parse.h"
@@ -31,7 +32,8 @@
 #define HANDSHAKE_MS 10000
 #define IDLE_MS (15 * 60 * 1000)
 
-enum state { S_HEAD, S_BODY, S_RAW };
+/* S_HOLD: a body held whole for a "body" secret (inject.h) */
+enum state { S_HEAD, S_BODY, S_HOLD, S_RAW };
 
 typedef struct session {
 	aj_netd_ctx *ctx;
@@ -43,14 +45,23 @@ typedef struct session {
 	char in[IN_MAX]; /* from the client, not yet processed */
 	size_t in_len;
 	char out[OUT_MAX]; /* to the server */
+	char *ob;	   /* what goes to the server: out, or a held request */
 	size_t out_len, out_off;
+	aj_body_buf body; /* S_HOLD: the body so far, de-framed */
 	char back[16384]; /* to the client */
 	size_t back_len, back_off;
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
 	aj_proxy_req *req;
 	char method[16]; /* of the request being taken (the log) */
+	char path[256];	 /* its path, without the query (the log) */
 } session;
+
+static int on_body(http_parser *hp, const char *at, size_t n)
+{
+	session *s = hp->data;
+	return s->st == S_HOLD && aj_body_append(&s->body, at, n) < 0;
+}
 
 static int on_message_complete(http_parser *hp)
 {
@@ -60,13 +71,16 @@ static int on_message_complete(http_parser *hp)
 	return 0;
 }
 
-static const http_parser_settings body_settings = {.on_message_complete = on_message_complete};
+static const http_parser_settings body_settings = {.on_body = on_body,
+						   .on_message_complete = on_message_complete};
 
 static void log_event(session *s, const char *verdict, const char *method, const char *why)
 {
 	json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s,s:b}", "event", "proxy", "method",
 			       method ? method : "CONNECT", "host", s->connect->host, "port",
 			       (int)s->connect->port, "verdict", verdict, "intercepted", 1);
+	if (ev && method && s->path[0]) /* never the query: it may hold a value */
+		json_object_set_new(ev, "path", json_string(s->path));
 	if (ev && why)
 		json_object_set_new(ev, "reason", json_string(why));
 	aj_netlog(s->ctx, ev);
@@ -98,17 +112,20 @@ static bool same_target(const session *s, const aj_proxy_req *r)
 	       (r->port_given ? r->port == want : want == 443);
 }
 
+static void send_head(session *s, const char *body, size_t len);
+
 /* A whole head is in s->in (head bytes): check it, fill in the secrets,
  * queue it for the server and start framing its body. */
 static void take_head(session *s, size_t head)
 {
 	aj_proxy_req *r = s->req;
-	s->method[0] = '\0';
+	s->method[0] = s->path[0] = '\0';
 	if (aj_proxy_parse(s->in, head, r) < 0) {
 		refuse(s, 400, "Bad Request", r->error);
 		return;
 	}
 	snprintf(s->method, sizeof(s->method), "%s", r->method);
+	snprintf(s->path, sizeof(s->path), "%.*s", (int)strcspn(r->target, "?"), r->target);
 	if (r->connect || !same_target(s, r)) {
 		refuse(s, 421, "Misdirected Request",
 		       "the Host header does not name the CONNECT target and TLS server name");
@@ -131,6 +148,55 @@ static void take_head(session *s, size_t head)
 		       "the request head is too large with the secret's value in it");
 		return;
 	}
+	memmove(s->in, s->in + head, s->in_len - head);
+	s->in_len -= head;
+	/* a "body" secret for this host: the body is held whole, filled
+	 * and sent with its new length (send_head once it is complete) */
+	if (!s->message_done && !s->hp.upgrade && aj_inject_body_wanted(s->ctx->p, r->host)) {
+		s->st = S_HOLD;
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		if (r->expect_continue && s->back_len == 0) {
+			memcpy(s->back, cont, sizeof(cont) - 1);
+			s->back_len = sizeof(cont) - 1, s->back_off = 0;
+		}
+		return;
+	}
+	send_head(s, NULL, 0);
+	if (s->closing)
+		return;
+	if (s->hp.upgrade)
+		s->st = S_RAW; /* WebSocket and friends: bytes, no more heads */
+	else if (s->message_done)
+		s->st = S_HEAD;
+	else
+		s->st = S_BODY;
+	if (s->message_done)
+		http_parser_pause(&s->hp, 0);
+}
+
+/* S_HOLD, the body complete: the secrets into it, then the request out. */
+static void send_held(session *s)
+{
+	char *body = NULL;
+	size_t len = 0;
+	if (aj_proxy_fill_body(s->ctx, s->req, s->body.p, s->body.len, &body, &len) < 0) {
+		aj_body_free(&s->body);
+		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
+		return;
+	}
+	aj_body_free(&s->body);
+	send_head(s, body, len);
+	explicit_bzero(body, len);
+	free(body);
+	s->st = S_HEAD;
+	http_parser_pause(&s->hp, 0);
+}
+
+/* The head of s->req (secrets in), and body (len bytes) if any, queued
+ * for the server; s->req is zeroed. */
+static void send_head(session *s, const char *body, size_t len)
+{
+	aj_proxy_req *r = s->req;
 	int n = snprintf(s->out, sizeof(s->out), "%s %s HTTP/%d.%d\r\n%s%s%s%s\r\n", r->method,
 			 r->target, r->http_major, r->http_minor, r->headers,
 			 r->connection[0] ? "Connection: " : "", r->connection,
@@ -143,17 +209,30 @@ static void take_head(session *s, size_t head)
 	}
 	s->out_len = (size_t)n;
 	s->out_off = 0;
+	if (body) {
+		char *big = malloc((size_t)n + len);
+		if (!big) {
+			explicit_bzero(s->out, sizeof(s->out));
+			refuse(s, 500, "Internal Server Error", "out of memory");
+			return;
+		}
+		memcpy(big, s->out, (size_t)n);
+		memcpy(big + n, body, len);
+		explicit_bzero(s->out, (size_t)n);
+		s->ob = big;
+		s->out_len = (size_t)n + len;
+	}
 	log_event(s, "allowed", s->method, NULL);
-	memmove(s->in, s->in + head, s->in_len - head);
-	s->in_len -= head;
-	if (s->hp.upgrade)
-		s->st = S_RAW; /* WebSocket and friends: bytes, no more heads */
-	else if (s->message_done)
-		s->st = S_HEAD;
-	else
-		s->st = S_BODY;
-	if (s->message_done)
-		http_parser_pause(&s->hp, 0);
+}
+
+/* What went to the server is gone: zeroed (it may hold a value). */
+static void out_done(session *s)
+{
+	explicit_bzero(s->ob, s->out_len);
+	if (s->ob != s->out)
+		free(s->ob);
+	s->ob = s->out;
+	s->out_len = s->out_off = 0;
 }
 
 /* Move what s->in holds toward the server, while the out buffer is free;
@@ -172,6 +251,27 @@ static bool process(session *s)
 				break;
 			}
 			take_head(s, (size_t)(end - s->in) + 4);
+			continue;
+		}
+		if (s->st == S_HOLD) {
+			size_t k = http_parser_execute(&s->hp, &body_settings, s->in, s->in_len);
+			enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
+			if (e != HPE_OK && e != HPE_PAUSED) {
+				bool big = s->body.too_big;
+				aj_body_free(&s->body);
+				explicit_bzero(s->req, sizeof(*s->req));
+				if (big)
+					refuse(s, 413, "Content Too Large",
+					       "the request body is larger than the 1 MiB a secret "
+					       "is put into bodies up to");
+				else
+					refuse(s, 400, "Bad Request", "malformed request body");
+				break;
+			}
+			memmove(s->in, s->in + k, s->in_len - k);
+			s->in_len -= k;
+			if (s->message_done)
+				send_held(s);
 			continue;
 		}
 		size_t n = s->in_len < sizeof(s->out) ? s->in_len : sizeof(s->out);
@@ -240,16 +340,14 @@ static bool step(session *s)
 	/* client -> server */
 	if (s->out_len > s->out_off) {
 		r = io_result(s->u,
-			      SSL_write(s->u, s->out + s->out_off, (int)(s->out_len - s->out_off)),
+			      SSL_write(s->u, s->ob + s->out_off, (int)(s->out_len - s->out_off)),
 			      &s->want_u);
 		if (r < 0)
-			return s->u_eof = true, s->out_len = 0, true;
+			return s->u_eof = true, out_done(s), true;
 		if (r > 0) {
 			s->out_off += (size_t)r, moved = true;
-			if (s->out_off == s->out_len) {
-				explicit_bzero(s->out, s->out_len); /* it may hold a value */
-				s->out_len = s->out_off = 0;
-			}
+			if (s->out_off == s->out_len)
+				out_done(s);
 		}
 	}
 	if (!s->c_eof && !s->closing && s->out_len == 0 && s->in_len < sizeof(s->in)) {
@@ -313,6 +411,7 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 	s->ctx = ctx;
 	s->connect = connect;
 	s->req = req;
+	s->ob = s->out;
 	while (!s->closing) {
 		size_t room = sizeof(s->in) - s->in_len, n = len - i < room ? len - i : room;
 		memcpy(s->in + s->in_len, in + i, n);
@@ -321,15 +420,19 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 		bool took = process(s);
 		if (s->out_len) {
 			size_t k = s->out_len < cap - o ? s->out_len : cap - o;
-			memcpy(out + o, s->out, k);
+			memcpy(out + o, s->ob, k);
 			o += k;
-			s->out_len = 0;
+			out_done(s);
 			took = true;
 		}
 		if (!took && n == 0)
 			break;
 	}
 out:
+	if (s) {
+		out_done(s);
+		aj_body_free(&s->body);
+	}
 	free(s);
 	free(req);
 	return o;
@@ -361,6 +464,7 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	s->ctx = ctx;
 	s->connect = connect;
 	s->req = req;
+	s->ob = s->out;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	set_timeouts(fd, HANDSHAKE_MS);
 	set_timeouts(up, HANDSHAKE_MS);
@@ -415,6 +519,8 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 			;
 	}
 out:
+	out_done(s);
+	aj_body_free(&s->body);
 	if (s->c)
 		SSL_free(s->c);
 	if (s->u)

@@ -59,14 +59,26 @@ static void sni_index_new(void)
 	sni_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, sni_free);
 }
 
+/* The i-th host whose HTTPS is intercepted (the secrets' hosts, then
+ * --inspect's), or NULL past the last. */
+static const char *intercepted_host(const aj_policy *p, size_t i)
+{
+	for (size_t k = 0; k < p->n_secrets; k++) {
+		if (i < p->secrets[k].n_hosts)
+			return p->secrets[k].hosts[i];
+		i -= p->secrets[k].n_hosts;
+	}
+	return i < p->n_inspect ? p->inspect[i] : NULL;
+}
+
 bool aj_tls_intercepts(const aj_policy *p, const char *host)
 {
 	if (!aj_net_tls_wanted(p))
 		return false;
-	for (size_t i = 0; i < p->n_secrets; i++)
-		for (size_t h = 0; h < p->secrets[i].n_hosts; h++)
-			if (aj_host_match(p->secrets[i].hosts[h], host))
-				return true;
+	const char *h;
+	for (size_t i = 0; (h = intercepted_host(p, i)); i++)
+		if (aj_host_match(h, host))
+			return true;
 	return false;
 }
 
@@ -95,32 +107,30 @@ static int add_ext(X509 *issuer, X509 *subject, int nid, const char *value)
 	return ok ? 0 : -1;
 }
 
-/* "critical,permitted;DNS:host,...": the secrets' hosts ("*.d" -> d), and
+/* "critical,permitted;DNS:host,...": the intercepted hosts ("*.d" -> d), and
  * at least one entry of each kind (a kind without any is unconstrained) */
 static char *name_constraints(const aj_policy *p)
 {
 	size_t cap = 64;
-	for (size_t i = 0; i < p->n_secrets; i++)
-		for (size_t h = 0; h < p->secrets[i].n_hosts; h++)
-			cap += strlen(p->secrets[i].hosts[h]) + 48;
+	const char *host;
+	for (size_t i = 0; (host = intercepted_host(p, i)); i++)
+		cap += strlen(host) + 48;
 	char *s = malloc(cap);
 	if (!s)
 		return NULL;
 	size_t o = (size_t)snprintf(s, cap, "critical");
 	bool dns = false, ip = false;
-	for (size_t i = 0; i < p->n_secrets; i++)
-		for (size_t h = 0; h < p->secrets[i].n_hosts; h++) {
-			const char *host = p->secrets[i].hosts[h];
-			if (is_ipv4(host)) {
-				o += (size_t)snprintf(s + o, cap - o,
-						      ",permitted;IP:%s/255.255.255.255", host);
-				ip = true;
-			} else {
-				o += (size_t)snprintf(s + o, cap - o, ",permitted;DNS:%s",
-						      host[0] == '*' ? host + 2 : host);
-				dns = true;
-			}
+	for (size_t i = 0; (host = intercepted_host(p, i)); i++) {
+		if (is_ipv4(host)) {
+			o += (size_t)snprintf(s + o, cap - o, ",permitted;IP:%s/255.255.255.255",
+					      host);
+			ip = true;
+		} else {
+			o += (size_t)snprintf(s + o, cap - o, ",permitted;DNS:%s",
+					      host[0] == '*' ? host + 2 : host);
+			dns = true;
 		}
+	}
 	if (!dns)
 		o += (size_t)snprintf(s + o, cap - o, ",permitted;DNS:invalid");
 	if (!ip)

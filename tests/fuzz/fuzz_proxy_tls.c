@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target: the requests of an intercepted HTTPS session
  * (proxy_tls.c), without the TLS: keep-alive heads, bodies framed by
- * http-parser (Content-Length, chunked), upgrades. Checks: it never
+ * http-parser (Content-Length, chunked), bodies held for a :body secret,
+ * upgrades. Checks: it never
  * crashes or loops; a secret's value comes out only where the input had
  * its placeholder (or the value itself); a request whose Host names
  * another server than the CONNECT's is never passed on. */
@@ -26,6 +27,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (aj_policy_add_secret(&policy, "K@api.test=SECRETVALUE", NULL) < 0)
 			abort();
 		strcpy(policy.secrets[0].placeholder, "agentjail-placeholder-K-0000000000000000");
+		if (aj_policy_add_secret(&policy, "B@api.test:body=BODYVALUE", NULL) < 0)
+			abort();
+		strcpy(policy.secrets[1].placeholder, "agentjail-placeholder-B-0000000000000000");
 		ctx = (aj_netd_ctx){.p = &policy, .log_fd = -1};
 		static const char head[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
 		if (aj_proxy_parse(head, sizeof(head) - 1, &connect_req) < 0)
@@ -41,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   memmem(data, size, "SECRETVALUE", 11);
 	if (!had && memmem(out, n, "SECRETVALUE", 11))
 		abort(); /* a value without its placeholder */
+	if (!memmem(data, size, "agentjail-placeholder-B-0000000000000000", 40) &&
+	    !memmem(data, size, "BODYVALUE", 9) && memmem(out, n, "BODYVALUE", 9))
+		abort();
 	if (memmem(out, n, "\nHost: other.test", 17) && !memmem(data, size, "other.test", 10))
 		abort();
 	free(out);

@@ -6,10 +6,13 @@ library only):
               [--tls PORT:DIR] --ready FILE
 
 Web (every address, each port of the comma-separated PORTS): GET / answers
-TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL.
+TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL,
+POST answers TEXT after reading the body (Content-Length or chunked), a
+WebSocket upgrade of /ws* echoes every message back until the close.
 With --web-log, every request is appended to FILE as a JSON line
-{"addr", "port", "peer", "path", "headers"} (what a server saw, kept outside
-the sandbox: the secrets tests read it).
+{"addr", "port", "peer", "method", "path", "headers"} plus "body" for a POST
+and "ws": [messages] (written at the close) for a WebSocket (what a server
+saw, kept outside the sandbox: the secrets tests read it).
 
 HTTPS (--tls PORT:DIR, HTTP/1.1 with keep-alive): the same server over TLS,
 with the certificate and key of DIR/NAME.pem for the SNI NAME, else
@@ -21,6 +24,8 @@ appended to FILE as "NAME TYPE", so a test can count what reached it.
 
 FILE given to --ready is created once every socket listens."""
 import argparse
+import base64
+import hashlib
 import http.server
 import json
 import socket
@@ -123,17 +128,82 @@ def make_handler(text, log, tls=False):
         if tls:
             protocol_version = "HTTP/1.1"
 
+        def record(self, **extra):
+            if not log:
+                return
+            addr, port = self.connection.getsockname()[:2]
+            entry = {"addr": addr, "port": port, "peer": self.client_address[1],
+                     "method": self.command, "path": self.path,
+                     "headers": dict(self.headers.items()), **extra}
+            if tls:
+                entry["tls"] = True
+                entry["sni"] = getattr(self.connection, "sni", None)
+            line = json.dumps(entry)
+            with lock, open(log, "a") as f:
+                f.write(line + "\n")
+
+        def read_body(self):
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                body = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0], 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return body
+                    body += self.rfile.read(size)
+                    self.rfile.readline()
+            return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+        def do_POST(self):
+            body = self.read_body()
+            self.record(body=body.decode("latin-1"))
+            out = (text + "\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def websocket(self):
+            """RFC 6455 echo: the handshake, then every data frame back
+            (unmasked), until a close frame, which is answered."""
+            key = self.headers.get("Sec-WebSocket-Key", "")
+            accept = base64.b64encode(hashlib.sha1(
+                (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+            self.wfile.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                              "Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept +
+                              "\r\n\r\n").encode())
+            self.wfile.flush()
+            seen = []
+            while True:
+                head = self.rfile.read(2)
+                if len(head) < 2:
+                    break
+                op, n = head[0] & 0x0F, head[1] & 0x7F
+                if n == 126:
+                    n = int.from_bytes(self.rfile.read(2), "big")
+                elif n == 127:
+                    n = int.from_bytes(self.rfile.read(8), "big")
+                mask = self.rfile.read(4) if head[1] & 0x80 else b"\0\0\0\0"
+                data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
+                if op == 8:
+                    self.wfile.write(b"\x88\x00")
+                    break
+                seen.append(data.decode("latin-1"))
+                size = bytes([len(data)]) if len(data) < 126 else b"\x7e" + len(data).to_bytes(2, "big")
+                self.wfile.write(bytes([0x80 | op]) + size + data)
+                self.wfile.flush()
+            self.record(ws=seen)
+            self.close_connection = True
+
         def do_GET(self):
-            if log:
-                addr, port = self.connection.getsockname()[:2]
-                entry = {"addr": addr, "port": port, "peer": self.client_address[1],
-                         "path": self.path, "headers": dict(self.headers.items())}
-                if tls:
-                    entry["tls"] = True
-                    entry["sni"] = getattr(self.connection, "sni", None)
-                line = json.dumps(entry)
-                with lock, open(log, "a") as f:
-                    f.write(line + "\n")
+            # RFC 6455 4.2.1: an upgrade needs both headers (a proxy that
+            # sends "Connection: close" gets a plain answer)
+            if (self.path.startswith("/ws") and
+                    self.headers.get("Upgrade", "").lower() == "websocket" and
+                    "upgrade" in self.headers.get("Connection", "").lower()):
+                return self.websocket()
+            self.record()
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/redirect":
                 to = urllib.parse.parse_qs(url.query).get("to", ["http://169.254.169.254/"])[0]

@@ -114,9 +114,14 @@ RAW='raw() { python3 -c "import codecs,socket,sys; s=socket.create_connection((s
     [[ "$stderr" == *"--allow 'allowed.test'"* ]] || fail "no fix: $stderr"
     arun --allow '*.wild.test' --allow allowed.test --secret 'K@*.sub.wild.test,allowed.test=value-123' -- true
     assert_status 0 # *.wild.test covers *.sub.wild.test
-    run --separate-stderr hrun --net open --secret 'K@allowed.test=value-123' -- true
+    run --separate-stderr hrun --secret 'K@allowed.test=value-123' -- true
     assert_status 125
-    [[ "$stderr" == *"needs --allow"* ]] || fail "$stderr"
+    [[ "$stderr" == *"needs a network with agentjail's proxy"* && "$stderr" == *"--net open"* ]] || fail "$stderr"
+    arun --allow allowed.test --inspect other.test -- true
+    assert_status 125
+    [[ "$stderr" == *"--inspect other.test: the host is not in the --allow list"* ]] || fail "$stderr"
+    arun --allow allowed.test --secret 'K@allowed.test:bdy=value-123' -- true
+    assert_status 125
     local bad
     for bad in 'K@=value-123' 'K@allowed..test=value-123' 'K@*.test=value-123' 'K@evil%00.test=value-123' \
         $'K@b\xc3\xbccher.test=value-123' $'K@evil\x01.allowed.test=value-123' 'K@192.0.2.10.1=value-123'; do
@@ -124,4 +129,51 @@ RAW='raw() { python3 -c "import codecs,socket,sys; s=socket.create_connection((s
         [ "$status" -eq 125 ] || fail "--secret '$bad': status $status"
         [[ "$stderr" != *value-123* ]] || fail "--secret '$bad': the value in the error: $stderr"
     done
+}
+
+@test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {
+    local value='sk-ws-Zq8!x&y=1'
+    arun --allow allowed.test --allow other.test --secret "K@allowed.test:body=$value" \
+        --net-log "$T/net.jsonl" --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
+        python3 /wsclient.py ws://allowed.test/ws-a hello -H "Authorization: Bearer $K"
+        python3 /wsclient.py ws://other.test/ws-o hi -H "Authorization: Bearer $K"
+        curl -sS -m 5 -o /dev/null -d "key=$K&n=1" http://allowed.test/body-cl
+        curl -sS -m 5 -o /dev/null -H "Transfer-Encoding: chunked" -d "key=$K" http://allowed.test/body-chunked
+        curl -sS -m 5 -o /dev/null -d "key=$K" http://other.test/body-other
+        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
+            http://allowed.test/big
+        echo "inside: $K"'
+    assert_status 0
+    [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
+    assert_output_has_line "echo hello"
+    assert_output_has_line "echo hi"
+    assert_output_has_line "big 413"
+    local ph
+    ph=$(sed -n 's/^inside: //p' <<<"$output")
+    [[ "$ph" == agentjail-placeholder-K-* ]] || fail "not a placeholder: $ph"
+    req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
+    [ "$(req /ws-a | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/ws-a: $(req /ws-a)"
+    [ "$(req /ws-a | jq -c '.ws')" = '["hello"]' ] || fail "/ws-a: $(req /ws-a)"
+    [ "$(req /ws-o | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/ws-o: $(req /ws-o)"
+    # bodies toward the secret's host: filled, the length rewritten
+    [ "$(req /body-cl | jq -r '.body')" = "key=$value&n=1" ] || fail "/body-cl: $(req /body-cl)"
+    [ "$(req /body-cl | jq -r '.headers["Content-Length"]')" = "$((${#value} + 8))" ] || fail "/body-cl length: $(req /body-cl)"
+    [ "$(req /body-chunked | jq -r '.body')" = "key=$value" ] || fail "/body-chunked: $(req /body-chunked)"
+    [ "$(req /body-other | jq -r '.body')" = "key=$ph" ] || fail "/body-other: $(req /body-other)"
+    [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .status == 413')" -eq 1 ] || fail "$(cat "$T/net.jsonl")"
+
+    # --net open: proxy variables inside; through the proxy the value, a
+    # direct connection (no proxy) carries only the placeholder
+    arun --net open --secret "K@allowed.test=$value" -- sh -c '
+        env | grep -c "^https\?_proxy=http://"
+        curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $K" http://allowed.test/open-proxy
+        curl -sS -m 5 -o /dev/null --noproxy "*" -H "Authorization: Bearer $K" http://192.0.2.10/open-direct'
+    assert_status 0
+    assert_output_has_line 2
+    [ "$(req /open-proxy | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/open-proxy: $(req /open-proxy)"
+    [[ "$(req /open-direct | jq -r '.headers.Authorization')" == "Bearer agentjail-placeholder-K-"* ]] ||
+        fail "/open-direct: $(req /open-direct)"
 }

@@ -163,3 +163,87 @@ except (ssl.SSLError, OSError) as e:
     [ "$(jq -c 'select(.event == "secret_injected")' "$T/net.jsonl" | wc -l)" -eq 0 ] ||
         fail "injected: $(cat "$T/net.jsonl")"
 }
+
+@test "HTTPS: WebSocket, keep-alive with chunked bodies, :body secrets, --inspect, --net open" {
+    local bvalue='bk-Body-7r!x'
+    # three requests on one TLS connection (http.client keeps it): a
+    # chunked POST, a GET, a Content-Length POST, each with the placeholder
+    cat >"$WS/ka.py" <<'PY'
+import http.client, os, urllib.parse
+p = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+c = http.client.HTTPSConnection(p.hostname, p.port, timeout=10)
+c.set_tunnel("api.example.test", 443)
+auth = {"Authorization": "Bearer " + os.environ["TOKEN"]}
+c.request("POST", "/ka1", body=iter([b"a=", os.environ["BODY"].encode(), b"&z=1"]), headers=auth,
+          encode_chunked=True)
+r1 = c.getresponse(); r1.read()
+c.request("GET", "/ka2", headers=auth)
+r2 = c.getresponse(); r2.read()
+c.request("POST", "/ka3", body='{"k":"%s","t":"%s"}' % (os.environ["BODY"], os.environ["TOKEN"]), headers=auth)
+r3 = c.getresponse(); r3.read()
+print("ka", r1.status, r2.status, r3.status)
+PY
+    run --separate-stderr hrun --dns 192.0.2.53 --allow api.example.test --allow other.test \
+        --secret "TOKEN@api.example.test=$VALUE" --secret "BODY@api.example.test:body=$bvalue" \
+        --inspect other.test --upstream-ca "$CERTS/ca.crt" --net-log "$T/net.jsonl" \
+        --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
+        python3 /wsclient.py wss://api.example.test/ws-api hello "two $TOKEN" -H "Authorization: Bearer $TOKEN"
+        python3 /wsclient.py wss://other.test/ws-other hi -H "Authorization: Bearer $TOKEN"
+        python3 /workspace/ka.py
+        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
+            https://api.example.test/big
+        curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"
+        curl -sS -m 10 --http2 -H "Authorization: Bearer $TOKEN" -w "h2 %{http_code} %{http_version}\n" \
+            -o /dev/null https://api.example.test/h2'
+    assert_status 0
+    assert_output_has_line "ws 101"
+    assert_output_has_line "echo hello"
+    assert_output_has_line "ka 200 200 200"
+    assert_output_has_line "big 413"
+    assert_output_has_line "inspect 200"
+    # a client offering h2 gets http/1.1 (the only protocol the proxy's ALPN offers)
+    assert_output_has_line "h2 200 1.1"
+    [ "$(req /h2 | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/h2: $(req /h2)"
+    [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
+    assert_output_has_line "echo hi"
+    local ph
+    ph=$(req /ws-other | jq -r '.headers.Authorization' | sed 's/^Bearer //')
+    [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "other.test: $(req /ws-other)"
+    # frames are not touched: the placeholder came back as it was sent
+    assert_output_has_line "echo two $ph"
+    # the upgrade toward the secret's host got the value; its frames passed
+    [ "$(req /ws-api | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/ws-api: $(req /ws-api)"
+    [ "$(req /ws-api | jq -c '.ws')" = "[\"hello\",\"two $ph\"]" ] || fail "/ws-api: $(req /ws-api)"
+    # one connection, three requests, each with the value; bodies filled
+    local p
+    for p in /ka1 /ka2 /ka3; do
+        [ "$(req $p | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "$p: $(req $p)"
+        [ "$(req $p | jq .peer)" = "$(req /ka1 | jq .peer)" ] || fail "$p: another connection: $(cat "$WEB_LOG")"
+    done
+    [ "$(req /ka1 | jq -r '.body')" = "a=$bvalue&z=1" ] || fail "/ka1: $(req /ka1)"
+    [ "$(req /ka1 | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/ka1 still chunked: $(req /ka1)"
+    [ "$(req /ka3 | jq -r '.body')" = "{\"k\":\"$bvalue\",\"t\":\"$ph\"}" ] || fail "/ka3: $(req /ka3)"
+    [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    # --inspect: other.test intercepted, each request logged with its path
+    # (never its query); its placeholder withheld, and logged
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "proxy" and .intercepted and .host == "other.test" and .method == "GET" and .path == "/seen"')" -eq 1 ] ||
+        fail "inspect: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_withheld" and .host == "other.test"')" -eq 2 ] || fail "withheld: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_injected" and .secret == "BODY" and .where == "body"')" -eq 2 ] ||
+        fail "body: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_withheld" and .secret == "TOKEN" and .where == "body"')" -eq 1 ] ||
+        fail "body withheld: $(cat "$T/net.jsonl")"
+    [ "$(jq -r 'select(.path == "/seen?q=\($ph)") | .tls' --arg ph "$ph" "$WEB_LOG")" = true ] ||
+        fail "/seen: $(cat "$WEB_LOG")"
+    ! grep -qF -e "$VALUE" -e "$bvalue" "$T/net.jsonl" || fail "a value in the log"
+
+    # --net open: the proxy is the way to the secret's host (HTTPS too)
+    run --separate-stderr hrun --net open --dns 192.0.2.53 --secret "TOKEN@api.example.test=$VALUE" \
+        --upstream-ca "$CERTS/ca.crt" -- sh -c '
+        curl -sS -m 10 -H "Authorization: Bearer $TOKEN" -w "open %{http_code}\n" -o /dev/null \
+            https://api.example.test/open-tls'
+    assert_status 0
+    assert_output_has_line "open 200"
+    [ "$(req /open-tls | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/open-tls: $(req /open-tls)"
+}

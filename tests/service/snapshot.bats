@@ -192,8 +192,8 @@ store_listing() {
     (cd "$AGENTJAIL_STATE_DIR" && find . -type f -exec sha256sum {} + | LC_ALL=C sort -k2)
 }
 
-@test "a sparse file (10 GiB by truncate) stays sparse on the host: snapshot, fork and download" {
-    local size=${SPARSE_SIZE:-10G} bytes
+@test "a sparse file (4 GiB by truncate) stays sparse on the host: snapshot, fork and download" {
+    local size=${SPARSE_SIZE:-4G} bytes
     bytes=$(numfmt --from=iec "$size")
     svc_start
     id=$(sb_create '{"image": "tiny", "disk": "16G"}')

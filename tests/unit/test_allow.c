@@ -374,7 +374,8 @@ static void test_secret_scope(void **state)
 	const char *bad[] = {
 	    "K@=value",	    "K@a..b=value",	     "K@*.com=value",	    "K@*=value",
 	    "K@a,,b=value", "K@evil\x01.test=value", "K@bücher.test=value", "K@2001:db8::1=value",
-	    "K@a/b=value",  "1K@a.test=value",	     "K@a.test=abc"};
+	    "K@a/b=value",  "1K@a.test=value",	     "K@a.test=abc",	    "K@a.test:bdy=value",
+	    "K@:body=value"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		aj_err_clear(&err);
 		if (aj_policy_add_secret(&p, bad[i], &err) == 0)
@@ -385,7 +386,7 @@ static void test_secret_scope(void **state)
 	/* the hosts must be allowed: none, one missing, then all */
 	aj_err_clear(&err);
 	assert_int_equal(aj_policy_validate_net(&p, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "needs --allow"));
+	assert_non_null(strstr(err.msg, "needs a network"));
 	assert_int_equal(aj_policy_add_allow(&p, "api.example.com", NULL), 0);
 	assert_int_equal(aj_policy_add_allow(&p, "api.test", NULL), 0);
 	aj_err_clear(&err);
@@ -395,6 +396,31 @@ static void test_secret_scope(void **state)
 	assert_int_equal(aj_policy_add_allow(&p, "*.org", NULL), -EINVAL); /* (one label) */
 	assert_int_equal(aj_policy_add_allow(&p, "*.example.org", NULL), 0);
 	assert_int_equal(aj_policy_validate_net(&p, NULL), 0);
+	aj_policy_free(&p);
+
+	/* NAME@HOSTS:body: bodies too; --inspect hosts, allowed like the
+	 * secrets' hosts; --net open takes both (the proxy is the way out) */
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "B@b.test:body=bvalue", &err), 0);
+	assert_true(p.secrets[0].body);
+	assert_int_equal(p.secrets[0].n_hosts, 1);
+	assert_string_equal(p.secrets[0].hosts[0], "b.test");
+	assert_int_equal(aj_policy_add_inspect(&p, "Seen.Test.", &err), 0);
+	assert_string_equal(p.inspect[0], "seen.test");
+	assert_int_equal(aj_policy_add_inspect(&p, "seen..test", NULL), -EINVAL);
+	assert_int_equal(aj_policy_add_allow(&p, "b.test", NULL), 0);
+	aj_err_clear(&err);
+	assert_int_equal(aj_policy_validate_net(&p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--inspect seen.test"));
+	assert_int_equal(aj_policy_add_allow(&p, "seen.test", NULL), 0);
+	assert_int_equal(aj_policy_validate_net(&p, NULL), 0);
+	aj_policy_free(&p);
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "B@b.test=bvalue", NULL), 0);
+	assert_false(p.secrets[0].body);
+	assert_int_equal(aj_policy_set_net(&p, "open", NULL), 0);
+	assert_int_equal(aj_policy_validate_net(&p, NULL), 0);
+	assert_true(aj_net_proxied(&p));
 	aj_policy_free(&p);
 
 	/* the API / policy-file form; today's string form still works */
@@ -412,6 +438,14 @@ static void test_secret_scope(void **state)
 	assert_string_equal(p.secrets[0].hosts[1], "*.cdn.test");
 	assert_string_equal(p.secrets[0].header, "x-api-key");
 	assert_int_equal(p.secrets[1].n_hosts, 0);
+	assert_false(p.secrets[0].body);
+	j = json_loads("{\"secret\": {\"B\": {\"value\": \"bvalue\", \"hosts\": [\"b.test\"], "
+		       "\"body\": true}}, \"inspect\": [\"Seen.test\"]}",
+		       0, NULL);
+	assert_int_equal(aj_policy_from_json(&p, j, &err), 0);
+	json_decref(j);
+	assert_true(p.secrets[2].body);
+	assert_string_equal(p.inspect[0], "seen.test");
 	const char *bad_json[] = {
 	    "{\"secret\": {\"K\": {\"hosts\": [\"a.test\"]}}}",
 	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": \"a.test\"}}}",
@@ -421,6 +455,10 @@ static void test_secret_scope(void **state)
 	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a.test\"], "
 	    "\"header\": \"bad header\"}}}",
 	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"header\": \"x-api-key\"}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"body\": true}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a.test\"], "
+	    "\"body\": 1}}}",
+	    "{\"inspect\": [\"a..test\"]}",
 	};
 	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
 		j = json_loads(bad_json[i], 0, NULL);
@@ -551,6 +589,48 @@ static void test_tls_frame(void **state)
 	assert_int_equal(aj_proxy_parse(c8443, strlen(c8443), &c), 0);
 	static const char bad[] = "GET /d HTTP/1.1\r\nHost: api.test\r\n\r\n";
 	assert_int_equal(aj_proxy_tls_frame(&ctx, &c, bad, strlen(bad), out, sizeof(out)), 0);
+	aj_policy_free(&p);
+
+	/* a :body secret: chunked and Content-Length bodies held, filled and
+	 * sent with their new length; "Expect" dropped (the proxy answers it);
+	 * KEY (not :body) stays a placeholder in a body */
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	assert_int_equal(aj_policy_add_secret(&p, "B@api.test:body=body-value-22", NULL), 0);
+	ph = p.secrets[0].placeholder;
+	const char *bph = p.secrets[1].placeholder;
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	snprintf(in, sizeof(in),
+		 "POST /a HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n"
+		 "Expect: 100-continue\r\n\r\n2\r\nb=\r\n%zx\r\n%s\r\n0\r\n\r\n"
+		 "POST /b HTTP/1.1\r\nHost: api.test\r\nContent-Length: %zu\r\n\r\n%s;%s"
+		 "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n",
+		 strlen(bph), bph, strlen(bph) + 1 + strlen(ph), bph, ph);
+	n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "POST /a HTTP/1.1\r\nHost: api.test\r\nContent-Length: 15\r\n"
+				    "\r\nb=body-value-22POST /b"));
+	char want[512];
+	snprintf(want, sizeof(want), "Content-Length: %zu\r\n\r\nbody-value-22;%s", 14 + strlen(ph),
+		 ph);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(out, "GET /c HTTP/1.1\r\n"));
+	assert_null(strstr(out, "Expect"));
+	assert_null(strstr(out, "chunked"));
+	assert_null(strstr(out, bph));
+	/* toward a host the secret is not scoped to: the body as it was */
+	char *filled = NULL;
+	size_t fl = 0, nn = 0;
+	aj_inject_note notes[AJ_INJECT_NOTES];
+	assert_false(aj_inject_body_wanted(&p, "other.test"));
+	assert_true(aj_inject_body_wanted(&p, "api.test"));
+	assert_int_equal(
+	    aj_inject_body(&p, "other.test", bph, strlen(bph), &filled, &fl, notes, &nn), 0);
+	assert_int_equal(fl, strlen(bph));
+	assert_memory_equal(filled, bph, fl);
+	assert_int_equal(nn, 1);
+	assert_false(notes[0].injected);
+	free(filled);
 	aj_policy_free(&p);
 }
 

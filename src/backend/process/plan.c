@@ -359,6 +359,17 @@ static json_t *network_json(const aj_policy *p)
 					" and SSL_CERT_FILE...; servers verified against "
 					"--upstream-ca or the host's trust store"));
 	}
+	if (p->net == AJ_NET_OPEN && aj_net_proxied(p)) {
+		json_object_set_new(o, "proxy",
+				    json_string("netd's HTTP(S) proxy (HTTP_PROXY, HTTPS_PROXY): the "
+						"way to the scoped secrets' hosts that carries "
+						"their values"));
+		if (aj_net_tls_wanted(p))
+			json_object_set_new(
+			    o, "https",
+			    json_string("intercepted toward the secrets' and --inspect hosts: a "
+					"CA made by netd (its key never inside)"));
+	}
 	if (p->net != AJ_NET_NONE)
 		json_object_set_new(o, "refused",
 				    json_string("the host, private, link-local, metadata, "
