@@ -24,6 +24,11 @@ PACKAGES=(
 	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
 	# a static busybox is the tests' bundle root
 	podman busybox-static containerd
+	# the service on a cluster (docs/kubernetes.md): nginx routes by sandbox
+	# id in tests/service/cluster.bats (a process of the test's own)
+	nginx-light
+	# deploy/kubernetes/image/bundle.sh (tests/integration/kubernetes.bats)
+	patchelf
 	# level 4 (--isolation wasm): the suite builds its WASI test modules from C
 	wasi-libc lld-14 libclang-rt-14-dev-wasm32
 )
@@ -113,6 +118,12 @@ if ! command -v npm >/dev/null; then
 fi
 (cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 echo "setup: installed tests/mcp (the MCP SDK's client the tests drive agentjail mcp with)"
+
+# tests/integration/kubernetes.bats: the manifests of deploy/kubernetes
+# checked offline against the Kubernetes schemas kubernetes-models bundles,
+# from the committed tests/kubernetes/package-lock.json
+(cd tests/kubernetes && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+echo "setup: installed tests/kubernetes (kubernetes-models, yaml)"
 
 # tests/network/browser.bats: Playwright (playwright-core only: no browser
 # download) drives a sandboxed Chromium, from the committed

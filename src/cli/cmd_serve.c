@@ -42,6 +42,10 @@ static const char serve_usage[] =
     "                        pids, timeout may differ), at isolation LEVEL (process;\n"
     "                        e.g. gvisor:default=2); ,code: with a Jupyter kernel\n"
     "                        started ahead for run_code; repeatable\n"
+    "  --node NAME           this service's name on a cluster, at the end of every\n"
+    "                        sandbox id (sb-HEX-NAME) so a proxy routes by id\n"
+    "                        (docs/kubernetes.md): a DNS label (a-z, 0-9, '-', at\n"
+    "                        most 63); default: the host name's first label\n"
     "  -q, --quiet           no start message, only errors\n"
     "  --log-format plain|json  plain (default: lines of text) or json: one JSON object a\n"
     "                        line on stderr, the messages and every audit event (with\n"
@@ -64,6 +68,7 @@ static const struct option serve_opts[] = {
     {"log-format", required_argument, NULL, 'L'},
     {"help", no_argument, NULL, 'h'},
     {"store-quota", required_argument, NULL, 'Q'},
+    {"node", required_argument, NULL, 'N'},
     {NULL, 0, NULL, 0},
 };
 
@@ -105,6 +110,35 @@ static int take_activation(aj_daemon_opts *o, aj_error *err)
 	o->socket = path;
 	o->socket_fd = fd;
 	return 1;
+}
+
+/* The node name: --node as given, or the host name's first label in lower
+ * case (buf); either must be a DNS label (daemon.h). 0 or -EINVAL. */
+static int node_name(const char *given, char *buf, size_t len, aj_error *err)
+{
+	const char *why = NULL;
+	if (given) {
+		if (aj_node_name_valid(given, &why))
+			return 0;
+		aj_err(err, EINVAL, "--node '%s': not a DNS label: %s", given, why);
+		aj_err_hint(err, "name the node like a Kubernetes node or pod: e.g. --node node-1");
+		return -EINVAL;
+	}
+	char host[256] = "";
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	host[strcspn(host, ".")] = '\0';
+	for (char *c = host; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	if (aj_node_name_valid(host, &why)) {
+		snprintf(buf, len, "%s", host);
+		return 0;
+	}
+	aj_err(err, EINVAL, "the host name '%s' is not a DNS label to name sandboxes by: %s", host,
+	       why);
+	aj_err_hint(err, "give the service a name with --node NAME (a-z, 0-9, '-')");
+	return -EINVAL;
 }
 
 /* A failure to start: as the command line says it, or a JSON line
@@ -182,6 +216,7 @@ int aj_cmd_serve(int argc, char **argv)
 			}
 			o.store_quota = n;
 			break;
+		case 'N': o.node = optarg; break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default:
 			aj_err(&err, EINVAL, "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -193,6 +228,11 @@ int aj_cmd_serve(int argc, char **argv)
 		aj_err(&err, EINVAL, "unexpected argument '%s'", argv[optind]);
 		return serve_fail(&err);
 	}
+	char host[AJ_NODE_NAME_MAX + 1];
+	if (node_name(o.node, host, sizeof(host), &err) < 0)
+		return serve_fail(&err);
+	if (!o.node)
+		o.node = host;
 	if (take_activation(&o, &err) < 0)
 		return serve_fail(&err);
 	if (o.socket[0] != '/' || o.state_dir[0] != '/') {

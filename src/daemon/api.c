@@ -19,7 +19,7 @@
 #define PREFIX "/v1/sandboxes"
 
 typedef struct route {
-	char id[40];	 /* "" for the collection */
+	char id[AJ_SANDBOX_ID_SIZE]; /* "" for the collection */
 	const char *sub; /* "" for the sandbox itself, "exec", "files", "mkdir", "processes" */
 	char proc[16];	 /* processes/{proc}[/output|/signal] */
 	const char *proc_sub;

@@ -505,7 +505,7 @@ static void answer_path(aj_reply *r, int status, const char *path, json_t *more)
  * after it ended. */
 typedef struct upload {
 	aj_sandbox *sb;
-	char sb_id[40];
+	char sb_id[AJ_SANDBOX_ID_SIZE];
 	char *path;
 	unsigned mode;
 	int fd;

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "daemon.h"
 #include "error.h"
 #include "operator.h"
 
@@ -36,7 +37,7 @@ typedef struct aj_req {
 	int upload_fd;	      /* from the supervisor (files.put); -1 while asked for */
 	unsigned long long uploaded;
 	unsigned long long upload_wait; /* files.put_done's id (a level's ops), or 0 */
-	char sb_id[40];			/* the sandbox of the route */
+	char sb_id[AJ_SANDBOX_ID_SIZE]; /* the sandbox of the route */
 	struct aj_call *call;		/* a request to the supervisor in flight */
 	char file_path[5600];		/* as given, or its base64 (file_path_b64) */
 	bool file_path_b64;

@@ -30,6 +30,7 @@ static aj_sandbox **reg;
 static size_t reg_n, reg_cap;
 static char state_dir[PATH_MAX];
 static unsigned reg_max;
+static char node_name[AJ_NODE_NAME_MAX + 1]; /* --node: the end of every id */
 
 long long aj_now_ms(void)
 {
@@ -38,9 +39,25 @@ long long aj_now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-void aj_registry_init(const char *dir, unsigned max)
+bool aj_node_name_valid(const char *name, const char **why)
+{
+	size_t n = strlen(name);
+	const char *w = NULL;
+	if (n == 0 || n > AJ_NODE_NAME_MAX)
+		w = "it must be 1 to 63 characters";
+	else if (strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+		w = "only a-z, 0-9 and '-' may be in it";
+	else if (name[0] == '-' || name[n - 1] == '-')
+		w = "it may neither start nor end with '-'";
+	if (w && why)
+		*why = w;
+	return !w;
+}
+
+void aj_registry_init(const char *dir, unsigned max, const char *node)
 {
 	snprintf(state_dir, sizeof(state_dir), "%s/sandboxes", dir);
+	snprintf(node_name, sizeof(node_name), "%s", node ? node : "");
 	reg_max = max;
 }
 
@@ -101,8 +118,8 @@ static void make_id(char *buf, size_t len)
 	unsigned char r[8];
 	if (getrandom(r, sizeof(r), 0) != sizeof(r))
 		memset(r, 0, sizeof(r));
-	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
-		 r[5], r[6], r[7]);
+	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x%02x%02x%02x%s%s", r[0], r[1], r[2], r[3], r[4],
+		 r[5], r[6], r[7], node_name[0] ? "-" : "", node_name);
 }
 
 void aj_sandbox_ref(aj_sandbox *sb)

@@ -14,7 +14,7 @@
 #include "policy.h"
 
 typedef struct aj_sandbox {
-	char id[40];
+	char id[AJ_SANDBOX_ID_SIZE];
 	aj_policy policy;
 	const aj_backend *be; /* its isolation level (backend.h) */
 	aj_inst *inst;	      /* the backend's sandbox */
@@ -40,7 +40,8 @@ typedef struct aj_sandbox {
 } aj_sandbox;
 
 /* The service's state directory; set once at start. */
-void aj_registry_init(const char *state_dir, unsigned max);
+/* node: the service's node name (daemon.h), the end of every id it makes */
+void aj_registry_init(const char *state_dir, unsigned max, const char *node);
 /* Remove what a previous (killed) service left, before serving. */
 void aj_registry_sweep(void);
 /* Before a create request (a pool's sandbox or a new one, sup_api.c): its

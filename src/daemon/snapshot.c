@@ -202,7 +202,7 @@ int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error
 		    "starting with a letter or digit)",
 		    AJ_IMAGE_NAME_MAX);
 	const char *image = json_string_value(json_object_get(sb->req, "image"));
-	char from[128];
+	char from[256];
 	snprintf(from, sizeof(from), "%s%s%s%s", sb->id, image ? " (image " : "",
 		 image ? image : "", image ? ")" : "");
 	aj_image_info info;

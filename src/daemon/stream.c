@@ -36,7 +36,7 @@
 
 /* The streams of one sandbox (by its id). */
 typedef struct sb_streams {
-	char id[40];
+	char id[AJ_SANDBOX_ID_SIZE];
 	unsigned jobs;
 	struct sb_streams *next;
 } sb_streams;

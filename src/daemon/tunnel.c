@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "front_call.h"
 #include "util.h"
 
@@ -59,7 +60,7 @@ typedef struct aj_tunnel {
 } aj_tunnel;
 
 typedef struct troute {
-	char id[40];
+	char id[AJ_SANDBOX_ID_SIZE];
 	unsigned port; /* 0: not a port */
 	const char *rest;
 } troute;

@@ -153,11 +153,16 @@ static int on_established(struct lws *wsi, aj_req *r)
 	r->upload_fd = r->dl_fd = -1;
 	aj_http_peer(r);
 	aj_metrics_add(&aj_stats.requests, 1);
-	char uri[256], id[40];
+	char uri[256], id[AJ_SANDBOX_ID_SIZE];
+	const char *p = uri + strlen("/v1/sandboxes/");
+	size_t n = 0;
 	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
-	    sscanf(uri, "/v1/sandboxes/%39[a-z0-9-]/exec", id) != 1 ||
-	    strcmp(uri + strlen("/v1/sandboxes/") + strlen(id), "/exec") != 0)
+	    !aj_startswith(uri, "/v1/sandboxes/") ||
+	    (n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-")) == 0 || n >= sizeof(id) ||
+	    strcmp(p + n, "/exec") != 0)
 		return refuse(wsi, "WebSocket exec is GET /v1/sandboxes/{id}/exec");
+	memcpy(id, p, n);
+	id[n] = '\0';
 	snprintf(r->sb_id, sizeof(r->sb_id), "%s", id); /* its streams' budget (stream.c) */
 	bool with_stdin = false, tty = false;
 	char why[100];

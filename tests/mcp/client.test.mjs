@@ -79,7 +79,7 @@ test("sandbox_create and sandbox_list", async () => {
   const r = await call("sandbox_create", { workspace: WORK, env: { GREETING: "hello" }, timeout: 600 });
   assert.equal(r.isError, false, JSON.stringify(r));
   sandbox = r.structuredContent.id;
-  assert.match(sandbox, /^sb-[0-9a-f]+$/);
+  assert.match(sandbox, /^sb-[0-9a-f]{16}-[a-z0-9-]+$/); // its node at the end
   assert.match(r.content[0].text, new RegExp(sandbox));
   const l = await call("sandbox_list", {});
   assert.equal(l.isError, false);

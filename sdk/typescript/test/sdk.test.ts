@@ -324,7 +324,7 @@ describe("pty and sessions", () => {
 describe("sandboxes", () => {
   test("connect, list, info, setTimeout, kill (idempotent), static kill", async () => {
     const sb = await create({ timeout: 30, envs: { MODE: "ci" }, secrets: { TOKEN: "tok-1234567890" } });
-    assert.match(sb.sandboxId, /^sb-[0-9a-f]{16}$/);
+    assert.match(sb.sandboxId, /^sb-[0-9a-f]{16}-[a-z0-9-]+$/); // its node at the end
     assert.ok((await sb.getInfo()).timeout_remaining! > 20);
     await sb.setTimeout(600);
     assert.ok(sb.info.timeout_remaining! > 500);
