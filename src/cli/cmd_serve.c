@@ -128,15 +128,24 @@ static int node_name(const char *given, char *buf, size_t len, aj_error *err)
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		host[0] = '\0';
 	host[strcspn(host, ".")] = '\0';
-	for (char *c = host; *c; c++)
-		if (*c >= 'A' && *c <= 'Z')
-			*c = (char)(*c - 'A' + 'a');
-	if (aj_node_name_valid(host, &why)) {
-		snprintf(buf, len, "%s", host);
-		return 0;
+	/* a host name that is no DNS label still names the node: lower case,
+	 * other characters as '-', no '-' at either end, at most 63 */
+	size_t n = 0;
+	for (const char *c = host; *c && n < AJ_NODE_NAME_MAX; c++) {
+		char ch = (*c >= 'A' && *c <= 'Z') ? (char)(*c - 'A' + 'a') : *c;
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')))
+			ch = '-';
+		if (ch == '-' && (n == 0 || host[n - 1] == '-'))
+			continue;
+		host[n++] = ch;
 	}
-	aj_err(err, EINVAL, "the host name '%s' is not a DNS label to name sandboxes by: %s", host,
-	       why);
+	while (n > 0 && host[n - 1] == '-')
+		n--;
+	host[n] = '\0';
+	snprintf(buf, len, "%s", n ? host : "node");
+	if (aj_node_name_valid(buf, &why))
+		return 0;
+	aj_err(err, EINVAL, "the host name gives no node name: %s", why);
 	aj_err_hint(err, "give the service a name with --node NAME (a-z, 0-9, '-')");
 	return -EINVAL;
 }

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_link.h>
+#include <linux/if_tun.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -135,8 +137,9 @@ static int link_delete(const char *name)
 	return r;
 }
 
-/* veth HOST <-> eth0, eth0 created directly in the netns of pid. */
-static int veth_create(struct mnl_socket *nl, const char *host, pid_t pid)
+/* veth HOST <-> eth0, eth0 created directly in the netns of pid (or of
+ * the namespace fd nsfd, when pid is 0). */
+static int veth_create(struct mnl_socket *nl, const char *host, pid_t pid, int nsfd)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -152,7 +155,10 @@ static int veth_create(struct mnl_socket *nl, const char *host, pid_t pid)
 	struct ifinfomsg *pifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*pifm));
 	pifm->ifi_family = AF_UNSPEC;
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, "eth0");
-	mnl_attr_put_u32(nlh, IFLA_NET_NS_PID, (uint32_t)pid);
+	if (pid)
+		mnl_attr_put_u32(nlh, IFLA_NET_NS_PID, (uint32_t)pid);
+	else
+		mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)nsfd);
 	mnl_attr_nest_end(nlh, peer);
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, info);
@@ -300,12 +306,12 @@ static int enable_forwarding(aj_error *err)
 	return 0;
 }
 
-static int setup_host_side(aj_net *n, pid_t child, aj_error *err)
+static int setup_host_side(aj_net *n, pid_t child, int nsfd, aj_error *err)
 {
 	struct mnl_socket *nl = nl_open();
 	if (!nl)
 		return aj_err(err, errno, "cannot open a netlink socket");
-	int r = veth_create(nl, n->host_if, child);
+	int r = veth_create(nl, n->host_if, child, nsfd);
 	const char *what = "create the veth pair";
 	if (r == 0) {
 		n->link_made = true;
@@ -335,12 +341,145 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	if ((r = aj_nft_apply(cmds, err)) < 0)
 		return r;
 	n->table_made = true;
-	if ((r = enable_forwarding(err)) < 0 || (r = setup_host_side(n, child, err)) < 0 ||
+	if ((r = enable_forwarding(err)) < 0 || (r = setup_host_side(n, child, -1, err)) < 0 ||
 	    (r = configure_inside(n, child, err)) < 0) {
 		aj_err_prefix(err, "%s", p->net == AJ_NET_ALLOW ? "--allow" : "--net open");
 		return r;
 	}
 	return aj_netd_start(n, p, child, err);
+}
+
+/* ------------------------------------------------------------ level 3 */
+
+/* A netlink request on link ifindex (0: a new one named name) of kind (or
+ * NULL), attached to master (or 0). */
+static int link_new(struct mnl_socket *nl, const char *name, const char *kind, unsigned ifindex,
+		    unsigned master)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_NEWLINK;
+	nlh->nlmsg_flags = ifindex ? 0 : NLM_F_CREATE | NLM_F_EXCL;
+	struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = (int)ifindex;
+	if (name)
+		mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	if (kind) {
+		struct nlattr *info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+		mnl_attr_put_strz(nlh, IFLA_INFO_KIND, kind);
+		mnl_attr_nest_end(nlh, info);
+	}
+	if (master)
+		mnl_attr_put_u32(nlh, IFLA_MASTER, master);
+	return nl_talk(nl, nlh);
+}
+
+typedef struct tap_job {
+	int nsfd; /* in: the sandbox's netns, or -1: make one (out) */
+	int tap;  /* out: the tap's fd */
+	int result;
+	const char *what;
+} tap_job;
+
+/* In a thread of its own (unshare and setns change only the calling
+ * thread): a new network namespace for the VMM, whose fd it returns. */
+static void *netns_thread(void *arg)
+{
+	tap_job *j = arg;
+	j->what = "make the VM's network namespace";
+	if (unshare(CLONE_NEWNET) < 0 ||
+	    (j->nsfd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		j->result = -errno;
+	return NULL;
+}
+
+/* In the sandbox's netns: the bridge br0 between the veth's eth0 and the
+ * tap device tap0 the VMM gets (its fd), all up, the loopback too. The
+ * netns itself has no address: it only carries the guest's frames. */
+static void *tap_thread(void *arg)
+{
+	tap_job *j = arg;
+	j->what = "join the VM's network namespace";
+	if (setns(j->nsfd, CLONE_NEWNET) < 0) {
+		j->result = -errno;
+		return NULL;
+	}
+	j->what = "open a netlink socket in the VM's network namespace";
+	struct mnl_socket *nl = nl_open();
+	if (!nl) {
+		j->result = -errno;
+		return NULL;
+	}
+	/* the tap belongs to the namespace /dev/net/tun was opened in */
+	j->what = "create the tap device (/dev/net/tun)";
+	int r = 0;
+	j->tap = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", "tap0");
+	if (j->tap < 0 || ioctl(j->tap, TUNSETIFF, &ifr) < 0)
+		r = -errno;
+	j->what = "create the bridge br0";
+	if (r == 0)
+		r = link_new(nl, "br0", "bridge", 0, 0);
+	unsigned br = r == 0 ? if_nametoindex("br0") : 0, eth = if_nametoindex("eth0"),
+		 tap = if_nametoindex("tap0"), lo = if_nametoindex("lo");
+	if (r == 0 && (!br || !eth || !tap || !lo))
+		r = -ENODEV;
+	j->what = "attach eth0 and tap0 to the bridge";
+	if (r == 0 && (r = link_new(nl, NULL, NULL, eth, br)) == 0)
+		r = link_new(nl, NULL, NULL, tap, br);
+	j->what = "bring up the VM's links";
+	unsigned up[] = {lo, eth, tap, br};
+	for (size_t i = 0; r == 0 && i < AJ_ARRAY_SIZE(up); i++)
+		r = link_up(nl, up[i]);
+	mnl_socket_close(nl);
+	j->result = r;
+	return NULL;
+}
+
+static int run_job(void *(*fn)(void *), tap_job *j, aj_error *err)
+{
+	pthread_t t;
+	int r = pthread_create(&t, NULL, fn, j);
+	if (r != 0)
+		return aj_err(err, r, "cannot start a thread to configure the VM's network");
+	pthread_join(t, NULL);
+	if (j->result < 0)
+		return aj_err(err, -j->result, "cannot %s", j->what);
+	return 0;
+}
+
+int aj_net_setup_tap(aj_net *n, const aj_policy *p, int *nsfd, int *tap, aj_error *err)
+{
+	*nsfd = *tap = -1;
+	if (!n->active)
+		return 0;
+	_cleanup_free_ char *cmds = NULL;
+	int r = aj_nft_build(n, p, &cmds);
+	if (r < 0)
+		return aj_err(err, -r, "cannot build the nftables rules");
+	/* the filter first, as for level 1 */
+	if ((r = aj_nft_apply(cmds, err)) < 0)
+		return r;
+	n->table_made = true;
+	tap_job j = {.nsfd = -1, .tap = -1};
+	if ((r = enable_forwarding(err)) == 0 && (r = run_job(netns_thread, &j, err)) == 0 &&
+	    (r = setup_host_side(n, 0, j.nsfd, err)) == 0 &&
+	    /* netd before the tap exists: it keeps none of its fds */
+	    (r = aj_netd_start(n, p, 0, err)) == 0)
+		r = run_job(tap_thread, &j, err);
+	if (r < 0) {
+		if (j.tap >= 0)
+			close(j.tap);
+		if (j.nsfd >= 0)
+			close(j.nsfd);
+		aj_err_prefix(err, "%s", p->net == AJ_NET_ALLOW ? "--allow" : "--net open");
+		return r;
+	}
+	*nsfd = j.nsfd;
+	*tap = j.tap;
+	return 0;
 }
 
 void aj_net_teardown(aj_net *n)

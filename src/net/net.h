@@ -23,6 +23,11 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err);
  * network namespace nsfd whose eth0 lost them (gVisor's runsc takes them
  * off eth0 into its own netstack, and a `runsc restore` reads them anew). */
 int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err);
+/* Level 3 (a microVM): the nft table and the veth as aj_net_setup, its
+ * eth0 in a new network namespace (*nsfd) bridged there with a tap device
+ * (*tap, for the VMM: `-netdev tap,fd=`), and netd. The guest takes the
+ * sandbox's address itself. Nothing to do (fds -1) for --net none. */
+int aj_net_setup_tap(aj_net *n, const aj_policy *p, int *nsfd, int *tap, aj_error *err);
 /* Remove the veth and the nft table; frees the slot. Idempotent.
  * (prepare, setup and teardown are net.c, or net_none.c in a program
  * without network support, which refuses what aj_net_wanted() says.) */

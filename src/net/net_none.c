@@ -30,6 +30,15 @@ int aj_net_setup(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 	return aj_err(err, ENOTSUP, "this program has no network support");
 }
 
+int aj_net_setup_tap(aj_net *n, const aj_policy *p, int *nsfd, int *tap, aj_error *err)
+{
+	(void)n;
+	*nsfd = *tap = -1;
+	if (!aj_net_wanted(p))
+		return 0;
+	return aj_err(err, ENOTSUP, "this program has no network support");
+}
+
 int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err)
 {
 	(void)nsfd;

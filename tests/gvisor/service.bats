@@ -277,8 +277,8 @@ gv_cg_knob() { # PID CONTROLLER KNOB
     assert_contains "$body" "fix:"
     api_status POST /v1/sandboxes -d '{"isolation": "bogus"}'
     assert_eq "$status_code" 400
-    api_status POST /v1/sandboxes -d '{"isolation": "microvm", "net": "open"}'
-    assert_eq "$status_code" 501 "microvm with a network: $body"
+    api_status POST /v1/sandboxes -d '{"isolation": "microvm", "memory": "64m"}'
+    assert_eq "$status_code" 400 "microvm below its kernel's memory: $body"
     api_status GET /v1/sandboxes
     assert_eq "$(jq -r 'if type == "array" then length else (.sandboxes | length) end' <<<"$body")" 0 "sandboxes after the refused creates"
 }

@@ -60,8 +60,7 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg)
 /* What this first slice of level 3 does not do yet stops the run (125). */
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
-	const char *what = p->net != AJ_NET_NONE     ? "--net open/--allow (the VM has no NIC yet)"
-			   : p->n_publish	     ? "--publish"
+	const char *what = p->n_publish		     ? "--publish"
 			   : p->n_binds		     ? "--ro/--rw binds"
 			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
 			   : p->seccomp_profile	     ? "--seccomp-profile"
@@ -161,7 +160,7 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(sys) && r == 0; i++)
 		r = stage_host(m, sys[i], err);
 	aj_etc_files f;
-	if (r == 0 && aj_etc_prepare(m->p, NULL, &f) < 0)
+	if (r == 0 && aj_etc_prepare(m->p, aj_mv_net_resolv(m->net), &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	char etc[PATH_MAX];
 	snprintf(etc, sizeof(etc), "%s/etc", m->root);
@@ -276,7 +275,7 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
 	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
 	char memarg[32], memobj[96], smp[16], append[512], kern[128], initrd[128], con[160],
-	    fsr[160], fsw[160];
+	    fsr[160], fsw[160], net[64];
 	char agent[AJ_MV_MAX_PORTS][160], port[AJ_MV_MAX_PORTS][64];
 	snprintf(memarg, sizeof(memarg), "%lluM", mem);
 	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
@@ -290,11 +289,12 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	 * commands and one agent per port (guest/init.c) */
 	snprintf(append, sizeof(append),
 		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
-		 "aj.host=%s aj.ports=%u%s",
+		 "aj.host=%s aj.ports=%u%s%s",
 		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
 		 p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
 		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
-		 m->rootimg[0] ? " aj.root=blk" : "");
+		 m->rootimg[0] ? " aj.root=blk" : "",
+		 (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	char *argv[64 + 4 * AJ_MV_MAX_PORTS] = {
 	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
 	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
@@ -353,6 +353,14 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			argv[n++] = "fd:3";
 		}
 	}
+	/* the NIC: the tap made in the VM's own network namespace (net.c) */
+	int nsfd, tap = aj_mv_net_fds(m->net, &nsfd);
+	if (tap >= 0) {
+		argv[n++] = "-netdev";
+		argv[n++] = "tap,id=net0,fd=3";
+		argv[n++] = "-device";
+		argv[n++] = "virtio-net-device,netdev=net0";
+	}
 	argv[n] = NULL;
 	aj_write_file(kern, "", 0644);
 	aj_write_file(initrd, "", 0644);
@@ -362,6 +370,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 .log = m->console,
 			 .n = 2,
 			 .idmap = -1,
+			 .pass_fd = tap,
+			 .netns = nsfd,
 			 .cg = m->have_cg ? &m->cg : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
@@ -467,6 +477,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 	int r = make_dirs(m, err);
 	if (r == 0)
 		r = make_cgroup(m, err);
+	if (r == 0)
+		r = aj_mv_net_prepare(&m->net, m->p, err);
 	/* an image: its squashfs (rootimg.c); else the host's view, staged */
 	if (r == 0)
 		r = m->p->rootfs ? root_image(m, err) : stage_root(m, err);
@@ -507,6 +519,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 		if (r == 0)
 			r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
 	}
+	if (r == 0)
+		r = aj_mv_net_setup(m->net, m->p, err);
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
@@ -559,6 +573,7 @@ void aj_mv_teardown(aj_mv_vm *m)
 		aj_cgroup_destroy(&m->cg); /* kills what is left of the VMM */
 		m->have_cg = false;
 	}
+	aj_mv_net_teardown(&m->net);
 	/* the binds were in the VMM's mount namespaces, gone with them: the
 	 * directory holds only what we made */
 	/* AGENTJAIL_MICROVM_DEBUG=1: the kernel's messages in dir/vm/console, kept */

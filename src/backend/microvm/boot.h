@@ -13,6 +13,7 @@
 
 #include "microvm.h"
 #include "protect.h"
+#include "vmnet.h"
 
 /* the most agent ports a VM has (concurrent requests of a box) */
 #define AJ_MV_MAX_PORTS 8
@@ -49,6 +50,7 @@ typedef struct aj_mv_vm {
 	bool restored;
 	int snapfd;
 	char snapfile[PATH_MAX];
+	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */

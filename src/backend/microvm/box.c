@@ -421,7 +421,8 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 	int r = aj_mv_boot(&i->vm, false, err);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		i->port[k].fd = i->vm.ports[k];
-	if (r == 0 && !i->envp && !(i->envp = aj_policy_build_env(i->vm.p, NULL, NULL)))
+	if (r == 0 && !i->envp &&
+	    !(i->envp = aj_policy_build_env(i->vm.p, NULL, aj_mv_net_env(i->vm.net))))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0) {
 		/* ready: the guest's agent answers (its boot is done) */
@@ -463,9 +464,10 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
 		i->vm.freezer = true;
 		/* an image without a workspace: started from its snapshot, or
-		 * booted and saved as one (snap.c); a snapshot that does not
+		 * booted and saved as one (snap.c; not with a NIC: its
+		 * address is the sandbox's own); a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
-		i->vm.snap = p->rootfs && !p->workspace;
+		i->vm.snap = p->rootfs && !p->workspace && p->net == AJ_NET_NONE;
 		r = mv_boot_ready(i, err);
 		if (r == 0 || !i->vm.restored || attempt)
 			break;

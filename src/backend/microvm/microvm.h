@@ -61,6 +61,9 @@ typedef struct aj_mv_spawn {
 	int idmap;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
+	/* > 0: a network namespace it joins instead of a new empty one (the
+	 * VM's with its tap, owned by host root: qemu cannot change it) */
+	int netns;
 	/* called in the child after the binds, as host root (the workspace's
 	 * masks and guard); non-zero: an errno, the start fails */
 	int (*prepare)(void *ctx);

@@ -33,7 +33,7 @@ typedef struct mv_io {
 
 static int request(aj_mv_vm *m, aj_error *err)
 {
-	char **env = aj_policy_build_env(m->p, NULL, NULL);
+	char **env = aj_policy_build_env(m->p, NULL, aj_mv_net_env(m->net));
 	json_t *argv = json_array(), *envj = json_array();
 	for (char **a = m->p->argv; *a; a++)
 		json_array_append_new(argv, json_string(*a));

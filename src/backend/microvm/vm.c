@@ -41,6 +41,10 @@ static const char *const guest_modules[][2] = {
     /* an image's root: a squashfs on virtio-blk (rootimg.c) */
     {"virtio_blk", "drivers/block/virtio_blk.ko"},
     {"squashfs", "fs/squashfs/squashfs.ko"},
+    /* the NIC (--net open, --allow): loaded only with aj.net= */
+    {"failover", "net/core/failover.ko"},
+    {"net_failover", "drivers/net/net_failover.ko"},
+    {"virtio_net", "drivers/net/virtio_net.ko"},
 };
 
 static const char *assets_dir(void)
@@ -250,7 +254,10 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 		child_fail(report, errno);
 	/* ... then a user namespace where uid 0 is s->uid (the parent writes
 	 * the maps), and namespaces of its own for the rest */
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) < 0)
+	if (s->netns > 0 && setns(s->netns, CLONE_NEWNET) < 0)
+		child_fail(report, errno);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | (s->netns > 0 ? 0 : CLONE_NEWNET) |
+		    CLONE_NEWIPC) < 0)
 		child_fail(report, errno);
 	char c;
 	(void)!write(report, "", 0);

@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# Level 3's network (docs/levels.md, "The network"): the VM's NIC is a tap
+# in a network namespace of its own, bridged there with the veth of level
+# 1's network (the /30, the nft table, netd's resolver, proxy and net-log),
+# in the fake world of tests/network/world.bash: nothing here sends a
+# packet to a real address. TCG forced as in run.bats: two boots (~3 s
+# each), one one-shot run and one sandbox of the service.
+
+load ../service/helpers
+load ../network/world
+
+setup_file() { world_setup_file; }
+setup() {
+    command -v qemu-system-x86_64 >/dev/null || skip "qemu is not installed (scripts/setup.sh)"
+    [ -r /var/cache/agentjail/microvm/vmlinux ] || skip "no guest kernel (scripts/setup.sh)"
+    export AGENTJAIL_MICROVM_ACCEL=tcg
+    world_setup
+    # no --ro binds at level 3 yet: the probes come in with the workspace
+    cp "$NET_PROBE" "$NET_DIR/dnsq.py" "$WS/"
+    # the service runs in the test's "host" netns (its veths, nft tables)
+    SVC_WRAP=(nsenter --net="/run/netns/$HNS")
+}
+teardown() {
+    local rc=0
+    svc_stop || rc=1
+    world_teardown || rc=1
+    return $rc
+}
+
+# No qemu or virtiofsd is left.
+mv_gone() {
+    local n
+    for n in $(seq 50); do
+        pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' >/dev/null || pgrep -x virtiofsd >/dev/null || return 0
+        sleep 0.1
+    done
+    fail "a qemu or virtiofsd is left"
+}
+
+@test "microvm --net open: TEST-NET served; metadata, LAN, the host and its loopback refused; net-log" {
+    run --separate-stderr timeout -k 5 120 nsenter --net="/run/netns/$HNS" "$AJ" run -q \
+        --isolation microvm --workspace "$WS" --net open --net-log "$T/open.jsonl" -- sh -c '
+        uname -r
+        gw=$(ip route show default | cut -d" " -f3)
+        exec python3 /workspace/probe.py gateway=$gw:8080 "$@"' sh \
+        web1=192.0.2.10:80 web2=203.0.113.10:80 metadata=169.254.169.254:80 lan=10.0.0.5:80 \
+        host-public=198.51.100.2:8080 loopback=127.0.0.1:8080
+    echo "$stderr"
+    assert_status 0
+    # the guest's own kernel (Debian's 6.1), not the host's: a VM, not level 1
+    [[ "${lines[0]}" == 6.1.* ]] || fail "not the guest's kernel: ${lines[0]}"
+    assert_served web1 inet-ok
+    assert_served web2 inet-ok
+    local n
+    for n in gateway metadata lan host-public loopback; do assert_refused "$n"; done
+    [ "$(jq -c 'select(.event == "connect" and .address == "192.0.2.10" and .verdict == "allowed")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
+    [ "$(jq -c 'select(.event == "connect" and .address == "169.254.169.254" and .verdict == "refused")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
+    mv_gone
+}
+
+@test "serve microvm --allow: the proxy serves the allowed host, 403 for others; DNS of denied names never leaves" {
+    # one python3 (each start takes seconds under TCG): dnsq.py, urllib
+    # through the proxy, probe.py
+    cat >"$WS/allow.py" <<'PY'
+import contextlib, io, runpy, sys, urllib.error, urllib.request
+ns = next(l.split()[1] for l in open("/etc/resolv.conf") if l.startswith("nameserver"))
+def script(path, *args):
+    sys.argv = [path, *args]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        runpy.run_path(path, run_name="__main__")
+    return out.getvalue()
+for name, label in (("allowed.test", "allowed"), ("other.test", "denied")):
+    print(label, script("/workspace/dnsq.py", ns, name).replace("\n", " "))
+print(urllib.request.urlopen("http://allowed.test/", timeout=5).read().decode().strip())
+try:
+    urllib.request.urlopen("http://other.test/", timeout=5); print("other: served")
+except urllib.error.HTTPError as e:
+    print("other:", e.code)
+print(script("/workspace/probe.py", "web2=203.0.113.10:80", "metadata=169.254.169.254:80",
+             "host-public=198.51.100.2:8080"), end="")
+PY
+    svc_start
+    id=$(sb_create "{\"isolation\": \"microvm\", \"workspace\": \"$WS\", \"dns\": \"192.0.2.53\", \"allow\": [\"allowed.test\"]}")
+    output=$(sb_exec "$id" '{"cmd": ["python3", "/workspace/allow.py"], "timeout": 60}' | events_stdout)
+    mapfile -t lines <<<"$output"
+    assert_output_has_line inet-ok
+    assert_output_has_line "other: 403"
+    assert_contains "$output" "allowed rcode=0 192.0.2.10"
+    assert_contains "$output" "denied rcode=5"
+    # no direct connection to an address the resolver did not answer
+    assert_refused web2
+    assert_refused metadata
+    assert_refused host-public
+    [ "$(dns_seen '^other\.test')" -eq 0 ] || fail "other.test was asked upstream"
+    [ "$(dns_seen '^allowed\.test')" -ge 1 ] || fail "allowed.test was not resolved upstream"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    mv_gone
+    assert_world_clean
+}
