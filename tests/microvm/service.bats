@@ -50,7 +50,11 @@ mv_none_left() { # [CGROUP]
     ws=$BATS_TEST_TMPDIR/ws
     mkdir "$ws"
     chown 4242:4343 "$ws"
-    id=$(mv_create "{\"isolation\": \"microvm\", \"workspace\": \"$ws\", \"secret\": {\"TOKEN\": \"s3cr3t-value-97\"}}")
+    mkdir -p "$BATS_TEST_TMPDIR/ro" "$BATS_TEST_TMPDIR/rw"
+    echo from-host >"$BATS_TEST_TMPDIR/ro/f"
+    chown 5151:5252 "$BATS_TEST_TMPDIR/rw"
+    id=$(mv_create "{\"isolation\": \"microvm\", \"workspace\": \"$ws\", \"secret\": {\"TOKEN\": \"s3cr3t-value-97\"},
+        \"ro\": [\"$BATS_TEST_TMPDIR/ro:/mnt/ro\"], \"rw\": [\"$BATS_TEST_TMPDIR/rw:/mnt/rw\"]}")
     api_status GET "/v1/sandboxes/$id"
     assert_eq "$(jq -r .isolation <<<"$body")" microvm "the sandbox's level"
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
@@ -64,6 +68,12 @@ mv_none_left() { # [CGROUP]
     assert_eq "$(events_stdout <<<"$out")" 42 "a file the exec before wrote in the guest"
     assert_eq "$(events_stderr <<<"$out")" err "stderr"
     assert_eq "$(events_exit <<<"$out" | jq -r .exit_code)" 3 "exit code"
+    # --ro and --rw binds: read-only to guest root; the --rw file its owner's on the host
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /mnt/ro/f; echo x >/mnt/ro/f || echo refused; echo made >/mnt/rw/new"]}')
+    assert_eq "$(events_stdout <<<"$out")" "from-host
+refused" "the binds"
+    assert_eq "$(cat "$BATS_TEST_TMPDIR/ro/f")" from-host "the --ro source"
+    assert_eq "$(stat -c %u:%g "$BATS_TEST_TMPDIR/rw/new")" 5151:5252 "the --rw file's owner"
     out=$(sb_exec "$id" '{"cmd": ["cat"], "stdin": "from stdin\n"}')
     assert_eq "$(events_stdout <<<"$out")" "from stdin" "stdin"
     out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $TOKEN"]}')

@@ -11,7 +11,8 @@
 #
 #   AJ_ISOLATION  the isolation level every `agentjail run` of the suite
 #           asks for (`--isolation`, docs/levels.md): process (default) or
-#           gvisor. tests/run.sh runs the suite at both; a test whose wall
+#           gvisor; microvm skips here: level 3 runs the attacks in one VM
+#           (tests/microvm/security.bats). tests/run.sh runs the suite at both; a test whose wall
 #           differs by level says what the other level must show instead
 #           (`at_level gvisor && ...`, docs/security.md "attack x level").
 #
@@ -41,7 +42,14 @@ require_level() {
         require_root
         command -v runsc >/dev/null || skip "runsc is not installed (apt-get install runsc)"
         ;;
-    *) fail "AJ_ISOLATION=$AJ_ISOLATION: expected process or gvisor" ;;
+    microvm)
+        # level 3 runs the suite's attacks in one VM (a TCG boot each would
+        # cost ~3 s per attack): tests/microvm/security.bats
+        [[ "$BATS_TEST_FILENAME" == */microvm/* ]] ||
+            skip "at level 3 the attacks run in one VM: tests/microvm/security.bats"
+        require_root
+        ;;
+    *) fail "AJ_ISOLATION=$AJ_ISOLATION: expected process, gvisor or microvm" ;;
     esac
 }
 

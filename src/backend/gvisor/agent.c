@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
 #include <limits.h>
 #include <linux/magic.h>
@@ -577,6 +578,24 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 	int r = set_rlimits(json_object_get(q, "rlimits"));
 	if (r < 0)
 		child_fail(errpipe, -r, "rlimits");
+	/* "uid"/"gid" (level 3's --user): the command as that user, no
+	 * supplementary groups; checked after */
+	json_t *u = json_object_get(q, "uid"), *g = json_object_get(q, "gid");
+	if (u || g) {
+		uid_t uid = (uid_t)json_integer_value(u);
+		gid_t gid = (gid_t)json_integer_value(g);
+		for (int c = 0; c < 64; c++) /* the bounding set while CAP_SETPCAP is had */
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
+				break;
+		errno = 0;
+		if (!json_is_integer(u) || !json_is_integer(g) || setgroups(0, NULL) < 0 ||
+		    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+			child_fail(errpipe, errno ? errno : EINVAL, "user");
+		uid_t ru, eu, su;
+		if (getresuid(&ru, &eu, &su) < 0 || ru != uid || eu != uid || su != uid ||
+		    getegid() != gid)
+			child_fail(errpipe, EPERM, "user");
+	}
 	if ((r = drop_caps()) < 0)
 		child_fail(errpipe, -r, "capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

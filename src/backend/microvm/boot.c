@@ -58,13 +58,73 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg)
 }
 
 /* What this first slice of level 3 does not do yet stops the run (125). */
+/* dest is path or below it */
+static bool below(const char *dest, const char *path)
+{
+	size_t n = strlen(path);
+	return !strncmp(dest, path, n) && (dest[n] == '\0' || dest[n] == '/');
+}
+
+/* --ro/--rw: a --ro bind is served by the root's virtiofsd (read-only
+ * there and in the guest), a --rw one by a virtiofsd of its own, which
+ * shares a directory; none over the guest's kernel file systems or the
+ * workspace (another virtiofs). */
+static int check_binds(const aj_policy *p, aj_error *err)
+{
+	unsigned rw = 0;
+	for (size_t i = 0; i < p->n_binds; i++) {
+		const aj_bind *b = &p->binds[i];
+		struct stat st;
+		static const char *const kernel[] = {"/proc", "/sys", "/dev", AJ_WORKSPACE_DIR};
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(kernel); k++)
+			if (below(b->dest, kernel[k]) || !strcmp(b->dest, "/")) {
+				aj_err(err, EINVAL,
+				       "--ro/--rw %s: not at %s or below it with --isolation "
+				       "microvm",
+				       b->dest, !strcmp(b->dest, "/") ? "/" : kernel[k]);
+				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
+				return -EINVAL;
+			}
+		/* a --ro one's mount point would be in the host's directory */
+		static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	 "/lib",
+						  "/lib32", "/lib64", "/libx32", "/etc"};
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(sys) && !b->writable; k++)
+			if (below(b->dest, sys[k])) {
+				aj_err(err, EINVAL,
+				       "--ro %s: not below %s with --isolation microvm (the "
+				       "host's, read-only in the VM)",
+				       b->dest, sys[k]);
+				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
+				return -EINVAL;
+			}
+		if (!b->writable)
+			continue;
+		if (stat(b->src, &st) < 0)
+			return aj_err(err, errno, "--rw %s", b->src);
+		if (!S_ISDIR(st.st_mode)) {
+			aj_err(
+			    err, ENOTDIR,
+			    "--rw %s: --isolation microvm shares directories read-write, not files",
+			    b->src);
+			aj_err_hint(err, "bind its directory, or use --ro for the file");
+			return -ENOTDIR;
+		}
+		if (++rw > AJ_MV_MAX_RW) {
+			aj_err(err, E2BIG, "--rw: at most %d with --isolation microvm",
+			       AJ_MV_MAX_RW);
+			aj_err_hint(err, "bind a common parent directory instead");
+			return -E2BIG;
+		}
+	}
+	return 0;
+}
+
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
+	int r;
 	const char *what = p->n_publish		     ? "--publish"
-			   : p->n_binds		     ? "--ro/--rw binds"
-			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
+			   : p->rootfs && p->n_binds ? "--ro/--rw binds with --rootfs/--image"
 			   : p->seccomp_profile	     ? "--seccomp-profile"
-			   : p->uid || p->gid	     ? "--user"
 						     : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
@@ -75,6 +135,8 @@ static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 		}
 		return -ENOTSUP;
 	}
+	if ((r = check_binds(p, err)) < 0)
+		return r;
 	if (need_argv && (!p->argv || !p->argv[0]))
 		return aj_err(err, EINVAL, "no command given (agentjail run -- COMMAND)");
 	if (p->memory && p->memory < MIN_MEMORY) {
@@ -136,6 +198,38 @@ static int stage_host(aj_mv_vm *m, const char *path, aj_error *err)
 	return hold(m, path, path + 1, S_ISDIR(st.st_mode), err);
 }
 
+/* A --ro bind: in the staged root, served read-only by the root's
+ * virtiofsd; the guest binds it from there over its overlay, read-only
+ * (guest/init.c). Its mount point is made in the staged root only: no
+ * symlink on the way (an absolute one would lead out to the host); one
+ * below a host directory the root shows was refused (check_binds). */
+static int stage_bind(aj_mv_vm *m, const aj_bind *b, aj_error *err)
+{
+	if (b->writable) /* its own virtiofsd; the guest makes its mount point */
+		return 0;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s%s", m->root, b->dest);
+	for (char *q = path + strlen(m->root) + 1; (q = strchr(q, '/')); q++) {
+		struct stat st;
+		*q = '\0';
+		bool link = lstat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+		*q = '/';
+		if (link)
+			return aj_err(err, ENOTDIR,
+				      "--ro %s: its path passes a link of the VM's root", b->dest);
+	}
+	struct stat st;
+	if (stat(b->src, &st) < 0)
+		return aj_err(err, errno, "--ro %s", b->src);
+	char *slash = strrchr(path, '/');
+	*slash = '\0';
+	int r = aj_mkdir_p(path, 0755);
+	*slash = '/';
+	if (r < 0)
+		return aj_err(err, -r, "microvm: cannot create %s", path);
+	return hold(m, b->src, b->dest + 1, S_ISDIR(st.st_mode), err);
+}
+
 static int stage_root(aj_mv_vm *m, aj_error *err)
 {
 	static const char *const dirs[] = {"proc", "sys", "dev",     "workspace", "root",
@@ -180,6 +274,8 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 	}
 	if (d)
 		closedir(d);
+	for (size_t i = 0; i < m->p->n_binds && r == 0; i++)
+		r = stage_bind(m, &m->p->binds[i], err);
 	return r;
 }
 
@@ -268,15 +364,47 @@ static pid_t virtiofsd(aj_mv_vm *m, aj_mv_spawn *s, const char *sock, const char
 	return aj_mv_spawn_confined(s, err);
 }
 
+/* " aj.binds=rDEST,wDEST..." (r: --ro, w: --rw, the next tag bN) appended
+ * at append+len: each destination's bytes beyond [A-Za-z0-9/._-] as %XX. */
+static int binds_arg(const aj_policy *p, char *append, size_t size, size_t len)
+{
+	if (!p->n_binds)
+		return 0;
+	char *o = append + len, *end = append + size - 1;
+	const char *head = " aj.binds=";
+	if ((size_t)(end - o) <= strlen(head))
+		return -E2BIG;
+	o = stpcpy(o, head);
+	for (size_t i = 0; i < p->n_binds; i++) {
+		if (end - o < 2)
+			return -E2BIG;
+		if (i)
+			*o++ = ',';
+		*o++ = p->binds[i].writable ? 'w' : 'r';
+		for (const unsigned char *c = (const unsigned char *)p->binds[i].dest; *c; c++) {
+			if (end - o < 4)
+				return -E2BIG;
+			if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			    (*c >= '0' && *c <= '9') || strchr("/._-", *c))
+				*o++ = (char)*c;
+			else
+				o += sprintf(o, "%%%02X", *c);
+		}
+	}
+	*o = '\0';
+	return 0;
+}
+
 static pid_t qemu(aj_mv_vm *m, aj_error *err)
 {
 	const aj_policy *p = m->p;
 	unsigned long long mem = p->memory ? p->memory : DEFAULT_MEMORY;
 	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
 	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
-	char memarg[32], memobj[96], smp[16], append[512], kern[128], initrd[128], con[160],
+	char memarg[32], memobj[96], smp[16], append[2048], kern[128], initrd[128], con[160],
 	    fsr[160], fsw[160], net[64];
 	char agent[AJ_MV_MAX_PORTS][160], port[AJ_MV_MAX_PORTS][64];
+	char fsb[AJ_MV_MAX_RW][160], devb[AJ_MV_MAX_RW][64];
 	snprintf(memarg, sizeof(memarg), "%lluM", mem);
 	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
 	snprintf(smp, sizeof(smp), "%u", cpus);
@@ -287,15 +415,26 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
 	/* the writable layer is guest RAM: --disk caps it; aj.pids counts the
 	 * commands and one agent per port (guest/init.c) */
-	snprintf(append, sizeof(append),
-		 "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu aj.ws=%d "
-		 "aj.host=%s aj.ports=%u%s%s",
-		 getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
-		 p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
-		 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
-		 m->rootimg[0] ? " aj.root=blk" : "",
-		 (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
-	char *argv[64 + 4 * AJ_MV_MAX_PORTS] = {
+	int al = snprintf(append, sizeof(append),
+			  "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu "
+			  "aj.ws=%d aj.host=%s aj.ports=%u%s",
+			  getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz,
+			  p->tmp_size, p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
+			  p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
+			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
+	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	if (p->uid || p->gid)
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.uid=%u aj.gid=%u",
+			       (unsigned)p->uid, (unsigned)p->gid);
+	if (binds_arg(p, append, sizeof(append), (size_t)al) < 0) {
+		aj_err(err, E2BIG,
+		       "--ro/--rw: the binds' paths do not fit the guest kernel's "
+		       "command line (2 KiB)");
+		aj_err_hint(err, "use fewer or shorter bind destinations");
+		return -E2BIG;
+	}
+	char *argv[64 + 4 * AJ_MV_MAX_PORTS + 4 * AJ_MV_MAX_RW] = {
 	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
 	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
 	    "-no-user-config", "-nographic", "-no-reboot",
@@ -337,6 +476,15 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = fsw;
 		argv[n++] = "-device";
 		argv[n++] = "vhost-user-fs-device,chardev=fsw,tag=ws";
+	}
+	for (unsigned k = 0; k < m->n_rw; k++) { /* the --rw binds: tags b0, b1 ... */
+		snprintf(fsb[k], sizeof(fsb[k]), "socket,id=fsb%u,path=%s/b%u.sock", k, m->vm, k);
+		snprintf(devb[k], sizeof(devb[k]), "vhost-user-fs-device,chardev=fsb%u,tag=b%u", k,
+			 k);
+		argv[n++] = "-chardev";
+		argv[n++] = fsb[k];
+		argv[n++] = "-device";
+		argv[n++] = devb[k];
 	}
 	/* a snapshot's VM (snap.c): its monitor, and the state it restores */
 	char qmp[128];
@@ -472,6 +620,47 @@ static int make_cgroup(aj_mv_vm *m, aj_error *err)
 	return 0;
 }
 
+/* --user U:G: a read-write share's virtiofsd runs as the unused uid and
+ * maps U:G to its owner, so that the files the command (U in the guest)
+ * makes there are the owner's on the host and the guest shows the share
+ * as U's (virtiofsd makes each file with the guest caller's ids). */
+static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
+{
+	if (!m->p->uid) /* a guest root's files are the virtiofsd's own */
+		return;
+	s->in_uid = m->p->uid;
+	s->in_gid = m->p->gid;
+	s->out_uid = s->uid, s->out_gid = s->gid;
+	s->uid = s->gid = m->base;
+}
+
+/* A --rw bind: a virtiofsd of its own as the directory's owner (root's:
+ * the unused uid, as the workspace), so that the guest's files there are
+ * the owner's on the host; bound at dir/bK/d, where that uid reaches it. */
+static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
+{
+	struct stat st;
+	if (stat(b->src, &st) < 0)
+		return aj_err(err, errno, "--rw %s", b->src);
+	uid_t uid = st.st_uid ? st.st_uid : m->base;
+	gid_t gid = st.st_uid && st.st_gid ? st.st_gid : m->base;
+	char top[PATH_MAX], at[PATH_MAX], sock[PATH_MAX];
+	snprintf(top, sizeof(top), "%s/b%u", m->dir, k);
+	snprintf(at, sizeof(at), "%s/d", top);
+	snprintf(sock, sizeof(sock), "%s/b%u.sock", m->vm, k);
+	if (mkdir(top, 0700) < 0 || chown(top, uid, gid) < 0 || mkdir(at, 0700) < 0 ||
+	    chown(at, uid, gid) < 0)
+		return aj_err(err, errno, "microvm: cannot prepare %s", top);
+	aj_mv_spawn s = {.uid = uid, .gid = gid, .n = 1, .umask = 077, .idmap = -1};
+	as_user(m, &s);
+	s.bind[0] = b->src, s.onto[0] = at, s.ro[0] = false;
+	pid_t pid = virtiofsd(m, &s, sock, at, false, err);
+	if (pid < 0)
+		return (int)pid;
+	m->pids[3 + k] = pid;
+	return 0;
+}
+
 static int start(aj_mv_vm *m, aj_error *err)
 {
 	int r = make_dirs(m, err);
@@ -508,6 +697,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		snprintf(sock, sizeof(sock), "%s/ws.sock", m->vm);
 		aj_mv_spawn s = {
 		    .uid = m->ws_uid, .gid = m->ws_gid, .n = 1, .umask = 077, .idmap = -1};
+		as_user(m, &s);
 		/* the workspace, bound where its owner can reach it (its parents
 		 * may be closed to it) */
 		s.bind[0] = m->p->workspace, s.onto[0] = m->wsws, s.ro[0] = false;
@@ -518,6 +708,13 @@ static int start(aj_mv_vm *m, aj_error *err)
 			m->pids[2] = 0;
 		if (r == 0)
 			r = m->pids[2] < 0 ? (int)m->pids[2] : 0;
+	}
+	for (size_t i = 0, k = 0; r == 0 && i < m->p->n_binds; i++) {
+		const aj_bind *b = &m->p->binds[i];
+		if (b->writable) {
+			r = rw_bind(m, b, (unsigned)k++, err);
+			m->n_rw = (unsigned)k;
+		}
 	}
 	if (r == 0)
 		r = aj_mv_net_setup(m->net, m->p, err);

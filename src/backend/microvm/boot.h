@@ -17,6 +17,8 @@
 
 /* the most agent ports a VM has (concurrent requests of a box) */
 #define AJ_MV_MAX_PORTS 8
+/* the most --rw binds a VM has (a virtiofsd each; --ro ones share the root's) */
+#define AJ_MV_MAX_RW 8
 
 typedef struct aj_mv_vm {
 	const aj_policy *p;
@@ -33,7 +35,9 @@ typedef struct aj_mv_vm {
 	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
 	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
 	gid_t ws_gid;
-	pid_t pids[3];		    /* qemu, virtiofsd root, virtiofsd workspace */
+	/* qemu, virtiofsd root, virtiofsd workspace, a virtiofsd per --rw bind */
+	pid_t pids[3 + AJ_MV_MAX_RW];
+	unsigned n_rw;		    /* --rw binds: tags b0, b1 ... (aj.binds= says where) */
 	unsigned nports;	    /* agent ports: aj.agent, aj.agent.1 ... */
 	int ports[AJ_MV_MAX_PORTS]; /* the host's end of each (a socket) */
 	int console;		    /* dir/vm/console, qemu's serial */

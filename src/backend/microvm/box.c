@@ -467,7 +467,7 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		 * booted and saved as one (snap.c; not with a NIC: its
 		 * address is the sandbox's own); a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
-		i->vm.snap = p->rootfs && !p->workspace && p->net == AJ_NET_NONE;
+		i->vm.snap = p->rootfs && !p->workspace && !p->n_binds && p->net == AJ_NET_NONE;
 		r = mv_boot_ready(i, err);
 		if (r == 0 || !i->vm.restored || attempt)
 			break;
@@ -722,9 +722,14 @@ static int request(aj_job *j, const aj_exec_spec *s)
 	const char *cwd = s->cwd	 ? s->cwd
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
+			  : p->uid	 ? AJ_SANDBOX_HOME
 					 : "/root";
 	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
 			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
+		json_object_set_new(q, "uid", json_integer(p->uid));
+		json_object_set_new(q, "gid", json_integer(p->gid));
+	}
 	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
 		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
 		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));

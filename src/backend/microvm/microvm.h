@@ -70,6 +70,10 @@ typedef struct aj_mv_spawn {
 	void *ctx;
 	/* non-NULL: the process is moved into these cgroups before it execs */
 	const aj_cgroup *cg;
+	/* in_uid > 0: one more id mapped, in_uid/in_gid inside to out_uid/out_gid
+	 * (a virtiofsd's share for --user: the guest user's files the owner's) */
+	uid_t in_uid, out_uid;
+	gid_t in_gid, out_gid;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 

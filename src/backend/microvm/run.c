@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,10 +30,25 @@ static unsigned long long now_ms(void)
 typedef struct mv_io {
 	aj_redactor red[2];
 	bool redact;
-	int in; /* our stdin, -1 once at its end */
+	int in;		   /* our stdin, -1 once at its end */
+	int tty;	   /* --tty: our terminal (its size followed), or -1 */
+	struct winsize ws; /* the size the guest's terminal has */
 } mv_io;
 
-static int request(aj_mv_vm *m, aj_error *err)
+/* --tty: our terminal's new size to the guest's (polled: no SIGWINCH
+ * handler in a library call) */
+static void follow_size(aj_mv_vm *m, mv_io *io)
+{
+	struct winsize ws;
+	if (io->tty < 0 || ioctl(io->tty, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col ||
+	    (ws.ws_row == io->ws.ws_row && ws.ws_col == io->ws.ws_col))
+		return;
+	io->ws = ws;
+	unsigned char b[4] = {ws.ws_row & 0xff, ws.ws_row >> 8, ws.ws_col & 0xff, ws.ws_col >> 8};
+	(void)aj_agent_send(m->ports[0], AJ_AG_WINSIZE, b, sizeof(b));
+}
+
+static int request(aj_mv_vm *m, int tty, aj_error *err)
 {
 	char **env = aj_policy_build_env(m->p, NULL, aj_mv_net_env(m->net));
 	json_t *argv = json_array(), *envj = json_array();
@@ -40,9 +57,23 @@ static int request(aj_mv_vm *m, aj_error *err)
 	for (char **e = env; e && *e; e++)
 		json_array_append_new(envj, json_string(*e));
 	aj_strv_free(env);
-	const char *cwd = m->p->cwd ? m->p->cwd : m->p->workspace ? AJ_WORKSPACE_DIR : "/root";
+	const char *cwd = m->p->cwd	    ? m->p->cwd
+			  : m->p->workspace ? AJ_WORKSPACE_DIR
+			  : m->p->uid	    ? AJ_SANDBOX_HOME
+					    : "/root";
 	json_t *q =
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
+	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
+		json_object_set_new(q, "uid", json_integer(m->p->uid));
+		json_object_set_new(q, "gid", json_integer(m->p->gid));
+	}
+	if (q && tty != -1) { /* --tty: a terminal of the guest's devpts, ours's size */
+		struct winsize ws = {0};
+		(void)ioctl(tty, TIOCGWINSZ, &ws);
+		json_object_set_new(q, "tty", json_true());
+		json_object_set_new(q, "rows", json_integer(ws.ws_row ? ws.ws_row : 24));
+		json_object_set_new(q, "cols", json_integer(ws.ws_col ? ws.ws_col : 80));
+	}
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
@@ -105,6 +136,9 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = (int)(p->timeout_ms - (now - start));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
+		follow_size(m, io);
+		if (io->tty >= 0 && (wait < 0 || wait > 100))
+			wait = 99;
 		struct pollfd pf[2] = {{m->ports[0], POLLIN, 0}, {io->in, POLLIN, 0}};
 		if (poll(pf, 2, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
 			return aj_err(err, errno, "poll");
@@ -152,7 +186,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	int r = aj_policy_validate(p, err);
 	if (r < 0)
 		return r;
-	mv_io io = {.in = 0};
+	mv_io io = {.in = 0, .tty = -1};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
 	if (aj_redactor_init_policy(&io.red[0], p) < 0 ||
@@ -163,8 +197,24 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
 	unsigned long long t0 = now_ms();
-	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, err)) == 0)
+	/* --tty: the command on a terminal of the guest (its output all on
+	 * stdout), ours raw meanwhile; its size is ours (24x80 without one) */
+	int tty = p->tty != AJ_TTY_ALWAYS ? -1 : isatty(0) ? 0 : isatty(1) ? 1 : -2;
+	struct termios saved;
+	bool raw = tty == 0 && tcgetattr(0, &saved) == 0;
+	io.tty = tty;
+	if (tty >= 0)
+		(void)ioctl(tty, TIOCGWINSZ, &io.ws);
+	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, tty, err)) == 0) {
+		if (raw) {
+			struct termios t = saved;
+			cfmakeraw(&t);
+			(void)tcsetattr(0, TCSANOW, &t);
+		}
 		r = relay(&m, &io, res, err);
+		if (raw)
+			(void)tcsetattr(0, TCSANOW, &saved);
+	}
 	if (r == 0) {
 		output(&io, 1, "", 0, true);
 		output(&io, 2, "", 0, true);

@@ -296,7 +296,7 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 	}
 	close(go[1]), close(report[1]);
 	int e = pid < 0 ? errno : 0;
-	char c, map[64], path[64];
+	char c, map[96], path[64];
 	if (!e && read(go[0], &c, 1) != 1)
 		e = ECHILD;
 	/* uid 0 inside is s->uid outside: an id of an unused range or the
@@ -304,8 +304,15 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 	static const char *const files[] = {"uid_map", "setgroups", "gid_map"};
 	for (size_t i = 0; !e && i < AJ_ARRAY_SIZE(files); i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
-		snprintf(map, sizeof(map), i == 1 ? "deny" : "0 %u 1",
-			 i == 0 ? (unsigned)s->uid : (unsigned)s->gid);
+		unsigned out = i == 0 ? (unsigned)s->uid : (unsigned)s->gid;
+		if (i == 1)
+			snprintf(map, sizeof(map), "deny");
+		else if (s->in_uid > 0)
+			snprintf(map, sizeof(map), "0 %u 1\n%u %u 1", out,
+				 i == 0 ? (unsigned)s->in_uid : (unsigned)s->in_gid,
+				 i == 0 ? (unsigned)s->out_uid : (unsigned)s->out_gid);
+		else
+			snprintf(map, sizeof(map), "0 %u 1", out);
 		if (aj_write_file(path, map, 0) < 0)
 			e = errno ? errno : EIO;
 	}

@@ -142,6 +142,51 @@ static int open_port(const char *want)
 	die("no virtio-serial port", want);
 }
 
+static void mkdir_p(char *path)
+{
+	for (char *q = path + 1; (q = strchr(q, '/')); q++) {
+		*q = '\0';
+		mkdir(path, 0755);
+		*q = '/';
+	}
+	mkdir(path, 0755);
+}
+
+/* aj.binds=rDEST,wDEST... (boot.c, %XX-escaped): a --ro bind is the root's
+ * share's (its virtiofsd's view is read-only) bound over the overlay,
+ * read-only; a --rw one the next virtiofs tag b0, b1 ... */
+static void mount_binds(const char *cmdline)
+{
+	static char list[2048];
+	if (!*arg(cmdline, "binds", list, sizeof(list), ""))
+		return;
+	unsigned rw = 0;
+	for (char *s = list, *save = NULL, *t; (t = strtok_r(s, ",", &save)); s = NULL) {
+		char dest[PATH_MAX], *o = dest;
+		for (const char *c = t + 1; *c && o < dest + sizeof(dest) - 1; c++) {
+			unsigned x;
+			if (*c == '%' && sscanf(c + 1, "%2x", &x) == 1)
+				*o++ = (char)x, c += 2;
+			else
+				*o++ = *c;
+		}
+		*o = '\0';
+		char dst[PATH_MAX + 16], src[PATH_MAX + 16];
+		snprintf(dst, sizeof(dst), "/newroot%s", dest);
+		if (t[0] == 'r') {
+			snprintf(src, sizeof(src), "/mnt/lower%s", dest);
+			must_mount(src, dst, NULL, MS_BIND, NULL);
+			must_mount(NULL, dst, NULL,
+				   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+		} else {
+			char tag[16];
+			snprintf(tag, sizeof(tag), "b%u", rw++);
+			mkdir_p(dst);
+			must_mount(tag, dst, "virtiofs", MS_NOSUID | MS_NODEV, NULL);
+		}
+	}
+}
+
 static void setup_root(const char *cmdline)
 {
 	char disk[32], ws[8], host[65], opts[128], root[8];
@@ -184,8 +229,17 @@ static void setup_root(const char *cmdline)
 		mkdir("/newroot/workspace", 0755);
 		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NODEV, NULL);
 	}
+	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
+	char uid[16], gid[16];
+	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0")) {
+		mkdir("/newroot/home/agent", 0755);
+		if (chown("/newroot/home/agent", (uid_t)strtoul(uid, NULL, 10),
+			  (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10)) < 0)
+			die("cannot chown", "/home/agent");
+	}
 	arg(cmdline, "host", host, sizeof(host), "agentjail");
 	(void)!sethostname(host, strlen(host));
+	mount_binds(cmdline);
 }
 
 /* --pids (aj.pids=N): a cgroup the agent and its command go into; its
