@@ -8,7 +8,7 @@ restored from it (`-incoming fd:`) to a ready agent, N times each.
 Ready: the guest agent answers a stat of / on its virtio-serial port.
 
 Not agentjail's path yet (no confinement, no cgroup): the mechanism's cost
-on this accelerator, for docs/performance.md round 24.
+on this accelerator, for docs/performance.md round 25.
 
 usage (root, under the test lock): bench/mvsnap.py STATE_DIR IMAGE_SQFS [N]
   STATE_DIR: an agentjail state dir whose microvm/initramfs-*.cpio exists

@@ -20,8 +20,19 @@ sandbox's start is not in the figures:
   allow     --allow allowed.test: through the proxy (http_proxy), plain HTTP
   secret    the same with --secret TOKEN@allowed.test=...: the placeholder
             in an Authorization header swapped for the value by the proxy
-  tunnel    --allow allowed.test, a CONNECT to allowed.test:443 per request
-            (how HTTPS to a host without secrets leaves), HTTP inside it
+  tunnel    --allow allowed.test, a CONNECT to allowed.test:8443 per request
+            (how HTTPS to a host without secrets leaves), plain HTTP inside it
+
+and HTTPS (a TLS server on 192.0.2.10:443 with a certificate for allowed.test
+from a CA this script makes; a new TLS session per request, verified):
+
+  tls-host       the client in the host namespace, TLS straight to the server
+  tls-open       --net open: TLS straight out, NATed
+  tls-tunnel     --allow: a CONNECT per request, tunnelled, TLS end to end
+                 (HTTPS to a host without secrets)
+  tls-intercept  --allow + --secret TOKEN@allowed.test + --upstream-ca: the
+                 proxy terminates TLS with the sandbox's CA (trusted through
+                 SSL_CERT_FILE), verifies the server, swaps the secret in
 
 and one download of --mib MiB per case (the proxy's throughput).
 Needs root, ip, nft. Usage:
@@ -54,11 +65,26 @@ mode, n, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 proxy = os.environ.get("http_proxy", "")
 hp = proxy.split("//", 1)[-1].rstrip("/") if proxy else ""
 phost, pport = (hp.rsplit(":", 1)[0], int(hp.rsplit(":", 1)[1])) if hp else (None, None)
-hdrs = {"Authorization": "Bearer " + os.environ.get("TOKEN", "none")} if mode == "secret" else {}
+hdrs = ({"Authorization": "Bearer " + os.environ.get("TOKEN", "none")}
+        if mode in ("secret", "tls-intercept") else {})
+def tls_ctx():
+    import ssl
+    if mode == "tls-intercept":  # the sandbox's bundle (SSL_CERT_FILE), with its CA
+        return ssl.create_default_context()
+    return ssl.create_default_context(cadata=os.environ["BENCH_CA"])
 def conn():
+    if mode.startswith("tls-"):
+        c = (http.client.HTTPSConnection(phost, pport, timeout=10, context=tls_ctx()) if phost
+             else http.client.HTTPSConnection("allowed.test", 443, timeout=10, context=tls_ctx()))
+        if phost:
+            c.set_tunnel("allowed.test", 443)
+        else:  # the address: no resolver of the fake world's here
+            c._create_connection = lambda a, *x, **k: socket.create_connection(
+                ("192.0.2.10", 443), *x, **k)
+        return c, "/bytes/64"
     if mode == "tunnel":
         c = http.client.HTTPConnection(phost, pport, timeout=10)
-        c.set_tunnel("allowed.test", 443)
+        c.set_tunnel("allowed.test", 8443)
         return c, "/bytes/64"
     if phost:
         return http.client.HTTPConnection(phost, pport, timeout=10), "http://allowed.test/bytes/64"
@@ -116,11 +142,17 @@ class Bytes(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def serve(ports, ready):
+def serve(ports, ready, certs):
     class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
     servers = [S(("0.0.0.0", p), Bytes) for p in ports]
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(certs, "leaf.crt"), os.path.join(certs, "leaf.key"))
+    tls = S(("0.0.0.0", 443), Bytes)
+    tls.socket = ctx.wrap_socket(tls.socket, server_side=True)
+    servers.append(tls)
     import threading
     for s in servers:
         threading.Thread(target=s.serve_forever, daemon=True).start()
@@ -130,6 +162,24 @@ def serve(ports, ready):
 
 def sh(*cmd):
     subprocess.run(cmd, check=True)
+
+
+def make_certs(d):
+    """A CA and its leaf for allowed.test (EC P-256), as world_test_certs."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(["openssl", "req", "-x509"] + ec + [
+        "-keyout", d + "/ca.key", "-out", d + "/ca.crt", "-days", "2", "-subj", "/CN=bench CA",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign"], **q)
+    subprocess.run(["openssl", "req"] + ec + ["-keyout", d + "/leaf.key", "-out",
+                   d + "/leaf.csr", "-subj", "/CN=allowed.test"], **q)
+    with open(d + "/ext", "w") as f:
+        f.write("subjectAltName=DNS:allowed.test\nextendedKeyUsage=serverAuth\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", d + "/leaf.csr", "-CA", d + "/ca.crt",
+                    "-CAkey", d + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile",
+                    d + "/ext", "-out", d + "/leaf.crt"], **q)
+    os.chmod(d + "/ca.crt", 0o644)
 
 
 class World:
@@ -157,7 +207,7 @@ class World:
         ready = [os.path.join(self.tmp, x) for x in ("web.ready", "dns.ready")]
         self.procs.append(subprocess.Popen(
             ["ip", "netns", "exec", i, sys.executable, os.path.abspath(__file__),
-             "--serve", ready[0]], env=env))
+             "--serve", ready[0], "--certs", self.tmp], env=env))
         self.procs.append(subprocess.Popen(
             ["ip", "netns", "exec", i, sys.executable,
              os.path.join(ROOT, "tests/network/fakeinet.py"), "--web", "8081", "--body", "x",
@@ -183,17 +233,25 @@ class World:
 
 def run_case(a, world, case):
     nsenter = ["nsenter", "--net=/run/netns/" + world.hns]
-    args = [sys.executable if case == "host" else "python3", "-c", CLIENT, case,
+    # the host cases run the interpreter the sandbox runs (the host root's),
+    # not this script's (a pyenv build here, slower at TLS)
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    args = [py if case in ("host", "tls-host") else "python3", "-c", CLIENT, case,
             str(a.requests), str(a.mib)]
-    if case == "host":
+    ca = open(os.path.join(world.tmp, "ca.crt")).read()
+    env = dict(os.environ, BENCH_CA=ca)
+    if case in ("host", "tls-host"):
         cmd = nsenter + args
     else:
-        net = (["--net", "open"] if case == "open"
-               else ["--dns", "192.0.2.53", "--allow", "allowed.test"])
-        if case == "secret":
+        net = (["--net", "open"] if case in ("open", "tls-open")
+               else ["--dns", "192.0.2.53", "--allow", "allowed.test",
+                     "--allow", "allowed.test:8443"])
+        if case in ("secret", "tls-intercept"):
             net += ["--secret", "TOKEN@allowed.test=" + SECRET]
-        cmd = nsenter + [a.aj, "run", "-q"] + net + ["--"] + args
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if case == "tls-intercept":
+            net += ["--upstream-ca", os.path.join(world.tmp, "ca.crt")]
+        cmd = nsenter + [a.aj, "run", "-q", "--env", "BENCH_CA"] + net + ["--"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if out.returncode != 0:
         raise SystemExit("proxy bench: %s failed (%d): %s" % (case, out.returncode,
                                                               out.stderr.strip()[-400:]))
@@ -208,15 +266,21 @@ def main():
     ap.add_argument("--aj", default=os.path.join(ROOT, "build/agentjail"))
     ap.add_argument("--json")
     ap.add_argument("--serve")
+    ap.add_argument("--certs")
+    ap.add_argument("--cases", help="comma-separated subset of the cases")
     a = ap.parse_args()
     if a.serve:
-        serve([80, 443], a.serve)
+        serve([80, 8443], a.serve, a.certs)
         return
     if os.geteuid() != 0 or not shutil.which("nft") or not shutil.which("ip"):
         raise SystemExit("proxy bench: needs root, ip and nft")
-    cases = ["host", "open", "allow", "secret", "tunnel"]
+    cases = ["host", "open", "allow", "secret", "tunnel",
+             "tls-host", "tls-open", "tls-tunnel", "tls-intercept"]
+    if a.cases:
+        cases = [c for c in cases if c in a.cases.split(",")]
     res = {c: {"ms": [], "download_ms": []} for c in cases}
     with tempfile.TemporaryDirectory(prefix="ajbench-proxy-") as tmp:
+        make_certs(tmp)
         world = World(tmp)
         try:
             world.up()
@@ -226,8 +290,9 @@ def main():
                     x = run_case(a, world, c)
                     res[c]["ms"] += x["ms"]
                     res[c]["download_ms"].append(x["download_ms"])
-                    if c == "secret":
+                    if c in ("secret", "tls-intercept"):
                         seen = open(os.path.join(tmp, "auth")).read()
+                        os.unlink(os.path.join(tmp, "auth"))
                         if seen != "Bearer " + SECRET:
                             raise SystemExit("proxy bench: the server saw %r, not the secret"
                                              % seen)
@@ -241,16 +306,17 @@ def main():
                    "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 3),
                    "requests": len(lat),
                    "download_mib_s": round(a.mib / (dl / 1000), 1) if dl else None}
-    base = rows["open"]["median_ms"]
-    for c in cases:
-        rows[c]["vs_open"] = round(rows[c]["median_ms"] / base, 2)
+    for c in cases:  # each against the direct sandbox of its protocol
+        peer = "tls-open" if c.startswith("tls-") else "open"
+        if peer in rows:
+            rows[c]["vs_open"] = round(rows[c]["median_ms"] / rows[peer]["median_ms"], 2)
     out = {"rounds": a.rounds, "requests_per_round": a.requests, "mib": a.mib,
            "load": os.getloadavg()[0], "cases": rows}
-    print("%-8s %10s %10s %8s %12s" % ("case", "median ms", "p95 ms", "vs open", "MiB/s"))
+    print("%-14s %10s %10s %8s %12s" % ("case", "median ms", "p95 ms", "vs open", "MiB/s"))
     for c in cases:
         x = rows[c]
-        print("%-8s %10.2f %10.2f %7.2fx %12s" % (c, x["median_ms"], x["p95_ms"], x["vs_open"],
-                                                 x["download_mib_s"]))
+        print("%-14s %10.2f %10.2f %7.2fx %12s" % (c, x["median_ms"], x["p95_ms"],
+                                                   x.get("vs_open", 0), x["download_mib_s"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

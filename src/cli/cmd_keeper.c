@@ -47,12 +47,16 @@ int aj_cmd_keeper(int argc, char **argv)
 {
 	aj_error err;
 	aj_err_clear(&err);
-	int ctl = argc == 3 ? fd_arg(argv[1]) : -1, src = argc == 3 ? fd_arg(argv[2]) : -1;
+	/* CTL-FD SOURCE-FD [AUDIT-FD SANDBOX-ID] (box.c: spawn_keeper) */
+	bool n_ok = argc == 3 || argc == 5;
+	int ctl = n_ok ? fd_arg(argv[1]) : -1, src = n_ok ? fd_arg(argv[2]) : -1;
+	int audit = argc == 5 ? fd_arg(argv[3]) : -1;
 	struct stat st;
 	int type = 0;
 	socklen_t tl = sizeof(type);
 	if (ctl < 0 || src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    getsockopt(ctl, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+	    getsockopt(ctl, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET ||
+	    (argc == 5 && (audit < 0 || fcntl(audit, F_GETFD) < 0))) {
 		aj_err(&err, EINVAL, "%s is agentjail serve's own keeper of a sandbox",
 		       AJ_KEEPER_COMMAND);
 		aj_err_hint(&err, "see agentjail --help for the commands");
@@ -68,10 +72,12 @@ int aj_cmd_keeper(int argc, char **argv)
 		aj_err_hint(&err, "only agentjail serve starts its keepers");
 		return aj_cli_fail(&err);
 	}
-	int keep[2] = {ctl, src};
+	int keep[3] = {ctl, src, audit};
 	/* nothing else of the service's */
-	aj_close_all_except(keep, 2);
+	aj_close_all_except(keep, audit >= 0 ? 3 : 2);
 	(void)fcntl(ctl, F_SETFD, FD_CLOEXEC); /* not into the sandbox */
+	if (audit >= 0)
+		(void)fcntl(audit, F_SETFD, FD_CLOEXEC);
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	int r = lseek(src, 0, SEEK_SET) < 0 ? -errno : aj_read_fd(src, &text, &len);
@@ -90,6 +96,16 @@ int aj_cmd_keeper(int argc, char **argv)
 	aj_policy_init(&p);
 	p.quiet = true;			      /* as the service made it */
 	r = aj_policy_from_json(&p, j, &err); /* reads AGENTJAIL_STATE_DIR (images) */
+	/* the operator's: serve --upstream-ca (cmd_serve.c), before the title
+	 * wipes the environment (netd could not read it later) */
+	const char *ca = getenv("AGENTJAIL_UPSTREAM_CA");
+	if (r == 0 && ca && ca[0])
+		r = aj_policy_set_upstream_ca(&p, ca, &err);
+	if (r == 0 && audit >= 0) {
+		p.audit_fd = audit;
+		if (!(p.audit_sandbox = strdup(argv[4])))
+			r = aj_err(&err, ENOMEM, "out of memory");
+	}
 	/* after the policy and the state directory (the /etc and /dev copies
 	 * are kept there): the title wipes the environment's strings */
 	(void)aj_state_dir();

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends.h"
 #include "commands.h"
+#include "mint.h"
 #include "net.h"
 #include "plan.h"
 #include "policy.h"
@@ -85,6 +87,8 @@ static const char run_usage[] =
     "      --net-log FILE      JSON lines: every DNS query and connection, verdict\n"
     "      --upstream-ca FILE  the CA (PEM) HTTPS servers of scoped secrets are\n"
     "                          verified against (default: the host's trust store)\n"
+    "      --secret-mint CMD   run CMD mint/revoke to turn each scoped secret into a\n"
+    "                          value for this run only (docs/network.md)\n"
     "      --inspect HOST      intercept HTTPS to HOST (also in --allow) and log\n"
     "                          each request's method and path, without a secret\n"
     "Terminal:\n"
@@ -144,6 +148,7 @@ enum {
 	OPT_PUBLISH,
 	OPT_NETLOG,
 	OPT_UPSTREAM_CA,
+	OPT_SECRET_MINT,
 	OPT_INSPECT,
 	OPT_IMAGE,
 	OPT_LIMITS,
@@ -188,6 +193,7 @@ static const struct option run_opts[] = {
     {"publish", required_argument, NULL, OPT_PUBLISH},
     {"net-log", required_argument, NULL, OPT_NETLOG},
     {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+    {"secret-mint", required_argument, NULL, OPT_SECRET_MINT},
     {"inspect", required_argument, NULL, OPT_INSPECT},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"limits", required_argument, NULL, OPT_LIMITS},
@@ -309,7 +315,19 @@ int aj_cmd_run(int argc, char **argv)
 				p.unmask[i]);
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
-		r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);
+		/* --secret-mint: values for this run only, revoked at its end */
+		char run_id[40];
+		snprintf(run_id, sizeof(run_id), "run-%ld", (long)getpid());
+		bool minting = p.secret_mint && aj_mint_wanted(&p);
+		if (!minting || (r = aj_mint_secrets(p.secret_mint, &p, run_id, &err)) == 0)
+			r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);
+		aj_error rerr;
+		aj_err_clear(&rerr);
+		if (minting && aj_mint_revoke(p.secret_mint, &p, run_id, &rerr) > 0) {
+			char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+			aj_err_format(&rerr, msg, sizeof(msg));
+			fprintf(stderr, "agentjail: warning: %s\n", msg);
+		}
 		if (r == 0) {
 			report_end(&p, &res);
 			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {

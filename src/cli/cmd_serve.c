@@ -13,6 +13,8 @@
 #include "commands.h"
 #include "audit.h"
 #include "daemon.h"
+#include "mint.h"
+#include "tls.h"
 #include "util.h"
 
 static const char serve_usage[] =
@@ -52,7 +54,12 @@ static const char serve_usage[] =
     "                        its sandbox and tenant)\n"
     "  --store-quota SIZE    snapshots may fill the image store up to SIZE (e.g. 20G),\n"
     "                        by apparent size; default: no quota, the store's free\n"
-    "                        space minus a reserve (5%, at least 1 GiB) is the limit\n";
+    "                        space minus a reserve (5%, at least 1 GiB) is the limit\n"
+    "  --upstream-ca FILE    scoped secrets over HTTPS: verify their servers against\n"
+    "                        the CA certificates (PEM) in FILE, not the host's store\n"
+    "  --secret-mint CMD     run CMD mint at each create (CMD revoke at its end) to\n"
+    "                        turn each scoped secret into one for that sandbox only\n"
+    "                        (docs/network.md, the mint hook)\n";
 
 static const struct option serve_opts[] = {
     {"socket", required_argument, NULL, 's'},
@@ -68,6 +75,8 @@ static const struct option serve_opts[] = {
     {"log-format", required_argument, NULL, 'L'},
     {"help", no_argument, NULL, 'h'},
     {"store-quota", required_argument, NULL, 'Q'},
+    {"upstream-ca", required_argument, NULL, 'U'},
+    {"secret-mint", required_argument, NULL, 'M'},
     {"node", required_argument, NULL, 'N'},
     {NULL, 0, NULL, 0},
 };
@@ -174,6 +183,7 @@ int aj_cmd_serve(int argc, char **argv)
 	optind = 1;
 	int c;
 	unsigned long long n;
+	bool upstream_flag = false;
 	while ((c = getopt_long(argc, argv, "+qh", serve_opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.socket = optarg; break;
@@ -225,6 +235,26 @@ int aj_cmd_serve(int argc, char **argv)
 			}
 			o.store_quota = n;
 			break;
+		case 'U':
+			if (aj_tls_check_ca_file("--upstream-ca", optarg, &err) < 0)
+				return aj_cli_fail(&err);
+			/* the keepers read it (cmd_keeper.c) */
+			if (setenv("AGENTJAIL_UPSTREAM_CA", optarg, 1) < 0) {
+				aj_err(&err, errno, "--upstream-ca");
+				return aj_cli_fail(&err);
+			}
+			upstream_flag = true;
+			break;
+		case 'M': {
+			aj_policy tmp;
+			aj_policy_init(&tmp);
+			int mr = aj_policy_set_secret_mint(&tmp, optarg, &err);
+			aj_policy_free(&tmp);
+			if (mr < 0)
+				return aj_cli_fail(&err);
+			o.secret_mint = optarg;
+			break;
+		}
 		case 'N': o.node = optarg; break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default:
@@ -237,6 +267,11 @@ int aj_cmd_serve(int argc, char **argv)
 		aj_err(&err, EINVAL, "unexpected argument '%s'", argv[optind]);
 		return serve_fail(&err);
 	}
+	/* the same variable from serve's environment: checked as the flag is */
+	const char *env_ca = getenv("AGENTJAIL_UPSTREAM_CA");
+	if (!upstream_flag && env_ca && env_ca[0] &&
+	    aj_tls_check_ca_file("AGENTJAIL_UPSTREAM_CA", env_ca, &err) < 0)
+		return serve_fail(&err);
 	char host[AJ_NODE_NAME_MAX + 1];
 	if (node_name(o.node, host, sizeof(host), &err) < 0)
 		return serve_fail(&err);

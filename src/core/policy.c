@@ -20,6 +20,7 @@ void aj_policy_init(aj_policy *p)
 	p->kill_after_ms = AJ_DEFAULT_KILL_AFTER_MS;
 	p->memory = AJ_DEFAULT_MEMORY;
 	p->pids = AJ_DEFAULT_PIDS;
+	p->audit_fd = -1;
 }
 
 void aj_policy_free(aj_policy *p)
@@ -63,6 +64,8 @@ void aj_policy_free(aj_policy *p)
 		free(p->inspect[i]);
 	free(p->net_log);
 	free(p->upstream_ca);
+	free(p->secret_mint);
+	free(p->audit_sandbox);
 	memset(p, 0, sizeof(*p));
 }
 

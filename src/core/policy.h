@@ -44,6 +44,7 @@ typedef struct aj_secret {
 	char *hosts[AJ_MAX_SECRET_HOSTS];
 	size_t n_hosts;
 	char *header; /* only in this request header (NULL: any header, the query) */
+	bool minted;  /* value came from the mint hook (mint.h): revoke it at the end */
 	/* NAME@HOSTS:body / "body": true: also in request bodies (bounded,
 	 * AJ_INJECT_BODY_MAX); otherwise a body is never changed */
 	bool body;
@@ -141,6 +142,13 @@ typedef struct aj_policy {
 	/* --upstream-ca FILE: the CA the proxy verifies intercepted HTTPS
 	 * servers against (PEM), instead of the host's trust store */
 	char *upstream_ca;
+	/* --secret-mint CMD: the operator's hook that turns each scoped
+	 * secret's value into one for this sandbox only (mint.h) */
+	char *secret_mint;
+	/* the service's audit log (its fd, inherited by the keeper; -1: none)
+	 * and the sandbox's id: netd appends its secret_* events there */
+	int audit_fd;
+	char *audit_sandbox;
 	/* --inspect HOST: HTTPS to these hosts (canonical names, *.suffix or
 	 * IPv4) is intercepted and logged per request even without a secret */
 	char *inspect[AJ_MAX_SECRET_HOSTS];
@@ -218,6 +226,8 @@ int aj_policy_add_publish(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_set_dns(aj_policy *p, const char *spec, aj_error *err);
 int aj_policy_set_net_log(aj_policy *p, const char *path, aj_error *err);
 int aj_policy_set_upstream_ca(aj_policy *p, const char *path, aj_error *err);
+/* --secret-mint CMD: an absolute path to an executable (mint.c) */
+int aj_policy_set_secret_mint(aj_policy *p, const char *cmd, aj_error *err);
 
 /* Set one option by the long name `agentjail run` gives it ("memory",
  * "env", "ro", ...; flags without a value take NULL). With

@@ -65,8 +65,9 @@ static int set_limits_mode(aj_policy *p, const char *v, aj_error *err)
  * command line only. */
 static bool host_only(const char *name, const char *v)
 {
-	static const char *const names[] = {"result", "seccomp-profile", "env-file", "tty",
-					    "no-tty", "net-log",	 "publish",  "upstream-ca"};
+	static const char *const names[] = {"result",  "seccomp-profile", "env-file",
+					    "tty",     "no-tty",	  "net-log",
+					    "publish", "upstream-ca",	  "secret-mint"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(names); i++)
 		if (strcmp(name, names[i]) == 0)
 			return true;
@@ -174,6 +175,8 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 		return aj_policy_set_net_log(p, v, err);
 	if (IS("upstream-ca"))
 		return aj_policy_set_upstream_ca(p, v, err);
+	if (IS("secret-mint"))
+		return aj_policy_set_secret_mint(p, v, err);
 	if (IS("inspect"))
 		return aj_policy_add_inspect(p, v, err);
 	if (IS("image"))

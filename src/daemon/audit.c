@@ -75,6 +75,11 @@ void aj_audit(const char *event, json_t *fields)
 	free(line);
 }
 
+int aj_audit_fd(void)
+{
+	return audit_fd;
+}
+
 void aj_audit_close(void)
 {
 	if (audit_fd >= 0)

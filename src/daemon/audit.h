@@ -22,5 +22,8 @@ int aj_audit_open(const char *path, aj_error *err);
 /* Log one event: {"ts":..., "event": event, ...fields} (fields consumed). */
 void aj_audit(const char *event, json_t *fields);
 void aj_audit_close(void);
+/* The audit log's descriptor (O_APPEND), or -1: a level-1 keeper's netd
+ * appends its secret_* lines to it (registry.c). */
+int aj_audit_fd(void);
 
 #endif

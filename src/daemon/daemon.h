@@ -27,6 +27,7 @@ typedef struct aj_daemon_opts {
 	const char *pools[16]; /* --pool IMAGE=N */
 	size_t n_pools;
 	unsigned long long store_quota; /* --store-quota: snapshots' room (0: free space) */
+	const char *secret_mint;	/* --secret-mint CMD (mint.h), or NULL */
 	const char *node;		/* --node: this service's name on a cluster, in every id */
 } aj_daemon_opts;
 

@@ -20,6 +20,7 @@
 #include "audit.h"
 #include "backends.h"
 #include "metrics.h"
+#include "mint.h"
 #include "nft.h"
 #include "tenant.h"
 #include "threads.h"
@@ -30,6 +31,12 @@ static aj_sandbox **reg;
 static size_t reg_n, reg_cap;
 static char state_dir[PATH_MAX];
 static unsigned reg_max;
+static const char *reg_mint;
+
+void aj_registry_set_mint(const char *cmd)
+{
+	reg_mint = cmd;
+}
 static char node_name[AJ_NODE_NAME_MAX + 1]; /* --node: the end of every id */
 
 long long aj_now_ms(void)
@@ -138,6 +145,65 @@ void aj_registry_teardown_elsewhere(bool on)
 
 static void sandbox_free(aj_sandbox *sb);
 
+/* The minted secrets of sb, revoked once its netd is gone (mint.h). */
+static void revoke_minted(aj_sandbox *sb)
+{
+	for (size_t i = 0; reg_mint && i < sb->policy.n_secrets; i++) {
+		if (!sb->policy.secrets[i].minted)
+			continue;
+		aj_audit("secret_revoked", json_pack("{s:s,s:s}", "sandbox", sb->id, "secret",
+						     sb->policy.secrets[i].name));
+	}
+	aj_error err;
+	aj_err_clear(&err);
+	if (reg_mint && aj_mint_revoke(reg_mint, &sb->policy, sb->id, &err) > 0) {
+		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
+		aj_err_format(&err, msg, sizeof(msg));
+		aj_log("error", "agentjail serve: ", "sandbox %s: %s", sb->id, msg);
+		aj_audit("secret_revoke_failed",
+			 json_pack("{s:s,s:s}", "sandbox", sb->id, "error", err.msg));
+	}
+}
+
+/* With serve --secret-mint: each scoped secret's value becomes the hook's
+ * for this sandbox, in its policy and in the source its keeper reads
+ * (*source: the text to hand on). */
+static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
+{
+	if (!reg_mint || !aj_mint_wanted(&sb->policy))
+		return (*source = json_dumps(req, JSON_COMPACT)) ? 0
+								 : aj_err(err, ENOMEM, "sandbox");
+	int r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, err);
+	if (r < 0) {
+		err->status = 500;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "secret_mint_failed");
+		return r;
+	}
+	json_t *copy = json_deep_copy(req), *secrets = json_object_get(copy, "secret"), *e;
+	const char *k;
+	void *tmp;
+	json_object_foreach_safe(secrets, tmp, k, e)
+	{
+		size_t nl = strcspn(k, "@");
+		for (size_t i = 0; i < sb->policy.n_secrets; i++) {
+			aj_secret *s = &sb->policy.secrets[i];
+			if (!s->minted || strlen(s->name) != nl || strncmp(s->name, k, nl))
+				continue;
+			if (json_is_object(e))
+				json_object_set_new(e, "value", json_string(s->value));
+			else
+				json_object_set_new(secrets, k, json_string(s->value));
+		}
+	}
+	*source = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
+	json_decref(copy);
+	for (size_t i = 0; i < sb->policy.n_secrets; i++)
+		if (sb->policy.secrets[i].minted)
+			aj_audit("secret_minted", json_pack("{s:s,s:s}", "sandbox", sb->id,
+							    "secret", sb->policy.secrets[i].name));
+	return *source ? 0 : aj_err(err, ENOMEM, "sandbox");
+}
+
 static void *teardown_thread(void *arg)
 {
 	sandbox_free(arg);
@@ -172,6 +238,7 @@ static void sandbox_free(aj_sandbox *sb)
 		close(sb->root_fd);
 	if (sb->inst)
 		sb->be->destroy(sb->inst); /* waits for the keeper's teardown */
+	revoke_minted(sb);
 	char path[PATH_MAX];
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
@@ -310,6 +377,18 @@ static int level_usable(aj_sandbox *sb, aj_error *err)
 	return 0;
 }
 
+/* A sandbox with scoped secrets: its netd appends its secret_* events to
+ * the audit log, with the sandbox's id (level 1: the keeper's netd). */
+static int audit_to(aj_sandbox *sb, aj_error *err)
+{
+	if (!aj_mint_wanted(&sb->policy) || aj_audit_fd() < 0)
+		return 0;
+	sb->policy.audit_fd = aj_audit_fd();
+	if (!(sb->policy.audit_sandbox = strdup(sb->id)))
+		return aj_err(err, ENOMEM, "sandbox");
+	return 0;
+}
+
 aj_sandbox *aj_sandbox_build(json_t *req, aj_error *err)
 {
 	return aj_sandbox_build_from(req, NULL, err);
@@ -331,17 +410,23 @@ aj_sandbox *aj_sandbox_build_from(json_t *req, const char *ckpt, aj_error *err)
 	make_id(sb->id, sizeof(sb->id));
 	sb->policy.quiet = true;
 	int r;
-	/* the keeper rebuilds the policy from the same text (box.h) */
-	_cleanup_free_ char *source = json_dumps(req, JSON_COMPACT);
-	if (!source || !(sb->req = json_deep_copy(req)))
+	/* the keeper rebuilds the policy from the same text (box.h), with the
+	 * minted values (sb->req keeps the given ones: a fork mints anew) */
+	char *source = NULL;
+	if (!(sb->req = json_deep_copy(req)))
 		r = aj_err(err, ENOMEM, "sandbox");
 	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-		 (r = level_usable(sb, err)) == 0 &&
+		 (r = level_usable(sb, err)) == 0 && (r = mint(sb, req, &source, err)) == 0 &&
+		 (r = audit_to(sb, err)) == 0 &&
 		 (r = ckpt ? sb->be->restore(&sb->policy, source, ckpt, &sb->inst, err)
 			   : sb->be->create(&sb->policy, source, &sb->inst, err)) == 0 &&
 		 (!(sb->be->caps & AJ_CAP_ROOT_FD) ||
 		  (r = sb->root_fd = sb->be->root_fd(sb->inst, err)) >= 0))
 		state_write(sb);
+	if (source) {
+		explicit_bzero(source, strlen(source));
+		free(source);
+	}
 	if (r < 0) {
 		aj_sandbox_unref(sb);
 		return NULL;

@@ -42,6 +42,9 @@ typedef struct aj_sandbox {
 /* The service's state directory; set once at start. */
 /* node: the service's node name (daemon.h), the end of every id it makes */
 void aj_registry_init(const char *state_dir, unsigned max, const char *node);
+/* serve --secret-mint CMD (mint.h): minted at create, revoked at the
+ * end; NULL: none. Set once at start. */
+void aj_registry_set_mint(const char *cmd);
 /* Remove what a previous (killed) service left, before serving. */
 void aj_registry_sweep(void);
 /* Before a create request (a pool's sandbox or a new one, sup_api.c): its

@@ -89,6 +89,7 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 		return -EINVAL;
 	char path[PATH_MAX];
 	aj_registry_init(o->state_dir, o->max_sandboxes, o->node);
+	aj_registry_set_mint(o->secret_mint);
 	for (size_t i = 0; i < o->n_pools; i++)
 		if (aj_pool_add(o->pools[i], err) < 0)
 			return -EINVAL;

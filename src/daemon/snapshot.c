@@ -16,6 +16,8 @@
 #include "backends.h"
 #include "etc.h"
 #include "image.h"
+#include "mount.h"
+#include "net_addr.h"
 #include "pool.h"
 #include "registry.h"
 #include "snapshot.h"
@@ -114,10 +116,17 @@ static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, c
 	/* level 1 writes its /etc files into an image sandbox's root
 	 * (etc.h): the new image keeps the base image's instead */
 	char paths[AJ_ETC_FILES][32];
-	const char *own[AJ_ETC_FILES + 1] = {NULL};
+	const char *own[AJ_ETC_FILES + 3] = {NULL};
 	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
 		own[i] = paths[i];
+	}
+	/* HTTPS interception: the CA bundle bound over the image's (a bind
+	 * is never copied: the image's own comes back) and its copy with
+	 * this sandbox's CA (mount.c: setup_ca), which no other trusts */
+	if (aj_net_tls_wanted(&sb->policy)) {
+		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
+		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
 	}
 	_cleanup_free_ char *base_path = NULL;
 	_cleanup_close_ int base = -1;

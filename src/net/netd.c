@@ -407,8 +407,8 @@ static void netd_main(aj_netd_ctx *ctx, pid_t child, int ready, int stop)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	int keep[3] = {ready, stop, ctx->log_fd};
-	aj_close_all_except(keep, ctx->log_fd >= 0 ? 3 : 2);
+	int keep[4] = {ready, stop, ctx->log_fd, ctx->audit_fd}; /* -1s are skipped */
+	aj_close_all_except(keep, 4);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
@@ -481,7 +481,12 @@ int aj_netd_start(aj_net *n, const aj_policy *p, pid_t child, aj_error *err)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(0);
-		aj_netd_ctx ctx = {.p = p, .n = n, .log_fd = log_fd, .privileged = geteuid() == 0};
+		aj_netd_ctx ctx = {.p = p,
+				   .n = n,
+				   .log_fd = log_fd,
+				   .audit_fd =
+				       p->audit_fd > 2 && p->audit_sandbox ? p->audit_fd : -1,
+				   .privileged = geteuid() == 0};
 		pthread_mutex_init(&ctx.lock, NULL);
 		netd_main(&ctx, child, pfd[1], stop[0]);
 	}

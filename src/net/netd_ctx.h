@@ -18,6 +18,7 @@ typedef struct aj_netd_ctx {
 	struct sockaddr_in upstream; /* the resolver agentjail asks for allowed names */
 	bool have_upstream;
 	int log_fd;	      /* --net-log, -1 if none */
+	int audit_fd;	      /* the service's audit log (secret_* events); < 3: none */
 	pthread_mutex_t lock; /* the log and the nft context */
 	struct nft_ctx *nft;
 	pid_t publisher;      /* the --publish forwarder child next to --allow */

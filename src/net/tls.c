@@ -323,6 +323,42 @@ int aj_tls_new(const aj_policy *p, aj_tls **out, aj_error *err)
 	return 0;
 }
 
+int aj_tls_check_ca_file(const char *what, const char *path, aj_error *err)
+{
+	if (path[0] != '/') {
+		aj_err(err, EINVAL, "%s '%s': expected an absolute path", what, path);
+		aj_err_hint(err, "for example %s \"$PWD/ca.pem\"", what);
+		return -EINVAL;
+	}
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		int e = errno;
+		aj_err(err, e, "%s %s: cannot read it", what, path);
+		aj_err_hint(err, "give a readable file of PEM CA certificates");
+		return -e;
+	}
+	size_t n = 0;
+	const char *bad = NULL;
+	X509 *x;
+	while (!bad && (x = PEM_read_X509(f, NULL, NULL, NULL))) {
+		n++;
+		if (X509_check_ca(x) != 1) /* basicConstraints CA:TRUE (or a v1 root) */
+			bad = "a certificate in it is not a CA's";
+		X509_free(x);
+	}
+	fclose(f);
+	ERR_clear_error();
+	if (!bad && n == 0)
+		bad = "no PEM certificate in it";
+	if (bad) {
+		aj_err(err, EINVAL, "%s %s: %s", what, path, bad);
+		aj_err_hint(err, "give the PEM certificate(s) of the CA that issued the servers' "
+				 "certificates (BEGIN CERTIFICATE, basicConstraints CA:TRUE)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 void aj_tls_free(aj_tls *t)
 {
 	if (!t)

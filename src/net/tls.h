@@ -27,6 +27,10 @@ void aj_tls_free(aj_tls *t);
 /* Write the CA's private key (PEM) to a new file path, mode 0600: the
  * operator's AGENTJAIL_CA_KEY_FILE, for tests and debugging only. */
 int aj_tls_export_key(const aj_tls *t, const char *path, aj_error *err);
+/* An operator's upstream CA file (serve --upstream-ca, AGENTJAIL_UPSTREAM_CA):
+ * an absolute path to a readable file of PEM certificates, each one a CA.
+ * what names it in the message. 0 or -errno with err set (the fix). */
+int aj_tls_check_ca_file(const char *what, const char *path, aj_error *err);
 /* The CA certificate (PEM, public): what the sandbox trusts. */
 const char *aj_tls_ca_pem(const aj_tls *t);
 

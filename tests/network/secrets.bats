@@ -131,6 +131,34 @@ RAW='raw() { python3 -c "import codecs,socket,sys; s=socket.create_connection((s
     done
 }
 
+@test "--secret-mint: a run's scoped secret is minted for it, used toward its host, revoked at its end; a failing hook stops the run" {
+    local hook=$T/mint.sh log=$T/mint.log
+    cat >"$hook" <<EOS
+#!/bin/sh
+v=\$(cat)
+echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
+[ -e "$T/refuse" ] && exit 7
+[ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
+exit 0
+EOS
+    chmod 755 "$hook"
+    arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- \
+        sh -c 'curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $K" http://allowed.test/m; echo "inside: $K"'
+    assert_status 0
+    local id
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    [ -n "$id" ] || fail "hook: $(cat "$log")"
+    [ "$(sed -n 2p "$log")" = "revoke K allowed.test $id stdin=run-token-$id" ] || fail "hook: $(cat "$log")"
+    [ "$(jq -r 'select(.path == "/m") | .headers.Authorization' "$WEB_LOG")" = "Bearer run-token-$id" ] ||
+        fail "$(cat "$WEB_LOG")"
+    [[ "$output$stderr" != *run-token-* && "$output$stderr" != *long-lived-123* ]] || fail "a value in the output"
+    touch "$T/refuse"
+    arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- touch "$WS/ran"
+    assert_status 125
+    [[ "$stderr" == *"the mint hook $hook mint for secret K failed (exit status 7)"* ]] || fail "$stderr"
+    [ ! -e "$WS/ran" ] || fail "the command ran"
+}
+
 @test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {
     local value='sk-ws-Zq8!x&y=1'
     arun --allow allowed.test --allow other.test --secret "K@allowed.test:body=$value" \

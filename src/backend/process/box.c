@@ -78,14 +78,26 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 			envp[n++] = *e; /* with the rest: AGENTJAIL_STATE_DIR names the images */
 	snprintf(ctl_s, sizeof(ctl_s), "%d", ctl);
 	snprintf(src_s, sizeof(src_s), "%d", src);
-	char *argv[] = {"agentjail-box", AJ_KEEPER_COMMAND, ctl_s, src_s, NULL};
+	/* the service's audit log for netd's secret_* lines, and the id */
+	bool audit = p->audit_fd > 2 && p->audit_sandbox;
+	char audit_s[16];
+	snprintf(audit_s, sizeof(audit_s), "%d", p->audit_fd);
+	char *argv[] = {"agentjail-box",
+			AJ_KEEPER_COMMAND,
+			ctl_s,
+			src_s,
+			audit ? audit_s : NULL,
+			audit ? p->audit_sandbox : NULL,
+			NULL};
 	posix_spawn_file_actions_t fa;
 	pid_t pid = -1;
 	int e = posix_spawn_file_actions_init(&fa);
 	if (e == 0) {
 		/* a dup2 onto itself clears FD_CLOEXEC: the two are inherited */
 		if (!(e = posix_spawn_file_actions_adddup2(&fa, ctl, ctl)) &&
-		    !(e = posix_spawn_file_actions_adddup2(&fa, src, src)))
+		    !(e = posix_spawn_file_actions_adddup2(&fa, src, src)) &&
+		    (!audit ||
+		     !(e = posix_spawn_file_actions_adddup2(&fa, p->audit_fd, p->audit_fd))))
 			e = posix_spawn(&pid, path, &fa, NULL, argv, envp);
 		posix_spawn_file_actions_destroy(&fa);
 	}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* The mint hook (mint.h): run the operator's program once per scoped
+ * secret, with a deadline, the value on a socket as its stdin (send with
+ * MSG_NOSIGNAL: a hook that never reads it raises no SIGPIPE in the
+ * service), its stdout read back as the new value. */
+#include "mint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define MINT_TIMEOUT_MS 10000
+#define MINT_VALUE_MAX 8192
+
+extern char **environ;
+
+int aj_policy_set_secret_mint(aj_policy *p, const char *cmd, aj_error *err)
+{
+	struct stat st;
+	if (cmd[0] != '/' || stat(cmd, &st) < 0 || !S_ISREG(st.st_mode) || access(cmd, X_OK) < 0) {
+		aj_err(err,
+		       cmd[0] != '/' ? EINVAL
+		       : errno	     ? errno
+				     : EACCES,
+		       "--secret-mint '%s': expected an absolute path to an executable file", cmd);
+		aj_err_hint(err, "for example --secret-mint /usr/local/lib/agentjail/mint "
+				 "(docs/network.md, the mint hook)");
+		return -EINVAL;
+	}
+	free(p->secret_mint);
+	p->secret_mint = strdup(cmd);
+	return p->secret_mint ? 0 : aj_err(err, ENOMEM, "out of memory");
+}
+
+bool aj_mint_wanted(const aj_policy *p)
+{
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (p->secrets[i].n_hosts)
+			return true;
+	return false;
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* environ without our three names, plus them for secret s */
+static char **hook_env(const aj_secret *s, const char *id)
+{
+	size_t n = 0;
+	for (char **e = environ; e && *e; e++)
+		n++;
+	char **v = calloc(n + 4, sizeof(*v));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (char **e = environ; e && *e; e++)
+		if (!aj_startswith(*e, "AGENTJAIL_SECRET") &&
+		    !aj_startswith(*e, "AGENTJAIL_SANDBOX="))
+			v[k++] = *e;
+	size_t len = 1;
+	for (size_t h = 0; h < s->n_hosts; h++)
+		len += strlen(s->hosts[h]) + 1;
+	char *hosts = calloc(1, len);
+	for (size_t h = 0; hosts && h < s->n_hosts; h++) {
+		if (h)
+			strcat(hosts, ",");
+		strcat(hosts, s->hosts[h]);
+	}
+	char *a = aj_asprintf("AGENTJAIL_SECRET=%s", s->name);
+	char *b = hosts ? aj_asprintf("AGENTJAIL_SECRET_HOSTS=%s", hosts) : NULL;
+	char *c = aj_asprintf("AGENTJAIL_SANDBOX=%s", id);
+	free(hosts);
+	if (!a || !b || !c) {
+		free(a), free(b), free(c), free(v);
+		return NULL;
+	}
+	v[k++] = a, v[k++] = b, v[k++] = c;
+	return v;
+}
+
+static void hook_env_free(char **v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	for (size_t i = n - 3; i < n; i++) /* ours are the last three */
+		free(v[i]);
+	free(v);
+}
+
+/* Run `cmd verb` for secret s with input on stdin; with out, read its
+ * stdout (up to MINT_VALUE_MAX bytes) into a malloc'ed string. */
+static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const char *id,
+		    const char *input, char **out, aj_error *err)
+{
+	int in[2] = {-1, -1}, o[2] = {-1, -1};
+	char **env = hook_env(s, id);
+	if (!env || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 ||
+	    (out && pipe2(o, O_CLOEXEC) < 0)) {
+		int e = env ? errno : ENOMEM;
+		if (env)
+			hook_env_free(env);
+		for (int i = 0; i < 2; i++)
+			if (in[i] >= 0)
+				close(in[i]);
+		return aj_err(err, e, "the mint hook: cannot start it");
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[1], 0);
+	if (out)
+		posix_spawn_file_actions_adddup2(&fa, o[1], 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	char *argv[] = {(char *)cmd, (char *)verb, NULL};
+	pid_t pid = -1;
+	int e = posix_spawn(&pid, cmd, &fa, NULL, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	hook_env_free(env);
+	close(in[1]);
+	if (out)
+		close(o[1]);
+	if (e) {
+		close(in[0]);
+		if (out)
+			close(o[0]);
+		aj_err(err, e, "the mint hook %s: cannot run it", cmd);
+		return -e;
+	}
+	(void)send(in[0], input, strlen(input), MSG_NOSIGNAL);
+	close(in[0]); /* its stdin ends */
+	long long deadline = now_ms() + MINT_TIMEOUT_MS;
+	char buf[MINT_VALUE_MAX + 1];
+	size_t got = 0;
+	bool too_long = false, timed_out = false;
+	while (out) {
+		struct pollfd pf = {.fd = o[0], .events = POLLIN};
+		long long left = deadline - now_ms();
+		if (left <= 0 || poll(&pf, 1, (int)left) == 0) {
+			timed_out = true;
+			break;
+		}
+		ssize_t r = read(o[0], buf + got, sizeof(buf) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(buf) - 1) {
+			too_long = true;
+			break;
+		}
+	}
+	if (out)
+		close(o[0]);
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, WNOHANG)) == 0 && !timed_out) {
+		if (now_ms() >= deadline)
+			timed_out = true;
+		else
+			usleep(5000);
+	}
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	buf[got] = '\0';
+	int r = 0;
+	if (timed_out)
+		r = aj_err(err, ETIMEDOUT, "the mint hook %s %s for secret %s: no answer in %d s",
+			   cmd, verb, s->name, MINT_TIMEOUT_MS / 1000);
+	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		r = aj_err(err, EPROTO, "the mint hook %s %s for secret %s failed (%s %d)", cmd,
+			   verb, s->name, WIFEXITED(st) ? "exit status" : "signal",
+			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	else if (too_long)
+		r = aj_err(err, E2BIG, "the mint hook %s %s for secret %s: more than %d bytes", cmd,
+			   verb, s->name, MINT_VALUE_MAX);
+	if (r == 0 && out) {
+		if (got && buf[got - 1] == '\n')
+			buf[--got] = '\0';
+		if (got && buf[got - 1] == '\r')
+			buf[--got] = '\0';
+		bool ok = got > 0;
+		for (size_t i = 0; i < got && ok; i++) /* a header value: no CR, LF, NUL */
+			ok = buf[i] >= 0x20 && buf[i] < 0x7f;
+		if (!ok)
+			r = aj_err(err, EPROTO,
+				   "the mint hook %s %s for secret %s: its output is not one line "
+				   "of printable ASCII",
+				   cmd, verb, s->name);
+		else if (!(*out = strdup(buf)))
+			r = aj_err(err, ENOMEM, "out of memory");
+	}
+	explicit_bzero(buf, sizeof(buf));
+	if (r < 0)
+		aj_err_hint(err,
+			    "the hook gets the value on stdin and must print the new one on "
+			    "stdout and exit 0 within %d s (its stderr says why it did not)",
+			    MINT_TIMEOUT_MS / 1000);
+	return r;
+}
+
+int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_error *err)
+{
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		aj_secret *s = &p->secrets[i];
+		if (!s->n_hosts || s->minted)
+			continue;
+		char *v = NULL;
+		int r = run_hook(cmd, "mint", s, id, s->value, &v, err);
+		if (r < 0) {
+			aj_error ignored;
+			(void)aj_mint_revoke(cmd, p, id, &ignored); /* nothing half-made */
+			return r;
+		}
+		explicit_bzero(s->value, strlen(s->value));
+		free(s->value);
+		s->value = v;
+		s->minted = true;
+	}
+	return 0;
+}
+
+int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err)
+{
+	int failed = 0;
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		aj_secret *s = &p->secrets[i];
+		if (!s->minted)
+			continue;
+		aj_error e;
+		aj_err_clear(&e);
+		if (run_hook(cmd, "revoke", s, id, s->value, NULL, &e) < 0 && failed++ == 0)
+			*err = e;
+		s->minted = false;
+	}
+	return failed;
+}

@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# Scoped secrets through the service (docs/network.md, "Secrets for the
+# hosts they belong to"): HTTPS interception with the operator's
+# serve --upstream-ca, the secret_* lines in the audit log, the mint hook
+# (serve --secret-mint), and a fork that keeps its interception. In the
+# fake world of tests/network (its own test CA; api.example.test is
+# 192.0.2.10, other.test 203.0.113.10); nothing is sent to a real address.
+
+load helpers
+load ../network/world
+
+setup_file() {
+    world_setup_file
+    world_test_certs "$BATS_FILE_TMPDIR/certs"
+}
+
+setup() {
+    CERTS=$BATS_FILE_TMPDIR/certs
+    WORLD_WEB_PORTS=80 WORLD_TLS=443:$CERTS world_setup
+    SVC_WRAP=(nsenter --net="/run/netns/$HNS")
+    # the hook: logs its verb, the secret, hosts, sandbox and stdin (the
+    # test's log, outside every sandbox); mints "minted-SANDBOX-NAME";
+    # fails for a secret named BAD
+    HOOK=$BATS_TEST_TMPDIR/mint.sh
+    HOOK_LOG=$BATS_TEST_TMPDIR/mint.log
+    cat >"$HOOK" <<EOF
+#!/bin/sh
+v=\$(cat)
+echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v args=\$#" >>"$HOOK_LOG"
+[ "\$AGENTJAIL_SECRET" = BAD ] && { echo "the issuer refused \$AGENTJAIL_SECRET" >&2; exit 3; }
+[ "\$1" = mint ] && echo "minted-\$AGENTJAIL_SANDBOX-\$AGENTJAIL_SECRET"
+exit 0
+EOF
+    chmod 755 "$HOOK"
+    : >"$HOOK_LOG"
+}
+
+teardown() {
+    local rc=0
+    svc_stop || rc=1
+    world_teardown || rc=1
+    return $rc
+}
+
+VALUE='sk-svc-tls-Zq8!x=1'
+
+req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
+audit() { jq -c "select($1)" "$STATE/audit.log"; }
+
+# everything a process inside may read that agentjail wrote: files (but
+# /usr, /proc, /sys, /dev), every process's environment and command line
+DUMP='import itertools, os
+out = open("/workspace/inside.bin", "wb")
+skip = ("/usr", "/proc", "/sys", "/dev", "/workspace")
+for top, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+    for f in files:
+        try:
+            out.write(open(os.path.join(top, f), "rb").read(16 << 20))
+        except OSError:
+            pass
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for what in ("environ", "cmdline"):
+        try:
+            out.write(open(f"/proc/{pid}/{what}", "rb").read())
+        except OSError:
+            pass'
+
+@test "service: HTTPS to a secret's host gets the minted value (serve --upstream-ca, --secret-mint); the audit log has the secret_* lines" {
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    mkdir -p "$BATS_TEST_TMPDIR/ws"
+    id=$(sb_create "{\"allow\": [\"api.example.test\", \"other.test\"], \"dns\": \"192.0.2.53\",
+        \"workspace\": \"$BATS_TEST_TMPDIR/ws\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    local minted=minted-$id-TOKEN
+    # minted at create, with the value on stdin, never on the command line
+    [ "$(cat "$HOOK_LOG")" = "mint TOKEN api.example.test $id stdin=$VALUE args=1" ] ||
+        fail "hook: $(cat "$HOOK_LOG")"
+    output=$(sb_exec "$id" "$(jq -cn --arg d "$DUMP" '{cmd: ["sh", "-c", "
+        curl -sS -m 10 -H \"Authorization: Bearer $TOKEN\" -w \"api %{http_code}\n\" -o /dev/null https://api.example.test/svc-tls
+        curl -sS -m 10 -k -H \"Authorization: Bearer $TOKEN\" -w \"other %{http_code}\n\" -o /dev/null https://other.test/svc-other
+        curl -sS -m 10 -H \"Authorization: Bearer $TOKEN\" -w \"plain %{http_code}\n\" -o /dev/null http://other.test/svc-plain
+        echo audit-fds: $(ls -l /proc/[0-9]*/fd/ 2>/dev/null | grep -c audit)
+        env; python3 -c \"$0\"; echo inside: $TOKEN", $d], timeout: 60}')" | events_stdout)
+    [[ "$output" == *"api 200"* && "$output" == *"other 200"* && "$output" == *"plain 200"* ]] ||
+        fail "exec: $output $(cat "$BATS_TEST_TMPDIR/serve.log")"
+    local ph
+    ph=$(sed -n 's/^inside: //p' <<<"$output")
+    [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
+    # the audit log's descriptor went to netd, not into the sandbox
+    [[ "$output" == *"audit-fds: 0"* ]] || fail "$(grep audit-fds <<<"$output")"
+    # the server got the minted value over TLS; other hosts the placeholder
+    [ "$(req /svc-tls | jq -r '.headers.Authorization')" = "Bearer $minted" ] || fail "/svc-tls: $(req /svc-tls)"
+    [ "$(req /svc-tls | jq -r .tls)" = true ] || fail "not over TLS: $(req /svc-tls)"
+    [ "$(req /svc-other | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/svc-other: $(req /svc-other)"
+    [ "$(req /svc-plain | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/svc-plain: $(req /svc-plain)"
+    # neither value inside: output, environment, files
+    [ "$(stat -c %s "$BATS_TEST_TMPDIR/ws/inside.bin")" -gt 100000 ] || fail "the dump is too small"
+    ! grep -qF -e "$VALUE" -e "$minted" "$BATS_TEST_TMPDIR/ws/inside.bin" || fail "a value is inside"
+    [[ "$output" != *"$VALUE"* && "$output" != *"$minted"* ]] || fail "a value in the output"
+    # the audit log: netd's lines with the sandbox's id, never a value
+    [ "$(audit ".event == \"secret_injected\" and .sandbox == \"$id\" and .host == \"api.example.test\" and .port == 443" | wc -l)" -eq 1 ] ||
+        fail "injected: $(cat "$STATE/audit.log")"
+    [ "$(audit ".event == \"secret_withheld\" and .sandbox == \"$id\" and .host == \"other.test\" and .port == 80 and .secret == \"TOKEN\"" | wc -l)" -eq 1 ] ||
+        fail "withheld: $(cat "$STATE/audit.log")"
+    [ "$(audit ".event == \"secret_minted\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] || fail "$(cat "$STATE/audit.log")"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # revoked at destroy, the minted value on stdin
+    [ "$(sed -n 2p "$HOOK_LOG")" = "revoke TOKEN api.example.test $id stdin=$minted args=1" ] ||
+        fail "hook: $(cat "$HOOK_LOG")"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] || fail "$(cat "$STATE/audit.log")"
+    ! grep -qF -e "$VALUE" -e "$minted" "$STATE/audit.log" || fail "a value in the audit log"
+    assert_world_clean
+}
+
+@test "service: a mint hook that fails fails the create, what it minted is revoked; a bad --upstream-ca stops serve" {
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    api_status POST /v1/sandboxes -d "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"GOOD\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]},
+                     \"BAD\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}"
+    [ "$status_code" = 500 ] || fail "status $status_code: $body"
+    [ "$(jq -r .error.code <<<"$body")" = secret_mint_failed ] || fail "$body"
+    [[ "$(jq -r .error.message <<<"$body")" == *"mint hook"*"secret BAD failed (exit status 3)"* ]] || fail "$body"
+    [[ "$body" != *"$VALUE"* ]] || fail "the value in the error: $body"
+    grep -q "^mint GOOD .*stdin=$VALUE" "$HOOK_LOG" && grep -q "^revoke GOOD .*stdin=minted-" "$HOOK_LOG" ||
+        fail "hook: $(cat "$HOOK_LOG")"
+    [ "$(api GET /v1/sandboxes | jq '.sandboxes | length')" -eq 0 ] || fail "a sandbox is left: $(api GET /v1/sandboxes)"
+    svc_stop
+    # an upstream CA that is not a CA, or not there: serve does not start
+    run "$AJ" serve --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/x" \
+        --upstream-ca "$CERTS/leaf.crt"
+    assert_status 125
+    [[ "$output" == *"--upstream-ca $CERTS/leaf.crt: a certificate in it is not a CA's"* ]] || fail "$output"
+    run "$AJ" serve --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/x" \
+        --upstream-ca "$CERTS/nothing.pem"
+    assert_status 125
+    [[ "$output" == *"cannot read it"* ]] || fail "$output"
+    run "$AJ" serve --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/x" \
+        --secret-mint relative/hook
+    assert_status 125
+    [[ "$output" == *"--secret-mint 'relative/hook': expected an absolute path"* ]] || fail "$output"
+    [ ! -e "$BATS_TEST_TMPDIR/x.sock" ] || fail "serve started"
+}
+
+@test "service: a fork and a snapshot of a sandbox with scoped secrets: each copy intercepts with its own CA and value; the snapshot keeps the image's CA bundle" {
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
+    mk_tiny_root "$T/tree" sh curl cat
+    mkdir -p "$T/tree/etc/ssl/certs"
+    cp /etc/ssl/certs/ca-certificates.crt "$T/tree/etc/ssl/certs/"
+    aj_timeout "$AJ" image build tlsimg --from-dir "$T/tree" 2>/dev/null
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    id=$(sb_create "{\"image\": \"tlsimg\", \"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    get() { # SANDBOX PATH
+        sb_exec "$1" "{\"cmd\": [\"sh\", \"-c\", \"curl -sS -m 10 -H \\\"Authorization: Bearer \$TOKEN\\\" -w '%{http_code}\\\\n' -o /dev/null https://api.example.test$2 2>&1\"]}" | events_stdout
+    }
+    [ "$(get "$id" /src)" = 200 ] || fail "source: $(get "$id" /src2)"
+    api_status POST "/v1/sandboxes/$id/fork" -d '{}'
+    [ "$status_code" = 201 ] || fail "fork: $status_code $body"
+    f=$(jq -r '.sandboxes[0].id' <<<"$body")
+    [ "$(get "$f" /fork)" = 200 ] || fail "fork: $(get "$f" /fork2)"
+    [ "$(req /src | jq -r '.headers.Authorization')" = "Bearer minted-$id-TOKEN" ] || fail "/src: $(req /src)"
+    [ "$(req /fork | jq -r '.headers.Authorization')" = "Bearer minted-$f-TOKEN" ] || fail "/fork: $(req /fork)"
+    grep -q "^mint TOKEN api.example.test $f stdin=$VALUE" "$HOOK_LOG" || fail "hook: $(cat "$HOOK_LOG")"
+    # a snapshot keeps the image's own bundle, not the sandbox's CA; a
+    # sandbox made from it intercepts with a CA of its own
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "tlssnap"}'
+    [ "$status_code" = 201 ] || fail "snapshot: $status_code $body"
+    local img
+    img=$AGENTJAIL_STATE_DIR/images/$("$AJ" image inspect tlssnap | jq -r '.digest | sub("sha256:"; "")')/rootfs
+    cmp "$img/etc/ssl/certs/ca-certificates.crt" /etc/ssl/certs/ca-certificates.crt ||
+        fail "the snapshot's CA bundle is not the image's"
+    [ ! -e "$img/.agentjail/ca-certificates.crt" ] || fail "the snapshot holds the sandbox's CA bundle"
+    r=$(sb_create "{\"image\": \"tlssnap\", \"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    [ "$(get "$r" /restored)" = 200 ] || fail "restored: $(get "$r" /restored2)"
+    [ "$(req /restored | jq -r '.headers.Authorization')" = "Bearer minted-$r-TOKEN" ] || fail "$(req /restored)"
+    local s
+    for s in "$f" "$id" "$r"; do api DELETE "/v1/sandboxes/$s" >/dev/null; done
+    [ "$(grep -c '^revoke TOKEN' "$HOOK_LOG")" -eq 3 ] || fail "hook: $(cat "$HOOK_LOG")"
+}
