@@ -20,7 +20,7 @@ PACKAGES=(
 	chromium fonts-liberation fonts-dejavu-core
 	bubblewrap firejail runsc hyperfine gnuplot-nox
 	help2man bash-completion man-db bsdextrautils dpkg-dev binutils systemd
-	qemu-system-x86 cpio xz-utils
+	qemu-system-x86 cpio xz-utils squashfs-tools
 	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
 	# a static busybox is the tests' bundle root
 	podman busybox-static containerd
@@ -77,6 +77,7 @@ echo "setup: installed src/backend/wasm/runtime (Pyodide and QuickJS for --isola
 MV_DIR=/var/cache/agentjail/microvm
 mv_kernel=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 if [ -n "$mv_kernel" ] && { [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel" ] ||
+	[ ! -f "$MV_DIR/modules/fs/squashfs/squashfs.ko" ] ||
 	[ ! -f "$MV_DIR/modules/drivers/net/virtio_net.ko" ]; }; then
 	echo "setup: unpacking $mv_kernel for --isolation microvm into $MV_DIR"
 	SUDO=""
@@ -97,7 +98,8 @@ if [ -n "$mv_kernel" ] && { [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kern
 	for m in drivers/virtio/virtio.ko drivers/virtio/virtio_ring.ko \
 		drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko fs/fuse/fuse.ko \
 		fs/fuse/virtiofs.ko fs/overlayfs/overlay.ko drivers/char/hw_random/virtio-rng.ko \
-		net/core/failover.ko drivers/net/net_failover.ko drivers/net/virtio_net.ko; do
+		net/core/failover.ko drivers/net/net_failover.ko drivers/net/virtio_net.ko \
+		drivers/block/virtio_blk.ko fs/squashfs/squashfs.ko; do
 		$SUDO install -D -m 0644 "$mv_tmp"/x/lib/modules/*/kernel/$m "$MV_DIR/modules/$m"
 	done
 	echo "$mv_kernel" | $SUDO tee "$MV_DIR/kernel" >/dev/null

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/capability.h>
+#include <linux/random.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -788,6 +789,44 @@ static int op_exec(json_t *q)
 	return 0;
 }
 
+/* ---- a restored microVM's identity ---- */
+
+/* A microVM restored from a snapshot (microvm/snap.c) has its template's
+ * memory: the host sends fresh entropy (mixed in, the kernel's generator
+ * reseeded), the time and the hostname. */
+static int op_identity(json_t *q)
+{
+	const char *seed = json_string_value(json_object_get(q, "seed"));
+	const char *host = json_string_value(json_object_get(q, "hostname"));
+	json_int_t sec = json_integer_value(json_object_get(q, "sec"));
+	json_int_t nsec = json_integer_value(json_object_get(q, "nsec"));
+	size_t n = seed ? strlen(seed) / 2 : 0;
+	if (!seed || !host || n < 16 || n > 64)
+		return answer(EINVAL);
+	struct {
+		struct rand_pool_info info;
+		unsigned char buf[64];
+	} rp = {.info = {.entropy_count = (int)n * 8, .buf_size = (int)n}};
+	for (size_t k = 0; k < n; k++) {
+		unsigned v;
+		if (sscanf(seed + 2 * k, "%2x", &v) != 1)
+			return answer(EINVAL);
+		rp.buf[k] = (unsigned char)v;
+	}
+	int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, RNDADDENTROPY, &rp.info) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return answer(e);
+	}
+	close(fd);
+	struct timespec ts = {(time_t)sec, (long)nsec};
+	if (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname(host, strlen(host)) < 0)
+		return answer(errno);
+	return answer(0);
+}
+
 /* ---- init ---- */
 
 static _Noreturn void init(void)
@@ -827,6 +866,8 @@ int main(int argc, char **argv)
 		return answer(EPROTO);
 	if (!strcmp(op, "exec"))
 		return op_exec(q);
+	if (!strcmp(op, "identity"))
+		return op_identity(q);
 	if (!path)
 		return answer(EINVAL);
 	if (!strcmp(op, "stat"))

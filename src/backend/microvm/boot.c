@@ -28,6 +28,8 @@
 #include "etc.h"
 #include "mask.h"
 #include "boot.h"
+#include "rootimg.h"
+#include "snap.h"
 #include "microvm.h"
 #include "protect.h"
 #include "redact.h"
@@ -120,10 +122,10 @@ static int check_binds(const aj_policy *p, aj_error *err)
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
-	const char *what = p->n_publish		? "--publish"
-			   : p->rootfs		? "--rootfs/--image"
-			   : p->seccomp_profile ? "--seccomp-profile"
-						: NULL;
+	const char *what = p->n_publish		     ? "--publish"
+			   : p->rootfs && p->n_binds ? "--ro/--rw binds with --rootfs/--image"
+			   : p->seccomp_profile	     ? "--seccomp-profile"
+						     : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
@@ -277,6 +279,20 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 	return r;
 }
 
+/* --image/--rootfs: its squashfs, and the initramfs with the /etc layer
+ * (rootimg.c) */
+static int root_image(aj_mv_vm *m, aj_error *err)
+{
+	aj_mv_rootimg ri;
+	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, &ri, err);
+	if (r < 0)
+		return r;
+	snprintf(m->rootimg, sizeof(m->rootimg), "%s", ri.sqfs);
+	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
+	m->etc_hash = ri.etc_hash;
+	return 0;
+}
+
 /* ---- the VM ---- */
 
 static int make_dirs(aj_mv_vm *m, aj_error *err)
@@ -406,6 +422,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			  p->tmp_size, p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
 			  p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
 			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
+	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
 	if (p->uid || p->gid)
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.uid=%u aj.gid=%u",
 			       (unsigned)p->uid, (unsigned)p->gid);
@@ -423,12 +441,21 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	    /* no spawning, no setuid, no obsolete calls: qemu's seccomp */
 	    "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	    "-global", "virtio-mmio.force-legacy=false", "-chardev", con, "-serial", "chardev:con",
-	    "-device", "virtio-serial-device", "-device", "virtio-rng-device", "-chardev", fsr,
-	    "-device", "vhost-user-fs-device,chardev=fsr,tag=root", "-kernel", kern, "-initrd",
-	    initrd, "-append", append};
+	    "-device", "virtio-serial-device", "-device", "virtio-rng-device", "-kernel", kern,
+	    "-initrd", initrd, "-append", append};
 	size_t n = 0;
 	while (argv[n])
 		n++;
+	/* the root: the image's squashfs on virtio-blk (rootimg.c), else the
+	 * staged host view by virtiofs */
+	char img[128], drive[192];
+	snprintf(img, sizeof(img), "%s/rootfs.img", m->vm);
+	snprintf(drive, sizeof(drive), "file=%s,format=raw,readonly=on,if=none,id=root", img);
+	argv[n++] = m->rootimg[0] ? "-drive" : "-chardev";
+	argv[n++] = m->rootimg[0] ? drive : fsr;
+	argv[n++] = "-device";
+	argv[n++] = m->rootimg[0] ? "virtio-blk-device,drive=root"
+				  : "vhost-user-fs-device,chardev=fsr,tag=root";
 	/* the agent's ports: aj.agent, then aj.agent.1 ... (a socket each) */
 	for (unsigned k = 0; k < m->nports; k++) {
 		snprintf(agent[k], sizeof(agent[k]),
@@ -459,6 +486,21 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "-device";
 		argv[n++] = devb[k];
 	}
+	/* a snapshot's VM (snap.c): its monitor, and the state it restores */
+	char qmp[128];
+	snprintf(qmp, sizeof(qmp), "unix:%s/qmp.sock,server=on,wait=off", m->vm);
+	if (m->snap) {
+		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
+				sizeof(m->snapfile));
+		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
+		m->restored = m->snapfd >= 0;
+		argv[n++] = "-qmp";
+		argv[n++] = qmp;
+		if (m->restored) {
+			argv[n++] = "-incoming";
+			argv[n++] = "fd:3";
+		}
+	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
 	int nsfd, tap = aj_mv_net_fds(m->net, &nsfd);
 	if (tap >= 0) {
@@ -481,6 +523,12 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 .cg = m->have_cg ? &m->cg : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
+	if (m->restored)
+		s.pass_fd = m->snapfd;
+	if (m->rootimg[0]) {
+		aj_write_file(img, "", 0644);
+		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
+	}
 	return aj_mv_spawn_confined(&s, err);
 }
 
@@ -620,15 +668,16 @@ static int start(aj_mv_vm *m, aj_error *err)
 		r = make_cgroup(m, err);
 	if (r == 0)
 		r = aj_mv_net_prepare(&m->net, m->p, err);
+	/* an image: its squashfs (rootimg.c); else the host's view, staged */
 	if (r == 0)
-		r = stage_root(m, err);
+		r = m->p->rootfs ? root_image(m, err) : stage_root(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
 	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
 	if (r == 0 && (m->console < 0 || fchown(m->console, m->base, m->base) < 0))
 		r = aj_err(err, errno, "microvm: %s", log);
 	unsigned long long deadline = now_ms() + 10000;
-	if (r == 0) {
+	if (r == 0 && !m->rootimg[0]) {
 		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
 		m->rootfs.uid = m->rootfs.gid = m->base;
 		m->rootfs.umask = 077;
@@ -640,7 +689,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		if ((m->rootfs.idmap = aj_userns_make_fd(map, map, err)) < 0)
 			r = m->rootfs.idmap;
 	}
-	if (r == 0) {
+	if (r == 0 && !m->rootimg[0]) {
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
 		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}
@@ -692,6 +741,9 @@ void aj_mv_teardown(aj_mv_vm *m)
 		}
 	if (m->console >= 0)
 		close(m->console);
+	if (m->snapfd >= 0)
+		close(m->snapfd);
+	m->snapfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
@@ -765,6 +817,7 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 		m->ports[k] = -1;
 	m->console = -1;
 	m->rootfs.idmap = -1;
+	m->snapfd = -1;
 }
 
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)

@@ -7,6 +7,7 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -43,7 +44,16 @@ typedef struct aj_mv_vm {
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
-	bool freezer;	/* set before the boot: cg gets a freezer (a box's pause) */
+	bool freezer;		     /* set before the boot: cg gets a freezer (a box's pause) */
+	char rootimg[PATH_MAX];	     /* --image/--rootfs: its squashfs (rootimg.c), or "" */
+	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
+	/* snapshots (snap.c): set before the boot when the VM may be saved and
+	 * restored (an image, no workspace); then its file and, when it
+	 * exists, the fd qemu restores from */
+	bool snap;
+	bool restored;
+	int snapfd;
+	char snapfile[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
 
@@ -62,5 +72,4 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
-
 #endif

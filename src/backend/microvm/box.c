@@ -30,6 +30,7 @@
 
 #include "agent_frame.h"
 #include "boot.h"
+#include "snap.h"
 #include "microvm.h"
 #include "redact.h"
 #include "util.h"
@@ -413,6 +414,42 @@ static void free_inst(aj_inst *i)
 	free(i);
 }
 
+/* The boot (or restore) up to the agent's first answer; a restored VM
+ * gets its own identity, a booted one that may be is saved first. */
+static int mv_boot_ready(aj_inst *i, aj_error *err)
+{
+	int r = aj_mv_boot(&i->vm, false, err);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		i->port[k].fd = i->vm.ports[k];
+	if (r == 0 && !i->envp &&
+	    !(i->envp = aj_policy_build_env(i->vm.p, NULL, aj_mv_net_env(i->vm.net))))
+		r = aj_err(err, ENOMEM, "environment");
+	if (r == 0) {
+		/* ready: the guest's agent answers (its boot is done) */
+		aj_file_stat st;
+		call c = {.st = &st, .data_fd = -1};
+		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the VM did not become ready");
+	}
+	if (r == 0 && i->vm.restored) {
+		json_t *q = aj_mv_identity_req(i->vm.p);
+		call c = {.data_fd = -1};
+		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		      : aj_err(err, ENOMEM, "identity");
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+	} else if (r == 0 && i->vm.snap) {
+		aj_error serr;
+		aj_err_clear(&serr);
+		/* without it, the next one boots */
+		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
+		    getenv("AGENTJAIL_MICROVM_DEBUG"))
+			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
+	}
+	return r;
+}
+
 static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
 {
 	(void)source;
@@ -422,20 +459,25 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		return aj_err(err, ENOMEM, "sandbox");
 	pthread_mutex_init(&i->mu, NULL);
 	pthread_cond_init(&i->cv, NULL);
-	aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
-	i->vm.freezer = true;
-	int r = aj_mv_boot(&i->vm, false, err);
-	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
-		i->port[k].fd = i->vm.ports[k];
-	if (r == 0 && !(i->envp = aj_policy_build_env(p, NULL, aj_mv_net_env(i->vm.net))))
-		r = aj_err(err, ENOMEM, "environment");
-	if (r == 0) {
-		/* ready: the guest's agent answers (its boot is done) */
-		aj_file_stat st;
-		call c = {.st = &st, .data_fd = -1};
-		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
-		if (r < 0)
-			aj_err_prefix(err, "microvm: the VM did not become ready");
+	int r;
+	for (int attempt = 0;; attempt++) {
+		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
+		i->vm.freezer = true;
+		/* an image without a workspace: started from its snapshot, or
+		 * booted and saved as one (snap.c; not with a NIC: its
+		 * address is the sandbox's own); a snapshot that does not
+		 * restore (another qemu) is removed and the VM booted */
+		i->vm.snap = p->rootfs && !p->workspace && !p->n_binds && p->net == AJ_NET_NONE;
+		r = mv_boot_ready(i, err);
+		if (r == 0 || !i->vm.restored || attempt)
+			break;
+		unlink(i->vm.snapfile);
+		aj_mv_teardown(&i->vm);
+		aj_err_clear(err);
+		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+			free(i->port[k].ibuf);
+			i->port[k] = (mv_port){.fd = -1};
+		}
 	}
 	if (r < 0) {
 		free_inst(i);

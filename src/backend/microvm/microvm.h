@@ -77,6 +77,9 @@ typedef struct aj_mv_spawn {
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 
+/* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out. */
+int aj_mv_cpio(const char *dir, const char *list, int out);
+
 extern const aj_backend aj_backend_microvm;
 
 /* agentjail run --isolation microvm: the same contract as aj_sandbox_run. */

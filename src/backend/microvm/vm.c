@@ -38,6 +38,9 @@ static const char *const guest_modules[][2] = {
     {"virtiofs", "fs/fuse/virtiofs.ko"},
     {"overlay", "fs/overlayfs/overlay.ko"},
     {"virtio-rng", "drivers/char/hw_random/virtio-rng.ko"},
+    /* an image's root: a squashfs on virtio-blk (rootimg.c) */
+    {"virtio_blk", "drivers/block/virtio_blk.ko"},
+    {"squashfs", "fs/squashfs/squashfs.ko"},
     /* the NIC (--net open, --allow): loaded only with aj.net= */
     {"failover", "net/core/failover.ko"},
     {"net_failover", "drivers/net/net_failover.ko"},
@@ -92,7 +95,7 @@ static int copy_file(const char *src, const char *dst, mode_t mode)
 }
 
 /* `cpio -o -H newc` of dir's files (names on its stdin) into out. */
-static int run_cpio(const char *dir, const char *list, int out)
+int aj_mv_cpio(const char *dir, const char *list, int out)
 {
 	char cpio[PATH_MAX];
 	if (find_in_path("cpio", cpio, sizeof(cpio)) < 0)
@@ -153,7 +156,7 @@ static int build_initramfs(const char *path, const char *init, const char *agent
 	snprintf(out, sizeof(out), "%s.%d", path, getpid());
 	if (r == 0) {
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		r = fd < 0 ? -errno : run_cpio(tmp, list, fd);
+		r = fd < 0 ? -errno : aj_mv_cpio(tmp, list, fd);
 		if (fd >= 0)
 			close(fd);
 		if (r == 0 && rename(out, path) < 0)

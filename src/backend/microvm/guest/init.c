@@ -41,6 +41,8 @@
 /* in load order: each needs only those before it (their symbols) */
 static const char *const modules[] = {"virtio_ring", "virtio",	 "virtio_mmio", "virtio_console",
 				      "fuse",	     "virtiofs", "overlay",	"virtio-rng"};
+/* an image's root (aj.root=blk): its squashfs on virtio-blk */
+static const char *const blk_modules[] = {"virtio_blk", "squashfs"};
 
 static void say(const char *what, const char *a, int e)
 {
@@ -65,11 +67,11 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static void load_modules(void)
+static void load_modules(const char *const *mods, size_t n)
 {
-	for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		char path[128];
-		snprintf(path, sizeof(path), "/lib/modules/%s.ko", modules[i]);
+		snprintf(path, sizeof(path), "/lib/modules/%s.ko", mods[i]);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			die("cannot open", path);
@@ -231,13 +233,19 @@ static void guest_dev(void)
 
 static void setup_root(const char *cmdline)
 {
-	char disk[32], ws[8], host[65], opts[128];
+	char disk[32], ws[8], host[65], opts[128], root[8];
 	arg(cmdline, "disk", disk, sizeof(disk), "0");
 	mkdir("/mnt", 0755);
 	mkdir("/mnt/lower", 0755);
 	mkdir("/mnt/rw", 0755);
 	mkdir("/newroot", 0755);
-	must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
+	/* an image: /dev/vda (the only disk), and the files agentjail owns in
+	 * its /etc (the host appended aj-etc/ to the initramfs) stacked over it */
+	bool blk = !strcmp(arg(cmdline, "root", root, sizeof(root), ""), "blk");
+	if (blk)
+		must_mount("/dev/vda", "/mnt/lower", "squashfs", MS_RDONLY | MS_NODEV, NULL);
+	else
+		must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
 	/* the writable layer: tmpfs capped by --disk (0: half the RAM) */
 	snprintf(opts, sizeof(opts), "mode=0755%s%s", strcmp(disk, "0") ? ",size=" : "",
 		 strcmp(disk, "0") ? disk : "");
@@ -245,7 +253,13 @@ static void setup_root(const char *cmdline)
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
-		   "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
+		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	/* mount points an image may lack (the overlay makes them in RAM) */
+	static const char *const points[] = {"/newroot/proc", "/newroot/sys", "/newroot/dev",
+					     "/newroot/root", "/newroot/tmp"};
+	for (size_t i = 0; blk && i < sizeof(points) / sizeof(points[0]); i++)
+		mkdir(points[i], i == 3 ? 0700 : i == 4 ? 01777 : 0755);
 	must_mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	must_mount("sysfs", "/newroot/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		   NULL);
@@ -395,7 +409,9 @@ int main(void)
 		say("canary ok", "", 0);
 		reboot(RB_POWER_OFF);
 	}
-	load_modules();
+	load_modules(modules, sizeof(modules) / sizeof(modules[0]));
+	if (strstr(cmdline, " aj.root=blk"))
+		load_modules(blk_modules, sizeof(blk_modules) / sizeof(blk_modules[0]));
 	setup_root(cmdline);
 	setup_net(cmdline);
 	int cg = pids_cgroup(cmdline);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* --image/--rootfs at level 3: the root's squashfs and the /etc layer
+ * (rootimg.c). */
+#ifndef AJ_MV_ROOTIMG_H
+#define AJ_MV_ROOTIMG_H
+
+#include <limits.h>
+
+#include "error.h"
+#include "policy.h"
+
+typedef struct aj_mv_rootimg {
+	char sqfs[PATH_MAX];	     /* the squashfs (cached per digest, or in dir) */
+	char initrd[PATH_MAX];	     /* dir/initrd: the initramfs and the /etc layer */
+	unsigned long long etc_hash; /* the /etc layer's texts (a snapshot's key) */
+} aj_mv_rootimg;
+
+/* For p->rootfs, the VM's private directory dir and the cached initramfs. */
+int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
+		       aj_mv_rootimg *out, aj_error *err);
+
+#endif

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* Snapshots of a level-3 sandbox (docs/levels.md, "Snapshots"): a VM on an
+ * image without a workspace (its devices all migrate: virtio-blk, -serial,
+ * -rng; a vhost-user-fs one does not) is saved once ready with qemu's
+ * migration to a file (STATE/microvm/snap-KEY.vmstate, KEY: its command
+ * line without its directory, the /etc layer and the image), and later
+ * sandboxes of the same kind start by restoring it (-incoming fd:3) instead
+ * of booting. The fd goes to qemu over QMP (getfd): qemu 7.2 has no `file:`
+ * URI and its seccomp filter forbids `exec:`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snap.h"
+#include "image.h"
+#include "util.h"
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+void aj_mv_snap_path(const char *dir, char *const *argv, size_t n, const char *rootimg,
+		     unsigned long long etc_hash, char *out, size_t len)
+{
+	uint64_t a = 14695981039346656037ULL, b = 0x9e3779b97f4a7c15ULL;
+	size_t dl = strlen(dir);
+	for (size_t i = 0; i < n; i++) {
+		/* the VM's own directory is left out: it differs each time */
+		const char *s = argv[i], *d;
+		while ((d = strstr(s, dir))) {
+			a = fnv(a, s, (size_t)(d - s)), b = fnv(b, s, (size_t)(d - s));
+			s = d + dl;
+		}
+		a = fnv(a, s, strlen(s) + 1), b = fnv(b, s, strlen(s) + 1);
+	}
+	a = fnv(a, rootimg, strlen(rootimg)), b = fnv(b, rootimg, strlen(rootimg));
+	a ^= etc_hash, b = fnv(b, (const char *)&etc_hash, sizeof(etc_hash));
+	snprintf(out, len, "%s/microvm/snap-%016llx%016llx.vmstate", aj_state_dir(),
+		 (unsigned long long)a, (unsigned long long)b);
+}
+
+/* ---- QMP ---- */
+
+typedef struct qmp {
+	int fd;
+	char buf[8192];
+	size_t len;
+} qmp;
+
+/* The next line from qemu, parsed; NULL at the end or after timeout. */
+static json_t *qmp_line(qmp *q, unsigned long long deadline_ms)
+{
+	for (;;) {
+		char *nl = memchr(q->buf, '\n', q->len);
+		if (nl) {
+			*nl = '\0';
+			json_t *j = json_loads(q->buf, 0, NULL);
+			size_t used = (size_t)(nl + 1 - q->buf);
+			memmove(q->buf, nl + 1, q->len - used);
+			q->len -= used;
+			if (j)
+				return j;
+			continue;
+		}
+		if (q->len == sizeof(q->buf))
+			q->len = 0; /* a line longer than any answer we wait for */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		unsigned long long now =
+		    (unsigned long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		struct pollfd pf = {q->fd, POLLIN, 0};
+		if (now >= deadline_ms || poll(&pf, 1, (int)(deadline_ms - now)) <= 0)
+			return NULL;
+		ssize_t r = read(q->fd, q->buf + q->len, sizeof(q->buf) - q->len);
+		if (r <= 0)
+			return NULL;
+		q->len += (size_t)r;
+	}
+}
+
+static unsigned long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* Send cmd (with an fd as SCM_RIGHTS when fd >= 0); its "return" (a new
+ * reference), or NULL with err. Events before the answer are skipped. */
+static json_t *qmp_cmd(qmp *q, const char *cmd, int fd, aj_error *err)
+{
+	struct iovec iov = {(void *)cmd, strlen(cmd)};
+	union {
+		char c[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr h;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		mh.msg_control = u.c, mh.msg_controllen = sizeof(u.c);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(q->fd, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+		aj_err(err, errno, "microvm: QMP %s", cmd);
+		return NULL;
+	}
+	unsigned long long deadline = mono_ms() + 10000;
+	for (json_t *j; (j = qmp_line(q, deadline));) {
+		json_t *ret = json_object_get(j, "return"), *e = json_object_get(j, "error");
+		if (ret) {
+			json_incref(ret);
+			json_decref(j);
+			return ret;
+		}
+		if (e) {
+			aj_err(err, EIO, "microvm: QMP %s: %s", cmd,
+			       json_string_value(json_object_get(e, "desc")) ?: "error");
+			json_decref(j);
+			return NULL;
+		}
+		json_decref(j);
+	}
+	aj_err(err, ETIMEDOUT, "microvm: QMP %s: no answer", cmd);
+	return NULL;
+}
+
+static int qmp_open(const char *vmdir, qmp *q, aj_error *err)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/qmp.sock", vmdir);
+	q->len = 0;
+	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (q->fd < 0 || connect(q->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return aj_err(err, errno, "microvm: QMP %s", a.sun_path);
+	json_t *greeting = qmp_line(q, mono_ms() + 5000);
+	if (!greeting)
+		return aj_err(err, EIO, "microvm: QMP: no greeting");
+	json_decref(greeting);
+	json_t *r = qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", -1, err);
+	if (!r)
+		return -EIO;
+	json_decref(r);
+	return 0;
+}
+
+int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
+{
+	qmp q = {.fd = -1};
+	char tmp[PATH_MAX + 32];
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", file, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int r = fd < 0 ? aj_err(err, errno, "microvm: %s", tmp) : qmp_open(vmdir, &q, err);
+	json_t *j = NULL;
+	if (r == 0 &&
+	    !(j = qmp_cmd(&q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}", fd,
+			  err)))
+		r = -EIO;
+	json_decref(j);
+	/* the VM runs on while its memory is copied; qemu stops it at the end
+	 * (a snapshot of a stopped VM would restore stopped) */
+	if (r == 0 &&
+	    !(j = qmp_cmd(&q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}", -1,
+			  err)))
+		r = -EIO;
+	json_decref(j);
+	for (unsigned long long until = mono_ms() + 60000; r == 0;) {
+		json_t *s = qmp_cmd(&q, "{\"execute\":\"query-migrate\"}", -1, err);
+		if (!s) {
+			r = -EIO;
+			break;
+		}
+		char st[32], why[256];
+		snprintf(st, sizeof(st), "%s",
+			 json_string_value(json_object_get(s, "status")) ?: "");
+		snprintf(why, sizeof(why), "%s",
+			 json_string_value(json_object_get(s, "error-desc")) ?: "");
+		json_decref(s);
+		if (!strcmp(st, "completed"))
+			break;
+		if (!strcmp(st, "failed") || !strcmp(st, "cancelled") || mono_ms() > until) {
+			r = aj_err(err, EIO, "microvm: the snapshot's migration: %s%s%s",
+				   *st ? st : "timeout", *why ? ": " : "", why);
+			break;
+		}
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
+	/* the source goes on as the sandbox */
+	if (q.fd >= 0 && (j = qmp_cmd(&q, "{\"execute\":\"cont\"}", -1, NULL)))
+		json_decref(j);
+	if (q.fd >= 0)
+		close(q.fd);
+	if (fd >= 0 && r == 0 && (fsync(fd) < 0 || rename(tmp, file) < 0))
+		r = aj_err(err, errno, "microvm: %s", file);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+json_t *aj_mv_identity_req(const aj_policy *p)
+{
+	unsigned char seed[32];
+	char hex[65];
+	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed))
+		return NULL;
+	for (size_t k = 0; k < sizeof(seed); k++)
+		snprintf(hex + 2 * k, 3, "%02x", seed[k]);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return json_pack("{s:s,s:s,s:s,s:I,s:I}", "op", "identity", "seed", hex, "hostname",
+			 p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, "sec",
+			 (json_int_t)ts.tv_sec, "nsec", (json_int_t)ts.tv_nsec);
+}
