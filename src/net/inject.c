@@ -299,63 +299,77 @@ bool aj_inject_body_wanted(const aj_policy *p, const char *host)
 	return false;
 }
 
+/* One pass over the body as the client sent it: each placeholder of a
+ * :body secret scoped to host becomes its value (never a placeholder made
+ * by an earlier replacement). out NULL: only the filled size. next[i]
+ * caches where secret i's placeholder is next found (NULL: nowhere): the
+ * walk stays linear in len. */
+static size_t fill_body(const aj_policy *p, const char *host, const char *body, size_t len,
+			char *out, const char **next)
+{
+	const char *c = body, *e = body + len;
+	size_t o = 0;
+	for (size_t i = 0; i < p->n_secrets; i++)
+		next[i] =
+		    memmem(body, len, p->secrets[i].placeholder, strlen(p->secrets[i].placeholder));
+	for (;;) {
+		const char *hit = NULL;
+		size_t w = 0;
+		for (size_t i = 0; i < p->n_secrets; i++) {
+			const aj_secret *s = &p->secrets[i];
+			if (!s->body || !scoped_to(s, host) || !next[i])
+				continue;
+			if (next[i] < c)
+				next[i] = memmem(c, (size_t)(e - c), s->placeholder,
+						 strlen(s->placeholder));
+			if (next[i] && (!hit || next[i] < hit))
+				hit = next[i], w = i;
+		}
+		size_t k = hit ? (size_t)(hit - c) : (size_t)(e - c);
+		if (out)
+			memcpy(out + o, c, k);
+		o += k;
+		if (!hit)
+			return o;
+		size_t vl = strlen(p->secrets[w].value);
+		if (out)
+			memcpy(out + o, p->secrets[w].value, vl);
+		o += vl;
+		c = hit + strlen(p->secrets[w].placeholder);
+	}
+}
+
 int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_t len, char **out,
 		   size_t *out_len, aj_inject_note *notes, size_t *n_notes)
 {
 	*n_notes = 0;
-	/* the size once every allowed placeholder is replaced */
-	size_t cap = len + 1;
-	for (size_t i = 0; i < p->n_secrets; i++) {
-		const aj_secret *s = &p->secrets[i];
-		size_t pl = strlen(s->placeholder), vl = strlen(s->value);
-		if (!s->body || vl <= pl)
-			continue;
-		for (const char *h = body, *e = body + len;
-		     (h = memmem(h, (size_t)(e - h), s->placeholder, pl)); h += pl)
-			cap += vl - pl;
+	const char **next = calloc(p->n_secrets + 1, sizeof(*next));
+	if (!next)
+		return -ENOMEM;
+	size_t cap = fill_body(p, host, body, len, NULL, next);
+	if (cap > AJ_INJECT_FILLED_MAX) {
+		free(next);
+		return -EFBIG;
 	}
-	char *cur = malloc(cap), *tmp = malloc(cap);
-	if (!cur || !tmp) {
-		free(cur);
-		free(tmp);
+	char *cur = malloc(cap + 1);
+	if (!cur) {
+		free(next);
 		return -ENOMEM;
 	}
-	memcpy(cur, body, len);
-	size_t cl = len;
+	*out_len = fill_body(p, host, body, len, cur, next);
+	free(next);
+	*out = cur;
+	/* a note for every secret whose placeholder the client sent */
 	for (size_t i = 0; i < p->n_secrets; i++) {
 		const aj_secret *s = &p->secrets[i];
-		size_t pl = strlen(s->placeholder), vl = strlen(s->value);
-		if (!memmem(cur, cl, s->placeholder, pl))
+		if (!memmem(body, len, s->placeholder, strlen(s->placeholder)))
 			continue;
 		const char *why = !s->body ? "the secret goes into bodies only with :body"
 				  : !scoped_to(s, host)
 				      ? "the host is not one of the secret's hosts"
 				      : NULL;
 		note(notes, n_notes, s, !why, "body", why);
-		if (why)
-			continue;
-		size_t o = 0;
-		for (const char *c = cur, *e = cur + cl;;) {
-			const char *hit = memmem(c, (size_t)(e - c), s->placeholder, pl);
-			size_t k = hit ? (size_t)(hit - c) : (size_t)(e - c);
-			memcpy(tmp + o, c, k);
-			o += k;
-			if (!hit)
-				break;
-			memcpy(tmp + o, s->value, vl);
-			o += vl;
-			c = hit + pl;
-		}
-		explicit_bzero(cur, cl);
-		char *sw = cur;
-		cur = tmp;
-		tmp = sw;
-		cl = o;
 	}
-	explicit_bzero(tmp, cap);
-	free(tmp);
-	*out = cur;
-	*out_len = cl;
 	return 0;
 }
 

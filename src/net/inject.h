@@ -15,6 +15,8 @@
 #define AJ_INJECT_NOTES 32
 /* the largest request body the proxy holds to put a "body" secret in */
 #define AJ_INJECT_BODY_MAX (1024 * 1024)
+/* ... and at most this once the values are in (-EFBIG, a 413) */
+#define AJ_INJECT_FILLED_MAX (4 * AJ_INJECT_BODY_MAX)
 
 typedef struct aj_inject_note {
 	const char *secret; /* its name (points into the policy) */
@@ -38,7 +40,8 @@ bool aj_inject_body_wanted(const aj_policy *p, const char *host);
 /* The body (len bytes) of a request to host with the placeholders of p's
  * "body" secrets scoped to host replaced by their values (as they are),
  * in a new buffer *out (*out_len bytes; the caller zeroes and frees it).
- * A placeholder of any other secret stays, with a note. 0 or -ENOMEM. */
+ * A placeholder of any other secret stays, with a note. 0, -ENOMEM, or
+ * -EFBIG when the filled body would pass AJ_INJECT_FILLED_MAX. */
 int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_t len, char **out,
 		   size_t *out_len, aj_inject_note *notes, size_t *n_notes);
 

@@ -414,9 +414,14 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		 * and sent with its new length */
 		if (!req->upgrade && aj_inject_body_wanted(ctx->p, req->host)) {
 			int hs = hold_body(fd, req, buf, head_end, (size_t)len, &hold, &why);
-			if (hs == 0 && hold.done &&
-			    aj_proxy_fill_body(ctx, req, hold.body.p, hold.body.len, &filled,
-					       &body_len) < 0)
+			int fr = hs == 0 && hold.done
+				     ? aj_proxy_fill_body(ctx, req, hold.body.p, hold.body.len,
+							  &filled, &body_len)
+				     : 0;
+			if (fr == -EFBIG)
+				hs = 413,
+				why = "the body is too large with the secrets' values in it";
+			else if (fr < 0)
 				hs = 431, why = "the request head is too large";
 			if (hs) {
 				char msg[512];

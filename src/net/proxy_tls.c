@@ -179,9 +179,15 @@ static void send_held(session *s)
 {
 	char *body = NULL;
 	size_t len = 0;
-	if (aj_proxy_fill_body(s->ctx, s->req, s->body.p, s->body.len, &body, &len) < 0) {
+	int r = aj_proxy_fill_body(s->ctx, s->req, s->body.p, s->body.len, &body, &len);
+	if (r < 0) {
 		aj_body_free(&s->body);
-		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
+		if (r == -EFBIG)
+			refuse(s, 413, "Content Too Large",
+			       "the body is too large with the secrets' values in it");
+		else
+			refuse(s, 431, "Request Header Fields Too Large",
+			       "the request head is too large");
 		return;
 	}
 	aj_body_free(&s->body);

@@ -634,14 +634,74 @@ static void test_tls_frame(void **state)
 	aj_policy_free(&p);
 }
 
+/* Body injection is one pass over what the client sent: a placeholder
+ * that a replacement makes is not replaced again (it overran the buffer
+ * sized for the client's own ones), and a body whose values would swell
+ * it past AJ_INJECT_FILLED_MAX is refused (-EFBIG, a 413). */
+static void test_inject_body_one_pass(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "A@api.test:body=placeholder-to-be", NULL), 0);
+	char big[512];
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	char spec[600];
+	snprintf(spec, sizeof(spec), "B@api.test:body=%s", big);
+	assert_int_equal(aj_policy_add_secret(&p, spec, NULL), 0);
+	const char *aph = p.secrets[0].placeholder, *bph = p.secrets[1].placeholder;
+	/* A's value: B's placeholder but its last character */
+	free(p.secrets[0].value);
+	p.secrets[0].value = strndup(bph, strlen(bph) - 1);
+	char body[4096];
+	size_t bl = 0;
+	for (int i = 0; i < 20; i++)
+		bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "%s%c|", aph,
+				       bph[strlen(bph) - 1]);
+	char *filled = NULL;
+	size_t fl = 0, nn = 0;
+	aj_inject_note notes[AJ_INJECT_NOTES];
+	assert_int_equal(aj_inject_body(&p, "api.test", body, bl, &filled, &fl, notes, &nn), 0);
+	/* each "A-placeholder + c" is now B's placeholder, as text: B's value
+	 * is never put in where the client did not send B's placeholder */
+	assert_int_equal(fl, 20 * (strlen(bph) + 1));
+	for (size_t o = 0; o < fl; o += strlen(bph) + 1) {
+		assert_memory_equal(filled + o, bph, strlen(bph));
+		assert_int_equal(filled[o + strlen(bph)], '|');
+	}
+	assert_null(memmem(filled, fl, big, 16));
+	assert_int_equal(nn, 1);
+	assert_true(notes[0].injected);
+	free(filled);
+	/* 1 MiB of B's placeholders would be ~13 MiB filled: refused */
+	size_t pl = strlen(bph), n = AJ_INJECT_BODY_MAX / pl;
+	char *huge = malloc(n * pl);
+	assert_non_null(huge);
+	for (size_t i = 0; i < n; i++)
+		memcpy(huge + i * pl, bph, pl);
+	filled = NULL;
+	assert_int_equal(aj_inject_body(&p, "api.test", huge, n * pl, &filled, &fl, notes, &nn),
+			 -EFBIG);
+	assert_null(filled);
+	free(huge);
+	aj_policy_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_allow_parse),	 cmocka_unit_test(test_allow_match),
-	    cmocka_unit_test(test_host_canon),	 cmocka_unit_test(test_host_norm),
-	    cmocka_unit_test(test_addr_allow),	 cmocka_unit_test(test_publish_dns),
-	    cmocka_unit_test(test_proxy_parse),	 cmocka_unit_test(test_nft_allow_batch),
-	    cmocka_unit_test(test_secret_scope), cmocka_unit_test(test_inject),
+	    cmocka_unit_test(test_allow_parse),
+	    cmocka_unit_test(test_allow_match),
+	    cmocka_unit_test(test_inject_body_one_pass),
+	    cmocka_unit_test(test_host_canon),
+	    cmocka_unit_test(test_host_norm),
+	    cmocka_unit_test(test_addr_allow),
+	    cmocka_unit_test(test_publish_dns),
+	    cmocka_unit_test(test_proxy_parse),
+	    cmocka_unit_test(test_nft_allow_batch),
+	    cmocka_unit_test(test_secret_scope),
+	    cmocka_unit_test(test_inject),
 	    cmocka_unit_test(test_tls_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
