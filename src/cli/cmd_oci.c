@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -137,7 +138,16 @@ static int open_root(bool make)
 	if (make && aj_mkdir_p(root, 0700) < 0)
 		return -errno;
 	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	/* the state holds hooks this runtime runs: a root someone else owns
+	 * or may write (a /tmp made first by another user) is refused */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
 }
 
 /* The start time of a process (/proc/PID/stat field 22), 0 when gone or
@@ -219,6 +229,10 @@ static int write_file_at(int dfd, const char *name, const char *text)
 
 /* One hook: path with args and env, the container's state as JSON on its
  * stdin; killed after its timeout. 0, or -1 with why in msg. */
+/* The runtime's own network namespace, when create joined an engine's:
+ * hooks run in it, as the runtime-spec says (-1: never left). */
+static int runtime_netns = -1;
+
 static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 {
 	const char *path = json_string_value(json_object_get(h, "path"));
@@ -243,7 +257,8 @@ static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(in[0], 0) < 0)
+		if (dup2(in[0], 0) < 0 ||
+		    (runtime_netns >= 0 && setns(runtime_netns, CLONE_NEWNET) < 0))
 			_exit(127);
 		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (nul >= 0)
@@ -259,12 +274,49 @@ static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 	}
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
 	sigaction(SIGPIPE, &ign, &old);
-	(void)aj_write_all(in[1], state, strlen(state));
-	close(in[1]);
-	sigaction(SIGPIPE, &old, NULL);
+	/* the state goes in while the timeout runs: a hook that never reads
+	 * a state bigger than the pipe still ends at its timeout */
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct pollfd pf = {pfd, POLLIN, 0};
-	bool late = pfd >= 0 && to > 0 && poll(&pf, 1, (int)to * 1000) == 0;
+	size_t off = 0, n = strlen(state);
+	bool late = false;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pfd < 0 || fcntl(in[1], F_SETFL, O_NONBLOCK) < 0) {
+		(void)aj_write_all(in[1], state, n);
+		off = n;
+	}
+	while (pfd >= 0) {
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long long left = to > 0
+				     ? (long long)to * 1000 - ((t.tv_sec - t0.tv_sec) * 1000 +
+							       (t.tv_nsec - t0.tv_nsec) / 1000000)
+				     : -1;
+		if (to > 0 && left <= 0) {
+			late = true;
+			break;
+		}
+		struct pollfd pf[2] = {{pfd, POLLIN, 0}, {off < n ? in[1] : -1, POLLOUT, 0}};
+		int r = poll(pf, 2, to > 0 ? (int)left : -1);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r > 0 && pf[1].revents) {
+			ssize_t w = write(in[1], state + off, n - off);
+			if (w > 0)
+				off += (size_t)w;
+			else if (w < 0 && errno != EAGAIN && errno != EINTR)
+				off = n; /* the hook closed its stdin: it is not read */
+			if (off >= n && in[1] >= 0) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		if (r > 0 && pf[0].revents)
+			break;
+	}
+	if (in[1] >= 0)
+		close(in[1]);
+	sigaction(SIGPIPE, &old, NULL);
 	if (pfd >= 0)
 		close(pfd);
 	if (late)
@@ -339,11 +391,11 @@ static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 {
 	monitor *m = ctx;
 	/* the sandbox is built: the runtime's create hooks, then create returns */
-	int r = run_hooks(m->hooks, "prestart", m->id, "creating", getpid(), m->bundle, m->ann,
-			  true, err);
+	int r =
+	    run_hooks(m->hooks, "prestart", m->id, "creating", init, m->bundle, m->ann, true, err);
 	if (r == 0)
-		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", getpid(), m->bundle,
-			      m->ann, true, err);
+		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", init, m->bundle, m->ann,
+			      true, err);
 	if (r < 0)
 		return r;
 	report rep = {.ok = 1, .init = init};
@@ -684,11 +736,21 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 #endif
 	/* an engine's network namespace: this process joins it (the monitor
 	 * and the sandbox inherit it), walled unless the annotations open it */
+	if (cfg.netns && (runtime_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		aj_oci_config_free(&cfg);
+		return failf("cannot open this process's network namespace: %s", strerror(errno));
+	}
 	if (cfg.netns && aj_net_join_netns(cfg.netns, cfg.netns_open, &err) < 0) {
 		aj_oci_config_free(&cfg);
 		return fail(&err);
 	}
 	_cleanup_close_ int rootfd = open_root(true);
+	if (rootfd == -EPERM) {
+		aj_oci_config_free(&cfg);
+		return failf(
+		    "the state root is another user's or writable by others: refused "
+		    "(fix: --root DIR, a directory of yours, not group- or other-writable)");
+	}
 	if (rootfd < 0) {
 		aj_oci_config_free(&cfg);
 		return failf("cannot make the state root: %s (fix: --root DIR, writable)",
@@ -740,7 +802,7 @@ static int cmd_start(int rootfd, const char *id)
 	(void)unlinkat(rootfd, fifo, 0);
 	if (load_state(rootfd, id, &st) == 0) {
 		aj_error err;
-		(void)run_hooks(json_object_get(st.j, "hooks"), "poststart", id, "running", st.pid,
+		(void)run_hooks(json_object_get(st.j, "hooks"), "poststart", id, "running", st.init,
 				json_string_value(json_object_get(st.j, "bundle")),
 				json_object_get(st.j, "annotations"), false, &err);
 		json_decref(st.j);
@@ -1190,7 +1252,10 @@ int aj_cmd_oci(int argc, char **argv)
 	else if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "kill") ||
 		 !strcmp(cmd, "delete") || !strcmp(cmd, "exec")) {
 		int rootfd = open_root(false);
-		if (rootfd < 0 && cmd[0] != 'k' && cmd[0] != 'e' && argc >= 2)
+		if (rootfd == -EPERM)
+			rc = failf("the state root is another user's or writable by others: "
+				   "refused (fix: --root DIR, a directory of yours)");
+		else if (rootfd < 0 && cmd[0] != 'k' && cmd[0] != 'e' && argc >= 2)
 			rc = failf("container %s does not exist", argv[argc - 1]);
 		else if (rootfd < 0)
 			rc = failf("no containers at the state root (fix: --root DIR)");

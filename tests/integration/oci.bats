@@ -312,7 +312,7 @@ P
 }
 
 @test "oci: hooks run where the runtime-spec says; a failing one fails create" {
-    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
+    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}, {"path": "/usr/bin/python3", "args": ["python3", "-c", "import json,os,sys; p=json.load(sys.stdin)[\\"pid\\"]; open(sys.argv[1], \\"w\\").write(os.readlink(\\"/proc/%d/ns/user\\" % p) + \\" \\" + os.readlink(\\"/proc/%d/ns/pid\\" % p))", "'$T'/h.ns"], "env": []}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
     bundle_config '["/bin/sh", "-c", "echo ran"]'
     sed -i "s|\"hostname\": \"ocibox\",|\"hostname\": \"ocibox\", \"hooks\": {$kinds},|" "$B/config.json"
     oci_create h1
@@ -322,9 +322,13 @@ P
         assert_eq "$(head -n 1 "$T/h.$h" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["id"], s["status"], s["bundle"])')" "h1 creating $B" "$h's state"
     done
     assert_eq "$(tail -n 1 "$T/h.prestart")" v1 "a hook's env"
+    # the state's pid is the container's process: its namespaces, not ours
+    read -r hu hp <"$T/h.ns" || fail "the createRuntime hook saw no process: $(cat "$T/h1.err")"
+    assert_ne "$hu" "$(readlink /proc/self/ns/user)" "the hook's pid's user namespace"
+    assert_ne "$hp" "$(readlink /proc/self/ns/pid)" "the hook's pid's pid namespace"
     run oci start h1
     assert_status 0
-    assert_eq "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["status"], s["pid"])' "$T/h.poststart")" "running $(cat "$T/h1.pid")"
+    assert_eq "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["status"], s["pid"] > 0)' "$T/h.poststart")" "running True"
     assert_eq "$(wait_exit h1)" "exit=0"
     [ ! -e "$T/h.poststop" ] || fail "poststop ran before delete"
     run oci delete h1
@@ -345,4 +349,16 @@ P
     sed -i 's|"hostname": "ocibox",|"hostname": "ocibox", "hooks": {"createContainer": [{"path": "/bin/true"}]},|' "$B/config.json"
     bad_bundle "hooks.createContainer is not supported"
     [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
+    # the state holds hooks the runtime runs: a root others may write, or
+    # another user's, is refused
+    mkdir -p "$T/wroot" "$T/uroot"
+    chmod 0777 "$T/wroot"
+    chown 4242 "$T/uroot"
+    for r in wroot uroot; do
+        run --separate-stderr "$AJ" oci --root "$T/$r" create --bundle "$B" w1
+        assert_status 125
+        assert_contains "$stderr" "the state root is another user's or writable by others"
+        [ -z "$(ls -A "$T/$r")" ] || fail "$r: state made: $(ls "$T/$r")"
+    done
+    rmdir "$T/wroot" "$T/uroot"
 }
