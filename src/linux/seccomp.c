@@ -275,6 +275,25 @@ int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
 	return r;
 }
 
+int aj_seccomp_compile_setid(aj_bpf *out, aj_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return aj_err(err, ENOMEM, "seccomp_init");
+	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (r == 0)
+		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (r == 0)
+		r = add_setid_rules(ctx);
+	if (r == 0)
+		r = export_bpf(ctx, out, err);
+	else
+		aj_err(err, -r, "cannot build the setid filter");
+	seccomp_release(ctx);
+	return r;
+}
+
 static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err);
 
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)

@@ -30,6 +30,10 @@ int aj_seccomp_compile_default(aj_bpf *out, aj_error *err);
  * src/tools/seccomp_gen.c (length 0: none, compile at run time). */
 extern const struct sock_filter aj_seccomp_prebuilt[];
 extern const size_t aj_seccomp_prebuilt_len;
+/* Only the rule that no setuid/setgid file is made (chmod, creat, mknod,
+ * open with O_CREAT): for a process that writes a share on the host
+ * for another kernel (level 3's virtiofsd). */
+int aj_seccomp_compile_setid(aj_bpf *out, aj_error *err);
 /* Load the compiled program (requires no_new_privs). */
 int aj_seccomp_load(const aj_bpf *bpf, aj_error *err);
 /* Load the stacked one, if any (the kernel applies both, the stricter

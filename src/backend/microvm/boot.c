@@ -361,6 +361,7 @@ static pid_t virtiofsd(aj_mv_vm *m, aj_mv_spawn *s, const char *sock, const char
 	s->argv = argv;
 	s->log = m->console;
 	s->cg = m->have_cg ? &m->cg : NULL;
+	s->no_setid = true;
 	return aj_mv_spawn_confined(s, err);
 }
 

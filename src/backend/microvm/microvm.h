@@ -74,6 +74,9 @@ typedef struct aj_mv_spawn {
 	 * (a virtiofsd's share for --user: the guest user's files the owner's) */
 	uid_t in_uid, out_uid;
 	gid_t in_gid, out_gid;
+	/* a virtiofsd: it may make no setuid/setgid file on the host, whatever
+	 * the guest's kernel asks (the setid filter, loaded before it execs) */
+	bool no_setid;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 

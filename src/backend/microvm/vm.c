@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +26,7 @@
 #include "cache.h"
 #include "image.h"
 #include "mountapi.h"
+#include "sysfilter.h"
 #include "microvm.h"
 #include "userns.h"
 #include "util.h"
@@ -212,7 +215,7 @@ static void child_fail(int fd, int e)
 	_exit(127);
 }
 
-static void spawn_child(const aj_mv_spawn *s, int go, int report)
+static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
 {
 	pid_t parent = getppid();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -276,6 +279,12 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
 		child_fail(report, errno);
 	umask(s->umask);
+	/* uid 0 of its own user namespace may load it (no no_new_privs) */
+	if (setid &&
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+		  &(struct sock_fprog){.len = (unsigned short)setid->len, .filter = setid->insns},
+		  0, 0) < 0)
+		child_fail(report, errno);
 	execv(s->argv[0], s->argv);
 	child_fail(report, errno);
 }
@@ -283,17 +292,25 @@ static void spawn_child(const aj_mv_spawn *s, int go, int report)
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 {
 	int go[2], report[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0)
+	/* compiled here: the child of a threaded service only loads it */
+	aj_bpf setid = {0};
+	if (s->no_setid && aj_seccomp_compile_setid(&setid, err) < 0)
+		return -EINVAL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) < 0) {
+		aj_bpf_free(&setid);
 		return aj_err(err, errno, "socketpair");
+	}
 	if (pipe2(report, O_CLOEXEC) < 0) {
+		aj_bpf_free(&setid);
 		close(go[0]), close(go[1]);
 		return aj_err(err, errno, "pipe");
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(go[0]), close(report[0]);
-		spawn_child(s, go[1], report[1]);
+		spawn_child(s, s->no_setid ? &setid : NULL, go[1], report[1]);
 	}
+	aj_bpf_free(&setid);
 	close(go[1]), close(report[1]);
 	int e = pid < 0 ? errno : 0;
 	char c, map[96], path[64];
