@@ -179,22 +179,29 @@ static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "secret_mint_failed");
 		return r;
 	}
-	json_t *copy = json_deep_copy(req), *secrets = json_object_get(copy, "secret"), *e;
-	const char *k;
-	void *tmp;
-	json_object_foreach_safe(secrets, tmp, k, e)
-	{
-		size_t nl = strcspn(k, "@");
-		for (size_t i = 0; i < sb->policy.n_secrets; i++) {
-			aj_secret *s = &sb->policy.secrets[i];
-			if (!s->minted || strlen(s->name) != nl || strncmp(s->name, k, nl))
-				continue;
-			if (json_is_object(e))
-				json_object_set_new(e, "value", json_string(s->value));
-			else
-				json_object_set_new(secrets, k, json_string(s->value));
+	/* the keeper's "secret", in the object form whatever form the client
+	 * used (a string or an array too), from the policy: minted values in */
+	json_t *copy = json_deep_copy(req), *secrets = json_object();
+	for (size_t i = 0; copy && secrets && i < sb->policy.n_secrets; i++) {
+		const aj_secret *s = &sb->policy.secrets[i];
+		json_t *hosts = json_array(), *o = json_pack("{s:s}", "value", s->value);
+		for (size_t h = 0; hosts && h < s->n_hosts; h++)
+			json_array_append_new(hosts, json_string(s->hosts[h]));
+		if (!hosts || !o || (s->n_hosts && json_object_set(o, "hosts", hosts)) ||
+		    (s->header && json_object_set_new(o, "header", json_string(s->header))) ||
+		    (s->body && json_object_set_new(o, "body", json_true())) ||
+		    json_object_set_new(secrets, s->name, o)) {
+			json_decref(hosts);
+			json_decref(copy);
+			copy = NULL;
+			break;
 		}
+		json_decref(hosts);
 	}
+	if (copy && json_object_set_new(copy, "secret", secrets))
+		json_decref(copy), copy = NULL;
+	else if (!copy)
+		json_decref(secrets);
 	*source = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
 	json_decref(copy);
 	for (size_t i = 0; i < sb->policy.n_secrets; i++)
