@@ -128,6 +128,11 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     for p in $(pgrep -x virtiofsd); do owners+=" $(stat -c %u "/proc/$p")"; done
     [[ " $owners " == *" 4242 "* ]] || fail "no virtiofsd as the workspace's owner: $owners"
     [[ " $owners " != *" 0 "* ]] || fail "a virtiofsd runs as host root: $owners"
+    # each virtiofsd under level 1's setid rules as well as its own filter:
+    # a guest kernel cannot have it make a setuid file on the host
+    for p in $(pgrep -x virtiofsd); do
+        assert_eq "$(awk '/^Seccomp_filters:/ { print $2 }' "/proc/$p/status")" 2 "virtiofsd $p's seccomp filters"
+    done
     # the VMM in a host cgroup of its own: the guest's RAM + 256 MiB, 512 tasks
     local cg mem pids
     cg=$(vmm_cgroup "$qemu")

@@ -110,6 +110,15 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         fail "hook: $(cat "$HOOK_LOG")"
     [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] || fail "$(cat "$STATE/audit.log")"
     ! grep -qF -e "$VALUE" -e "$minted" "$STATE/audit.log" || fail "a value in the audit log"
+    # the array form of "secret" is minted too: the minted value goes out,
+    # not the one the client gave
+    local arr
+    arr=$(sb_create "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": [\"ARR@api.example.test=$VALUE\"]}")
+    output=$(sb_exec "$arr" '{"cmd": ["sh", "-c", "curl -sS -m 10 -H \"Authorization: Bearer $ARR\" -w \"api %{http_code}\\n\" -o /dev/null https://api.example.test/svc-arr"], "timeout": 60}' | events_stdout)
+    [[ "$output" == *"api 200"* ]] || fail "array form: $output"
+    [ "$(req /svc-arr | jq -r '.headers.Authorization')" = "Bearer minted-$arr-ARR" ] || fail "/svc-arr: $(req /svc-arr)"
+    api DELETE "/v1/sandboxes/$arr" >/dev/null
     assert_world_clean
 }
 
