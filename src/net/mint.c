@@ -184,7 +184,10 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 	}
 	buf[got] = '\0';
 	int r = 0;
-	if (timed_out)
+	if (w < 0 && !timed_out) /* its status is unknown: not a success */
+		r = aj_err(err, ECHILD, "the mint hook %s %s for secret %s: cannot wait for it",
+			   cmd, verb, s->name);
+	else if (timed_out)
 		r = aj_err(err, ETIMEDOUT, "the mint hook %s %s for secret %s: no answer in %d s",
 			   cmd, verb, s->name, MINT_TIMEOUT_MS / 1000);
 	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -202,7 +205,12 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 		bool ok = got > 0;
 		for (size_t i = 0; i < got && ok; i++) /* a header value: no CR, LF, NUL */
 			ok = buf[i] >= 0x20 && buf[i] < 0x7f;
-		if (!ok)
+		if (ok && got < 4) /* as --secret: shorter ones can't be redacted */
+			r = aj_err(err, EPROTO,
+				   "the mint hook %s %s for secret %s: a value of at least 4 "
+				   "characters is needed",
+				   cmd, verb, s->name);
+		else if (!ok)
 			r = aj_err(err, EPROTO,
 				   "the mint hook %s %s for secret %s: its output is not one line "
 				   "of printable ASCII",

@@ -138,6 +138,7 @@ RAW='raw() { python3 -c "import codecs,socket,sys; s=socket.create_connection((s
 v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
 [ -e "$T/refuse" ] && exit 7
+[ -e "$T/short" ] && [ "\$1" = mint ] && echo ab && exit 0
 [ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
 exit 0
 EOS
@@ -156,6 +157,13 @@ EOS
     arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- touch "$WS/ran"
     assert_status 125
     [[ "$stderr" == *"the mint hook $hook mint for secret K failed (exit status 7)"* ]] || fail "$stderr"
+    [ ! -e "$WS/ran" ] || fail "the command ran"
+    # a minted value too short to redact is refused, as --secret's
+    rm "$T/refuse"
+    touch "$T/short"
+    arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- touch "$WS/ran"
+    assert_status 125
+    [[ "$stderr" == *"a value of at least 4 characters is needed"* ]] || fail "$stderr"
     [ ! -e "$WS/ran" ] || fail "the command ran"
 }
 
