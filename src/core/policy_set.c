@@ -303,6 +303,8 @@ static int secret_json(aj_policy *p, const char *name, json_t *o, aj_error *err)
 		return aj_err(err, EINVAL, "'secret.%s.body': expected true or false", name);
 	if (json_is_true(body) && !json_array_size(hosts))
 		return aj_err(err, EINVAL, "'secret.%s.body': needs the hosts it goes to", name);
+	if (json_is_true(body) && header) /* header: that one header only */
+		return aj_err(err, EINVAL, "'secret.%s': body and header exclude each other", name);
 	if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
 		return aj_err(err, EINVAL, "'secret.%s.value': expected a string", name);
 	if (header && !json_is_string(header))

@@ -458,6 +458,8 @@ static void test_secret_scope(void **state)
 	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"body\": true}}}",
 	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a.test\"], "
 	    "\"body\": 1}}}",
+	    "{\"secret\": {\"K\": {\"value\": \"kvalue\", \"hosts\": [\"a.test\"], "
+	    "\"header\": \"x-api-key\", \"body\": true}}}",
 	    "{\"inspect\": [\"a..test\"]}",
 	};
 	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
