@@ -56,6 +56,14 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
 @test "serve microvm: a sandbox on an image; the next ones restored from its snapshot, each its own" {
     svc_start
     body='{"isolation": "microvm", "image": "tiny"}'
+    # 8 older snapshots of other configurations and a save a dead process
+    # left: a save keeps the 7 newest and its own, and removes the leftover
+    mkdir -p "$STATE/microvm"
+    for i in 1 2 3 4 5 6 7 8; do
+        echo old >"$STATE/microvm/snap-old$i.vmstate"
+        touch -d "$((10 - i)) hours ago" "$STATE/microvm/snap-old$i.vmstate"
+    done
+    echo partial >"$STATE/microvm/snap-old9.vmstate.999999999.tmp"
     # the first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
     a=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     out=$(sb_exec "$a" "$(jq -nc --arg c "$LOOK" '{cmd: ["/bin/sh", "-c", $c]}')")
@@ -63,6 +71,8 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     out=$(sb_exec "$a" '{"cmd": ["cat", "/bin/new"]}')
     assert_eq "$(events_stdout <<<"$out")" w "the guest's layer across execs"
     ls "$STATE"/microvm/snap-*.vmstate >/dev/null || fail "no snapshot: $(ls "$STATE/microvm") $(cat "$BATS_TEST_TMPDIR/serve.log")"
+    assert_eq "$(ls "$STATE"/microvm/snap-*.vmstate | grep -vc '/snap-old')" 1 "the new snapshot"
+    assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "snap-old2.vmstate snap-old3.vmstate snap-old4.vmstate snap-old5.vmstate snap-old6.vmstate snap-old7.vmstate snap-old8.vmstate " "the snapshots kept"
     # the next two: restored (qemu -incoming), not booted
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     c=$(api POST /v1/sandboxes -d "$body" | jq -er .id)

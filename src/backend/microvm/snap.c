@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -159,8 +162,54 @@ static int qmp_open(const char *vmdir, qmp *q, aj_error *err)
 	return 0;
 }
 
+/* Snapshots are keyed on the VM's whole configuration: a client varying
+ * it would make one RAM image per create. At most AJ_MV_SNAP_KEEP stay
+ * (the oldest go first), and a save a dead process left is removed. */
+#define AJ_MV_SNAP_KEEP 8
+
+static void snap_evict(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/microvm", aj_state_dir());
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct {
+		char name[NAME_MAX + 1];
+		time_t mtime;
+	} keep[AJ_MV_SNAP_KEEP + 1];
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "snap-", 5))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		const char *tmp = strstr(e->d_name, ".vmstate.");
+		if (tmp) { /* NAME.vmstate.PID.tmp */
+			int pid = atoi(tmp + 9);
+			if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		/* the newest AJ_MV_SNAP_KEEP - 1 are kept: room for the one saved now */
+		size_t at = n;
+		while (at > 0 && keep[at - 1].mtime < st.st_mtime)
+			at--;
+		memmove(&keep[at + 1], &keep[at], (n - at) * sizeof(keep[0]));
+		snprintf(keep[at].name, sizeof(keep[at].name), "%s", e->d_name);
+		keep[at].mtime = st.st_mtime;
+		if (++n == AJ_MV_SNAP_KEEP) /* the oldest of them goes */
+			unlinkat(dirfd(d), keep[--n].name, 0);
+	}
+	closedir(d);
+}
+
 int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 {
+	snap_evict();
 	qmp q = {.fd = -1};
 	char tmp[PATH_MAX + 32];
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", file, (int)getpid());
