@@ -51,12 +51,16 @@ FILE_ARGS = {"FILE", "DIR", "PATH", "F", "SRC", "SRC[:DEST]", "SOURCE"}
 def flags(text):
     """{flag: metavar or None} named in a help text: its option lines, the
     [--flag ARG] of its usage lines and -x/--long aliases in descriptions."""
-    out = {}
+    out, defined = {}, set()
     for line in text.splitlines():
         m = FLAG_DEF.match(line)
         if m:
+            # the first option line of a flag defines it: a description's
+            # continuation that starts with a flag ("--net open ...") does not
             for f in filter(None, (m.group(1), m.group(2))):
-                out[f] = m.group(3)
+                if f not in defined:
+                    out[f] = m.group(3)
+                    defined.add(f)
         for b in BRACKET.findall(line):
             for alt in b.split("|"):
                 words = alt.split()

@@ -360,10 +360,11 @@ static json_t *network_json(const aj_policy *p)
 					"--upstream-ca or the host's trust store"));
 	}
 	if (p->net == AJ_NET_OPEN && aj_net_proxied(p)) {
-		json_object_set_new(o, "proxy",
-				    json_string("netd's HTTP(S) proxy (HTTP_PROXY, HTTPS_PROXY): the "
-						"way to the scoped secrets' hosts that carries "
-						"their values"));
+		json_object_set_new(
+		    o, "proxy",
+		    json_string("netd's HTTP(S) proxy (HTTP_PROXY, HTTPS_PROXY): the "
+				"way to the scoped secrets' hosts that carries "
+				"their values"));
 		if (aj_net_tls_wanted(p))
 			json_object_set_new(
 			    o, "https",
