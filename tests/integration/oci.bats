@@ -312,7 +312,7 @@ P
 }
 
 @test "oci: hooks run where the runtime-spec says; a failing one fails create" {
-    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}, {"path": "/usr/bin/python3", "args": ["python3", "-c", "import json,os,sys; p=json.load(sys.stdin)[\\"pid\\"]; open(sys.argv[1], \\"w\\").write(os.readlink(\\"/proc/%d/ns/user\\" % p) + \\" \\" + os.readlink(\\"/proc/%d/ns/pid\\" % p))", "'$T'/h.ns"], "env": []}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
+    local h kinds='"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.prestart; echo >>'$T'/h.prestart; echo $HV >>'$T'/h.prestart"], "env": ["HV=v1"]}], "createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.createRuntime"]}, {"path": "/usr/bin/python3", "args": ["python3", "-c", "import json,os,sys; p=json.load(sys.stdin)[\\"pid\\"]; open(sys.argv[1], \\"w\\").write(os.readlink(\\"/proc/%d/ns/user\\" % p) + \\" \\" + os.readlink(\\"/proc/%d/ns/pid\\" % p) + chr(10))", "'$T'/h.ns"], "env": []}], "poststart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststart"], "timeout": 5}], "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'$T'/h.poststop"]}]'
     bundle_config '["/bin/sh", "-c", "echo ran"]'
     sed -i "s|\"hostname\": \"ocibox\",|\"hostname\": \"ocibox\", \"hooks\": {$kinds},|" "$B/config.json"
     oci_create h1
