@@ -18,6 +18,14 @@ setup() {
     chmod -R a+rX "$T"
 }
 
+# A test that failed half-way leaves its containers held: deleted here (a
+# monitor left running would fail the next test's residue check)
+teardown() {
+    local c
+    for c in $(ls "$S" 2>/dev/null); do oci delete --force "$c" >/dev/null 2>&1 || true; done
+    aj_teardown
+}
+
 # bundle_config ARGS_JSON [EXTRA_LINUX_JSON] [ANNOTATIONS_JSON]: config.json
 # as Podman writes it, trimmed (its mounts, namespaces, masked paths).
 bundle_config() {
@@ -52,7 +60,7 @@ oci() {
 oci_create() {
     python3 "$BATS_TEST_DIRNAME/oci_reaper.py" "$T/$1.pid" "$T/$1.exit" -- \
         "$AJ" oci --root "$S" create --bundle "$B" --pid-file "$T/$1.pid" "$1" \
-        </dev/null >"$T/$1.out" 2>"$T/$1.err" &
+        </dev/null >"$T/$1.out" 2>"$T/$1.err" 3>&- &
     AJ_BG_PID=$!
     local i
     for i in $(seq 100); do
