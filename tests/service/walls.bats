@@ -114,7 +114,7 @@ start_of() { sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f20; }
     local left=$!
     local i
     for i in $(seq 100); do
-        grep -q '^agentjail-init' "/proc/$d2/cmdline" 2>/dev/null && grep -qx agentjail-box "/proc/$d1/comm" && break
+        grep -qx agentjail-init "/proc/$d2/comm" 2>/dev/null && grep -qx agentjail-box "/proc/$d1/comm" && break
         sleep 0.05
     done
     grep -qx agentjail-init "/proc/$d2/comm" || fail "the decoy did not take init's title"
