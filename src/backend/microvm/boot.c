@@ -633,12 +633,6 @@ static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
 	s->in_gid = m->p->gid;
 	s->out_uid = s->uid, s->out_gid = s->gid;
 	s->uid = s->gid = m->base;
-	/* a root-owned share is the unused uid's already: 0 inside is then
-	 * the next id of the range (one outside id maps once) */
-	if (s->out_uid == m->base)
-		s->uid = m->base + 1;
-	if (s->out_gid == m->base)
-		s->gid = m->base + 1;
 }
 
 /* A --rw bind: a virtiofsd of its own as the directory's owner (root's:
