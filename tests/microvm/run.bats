@@ -130,8 +130,13 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     [[ " $owners " != *" 0 "* ]] || fail "a virtiofsd runs as host root: $owners"
     # each virtiofsd under level 1's setid rules as well as its own filter:
     # a guest kernel cannot have it make a setuid file on the host
+    # (virtiofsd forks: its sandboxed child adds its own filter, with
+    # no_new_privs; the parent that waits for it has ours only)
+    local nnp nf
     for p in $(pgrep -x virtiofsd); do
-        assert_eq "$(awk '/^Seccomp_filters:/ { print $2 }' "/proc/$p/status")" 2 "virtiofsd $p's seccomp filters"
+        nnp=$(awk '/^NoNewPrivs:/ { print $2 }' "/proc/$p/status")
+        nf=$(awk '/^Seccomp_filters:/ { print $2 }' "/proc/$p/status")
+        assert_eq "$nf" "$((1 + nnp))" "virtiofsd $p's seccomp filters (no_new_privs $nnp)"
     done
     # the VMM in a host cgroup of its own: the guest's RAM + 256 MiB, 512 tasks
     local cg mem pids
