@@ -359,6 +359,7 @@ P
     [ -z "$(ls -A "$S" 2>/dev/null)" ] || fail "state left: $(ls "$S")"
     # the state holds hooks the runtime runs: a root others may write, or
     # another user's, is refused
+    bundle_config '["/bin/true"]'
     mkdir -p "$T/wroot" "$T/uroot"
     chmod 0777 "$T/wroot"
     chown 4242 "$T/uroot"
