@@ -252,46 +252,45 @@ static int export_bpf(scmp_filter_ctx ctx, aj_bpf *out, aj_error *err)
 	return copy_bpf(insns, n, false, out, err);
 }
 
-int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
+/* A filter that allows all but what rules(ctx) adds; non-native ABIs
+ * (i386 int $0x80, x32) kill the process. */
+static int compile_rules(aj_bpf *out, int (*rules)(scmp_filter_ctx), const char *what,
+			 aj_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return aj_err(err, ENOMEM, "seccomp_init");
-	/* non-native ABIs (i386 int $0x80, x32) kill the process */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 	if (r == 0)
 		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	for (size_t i = 0; r == 0 && aj_seccomp_denied[i]; i++)
-		r = deny(ctx, aj_seccomp_denied[i]);
 	if (r == 0)
-		r = add_arg_rules(ctx);
+		r = rules(ctx);
 	if (r < 0) {
 		seccomp_release(ctx);
-		return aj_err(err, -r, "cannot build the seccomp filter");
+		return aj_err(err, -r, "cannot build the %s", what);
 	}
 	r = export_bpf(ctx, out, err);
 	seccomp_release(ctx);
 	return r;
 }
 
+static int default_rules(scmp_filter_ctx ctx)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && aj_seccomp_denied[i]; i++)
+		r = deny(ctx, aj_seccomp_denied[i]);
+	return r == 0 ? add_arg_rules(ctx) : r;
+}
+
+int aj_seccomp_compile_default(aj_bpf *out, aj_error *err)
+{
+	return compile_rules(out, default_rules, "seccomp filter", err);
+}
+
 int aj_seccomp_compile_setid(aj_bpf *out, aj_error *err)
 {
-	memset(out, 0, sizeof(*out));
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return aj_err(err, ENOMEM, "seccomp_init");
-	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	if (r == 0)
-		r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	if (r == 0)
-		r = add_setid_rules(ctx);
-	if (r == 0)
-		r = export_bpf(ctx, out, err);
-	else
-		aj_err(err, -r, "cannot build the setid filter");
-	seccomp_release(ctx);
-	return r;
+	return compile_rules(out, add_setid_rules, "setid filter", err);
 }
 
 static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err);
