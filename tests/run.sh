@@ -32,10 +32,16 @@ count_tap() { # LOG NAME
 build() { # DIR [meson options...]
 	local dir=$1
 	shift
+	local log rc=0
+	log=$(mktemp)
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" "$@" >/dev/null || return 1
+		meson setup "$dir" "$@" >"$log" 2>&1 || rc=$?
 	fi
-	ninja -C "$dir" >/dev/null
+	((rc)) || ninja -C "$dir" >"$log" 2>&1 || rc=$?
+	# a failed build shows why (its errors, or meson's last lines)
+	((rc == 0)) || grep -E -A3 'error|ERROR|FAILED' "$log" | head -40
+	rm -f "$log"
+	return "$rc"
 }
 
 unit() { # BUILD-DIR NAME
@@ -166,7 +172,7 @@ fuzz() { # seconds per target
 	if ! command -v clang >/dev/null || ! CC=clang build build-fuzz -Dfuzz=true \
 		-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug; then
 		failed=$((failed + 1))
-		failures+=("fuzz build failed (needs clang + libclang-rt-14-dev)")
+		failures+=("fuzz build failed (its errors above; needs clang + libclang-rt-14-dev)")
 		return
 	fi
 	local t corpus log

@@ -803,24 +803,31 @@ static int op_identity(json_t *q)
 	size_t n = seed ? strlen(seed) / 2 : 0;
 	if (!seed || !host || n < 16 || n > 64)
 		return answer(EINVAL);
-	struct {
-		struct rand_pool_info info;
-		unsigned char buf[64];
-	} rp = {.info = {.entropy_count = (int)n * 8, .buf_size = (int)n}};
+	/* rand_pool_info ends in a flexible array: heap-allocated, not nested */
+	struct rand_pool_info *rp = calloc(1, sizeof(*rp) + n);
+	if (!rp)
+		return answer(ENOMEM);
+	rp->entropy_count = (int)n * 8;
+	rp->buf_size = (int)n;
+	unsigned char *buf = (unsigned char *)rp->buf;
 	for (size_t k = 0; k < n; k++) {
 		unsigned v;
-		if (sscanf(seed + 2 * k, "%2x", &v) != 1)
+		if (sscanf(seed + 2 * k, "%2x", &v) != 1) {
+			free(rp);
 			return answer(EINVAL);
-		rp.buf[k] = (unsigned char)v;
+		}
+		buf[k] = (unsigned char)v;
 	}
 	int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, RNDADDENTROPY, &rp.info) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0) {
+	if (fd < 0 || ioctl(fd, RNDADDENTROPY, rp) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
+		free(rp);
 		return answer(e);
 	}
 	close(fd);
+	free(rp);
 	struct timespec ts = {(time_t)sec, (long)nsec};
 	if (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname(host, strlen(host)) < 0)
 		return answer(errno);
