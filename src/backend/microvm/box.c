@@ -415,9 +415,21 @@ static void free_inst(aj_inst *i)
 	free(i);
 }
 
+static int give_identity(aj_inst *i, aj_error *err)
+{
+	json_t *q = aj_mv_identity_req(i->vm.p);
+	call c = {.data_fd = -1};
+	int r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		  : aj_err(err, ENOMEM, "identity");
+	if (r < 0)
+		aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+	return r;
+}
+
 /* The boot (or restore) up to the agent's first answer; a booted one that
- * may be is saved first. A restored VM gets its own identity when it is
- * handed out (mv_claim), not before: a pool's may wait a while. */
+ * may be is saved first. A restored VM takes an identity here (a snapshot
+ * whose agent can't is removed, the VM booted), and its own again when it
+ * is handed out (mv_claim): a pool's may wait a while. */
 static int mv_boot_ready(aj_inst *i, aj_error *err)
 {
 	int r = aj_mv_boot(&i->vm, false, err);
@@ -434,7 +446,9 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		if (r < 0)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
 	}
-	if (r == 0 && !i->vm.restored && i->vm.snap) {
+	if (r == 0 && i->vm.restored) {
+		r = give_identity(i, err);
+	} else if (r == 0 && i->vm.snap) {
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
@@ -494,15 +508,7 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
  * snapshot's memory is every copy's); a booted one has its own. */
 static int mv_claim(aj_inst *i, aj_error *err)
 {
-	if (!i->vm.restored)
-		return 0;
-	json_t *q = aj_mv_identity_req(i->vm.p);
-	call c = {.data_fd = -1};
-	int r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
-		  : aj_err(err, ENOMEM, "identity");
-	if (r < 0)
-		aj_err_prefix(err, "microvm: the restored VM did not take its identity");
-	return r;
+	return i->vm.restored ? give_identity(i, err) : 0;
 }
 
 /* err as the API's answer: status (409 conflict, 501 not_supported). */
