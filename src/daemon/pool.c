@@ -151,6 +151,15 @@ int aj_pool_add(const char *spec, aj_error *err)
 			      AJ_POOL_MAX_SIZE);
 	memcpy(image, rest, il);
 	image[il] = '\0';
+	if (code && iso == AJ_ISO_MICROVM) {
+		int e = aj_err(err, ENOTSUP,
+			       "--pool '%s': ',code' is not supported at level microvm (a Jupyter "
+			       "kernel in a pooled VM is untried)",
+			       spec);
+		aj_err_hint(err, "pool it without ',code' (microvm:IMAGE=N), or use a ,code pool "
+				 "at level process or gvisor");
+		return e;
+	}
 	bool dflt = strcmp(image, "default") == 0;
 	if (!dflt && !aj_image_name_ok(image))
 		return aj_err(err, EINVAL, "--pool '%s': '%s' is not an image name", spec, image);

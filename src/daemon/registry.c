@@ -284,7 +284,12 @@ int aj_sandbox_pause(aj_sandbox *sb, bool pause, aj_error *err)
 	if (sb->paused == pause)
 		r = aj_err(err, EALREADY, "sandbox '%s' is %s already", sb->id,
 			   pause ? "paused" : "running");
-	else if (aj_backend_can(sb->be, AJ_CAP_PAUSE, err))
+	else if (sb->saving) {
+		r = aj_err(err, EBUSY, "sandbox '%s' is being saved (a fork or snapshot)", sb->id);
+		aj_err_hint(err, "pause or resume it when that has ended");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+	} else if (aj_backend_can(sb->be, AJ_CAP_PAUSE, err))
 		r = sb->be->pause(sb->inst, pause, err);
 	else
 		r = -ENOTSUP;
@@ -471,7 +476,7 @@ int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err
 	sb->created_ms = aj_now_ms();
 	aj_sandbox_set_ttl(sb, ttl);
 	/* its own identity now, not when it was built (a pool's waited) */
-	int r = sb->be->claim ? sb->be->claim(sb->inst, err) : 0;
+	int r = sb->be->claim && !sb->claimed ? sb->be->claim(sb->inst, err) : 0;
 	if (r == 0)
 		r = add_to_registry(sb, err);
 	if (r < 0)
@@ -663,11 +668,22 @@ unsigned aj_registry_count_tenant(const char *tenant)
 
 json_t *aj_registry_list(const char *tenant)
 {
+	/* each sandbox's JSON built outside reg_mu (it takes the sandbox's
+	 * state_mu): one slow sandbox does not stall every other call */
 	json_t *a = json_array();
 	pthread_mutex_lock(&reg_mu);
-	for (size_t i = 0; i < reg_n; i++)
-		if (!tenant || !strcmp(reg[i]->tenant, tenant))
-			json_array_append_new(a, aj_sandbox_json(reg[i]));
+	size_t n = 0;
+	aj_sandbox **l = calloc(reg_n ? reg_n : 1, sizeof(*l));
+	for (size_t i = 0; l && i < reg_n; i++)
+		if (!tenant || !strcmp(reg[i]->tenant, tenant)) {
+			aj_sandbox_ref(reg[i]);
+			l[n++] = reg[i];
+		}
 	pthread_mutex_unlock(&reg_mu);
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(a, aj_sandbox_json(l[i]));
+		aj_sandbox_unref(l[i]);
+	}
+	free(l);
 	return json_pack("{s:o}", "sandboxes", a);
 }

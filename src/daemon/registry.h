@@ -29,6 +29,8 @@ typedef struct aj_sandbox {
 	json_t *req;		  /* the policy it was made from (forks) */
 	pthread_mutex_t state_mu; /* pause/resume and the TTL */
 	bool paused;		  /* frozen (cgroup freezer) */
+	bool saving;		  /* a checkpoint of it under way (no pause meanwhile) */
+	bool claimed;		  /* given out already (the backend's claim) */
 	long long paused_left_ms; /* paused: the TTL left when paused (0: none) */
 	pthread_mutex_t procs_mu; /* background processes (procs.c) */
 	struct aj_proc *procs;

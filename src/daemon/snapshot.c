@@ -148,8 +148,22 @@ static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, c
  * checkpoint of it (memory, processes, files) that each fork starts from. */
 static int checkpoint(aj_sandbox *sb, char **ckpt, aj_error *err)
 {
-	pthread_mutex_lock(&sb->state_mu); /* no pause or resume meanwhile */
+	/* no pause or resume meanwhile (refused: aj_sandbox_pause); state_mu
+	 * not held through the save, which the sandbox's JSON (a list) takes */
+	pthread_mutex_lock(&sb->state_mu);
+	bool busy = sb->saving;
+	sb->saving = true;
+	pthread_mutex_unlock(&sb->state_mu);
+	if (busy) {
+		aj_err(err, EBUSY, "sandbox '%s' is being forked or snapshotted already", sb->id);
+		aj_err_hint(err, "try again when that has ended");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+		return -EBUSY;
+	}
 	int r = sb->be->checkpoint(sb->inst, ckpt, err);
+	pthread_mutex_lock(&sb->state_mu);
+	sb->saving = false;
 	pthread_mutex_unlock(&sb->state_mu);
 	return r;
 }

@@ -105,6 +105,22 @@ static int create(json_t *req, const char *owner, aj_sandbox **out, aj_error *er
 	aj_sandbox *sb = NULL;
 	if ((r = aj_pool_take(req, &sb, err)) < 0)
 		return r;
+	/* a pool's that does not take its own identity at once (a VM wedged
+	 * while it waited): dropped, a new one built instead */
+	if (sb && sb->be->claim) {
+		aj_error cerr;
+		aj_err_clear(&cerr);
+		if (sb->be->claim(sb->inst, &cerr) == 0) {
+			sb->claimed = true;
+		} else {
+			fprintf(stderr,
+				"agentjail: a pooled sandbox failed its hand-out (%s): "
+				"building a new one\n",
+				cerr.msg);
+			aj_sandbox_unref(sb);
+			sb = NULL;
+		}
+	}
 	if (!sb && !(sb = aj_sandbox_build(req, err)))
 		return -(err->code ? err->code : EINVAL);
 	if ((r = aj_registry_add(sb, ttl, owner, err)) < 0)

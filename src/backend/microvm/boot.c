@@ -491,6 +491,9 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	char qmp[128];
 	snprintf(qmp, sizeof(qmp), "unix:%s/qmp.sock,server=on,wait=off", m->vm);
 	if (m->snap) {
+		/* a save is of a stopped VM (snap.c): its copies start running */
+		argv[n++] = "-global";
+		argv[n++] = "migration.store-global-state=off";
 		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
 				sizeof(m->snapfile));
 		if (m->restore_dir[0]) {
@@ -541,7 +544,13 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		aj_write_file(img, "", 0644);
 		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
 	}
-	return aj_mv_spawn_confined(&s, err);
+	pid_t pid = aj_mv_spawn_confined(&s, err);
+	/* qemu has its own: ours would keep a fork's save on disk (its
+	 * directory removed) as long as this VM lives */
+	if (m->snapfd >= 0)
+		close(m->snapfd);
+	m->snapfd = -1;
+	return pid;
 }
 
 /* The socket appears once virtiofsd (or qemu) listens. */

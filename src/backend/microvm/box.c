@@ -38,6 +38,9 @@
 /* concurrent requests of one sandbox (more wait for a free port) */
 #define AJ_MV_BOX_PORTS 4
 #define READY_TIMEOUT_MS 60000ULL
+/* a ready VM's answer to its identity at hand-out (a pool's that does not
+ * answer in time is replaced by a new one: registry.c) */
+#define CLAIM_TIMEOUT_MS 5000ULL
 #define DRAIN_MS 5000ULL
 #define OUT_HIGH (256u << 10)
 
@@ -415,21 +418,20 @@ static void free_inst(aj_inst *i)
 	free(i);
 }
 
-static int give_identity(aj_inst *i, aj_error *err)
+static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *err)
 {
 	json_t *q = aj_mv_identity_req(i->vm.p);
 	call c = {.data_fd = -1};
-	int r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
-		  : aj_err(err, ENOMEM, "identity");
+	int r =
+	    q ? call_agent(i, q, -1, 0, &c, "/", timeout_ms, err) : aj_err(err, ENOMEM, "identity");
 	if (r < 0)
 		aj_err_prefix(err, "microvm: the restored VM did not take its identity");
 	return r;
 }
 
 /* The boot (or restore) up to the agent's first answer; a booted one that
- * may be is saved first. A restored VM takes an identity here (a snapshot
- * whose agent can't is removed, the VM booted), and its own again when it
- * is handed out (mv_claim): a pool's may wait a while. */
+ * may be is saved first. A restored VM takes its identity only when it is
+ * handed out (mv_claim): until then it is the snapshot's. */
 static int mv_boot_ready(aj_inst *i, aj_error *err)
 {
 	int r = aj_mv_boot(&i->vm, false, err);
@@ -446,14 +448,15 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		if (r < 0)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
 	}
-	if (r == 0 && i->vm.restored) {
-		r = give_identity(i, err);
-	} else if (r == 0 && i->vm.snap) {
+	if (r == 0 && !i->vm.restored && i->vm.snap) {
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
-		    getenv("AGENTJAIL_MICROVM_DEBUG"))
+		int sr = aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr);
+		if (sr == -ENOTRECOVERABLE) { /* left stopped: this VM fails */
+			*err = serr;
+			r = sr;
+		} else if (sr < 0 && getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
 	return r;
@@ -508,7 +511,12 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
  * snapshot's memory is every copy's); a booted one has its own. */
 static int mv_claim(aj_inst *i, aj_error *err)
 {
-	return i->vm.restored ? give_identity(i, err) : 0;
+	int r = i->vm.restored ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
+	/* a snapshot whose agent can't (an older one's): removed, the next
+	 * VM boots (a fork's save is its own) */
+	if (r < 0 && !i->vm.restore_dir[0])
+		unlink(i->vm.snapfile);
+	return r;
 }
 
 /* err as the API's answer: status (409 conflict, 501 not_supported). */
@@ -523,6 +531,8 @@ static int refuse_as(aj_error *err, int status, int e)
 /* A fork's save: the running VM migrated to a file in a new directory of
  * its own (snap.c), every agent port held meanwhile (a port's exchange in
  * the save would be each copy's half-done one), then it goes on. */
+static void mv_kill(aj_inst *i);
+
 static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 {
 	*ckpt = NULL;
@@ -569,6 +579,15 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 	if (r == 0) {
 		snprintf(file, sizeof(file), "%s/%s", dir, strrchr(i->vm.snapfile, '/') + 1);
 		r = aj_mv_snap_save(i->vm.vm, file, err);
+	}
+	if (r == -ENOSPC) {
+		err->status = 507;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "insufficient_storage");
+	} else if (r == -ENOTRECOVERABLE) { /* stopped for good: gone, not hung */
+		mv_kill(i);
+		aj_err_hint(err, "the sandbox's VM was killed; create it again");
+		err->status = 500;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "vm_lost");
 	}
 	if (r == 0 && !(*ckpt = strdup(dir)))
 		r = aj_err(err, ENOMEM, "checkpoint");

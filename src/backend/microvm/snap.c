@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <jansson.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -207,6 +209,65 @@ static void snap_evict(void)
 	closedir(d);
 }
 
+/* A save's bound in time: a stopped VM's RAM written once. */
+#define AJ_MV_SAVE_TIMEOUT_MS 60000
+
+static int migrate_status(qmp *q, char *st, char *why, aj_error *err)
+{
+	json_t *s = qmp_cmd(q, "{\"execute\":\"query-migrate\"}", -1, err);
+	if (!s)
+		return -EIO;
+	snprintf(st, 32, "%s", json_string_value(json_object_get(s, "status")) ?: "");
+	snprintf(why, 256, "%s", json_string_value(json_object_get(s, "error-desc")) ?: "");
+	json_decref(s);
+	return 0;
+}
+
+/* migrate_cancel, then its end waited for (10 s at most). */
+static void cancel_migration(qmp *q)
+{
+	json_t *j = qmp_cmd(q, "{\"execute\":\"migrate_cancel\"}", -1, NULL);
+	json_decref(j);
+	for (unsigned long long until = mono_ms() + 10000; mono_ms() < until;) {
+		char st[32], why[256];
+		if (migrate_status(q, st, why, NULL) < 0 || !strcmp(st, "cancelled") ||
+		    !strcmp(st, "failed") || !strcmp(st, "completed"))
+			return;
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The save's directory must hold the guest's whole RAM (its bound). */
+static int room_for(qmp *q, const char *file, aj_error *err)
+{
+	json_t *m = qmp_cmd(q, "{\"execute\":\"query-memory-size-summary\"}", -1, err);
+	if (!m)
+		return -EIO;
+	unsigned long long ram =
+	    (unsigned long long)json_integer_value(json_object_get(m, "base-memory"));
+	json_decref(m);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", file);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	struct statvfs vs;
+	if (statvfs(slash ? dir : ".", &vs) < 0)
+		return aj_err(err, errno, "microvm: %s", dir);
+	unsigned long long room = (unsigned long long)vs.f_bavail * vs.f_frsize;
+	if (room < ram) {
+		aj_err(err, ENOSPC,
+		       "microvm: %s has %llu MiB free, less than the VM's %llu MiB of RAM that "
+		       "its save may need",
+		       dir, room >> 20, ram >> 20);
+		aj_err_hint(err, "free space there (the state directory), or give the sandbox "
+				 "less \"memory\"");
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 {
 	snap_evict();
@@ -221,38 +282,60 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 			  err)))
 		r = -EIO;
 	json_decref(j);
-	/* the VM runs on while its memory is copied; qemu stops it at the end
-	 * (a snapshot of a stopped VM would restore stopped) */
+	/* not live: the VM stopped first, its memory written once (a running
+	 * guest dirtying pages faster than they are copied would never end);
+	 * the source restores running (store-global-state=off, boot.c) */
+	bool stopped = false;
+	if (r == 0 && (r = room_for(&q, file, err)) == 0) {
+		if ((j = qmp_cmd(&q, "{\"execute\":\"stop\"}", -1, err)))
+			stopped = true;
+		else
+			r = -EIO;
+		json_decref(j);
+	}
+	if (r == 0 && (j = qmp_cmd(&q,
+				   "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+				   "{\"max-bandwidth\":17179869184}}",
+				   -1, NULL)))
+		json_decref(j);
 	if (r == 0 &&
 	    !(j = qmp_cmd(&q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}", -1,
 			  err)))
 		r = -EIO;
 	json_decref(j);
-	for (unsigned long long until = mono_ms() + 60000; r == 0;) {
-		json_t *s = qmp_cmd(&q, "{\"execute\":\"query-migrate\"}", -1, err);
-		if (!s) {
+	bool started = r == 0;
+	for (unsigned long long until = mono_ms() + AJ_MV_SAVE_TIMEOUT_MS; r == 0;) {
+		char st[32], why[256];
+		if (migrate_status(&q, st, why, err) < 0) {
 			r = -EIO;
 			break;
 		}
-		char st[32], why[256];
-		snprintf(st, sizeof(st), "%s",
-			 json_string_value(json_object_get(s, "status")) ?: "");
-		snprintf(why, sizeof(why), "%s",
-			 json_string_value(json_object_get(s, "error-desc")) ?: "");
-		json_decref(s);
 		if (!strcmp(st, "completed"))
 			break;
-		if (!strcmp(st, "failed") || !strcmp(st, "cancelled") || mono_ms() > until) {
-			r = aj_err(err, EIO, "microvm: the snapshot's migration: %s%s%s",
-				   *st ? st : "timeout", *why ? ": " : "", why);
+		bool late = mono_ms() > until;
+		if (!strcmp(st, "failed") || !strcmp(st, "cancelled") || late) {
+			r = aj_err(err, late ? ETIMEDOUT : EIO, "microvm: the VM's save: %s%s%s",
+				   late ? "not done in time" : st, *why ? ": " : "", why);
 			break;
 		}
 		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
-	/* the source goes on as the sandbox */
-	if (q.fd >= 0 && (j = qmp_cmd(&q, "{\"execute\":\"cont\"}", -1, NULL)))
-		json_decref(j);
+	/* a save that did not end: cancelled, and its end waited for (qemu
+	 * writes no more into the file, and `cont` is not a no-op) */
+	if (r < 0 && started && q.fd >= 0)
+		cancel_migration(&q);
+	/* the source goes on as the sandbox: a VM left stopped is lost */
+	if (stopped && !(j = qmp_cmd(&q, "{\"execute\":\"cont\"}", -1, NULL))) {
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", r < 0 ? err->msg : "");
+		aj_err(err, ENOTRECOVERABLE, "microvm: the VM did not go on after its save%s%s",
+		       *why ? " (which failed: " : "", *why ? why : "");
+		if (*why)
+			strncat(err->msg, ")", sizeof(err->msg) - strlen(err->msg) - 1);
+		r = -ENOTRECOVERABLE;
+	}
+	json_decref(j);
 	if (q.fd >= 0)
 		close(q.fd);
 	if (fd >= 0 && r == 0 && (fsync(fd) < 0 || rename(tmp, file) < 0))
