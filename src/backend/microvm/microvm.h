@@ -80,6 +80,11 @@ typedef struct aj_mv_spawn {
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 
+/* The level's cached files of images no longer in the store: the root's
+ * squashfs (rootimg.c) and the snapshots made on it (snap.c), in
+ * STATE/microvm. After `agentjail image rm`. */
+void aj_microvm_image_gc(void);
+
 /* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out. */
 int aj_mv_cpio(const char *dir, const char *list, int out);
 
