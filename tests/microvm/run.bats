@@ -68,12 +68,17 @@ cgroup_exists() {
 
 @test "microvm: workspace writes belong to the workspace's owner on the host, never uid 0" {
     chown 4242:4343 "$WS"
-    run --separate-stderr mv -q --workspace "$WS" -- /bin/sh -c \
-        'echo hello >/workspace/new && mkdir /workspace/d && cat /workspace/new && touch /usr/x' </dev/null
+    # a root-owned --rw directory: writable as at level 1, its files root's
+    mkdir -m 0755 "$T/rootrw"
+    run --separate-stderr mv -q --workspace "$WS" --rw "$T/rootrw:/mnt/rootrw" -- /bin/sh -c \
+        'echo hello >/workspace/new && mkdir /workspace/d && cat /workspace/new && touch /usr/x
+        echo root-share >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw/new' </dev/null
     assert_status 0
-    assert_eq "$output" hello
+    assert_eq "$output" "hello
+0:0"
     assert_eq "$(stat -c %u:%g "$WS/new")" 4242:4343 "owner of a new file"
     assert_eq "$(stat -c %u:%g "$WS/d")" 4242:4343 "owner of a new directory"
+    assert_eq "$(stat -c %u:%g:%a "$T/rootrw/new")" 0:0:644 "the root-owned share's file on the host"
     assert_eq "$(cat "$WS/new")" hello
     # the root is the guest's copy-on-write view: the host's /usr is unchanged
     [ ! -e /usr/x ] || fail "the guest wrote the host's /usr"
@@ -208,12 +213,17 @@ remount-refused
 @test "microvm: --user runs the command as that user: root's files closed, its workspace and --rw files the owners'" {
     chown 4242:4343 "$WS"
     mkdir -p "$T/rw" && chown 5151:5252 "$T/rw"
-    run --separate-stderr mv -q --user 1000:1000 --workspace "$WS" --rw "$T/rw:/mnt/rw" -- /bin/sh -c '
+    # a root-owned --rw directory: U writes there as at level 1 (the VM
+    # started with it at all only after the fix), its files root's on the host
+    mkdir -m 0755 "$T/rootrw"
+    run --separate-stderr mv -q --user 1000:1000 --workspace "$WS" --rw "$T/rw:/mnt/rw" \
+        --rw "$T/rootrw:/mnt/rootrw" -- /bin/sh -c '
         id -u; id -g; id -G; echo "$HOME"
         ls /root 2>/dev/null || echo root-closed
         cat /etc/shadow 2>/dev/null || echo no-shadow
         echo mine >/workspace/new && mkdir /workspace/d && echo there >/mnt/rw/new
-        stat -c %u /workspace/new; echo ok >~/h && cat ~/h' </dev/null
+        stat -c %u /workspace/new; echo ok >~/h && cat ~/h
+        echo u >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw /mnt/rootrw/new' </dev/null
     assert_status 0
     assert_eq "$output" "1000
 1000
@@ -222,7 +232,10 @@ remount-refused
 root-closed
 no-shadow
 1000
-ok"
+ok
+1000:1000
+1000:1000"
+    assert_eq "$(stat -c %u:%g "$T/rootrw/new")" 0:0 "U's file in the root-owned share, on the host"
     assert_eq "$(stat -c %u:%g "$WS/new" "$WS/d" | tr '\n' ' ')" "4242:4343 4242:4343 " "workspace files' owners"
     assert_eq "$(stat -c %u:%g "$T/rw/new")" 5151:5252 "the --rw file's owner"
 }

@@ -59,6 +59,9 @@ typedef struct aj_mv_spawn {
 	/* >= 0: a user namespace the read-only binds are idmapped through
 	 * (host root's files appear as the process's own, as at level 1) */
 	int idmap;
+	/* > 0: a user namespace the read-write binds are idmapped through (a
+	 * root-owned share: its files appear as the process's own) */
+	int rw_idmap;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
 	/* > 0: a network namespace it joins instead of a new empty one (the
