@@ -122,10 +122,11 @@ static int check_binds(const aj_policy *p, aj_error *err)
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
-	const char *what = p->n_publish		     ? "--publish"
-			   : p->rootfs && p->n_binds ? "--ro/--rw binds with --rootfs/--image"
-			   : p->seccomp_profile	     ? "--seccomp-profile"
-						     : NULL;
+	/* --publish: a run's (publish.c); the service has its ports proxy */
+	const char *what = p->n_publish && !need_argv ? "--publish"
+			   : p->rootfs && p->n_binds  ? "--ro/--rw binds with --rootfs/--image"
+			   : p->seccomp_profile	      ? "--seccomp-profile"
+						      : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
