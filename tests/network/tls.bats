@@ -189,8 +189,9 @@ PY
         --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
         python3 /wsclient.py wss://api.example.test/ws-api hello "two $TOKEN" -H "Authorization: Bearer $TOKEN"
         python3 /wsclient.py wss://other.test/ws-other hi -H "Authorization: Bearer $TOKEN"
+        python3 /wsclient.py wss://api.example.test/nows-tls --then /after-nows-tls -H "Authorization: Bearer $TOKEN"
         python3 /workspace/ka.py
-        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
+        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -H "X-Big: $TOKEN" -w "big %{http_code}\n" -o /dev/null \
             https://api.example.test/big
         curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"
         curl -sS -m 10 --http2 -H "Authorization: Bearer $TOKEN" -w "h2 %{http_code} %{http_version}\n" \
@@ -206,6 +207,12 @@ PY
     [ "$(req /h2 | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/h2: $(req /h2)"
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hi"
+    # an upgrade the server declines leaves the connection HTTP: the next
+    # request on it is checked and gets the value like any other
+    assert_output_has_line "ws 401"
+    assert_output_has_line "then 200"
+    [ "$(req /after-nows-tls | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] ||
+        fail "/after-nows-tls: $(req /after-nows-tls)"
     local ph
     ph=$(req /ws-other | jq -r '.headers.Authorization' | sed 's/^Bearer //')
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "other.test: $(req /ws-other)"
@@ -224,9 +231,14 @@ PY
     [ "$(req /ka1 | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/ka1 still chunked: $(req /ka1)"
     [ "$(req /ka3 | jq -r '.body')" = "{\"k\":\"$bvalue\",\"t\":\"$ph\"}" ] || fail "/ka3: $(req /ka3)"
     [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    # ... and its header's value is not logged as injected: it went nowhere
+    [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 0 ] ||
+        fail "big: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .verdict == "refused" and (.reason | test("larger than"))')" -eq 1 ] ||
+        fail "$(cat "$T/net.jsonl")"
     # --inspect: other.test intercepted, each request logged with its path
     # (never its query); its placeholder withheld, and logged
-    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
     [ "$(q '.event == "proxy" and .intercepted and .host == "other.test" and .method == "GET" and .path == "/seen"')" -eq 1 ] ||
         fail "inspect: $(cat "$T/net.jsonl")"
     [ "$(q '.event == "secret_withheld" and .host == "other.test"')" -eq 2 ] || fail "withheld: $(cat "$T/net.jsonl")"
