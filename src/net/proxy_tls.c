@@ -24,6 +24,7 @@
 #include "inject.h"
 #include "netlog.h"
 #include "proxy_common.h"
+#include "proxy_h2.h"
 #include "proxy_parse.h"
 #include "proxy_tls.h"
 #include "tls.h"
@@ -511,6 +512,47 @@ static void set_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* A new connection to the address up is connected to (checked when up
+ * was made); the fd or -1. */
+static int connect_again(int up)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof(sa);
+	int fd = -1;
+	if (getpeername(up, (struct sockaddr *)&sa, &sl) < 0 ||
+	    (fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	set_timeouts(fd, HANDSHAKE_MS);
+	if (connect(fd, (struct sockaddr *)&sa, sl) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The TLS session to the server on fd (verified; ALPN h2 and http/1.1,
+ * or http/1.1 only) into s->u; 0, or -1 with why. */
+static int upstream(session *s, int fd, bool h2, char *why, size_t wl)
+{
+	const aj_proxy_req *connect = s->connect;
+	bool is_ip = connect->host_kind != AJ_HOST_NAME;
+	if (!(s->u = aj_tls_connect_new(s->ctx->tls, connect->host, is_ip, h2)) ||
+	    SSL_set_fd(s->u, fd) != 1) {
+		snprintf(why, wl, "out of memory");
+		return -1;
+	}
+	if (SSL_connect(s->u) == 1)
+		return 0;
+	long v = SSL_get_verify_result(s->u);
+	if (v != X509_V_OK)
+		snprintf(why, wl, "the server's certificate is not trusted: %s",
+			 X509_verify_cert_error_string(v));
+	else
+		snprintf(why, wl, "TLS handshake with the server failed");
+	ERR_clear_error();
+	return -1;
+}
+
 void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 {
 	session *s = calloc(1, sizeof(*s));
@@ -525,31 +567,25 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	s->req = req;
 	s->ob = s->out;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	int up2 = -1; /* a second connection to the server (HTTP/1.1 after all) */
+	char why[256], body[512];
 	set_timeouts(fd, HANDSHAKE_MS);
 	set_timeouts(up, HANDSHAKE_MS);
-	/* the server first: one the CA does not vouch for gets no tunnel */
-	bool is_ip = connect->host_kind != AJ_HOST_NAME;
-	if (!(s->u = aj_tls_connect_new(ctx->tls, connect->host, is_ip)) ||
-	    SSL_set_fd(s->u, up) != 1)
-		goto out;
-	if (SSL_connect(s->u) != 1) {
-		long v = SSL_get_verify_result(s->u);
-		char why[256], body[512];
-		if (v != X509_V_OK)
-			snprintf(why, sizeof(why), "the server's certificate is not trusted: %s",
-				 X509_verify_cert_error_string(v));
-		else
-			snprintf(why, sizeof(why), "TLS handshake with the server failed");
-		ERR_clear_error();
+	/* the server first: one the CA does not vouch for gets no tunnel. It
+	 * is offered h2 unless a :body secret belongs to the host (bodies are
+	 * filled on the HTTP/1.1 path only) */
+	bool h2 = !aj_inject_body_wanted(ctx->p, connect->host);
+	if (upstream(s, up, h2, why, sizeof(why)) < 0) {
 		log_event(s, "refused", NULL, why);
 		snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", connect->host,
 			 connect->port, why);
 		aj_proxy_reply(fd, 502, "Bad Gateway", body);
 		goto out;
 	}
+	h2 = aj_tls_is_h2(s->u);
 	if (send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
 		goto out;
-	if (!(s->c = aj_tls_accept_new(ctx->tls, connect->host)) || SSL_set_fd(s->c, fd) != 1)
+	if (!(s->c = aj_tls_accept_new(ctx->tls, connect->host, h2)) || SSL_set_fd(s->c, fd) != 1)
 		goto out;
 	if (SSL_accept(s->c) != 1) {
 		ERR_clear_error();
@@ -561,10 +597,29 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 			  "CA?)");
 		goto out;
 	}
+	if (h2 && !aj_tls_is_h2(s->c)) {
+		/* the server spoke h2, the sandbox does not: HTTP/1.1 to the
+		 * same address on a connection of its own */
+		SSL_free(s->u);
+		s->u = NULL;
+		if ((up2 = connect_again(up)) < 0) {
+			log_event(s, "refused", NULL, "the second connection to the server failed");
+			goto out;
+		}
+		if (upstream(s, up2, false, why, sizeof(why)) < 0) {
+			log_event(s, "refused", NULL, why);
+			goto out;
+		}
+		up = up2;
+	}
 	set_timeouts(fd, 0);
 	set_timeouts(up, 0);
 	set_nonblock(fd);
 	set_nonblock(up);
+	if (aj_tls_is_h2(s->c)) {
+		aj_proxy_h2(ctx, connect, s->c, s->u);
+		goto out;
+	}
 	relay(s);
 	if (s->closing && s->back_len == 0) {
 		/* refused: let the client read the answer before the close
@@ -584,6 +639,8 @@ out:
 		SSL_free(s->c);
 	if (s->u)
 		SSL_free(s->u);
+	if (up2 >= 0)
+		close(up2);
 	explicit_bzero(s, sizeof(*s));
 	explicit_bzero(req, sizeof(*req));
 	free(s);

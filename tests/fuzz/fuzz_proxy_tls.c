@@ -2,7 +2,7 @@
 /* libFuzzer target: the requests of an intercepted HTTPS session
  * (proxy_tls.c), without the TLS: keep-alive heads, bodies framed by
  * http-parser (Content-Length, chunked), bodies held for a :body secret,
- * upgrades (the first byte picks the server's answer to them: a 101, a
+ * upgrades (the last byte picks the server's answer to them: a 101, a
  * 401, a 100 then a 200, not HTTP, or none). Checks: it never
  * crashes or loops; a secret's value comes out only where the input had
  * its placeholder (or the value itself); a request whose Host names
@@ -42,11 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno",
 	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "\x16\x03\x01 not http\r\n\r\n",
 	    ""};
-	const char *answer = answers[size ? data[0] % 5 : 4];
-	if (size) {
-		data++;
-		size--;
-	}
+	const char *answer = answers[size ? data[size - 1] % 5 : 4];
 	size_t cap = 4 * size + 65536;
 	char *out = malloc(cap);
 	if (!out)

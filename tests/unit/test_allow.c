@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <errno.h>
 #include <jansson.h>
+#include <nghttp2/nghttp2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 #include "netd_ctx.h"
 #include "nft.h"
 #include "proxy_parse.h"
+#include "proxy_h2.h"
 #include "proxy_tls.h"
 #include "policy.h"
 
@@ -735,6 +737,69 @@ static void test_tls_refused_not_injected(void **state)
 	aj_policy_free(&p);
 }
 
+/* What an HTTP/2 client sends for requests to each authority (the
+ * preface, SETTINGS, one HEADERS each with the placeholder in a header
+ * and the query); its length. */
+static size_t h2_client(char *buf, size_t cap, const char *const *auth, size_t n, const char *ph)
+{
+	nghttp2_session_callbacks *cb;
+	nghttp2_session *s;
+	assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+	assert_int_equal(nghttp2_session_client_new(&s, cb, NULL), 0);
+	assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+	char path[256], bearer[256];
+	snprintf(path, sizeof(path), "/a?k=%s", ph);
+	snprintf(bearer, sizeof(bearer), "Bearer %s", ph);
+	for (size_t i = 0; i < n; i++) {
+#define NV(a, b) {(uint8_t *)(a), (uint8_t *)(b), strlen(a), strlen(b), NGHTTP2_NV_FLAG_NONE}
+		nghttp2_nv nv[] = {NV(":method", "GET"), NV(":scheme", "https"),
+				   NV(":authority", auth[i]), NV(":path", path),
+				   NV("authorization", bearer)};
+#undef NV
+		assert_true(nghttp2_submit_request(s, NULL, nv, 5, NULL, NULL) > 0);
+	}
+	size_t o = 0;
+	const uint8_t *d;
+	ssize_t k;
+	while ((k = nghttp2_session_mem_send(s, &d)) > 0) {
+		assert_true(o + (size_t)k <= cap);
+		memcpy(buf + o, d, (size_t)k);
+		o += (size_t)k;
+	}
+	nghttp2_session_del(s);
+	nghttp2_session_callbacks_del(cb);
+	return o;
+}
+
+/* HTTP/2 on an intercepted connection (proxy_h2.c): a request whose
+ * :authority names the CONNECT host gets the value (header and query);
+ * one naming another host, or another port, is never sent on. */
+static void test_h2_frame(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	const char *ph = p.secrets[0].placeholder;
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1, .audit_fd = -1};
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	static const char *const auth[] = {"api.test", "other.test", "api.test:8443",
+					   "API.test:443"};
+	char in[8192], out[8192];
+	size_t len = h2_client(in, sizeof(in), auth, 4, ph);
+	size_t n = aj_proxy_h2_frame(&ctx, &c, in, len, out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, ":authority: api.test\n:path: /a?k=real-value-1\n"
+				    "authorization: Bearer real-value-1\n"));
+	assert_non_null(strstr(out, ":authority: API.test:443\n"));
+	assert_null(strstr(out, "other.test"));
+	assert_null(strstr(out, "8443"));
+	assert_null(strstr(out, ph));
+	aj_policy_free(&p);
+}
+
 /* Body injection is one pass over what the client sent: a placeholder
  * that a replacement makes is not replaced again (it overran the buffer
  * sized for the client's own ones), and a body whose values would swell
@@ -805,6 +870,7 @@ int main(void)
 	    cmocka_unit_test(test_inject),
 	    cmocka_unit_test(test_tls_frame),
 	    cmocka_unit_test(test_tls_upgrade),
+	    cmocka_unit_test(test_h2_frame),
 	    cmocka_unit_test(test_tls_refused_not_injected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
