@@ -657,7 +657,12 @@ void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, SSL *c, SSL *u)
 		sc.want = su.want = 0;
 		bool moved = pump(&sc);
 		moved = pump(&su) || moved;
-		if (su.eof && !sc.eof) { /* the server is gone: tell the sandbox, once */
+		/* the server is gone, or takes no more streams (GOAWAY): the
+		 * sandbox is told so, and opens a new connection for more */
+		if (!su.eof && !nghttp2_session_want_read(h->us) &&
+		    !nghttp2_session_want_write(h->us) && su.off == su.len)
+			su.eof = true;
+		if (su.eof && !sc.eof) {
 			(void)nghttp2_session_terminate_session(h->cs, NGHTTP2_NO_ERROR);
 			(void)pump(&sc);
 			break;

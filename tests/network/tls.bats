@@ -202,7 +202,7 @@ PY
     assert_output_has_line "ka 200 200 200"
     assert_output_has_line "big 413"
     assert_output_has_line "inspect 200"
-    # a client offering h2 gets http/1.1 (the only protocol the proxy's ALPN offers)
+    # a client offering h2 gets http/1.1: this server speaks only that (ALPN)
     assert_output_has_line "h2 200 1.1"
     [ "$(req /h2 | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/h2: $(req /h2)"
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
