@@ -4,9 +4,11 @@
   h2echo.py ADDR:PORT CERT.pem LOG READY
 
 HTTPS on ADDR:PORT with ALPN h2 and http/1.1. Every request is answered
-200 with "ok\\n" and appended to LOG as a JSON line {"path", "headers",
-"body", "proto" ("h2" or "http/1.1"), "peer" (the client's port: one
-connection, one peer), "sni"}. READY is created once it listens."""
+200 with "ok\\n" (/h2-big*: 2 MiB, sent as the peer's flow control lets
+it) and appended to LOG as a JSON line {"path", "headers", "body" (its
+first 256 bytes), "len", "proto" ("h2" or "http/1.1"), "peer" (the
+client's port: one connection, one peer), "sni"}. READY is created once
+it listens."""
 import json
 import socket
 import ssl
@@ -29,7 +31,17 @@ def serve_h2(conn, peer, sni):
     c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
     c.initiate_connection()
     conn.sendall(c.data_to_send())
-    streams = {}
+    streams, sending = {}, {}
+
+    def pump():  # the big answers, as far as the windows allow
+        for sid in list(sending):
+            while sending[sid] and c.local_flow_control_window(sid) > 0:
+                n = min(sending[sid], c.local_flow_control_window(sid), c.max_outbound_frame_size)
+                sending[sid] -= n
+                c.send_data(sid, b"x" * n, end_stream=sending[sid] == 0)
+            if not sending[sid]:
+                del sending[sid]
+
     while True:
         data = conn.recv(65536)
         if not data:
@@ -44,10 +56,15 @@ def serve_h2(conn, peer, sni):
                 hdrs, body = streams.pop(ev.stream_id, (None, None))
                 if hdrs is None:
                     continue
-                log({"path": hdrs.get(":path"), "headers": hdrs, "body": body.decode("latin-1"),
-                     "proto": "h2", "peer": peer, "sni": sni})
-                c.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "3")])
-                c.send_data(ev.stream_id, b"ok\n", end_stream=True)
+                log({"path": hdrs.get(":path"), "headers": hdrs, "body": body[:256].decode("latin-1"),
+                     "len": len(body), "proto": "h2", "peer": peer, "sni": sni})
+                if hdrs.get(":path", "").startswith("/h2-big"):
+                    c.send_headers(ev.stream_id, [(":status", "200"), ("content-length", str(2 << 20))])
+                    sending[ev.stream_id] = 2 << 20
+                else:
+                    c.send_headers(ev.stream_id, [(":status", "200"), ("content-length", "3")])
+                    c.send_data(ev.stream_id, b"ok\n", end_stream=True)
+        pump()
         conn.sendall(c.data_to_send())
 
 

@@ -278,6 +278,9 @@ PY
         curl -sS -m 10 --http2 -H "$A" -d "b=$TOKEN" -w "post %{http_code}\n" -o /dev/null https://api.example.test:8443/h2-post
         curl -sS -m 10 --http2 --parallel -H "$A" -w "par %{http_code} %{http_version}\n" \
             -o /dev/null -o /dev/null -o /dev/null https://api.example.test:8443/h2-par[1-3]
+        head -c 1048576 /dev/zero | curl -sS -m 20 --http2 -H "$A" --data-binary @- -w "up %{http_code} %{http_version}\n" \
+            -o /dev/null https://api.example.test:8443/h2-up
+        curl -sS -m 20 --http2 -H "$A" -w "down %{http_code} %{size_download}\n" -o /dev/null https://api.example.test:8443/h2-big
         curl -sS -m 10 --http2 -H "Host: other.test:8443" -H "$A" -w "mismatch %{http_code}\n" -o /dev/null https://api.example.test:8443/h2-mm
         python3 -c "import os, urllib.request as u
 print(\"h1\", u.urlopen(u.Request(\"https://api.example.test:8443/h2-h1\", headers={\"Authorization\": \"Bearer \" + os.environ[\"TOKEN\"]})).status)"
@@ -289,6 +292,9 @@ print(\"h1\", u.urlopen(u.Request(\"https://api.example.test:8443/h2-h1\", heade
     [ "$(grep -c '^par 200 2$' <<<"$output")" -eq 3 ] || fail "parallel: $output"
     assert_output_has_line "mismatch 421"
     assert_output_has_line "h1 200"
+    # bodies past the 64 KiB windows, both ways (flow control relayed)
+    assert_output_has_line "up 200 2"
+    assert_output_has_line "down 200 2097152"
     local ph
     ph=$(sed -n 's/^inside: //p' <<<"$output")
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
@@ -302,6 +308,7 @@ print(\"h1\", u.urlopen(u.Request(\"https://api.example.test:8443/h2-h1\", heade
     [ "$(h2req /h2-other | jq -r '.proto + " " + .headers.authorization')" = "h2 Bearer $ph" ] ||
         fail "/h2-other: $(h2req /h2-other)"
     [ "$(h2req /h2-post | jq -r '.body')" = "b=$ph" ] || fail "/h2-post: $(h2req /h2-post)"
+    [ "$(h2req /h2-up | jq -r '.len')" = 1048576 ] || fail "/h2-up: $(h2req /h2-up | head -c 300)"
     # three streams on one connection, each filled
     [ "$(h2req /h2-par | jq -r 'select(.proto == "h2" and .headers.authorization == "Bearer '"$VALUE"'") | .peer' | sort -u | wc -l)" -eq 1 ] ||
         fail "parallel: $(h2req /h2-par)"
