@@ -600,9 +600,12 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	if (h2 && !aj_tls_is_h2(s->c)) {
 		/* the server spoke h2, the sandbox does not: HTTP/1.1 to the
 		 * same address on a connection of its own */
+		(void)SSL_shutdown(s->u);
 		SSL_free(s->u);
 		s->u = NULL;
-		if ((up2 = connect_again(up)) < 0) {
+		up2 = connect_again(up);
+		shutdown(up, SHUT_RDWR); /* the h2 connection is done with */
+		if (up2 < 0) {
 			log_event(s, "refused", NULL, "the second connection to the server failed");
 			goto out;
 		}
