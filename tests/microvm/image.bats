@@ -16,6 +16,8 @@ setup() {
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
     mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep
+    mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+    mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -138,7 +140,15 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         read -r h t <<<"$x"
         [ $((t - h)) -le 1 ] && [ $((h - t)) -le 3 ] || fail "a restored VM's clock at hand-out: $t, host $h: $ob / $oc"
     done
-    for id in "$a" "$c"; do
+    # another image, with a sandbox of its own (booted, saved): each image's
+    # top-level names are in its squashfs and in the RAM of its snapshot
+    cp -a "$BATS_TEST_TMPDIR/tree" "$BATS_TEST_TMPDIR/tree2"
+    rmdir "$BATS_TEST_TMPDIR/tree2/$mark_a"
+    mark_b=mark-b-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+    echo other >"$BATS_TEST_TMPDIR/tree2/etc/motd" && mkdir "$BATS_TEST_TMPDIR/tree2/$mark_b"
+    aj_timeout "$AJ" image build other --from-dir "$BATS_TEST_TMPDIR/tree2" 2>/dev/null
+    d=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "other"}' | jq -er .id)
+    for id in "$a" "$c" "$d"; do
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
@@ -202,4 +212,18 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     svc_stop
     mv_none_left
     ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"
+    # `image rm`: the image's squashfs and snapshots go with it (found by
+    # what they hold: its digest's files, its marker), the other's stay
+    grep -rlaF "$mark_a" "$STATE/microvm" >/dev/null || fail "the first image's files hold no marker: $(ls "$STATE/microvm")"
+    [ "$(grep -rlaF "$mark_b" "$STATE/microvm" | wc -l)" -ge 2 ] || fail "the other image's squashfs and snapshot: $(ls "$STATE/microvm")"
+    digest=$("$AJ" image inspect tiny | jq -r '.digest | sub("sha256:"; "")')
+    before=$(cd "$STATE/microvm" && ls | sort)
+    run --separate-stderr "$AJ" image rm no-such-image
+    assert_status 125
+    assert_eq "$(cd "$STATE/microvm" && ls | sort)" "$before" "a failed rm changed the cache"
+    "$AJ" image rm tiny
+    [ -z "$(grep -rlaF "$mark_a" "$STATE")" ] || fail "the removed image's files stay: $(grep -rlaF "$mark_a" "$STATE")"
+    [ -z "$(grep -rlF "$digest" "$STATE/microvm" 2>/dev/null; ls "$STATE/microvm" | grep -F "$digest")" ] || fail "named after the removed image: $(ls "$STATE/microvm")"
+    [ "$(grep -rlaF "$mark_b" "$STATE/microvm" | wc -l)" -ge 2 ] || fail "the other image's files went too: $(ls "$STATE/microvm")"
+    assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "$(grep '^snap-old' <<<"$before" | tr '\n' ' ')" "other snapshots kept"
 }

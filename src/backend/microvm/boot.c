@@ -122,10 +122,11 @@ static int check_binds(const aj_policy *p, aj_error *err)
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
-	const char *what = p->n_publish		     ? "--publish"
-			   : p->rootfs && p->n_binds ? "--ro/--rw binds with --rootfs/--image"
-			   : p->seccomp_profile	     ? "--seccomp-profile"
-						     : NULL;
+	/* --publish: a run's (publish.c); the service has its ports proxy */
+	const char *what = p->n_publish && !need_argv ? "--publish"
+			   : p->rootfs && p->n_binds  ? "--ro/--rw binds with --rootfs/--image"
+			   : p->seccomp_profile	      ? "--seccomp-profile"
+						      : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
@@ -653,6 +654,30 @@ static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
 	s->in_gid = m->p->gid;
 	s->out_uid = s->uid, s->out_gid = s->gid;
 	s->uid = s->gid = m->base;
+	/* a root-owned share is the unused uid's already (share_idmap): 0
+	 * inside is then the range's next id (one outside id maps once) */
+	if (s->out_uid == m->base)
+		s->uid = m->base + 1;
+	if (s->out_gid == m->base)
+		s->gid = m->base + 1;
+}
+
+/* A root-owned share (the workspace, a --rw directory): bound idmapped,
+ * host root's files there appearing as the unused uid's (its virtiofsd's,
+ * or --user's through its map), so that the guest may write there and the
+ * files it makes are root's on the host, as level 1's idmapped workspace
+ * makes them the owner's. The process stays the unused uid. *fd: the user
+ * namespace (the caller closes it), or -1 for a share of another owner. */
+static int share_idmap(aj_mv_vm *m, const struct stat *st, int *fd, aj_error *err)
+{
+	*fd = -1;
+	if (st->st_uid != 0)
+		return 0;
+	char um[64], gm[64];
+	snprintf(um, sizeof(um), "0 %u 1\n", (unsigned)m->base);
+	snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st->st_gid, (unsigned)m->base);
+	*fd = aj_userns_make_fd(um, gm, err);
+	return *fd < 0 ? *fd : 0;
 }
 
 /* A --rw bind: a virtiofsd of its own as the directory's owner (root's:
@@ -675,6 +700,11 @@ static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 	aj_mv_spawn s = {.uid = uid, .gid = gid, .n = 1, .umask = 077, .idmap = -1};
 	as_user(m, &s);
 	s.bind[0] = b->src, s.onto[0] = at, s.ro[0] = false;
+	_cleanup_close_ int idm = -1;
+	int r = share_idmap(m, &st, &idm, err);
+	if (r < 0)
+		return r;
+	s.rw_idmap = idm;
 	pid_t pid = virtiofsd(m, &s, sock, at, false, err);
 	if (pid < 0)
 		return (int)pid;
@@ -723,7 +753,14 @@ static int start(aj_mv_vm *m, aj_error *err)
 		 * may be closed to it) */
 		s.bind[0] = m->p->workspace, s.onto[0] = m->wsws, s.ro[0] = false;
 		s.prepare = ws_prepare, s.ctx = m;
-		if ((r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
+		struct stat st;
+		_cleanup_close_ int idm = -1;
+		if (stat(m->p->workspace, &st) < 0)
+			r = aj_err(err, errno, "--workspace %s", m->p->workspace);
+		else
+			r = share_idmap(m, &st, &idm, err);
+		s.rw_idmap = idm;
+		if (r == 0 && (r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
 			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
 		else
 			m->pids[2] = 0;

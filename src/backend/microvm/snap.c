@@ -2,8 +2,9 @@
 /* Snapshots of a level-3 sandbox (docs/levels.md, "Snapshots"): a VM on an
  * image without a workspace (its devices all migrate: virtio-blk, -serial,
  * -rng; a vhost-user-fs one does not) is saved once ready with qemu's
- * migration to a file (STATE/microvm/snap-KEY.vmstate, KEY: its command
- * line without its directory, the /etc layer and the image), and later
+ * migration to a file (STATE/microvm/snap-IMAGE-KEY.vmstate, IMAGE: the
+ * image's digest, KEY: its command line without its directory, the /etc
+ * layer and the image), and later
  * sandboxes of the same kind start by restoring it (-incoming fd:3) instead
  * of booting. The fd goes to qemu over QMP (getfd): qemu 7.2 has no `file:`
  * URI and its seccomp filter forbids `exec:`. */
@@ -29,6 +30,8 @@
 
 #include "snap.h"
 #include "image.h"
+#include "microvm.h"
+#include "rootimg.h"
 #include "util.h"
 
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
@@ -54,8 +57,62 @@ void aj_mv_snap_path(const char *dir, char *const *argv, size_t n, const char *r
 	}
 	a = fnv(a, rootimg, strlen(rootimg)), b = fnv(b, rootimg, strlen(rootimg));
 	a ^= etc_hash, b = fnv(b, (const char *)&etc_hash, sizeof(etc_hash));
-	snprintf(out, len, "%s/microvm/snap-%016llx%016llx.vmstate", aj_state_dir(),
+	/* the image's digest first: its snapshots go with it (aj_microvm_image_gc) */
+	const char *base = strrchr(rootimg, '/');
+	char img[65];
+	if (!aj_mv_rootimg_digest(base ? base + 1 : rootimg, img))
+		snprintf(img, sizeof(img), "dir");
+	snprintf(out, len, "%s/microvm/snap-%s-%016llx%016llx.vmstate", aj_state_dir(), img,
 		 (unsigned long long)a, (unsigned long long)b);
+}
+
+/* A file name of STATE/microvm that is (part of) a snapshot made on a
+ * stored image: snap-HEX-KEY..., true with HEX. */
+static bool snap_digest(const char *name, char hex[65])
+{
+	if (strncmp(name, "snap-", 5) || strnlen(name + 5, 65) < 65 || name[5 + 64] != '-')
+		return false;
+	for (int k = 0; k < 64; k++) {
+		char c = name[5 + k];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	memcpy(hex, name + 5, 64);
+	hex[64] = '\0';
+	return true;
+}
+
+void aj_microvm_image_gc(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/microvm", aj_state_dir());
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		char hex[65], img[PATH_MAX + 80];
+		if (!aj_mv_rootimg_digest(e->d_name, hex) && !snap_digest(e->d_name, hex))
+			continue;
+		/* its image is in the store (STATE/images/HEX): kept */
+		snprintf(img, sizeof(img), "%s/images/%s", aj_state_dir(), hex);
+		struct stat st;
+		if (lstat(img, &st) == 0 || errno != ENOENT)
+			continue;
+		/* a save under way (NAME.PID.tmp) is its process's to finish */
+		const char *tmp = strrchr(e->d_name, '.');
+		if (tmp && !strcmp(tmp, ".tmp")) {
+			const char *dot = tmp;
+			while (dot > e->d_name && dot[-1] != '.')
+				dot--;
+			int pid = atoi(dot);
+			if (pid > 0 && !(kill(pid, 0) < 0 && errno == ESRCH))
+				continue;
+		}
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
 }
 
 /* ---- QMP ---- */
