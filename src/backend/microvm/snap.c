@@ -280,19 +280,21 @@ static int migrate_status(qmp *q, char *st, char *why, aj_error *err)
 	return 0;
 }
 
-/* migrate_cancel, then its end waited for (10 s at most). */
-static void cancel_migration(qmp *q)
+/* migrate_cancel, then its end waited for (10 s at most): whether it ended. */
+static bool cancel_migration(qmp *q)
 {
 	json_t *j = qmp_cmd(q, "{\"execute\":\"migrate_cancel\"}", -1, NULL);
 	json_decref(j);
 	for (unsigned long long until = mono_ms() + 10000; mono_ms() < until;) {
 		char st[32], why[256];
-		if (migrate_status(q, st, why, NULL) < 0 || !strcmp(st, "cancelled") ||
-		    !strcmp(st, "failed") || !strcmp(st, "completed"))
-			return;
+		if (migrate_status(q, st, why, NULL) < 0)
+			return false;
+		if (!strcmp(st, "cancelled") || !strcmp(st, "failed") || !strcmp(st, "completed"))
+			return true;
 		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
+	return false;
 }
 
 /* The save's directory must hold the guest's whole RAM (its bound). */
@@ -339,6 +341,7 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 			  err)))
 		r = -EIO;
 	json_decref(j);
+	j = NULL;
 	/* not live: the VM stopped first, its memory written once (a running
 	 * guest dirtying pages faster than they are copied would never end);
 	 * the source restores running (store-global-state=off, boot.c) */
@@ -349,17 +352,20 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 		else
 			r = -EIO;
 		json_decref(j);
+		j = NULL;
 	}
 	if (r == 0 && (j = qmp_cmd(&q,
 				   "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
 				   "{\"max-bandwidth\":17179869184}}",
 				   -1, NULL)))
 		json_decref(j);
+	j = NULL;
 	if (r == 0 &&
 	    !(j = qmp_cmd(&q, "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:snap\"}}", -1,
 			  err)))
 		r = -EIO;
 	json_decref(j);
+	j = NULL;
 	bool started = r == 0;
 	for (unsigned long long until = mono_ms() + AJ_MV_SAVE_TIMEOUT_MS; r == 0;) {
 		char st[32], why[256];
@@ -380,10 +386,10 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 	}
 	/* a save that did not end: cancelled, and its end waited for (qemu
 	 * writes no more into the file, and `cont` is not a no-op) */
-	if (r < 0 && started && q.fd >= 0)
-		cancel_migration(&q);
-	/* the source goes on as the sandbox: a VM left stopped is lost */
-	if (stopped && !(j = qmp_cmd(&q, "{\"execute\":\"cont\"}", -1, NULL))) {
+	bool ended = !(r < 0 && started) || cancel_migration(&q);
+	/* the source goes on as the sandbox: a VM left stopped (or still
+	 * saving) is lost */
+	if (stopped && (!ended || !(j = qmp_cmd(&q, "{\"execute\":\"cont\"}", -1, NULL)))) {
 		char why[sizeof(err->msg)];
 		snprintf(why, sizeof(why), "%s", r < 0 ? err->msg : "");
 		aj_err(err, ENOTRECOVERABLE, "microvm: the VM did not go on after its save%s%s",
