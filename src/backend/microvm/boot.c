@@ -27,6 +27,8 @@
 #include "agent_frame.h"
 #include "etc.h"
 #include "mask.h"
+#include "mount.h"
+#include "net_addr.h"
 #include "boot.h"
 #include "rootimg.h"
 #include "snap.h"
@@ -293,6 +295,44 @@ static int root_image(aj_mv_vm *m, aj_error *err)
 	return 0;
 }
 
+/* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
+ * made once netd runs, before qemu starts. A staged root gets it at
+ * AJ_ETC_GENERATED_DIR, which the guest's init binds read-only over the
+ * root's (aj.ca=1); an image in its /etc layer (rootimg.c), a cpio of its
+ * own appended to the initramfs. */
+static int stage_ca(aj_mv_vm *m, aj_error *err)
+{
+	const char *pem = aj_mv_net_ca(m->net);
+	if (!pem)
+		return aj_err(err, EPROTO, "the network helper gave no CA certificate");
+	bool image = m->rootimg[0] != '\0';
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = aj_etc_ca_bundle(m->p->rootfs, image, pem, &text, &len, err);
+	if (r < 0)
+		return r;
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	if (image)
+		snprintf(dir, sizeof(dir), "%s/calayer/aj-etc/etc/ssl/certs", m->dir);
+	else
+		snprintf(dir, sizeof(dir), "%s" AJ_ETC_GENERATED_DIR, m->root);
+	snprintf(path, sizeof(path), "%s/ca-certificates.crt", dir);
+	if ((r = aj_mkdir_p(dir, 0755)) < 0 || (r = aj_write_file(path, text, 0644)) < 0)
+		return aj_err(err, -r, "microvm: cannot write the CA bundle %s", path);
+	m->ca = !image;
+	if (!image)
+		return 0;
+	static const char list[] = "aj-etc\naj-etc/etc\naj-etc/etc/ssl\naj-etc/etc/ssl/certs\n"
+				   "aj-etc/etc/ssl/certs/ca-certificates.crt\n";
+	char layer[PATH_MAX];
+	snprintf(layer, sizeof(layer), "%s/calayer", m->dir);
+	_cleanup_close_ int out = open(m->h.initramfs, O_WRONLY | O_APPEND | O_CLOEXEC);
+	r = out < 0 ? -errno : aj_mv_cpio(layer, list, out);
+	(void)aj_rm_tree_at(AT_FDCWD, layer, 8);
+	return r < 0 ? aj_err(err, -r, "microvm: cannot add the CA bundle to %s", m->h.initramfs)
+		     : 0;
+}
+
 /* ---- the VM ---- */
 
 static int make_dirs(aj_mv_vm *m, aj_error *err)
@@ -425,6 +465,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	if (m->ca) /* the CA bundle at AJ_ETC_GENERATED_DIR (stage_ca) */
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.ca=1");
 	if (p->uid || p->gid)
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.uid=%u aj.gid=%u",
 			       (unsigned)p->uid, (unsigned)p->gid);
@@ -719,6 +761,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 	}
 	if (r == 0)
 		r = aj_mv_net_setup(m->net, m->p, err);
+	if (r == 0 && aj_net_tls_wanted(m->p))
+		r = stage_ca(m, err);
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;

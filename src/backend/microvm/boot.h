@@ -55,6 +55,7 @@ typedef struct aj_mv_vm {
 	int snapfd;
 	char snapfile[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
+	bool ca;	/* the staged root has the CA bundle for HTTPS interception */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
