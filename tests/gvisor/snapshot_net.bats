@@ -17,9 +17,12 @@ setup_file() {
 
 setup() {
     command -v runsc >/dev/null || skip "runsc is not installed (apt-get install runsc)"
-    # :443 is HTTPS with the test CA's certificates (tls.bats)
+    # for the scoped secret's test, :443 is HTTPS with the test CA's
+    # certificates (tls.bats); the others probe plain :443
     CERTS=$BATS_FILE_TMPDIR/certs
-    WORLD_TLS=443:$CERTS world_setup
+    local tls=
+    [[ "$BATS_TEST_DESCRIPTION" != *"scoped secret"* ]] || tls=443:$CERTS
+    WORLD_TLS=$tls world_setup
     GVBOX_BEFORE=$(ls -d /tmp/agentjail-gvbox-* 2>/dev/null | sort || true)
     # the service runs in the test's "host" netns (its veths, nft tables)
     SVC_WRAP=(nsenter --net="/run/netns/$HNS")
