@@ -4,7 +4,7 @@
 # tests/network/world.bash: nothing here sends a packet to a real address.
 # The same expectations as tests/network/net.bats and allow.bats.
 
-load ../integration/helpers
+load ../service/helpers # the integration helpers, and mk_tiny_root
 load ../network/world
 
 setup_file() {
@@ -116,4 +116,16 @@ except urllib.error.HTTPError:
     world_assert_no_key "$WS/inside.bin" "$T/ca.key"
     ! grep -qF "$value" "$WS/inside.bin" "$T/net.jsonl" || fail "the value is inside or logged"
     [[ "$output$stderr" != *"$value"* ]] || fail "the value in the output"
+    # an image without /etc/ssl gets a bundle: netd's CA; one with /etc/ssl
+    # but no bundle has no place for it: 125
+    mk_tiny_root "$T/tree" sh cat
+    run --separate-stderr hrun --isolation gvisor --rootfs "$T/tree" --dns 192.0.2.53 \
+        --allow api.example.test --secret "TOKEN@api.example.test=$value" -- cat /etc/ssl/certs/ca-certificates.crt
+    assert_status 0
+    [ "$(grep -c "BEGIN CERTIFICATE" <<<"$output")" -eq 1 ] || fail "$output"
+    mkdir -p "$T/tree/etc/ssl"
+    run --separate-stderr hrun --isolation gvisor --rootfs "$T/tree" --dns 192.0.2.53 \
+        --allow api.example.test --secret "TOKEN@api.example.test=$value" -- sh -c :
+    assert_status 125
+    assert_contains "$stderr" "needs /etc/ssl/certs/ca-certificates.crt in the root"
 }

@@ -434,7 +434,11 @@ static int ca_bundle(bundle *b)
 		aj_err_hint(b->err, "install ca-certificates on the host (or in the image)");
 		return -ENOENT;
 	}
-	int r = have < 0 ? mount_point(b, AJ_NET_CA_BUNDLE, &st) : 0;
+	/* the directories first: a file's mount point gets parents of its mode */
+	struct stat dir = {.st_mode = S_IFDIR | 0755};
+	int r = have < 0 ? mount_point(b, "/etc/ssl/certs", &dir) : 0;
+	if (r == 0 && have < 0)
+		r = mount_point(b, AJ_NET_CA_BUNDLE, &st);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/files/ca-certificates.crt", b->dir);
 	if (r == 0 && (r = aj_write_file(path, "", 0644)) < 0)
