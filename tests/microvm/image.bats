@@ -14,7 +14,7 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr head
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -63,8 +63,10 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
         echo old >"$STATE/microvm/snap-old$i.vmstate"
         touch -d "$((10 - i)) hours ago" "$STATE/microvm/snap-old$i.vmstate"
     done
+    echo ram >"$STATE/microvm/snap-old1.ram"
     echo partial >"$STATE/microvm/snap-old9.vmstate.999999999.tmp"
-    # the first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
+    # the first boots, and is saved once ready: its devices in
+    # STATE/microvm/snap-KEY.vmstate, its RAM in snap-KEY.ram
     a=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     out=$(sb_exec "$a" "$(jq -nc --arg c "$LOOK" '{cmd: ["/bin/sh", "-c", $c]}')")
     [[ "$(events_stdout <<<"$out" | tr '\n' ' ')" == "base "*no-usr*agentjail*w* ]] || fail "the image's root: $out"
@@ -73,11 +75,26 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     ls "$STATE"/microvm/snap-*.vmstate >/dev/null || fail "no snapshot: $(ls "$STATE/microvm") $(cat "$BATS_TEST_TMPDIR/serve.log")"
     assert_eq "$(ls "$STATE"/microvm/snap-*.vmstate | grep -vc '/snap-old')" 1 "the new snapshot"
     assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "snap-old2.vmstate snap-old3.vmstate snap-old4.vmstate snap-old5.vmstate snap-old6.vmstate snap-old7.vmstate snap-old8.vmstate " "the snapshots kept"
+    ram=$(ls "$STATE"/microvm/snap-*.ram) || fail "no snapshot RAM: $(ls "$STATE/microvm")"
+    assert_eq "$(stat -c '%u %a' "$ram")" "0 600" "the snapshot RAM's owner and mode"
+    sum=$(sha256sum <"$ram")
     # the next two: restored (qemu -incoming), not booted
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     c=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
-    [ "$(pgrep -fc '^/usr/bin/qemu-system-x86_64 -M microvm.* -incoming fd:3')" -eq 2 ] ||
-        fail "not restored: $(pgrep -af qemu-system)"
+    qemus=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm.* -incoming defer')
+    [ "$(wc -w <<<"$qemus")" -eq 2 ] || fail "not restored: $(pgrep -af qemu-system)"
+    # each maps the snapshot's RAM (a sealed memfd of the file) private:
+    # copy-on-write; no one can write it, and a guest's writes stay its own
+    for q in $qemus; do
+        grep -qE "^[0-9a-f-]+ rw-p .* /memfd:$(basename "$ram") \(deleted\)$" "/proc/$q/maps" ||
+            fail "qemu $q does not map $ram private: $(grep memfd "/proc/$q/maps")"
+        run sh -c "printf x >>/proc/$q/fd/4"
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q is writable"
+    done
+    out=$(sb_exec "$b" '{"cmd": ["sh", "-c", "head -c 16000000 /dev/urandom >/tmp/fill && echo ok"]}')
+    assert_eq "$(events_stdout <<<"$out")" ok "a guest write of 16 MB"
+    assert_eq "$(sha256sum <"$ram")" "$sum" "the snapshot's RAM file after a guest write"
+    cmp -s "$ram" "/proc/${qemus%%$'\n'*}/fd/4" || fail "the RAM qemu maps is not the snapshot's after a guest write"
     # each its own: the image's files and a fresh layer, its own entropy
     # (the same memory would give the same bytes), the host's time
     peek='cat /etc/motd; cat /bin/new 2>/dev/null || echo fresh; od -An -tx1 -N16 /dev/urandom | tr -d " "; date +%s'

@@ -53,6 +53,9 @@ typedef struct aj_mv_vm {
 	bool snap;
 	bool restored;
 	int snapfd;
+	/* the VM's RAM (snap.c): a boot's memfd, shared with qemu (what a save
+	 * copies), or a restore's sealed snapshot RAM, mapped private */
+	int ramfd;
 	char snapfile[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
