@@ -29,6 +29,9 @@ import array, fcntl, glob, json, os, socket, statistics, subprocess, sys, tempfi
 
 ASSETS = os.environ.get("AGENTJAIL_MICROVM_DIR", "/var/cache/agentjail/microvm")
 MEM = 512  # MiB
+# the host's TSC, as agentjail gives it (vm.c: host_tsc_khz)
+TSC_KHZ = next((int(float(l.split(":")[1]) * 1000) for l in open("/proc/cpuinfo")
+                if l.startswith("cpu MHz")), 0)
 
 
 def frame(t, b):
@@ -96,8 +99,8 @@ class Qmp:
 
 
 def qemu_argv(d, initrd, sqfs, memobj, extra):
-    append = ("console=ttyS0 quiet panic=-1 aj.disk=0 aj.pids=0 aj.ws=0 aj.host=agentjail "
-              "aj.ports=1 aj.root=blk")
+    append = (f"console=ttyS0 quiet panic=-1 tsc_early_khz={TSC_KHZ} aj.disk=0 aj.pids=0 "
+              "aj.ws=0 aj.host=agentjail aj.ports=1 aj.root=blk")
     return ["qemu-system-x86_64", "-M", "microvm,memory-backend=mem", "-accel", "tcg",
             "-cpu", "max", "-m", f"{MEM}M", "-object", memobj,
             "-smp", "1", "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
@@ -147,12 +150,17 @@ def start(d, i, initrd, sqfs, memobj, incoming, fds):
     t0 = time.monotonic()
     extra = ["-incoming", "defer"] if incoming else []
     q = subprocess.Popen(qemu_argv(vd, initrd, sqfs, memobj, extra), pass_fds=fds)
-    if incoming:  # the capability on both ends (qemu checks), then the state
-        m = Qmp(f"{vd}/qmp.sock", t0 + 10)
-        m.cmd("migrate-set-capabilities",
-              capabilities=[{"capability": "x-ignore-shared", "state": True}])
-        m.cmd("migrate-incoming", uri=incoming)
-    agent_ready(f"{vd}/agent0.sock", t0 + 120)
+    try:
+        if incoming:  # the capability on both ends (qemu checks), then the state
+            m = Qmp(f"{vd}/qmp.sock", t0 + 10)
+            m.cmd("migrate-set-capabilities",
+                  capabilities=[{"capability": "x-ignore-shared", "state": True}])
+            m.cmd("migrate-incoming", uri=incoming)
+        agent_ready(f"{vd}/agent0.sock", t0 + 30)
+    except BaseException:
+        q.kill()
+        q.wait()
+        raise
     return q, time.monotonic() - t0, vd
 
 
@@ -183,6 +191,7 @@ def run(state, sqfs, n):
         q, t, vd = start(d, "s", initrd, sqfs,
                          f"memory-backend-file,id=mem,size={MEM}M,mem-path=/proc/self/fd/{src},share=on",
                          None, [src])
+        vms.append(q)
         t0 = time.monotonic()
         m = Qmp(f"{vd}/qmp.sock", time.monotonic() + 10)
         m.cmd("migrate-set-capabilities",
@@ -202,34 +211,46 @@ def run(state, sqfs, n):
         save = time.monotonic() - t0
         q.kill()
         q.wait()
-        os.close(src)
-        # N cold boots, all kept running, then their idle memory
-        cold_obj = f"memory-backend-memfd,id=mem,size={MEM}M,share=on"
-        for i in range(n):
-            q, t, _ = start(d, i, initrd, sqfs, cold_obj, None, [])
-            vms.append(q)
-            cold.append(t)
-        cold_pss = idle_pss(vms)
-        for q in vms:
-            q.kill()
-            q.wait()
         vms = []
-        # N restores of the snapshot, likewise
-        for i in range(n):
+        os.close(src)
+        cold_obj = f"memory-backend-memfd,id=mem,size={MEM}M,share=on"
+
+        def restore_one(i):
             fd = os.open(state_file, os.O_RDONLY)
             obj = f"memory-backend-file,id=mem,size={MEM}M,mem-path=/proc/self/fd/{snap},share=off"
-            q, t, _ = start(d, i, initrd, sqfs, obj, f"fd:{fd}", [fd, snap])
-            os.close(fd)
-            vms.append(q)
-            restore.append(t)
-        rest_pss = idle_pss(vms)
-        # what a restored guest writes stays its own: the snapshot unchanged
+            try:
+                return start(d, i, initrd, sqfs, obj, f"fd:{fd}", [fd, snap])
+            finally:
+                os.close(fd)
+
+        # times: one VM at a time (an idle TCG guest still takes CPU)
+        for kind, times in (("cold", cold), ("restore", restore)):
+            for i in range(n):
+                q, t, _ = (start(d, i, initrd, sqfs, cold_obj, None, [])
+                           if kind == "cold" else restore_one(i))
+                times.append(t)
+                q.kill()
+                q.wait()
+        # memory: N of a kind running at once, idle, then the next kind
+        pss = {}
+        for kind in ("cold", "restore"):
+            for i in range(n):
+                q = (start(d, i, initrd, sqfs, cold_obj, None, [])
+                     if kind == "cold" else restore_one(i))[0]
+                vms.append(q)
+            pss[kind] = idle_pss(vms)
+            for q in vms:
+                q.kill()
+                q.wait()
+            vms = []
+        cold_pss, rest_pss = pss["cold"], pss["restore"]
         st_size = os.path.getsize(state_file)
     finally:
         for q in vms:
             q.kill()
             q.wait()
-        subprocess.run(["rm", "-rf", d])
+        if not os.environ.get("MVSNAP_KEEP"):
+            subprocess.run(["rm", "-rf", d])
     c, r = statistics.median(cold), statistics.median(restore)
     held = ram / 1024
     print(f"cold boot to ready: median {c*1000:.0f} ms ({', '.join(f'{x*1000:.0f}' for x in cold)})")
