@@ -461,6 +461,11 @@ int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err)
 	_cleanup_close_ int s = open(file, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int r = s >= 0 ? open(ram, O_RDONLY | O_CLOEXEC) : -1;
 	struct stat a, b;
+	/* a state without its RAM is stale (a save renames the RAM first, a
+	 * removal unlinks the state first): gone, so that the next save can
+	 * take its place */
+	if (s >= 0 && r < 0 && errno == ENOENT)
+		unlink(file);
 	if (s < 0 || r < 0 || fstat(s, &a) < 0 || fstat(r, &b) < 0)
 		return -ENOENT;
 	if (a.st_mtim.tv_sec != b.st_mtim.tv_sec || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec)
