@@ -6,14 +6,16 @@
  * Such a VM boots with its RAM in a memfd of ours, shared with qemu
  * (memory-backend-file on /proc/self/fd/4, share=on); the save is qemu's
  * migration of the devices only (x-ignore-shared) to
- * STATE/microvm/snap-KEY.vmstate, and the RAM, copied from that memfd
- * while the VM stands stopped, to snap-KEY.ram beside it (KEY: its command
- * line without its directory, the /etc layer and the image). A restore
- * maps the RAM private (share=off: copy-on-write, the pages shared by
- * every VM restored from it until one writes) from a sealed memfd loaded
- * once from the file: qemu 7.2 opens a share=off file read-write, and the
- * seals keep its uid (anyone's) from changing the shared pages. The fds go
- * to qemu over QMP (getfd) and as fds 3 and 4: qemu 7.2 has no `file:`
+ * STATE/microvm/snap-IMAGE-KEY.vmstate, and the RAM, copied from that memfd
+ * while the VM stands stopped, to snap-IMAGE-KEY.ram beside it (IMAGE: the
+ * image's digest, KEY: its command line without its directory, the /etc
+ * layer and the image). A restore maps the RAM private (share=off:
+ * copy-on-write, the pages shared by every VM restored from it until one
+ * writes) from a sealed memfd loaded once from the file: qemu 7.2 opens a
+ * share=off file read-write, and the seals keep its uid (anyone's) from
+ * changing the shared pages. A fork's save (box.c) is the whole VM in one
+ * stream, restored with -incoming fd:3. The fds go to qemu over QMP
+ * (getfd) and as fds 3 and 4: qemu 7.2 has no `file:`
  * URI and its seccomp filter forbids `exec:`. */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +40,8 @@
 
 #include "snap.h"
 #include "image.h"
+#include "microvm.h"
+#include "rootimg.h"
 #include "util.h"
 
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
@@ -63,8 +67,62 @@ void aj_mv_snap_path(const char *dir, char *const *argv, size_t n, const char *r
 	}
 	a = fnv(a, rootimg, strlen(rootimg)), b = fnv(b, rootimg, strlen(rootimg));
 	a ^= etc_hash, b = fnv(b, (const char *)&etc_hash, sizeof(etc_hash));
-	snprintf(out, len, "%s/microvm/snap-%016llx%016llx.vmstate", aj_state_dir(),
+	/* the image's digest first: its snapshots go with it (aj_microvm_image_gc) */
+	const char *base = strrchr(rootimg, '/');
+	char img[65];
+	if (!aj_mv_rootimg_digest(base ? base + 1 : rootimg, img))
+		snprintf(img, sizeof(img), "dir");
+	snprintf(out, len, "%s/microvm/snap-%s-%016llx%016llx.vmstate", aj_state_dir(), img,
 		 (unsigned long long)a, (unsigned long long)b);
+}
+
+/* A file name of STATE/microvm that is (part of) a snapshot made on a
+ * stored image: snap-HEX-KEY..., true with HEX. */
+static bool snap_digest(const char *name, char hex[65])
+{
+	if (strncmp(name, "snap-", 5) || strnlen(name + 5, 65) < 65 || name[5 + 64] != '-')
+		return false;
+	for (int k = 0; k < 64; k++) {
+		char c = name[5 + k];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	memcpy(hex, name + 5, 64);
+	hex[64] = '\0';
+	return true;
+}
+
+void aj_microvm_image_gc(void)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/microvm", aj_state_dir());
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		char hex[65], img[PATH_MAX + 80];
+		if (!aj_mv_rootimg_digest(e->d_name, hex) && !snap_digest(e->d_name, hex))
+			continue;
+		/* its image is in the store (STATE/images/HEX): kept */
+		snprintf(img, sizeof(img), "%s/images/%s", aj_state_dir(), hex);
+		struct stat st;
+		if (lstat(img, &st) == 0 || errno != ENOENT)
+			continue;
+		/* a save under way (NAME.PID.tmp) is its process's to finish */
+		const char *tmp = strrchr(e->d_name, '.');
+		if (tmp && !strcmp(tmp, ".tmp")) {
+			const char *dot = tmp;
+			while (dot > e->d_name && dot[-1] != '.')
+				dot--;
+			int pid = atoi(dot);
+			if (pid > 0 && !(kill(pid, 0) < 0 && errno == ESRCH))
+				continue;
+		}
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
 }
 
 /* ---- QMP ---- */
