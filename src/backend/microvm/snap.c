@@ -345,12 +345,17 @@ static int copy_data(int in, int out)
 	return 0;
 }
 
-static int migrate_caps(qmp *q, aj_error *err)
+/* x-ignore-shared on: a shared RAM block (our memfd) is left out of the
+ * stream; off: the whole RAM in it (a restore or a save may have set it) */
+static int migrate_caps(qmp *q, bool on, aj_error *err)
 {
 	json_t *j = qmp_cmd(q,
-			    "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
-			    "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
-			    "\"state\":true}]}}",
+			    on ? "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				 "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
+				 "\"state\":true}]}}"
+			       : "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				 "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
+				 "\"state\":false}]}}",
 			    -1, err);
 	json_decref(j);
 	return j ? 0 : -EIO;
@@ -371,9 +376,9 @@ int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error
 		r = aj_err(err, errno, "microvm: %s", ramtmp);
 	if (r == 0)
 		r = qmp_open(vmdir, &q, err);
-	/* the RAM in our memfd: the stream carries the devices only */
-	if (r == 0 && ramfd >= 0)
-		r = migrate_caps(&q, err);
+	/* the RAM in our memfd: the stream carries the devices only; else all */
+	if (r == 0)
+		r = migrate_caps(&q, ramfd >= 0, err);
 	json_t *j = NULL;
 	if (r == 0 &&
 	    !(j = qmp_cmd(&q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}", fd,
@@ -552,7 +557,7 @@ int aj_mv_snap_incoming(const char *vmdir, aj_error *err)
 	qmp q = {.fd = -1};
 	int r = qmp_open(vmdir, &q, err);
 	if (r == 0)
-		r = migrate_caps(&q, err);
+		r = migrate_caps(&q, true, err);
 	json_t *j = NULL;
 	if (r == 0 && !(j = qmp_cmd(&q,
 				    "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":"
