@@ -118,6 +118,15 @@ refused" "the binds"
     assert_eq "$status_code" 404 "after rm -r: $body"
     api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
     assert_eq "$status_code" 403 "a kernel file system: $body"
+    # the ports proxy: a server on the guest's loopback (busybox's httpd,
+    # the host's /usr/bin/busybox), reached through the guest's agent
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /tmp/www && echo from-guest >/tmp/www/hello.txt && busybox httpd -p 127.0.0.1:8080 -h /tmp/www"]}')
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code" 200 "ports: $body $out"
+    assert_eq "$body" $'from-guest\n' "a file the guest's server served"
+    api_status GET "/v1/sandboxes/$id/ports/8081/"
+    assert_eq "$status_code" 502 "a closed port: $body"
+    assert_contains "$body" port_closed
     # a terminal (sandbox exec -t) of the guest's devpts, with the client's size
     run timeout 60 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
     assert_status 5
@@ -142,6 +151,12 @@ refused" "the binds"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mv-snap"}'
     assert_eq "$status_code" 501 "snapshot: $body"
     assert_contains "$body" "microvm"
+    # a fork of a VM with a workspace: its virtiofs does not migrate (501,
+    # saying so), nothing made, the VM unharmed
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork: $body"
+    assert_contains "$body" "virtiofs"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
     api_status DELETE "/v1/sandboxes/$id"
     assert_eq "$status_code" 200
     assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after delete"

@@ -57,6 +57,8 @@ struct aj_inst {
 	pthread_cond_t cv;
 	mv_port port[AJ_MV_BOX_PORTS];
 	bool killed;
+	bool paused; /* its VMM frozen (a save would wait for ever) */
+	int relays;  /* the ports proxy's connections (threads), under mu */
 };
 
 static unsigned long long now_ms(void)
@@ -405,6 +407,15 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 
 static void free_inst(aj_inst *i)
 {
+	/* the ports proxy's relays end with the VM (their ports closed) */
+	pthread_mutex_lock(&i->mu);
+	i->killed = true;
+	pthread_cond_broadcast(&i->cv);
+	if (i->relays && i->vm.pids[0] > 0)
+		kill(i->vm.pids[0], SIGKILL);
+	while (i->relays)
+		pthread_cond_wait(&i->cv, &i->mu);
+	pthread_mutex_unlock(&i->mu);
 	aj_mv_teardown(&i->vm);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		free(i->port[k].ibuf);
@@ -414,8 +425,21 @@ static void free_inst(aj_inst *i)
 	free(i);
 }
 
-/* The boot (or restore) up to the agent's first answer; a restored VM
- * gets its own identity, a booted one that may be is saved first. */
+static int give_identity(aj_inst *i, aj_error *err)
+{
+	json_t *q = aj_mv_identity_req(i->vm.p);
+	call c = {.data_fd = -1};
+	int r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		  : aj_err(err, ENOMEM, "identity");
+	if (r < 0)
+		aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+	return r;
+}
+
+/* The boot (or restore) up to the agent's first answer; a booted one that
+ * may be is saved first. A restored VM takes an identity here (a snapshot
+ * whose agent can't is removed, the VM booted), and its own again when it
+ * is handed out (mv_claim): a pool's may wait a while. */
 static int mv_boot_ready(aj_inst *i, aj_error *err)
 {
 	int r = aj_mv_boot(&i->vm, false, err);
@@ -433,26 +457,21 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
 	}
 	if (r == 0 && i->vm.restored) {
-		json_t *q = aj_mv_identity_req(i->vm.p);
-		call c = {.data_fd = -1};
-		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
-		      : aj_err(err, ENOMEM, "identity");
-		if (r < 0)
-			aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+		r = give_identity(i, err);
 	} else if (r == 0 && i->vm.snap) {
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
+		if (aj_mv_snap_save_ram(i->vm.vm, i->vm.snapfile, i->vm.ramfd, &serr) < 0 &&
 		    getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
 	return r;
 }
 
-static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+/* create, or (ckpt) a fork's copy restored from its source's save there. */
+static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_error *err)
 {
-	(void)source;
 	*out = NULL;
 	aj_inst *i = calloc(1, sizeof(*i));
 	if (!i)
@@ -468,10 +487,12 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		 * address is the sandbox's own); a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
 		i->vm.snap = p->rootfs && !p->workspace && !p->n_binds && p->net == AJ_NET_NONE;
+		if (ckpt)
+			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		r = mv_boot_ready(i, err);
-		if (r == 0 || !i->vm.restored || attempt)
+		if (r == 0 || !i->vm.restored || attempt || ckpt)
 			break;
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
@@ -485,6 +506,106 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 	}
 	*out = i;
 	return 0;
+}
+
+static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+{
+	(void)source;
+	return create_inst(p, NULL, out, err);
+}
+
+/* A VM handed out: a restored one's own entropy, clock and hostname (the
+ * snapshot's memory is every copy's); a booted one has its own. */
+static int mv_claim(aj_inst *i, aj_error *err)
+{
+	return i->vm.restored ? give_identity(i, err) : 0;
+}
+
+/* err as the API's answer: status (409 conflict, 501 not_supported). */
+static int refuse_as(aj_error *err, int status, int e)
+{
+	err->status = status;
+	snprintf(err->api_code, sizeof(err->api_code), "%s",
+		 status == 501 ? "not_supported" : "conflict");
+	return -e;
+}
+
+/* A fork's save: the running VM migrated to a file in a new directory of
+ * its own (snap.c), every agent port held meanwhile (a port's exchange in
+ * the save would be each copy's half-done one), then it goes on. */
+static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
+{
+	*ckpt = NULL;
+	if (!i->vm.snap) {
+		aj_err(err, ENOTSUP,
+		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
+		       "forked: its virtiofs devices (vhost-user-fs) do not migrate in qemu 7.2, "
+		       "and a NIC's address is the sandbox's own");
+		aj_err_hint(err, "fork a microVM made from an image with no workspace, binds or "
+				 "network (put files in with the files API), or use "
+				 "\"isolation\": \"process\"");
+		return refuse_as(err, 501, ENOTSUP);
+	}
+	if (i->paused) {
+		aj_err(err, EBUSY, "sandbox is paused: its VM cannot be saved while frozen");
+		aj_err_hint(err, "resume it (POST .../resume) first");
+		return refuse_as(err, 409, EBUSY);
+	}
+	pthread_mutex_lock(&i->mu);
+	unsigned busy = 0;
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		busy += i->port[k].busy && !i->port[k].dead;
+	for (int k = 0; !busy && k < AJ_MV_BOX_PORTS; k++)
+		i->port[k].busy = true;
+	pthread_mutex_unlock(&i->mu);
+	if (busy) {
+		aj_err(err, EBUSY,
+		       "%u command%s or file operation%s running in the sandbox: their "
+		       "exchanges with the VM's agent cannot be copied",
+		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
+		aj_err_hint(err, "fork when they have ended (a background process: start it "
+				 "detached, e.g. `setsid CMD </dev/null >/tmp/log 2>&1 &`)");
+		return refuse_as(err, 409, EBUSY);
+	}
+	/* a port a cancelled command left: drained to its answer first */
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		if (!i->port[k].dead && i->port[k].stale && !drain(&i->port[k]))
+			i->port[k].dead = true;
+	char dir[sizeof(i->vm.dir) + 32];
+	snprintf(dir, sizeof(dir), "%s/fork-XXXXXX", i->vm.dir);
+	bool made = mkdtemp(dir) != NULL;
+	int r = made ? 0 : aj_err(err, errno, "microvm: a directory for the fork's save");
+	char file[PATH_MAX];
+	if (r == 0) {
+		snprintf(file, sizeof(file), "%s/%s", dir, strrchr(i->vm.snapfile, '/') + 1);
+		r = aj_mv_snap_save(i->vm.vm, file, err);
+	}
+	if (r == 0 && !(*ckpt = strdup(dir)))
+		r = aj_err(err, ENOMEM, "checkpoint");
+	if (r < 0 && made)
+		(void)aj_rm_tree_at(AT_FDCWD, dir, 4);
+	pthread_mutex_lock(&i->mu);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+		i->port[k].busy = false;
+		i->port[k].stale = false;
+	}
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	return r;
+}
+
+static int mv_restore(const aj_policy *p, const char *source, const char *ckpt, aj_inst **out,
+		      aj_error *err)
+{
+	(void)source;
+	return create_inst(p, ckpt, out, err);
+}
+
+static void mv_checkpoint_drop(char *ckpt)
+{
+	if (ckpt && strstr(ckpt, "/fork-"))
+		(void)aj_rm_tree_at(AT_FDCWD, ckpt, 4);
+	free(ckpt);
 }
 
 /* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
@@ -596,7 +717,10 @@ static int mv_pause(aj_inst *i, bool pause, aj_error *err)
 {
 	if (!i->vm.have_cg)
 		return aj_err(err, ENOTSUP, "the VM has no host cgroup: it cannot be paused");
-	return aj_cgroup_freeze(&i->vm.cg, pause, err);
+	int r = aj_cgroup_freeze(&i->vm.cg, pause, err);
+	if (r == 0)
+		i->paused = pause;
+	return r;
 }
 
 /* The VMM's use on the host: the guest's RAM as far as it was touched and
@@ -1033,6 +1157,161 @@ static void mv_exec_abandon(aj_job *j)
 	free_job(j); /* never sent: it took a port only in exec_wait */
 }
 
+/* ---- the ports proxy ---- */
+
+/* A connection to a port on the guest's loopback (docs/api.md, "Ports"):
+ * the guest's agent connects there (op "connect") and relays its bytes as
+ * frames on an agent port, held for the connection; the front gets one end
+ * of a socket pair whose other end a thread of ours relays to that port. */
+typedef struct mv_relay {
+	aj_inst *i;
+	int k;	/* the agent port */
+	int fd; /* our end of the pair */
+	bool host_end, server_end, have_exit;
+} mv_relay;
+
+static bool relay_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	mv_relay *r = ctx;
+	if (type == AJ_AG_STDOUT && len && !r->server_end && aj_write_all(r->fd, buf, len) < 0)
+		r->server_end = true; /* the client went: its bytes are dropped */
+	else if (type == AJ_AG_STDOUT && !len) {
+		r->server_end = true;
+		(void)shutdown(r->fd, SHUT_WR);
+	} else if (type == AJ_AG_EXIT) {
+		r->have_exit = true;
+		return false;
+	}
+	return true;
+}
+
+static void *relay_thread(void *arg)
+{
+	mv_relay *r = arg;
+	aj_inst *i = r->i;
+	mv_port *pt = &i->port[r->k];
+	/* the server's first bytes, read with the 'T' frame */
+	bool gone = port_split(pt, relay_frame, r) < 0;
+	while (!r->have_exit && !gone) {
+		struct pollfd pf[2] = {{pt->fd, POLLIN, 0}, {r->host_end ? -1 : r->fd, POLLIN, 0}};
+		int n = poll(pf, 2, 1000);
+		if (n < 0 && errno != EINTR)
+			break;
+		pthread_mutex_lock(&i->mu);
+		bool killed = i->killed;
+		pthread_mutex_unlock(&i->mu);
+		if (killed)
+			break;
+		if (n > 0 && pf[0].revents && port_read(pt, 0, relay_frame, r) < 0)
+			gone = true;
+		if (n > 0 && pf[1].revents && !r->have_exit && !gone) {
+			char buf[65536];
+			ssize_t got = read(r->fd, buf, sizeof(buf));
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			/* the client's end (or its reset) as an empty frame */
+			r->host_end = got <= 0;
+			if (aj_agent_send(pt->fd, AJ_AG_STDIN, buf, got > 0 ? (size_t)got : 0) < 0)
+				gone = true;
+		}
+	}
+	close(r->fd);
+	port_give(i, r->k, r->have_exit, gone);
+	pthread_mutex_lock(&i->mu);
+	i->relays--;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	free(r);
+	return NULL;
+}
+
+typedef struct connect_ctx {
+	call c;
+	bool ok;
+} connect_ctx;
+
+static bool connect_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	connect_ctx *cc = ctx;
+	if (type == AJ_AG_STAT) {
+		cc->ok = true;
+		return false;
+	}
+	return call_frame(&cc->c, type, buf, len);
+}
+
+static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
+{
+	if (port == 0 || port > 65535)
+		return aj_err(err, EINVAL, "port %u: expected 1 to 65535", port);
+	json_t *q = json_pack("{s:s,s:i}", "op", "connect", "port", (int)port);
+	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
+	json_decref(q);
+	if (!txt)
+		return aj_err(err, ENOMEM, "request");
+	int k = port_take(i);
+	if (k < 0) {
+		free(txt);
+		return vm_gone(i, err);
+	}
+	mv_port *pt = &i->port[k];
+	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
+	free(txt);
+	/* the agent's first frame: connected ('T'), or why not ('X'); what
+	 * follows stays in the port's buffer for the relay */
+	connect_ctx cc = {.c = {.data_fd = -1}};
+	unsigned long long until = now_ms() + 10000;
+	while (r == 0 && !cc.ok && !cc.c.have_exit) {
+		unsigned long long t = now_ms();
+		int rr =
+		    t >= until ? -ETIMEDOUT : port_read(pt, (int)(until - t), connect_frame, &cc);
+		if (rr < 0)
+			r = rr;
+	}
+	call c = cc.c;
+	bool connected = cc.ok;
+	if (r < 0 || !connected) {
+		port_give(i, k, c.have_exit, r == -EPIPE);
+		if (r == -EPIPE)
+			return vm_gone(i, err);
+		if (r < 0)
+			return aj_err(err, -r, "microvm: connecting to port %u in the VM", port);
+		if (c.x.err == ECONNREFUSED)
+			return -ECONNREFUSED;
+		return aj_err(err, c.x.err ? c.x.err : EIO,
+			      "cannot connect to port %u in the VM: %s", port, c.x.error);
+	}
+	int sv[2];
+	mv_relay *rl = calloc(1, sizeof(*rl));
+	if (!rl || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		int e = rl ? errno : ENOMEM;
+		free(rl);
+		port_give(i, k, false, false); /* drained before its next use */
+		return aj_err(err, e, "socketpair");
+	}
+	*rl = (mv_relay){.i = i, .k = k, .fd = sv[1]};
+	pthread_mutex_lock(&i->mu);
+	i->relays++;
+	pthread_mutex_unlock(&i->mu);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&t, &at, relay_thread, rl);
+	pthread_attr_destroy(&at);
+	if (e) {
+		close(sv[0]), close(sv[1]);
+		free(rl);
+		port_give(i, k, false, false);
+		pthread_mutex_lock(&i->mu);
+		i->relays--;
+		pthread_mutex_unlock(&i->mu);
+		return aj_err(err, e, "cannot start the connection's relay");
+	}
+	(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	return sv[0];
+}
+
 static int mv_run_once(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
 		       aj_error *err)
 {
@@ -1050,7 +1329,7 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1064,6 +1343,10 @@ const aj_backend aj_backend_microvm = {
     .exec_abandon = mv_exec_abandon,
     .open_pty = mv_open_pty,
     .pause = mv_pause,
+    .claim = mv_claim,
+    .checkpoint = mv_checkpoint,
+    .restore = mv_restore,
+    .checkpoint_drop = mv_checkpoint_drop,
     .stats = mv_stats,
     .file_read = mv_file_read,
     .file_write = mv_file_write,
@@ -1071,4 +1354,5 @@ const aj_backend aj_backend_microvm = {
     .file_list = mv_file_list,
     .file_remove = mv_file_remove,
     .file_mkdir = mv_file_mkdir,
+    .port_connect = mv_port_connect,
 };
