@@ -327,6 +327,29 @@ static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
 	return 0;
 }
 
+int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err)
+{
+	json_error_t je;
+	json_t *res = json_loadb(text, len, 0, &je);
+	if (!res) {
+		int r = aj_err(err, EINVAL, "the resources are not valid JSON: %s (line %d)",
+			       je.text, je.line);
+		aj_err_hint(err, "a runtime-spec linux.resources object, e.g. "
+				 "{\"memory\":{\"limit\":268435456}}");
+		err->exit = AJ_EXIT_INTERNAL;
+		return r;
+	}
+	p->memory = p->pids = p->cpu_millis = 0;
+	int r = parse_resources(p, res, err);
+	json_decref(res);
+	if (r < 0 && aj_startswith(err->msg, "config.json: linux.")) {
+		char msg[AJ_ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "update --resources: %s", err->msg + 19);
+		snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	}
+	return r;
+}
+
 /* maskedPaths and readonlyPaths: agentjail mounts no /sys, and its /proc
  * belongs to a user namespace without host privilege (docs/oci.md). */
 static int parse_paths(const json_t *a, const char *field, aj_error *err)

@@ -34,4 +34,9 @@ void aj_oci_config_free(aj_oci_config *c);
  * (its rlimits and capabilities are the container's). As above. */
 int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err);
 
+/* `oci update --resources`: a runtime-spec linux.resources object, its
+ * memory.limit, pids.limit and cpu quota/period into p's memory, pids and
+ * cpu_millis (0: not given); anything else set is refused. As above. */
+int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err);
+
 #endif

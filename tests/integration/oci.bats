@@ -97,7 +97,12 @@ assert_gone() { # ID PID
     local pid
     pid=$(cat "$T/c1.pid")
     assert_eq "$(state_field c1 status)" created "status after create"
-    assert_eq "$(state_field c1 pid)" "$pid" "state pid = pid file"
+    # held: state's pid is the sandbox's init (the container's namespaces),
+    # the pid file the monitor's (the engine's subreaper waits for it)
+    local spid
+    spid=$(state_field c1 pid)
+    assert_eq "$(ps -o ppid= -p "$spid" | tr -d ' ')" "$pid" "state pid: the monitor's child"
+    assert_ne "$(readlink /proc/"$spid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
     assert_eq "$(state_field c1 bundle)" "$B" "bundle"
     # held: built, but nothing of the command has run yet
     assert_eq "$(cat "$T/c1.out")" "" "output before start"
@@ -149,6 +154,78 @@ assert_gone() { # ID PID
     assert_eq "$(wait_exit k2)" "exit=137" "a held container killed"
     assert_eq "$(cat "$T/k2.out")" "" "the held command never ran"
     assert_gone k2 "$pid"
+}
+
+# The lines the container has written so far
+lines() { wc -l <"$T/$1.out"; }
+
+@test "oci: state's pid is the command's; ps, pause, resume, update" {
+    bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
+    oci_create p1
+    local mon pid
+    mon=$(cat "$T/p1.pid")
+    run oci start p1
+    assert_status 0
+    # runtime-spec's pid: the process of process.args, in its namespaces
+    pid=$(state_field p1 pid)
+    assert_ne "$pid" "$mon" "state pid is not the monitor's"
+    assert_eq "$(tr '\0' ' ' </proc/"$pid"/cmdline)" "/bin/sh -c i=0; while :; do i=\$((i+1)); echo \$i; sleep 0.05; done " "its command"
+    assert_ne "$(readlink /proc/"$pid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
+    assert_ne "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/self/ns/mnt)" "its mount ns"
+    # ps: the host pids in the container (its init and the command at least)
+    run oci ps --format json p1
+    assert_status 0
+    python3 -c "import json,sys; p=json.loads(sys.argv[1]); assert $pid in p and len(p)>=2, p" "$output" ||
+        fail "ps: $output"
+    # pause: nothing runs (no new lines), state paused; resume: it goes on
+    run oci pause p1
+    assert_status 0
+    assert_eq "$(state_field p1 status)" paused
+    local n
+    n=$(lines p1)
+    sleep 0.4
+    assert_eq "$(lines p1)" "$n" "output while paused"
+    run oci pause p1
+    assert_status 125
+    assert_contains "$output" "is paused, not running"
+    run oci resume p1
+    assert_status 0
+    assert_eq "$(state_field p1 status)" running
+    sleep 0.4
+    [ "$(lines p1)" -gt "$n" ] || fail "no output after resume"
+    run oci resume p1
+    assert_status 125
+    # update: the live cgroup's limits; bad input changes nothing
+    local mem pids
+    mem=$(sed -n 's/^[0-9]*:memory://p' /proc/"$pid"/cgroup)
+    pids=$(sed -n 's/^[0-9]*:pids://p' /proc/"$pid"/cgroup)
+    mem=/sys/fs/cgroup/memory$mem/memory.limit_in_bytes
+    pids=/sys/fs/cgroup/pids$pids/pids.max
+    [ -f "$mem" ] && [ -f "$pids" ] || skip "needs the v1 memory and pids controllers"
+    assert_eq "$(cat "$mem") $(cat "$pids")" "268435456 64" "the bundle's limits"
+    echo '{"memory": {"limit": 134217728}, "pids": {"limit": 32}}' >"$T/res.json"
+    run oci update --resources "$T/res.json" p1
+    assert_status 0
+    assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "updated limits"
+    run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16' | '$AJ' oci --root '$S' update --resources - p1"
+    assert_status 125
+    assert_contains "$stderr" "not valid JSON"
+    run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16}, \"hugepageLimits\": [{\"pageSize\": \"2MB\", \"limit\": 1}]}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "hugepageLimits is not supported"
+    assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "limits after refused updates"
+    # kill reaches the command; a paused container still dies with KILL
+    run oci pause p1
+    assert_status 0
+    run oci kill p1 KILL
+    assert_status 0
+    assert_eq "$(wait_exit p1)" "exit=137" "killed while paused"
+    ! kill -0 "$pid" 2>/dev/null || fail "the command $pid outlived kill"
+    run oci ps p1
+    assert_status 125
+    run oci delete p1
+    assert_status 0
+    assert_gone p1 "$mon"
 }
 
 @test "oci: egress closed by default; annotations open it, and are checked" {
