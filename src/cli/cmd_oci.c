@@ -575,8 +575,8 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   int tty, int exec_listen, const char *id,
-						   const char *bundle, json_t *ann)
+						   int tty, int exec_listen, int exit_fd,
+						   const char *id, const char *bundle, json_t *ann)
 {
 	(void)setsid();
 	/* a terminal: the engine holds its master; the sandbox's own pty is
@@ -612,14 +612,78 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		(void)aj_write_all(m.report, &rep, sizeof(rep));
 		_exit(AJ_EXIT_INTERNAL);
 	}
+	int code;
 	if (r == 0)
-		_exit(res.exit_code);
-	if (m.signal)
-		_exit(128 + m.signal);
-	/* the sandbox's init killed by `kill ID KILL` */
-	if (strstr(err.msg, "init died"))
-		_exit(128 + SIGKILL);
-	_exit(fail(&err)); /* e.g. a cwd or command not in the root: 125, 126, 127 */
+		code = res.exit_code;
+	else if (m.signal)
+		code = 128 + m.signal;
+	else if (strstr(err.msg, "init died")) /* the sandbox's init killed by `kill ID KILL` */
+		code = 128 + SIGKILL;
+	else
+		code = fail(&err); /* e.g. a cwd or command not in the root: 125, 126, 127 */
+	/* everything is removed: the container's process exits with it too */
+	unsigned char b = (unsigned char)code;
+	(void)aj_write_all(exit_fd, &b, 1);
+	_exit(code);
+}
+
+/* ---- the container's process: what the pid file names ---- */
+
+/* The engine's monitor (conmon, containerd's shim) waits for the pid
+ * file's process as a subreaper, and reads its namespaces (podman top,
+ * inspect): a process of create's, so that it is the engine's child once
+ * create exits, in the container's mount, network, ipc and uts namespaces
+ * (not its pid namespace: its init's end would SIGKILL it). It exits with
+ * the status the monitor sends once everything is removed (EOF: 137) and
+ * passes the signals it gets to the monitor. Reports on ready: 1 or 0. */
+__attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, int exit_fd,
+						     int ready, const char *id)
+{
+	static const char *const ns[] = {"net", "ipc", "uts", "mnt"}; /* mnt last: the root */
+	int fds[AJ_ARRAY_SIZE(ns)];
+	char path[64], title[64];
+	bool ok = true;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ns); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)init, ns[i]);
+		fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+		ok = ok && fds[i] >= 0;
+	}
+	for (size_t i = 0; ok && i < AJ_ARRAY_SIZE(ns); i++)
+		ok = setns(fds[i], 0) == 0;
+	int mon = (int)syscall(SYS_pidfd_open, mon_pid, 0);
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	ok = ok && mon >= 0 && sfd >= 0;
+	(void)aj_write_all(ready, ok ? "1" : "0", 1);
+	if (!ok)
+		_exit(AJ_EXIT_INTERNAL);
+	int keep[] = {exit_fd, mon, sfd};
+	aj_close_all_except(keep, AJ_ARRAY_SIZE(keep));
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		(void)dup2(nul, fd); /* the engine's pipes are the monitor's to hold */
+	snprintf(title, sizeof(title), "agentjail-oci-ctr %.40s", id);
+	aj_proctitle_set(title);
+	for (;;) {
+		struct pollfd pf[2] = {{exit_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+		if (poll(pf, 2, -1) < 0)
+			continue;
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				(void)syscall(SYS_pidfd_send_signal, mon, (int)si.ssi_signo, NULL,
+					      0);
+		}
+		if (pf[0].revents) {
+			unsigned char b;
+			_exit(read(exit_fd, &b, 1) == 1 ? b : 128 + SIGKILL);
+		}
+	}
 }
 
 /* ---- create ---- */
@@ -725,8 +789,8 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	if (dfd < 0 || mkfifoat(rootfd, fifo, 0600) < 0)
 		return failf("cannot make the state of %s: %s", id, strerror(errno));
 	int ffd = openat(rootfd, fifo, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	int p[2];
-	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0)
+	int p[2], xp[2]; /* the report; the exit status to the container's process */
+	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0 || pipe2(xp, O_CLOEXEC) < 0)
 		return failf("cannot make the state of %s: %s", id, strerror(errno));
 	_cleanup_close_ int master = -1, slave = -1;
 	if (cfg->terminal && (master = open_pty(&slave)) < 0)
@@ -747,14 +811,17 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
+		close(xp[0]);
 		if (master >= 0)
 			close(master); /* the engine's */
 		json_t *all = json_loads(text, 0, NULL);
-		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle,
+		monitor_main(cfg, p[1], ffd, slave, xl, xp[1], id, bundle,
 			     json_object_get(all, "annotations"));
 	}
 	close(p[1]);
+	close(xp[1]);
 	close(ffd);
+	_cleanup_close_ int exit_rd = xp[0];
 	if (pid < 0) {
 		close(p[0]);
 		return failf("cannot fork the monitor: %s", strerror(errno));
@@ -774,17 +841,37 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			return fail(&rep.err);
 		return failf("the monitor of %s died while building the sandbox", id);
 	}
-	int r = console ? send_console(console, master) : 0;
+	/* the container's process (the pid file's), ready once in its namespaces */
+	int rp[2];
+	char ok = 0;
+	pid_t ctr = pipe2(rp, O_CLOEXEC) == 0 ? fork() : -1;
+	if (ctr == 0) {
+		close(rp[0]);
+		container_proc(rep.init, pid, exit_rd, rp[1], id);
+	}
+	if (ctr > 0) {
+		close(rp[1]);
+		while (read(rp[0], &ok, 1) < 0 && errno == EINTR)
+			;
+		close(rp[0]);
+	}
+	int r = ok == '1' ? 0 : -ECHILD;
 	if (r < 0)
+		failf("cannot start the process of %s in its namespaces (fix: run as root; "
+		      "agentjail doctor)",
+		      id);
+	else if ((r = console ? send_console(console, master) : 0) < 0)
 		failf("--console-socket %s: %s", console, strerror(-r));
 	else if ((r = write_state(dfd, id, bundle, pid, rep.init, text)) < 0)
 		failf("cannot write the state of %s: %s", id, strerror(-r));
-	if (r == 0 && pid_file && (r = write_pid_file(pid_file, pid)) < 0)
+	if (r == 0 && pid_file && (r = write_pid_file(pid_file, ctr)) < 0)
 		failf("cannot write the pid file %s: %s", pid_file, strerror(-r));
 	if (r < 0) {
 		kill(rep.init, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		while (ctr > 0 && waitpid(ctr, NULL, 0) < 0 && errno == EINTR)
+			; /* the monitor's end: EOF, it exits */
 		return AJ_EXIT_INTERNAL;
 	}
 	return 0;

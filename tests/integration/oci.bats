@@ -80,14 +80,23 @@ wait_exit() { # ID: the reaper's "exit=N"
     cat "$T/$1.exit"
 }
 
+monitor_of() { # ID: the monitor's pid, from the state directory
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" "$S/$1/state.json"
+}
+
 state_field() { # ID FIELD
     oci state "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 
-# Nothing of the container left: no state, no process of the monitor.
-assert_gone() { # ID PID
+# Nothing of the container left: no state, no process of the monitor or
+# of the pid file.
+assert_gone() { # ID PID...
     [ ! -e "$S/$1" ] || fail "state directory $S/$1 left"
-    ! kill -0 "$2" 2>/dev/null || fail "monitor $2 left"
+    local p
+    for p in "${@:2}"; do
+        ! kill -0 "$p" 2>/dev/null || fail "process $p left"
+    done
+    [ -z "$(pgrep -f "agentjail-oci(-ctr)? $1( |$)" || true)" ] || fail "a process of $1 left"
 }
 
 @test "oci: create holds the command, start runs it, state, exit code, delete" {
@@ -97,18 +106,21 @@ assert_gone() { # ID PID
     local pid
     pid=$(cat "$T/c1.pid")
     assert_eq "$(state_field c1 status)" created "status after create"
-    # held: state's pid is the sandbox's init (the container's namespaces),
-    # the pid file the monitor's (the engine's subreaper waits for it)
-    local spid
+    # held: state's pid is the sandbox's init (the container's namespaces);
+    # the pid file's process (the engine's subreaper waits for it) is in
+    # its mount namespace too
+    local spid mon
     spid=$(state_field c1 pid)
-    assert_eq "$(ps -o ppid= -p "$spid" | tr -d ' ')" "$pid" "state pid: the monitor's child"
+    mon=$(monitor_of c1)
+    assert_eq "$(ps -o ppid= -p "$spid" | tr -d ' ')" "$mon" "state pid: the monitor's child"
     assert_ne "$(readlink /proc/"$spid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
+    assert_eq "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/"$spid"/ns/mnt)" "pid file's mnt ns"
     assert_eq "$(state_field c1 bundle)" "$B" "bundle"
     # held: built, but nothing of the command has run yet
     assert_eq "$(cat "$T/c1.out")" "" "output before start"
     # never host uid 0: the sandbox's processes run as an unprivileged host uid
     local uids
-    uids=$(ps -o uid= --ppid "$pid" | tr -d ' ')
+    uids=$(ps -o uid= --ppid "$mon" | tr -d ' ')
     [ -n "$uids" ] || fail "no sandbox process under the monitor"
     assert_ne "$uids" 0 "host uid of the container's init"
     run oci start c1
@@ -162,13 +174,18 @@ lines() { wc -l <"$T/$1.out"; }
 @test "oci: state's pid is the command's; ps, pause, resume, update" {
     bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
     oci_create p1
-    local mon pid
-    mon=$(cat "$T/p1.pid")
+    local mon pid ctr
+    ctr=$(cat "$T/p1.pid")
+    mon=$(monitor_of p1)
     run oci start p1
     assert_status 0
     # runtime-spec's pid: the process of process.args, in its namespaces
     pid=$(state_field p1 pid)
     assert_ne "$pid" "$mon" "state pid is not the monitor's"
+    # the pid file's (what Podman's inspect and top read): in its mount and
+    # network namespaces, so its /proc is the container's
+    assert_eq "$(readlink /proc/"$ctr"/ns/mnt)" "$(readlink /proc/"$pid"/ns/mnt)" "pid file's mnt ns"
+    assert_eq "$(readlink /proc/"$ctr"/ns/net)" "$(readlink /proc/"$pid"/ns/net)" "pid file's net ns"
     assert_eq "$(tr '\0' ' ' </proc/"$pid"/cmdline)" "/bin/sh -c i=0; while :; do i=\$((i+1)); echo \$i; sleep 0.05; done " "its command"
     assert_ne "$(readlink /proc/"$pid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
     assert_ne "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/self/ns/mnt)" "its mount ns"
@@ -225,7 +242,7 @@ lines() { wc -l <"$T/$1.out"; }
     assert_status 125
     run oci delete p1
     assert_status 0
-    assert_gone p1 "$mon"
+    assert_gone p1 "$mon" "$ctr"
 }
 
 @test "oci: egress closed by default; annotations open it, and are checked" {
