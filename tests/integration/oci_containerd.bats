@@ -70,6 +70,22 @@ crun_() {
     assert_status 0
     run crun_ task ls
     assert_contains "$output" RUNNING
+    # task exec (oci exec --process --detach): output and exit code
+    run --separate-stderr crun_ task exec --exec-id e1 t2 /bin/sh -c 'echo in $(cat /motd); exit 6'
+    assert_status 6
+    assert_eq "$output" "in base" "task exec stdout"
+    # task ps (oci ps --format json), pause and resume (the freezer)
+    run crun_ task ps t2
+    assert_status 0
+    assert_contains "$output" "PID"
+    [ "$(echo "$output" | grep -c '^ *[0-9]')" -ge 2 ] || fail "task ps: $output"
+    run crun_ task pause t2
+    assert_status 0
+    assert_contains "$(crun_ task ls)" PAUSED
+    run crun_ task resume t2
+    assert_status 0
+    assert_contains "$(crun_ task ls)" RUNNING
+    assert_contains "$(cat "$T/calls")" "ps --format json"
     run crun_ task kill -s SIGTERM t2
     assert_status 0
     local i
