@@ -498,6 +498,7 @@ static int run_hooks(const json_t *hooks, const char *kind, const char *id, cons
 typedef struct monitor {
 	const char *id, *bundle;
 	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
+	json_t *sysctl;	     /* linux.sysctl's checked ones, or NULL */
 	int report;	     /* to create: a report, then closed */
 	int fifo;	     /* exec.fifo, read-write: start's byte */
 	bool started;
@@ -510,12 +511,96 @@ typedef struct report {
 	aj_error err;
 } report;
 
+/* linux.sysctl (checked by aj_oci_config_parse: namespaced, numbers):
+ * written by a child of ours in the container's network and ipc
+ * namespaces, whose /proc/sys/net and kernel's ipc files are theirs. */
+static int set_sysctls(const json_t *sc, pid_t init, aj_error *err)
+{
+	if (!json_object_size(sc))
+		return 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "linux.sysctl");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		char path[PATH_MAX], msg[256] = "";
+		static const char *const ns[] = {"net", "ipc"};
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(ns) && !*msg; i++) {
+			snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)init, ns[i]);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || setns(fd, 0) < 0)
+				snprintf(msg, sizeof(msg),
+					 "cannot join the container's %s namespace: %s", ns[i],
+					 strerror(errno));
+		}
+		/* the ipc namespace's files are writable by its root only: net's
+		 * first (they need CAP_NET_ADMIN over it), then as that uid */
+		long in = -1, out = -1;
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)init);
+		FILE *f = fopen(path, "re");
+		while (f && fscanf(f, "%ld %ld %*d", &in, &out) == 2 && in != 0)
+			;
+		if (f)
+			fclose(f);
+		const char *key;
+		const json_t *v;
+		bool ipc = false;
+		json_object_foreach((json_t *)sc, key, v) ipc = ipc || !aj_startswith(key, "net.");
+		for (int pass = 0; pass < 1 + ipc && !*msg; pass++) {
+			if (pass == 1 &&
+			    (in != 0 || setresgid((gid_t)out, (gid_t)out, (gid_t)out) < 0 ||
+			     setresuid((uid_t)out, (uid_t)out, (uid_t)out) < 0))
+				snprintf(msg, sizeof(msg),
+					 "cannot take the uid of the container's root: %s",
+					 in != 0 ? "not mapped" : strerror(errno));
+			json_object_foreach((json_t *)sc, key, v)
+			{
+				if (*msg)
+					break;
+				if (aj_startswith(key, "net.") != (pass == 0))
+					continue;
+				int n = snprintf(path, sizeof(path), "/proc/sys/%s", key);
+				for (int i = 10; i < n; i++)
+					if (path[i] == '.')
+						path[i] = '/';
+				const char *val = json_string_value(v);
+				int fd = open(path, O_WRONLY | O_CLOEXEC);
+				if (fd < 0 || aj_write_all(fd, val, strlen(val)) < 0)
+					snprintf(msg, sizeof(msg), "cannot set %s to '%s': %s", key,
+						 val, strerror(errno));
+				if (fd >= 0)
+					close(fd);
+			}
+		}
+		(void)aj_write_all(p[1], msg, strlen(msg));
+		_exit(*msg ? 1 : 0);
+	}
+	close(p[1]);
+	char msg[256] = "";
+	ssize_t n = pid > 0 ? read(p[0], msg, sizeof(msg) - 1) : -1;
+	close(p[0]);
+	int st = 1;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || st != 0) {
+		msg[n > 0 ? n : 0] = 0;
+		aj_err(err, EINVAL, "linux.sysctl: %s", *msg ? msg : "cannot be set");
+		aj_err_hint(err, "remove it from the bundle's config.json (docs/oci.md)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 {
 	monitor *m = ctx;
-	/* the sandbox is built: the runtime's create hooks, then create returns */
-	int r =
-	    run_hooks(m->hooks, "prestart", m->id, "creating", init, m->bundle, m->ann, true, err);
+	/* the sandbox is built: its sysctls, the runtime's create hooks, then
+	 * create returns */
+	int r = set_sysctls(m->sysctl, init, err);
+	if (r == 0)
+		r = run_hooks(m->hooks, "prestart", m->id, "creating", init, m->bundle, m->ann,
+			      true, err);
 	if (r == 0)
 		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", init, m->bundle, m->ann,
 			      true, err);
@@ -597,6 +682,7 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		     .id = id,
 		     .bundle = bundle,
 		     .hooks = cfg->hooks ? json_loads(cfg->hooks, 0, NULL) : NULL,
+		     .sysctl = cfg->sysctl ? json_loads(cfg->sysctl, 0, NULL) : NULL,
 		     .ann = ann};
 	aj_run_hooks hooks = {.warn = quiet_warn,
 			      .ctx = &m,

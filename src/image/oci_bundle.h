@@ -20,6 +20,7 @@ typedef struct aj_oci_config {
 	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
 	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
 	char *hooks;	     /* the checked hooks object as JSON, or NULL */
+	char *sysctl;	     /* linux.sysctl's to set (checked) as a JSON object, or NULL */
 } aj_oci_config;
 
 /* text: config.json's bytes; bundle: the bundle's absolute directory (a

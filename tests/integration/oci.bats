@@ -173,6 +173,8 @@ lines() { wc -l <"$T/$1.out"; }
 
 @test "oci: state's pid is the command's; ps, pause, resume, update" {
     bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
+    # namespaced sysctls set in its namespaces; the default devices taken
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.ip_local_port_range": "40000 50000", "kernel.shmmni": "2048", "net.ipv4.ping_group_range": "0 0"}, "devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}], |' "$B/config.json"
     oci_create p1
     local mon pid ctr
     ctr=$(cat "$T/p1.pid")
@@ -189,6 +191,12 @@ lines() { wc -l <"$T/$1.out"; }
     assert_eq "$(tr '\0' ' ' </proc/"$pid"/cmdline)" "/bin/sh -c i=0; while :; do i=\$((i+1)); echo \$i; sleep 0.05; done " "its command"
     assert_ne "$(readlink /proc/"$pid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
     assert_ne "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/self/ns/mnt)" "its mount ns"
+    if [ "$(id -u)" -eq 0 ]; then
+        assert_eq "$(nsenter -t "$pid" -n cat /proc/sys/net/ipv4/ip_local_port_range | tr -s '\t ' ' ')" "40000 50000" "sysctl in its net ns"
+        assert_eq "$(nsenter -t "$pid" -i cat /proc/sys/kernel/shmmni)" 2048 "sysctl in its ipc ns"
+        assert_eq "$(nsenter -t "$pid" -n cat /proc/sys/net/ipv4/ping_group_range | tr -s '\t ' ' ')" "1 0" "ping_group_range left unset"
+        assert_ne "$(tr -s '\t ' ' ' </proc/sys/net/ipv4/ip_local_port_range)" "40000 50000" "the host's unchanged"
+    fi
     # ps: the host pids in the container (its init and the command at least)
     run oci ps --format json p1
     assert_status 0
@@ -308,6 +316,15 @@ bad_bundle() {
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
     sed -i 's|"args": \[\]|"args": ["/bin/true"]|' "$B/config.json"
     bad_bundle "linux.seccomp needs a supported defaultAction"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.tcp_syncookies": "1", "kernel.randomize_va_space": "0"}, |' "$B/config.json"
+    bad_bundle "linux.sysctl: kernel.randomize_va_space is not supported"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.tcp_syncookies": "1; reboot"}, |' "$B/config.json"
+    bad_bundle "linux.sysctl: net.ipv4.tcp_syncookies: the value must be numbers"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}, {"path": "/dev/kvm", "type": "c", "major": 10, "minor": 232}], |' "$B/config.json"
+    bad_bundle "linux.devices: /dev/kvm is not supported"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
     bad_bundle "process.terminal needs --console-socket"
