@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail oci: the OCI runtime command line (as runc's) for Podman and
- * other engines: create, start, state, kill, delete, features
- * (docs/oci.md). `create` forks a monitor that builds the sandbox on the
- * level-1 core and holds its command before exec until `start` writes to
- * the state directory's exec.fifo; the monitor's pid is the container's
- * (its exit status is the command's) and it removes every trace of the
- * sandbox when the command ends. */
+ * other engines: create, start, state, kill, delete, exec, pause, resume,
+ * ps, update, features (docs/oci.md). `create` forks a monitor that builds
+ * the sandbox on the level-1 core and holds its command before exec until
+ * `start` writes to the state directory's exec.fifo; the monitor removes
+ * every trace of the sandbox when the command ends. The pid file names a
+ * process in the container's namespaces that the engine waits for (it
+ * exits with the command's status); `state`'s pid is the command's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
