@@ -175,6 +175,7 @@ lines() { wc -l <"$T/$1.out"; }
     bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
     # namespaced sysctls set in its namespaces; the default devices taken
     sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.ip_local_port_range": "40000 50000", "kernel.shmmni": "2048", "net.ipv4.ping_group_range": "0 0"}, "devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}], |' "$B/config.json"
+    sed -i 's|"resources": {|"resources": {"cpu": {"quota": 100000, "period": 100000}, |' "$B/config.json"
     oci_create p1
     local mon pid ctr
     ctr=$(cat "$T/p1.pid")
@@ -228,10 +229,13 @@ lines() { wc -l <"$T/$1.out"; }
     pids=/sys/fs/cgroup/pids$pids/pids.max
     [ -f "$mem" ] && [ -f "$pids" ] || skip "needs the v1 memory and pids controllers"
     assert_eq "$(cat "$mem") $(cat "$pids")" "268435456 64" "the bundle's limits"
-    echo '{"memory": {"limit": 134217728}, "pids": {"limit": 32}}' >"$T/res.json"
+    echo '{"memory": {"limit": 134217728}, "pids": {"limit": 32}, "cpu": {"quota": 50000, "period": 100000}}' >"$T/res.json"
     run oci update --resources "$T/res.json" p1
     assert_status 0
     assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "updated limits"
+    local cpu
+    cpu=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/"$pid"/cgroup)/cpu.cfs_quota_us
+    assert_eq "$(cat "$cpu")" 50000 "updated cpu quota"
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16' | '$AJ' oci --root '$S' update --resources - p1"
     assert_status 125
     assert_contains "$stderr" "not valid JSON"
