@@ -47,6 +47,17 @@ EOF
 }
 
 teardown() {
+    # a test that failed half-way leaves its task running: ended here (a
+    # shim left behind keeps the runtime's state and fails the next run)
+    local c p
+    if [ -n "${CTD_PID:-}" ]; then
+        for c in t2; do
+            timeout 10 "${C[@]}" task kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+            timeout 10 "${C[@]}" task delete -f "$c" >/dev/null 2>&1 || true
+            timeout 10 "${C[@]}" containers rm "$c" >/dev/null 2>&1 || true
+        done
+    fi
+    for p in $(pgrep -f "containerd-shim-runc-v2 .*$T" || true); do kill "$p" 2>/dev/null || true; done
     if [ -n "${CTD_PID:-}" ]; then
         kill "$CTD_PID" 2>/dev/null || true
         wait "$CTD_PID" 2>/dev/null || true
