@@ -180,6 +180,10 @@ typedef struct aj_backend {
 	int (*update)(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err);
 	/* AJ_CAP_WARM: start the warm interpreter for a pool's warm-up command. */
 	int (*warm)(aj_inst *i, const char *warmup, aj_error *err);
+	/* Optional: i handed to a client (a create, a pool's hand-out, a fork's
+	 * copy), once; what it must not share with others made alike (level 3:
+	 * a restored VM's own entropy, clock and hostname). */
+	int (*claim)(aj_inst *i, aj_error *err);
 
 	/* AJ_CAP_FORK without AJ_CAP_ROOT_FD: the level copies a whole sandbox
 	 * itself, memory and processes with its files. checkpoint: i saved into

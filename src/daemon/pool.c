@@ -21,6 +21,7 @@
 typedef struct pool {
 	char image[AJ_IMAGE_NAME_MAX + 1]; /* "default": the host-root sandbox */
 	char level[16];			   /* its isolation level's name */
+	bool update;			   /* its level changes a built sandbox (env, limits) */
 	json_t *req;			   /* the policy its sandboxes are built with */
 	unsigned want, n;
 	aj_sandbox *ready[AJ_POOL_MAX_SIZE];
@@ -104,12 +105,12 @@ static int pool_level(const char *spec, const char **rest, aj_policy *lp, aj_err
 		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
 		return r;
 	}
-	if (lp->isolation == AJ_ISO_MICROVM) { /* a pool is of an image */
-		r = aj_err(err, ENOTSUP,
-			   "--pool '%s': level microvm runs no image yet (its root is the host's "
-			   "/usr), and has no pools",
+	if (lp->isolation == AJ_ISO_MICROVM && !strncmp(colon + 1, "default=", 8)) {
+		r = aj_err(err, EINVAL,
+			   "--pool '%s': a level-3 pool is of an image (its VMs restored from the "
+			   "image's snapshot); 'default' has none, each VM would boot",
 			   spec);
-		aj_err_hint(err, "pool that image at level 1 (IMAGE=N), docs/levels.md");
+		aj_err_hint(err, "pool an image (microvm:IMAGE=N), docs/levels.md");
 		return r;
 	}
 	if ((r = be->probe(err)) < 0) { /* never a pool of another level */
@@ -178,6 +179,7 @@ int aj_pool_add(const char *spec, aj_error *err)
 	memset(pl, 0, sizeof(*pl));
 	snprintf(pl->image, sizeof(pl->image), "%s", image);
 	snprintf(pl->level, sizeof(pl->level), "%s", level);
+	pl->update = (aj_backend_of(iso)->caps & AJ_CAP_UPDATE) != 0;
 	aj_image_info info;
 	char interp[64];
 	if (!dflt && aj_image_inspect(aj_state_dir(), image, &info, NULL) == 0 &&
@@ -246,7 +248,8 @@ static void *refill(void *arg)
 			continue;
 		}
 		json_t *req = json_deep_copy(pl->req);
-		if (req && cpu_all && !json_object_get(req, "cpus"))
+		/* (not where it can't be changed at hand-out: a microVM's vCPUs) */
+		if (req && cpu_all && pl->update && !json_object_get(req, "cpus"))
 			json_object_set_new(req, "cpus", json_integer(cpu_all));
 		char warmup[sizeof(pl->warmup)];
 		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
@@ -389,6 +392,10 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		if (json_equal(rest, pools[i].req))
 			pl = &pools[i];
 	json_decref(rest);
+	/* a level that cannot change a built sandbox (microvm): only the
+	 * pool's exact policy is served from it */
+	if (pl && !pl->update && json_object_size(extra))
+		pl = NULL;
 	if (pl && json_object_size(extra)) { /* bad input: an error, the pool untouched */
 		aj_policy p;
 		aj_policy_init(&p);
@@ -458,7 +465,7 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 	if (sb) {
 		pl->hits++;
 		taken_at = mono_ms();
-		if (cpu_all && !json_object_get(pl->req, "cpus"))
+		if (cpu_all && pl->update && !json_object_get(pl->req, "cpus"))
 			sb->policy.cpu_millis = 0; /* the build's every-CPU quota: no limit */
 	} else if (r == 0 && pl)
 		pl->empty++;

@@ -470,7 +470,10 @@ int aj_registry_add(aj_sandbox *sb, double ttl, const char *owner, aj_error *err
 	snprintf(sb->tenant, sizeof(sb->tenant), "%s", t ? t->name : AJ_TENANT_OPERATOR);
 	sb->created_ms = aj_now_ms();
 	aj_sandbox_set_ttl(sb, ttl);
-	int r = add_to_registry(sb, err);
+	/* its own identity now, not when it was built (a pool's waited) */
+	int r = sb->be->claim ? sb->be->claim(sb->inst, err) : 0;
+	if (r == 0)
+		r = add_to_registry(sb, err);
 	if (r < 0)
 		aj_sandbox_unref(sb);
 	return r;

@@ -2,7 +2,8 @@
 # Level 3 on an image (docs/levels.md, "The root"): --image/--rootfs as a
 # read-only squashfs on virtio-blk (cached per image digest in the state
 # directory), under the guest's tmpfs overlay, with the files agentjail owns
-# in /etc over the image's. TCG (forced, as in run.bats): three boots in all.
+# in /etc over the image's. TCG (forced, as in run.bats): three boots in all;
+# the service's test reuses its one snapshot for restores, forks and a pool.
 
 load ../service/helpers
 
@@ -14,7 +15,7 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -53,19 +54,49 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     mv_none_left
 }
 
-@test "serve microvm: a sandbox on an image; the next ones restored from its snapshot, each its own" {
-    svc_start
-    body='{"isolation": "microvm", "image": "tiny"}'
+stdout_of() { # ID CMD: the command's stdout (sh -c)
+    sb_exec "$1" "$(jq -nc --arg c "$2" '{cmd: ["sh", "-c", $c]}')" | events_stdout
+}
+
+# A process that holds a random value only in its memory and answers each
+# name written to /tmp/q with "VALUE NAME" in /tmp/a.NAME; detached from
+# the exec (its stdio /dev/null), so it lives on after it.
+KEEPER='mkfifo /tmp/q; echo parent > /tmp/f
+setsid sh -c '\''echo $$ > /tmp/p0; v=$(od -An -N4 -tu4 /dev/urandom | tr -d " "); echo $v > /tmp/v0
+while :; do read n < /tmp/q; echo "$v $n" > /tmp/a.$n; done'\'' </dev/null >/dev/null 2>&1 &
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do [ -s /tmp/v0 ] && break; sleep 0.2; done; cat /tmp/v0'
+
+ask() { # ID NAME: what the memory process answers
+    stdout_of "$1" "echo $2 > /tmp/q; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do [ -s /tmp/a.$2 ] && break; sleep 0.2; done; cat /tmp/a.$2"
+}
+
+pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
+    for _ in $(seq 400); do
+        [ "$(api GET /v1/pools | jq -r ".pools[] | select(.isolation == \"microvm\") | .$1")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "the pool's $1 is not $2: $(api GET /v1/pools)"
+}
+
+@test "serve microvm: a pool of VMs on an image, the first booted, the next restored from its snapshot, each its own; forks" {
+    # a pool spec of no image: exit 125, nothing started
+    run --separate-stderr timeout 30 "$AJ" serve --quiet --socket "$BATS_TEST_TMPDIR/bad.sock" --state-dir "$BATS_TEST_TMPDIR/bad" --pool microvm:nosuch=1
+    assert_status 125
+    assert_contains "$stderr" "nosuch"
     # 8 older snapshots of other configurations and a save a dead process
     # left: a save keeps the 7 newest and its own, and removes the leftover
-    mkdir -p "$STATE/microvm"
+    mkdir -p "$AGENTJAIL_STATE_DIR/microvm"
     for i in 1 2 3 4 5 6 7 8; do
-        echo old >"$STATE/microvm/snap-old$i.vmstate"
-        touch -d "$((10 - i)) hours ago" "$STATE/microvm/snap-old$i.vmstate"
+        echo old >"$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
+        touch -d "$((10 - i)) hours ago" "$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
     done
-    echo partial >"$STATE/microvm/snap-old9.vmstate.999999999.tmp"
-    # the first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
+    echo partial >"$AGENTJAIL_STATE_DIR/microvm/snap-old9.vmstate.999999999.tmp"
+    svc_start --pool microvm:tiny=1
+    body='{"isolation": "microvm", "image": "tiny"}'
+    # the pool's first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
+    pool_is ready 1
     a=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 1 "the create served by the pool"
     out=$(sb_exec "$a" "$(jq -nc --arg c "$LOOK" '{cmd: ["/bin/sh", "-c", $c]}')")
     [[ "$(events_stdout <<<"$out" | tr '\n' ' ')" == "base "*no-usr*agentjail*w* ]] || fail "the image's root: $out"
     out=$(sb_exec "$a" '{"cmd": ["cat", "/bin/new"]}')
@@ -73,11 +104,17 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     ls "$STATE"/microvm/snap-*.vmstate >/dev/null || fail "no snapshot: $(ls "$STATE/microvm") $(cat "$BATS_TEST_TMPDIR/serve.log")"
     assert_eq "$(ls "$STATE"/microvm/snap-*.vmstate | grep -vc '/snap-old')" 1 "the new snapshot"
     assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "snap-old2.vmstate snap-old3.vmstate snap-old4.vmstate snap-old5.vmstate snap-old6.vmstate snap-old7.vmstate snap-old8.vmstate " "the snapshots kept"
-    # the next two: restored (qemu -incoming), not booted
+    # the next two restored (qemu -incoming), not booted: the pool's refill
+    # (given its identity when handed out), and a create the pool does not
+    # serve (another env: a built VM's is not changed)
+    pool_is ready 1
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
-    c=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
-    [ "$(pgrep -fc '^/usr/bin/qemu-system-x86_64 -M microvm.* -incoming fd:3')" -eq 2 ] ||
-        fail "not restored: $(pgrep -af qemu-system)"
+    c=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"X": "1"}}' | jq -er .id)
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 2 "b from the pool, c not"
+    for id in "$b" "$c"; do
+        tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$id" | jq -r .pid)/cmdline" | grep -q -- '-incoming fd:3' ||
+            fail "$id not restored: $(pgrep -af qemu-system)"
+    done
     # each its own: the image's files and a fresh layer, its own entropy
     # (the same memory would give the same bytes), the host's time
     peek='cat /etc/motd; cat /bin/new 2>/dev/null || echo fresh; od -An -tx1 -N16 /dev/urandom | tr -d " "; date +%s'
@@ -88,9 +125,62 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
         fail "two restored VMs gave the same random bytes (or none): $ob / $oc"
     t=$(sed -n 4p <<<"$oc")
     [ $((t - $(date +%s))) -le 5 ] && [ $(($(date +%s) - t)) -le 30 ] || fail "the restored VM's clock: $t, host $(date +%s): $oc"
-    for id in "$a" "$b" "$c"; do
+    for id in "$a" "$c"; do
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
+    # fork: b's running VM saved and restored twice, its processes and
+    # memory going on in each copy (docs/levels.md, "Fork at level 3")
+    v=$(stdout_of "$b" "$KEEPER")
+    [[ "$v" =~ ^[0-9]+$ ]] || fail "the process did not start: $v"
+    # refused, nothing made: a command running, paused, a bad count
+    api POST "/v1/sandboxes/$b/exec" -d '{"cmd": ["sleep", "30"], "background": true}' >/dev/null
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 409 "fork with a command running: $body"
+    assert_contains "$body" "running"
+    api_status POST "/v1/sandboxes/$b/processes/p1/signal" -d '{"signal": "KILL"}'
+    for i in $(seq 50); do
+        [ "$(api GET "/v1/sandboxes/$b/processes/p1" | jq -r .running)" = false ] && break
+        sleep 0.1
+    done
+    api_status POST "/v1/sandboxes/$b/pause"
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 409 "fork of a paused VM: $body"
+    assert_contains "$body" "resume"
+    api_status POST "/v1/sandboxes/$b/resume"
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 0}'
+    assert_eq "$status_code" 400 "fork count 0: $body"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 2}'
+    assert_eq "$status_code" 201 "fork: $body"
+    mapfile -t kids < <(jq -r '.sandboxes[].id' <<<"$body")
+    assert_eq "${#kids[@]}" 2 "two copies: $body"
+    assert_eq "$(jq -r '.sandboxes[0].isolation' <<<"$body")" microvm "the copies' level"
+    for id in "${kids[@]}"; do
+        tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$id" | jq -r .pid)/cmdline" | grep -q -- '-incoming fd:3' ||
+            fail "copy $id not restored: $(pgrep -af qemu-system)"
+    done
+    assert_eq "$(ask "${kids[0]}" kid0)" "$v kid0" "copy 0's process, with the value only its memory held"
+    assert_eq "$(ask "${kids[1]}" kid1)" "$v kid1" "copy 1's process"
+    assert_eq "$(stdout_of "${kids[0]}" 'cat /tmp/f')" parent "copy 0's /tmp"
+    assert_eq "$(ask "$b" after)" "$v after" "the source after the fork"
+    # independent: a file and a process of one are not the others', nor
+    # their entropy
+    stdout_of "${kids[0]}" 'echo kid0 > /tmp/f; kill -9 $(cat /tmp/p0)' >/dev/null
+    assert_eq "$(stdout_of "${kids[1]}" 'cat /tmp/f')" parent "copy 1's /tmp after copy 0 wrote"
+    assert_eq "$(stdout_of "${kids[0]}" 'cat /tmp/f')" kid0 "copy 0's own write"
+    assert_eq "$(ask "${kids[1]}" again)" "$v again" "copy 1's process after copy 0's were killed"
+    o0=$(stdout_of "${kids[0]}" "$peek")
+    o1=$(stdout_of "${kids[1]}" "$peek")
+    [ "$(sed -n 3p <<<"$o0" | wc -c)" -eq 33 ] && [ "$(sed -n 3p <<<"$o0")" != "$(sed -n 3p <<<"$o1")" ] ||
+        fail "two copies gave the same random bytes (or none): $o0 / $o1"
+    for id in "$b" "${kids[@]}"; do
+        api_status DELETE "/v1/sandboxes/$id"
+        assert_eq "$status_code" 200
+    done
+    # the pool's refill drained clean at shutdown
+    pool_is built 3
+    svc_stop
     mv_none_left
+    ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"
 }

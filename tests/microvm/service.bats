@@ -142,6 +142,12 @@ refused" "the binds"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mv-snap"}'
     assert_eq "$status_code" 501 "snapshot: $body"
     assert_contains "$body" "microvm"
+    # a fork of a VM with a workspace: its virtiofs does not migrate (501,
+    # saying so), nothing made, the VM unharmed
+    api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork: $body"
+    assert_contains "$body" "virtiofs"
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
     api_status DELETE "/v1/sandboxes/$id"
     assert_eq "$status_code" 200
     assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after delete"

@@ -493,8 +493,19 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	if (m->snap) {
 		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
 				sizeof(m->snapfile));
+		if (m->restore_dir[0]) {
+			char key[NAME_MAX + 1];
+			snprintf(key, sizeof(key), "%s", strrchr(m->snapfile, '/') + 1);
+			snprintf(m->snapfile, sizeof(m->snapfile), "%s/%s", m->restore_dir, key);
+		}
 		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
 		m->restored = m->snapfd >= 0;
+		if (m->restore_dir[0] && !m->restored) {
+			aj_err(err, ESTALE,
+			       "microvm: the saved VM does not fit this one (its image or "
+			       "configuration changed since)");
+			return -ESTALE;
+		}
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;
 		if (m->restored) {

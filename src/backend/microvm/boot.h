@@ -54,6 +54,9 @@ typedef struct aj_mv_vm {
 	bool restored;
 	int snapfd;
 	char snapfile[PATH_MAX];
+	/* a fork's copy (box.c): restored from the save of its source in this
+	 * directory (the same file name: the same configuration), never booted */
+	char restore_dir[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 } aj_mv_vm;
 

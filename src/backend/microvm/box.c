@@ -57,6 +57,7 @@ struct aj_inst {
 	pthread_cond_t cv;
 	mv_port port[AJ_MV_BOX_PORTS];
 	bool killed;
+	bool paused; /* its VMM frozen (a save would wait for ever) */
 };
 
 static unsigned long long now_ms(void)
@@ -414,8 +415,21 @@ static void free_inst(aj_inst *i)
 	free(i);
 }
 
-/* The boot (or restore) up to the agent's first answer; a restored VM
- * gets its own identity, a booted one that may be is saved first. */
+static int give_identity(aj_inst *i, aj_error *err)
+{
+	json_t *q = aj_mv_identity_req(i->vm.p);
+	call c = {.data_fd = -1};
+	int r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		  : aj_err(err, ENOMEM, "identity");
+	if (r < 0)
+		aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+	return r;
+}
+
+/* The boot (or restore) up to the agent's first answer; a booted one that
+ * may be is saved first. A restored VM takes an identity here (a snapshot
+ * whose agent can't is removed, the VM booted), and its own again when it
+ * is handed out (mv_claim): a pool's may wait a while. */
 static int mv_boot_ready(aj_inst *i, aj_error *err)
 {
 	int r = aj_mv_boot(&i->vm, false, err);
@@ -433,12 +447,7 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
 	}
 	if (r == 0 && i->vm.restored) {
-		json_t *q = aj_mv_identity_req(i->vm.p);
-		call c = {.data_fd = -1};
-		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
-		      : aj_err(err, ENOMEM, "identity");
-		if (r < 0)
-			aj_err_prefix(err, "microvm: the restored VM did not take its identity");
+		r = give_identity(i, err);
 	} else if (r == 0 && i->vm.snap) {
 		aj_error serr;
 		aj_err_clear(&serr);
@@ -450,9 +459,9 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 	return r;
 }
 
-static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+/* create, or (ckpt) a fork's copy restored from its source's save there. */
+static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_error *err)
 {
-	(void)source;
 	*out = NULL;
 	aj_inst *i = calloc(1, sizeof(*i));
 	if (!i)
@@ -468,8 +477,10 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 		 * address is the sandbox's own); a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
 		i->vm.snap = p->rootfs && !p->workspace && !p->n_binds && p->net == AJ_NET_NONE;
+		if (ckpt)
+			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		r = mv_boot_ready(i, err);
-		if (r == 0 || !i->vm.restored || attempt)
+		if (r == 0 || !i->vm.restored || attempt || ckpt)
 			break;
 		unlink(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
@@ -485,6 +496,106 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 	}
 	*out = i;
 	return 0;
+}
+
+static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_error *err)
+{
+	(void)source;
+	return create_inst(p, NULL, out, err);
+}
+
+/* A VM handed out: a restored one's own entropy, clock and hostname (the
+ * snapshot's memory is every copy's); a booted one has its own. */
+static int mv_claim(aj_inst *i, aj_error *err)
+{
+	return i->vm.restored ? give_identity(i, err) : 0;
+}
+
+/* err as the API's answer: status (409 conflict, 501 not_supported). */
+static int refuse_as(aj_error *err, int status, int e)
+{
+	err->status = status;
+	snprintf(err->api_code, sizeof(err->api_code), "%s",
+		 status == 501 ? "not_supported" : "conflict");
+	return -e;
+}
+
+/* A fork's save: the running VM migrated to a file in a new directory of
+ * its own (snap.c), every agent port held meanwhile (a port's exchange in
+ * the save would be each copy's half-done one), then it goes on. */
+static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
+{
+	*ckpt = NULL;
+	if (!i->vm.snap) {
+		aj_err(err, ENOTSUP,
+		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
+		       "forked: its virtiofs devices (vhost-user-fs) do not migrate in qemu 7.2, "
+		       "and a NIC's address is the sandbox's own");
+		aj_err_hint(err, "fork a microVM made from an image with no workspace, binds or "
+				 "network (put files in with the files API), or use "
+				 "\"isolation\": \"process\"");
+		return refuse_as(err, 501, ENOTSUP);
+	}
+	if (i->paused) {
+		aj_err(err, EBUSY, "sandbox is paused: its VM cannot be saved while frozen");
+		aj_err_hint(err, "resume it (POST .../resume) first");
+		return refuse_as(err, 409, EBUSY);
+	}
+	pthread_mutex_lock(&i->mu);
+	unsigned busy = 0;
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		busy += i->port[k].busy && !i->port[k].dead;
+	for (int k = 0; !busy && k < AJ_MV_BOX_PORTS; k++)
+		i->port[k].busy = true;
+	pthread_mutex_unlock(&i->mu);
+	if (busy) {
+		aj_err(err, EBUSY,
+		       "%u command%s or file operation%s running in the sandbox: their "
+		       "exchanges with the VM's agent cannot be copied",
+		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
+		aj_err_hint(err, "fork when they have ended (a background process: start it "
+				 "detached, e.g. `setsid CMD </dev/null >/tmp/log 2>&1 &`)");
+		return refuse_as(err, 409, EBUSY);
+	}
+	/* a port a cancelled command left: drained to its answer first */
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+		if (!i->port[k].dead && i->port[k].stale && !drain(&i->port[k]))
+			i->port[k].dead = true;
+	char dir[sizeof(i->vm.dir) + 32];
+	snprintf(dir, sizeof(dir), "%s/fork-XXXXXX", i->vm.dir);
+	bool made = mkdtemp(dir) != NULL;
+	int r = made ? 0 : aj_err(err, errno, "microvm: a directory for the fork's save");
+	char file[PATH_MAX];
+	if (r == 0) {
+		snprintf(file, sizeof(file), "%s/%s", dir, strrchr(i->vm.snapfile, '/') + 1);
+		r = aj_mv_snap_save(i->vm.vm, file, err);
+	}
+	if (r == 0 && !(*ckpt = strdup(dir)))
+		r = aj_err(err, ENOMEM, "checkpoint");
+	if (r < 0 && made)
+		(void)aj_rm_tree_at(AT_FDCWD, dir, 4);
+	pthread_mutex_lock(&i->mu);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+		i->port[k].busy = false;
+		i->port[k].stale = false;
+	}
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	return r;
+}
+
+static int mv_restore(const aj_policy *p, const char *source, const char *ckpt, aj_inst **out,
+		      aj_error *err)
+{
+	(void)source;
+	return create_inst(p, ckpt, out, err);
+}
+
+static void mv_checkpoint_drop(char *ckpt)
+{
+	if (ckpt && strstr(ckpt, "/fork-"))
+		(void)aj_rm_tree_at(AT_FDCWD, ckpt, 4);
+	free(ckpt);
 }
 
 /* Field 22 of /proc/PID/stat: when it started (clock ticks after boot). */
@@ -596,7 +707,10 @@ static int mv_pause(aj_inst *i, bool pause, aj_error *err)
 {
 	if (!i->vm.have_cg)
 		return aj_err(err, ENOTSUP, "the VM has no host cgroup: it cannot be paused");
-	return aj_cgroup_freeze(&i->vm.cg, pause, err);
+	int r = aj_cgroup_freeze(&i->vm.cg, pause, err);
+	if (r == 0)
+		i->paused = pause;
+	return r;
 }
 
 /* The VMM's use on the host: the guest's RAM as far as it was touched and
@@ -1050,7 +1164,7 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1064,6 +1178,10 @@ const aj_backend aj_backend_microvm = {
     .exec_abandon = mv_exec_abandon,
     .open_pty = mv_open_pty,
     .pause = mv_pause,
+    .claim = mv_claim,
+    .checkpoint = mv_checkpoint,
+    .restore = mv_restore,
+    .checkpoint_drop = mv_checkpoint_drop,
     .stats = mv_stats,
     .file_read = mv_file_read,
     .file_write = mv_file_write,
