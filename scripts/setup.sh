@@ -7,10 +7,12 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
 	build-essential pkg-config meson ninja-build clang clang-format libclang-rt-14-dev
 	libseccomp-dev libjansson-dev libcmocka-dev
-	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev mmdebstrap
+	libnftables-dev libmnl-dev nftables libldns-dev libhttp-parser-dev libssl-dev libnghttp2-dev mmdebstrap
 	arch-test libdistro-info-perl gpg libdpkg-perl
 	libwebsockets-dev libcurl4-openssl-dev libarchive-dev
 	bats jq iproute2 util-linux procps psmisc python3 curl socat git
+	# tests/network: the fake world's HTTP/2 server (h2echo.py)
+	python3-h2
 	python3-venv python3-setuptools python3-wheel python3-pip
 	# the code interpreter (docs/guides/code-interpreter.md): Jupyter kernels
 	# in host-root sandboxes, and what users run in them

@@ -47,16 +47,16 @@ int aj_cmd_keeper(int argc, char **argv)
 {
 	aj_error err;
 	aj_err_clear(&err);
-	/* CTL-FD SOURCE-FD [AUDIT-FD SANDBOX-ID] (box.c: spawn_keeper) */
-	bool n_ok = argc == 3 || argc == 5;
+	/* CTL-FD SOURCE-FD [AUDIT-FD SANDBOX-ID TENANT] (box.c: spawn_keeper) */
+	bool n_ok = argc == 3 || argc == 6;
 	int ctl = n_ok ? fd_arg(argv[1]) : -1, src = n_ok ? fd_arg(argv[2]) : -1;
-	int audit = argc == 5 ? fd_arg(argv[3]) : -1;
+	int audit = argc == 6 ? fd_arg(argv[3]) : -1;
 	struct stat st;
 	int type = 0;
 	socklen_t tl = sizeof(type);
 	if (ctl < 0 || src < 0 || fstat(src, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    getsockopt(ctl, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET ||
-	    (argc == 5 && (audit < 0 || fcntl(audit, F_GETFD) < 0))) {
+	    (argc == 6 && (audit < 0 || fcntl(audit, F_GETFD) < 0))) {
 		aj_err(&err, EINVAL, "%s is agentjail serve's own keeper of a sandbox",
 		       AJ_KEEPER_COMMAND);
 		aj_err_hint(&err, "see agentjail --help for the commands");
@@ -103,7 +103,7 @@ int aj_cmd_keeper(int argc, char **argv)
 		r = aj_policy_set_upstream_ca(&p, ca, &err);
 	if (r == 0 && audit >= 0) {
 		p.audit_fd = audit;
-		if (!(p.audit_sandbox = strdup(argv[4])))
+		if (!(p.audit_sandbox = strdup(argv[4])) || !(p.audit_tenant = strdup(argv[5])))
 			r = aj_err(&err, ENOMEM, "out of memory");
 	}
 	/* after the policy and the state directory (the /etc and /dev copies

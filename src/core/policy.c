@@ -66,6 +66,7 @@ void aj_policy_free(aj_policy *p)
 	free(p->upstream_ca);
 	free(p->secret_mint);
 	free(p->audit_sandbox);
+	free(p->audit_tenant);
 	memset(p, 0, sizeof(*p));
 }
 

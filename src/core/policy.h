@@ -150,9 +150,11 @@ typedef struct aj_policy {
 	 * secret's value into one for this sandbox only (mint.h) */
 	char *secret_mint;
 	/* the service's audit log (its fd, inherited by the keeper; -1: none)
-	 * and the sandbox's id: netd appends its secret_* events there */
+	 * and the sandbox's id and tenant: netd appends its secret_* events
+	 * there (the tenant as the service's own lines have it) */
 	int audit_fd;
 	char *audit_sandbox;
+	char *audit_tenant;
 	/* --inspect HOST: HTTPS to these hosts (canonical names, *.suffix or
 	 * IPv4) is intercepted and logged per request even without a secret */
 	char *inspect[AJ_MAX_SECRET_HOSTS];

@@ -385,13 +385,16 @@ static int level_usable(aj_sandbox *sb, aj_error *err)
 }
 
 /* A sandbox with scoped secrets: its netd appends its secret_* events to
- * the audit log, with the sandbox's id (level 1: the keeper's netd). */
+ * the audit log, with the sandbox's id and the tenant of the op that
+ * creates it (as aj_registry_add gives it; level 1: the keeper's netd). */
 static int audit_to(aj_sandbox *sb, aj_error *err)
 {
 	if (!aj_mint_wanted(&sb->policy) || aj_audit_fd() < 0)
 		return 0;
+	aj_tenant *t = aj_tenant_current();
 	sb->policy.audit_fd = aj_audit_fd();
-	if (!(sb->policy.audit_sandbox = strdup(sb->id)))
+	if (!(sb->policy.audit_sandbox = strdup(sb->id)) ||
+	    !(sb->policy.audit_tenant = strdup(t ? t->name : AJ_TENANT_OPERATOR)))
 		return aj_err(err, ENOMEM, "sandbox");
 	return 0;
 }

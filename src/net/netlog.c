@@ -21,7 +21,7 @@
 #include "util.h"
 
 /* A secret_* event, also as a line of the service's audit log: its
- * format ("ts" in seconds, sorted keys) and the sandbox's id; one write
+ * format ("ts" in seconds, sorted keys), the sandbox's id and tenant; one write
  * (O_APPEND: whole lines between the service's own). */
 static void audit_line(aj_netd_ctx *ctx, json_t *ev, const struct timespec *ts)
 {
@@ -32,6 +32,8 @@ static void audit_line(aj_netd_ctx *ctx, json_t *ev, const struct timespec *ts)
 	if (!a)
 		return;
 	json_object_set_new(a, "sandbox", json_string(ctx->p->audit_sandbox));
+	if (ctx->p->audit_tenant)
+		json_object_set_new(a, "tenant", json_string(ctx->p->audit_tenant));
 	json_object_set_new(a, "ts", json_real((double)ts->tv_sec + (double)ts->tv_nsec / 1e9));
 	char *line = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(a);

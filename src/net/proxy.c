@@ -317,6 +317,64 @@ static int hold_body(int fd, const aj_proxy_req *req, const char *buf, size_t he
 	return 400;
 }
 
+/* The server's answer to an Upgrade request: its final status, and
+ * whether that answer has been read whole. */
+typedef struct answer {
+	int status;
+	bool done, head_req;
+} answer;
+
+static int answer_head(http_parser *hp)
+{
+	answer *a = hp->data;
+	if (hp->status_code == 101 || hp->status_code >= 200)
+		a->status = hp->status_code;	 /* 100, 102, 103 come before it */
+	return a->head_req && a->status ? 1 : 0; /* a HEAD's answer has no body */
+}
+
+static int answer_done(http_parser *hp)
+{
+	answer *a = hp->data;
+	if (a->status) {
+		a->done = true;
+		http_parser_pause(hp, 1);
+	}
+	return 0;
+}
+
+/* An Upgrade request went to up: relay the server's answer to fd, reading
+ * nothing of the client's. Only a 101 to it turns the connection into a
+ * relay of bytes (true); any other answer is relayed to its end and the
+ * connection then ends (false): this path carries one checked request per
+ * connection, and what the client sends next must come as a new one. */
+static bool await_switch(int fd, int up, bool head_req)
+{
+	static const http_parser_settings set = {.on_headers_complete = answer_head,
+						 .on_message_complete = answer_done};
+	answer a = {.head_req = head_req};
+	http_parser hp;
+	http_parser_init(&hp, HTTP_RESPONSE);
+	hp.data = &a;
+	char *chunk = malloc(65536);
+	bool more = chunk != NULL;
+	while (more) {
+		struct pollfd p = {.fd = up, .events = POLLIN};
+		ssize_t n = poll(&p, 1, SPLICE_IDLE_MS) == 1 ? read(up, chunk, 65536) : -1;
+		if (n < 0 && errno == EINTR)
+			continue;
+		size_t k = http_parser_execute(&hp, &set, chunk, n > 0 ? (size_t)n : 0);
+		enum http_errno e = HTTP_PARSER_ERRNO(&hp);
+		more = n > 0 && (e == HPE_OK || e == HPE_PAUSED) && !a.done;
+		/* a 101: what follows it is the new protocol's, the client's;
+		 * else nothing past the answer */
+		size_t give = n <= 0 ? 0 : a.status == 101 || e != HPE_PAUSED ? (size_t)n : k;
+		if (give && aj_write_all(fd, chunk, give) < 0)
+			break;
+	}
+	free(chunk);
+	return a.done && a.status == 101;
+}
+
 static void log_proxy(aj_netd_ctx *ctx, const aj_proxy_req *req, const struct sockaddr_in *sa,
 		      int status, const char *why)
 {
@@ -344,9 +402,10 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	size_t head_end = 0, body_len = 0;
 	char *filled = NULL; /* a held body with the secrets in (hold_body) */
 	held hold = {0};
-	ssize_t len = buf && req ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
+	aj_proxy_notes *notes = calloc(1, sizeof(*notes)); /* logged once sent or refused */
+	ssize_t len = buf && req && notes ? read_head(fd, buf, HEAD_MAX, &head_end) : -1;
 	if (len < 0) {
-		if (buf && req)
+		if (buf && req && notes)
 			aj_proxy_reply(fd, 400, "Bad Request",
 				       "agentjail proxy: incomplete or oversized "
 				       "request head\n");
@@ -401,12 +460,24 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		(void)send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
 	} else {
-		int ir = aj_proxy_fill_secrets(ctx, req);
+		int ir = aj_proxy_fill_secrets(ctx, req, notes);
 		if (ir < 0) {
+			aj_proxy_log_notes(ctx, req->host, req->port, notes, false);
 			aj_proxy_reply(
 			    fd, 431, "Request Header Fields Too Large",
 			    "agentjail proxy: the request head is too large with the secret's "
 			    "value in it\n");
+			close(up);
+			goto out;
+		}
+		/* an Upgrade waits for the server's 101 (await_switch), and only
+		 * a request without a body can wait so */
+		if (req->upgrade && req->has_body) {
+			static const char msg[] =
+			    "agentjail proxy: an Upgrade request with a body is not relayed\n";
+			aj_proxy_log_notes(ctx, req->host, req->port, notes, false);
+			log_proxy(ctx, req, &sa, 400, "an Upgrade request with a body");
+			aj_proxy_reply(fd, 400, "Bad Request", msg);
 			close(up);
 			goto out;
 		}
@@ -416,7 +487,7 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 			int hs = hold_body(fd, req, buf, head_end, (size_t)len, &hold, &why);
 			int fr = hs == 0 && hold.done
 				     ? aj_proxy_fill_body(ctx, req, hold.body.p, hold.body.len,
-							  &filled, &body_len)
+							  &filled, &body_len, notes)
 				     : 0;
 			if (fr == -EFBIG)
 				hs = 413,
@@ -427,6 +498,7 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 				char msg[512];
 				snprintf(msg, sizeof(msg), "agentjail proxy: %s:%u: %s\n",
 					 req->host, req->port, why);
+				aj_proxy_log_notes(ctx, req->host, req->port, notes, false);
 				log_proxy(ctx, req, &sa, hs, why);
 				aj_proxy_reply(fd, hs,
 					       hs == 413   ? "Content Too Large"
@@ -464,12 +536,20 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 		if (ok && filled)
 			ok = aj_write_all(up, filled, body_len) == 0 &&
 			     aj_write_all(up, hold.extra.p, hold.extra.len) == 0;
+		/* the request went out: now its secret_* lines */
+		aj_proxy_log_notes(ctx, req->host, req->port, notes, ok);
 		if (!ok) {
 			close(up);
 			goto out;
 		}
 		if (filled)
 			len = (ssize_t)head_end; /* what followed the head is sent */
+		/* what the client sent after an Upgrade's head goes on only
+		 * once the server switched */
+		if (req->upgrade && !await_switch(fd, up, !strcmp(req->method, "HEAD"))) {
+			close(up);
+			goto out;
+		}
 	}
 	/* what the client sent after the head (a body, TLS hello) goes on */
 	if ((size_t)len > head_end &&
@@ -491,6 +571,7 @@ out:
 	if (req)
 		explicit_bzero(req, sizeof(*req));
 	free(req);
+	free(notes);
 	close(fd);
 }
 

@@ -25,41 +25,52 @@ void aj_proxy_reply(int fd, int status, const char *reason, const char *body)
 			   MSG_NOSIGNAL);
 }
 
-static void log_notes(aj_netd_ctx *ctx, const aj_proxy_req *req, const aj_inject_note *notes,
-		      size_t n)
+void aj_proxy_log_notes(aj_netd_ctx *ctx, const char *host, unsigned port, aj_proxy_notes *notes,
+			bool sent)
 {
-	for (size_t i = 0; i < n; i++) {
-		json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s}", "event",
-				       notes[i].injected ? "secret_injected" : "secret_withheld",
-				       "secret", notes[i].secret, "host", req->host, "port",
-				       (int)req->port, "where", notes[i].where);
-		if (ev && notes[i].reason)
-			json_object_set_new(ev, "reason", json_string(notes[i].reason));
+	for (size_t i = 0; i < notes->len; i++) {
+		const aj_inject_note *note = &notes->n[i];
+		if (note->injected && !sent)
+			continue; /* refused: the value went nowhere */
+		json_t *ev =
+		    json_pack("{s:s,s:s,s:s,s:i,s:s}", "event",
+			      note->injected ? "secret_injected" : "secret_withheld", "secret",
+			      note->secret, "host", host, "port", (int)port, "where", note->where);
+		if (ev && note->reason)
+			json_object_set_new(ev, "reason", json_string(note->reason));
 		aj_netlog(ctx, ev);
 	}
+	notes->len = 0;
+}
+
+/* Room for AJ_INJECT_NOTES more notes: the oldest are dropped (a request
+ * with more placeholders than that is logged in part, as before). */
+static aj_inject_note *notes_room(aj_proxy_notes *notes)
+{
+	if (notes->len > AJ_INJECT_NOTES)
+		notes->len = AJ_INJECT_NOTES;
+	return notes->n + notes->len;
 }
 
 /* Scoped secrets (inject.c): the values into req where the sandbox wrote
- * their placeholders, for the secrets' own hosts; a net-log line for each
+ * their placeholders, for the secrets' own hosts; a note for each
  * placeholder seen, injected or withheld (never a value). */
-int aj_proxy_fill_secrets(aj_netd_ctx *ctx, aj_proxy_req *req)
+int aj_proxy_fill_secrets(aj_netd_ctx *ctx, aj_proxy_req *req, aj_proxy_notes *notes)
 {
-	aj_inject_note notes[AJ_INJECT_NOTES];
 	size_t n = 0;
-	int r = aj_inject(ctx->p, req, notes, &n);
-	log_notes(ctx, req, notes, n);
+	int r = aj_inject(ctx->p, req, notes_room(notes), &n);
+	notes->len += n;
 	return r;
 }
 
 int aj_proxy_fill_body(aj_netd_ctx *ctx, aj_proxy_req *req, const char *body, size_t len,
-		       char **out, size_t *out_len)
+		       char **out, size_t *out_len, aj_proxy_notes *notes)
 {
-	aj_inject_note notes[AJ_INJECT_NOTES];
 	size_t n = 0;
-	int r = aj_inject_body(ctx->p, req->host, body, len, out, out_len, notes, &n);
+	int r = aj_inject_body(ctx->p, req->host, body, len, out, out_len, notes_room(notes), &n);
 	if (r < 0)
 		return r;
-	log_notes(ctx, req, notes, n);
+	notes->len += n;
 	r = aj_inject_set_length(req, *out_len);
 	if (r < 0) {
 		explicit_bzero(*out, *out_len);

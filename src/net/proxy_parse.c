@@ -7,6 +7,7 @@
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 
@@ -197,6 +198,8 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	if ((e != HPE_OK && e != HPE_PAUSED) || !st.done || !st.url.p)
 		return refuse(req, "malformed request");
 	req->connect = hp.method == HTTP_CONNECT;
+	req->has_body =
+	    (hp.flags & F_CHUNKED) || (hp.content_length != 0 && hp.content_length != ULLONG_MAX);
 	req->http_major = hp.http_major;
 	req->http_minor = hp.http_minor;
 	snprintf(req->method, sizeof(req->method), "%s", http_method_str(hp.method));

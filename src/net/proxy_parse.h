@@ -17,6 +17,7 @@ typedef struct aj_proxy_req {
 	bool port_given;      /* the authority named a port */
 	char connection[128]; /* the Connection header's value (not in headers) */
 	bool upgrade;	      /* Upgrade header, "upgrade" in Connection (WebSocket) */
+	bool has_body;	      /* chunked, or a Content-Length above 0 */
 	bool expect_continue; /* "Expect: 100-continue" */
 	char method[16];
 	char target[2048]; /* origin-form path?query for plain HTTP */

@@ -6,7 +6,9 @@
  * sandbox's requests one by one (HTTP/1.1 keep-alive): each head is parsed
  * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
  * in (inject.c), and its body is passed on as framed by http-parser
- * (Content-Length or chunked). Responses go back as they come. */
+ * (Content-Length or chunked). Responses go back as they come; only the
+ * answer to an Upgrade request is read, and only its 101 ends the parsing
+ * of requests (a WebSocket's bytes are relayed as they are). */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -22,6 +24,7 @@
 #include "inject.h"
 #include "netlog.h"
 #include "proxy_common.h"
+#include "proxy_h2.h"
 #include "proxy_parse.h"
 #include "proxy_tls.h"
 #include "tls.h"
@@ -32,8 +35,10 @@
 #define HANDSHAKE_MS 10000
 #define IDLE_MS (15 * 60 * 1000)
 
-/* S_HOLD: a body held whole for a "body" secret (inject.h) */
-enum state { S_HEAD, S_BODY, S_HOLD, S_RAW };
+/* S_HOLD: a body held whole for a "body" secret (inject.h); S_SWITCH: an
+ * Upgrade request sent, the client's next bytes wait for the server's
+ * answer (a 101: S_RAW; anything else: S_HEAD) */
+enum state { S_HEAD, S_BODY, S_HOLD, S_SWITCH, S_RAW };
 
 typedef struct session {
 	aj_netd_ctx *ctx;
@@ -42,6 +47,8 @@ typedef struct session {
 	enum state st;
 	http_parser hp;
 	bool message_done;
+	http_parser rp;	 /* S_SWITCH: the server's answer */
+	int answer;	 /* its final status (101 or >= 200), 0 before */
 	char in[IN_MAX]; /* from the client, not yet processed */
 	size_t in_len;
 	char out[OUT_MAX]; /* to the server */
@@ -53,8 +60,9 @@ typedef struct session {
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
 	aj_proxy_req *req;
-	char method[16]; /* of the request being taken (the log) */
-	char path[256];	 /* its path, without the query (the log) */
+	char method[16];      /* of the request being taken (the log) */
+	char path[256];	      /* its path, without the query (the log) */
+	aj_proxy_notes notes; /* its placeholders, logged once sent or refused */
 } session;
 
 static int on_body(http_parser *hp, const char *at, size_t n)
@@ -74,6 +82,34 @@ static int on_message_complete(http_parser *hp)
 static const http_parser_settings body_settings = {.on_body = on_body,
 						   .on_message_complete = on_message_complete};
 
+static int on_answer_head(http_parser *hp)
+{
+	session *s = hp->data;
+	if (hp->status_code == 101 || hp->status_code >= 200) { /* not 100, 103 */
+		s->answer = hp->status_code;
+		http_parser_pause(hp, 1);
+	}
+	return 0;
+}
+
+static const http_parser_settings answer_settings = {.on_headers_complete = on_answer_head};
+
+/* S_SWITCH: n bytes of the server's answer to the Upgrade request. A 101
+ * makes the connection a relay of bytes; any other final answer (or one
+ * that is not HTTP) leaves it an HTTP one, the next request parsed and
+ * checked as any other. */
+static void watch_answer(session *s, const char *p, size_t n)
+{
+	if (s->st != S_SWITCH || n == 0)
+		return;
+	(void)http_parser_execute(&s->rp, &answer_settings, p, n);
+	enum http_errno e = HTTP_PARSER_ERRNO(&s->rp);
+	if (s->answer == 101)
+		s->st = S_RAW;
+	else if (s->answer || (e != HPE_OK && e != HPE_PAUSED))
+		s->st = S_HEAD;
+}
+
 static void log_event(session *s, const char *verdict, const char *method, const char *why)
 {
 	json_t *ev = json_pack("{s:s,s:s,s:s,s:i,s:s,s:b}", "event", "proxy", "method",
@@ -90,6 +126,7 @@ static void log_event(session *s, const char *verdict, const char *method, const
  * server still being sent is cut there). */
 static void refuse(session *s, int status, const char *reason, const char *why)
 {
+	aj_proxy_log_notes(s->ctx, s->connect->host, s->connect->port, &s->notes, false);
 	log_event(s, "refused", s->method[0] ? s->method : NULL, why);
 	char body[512];
 	snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", s->connect->host,
@@ -142,8 +179,12 @@ static void take_head(session *s, size_t head)
 		refuse(s, 400, "Bad Request", "malformed request body framing");
 		return;
 	}
+	if (s->hp.upgrade && r->has_body) {
+		refuse(s, 400, "Bad Request", "an Upgrade request with a body is not relayed");
+		return;
+	}
 	r->port = s->connect->port; /* for the log: "Host: h" means 443 here */
-	if (aj_proxy_fill_secrets(s->ctx, r) < 0) {
+	if (aj_proxy_fill_secrets(s->ctx, r, &s->notes) < 0) {
 		refuse(s, 431, "Request Header Fields Too Large",
 		       "the request head is too large with the secret's value in it");
 		return;
@@ -164,9 +205,12 @@ static void take_head(session *s, size_t head)
 	send_head(s, NULL, 0);
 	if (s->closing)
 		return;
-	if (s->hp.upgrade)
-		s->st = S_RAW; /* WebSocket and friends: bytes, no more heads */
-	else if (s->message_done)
+	if (s->hp.upgrade) { /* WebSocket and friends: bytes once the server agrees */
+		s->st = S_SWITCH;
+		s->answer = 0;
+		http_parser_init(&s->rp, HTTP_RESPONSE);
+		s->rp.data = s;
+	} else if (s->message_done)
 		s->st = S_HEAD;
 	else
 		s->st = S_BODY;
@@ -179,7 +223,7 @@ static void send_held(session *s)
 {
 	char *body = NULL;
 	size_t len = 0;
-	int r = aj_proxy_fill_body(s->ctx, s->req, s->body.p, s->body.len, &body, &len);
+	int r = aj_proxy_fill_body(s->ctx, s->req, s->body.p, s->body.len, &body, &len, &s->notes);
 	if (r < 0) {
 		aj_body_free(&s->body);
 		if (r == -EFBIG)
@@ -219,6 +263,7 @@ static void send_head(session *s, const char *body, size_t len)
 		char *big = malloc((size_t)n + len);
 		if (!big) {
 			explicit_bzero(s->out, sizeof(s->out));
+			s->out_len = 0;
 			refuse(s, 500, "Internal Server Error", "out of memory");
 			return;
 		}
@@ -228,6 +273,8 @@ static void send_head(session *s, const char *body, size_t len)
 		s->ob = big;
 		s->out_len = (size_t)n + len;
 	}
+	/* on its way to the server: its secret_* lines */
+	aj_proxy_log_notes(s->ctx, s->connect->host, s->connect->port, &s->notes, true);
 	log_event(s, "allowed", s->method, NULL);
 }
 
@@ -247,7 +294,7 @@ static bool process(session *s)
 {
 	size_t before = s->in_len;
 	bool was_closing = s->closing;
-	while (!s->closing && s->out_len == 0 && s->in_len > 0) {
+	while (!s->closing && s->out_len == 0 && s->in_len > 0 && s->st != S_SWITCH) {
 		if (s->st == S_HEAD) {
 			char *end = memmem(s->in, s->in_len, "\r\n\r\n", 4);
 			if (!end) {
@@ -326,9 +373,10 @@ static bool step(session *s)
 	/* server -> client */
 	if (s->back_len == 0 && !s->u_eof && !s->closing) {
 		r = io_result(s->u, SSL_read(s->u, s->back, sizeof(s->back)), &s->want_u);
-		if (r > 0)
+		if (r > 0) {
 			s->back_len = (size_t)r, s->back_off = 0, moved = true;
-		else if (r < 0)
+			watch_answer(s, s->back, s->back_len);
+		} else if (r < 0)
 			s->u_eof = true, moved = true;
 	}
 	if (s->back_len > s->back_off) {
@@ -367,7 +415,7 @@ static bool step(session *s)
 	}
 	if (process(s))
 		moved = true;
-	if (s->c_eof && s->out_len == 0 && !s->u_shut && !s->u_eof) {
+	if (s->c_eof && s->out_len == 0 && s->st != S_SWITCH && !s->u_shut && !s->u_eof) {
 		(void)SSL_shutdown(s->u); /* the client is done: tell the server */
 		s->u_shut = true;
 		moved = true;
@@ -407,7 +455,7 @@ static void relay(session *s)
 }
 
 size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const char *in, size_t len,
-			  char *out, size_t cap)
+			  const char *answer, size_t answer_len, char *out, size_t cap)
 {
 	session *s = calloc(1, sizeof(*s));
 	aj_proxy_req *req = calloc(1, sizeof(*req));
@@ -430,6 +478,12 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 			o += k;
 			out_done(s);
 			took = true;
+		}
+		if (s->st == S_SWITCH && answer_len) { /* the server's answer, each time */
+			watch_answer(s, answer, answer_len);
+			took = true;
+			if (s->st == S_SWITCH)
+				break; /* an answer that never ends: the session waits */
 		}
 		if (!took && n == 0)
 			break;
@@ -458,6 +512,47 @@ static void set_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* A new connection to the address up is connected to (checked when up
+ * was made); the fd or -1. */
+static int connect_again(int up)
+{
+	struct sockaddr_storage sa;
+	socklen_t sl = sizeof(sa);
+	int fd = -1;
+	if (getpeername(up, (struct sockaddr *)&sa, &sl) < 0 ||
+	    (fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	set_timeouts(fd, HANDSHAKE_MS);
+	if (connect(fd, (struct sockaddr *)&sa, sl) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The TLS session to the server on fd (verified; ALPN h2 and http/1.1,
+ * or http/1.1 only) into s->u; 0, or -1 with why. */
+static int upstream(session *s, int fd, bool h2, char *why, size_t wl)
+{
+	const aj_proxy_req *connect = s->connect;
+	bool is_ip = connect->host_kind != AJ_HOST_NAME;
+	if (!(s->u = aj_tls_connect_new(s->ctx->tls, connect->host, is_ip, h2)) ||
+	    SSL_set_fd(s->u, fd) != 1) {
+		snprintf(why, wl, "out of memory");
+		return -1;
+	}
+	if (SSL_connect(s->u) == 1)
+		return 0;
+	long v = SSL_get_verify_result(s->u);
+	if (v != X509_V_OK)
+		snprintf(why, wl, "the server's certificate is not trusted: %s",
+			 X509_verify_cert_error_string(v));
+	else
+		snprintf(why, wl, "TLS handshake with the server failed");
+	ERR_clear_error();
+	return -1;
+}
+
 void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 {
 	session *s = calloc(1, sizeof(*s));
@@ -472,31 +567,25 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	s->req = req;
 	s->ob = s->out;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	int up2 = -1; /* a second connection to the server (HTTP/1.1 after all) */
+	char why[256], body[512];
 	set_timeouts(fd, HANDSHAKE_MS);
 	set_timeouts(up, HANDSHAKE_MS);
-	/* the server first: one the CA does not vouch for gets no tunnel */
-	bool is_ip = connect->host_kind != AJ_HOST_NAME;
-	if (!(s->u = aj_tls_connect_new(ctx->tls, connect->host, is_ip)) ||
-	    SSL_set_fd(s->u, up) != 1)
-		goto out;
-	if (SSL_connect(s->u) != 1) {
-		long v = SSL_get_verify_result(s->u);
-		char why[256], body[512];
-		if (v != X509_V_OK)
-			snprintf(why, sizeof(why), "the server's certificate is not trusted: %s",
-				 X509_verify_cert_error_string(v));
-		else
-			snprintf(why, sizeof(why), "TLS handshake with the server failed");
-		ERR_clear_error();
+	/* the server first: one the CA does not vouch for gets no tunnel. It
+	 * is offered h2 unless a :body secret belongs to the host (bodies are
+	 * filled on the HTTP/1.1 path only) */
+	bool h2 = !aj_inject_body_wanted(ctx->p, connect->host);
+	if (upstream(s, up, h2, why, sizeof(why)) < 0) {
 		log_event(s, "refused", NULL, why);
 		snprintf(body, sizeof(body), "agentjail proxy: %s:%u: %s\n", connect->host,
 			 connect->port, why);
 		aj_proxy_reply(fd, 502, "Bad Gateway", body);
 		goto out;
 	}
+	h2 = aj_tls_is_h2(s->u);
 	if (send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
 		goto out;
-	if (!(s->c = aj_tls_accept_new(ctx->tls, connect->host)) || SSL_set_fd(s->c, fd) != 1)
+	if (!(s->c = aj_tls_accept_new(ctx->tls, connect->host, h2)) || SSL_set_fd(s->c, fd) != 1)
 		goto out;
 	if (SSL_accept(s->c) != 1) {
 		ERR_clear_error();
@@ -508,10 +597,32 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 			  "CA?)");
 		goto out;
 	}
+	if (h2 && !aj_tls_is_h2(s->c)) {
+		/* the server spoke h2, the sandbox does not: HTTP/1.1 to the
+		 * same address on a connection of its own */
+		(void)SSL_shutdown(s->u);
+		SSL_free(s->u);
+		s->u = NULL;
+		up2 = connect_again(up);
+		shutdown(up, SHUT_RDWR); /* the h2 connection is done with */
+		if (up2 < 0) {
+			log_event(s, "refused", NULL, "the second connection to the server failed");
+			goto out;
+		}
+		if (upstream(s, up2, false, why, sizeof(why)) < 0) {
+			log_event(s, "refused", NULL, why);
+			goto out;
+		}
+		up = up2;
+	}
 	set_timeouts(fd, 0);
 	set_timeouts(up, 0);
 	set_nonblock(fd);
 	set_nonblock(up);
+	if (aj_tls_is_h2(s->c)) {
+		aj_proxy_h2(ctx, connect, s->c, s->u);
+		goto out;
+	}
 	relay(s);
 	if (s->closing && s->back_len == 0) {
 		/* refused: let the client read the answer before the close
@@ -531,6 +642,8 @@ out:
 		SSL_free(s->c);
 	if (s->u)
 		SSL_free(s->u);
+	if (up2 >= 0)
+		close(up2);
 	explicit_bzero(s, sizeof(*s));
 	explicit_bzero(req, sizeof(*req));
 	free(s);

@@ -44,6 +44,7 @@ struct aj_tls {
 typedef struct sni_check {
 	char host[AJ_HOST_MAX + 1];
 	bool mismatch;
+	bool h2; /* ALPN may pick h2 (on_alpn) */
 } sni_check;
 
 static int sni_index = -1;
@@ -235,24 +236,49 @@ static int on_servername(SSL *s, int *alert, void *arg)
 	return SSL_TLSEXT_ERR_OK;
 }
 
-/* ALPN: http/1.1 only (the proxy reads HTTP/1.1 requests); a client that
- * offers only h2 gets no ALPN and speaks HTTP/1.1 or fails */
-static int on_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
-		   const unsigned char *in, unsigned inlen, void *arg)
+/* Is the protocol (len bytes) among the client's ALPN offers in? */
+static const unsigned char *alpn_find(const unsigned char *in, unsigned inlen, const char *proto)
 {
-	static const unsigned char h11[] = "http/1.1";
+	size_t len = strlen(proto);
 	for (unsigned i = 0; i < inlen;) {
 		unsigned n = in[i];
 		if (i + 1 + n > inlen)
 			break;
-		if (n == 8 && memcmp(in + i + 1, h11, 8) == 0) {
-			*out = in + i + 1;
-			*outlen = 8;
-			return SSL_TLSEXT_ERR_OK;
-		}
+		if (n == len && memcmp(in + i + 1, proto, len) == 0)
+			return in + i + 1;
 		i += 1 + n;
 	}
+	return NULL;
+}
+
+/* ALPN: h2 when this connection may speak it (the server spoke h2 to
+ * netd: aj_tls_accept_new) and the client offers it, else http/1.1; a
+ * client that offers neither gets no ALPN and speaks HTTP/1.1 or fails */
+static int on_alpn(SSL *s, const unsigned char **out, unsigned char *outlen,
+		   const unsigned char *in, unsigned inlen, void *arg)
+{
+	(void)arg;
+	sni_check *c = SSL_get_ex_data(s, sni_index);
+	const unsigned char *p = c && c->h2 ? alpn_find(in, inlen, "h2") : NULL;
+	if (p) {
+		*out = p;
+		*outlen = 2;
+		return SSL_TLSEXT_ERR_OK;
+	}
+	if ((p = alpn_find(in, inlen, "http/1.1"))) {
+		*out = p;
+		*outlen = 8;
+		return SSL_TLSEXT_ERR_OK;
+	}
 	return SSL_TLSEXT_ERR_NOACK;
+}
+
+bool aj_tls_is_h2(SSL *s)
+{
+	const unsigned char *p = NULL;
+	unsigned n = 0;
+	SSL_get0_alpn_selected(s, &p, &n);
+	return n == 2 && memcmp(p, "h2", 2) == 0;
 }
 
 static char *cert_pem(X509 *x)
@@ -394,13 +420,15 @@ const char *aj_tls_ca_pem(const aj_tls *t)
 	return t->ca_pem;
 }
 
-SSL *aj_tls_accept_new(aj_tls *t, const char *host)
+SSL *aj_tls_accept_new(aj_tls *t, const char *host, bool h2)
 {
 	X509 *leaf = leaf_for(t, host);
 	SSL *s = leaf ? SSL_new(t->srv) : NULL;
 	sni_check *c = s ? calloc(1, sizeof(*c)) : NULL;
-	if (c)
+	if (c) {
 		snprintf(c->host, sizeof(c->host), "%s", host);
+		c->h2 = h2;
+	}
 	if (!c || !SSL_set_ex_data(s, sni_index, c) || SSL_use_certificate(s, leaf) != 1 ||
 	    SSL_use_PrivateKey(s, t->leaf_key) != 1) {
 		if (s && !SSL_get_ex_data(s, sni_index))
@@ -418,13 +446,16 @@ bool aj_tls_sni_mismatch(SSL *s)
 	return c && c->mismatch;
 }
 
-SSL *aj_tls_connect_new(aj_tls *t, const char *host, bool is_ip)
+SSL *aj_tls_connect_new(aj_tls *t, const char *host, bool is_ip, bool h2)
 {
+	static const unsigned char both[] = "\x02h2\x08http/1.1";
 	SSL *s = SSL_new(t->cli);
 	if (!s)
 		return NULL;
 	bool ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), host) == 1
 			: SSL_set_tlsext_host_name(s, host) == 1 && SSL_set1_host(s, host) == 1;
+	if (ok && h2)
+		ok = SSL_set_alpn_protos(s, both, sizeof(both) - 1) == 0;
 	if (!ok) {
 		SSL_free(s);
 		return NULL;

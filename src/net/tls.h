@@ -2,8 +2,9 @@
 /* HTTPS interception for scoped secrets (tls.c): netd's per-sandbox CA,
  * whose private key exists only in netd's memory, the leaf certificates it
  * issues for the secrets' hosts, and the two TLS contexts (toward the
- * sandbox: our leaf, ALPN http/1.1 only; toward the server: verified
- * against the host's trust store or --upstream-ca). */
+ * sandbox: our leaf, ALPN h2 when the server spoke h2 to netd, else
+ * http/1.1; toward the server: verified against the host's trust store or
+ * --upstream-ca). */
 #ifndef AJ_TLS_H
 #define AJ_TLS_H
 
@@ -36,11 +37,15 @@ const char *aj_tls_ca_pem(const aj_tls *t);
 
 /* A server-side SSL toward the sandbox for host (canonical, a name or an
  * IPv4 address), with a leaf certificate for it; the handshake fails
- * when the client's SNI names another host. NULL on failure. */
-struct ssl_st *aj_tls_accept_new(aj_tls *t, const char *host);
+ * when the client's SNI names another host. h2: ALPN picks h2 when the
+ * client offers it. NULL on failure. */
+struct ssl_st *aj_tls_accept_new(aj_tls *t, const char *host, bool h2);
 /* Did the handshake of s fail because the SNI named another host? */
 bool aj_tls_sni_mismatch(struct ssl_st *s);
-/* A client-side SSL toward the server host (SNI, hostname checked). */
-struct ssl_st *aj_tls_connect_new(aj_tls *t, const char *host, bool is_ip);
+/* A client-side SSL toward the server host (SNI, hostname checked); h2:
+ * ALPN offers h2 and http/1.1 (else http/1.1 only). */
+struct ssl_st *aj_tls_connect_new(aj_tls *t, const char *host, bool is_ip, bool h2);
+/* Did the handshake of s agree on h2 (ALPN)? */
+bool aj_tls_is_h2(struct ssl_st *s);
 
 #endif

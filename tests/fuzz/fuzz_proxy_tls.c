@@ -2,7 +2,8 @@
 /* libFuzzer target: the requests of an intercepted HTTPS session
  * (proxy_tls.c), without the TLS: keep-alive heads, bodies framed by
  * http-parser (Content-Length, chunked), bodies held for a :body secret,
- * upgrades. Checks: it never
+ * upgrades (the last byte picks the server's answer to them: a 101, a
+ * 401, a 100 then a 200, not HTTP, or none). Checks: it never
  * crashes or loops; a secret's value comes out only where the input had
  * its placeholder (or the value itself); a request whose Host names
  * another server than the CONNECT's is never passed on. */
@@ -36,11 +37,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		ready = true;
 	}
+	static const char *const answers[] = {
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+	    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno",
+	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "\x16\x03\x01 not http\r\n\r\n",
+	    ""};
+	const char *answer = answers[size ? data[size - 1] % 5 : 4];
 	size_t cap = 4 * size + 65536;
 	char *out = malloc(cap);
 	if (!out)
 		return 0;
-	size_t n = aj_proxy_tls_frame(&ctx, &connect_req, (const char *)data, size, out, cap);
+	size_t n = aj_proxy_tls_frame(&ctx, &connect_req, (const char *)data, size, answer,
+				      strlen(answer), out, cap);
 	bool had = memmem(data, size, "agentjail-placeholder-K-0000000000000000", 40) ||
 		   memmem(data, size, "SECRETVALUE", 11);
 	if (!had && memmem(out, n, "SECRETVALUE", 11))

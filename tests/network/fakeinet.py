@@ -8,7 +8,8 @@ library only):
 Web (every address, each port of the comma-separated PORTS): GET / answers
 TEXT, /host echoes the Host header, /redirect?to=URL answers 302 to URL,
 POST answers TEXT after reading the body (Content-Length or chunked), a
-WebSocket upgrade of /ws* echoes every message back until the close.
+WebSocket upgrade of /ws* echoes every message back until the close; one
+of /nows* is declined (401, the connection kept for the next request).
 With --web-log, every request is appended to FILE as a JSON line
 {"addr", "port", "peer", "method", "path", "headers"} plus "body" for a POST
 and "ws": [messages] (written at the close) for a WebSocket (what a server
@@ -204,6 +205,12 @@ def make_handler(text, log, tls=False):
                     "upgrade" in self.headers.get("Connection", "").lower()):
                 return self.websocket()
             self.record()
+            if self.path.startswith("/nows") and self.headers.get("Upgrade"):
+                # declined, and the connection stays HTTP (keep-alive)
+                self.wfile.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 5\r\n\r\nnope\n")
+                self.wfile.flush()
+                self.close_connection = False
+                return
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/redirect":
                 to = urllib.parse.parse_qs(url.query).get("to", ["http://169.254.169.254/"])[0]

@@ -173,17 +173,23 @@ EOS
         --net-log "$T/net.jsonl" --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
         python3 /wsclient.py ws://allowed.test/ws-a hello -H "Authorization: Bearer $K"
         python3 /wsclient.py ws://other.test/ws-o hi -H "Authorization: Bearer $K"
+        python3 /wsclient.py ws://allowed.test/nows-plain --then /after-nows-plain -H "Authorization: Bearer $K"
         curl -sS -m 5 -o /dev/null -d "key=$K&n=1" http://allowed.test/body-cl
         curl -sS -m 5 -o /dev/null -H "Transfer-Encoding: chunked" -d "key=$K" http://allowed.test/body-chunked
         curl -sS -m 5 -o /dev/null -d "key=$K" http://other.test/body-other
-        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
-            http://allowed.test/big
+        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -H "X-Big: $K" -w "big %{http_code}\n" \
+            -o /dev/null http://allowed.test/big
         echo "inside: $K"'
     assert_status 0
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hello"
     assert_output_has_line "echo hi"
     assert_output_has_line "big 413"
+    # an upgrade the server declines: its answer relayed, then the
+    # connection ends (one checked request per connection), nothing raw
+    assert_output_has_line "ws 401"
+    assert_output_has_line "then closed"
+    [ -z "$(jq -c 'select(.path | test("after-nows"))' "$WEB_LOG")" ] || fail "$(cat "$WEB_LOG")"
     local ph
     ph=$(sed -n 's/^inside: //p' <<<"$output")
     [[ "$ph" == agentjail-placeholder-K-* ]] || fail "not a placeholder: $ph"
@@ -200,6 +206,8 @@ EOS
     q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
     [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
     [ "$(q '.event == "proxy" and .status == 413')" -eq 1 ] || fail "$(cat "$T/net.jsonl")"
+    # the 413's header value went nowhere: no secret_injected line for it
+    [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 0 ] || fail "$(cat "$T/net.jsonl")"
 
     # --net open: proxy variables inside; through the proxy the value, a
     # direct connection (no proxy) carries only the placeholder

@@ -189,8 +189,9 @@ PY
         --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
         python3 /wsclient.py wss://api.example.test/ws-api hello "two $TOKEN" -H "Authorization: Bearer $TOKEN"
         python3 /wsclient.py wss://other.test/ws-other hi -H "Authorization: Bearer $TOKEN"
+        python3 /wsclient.py wss://api.example.test/nows-tls --then /after-nows-tls -H "Authorization: Bearer $TOKEN"
         python3 /workspace/ka.py
-        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -w "big %{http_code}\n" -o /dev/null \
+        head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -H "X-Big: $TOKEN" -w "big %{http_code}\n" -o /dev/null \
             https://api.example.test/big
         curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"
         curl -sS -m 10 --http2 -H "Authorization: Bearer $TOKEN" -w "h2 %{http_code} %{http_version}\n" \
@@ -201,11 +202,17 @@ PY
     assert_output_has_line "ka 200 200 200"
     assert_output_has_line "big 413"
     assert_output_has_line "inspect 200"
-    # a client offering h2 gets http/1.1 (the only protocol the proxy's ALPN offers)
+    # a client offering h2 gets http/1.1: this server speaks only that (ALPN)
     assert_output_has_line "h2 200 1.1"
     [ "$(req /h2 | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/h2: $(req /h2)"
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hi"
+    # an upgrade the server declines leaves the connection HTTP: the next
+    # request on it is checked and gets the value like any other
+    assert_output_has_line "ws 401"
+    assert_output_has_line "then 200"
+    [ "$(req /after-nows-tls | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] ||
+        fail "/after-nows-tls: $(req /after-nows-tls)"
     local ph
     ph=$(req /ws-other | jq -r '.headers.Authorization' | sed 's/^Bearer //')
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "other.test: $(req /ws-other)"
@@ -224,9 +231,14 @@ PY
     [ "$(req /ka1 | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/ka1 still chunked: $(req /ka1)"
     [ "$(req /ka3 | jq -r '.body')" = "{\"k\":\"$bvalue\",\"t\":\"$ph\"}" ] || fail "/ka3: $(req /ka3)"
     [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    # ... and its header's value is not logged as injected: it went nowhere
+    [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 0 ] ||
+        fail "big: $(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .verdict == "refused" and (.reason | test("larger than"))')" -eq 1 ] ||
+        fail "$(cat "$T/net.jsonl")"
     # --inspect: other.test intercepted, each request logged with its path
     # (never its query); its placeholder withheld, and logged
-    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
     [ "$(q '.event == "proxy" and .intercepted and .host == "other.test" and .method == "GET" and .path == "/seen"')" -eq 1 ] ||
         fail "inspect: $(cat "$T/net.jsonl")"
     [ "$(q '.event == "secret_withheld" and .host == "other.test"')" -eq 2 ] || fail "withheld: $(cat "$T/net.jsonl")"
@@ -246,4 +258,70 @@ PY
     assert_status 0
     assert_output_has_line "open 200"
     [ "$(req /open-tls | jq -r '.headers.Authorization')" = "Bearer $VALUE" ] || fail "/open-tls: $(req /open-tls)"
+}
+
+@test "HTTPS over HTTP/2: h2 on both sides, the value in HPACK headers, concurrent streams, :authority checked" {
+    # an HTTP/2 server (ALPN h2, http/1.1) on port 8443 beside the world's
+    local h2log=$T/h2.jsonl
+    ip netns exec "$INS" /usr/bin/python3 "$NET_DIR/h2echo.py" 0.0.0.0:8443 "$CERTS/default.pem" \
+        "$h2log" "$T/h2.ready" >/dev/null 2>&1 3>&- &
+    WORLD_PIDS+=($!)
+    local i
+    for ((i = 0; i < 200; i++)); do [ -e "$T/h2.ready" ] && break; sleep 0.05; done
+    [ -e "$T/h2.ready" ] || fail "h2echo.py did not start"
+    run --separate-stderr hrun --dns 192.0.2.53 --allow api.example.test:8443 --allow other.test:8443 \
+        --secret "TOKEN@api.example.test=$VALUE" --inspect other.test --upstream-ca "$CERTS/ca.crt" \
+        --net-log "$T/net.jsonl" -- sh -c '
+        A="Authorization: Bearer $TOKEN"
+        curl -sS -m 10 --http2 -H "$A" -w "api %{http_code} %{http_version}\n" -o /dev/null "https://api.example.test:8443/h2-api?k=$TOKEN"
+        curl -sS -m 10 --http2 -H "$A" -w "other %{http_code} %{http_version}\n" -o /dev/null https://other.test:8443/h2-other
+        curl -sS -m 10 --http2 -H "$A" -d "b=$TOKEN" -w "post %{http_code}\n" -o /dev/null https://api.example.test:8443/h2-post
+        curl -sS -m 10 --http2 --parallel -H "$A" -w "par %{http_code} %{http_version}\n" \
+            -o /dev/null -o /dev/null -o /dev/null https://api.example.test:8443/h2-par[1-3]
+        head -c 1048576 /dev/zero | curl -sS -m 20 --http2 -H "$A" --data-binary @- -w "up %{http_code} %{http_version}\n" \
+            -o /dev/null https://api.example.test:8443/h2-up
+        curl -sS -m 20 --http2 -H "$A" -w "down %{http_code} %{size_download}\n" -o /dev/null https://api.example.test:8443/h2-big
+        curl -sS -m 10 --http2 -H "Host: other.test:8443" -H "$A" -w "mismatch %{http_code}\n" -o /dev/null https://api.example.test:8443/h2-mm
+        python3 -c "import os, urllib.request as u
+print(\"h1\", u.urlopen(u.Request(\"https://api.example.test:8443/h2-h1\", headers={\"Authorization\": \"Bearer \" + os.environ[\"TOKEN\"]})).status)"
+        echo "inside: $TOKEN"'
+    assert_status 0
+    assert_output_has_line "api 200 2"
+    assert_output_has_line "other 200 2"
+    assert_output_has_line "post 200"
+    [ "$(grep -c '^par 200 2$' <<<"$output")" -eq 3 ] || fail "parallel: $output"
+    assert_output_has_line "mismatch 421"
+    assert_output_has_line "h1 200"
+    # bodies past the 64 KiB windows, both ways (flow control relayed)
+    assert_output_has_line "up 200 2"
+    assert_output_has_line "down 200 2097152"
+    local ph
+    ph=$(sed -n 's/^inside: //p' <<<"$output")
+    [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
+    h2req() { jq -c "select(.path | startswith(\"$1\"))" "$h2log"; }
+    # the server spoke h2 with netd and got the value, in a header and the
+    # query (percent-encoded there)
+    [ "$(h2req /h2-api | jq -r '.proto + " " + .headers.authorization + " " + .path')" = \
+        "h2 Bearer $VALUE /h2-api?k=sk-tls-Zq8%21x%26y%3D1" ] || fail "/h2-api: $(h2req /h2-api)"
+    [ "$(h2req /h2-api | jq -r '.headers[":authority"]')" = "api.example.test:8443" ] || fail "$(h2req /h2-api)"
+    # another host: the placeholder; a body as it was sent (no :body secret)
+    [ "$(h2req /h2-other | jq -r '.proto + " " + .headers.authorization')" = "h2 Bearer $ph" ] ||
+        fail "/h2-other: $(h2req /h2-other)"
+    [ "$(h2req /h2-post | jq -r '.body')" = "b=$ph" ] || fail "/h2-post: $(h2req /h2-post)"
+    [ "$(h2req /h2-up | jq -r '.len')" = 1048576 ] || fail "/h2-up: $(h2req /h2-up | head -c 300)"
+    # three streams on one connection, each filled
+    [ "$(h2req /h2-par | jq -r 'select(.proto == "h2" and .headers.authorization == "Bearer '"$VALUE"'") | .peer' | sort -u | wc -l)" -eq 1 ] ||
+        fail "parallel: $(h2req /h2-par)"
+    [ "$(h2req /h2-par | wc -l)" -eq 3 ] || fail "parallel: $(h2req /h2-par)"
+    # an :authority naming another host than SNI and CONNECT: never sent
+    [ -z "$(h2req /h2-mm)" ] || fail "/h2-mm was sent: $(h2req /h2-mm)"
+    # a client without h2 (urllib): HTTP/1.1 on both sides, the value in
+    [ "$(h2req /h2-h1 | jq -r '.proto + " " + .headers.Authorization')" = "http/1.1 Bearer $VALUE" ] ||
+        fail "/h2-h1: $(h2req /h2-h1)"
+    q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
+    [ "$(q '.event == "proxy" and .protocol == "h2" and .verdict == "refused" and .status == null and (.reason | test(":authority"))')" -eq 1 ] ||
+        fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_injected" and .host == "api.example.test" and .port == 8443')" -ge 6 ] ||
+        fail "$(cat "$T/net.jsonl")"
+    ! grep -qF "$VALUE" "$T/net.jsonl" || fail "a value in the log"
 }

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """A WebSocket client for the network tests (standard library only), run
 inside a sandbox: wsclient.py ws[s]://HOST/PATH MESSAGE... [-H 'Name: value']
+[--then PATH]
 
 Goes through agentjail's proxy ($http_proxy / $HTTPS_PROXY): ws:// as an
 absolute-form GET, wss:// through a CONNECT and TLS (the CA bundle of
 $SSL_CERT_FILE). Sends each MESSAGE as a masked text frame, then a close;
-prints "ws STATUS" and then "echo TEXT" for each message echoed back."""
+prints "ws STATUS" and then "echo TEXT" for each message echoed back.
+--then PATH: when the server declines the upgrade, a GET of PATH (with the
+-H headers) on the same connection; prints "then STATUS" or "then closed"."""
 import base64
 import os
 import socket
@@ -32,11 +35,13 @@ def read_exact(s, n):
 
 
 def main():
-    args, headers = [], []
+    args, headers, then = [], [], None
     it = iter(sys.argv[1:])
     for a in it:
         if a == "-H":
             headers.append(next(it))
+        elif a == "--then":
+            then = next(it)
         else:
             args.append(a)
     url = urllib.parse.urlsplit(args[0])
@@ -67,6 +72,18 @@ def main():
     status = answer.split(b"\r\n")[0].decode()
     print("ws", status.split(" ")[1])
     if " 101 " not in status:
+        if then:
+            length = [int(h.split(b":")[1]) for h in answer.split(b"\r\n")
+                      if h.lower().startswith(b"content-length:")]
+            read_exact(s, length[0] if length else 0)
+            path = then if secure else f"http://{url.hostname}:{port}{then}"
+            try:
+                s.sendall((f"GET {path} HTTP/1.1\r\nHost: {url.hostname}\r\n" +
+                           "".join(h + "\r\n" for h in headers) + "\r\n").encode())
+                line = s.recv(4096).split(b"\r\n")[0].decode()
+                print("then", line.split(" ")[1] if line else "closed")
+            except (OSError, IndexError):
+                print("then closed")
         return
     for m in args[1:]:
         s.sendall(frame(1, m.encode()))

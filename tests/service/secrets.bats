@@ -98,10 +98,14 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ "$(stat -c %s "$BATS_TEST_TMPDIR/ws/inside.bin")" -gt 100000 ] || fail "the dump is too small"
     ! grep -qF -e "$VALUE" -e "$minted" "$BATS_TEST_TMPDIR/ws/inside.bin" || fail "a value is inside"
     [[ "$output" != *"$VALUE"* && "$output" != *"$minted"* ]] || fail "a value in the output"
-    # the audit log: netd's lines with the sandbox's id, never a value
-    [ "$(audit ".event == \"secret_injected\" and .sandbox == \"$id\" and .host == \"api.example.test\" and .port == 443" | wc -l)" -eq 1 ] ||
+    # the audit log: netd's lines with the sandbox's id and the tenant the
+    # service's own lines name, never a value
+    local tenant
+    tenant=$(audit ".event == \"secret_minted\" and .sandbox == \"$id\"" | jq -r .tenant)
+    [ -n "$tenant" ] && [ "$tenant" != null ] || fail "no tenant: $(cat "$STATE/audit.log")"
+    [ "$(audit ".event == \"secret_injected\" and .sandbox == \"$id\" and .tenant == \"$tenant\" and .host == \"api.example.test\" and .port == 443" | wc -l)" -eq 1 ] ||
         fail "injected: $(cat "$STATE/audit.log")"
-    [ "$(audit ".event == \"secret_withheld\" and .sandbox == \"$id\" and .host == \"other.test\" and .port == 80 and .secret == \"TOKEN\"" | wc -l)" -eq 1 ] ||
+    [ "$(audit ".event == \"secret_withheld\" and .sandbox == \"$id\" and .tenant == \"$tenant\" and .host == \"other.test\" and .port == 80 and .secret == \"TOKEN\"" | wc -l)" -eq 1 ] ||
         fail "withheld: $(cat "$STATE/audit.log")"
     [ "$(audit ".event == \"secret_minted\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] || fail "$(cat "$STATE/audit.log")"
     api DELETE "/v1/sandboxes/$id" >/dev/null

@@ -11,14 +11,18 @@
 #include <openssl/evp.h>
 #include <errno.h>
 #include <jansson.h>
+#include <nghttp2/nghttp2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "allow.h"
 #include "inject.h"
 #include "netd_ctx.h"
 #include "nft.h"
 #include "proxy_parse.h"
+#include "proxy_h2.h"
 #include "proxy_tls.h"
 #include "policy.h"
 
@@ -578,7 +582,7 @@ static void test_tls_frame(void **state)
 		 "x-key: %s\r\n\r\n3\r\nGET\r\n0\r\n\r\n"
 		 "GET /c HTTP/1.1\r\nHost: other.test\r\nx-key: %s\r\n\r\n",
 		 ph, ph, ph);
-	size_t n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), out, sizeof(out) - 1);
+	size_t n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), NULL, 0, out, sizeof(out) - 1);
 	out[n] = '\0';
 	assert_non_null(strstr(out, "GET /a HTTP/1.1\r\nHost: api.test\r\n"
 				    "Authorization: Bearer real-value-1\r\n\r\n"));
@@ -590,7 +594,8 @@ static void test_tls_frame(void **state)
 	static const char c8443[] = "CONNECT api.test:8443 HTTP/1.1\r\n\r\n";
 	assert_int_equal(aj_proxy_parse(c8443, strlen(c8443), &c), 0);
 	static const char bad[] = "GET /d HTTP/1.1\r\nHost: api.test\r\n\r\n";
-	assert_int_equal(aj_proxy_tls_frame(&ctx, &c, bad, strlen(bad), out, sizeof(out)), 0);
+	assert_int_equal(aj_proxy_tls_frame(&ctx, &c, bad, strlen(bad), NULL, 0, out, sizeof(out)),
+			 0);
 	aj_policy_free(&p);
 
 	/* a :body secret: chunked and Content-Length bodies held, filled and
@@ -608,7 +613,7 @@ static void test_tls_frame(void **state)
 		 "POST /b HTTP/1.1\r\nHost: api.test\r\nContent-Length: %zu\r\n\r\n%s;%s"
 		 "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n",
 		 strlen(bph), bph, strlen(bph) + 1 + strlen(ph), bph, ph);
-	n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), out, sizeof(out) - 1);
+	n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), NULL, 0, out, sizeof(out) - 1);
 	out[n] = '\0';
 	assert_non_null(strstr(out, "POST /a HTTP/1.1\r\nHost: api.test\r\nContent-Length: 15\r\n"
 				    "\r\nb=body-value-22POST /b"));
@@ -633,6 +638,165 @@ static void test_tls_frame(void **state)
 	assert_int_equal(nn, 1);
 	assert_false(notes[0].injected);
 	free(filled);
+	aj_policy_free(&p);
+}
+
+/* An Upgrade request on an intercepted session: the client's next bytes
+ * wait for the server's answer; a 101 makes them a relay of bytes, any
+ * other answer leaves the connection HTTP (the next request checked and
+ * filled as any other). */
+static void test_tls_upgrade(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	const char *ph = p.secrets[0].placeholder;
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1};
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	char in[2048], out[4096];
+	snprintf(in, sizeof(in),
+		 "GET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n"
+		 "Connection: Upgrade\r\nx-key: %s\r\n\r\n"
+		 "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n\r\n"
+		 "GET /other HTTP/1.1\r\nHost: other.test\r\n\r\n",
+		 ph, ph);
+	static const char no[] = "HTTP/1.1 100 Continue\r\n\r\n"
+				 "HTTP/1.1 401 Unauthorized\r\nContent-Length: 4\r\n\r\nnope";
+	size_t n =
+	    aj_proxy_tls_frame(&ctx, &c, in, strlen(in), no, strlen(no), out, sizeof(out) - 1);
+	out[n] = '\0';
+	/* declined: the next request is parsed, filled, checked */
+	assert_non_null(
+	    strstr(out, "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: real-value-1\r\n"));
+	assert_null(strstr(out, ph));
+	assert_null(strstr(out, "/other"));
+	/* switched: what follows is the new protocol's, passed as it is */
+	static const char yes[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+				  "Connection: Upgrade\r\n\r\n";
+	n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), yes, strlen(yes), out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: agentjail-"));
+	/* no answer yet: nothing after the upgrade's head goes out */
+	n = aj_proxy_tls_frame(&ctx, &c, in, strlen(in), NULL, 0, out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /ws HTTP/1.1\r\n"));
+	assert_null(strstr(out, "/next"));
+	/* an Upgrade with a body could not wait for the answer: refused */
+	static const char body[] = "POST /up HTTP/1.1\r\nHost: api.test\r\nUpgrade: x\r\n"
+				   "Connection: upgrade\r\nContent-Length: 3\r\n\r\nabc";
+	assert_int_equal(
+	    aj_proxy_tls_frame(&ctx, &c, body, strlen(body), yes, strlen(yes), out, sizeof(out)),
+	    0);
+	aj_policy_free(&p);
+}
+
+/* A request refused after its secrets were put in (a body over the bound,
+ * 413) logs no secret_injected line: the value went nowhere. */
+static void test_tls_refused_not_injected(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	assert_int_equal(aj_policy_add_secret(&p, "B@api.test:body=body-value-22", NULL), 0);
+	const char *ph = p.secrets[0].placeholder;
+	int log = memfd_create("netlog", 0);
+	assert_true(log >= 0);
+	aj_netd_ctx ctx = {.p = &p, .log_fd = log, .audit_fd = -1};
+	pthread_mutex_init(&ctx.lock, NULL);
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	size_t big = AJ_INJECT_BODY_MAX + 10, cap = big + 1024;
+	char *in = malloc(cap), out[4096];
+	assert_non_null(in);
+	int h = snprintf(in, cap,
+			 "POST /big HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n"
+			 "Content-Length: %zu\r\n\r\n",
+			 ph, big);
+	memset(in + h, 'a', big);
+	assert_int_equal(
+	    aj_proxy_tls_frame(&ctx, &c, in, (size_t)h + big, NULL, 0, out, sizeof(out)), 0);
+	/* the same head with a small body is sent, and logged */
+	h = snprintf(in, cap,
+		     "POST /small HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n"
+		     "Content-Length: 2\r\n\r\nab",
+		     ph);
+	assert_true(aj_proxy_tls_frame(&ctx, &c, in, (size_t)h, NULL, 0, out, sizeof(out)) > 0);
+	char logged[8192] = "";
+	assert_true(pread(log, logged, sizeof(logged) - 1, 0) > 0);
+	char *first = strstr(logged, "\"secret_injected\"");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "\"secret_injected\""));
+	assert_true(first > strstr(logged, "\"refused\""));
+	free(in);
+	close(log);
+	aj_policy_free(&p);
+}
+
+/* What an HTTP/2 client sends for requests to each authority (the
+ * preface, SETTINGS, one HEADERS each with the placeholder in a header
+ * and the query); its length. */
+static size_t h2_client(char *buf, size_t cap, const char *const *auth, size_t n, const char *ph)
+{
+	nghttp2_session_callbacks *cb;
+	nghttp2_session *s;
+	assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+	assert_int_equal(nghttp2_session_client_new(&s, cb, NULL), 0);
+	assert_int_equal(nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+	char path[256], bearer[256];
+	snprintf(path, sizeof(path), "/a?k=%s", ph);
+	snprintf(bearer, sizeof(bearer), "Bearer %s", ph);
+	for (size_t i = 0; i < n; i++) {
+#define NV(a, b) {(uint8_t *)(a), (uint8_t *)(b), strlen(a), strlen(b), NGHTTP2_NV_FLAG_NONE}
+		nghttp2_nv nv[] = {NV(":method", "GET"), NV(":scheme", "https"),
+				   NV(":authority", auth[i]), NV(":path", path),
+				   NV("authorization", bearer)};
+#undef NV
+		assert_true(nghttp2_submit_request(s, NULL, nv, 5, NULL, NULL) > 0);
+	}
+	size_t o = 0;
+	const uint8_t *d;
+	ssize_t k;
+	while ((k = nghttp2_session_mem_send(s, &d)) > 0) {
+		assert_true(o + (size_t)k <= cap);
+		memcpy(buf + o, d, (size_t)k);
+		o += (size_t)k;
+	}
+	nghttp2_session_del(s);
+	nghttp2_session_callbacks_del(cb);
+	return o;
+}
+
+/* HTTP/2 on an intercepted connection (proxy_h2.c): a request whose
+ * :authority names the CONNECT host gets the value (header and query);
+ * one naming another host, or another port, is never sent on. */
+static void test_h2_frame(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	const char *ph = p.secrets[0].placeholder;
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1, .audit_fd = -1};
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	static const char *const auth[] = {"api.test", "other.test", "api.test:8443",
+					   "API.test:443"};
+	char in[8192], out[8192];
+	size_t len = h2_client(in, sizeof(in), auth, 4, ph);
+	size_t n = aj_proxy_h2_frame(&ctx, &c, in, len, out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, ":authority: api.test\n:path: /a?k=real-value-1\n"
+				    "authorization: Bearer real-value-1\n"));
+	assert_non_null(strstr(out, ":authority: API.test:443\n"));
+	assert_null(strstr(out, "other.test"));
+	assert_null(strstr(out, "8443"));
+	assert_null(strstr(out, ph));
 	aj_policy_free(&p);
 }
 
@@ -705,6 +869,9 @@ int main(void)
 	    cmocka_unit_test(test_secret_scope),
 	    cmocka_unit_test(test_inject),
 	    cmocka_unit_test(test_tls_frame),
+	    cmocka_unit_test(test_tls_upgrade),
+	    cmocka_unit_test(test_h2_frame),
+	    cmocka_unit_test(test_tls_refused_not_injected),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,8 +78,8 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 			envp[n++] = *e; /* with the rest: AGENTJAIL_STATE_DIR names the images */
 	snprintf(ctl_s, sizeof(ctl_s), "%d", ctl);
 	snprintf(src_s, sizeof(src_s), "%d", src);
-	/* the service's audit log for netd's secret_* lines, and the id */
-	bool audit = p->audit_fd > 2 && p->audit_sandbox;
+	/* the service's audit log for netd's secret_* lines, the id, tenant */
+	bool audit = p->audit_fd > 2 && p->audit_sandbox && p->audit_tenant;
 	char audit_s[16];
 	snprintf(audit_s, sizeof(audit_s), "%d", p->audit_fd);
 	char *argv[] = {"agentjail-box",
@@ -88,6 +88,7 @@ static pid_t spawn_keeper(const aj_policy *p, const char *source, int ctl, aj_er
 			src_s,
 			audit ? audit_s : NULL,
 			audit ? p->audit_sandbox : NULL,
+			audit ? p->audit_tenant : NULL,
 			NULL};
 	posix_spawn_file_actions_t fa;
 	pid_t pid = -1;
