@@ -193,6 +193,11 @@ while True:
     c, _ = s.accept(); c.recv(4096)
     c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nreach\n"); c.close()' &
     SRV=$!
+    local i
+    for i in $(seq 50); do # listening before the first container asks
+        ip netns exec "$NS" ss -ltn | grep -q ':8099 ' && break
+        sleep 0.1
+    done
     P=(nsenter --net="/run/netns/$NS" "${P[@]}")
     # (busybox's wget crashes in a static build: nc)
     local get='echo GET | nc -w 3 10.88.0.1 8099 | tail -n 1 | grep reach'
