@@ -768,7 +768,12 @@ __attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, 
 		}
 		if (pf[0].revents) {
 			unsigned char b;
-			_exit(read(exit_fd, &b, 1) == 1 ? b : 128 + SIGKILL);
+			int code = read(exit_fd, &b, 1) == 1 ? b : 128 + SIGKILL;
+			/* after the monitor: the engine reaps it first, nothing is left
+			 * once it has this one's status */
+			struct pollfd pm = {mon, POLLIN, 0};
+			(void)poll(&pm, 1, 10000);
+			_exit(code);
 		}
 	}
 }
