@@ -19,6 +19,10 @@ struct ssl_st;
  * when either side ends. Frees neither SSL. */
 void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, struct ssl_st *c, struct ssl_st *u);
 
+/* The same over plain non-blocking sockets (tests: both ends speak
+ * HTTP/2 without TLS). Closes neither. */
+void aj_proxy_h2_plain(aj_netd_ctx *ctx, const aj_proxy_req *connect, int c, int u);
+
 /* The same without TLS, for tests and fuzzing: in (len bytes) is what
  * the client sends (the connection preface and frames); out gets, one
  * "name: value\n" line per header and a blank line per request, the
