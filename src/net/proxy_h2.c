@@ -433,9 +433,11 @@ static ssize_t read_body(nghttp2_session *session, int32_t id, uint8_t *dst, siz
 	bool to_server = session == h->us;
 	bbuf *b = to_server ? &st->up : &st->down;
 	size_t n = b->len - b->off < len ? b->len - b->off : len;
-	memcpy(dst, b->p + b->off, n);
-	if (to_server)
-		explicit_bzero(b->p + b->off, n);
+	if (n) { /* p is NULL until a first byte */
+		memcpy(dst, b->p + b->off, n);
+		if (to_server)
+			explicit_bzero(b->p + b->off, n);
+	}
 	b->off += n;
 	if (n && !st->refused) /* handed on: the sender may send as much again */
 		(void)nghttp2_session_consume(to_server ? h->cs : h->us,
