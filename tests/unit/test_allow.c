@@ -1122,8 +1122,8 @@ static void test_h2_relay_window(void **state)
 
 /* The server answers, says GOAWAY and hangs up while most of the answer
  * is still with the relay (the sandbox has not given its window back):
- * the sandbox gets all of it, a graceful GOAWAY naming its stream, and
- * then the end of the connection. */
+ * a new stream is refused; the sandbox gets all of the answer, a
+ * graceful GOAWAY naming its stream, and then the end of the connection. */
 static void test_h2_relay_goaway(void **state)
 {
 	(void)state;
@@ -1139,6 +1139,13 @@ static void test_h2_relay_goaway(void **state)
 	assert_int_equal(
 	    nghttp2_submit_goaway(r.sv.s, NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR, NULL, 0), 0);
 	assert_int_equal(nghttp2_session_send(r.sv.s), 0);
+	/* a new stream now is refused (the sandbox may retry it elsewhere),
+	 * not sent on nor answered by the relay */
+	int32_t id2 = rig_request(&r, false);
+	RIG_UNTIL(&r, r.cl.closed[id2]);
+	assert_int_equal(r.cl.code[id2], NGHTTP2_REFUSED_STREAM);
+	assert_false(r.cl.head[id2]);
+	assert_false(r.sv.head[id2]);
 	shutdown(r.sv.fd, SHUT_RDWR);
 	r.sv.eof = true;
 	usleep(50000); /* the relay sees the end with the answer buffered */
