@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "error.h"
 #include "image.h"
+#include "microvm.h"
 #include "util.h"
 
 static const char usage[] =
@@ -231,6 +232,9 @@ int aj_cmd_image(int argc, char **argv)
 					   : aj_image_inspect(state_dir, argv[1], &info, &err);
 		if (r < 0)
 			return aj_cli_fail(&err);
+		/* level 3's squashfs and snapshots of an image now gone */
+		if (!strcmp(sub, "rm"))
+			aj_microvm_image_gc();
 		if (!strcmp(sub, "inspect"))
 			print_info(&info);
 		return 0;

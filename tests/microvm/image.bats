@@ -15,7 +15,9 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head
+    mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+    mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -90,10 +92,12 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         echo old >"$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
         touch -d "$((10 - i)) hours ago" "$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
     done
+    echo ram >"$AGENTJAIL_STATE_DIR/microvm/snap-old1.ram"
     echo partial >"$AGENTJAIL_STATE_DIR/microvm/snap-old9.vmstate.999999999.tmp"
     svc_start --pool microvm:tiny=1
     body='{"isolation": "microvm", "image": "tiny"}'
-    # the pool's first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
+    # the pool's first boots, and is saved once ready: its devices in
+    # STATE/microvm/snap-IMAGE-KEY.vmstate, its RAM in snap-IMAGE-KEY.ram
     pool_is ready 1
     a=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 1 "the create served by the pool"
@@ -104,6 +108,9 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     ls "$STATE"/microvm/snap-*.vmstate >/dev/null || fail "no snapshot: $(ls "$STATE/microvm") $(cat "$BATS_TEST_TMPDIR/serve.log")"
     assert_eq "$(ls "$STATE"/microvm/snap-*.vmstate | grep -vc '/snap-old')" 1 "the new snapshot"
     assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "snap-old2.vmstate snap-old3.vmstate snap-old4.vmstate snap-old5.vmstate snap-old6.vmstate snap-old7.vmstate snap-old8.vmstate " "the snapshots kept"
+    ram=$(ls "$STATE"/microvm/snap-*.ram) || fail "no snapshot RAM: $(ls "$STATE/microvm")"
+    assert_eq "$(stat -c '%u %a' "$ram")" "0 600" "the snapshot RAM's owner and mode"
+    sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
     # (given its identity when handed out), and a create the pool does not
     # serve (another env: a built VM's is not changed)
@@ -111,10 +118,21 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     c=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"X": "1"}}' | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 2 "b from the pool, c not"
+    # each maps the snapshot's RAM (a sealed memfd of the file) private:
+    # copy-on-write; no one can write it, and a guest's writes stay its own
     for id in "$b" "$c"; do
-        tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$id" | jq -r .pid)/cmdline" | grep -q -- '-incoming fd:3' ||
+        q=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+        tr '\0' ' ' <"/proc/$q/cmdline" | grep -q -- '-incoming defer' ||
             fail "$id not restored: $(pgrep -af qemu-system)"
+        grep -qE "^[0-9a-f-]+ rw-p .* /memfd:$(basename "$ram") \(deleted\)$" "/proc/$q/maps" ||
+            fail "qemu $q does not map $ram private: $(grep memfd "/proc/$q/maps")"
+        run sh -c "printf x >>/proc/$q/fd/4"
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q is writable"
     done
+    out=$(sb_exec "$c" '{"cmd": ["sh", "-c", "head -c 16000000 /dev/urandom >/tmp/fill && echo ok"]}')
+    assert_eq "$(events_stdout <<<"$out")" ok "a guest write of 16 MB"
+    assert_eq "$(sha256sum <"$ram")" "$sum" "the snapshot's RAM file after a guest write"
+    cmp -s "$ram" "/proc/$q/fd/4" || fail "the RAM qemu maps is not the snapshot's after a guest write"
     # each its own: the image's files and a fresh layer, its own entropy
     # (the same memory would give the same bytes), the host's time
     peek='cat /etc/motd; cat /bin/new 2>/dev/null || echo fresh; od -An -tx1 -N16 /dev/urandom | tr -d " "; date +%s'
@@ -125,7 +143,15 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         fail "two restored VMs gave the same random bytes (or none): $ob / $oc"
     t=$(sed -n 4p <<<"$oc")
     [ $((t - $(date +%s))) -le 5 ] && [ $(($(date +%s) - t)) -le 30 ] || fail "the restored VM's clock: $t, host $(date +%s): $oc"
-    for id in "$a" "$c"; do
+    # another image, with a sandbox of its own (booted, saved): each image's
+    # top-level names are in its squashfs and in the RAM of its snapshot
+    cp -a "$BATS_TEST_TMPDIR/tree" "$BATS_TEST_TMPDIR/tree2"
+    rmdir "$BATS_TEST_TMPDIR/tree2/$mark_a"
+    mark_b=mark-b-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+    echo other >"$BATS_TEST_TMPDIR/tree2/etc/motd" && mkdir "$BATS_TEST_TMPDIR/tree2/$mark_b"
+    aj_timeout "$AJ" image build other --from-dir "$BATS_TEST_TMPDIR/tree2" 2>/dev/null
+    d=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "other"}' | jq -er .id)
+    for id in "$a" "$c" "$d"; do
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
@@ -183,4 +209,18 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     svc_stop
     mv_none_left
     ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"
+    # `image rm`: the image's squashfs and snapshots go with it (found by
+    # what they hold: its digest's files, its marker), the other's stay
+    grep -rlaF "$mark_a" "$STATE/microvm" >/dev/null || fail "the first image's files hold no marker: $(ls "$STATE/microvm")"
+    [ "$(grep -rlaF "$mark_b" "$STATE/microvm" | wc -l)" -ge 2 ] || fail "the other image's squashfs and snapshot: $(ls "$STATE/microvm")"
+    digest=$("$AJ" image inspect tiny | jq -r '.digest | sub("sha256:"; "")')
+    before=$(cd "$STATE/microvm" && ls | sort)
+    run --separate-stderr "$AJ" image rm no-such-image
+    assert_status 125
+    assert_eq "$(cd "$STATE/microvm" && ls | sort)" "$before" "a failed rm changed the cache"
+    "$AJ" image rm tiny
+    [ -z "$(grep -rlaF "$mark_a" "$STATE")" ] || fail "the removed image's files stay: $(grep -rlaF "$mark_a" "$STATE")"
+    [ -z "$(grep -rlF "$digest" "$STATE/microvm" 2>/dev/null; ls "$STATE/microvm" | grep -F "$digest")" ] || fail "named after the removed image: $(ls "$STATE/microvm")"
+    [ "$(grep -rlaF "$mark_b" "$STATE/microvm" | wc -l)" -ge 2 ] || fail "the other image's files went too: $(ls "$STATE/microvm")"
+    assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "$(grep '^snap-old' <<<"$before" | tr '\n' ' ')" "other snapshots kept"
 }

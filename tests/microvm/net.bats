@@ -94,7 +94,13 @@ PY
     assert_refused host-public
     [ "$(dns_seen '^other\.test')" -eq 0 ] || fail "other.test was asked upstream"
     [ "$(dns_seen '^allowed\.test')" -ge 1 ] || fail "allowed.test was not resolved upstream"
-    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # a SIGKILLed service: its VM dies with it, its nft table stays until
+    # the next start's sweep (not only the next network sandbox's)
+    svc_crash
     mv_gone
+    ip netns exec "$HNS" nft list tables | grep -q ' agentjail-' || fail "no table to sweep: $(world_residue)"
+    svc_start
+    api_status GET "/v1/sandboxes/$id"
+    assert_eq "$status_code" 404
     assert_world_clean
 }

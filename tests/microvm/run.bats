@@ -68,12 +68,17 @@ cgroup_exists() {
 
 @test "microvm: workspace writes belong to the workspace's owner on the host, never uid 0" {
     chown 4242:4343 "$WS"
-    run --separate-stderr mv -q --workspace "$WS" -- /bin/sh -c \
-        'echo hello >/workspace/new && mkdir /workspace/d && cat /workspace/new && touch /usr/x' </dev/null
+    # a root-owned --rw directory: writable as at level 1, its files root's
+    mkdir -m 0755 "$T/rootrw"
+    run --separate-stderr mv -q --workspace "$WS" --rw "$T/rootrw:/mnt/rootrw" -- /bin/sh -c \
+        'echo hello >/workspace/new && mkdir /workspace/d && cat /workspace/new && touch /usr/x
+        echo root-share >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw/new' </dev/null
     assert_status 0
-    assert_eq "$output" hello
+    assert_eq "$output" "hello
+0:0"
     assert_eq "$(stat -c %u:%g "$WS/new")" 4242:4343 "owner of a new file"
     assert_eq "$(stat -c %u:%g "$WS/d")" 4242:4343 "owner of a new directory"
+    assert_eq "$(stat -c %u:%g:%a "$T/rootrw/new")" 0:0:644 "the root-owned share's file on the host"
     assert_eq "$(cat "$WS/new")" hello
     # the root is the guest's copy-on-write view: the host's /usr is unchanged
     [ ! -e /usr/x ] || fail "the guest wrote the host's /usr"
@@ -166,7 +171,7 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
 }
 
 @test "microvm: what this level does not do yet is 125 with a fix, never a weaker run" {
-    for opt in "--publish 18080:80" "--ro /etc:/sys/x" "--rw $T:/workspace/x" \
+    for opt in "--ro /etc:/sys/x" "--rw $T:/workspace/x" \
         "--rw /etc/hostname:/mnt/h" "--ro /etc/hostname:/usr/h"; do
         # shellcheck disable=SC2086 # the option and its value
         run --separate-stderr mv $opt -- /bin/echo ran </dev/null
@@ -208,12 +213,17 @@ remount-refused
 @test "microvm: --user runs the command as that user: root's files closed, its workspace and --rw files the owners'" {
     chown 4242:4343 "$WS"
     mkdir -p "$T/rw" && chown 5151:5252 "$T/rw"
-    run --separate-stderr mv -q --user 1000:1000 --workspace "$WS" --rw "$T/rw:/mnt/rw" -- /bin/sh -c '
+    # a root-owned --rw directory: U writes there as at level 1 (the VM
+    # started with it at all only after the fix), its files root's on the host
+    mkdir -m 0755 "$T/rootrw"
+    run --separate-stderr mv -q --user 1000:1000 --workspace "$WS" --rw "$T/rw:/mnt/rw" \
+        --rw "$T/rootrw:/mnt/rootrw" -- /bin/sh -c '
         id -u; id -g; id -G; echo "$HOME"
         ls /root 2>/dev/null || echo root-closed
         cat /etc/shadow 2>/dev/null || echo no-shadow
         echo mine >/workspace/new && mkdir /workspace/d && echo there >/mnt/rw/new
-        stat -c %u /workspace/new; echo ok >~/h && cat ~/h' </dev/null
+        stat -c %u /workspace/new; echo ok >~/h && cat ~/h
+        echo u >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw /mnt/rootrw/new' </dev/null
     assert_status 0
     assert_eq "$output" "1000
 1000
@@ -222,9 +232,38 @@ remount-refused
 root-closed
 no-shadow
 1000
-ok"
+ok
+1000:1000
+1000:1000"
+    assert_eq "$(stat -c %u:%g "$T/rootrw/new")" 0:0 "U's file in the root-owned share, on the host"
     assert_eq "$(stat -c %u:%g "$WS/new" "$WS/d" | tr '\n' ' ')" "4242:4343 4242:4343 " "workspace files' owners"
     assert_eq "$(stat -c %u:%g "$T/rw/new")" 5151:5252 "the --rw file's owner"
+}
+
+@test "microvm: --publish reaches a server on the guest's loopback from the host's 127.0.0.1" {
+    hp=$((20000 + RANDOM % 20000))
+    # busybox's httpd (the host's /usr/bin/busybox) on the guest's loopback;
+    # its CGI script ends the command once the host asked for it
+    mv -q --publish "$hp:8080" -- /bin/sh -c '
+        mkdir -p /tmp/w/cgi-bin && echo from-guest >/tmp/w/hello.txt
+        echo "#!/bin/sh" >/tmp/w/cgi-bin/done
+        echo "echo Content-Type: text/plain; echo; echo bye; touch /tmp/w/done" >>/tmp/w/cgi-bin/done
+        chmod +x /tmp/w/cgi-bin/done
+        busybox httpd -f -p 127.0.0.1:8080 -h /tmp/w &
+        while [ ! -e /tmp/w/done ]; do sleep 0.2; done; kill $!; echo served' </dev/null >"$T/out" 2>"$T/err" &
+    job=$!
+    body=
+    for _ in $(seq 200); do
+        body=$(curl -s -m 2 "http://127.0.0.1:$hp/hello.txt") && [ -n "$body" ] && break
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.2
+    done
+    assert_eq "$body" from-guest "through 127.0.0.1:$hp: $(cat "$T/err")"
+    assert_eq "$(curl -s -m 10 "http://127.0.0.1:$hp/cgi-bin/done")" bye "the CGI script"
+    wait "$job" || fail "the run failed: $(cat "$T/err")"
+    assert_eq "$(cat "$T/out")" served
+    # the run's listener went with it
+    ! curl -s -m 2 "http://127.0.0.1:$hp/hello.txt" || fail "127.0.0.1:$hp still answers"
 }
 
 @test "microvm: --tty gives the command a terminal of the guest, our size" {

@@ -118,6 +118,15 @@ refused" "the binds"
     assert_eq "$status_code" 404 "after rm -r: $body"
     api_status GET "/v1/sandboxes/$id/files?path=/proc/self/environ"
     assert_eq "$status_code" 403 "a kernel file system: $body"
+    # the ports proxy: a server on the guest's loopback (busybox's httpd,
+    # the host's /usr/bin/busybox), reached through the guest's agent
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /tmp/www && echo from-guest >/tmp/www/hello.txt && busybox httpd -p 127.0.0.1:8080 -h /tmp/www"]}')
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code" 200 "ports: $body $out"
+    assert_eq "$body" $'from-guest\n' "a file the guest's server served"
+    api_status GET "/v1/sandboxes/$id/ports/8081/"
+    assert_eq "$status_code" 502 "a closed port: $body"
+    assert_contains "$body" port_closed
     # a terminal (sandbox exec -t) of the guest's devpts, with the client's size
     run timeout 60 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
     assert_status 5

@@ -19,6 +19,9 @@
 #include <linux/magic.h>
 #include <linux/capability.h>
 #include <linux/random.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -834,6 +837,91 @@ static int op_identity(json_t *q)
 	return answer(0);
 }
 
+/* ---- the ports proxy (a microVM's) ---- */
+
+/* A TCP connection to port on the loopback address (127.0.0.1, else ::1
+ * for a server there only), as level 1's proxy connects in the sandbox's
+ * network namespace (docs/api.md, "Ports"). Connected: a 'T' frame, then
+ * the host's 'I' frames go to the server (empty: its end, passed on as a
+ * half-close) and the server's bytes come back as 'O' frames (empty: its
+ * end); 'X' once both ended, or why it could not connect. */
+static int loopback_connect(int family, int port)
+{
+	int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct sockaddr_in a4 = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+				  .sin6_port = htons((uint16_t)port),
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	if ((family == AF_INET ? connect(s, (struct sockaddr *)&a4, sizeof(a4))
+			       : connect(s, (struct sockaddr *)&a6, sizeof(a6))) < 0) {
+		int e = errno;
+		close(s);
+		return -e;
+	}
+	return s;
+}
+
+static int op_connect(json_t *q)
+{
+	json_int_t port = json_integer_value(json_object_get(q, "port"));
+	if (port < 1 || port > 65535)
+		return answer(EINVAL);
+	int s = loopback_connect(AF_INET, (int)port);
+	if (s == -ECONNREFUSED) {
+		int s6 = loopback_connect(AF_INET6, (int)port);
+		if (s6 >= 0 || (s6 != -EAFNOSUPPORT && s6 != -EADDRNOTAVAIL))
+			s = s6;
+	}
+	if (s < 0)
+		return answer(-s);
+	frame(AJ_AG_STAT, "{}", 2);
+	bool host_end = false, server_end = false;
+	int e = 0;
+	static char buf[READ_MAX];
+	while (!(host_end && server_end) && !host_gone && !e) {
+		struct pollfd pf[2] = {{host_end ? -1 : 0, POLLIN, 0},
+				       {server_end ? -1 : s, POLLIN, 0}};
+		if (poll(pf, 2, -1) < 0) {
+			if (errno != EINTR)
+				e = errno;
+			continue;
+		}
+		if (pf[0].revents) {
+			char type, *in = NULL;
+			uint32_t len;
+			int k = read_frame(&type, &in, &len);
+			if (k <= 0) { /* the host's stream ended: nothing to answer */
+				close(s);
+				return 1;
+			}
+			if (type == AJ_AG_STDIN && len && write_all(s, in, len) < 0)
+				e = errno ? errno : EPIPE;
+			else if (type == AJ_AG_STDIN && !len) {
+				host_end = true;
+				(void)shutdown(s, SHUT_WR);
+			} else if (type == AJ_AG_SIGNAL) { /* the host gives up */
+				host_end = server_end = true;
+			}
+			free(in);
+		}
+		if (pf[1].revents) {
+			ssize_t n = read(s, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				e = errno;
+			frame(AJ_AG_STDOUT, buf, n > 0 ? (size_t)n : 0);
+			server_end = n <= 0;
+		}
+	}
+	close(s);
+	return answer(e == ECONNRESET || e == EPIPE ? 0 : e);
+}
+
 /* ---- init ---- */
 
 static _Noreturn void init(void)
@@ -875,6 +963,8 @@ int main(int argc, char **argv)
 		return op_exec(q);
 	if (!strcmp(op, "identity"))
 		return op_identity(q);
+	if (!strcmp(op, "connect"))
+		return op_connect(q);
 	if (!path)
 		return answer(EINVAL);
 	if (!strcmp(op, "stat"))

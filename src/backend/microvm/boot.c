@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -122,10 +123,11 @@ static int check_binds(const aj_policy *p, aj_error *err)
 static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
-	const char *what = p->n_publish		     ? "--publish"
-			   : p->rootfs && p->n_binds ? "--ro/--rw binds with --rootfs/--image"
-			   : p->seccomp_profile	     ? "--seccomp-profile"
-						     : NULL;
+	/* --publish: a run's (publish.c); the service has its ports proxy */
+	const char *what = p->n_publish && !need_argv ? "--publish"
+			   : p->rootfs && p->n_binds  ? "--ro/--rw binds with --rootfs/--image"
+			   : p->seccomp_profile	      ? "--seccomp-profile"
+						      : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
@@ -402,12 +404,16 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	unsigned long long mem = p->memory ? p->memory : DEFAULT_MEMORY;
 	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
 	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
-	char memarg[32], memobj[96], smp[16], append[2048], kern[128], initrd[128], con[160],
+	char memarg[32], memobj[128], smp[16], append[2048], kern[128], initrd[128], con[160],
 	    fsr[160], fsw[160], net[64];
 	char agent[AJ_MV_MAX_PORTS][160], port[AJ_MV_MAX_PORTS][64];
 	char fsb[AJ_MV_MAX_RW][160], devb[AJ_MV_MAX_RW][64];
 	snprintf(memarg, sizeof(memarg), "%lluM", mem);
-	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
+	/* a VM that may be saved or is restored: its RAM our memfd (fd 4, snap.c) */
+	snprintf(memobj, sizeof(memobj),
+		 m->snap ? "memory-backend-file,id=mem,size=%lluM,mem-path=/proc/self/fd/4"
+			 : "memory-backend-memfd,id=mem,size=%lluM,share=on",
+		 mem);
 	snprintf(smp, sizeof(smp), "%u", cpus);
 	snprintf(kern, sizeof(kern), "%s/vmlinux", m->vm);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs", m->vm);
@@ -493,24 +499,41 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	if (m->snap) {
 		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
 				sizeof(m->snapfile));
-		if (m->restore_dir[0]) {
+		if (m->restore_dir[0]) { /* a fork's copy: its source's whole stream */
 			char key[NAME_MAX + 1];
 			snprintf(key, sizeof(key), "%s", strrchr(m->snapfile, '/') + 1);
 			snprintf(m->snapfile, sizeof(m->snapfile), "%s/%s", m->restore_dir, key);
+			m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
+			m->restored = m->snapfd >= 0;
+			if (!m->restored) {
+				aj_err(err, ESTALE,
+				       "microvm: the saved VM does not fit this one (its image or "
+				       "configuration changed since)");
+				return -ESTALE;
+			}
+		} else {
+			aj_error serr;
+			aj_err_clear(&serr);
+			int e = aj_mv_snap_open(m->snapfile, &m->snapfd, &m->ramfd, &serr);
+			if (e < 0 && e != -ENOENT && getenv("AGENTJAIL_MICROVM_DEBUG"))
+				fprintf(stderr, "agentjail: microvm: no restore: %s\n", serr.msg);
+			m->restored = m->cow = e == 0;
 		}
-		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
-		m->restored = m->snapfd >= 0;
-		if (m->restore_dir[0] && !m->restored) {
-			aj_err(err, ESTALE,
-			       "microvm: the saved VM does not fit this one (its image or "
-			       "configuration changed since)");
-			return -ESTALE;
+		/* a snapshot's restore maps its RAM private (copy-on-write); a boot
+		 * (or a fork's copy) shares a fresh memfd with us, for a save */
+		if (!m->cow && (m->ramfd = memfd_create("agentjail-vm-ram", MFD_CLOEXEC)) >= 0 &&
+		    ftruncate(m->ramfd, (off_t)(mem << 20)) < 0) {
+			close(m->ramfd);
+			m->ramfd = -1;
 		}
+		if (m->ramfd < 0)
+			return aj_err(err, errno, "microvm: the VM's RAM (memfd)");
+		strcat(memobj, m->cow ? ",share=off" : ",share=on");
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;
-		if (m->restored) {
+		if (m->restored) { /* a snapshot's state comes over QMP (aj_mv_snap_incoming) */
 			argv[n++] = "-incoming";
-			argv[n++] = "fd:3";
+			argv[n++] = m->cow ? "defer" : "fd:3";
 		}
 	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
@@ -537,6 +560,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
 	if (m->restored)
 		s.pass_fd = m->snapfd;
+	if (m->snap)
+		s.pass_fd4 = m->ramfd;
 	if (m->rootimg[0]) {
 		aj_write_file(img, "", 0644);
 		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
@@ -644,6 +669,30 @@ static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
 	s->in_gid = m->p->gid;
 	s->out_uid = s->uid, s->out_gid = s->gid;
 	s->uid = s->gid = m->base;
+	/* a root-owned share is the unused uid's already (share_idmap): 0
+	 * inside is then the range's next id (one outside id maps once) */
+	if (s->out_uid == m->base)
+		s->uid = m->base + 1;
+	if (s->out_gid == m->base)
+		s->gid = m->base + 1;
+}
+
+/* A root-owned share (the workspace, a --rw directory): bound idmapped,
+ * host root's files there appearing as the unused uid's (its virtiofsd's,
+ * or --user's through its map), so that the guest may write there and the
+ * files it makes are root's on the host, as level 1's idmapped workspace
+ * makes them the owner's. The process stays the unused uid. *fd: the user
+ * namespace (the caller closes it), or -1 for a share of another owner. */
+static int share_idmap(aj_mv_vm *m, const struct stat *st, int *fd, aj_error *err)
+{
+	*fd = -1;
+	if (st->st_uid != 0)
+		return 0;
+	char um[64], gm[64];
+	snprintf(um, sizeof(um), "0 %u 1\n", (unsigned)m->base);
+	snprintf(gm, sizeof(gm), "%u %u 1\n", (unsigned)st->st_gid, (unsigned)m->base);
+	*fd = aj_userns_make_fd(um, gm, err);
+	return *fd < 0 ? *fd : 0;
 }
 
 /* A --rw bind: a virtiofsd of its own as the directory's owner (root's:
@@ -666,6 +715,11 @@ static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 	aj_mv_spawn s = {.uid = uid, .gid = gid, .n = 1, .umask = 077, .idmap = -1};
 	as_user(m, &s);
 	s.bind[0] = b->src, s.onto[0] = at, s.ro[0] = false;
+	_cleanup_close_ int idm = -1;
+	int r = share_idmap(m, &st, &idm, err);
+	if (r < 0)
+		return r;
+	s.rw_idmap = idm;
 	pid_t pid = virtiofsd(m, &s, sock, at, false, err);
 	if (pid < 0)
 		return (int)pid;
@@ -714,7 +768,14 @@ static int start(aj_mv_vm *m, aj_error *err)
 		 * may be closed to it) */
 		s.bind[0] = m->p->workspace, s.onto[0] = m->wsws, s.ro[0] = false;
 		s.prepare = ws_prepare, s.ctx = m;
-		if ((r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
+		struct stat st;
+		_cleanup_close_ int idm = -1;
+		if (stat(m->p->workspace, &st) < 0)
+			r = aj_err(err, errno, "--workspace %s", m->p->workspace);
+		else
+			r = share_idmap(m, &st, &idm, err);
+		s.rw_idmap = idm;
+		if (r == 0 && (r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
 			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
 		else
 			m->pids[2] = 0;
@@ -734,6 +795,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
 	}
+	if (r == 0 && m->cow)
+		r = aj_mv_snap_incoming(m->vm, err);
 	for (unsigned k = 0; r == 0 && k < m->nports; k++)
 		if ((m->ports[k] = connect_agent(m, k, deadline)) < 0) {
 			char tail[512];
@@ -755,7 +818,9 @@ void aj_mv_teardown(aj_mv_vm *m)
 		close(m->console);
 	if (m->snapfd >= 0)
 		close(m->snapfd);
-	m->snapfd = -1;
+	if (m->ramfd >= 0)
+		close(m->ramfd);
+	m->snapfd = m->ramfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
@@ -829,7 +894,7 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 		m->ports[k] = -1;
 	m->console = -1;
 	m->rootfs.idmap = -1;
-	m->snapfd = -1;
+	m->snapfd = m->ramfd = -1;
 }
 
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)

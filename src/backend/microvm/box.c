@@ -58,6 +58,7 @@ struct aj_inst {
 	mv_port port[AJ_MV_BOX_PORTS];
 	bool killed;
 	bool paused; /* its VMM frozen (a save would wait for ever) */
+	int relays;  /* the ports proxy's connections (threads), under mu */
 };
 
 static unsigned long long now_ms(void)
@@ -406,6 +407,15 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 
 static void free_inst(aj_inst *i)
 {
+	/* the ports proxy's relays end with the VM (their ports closed) */
+	pthread_mutex_lock(&i->mu);
+	i->killed = true;
+	pthread_cond_broadcast(&i->cv);
+	if (i->relays && i->vm.pids[0] > 0)
+		kill(i->vm.pids[0], SIGKILL);
+	while (i->relays)
+		pthread_cond_wait(&i->cv, &i->mu);
+	pthread_mutex_unlock(&i->mu);
 	aj_mv_teardown(&i->vm);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		free(i->port[k].ibuf);
@@ -452,7 +462,7 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
+		if (aj_mv_snap_save_ram(i->vm.vm, i->vm.snapfile, i->vm.ramfd, &serr) < 0 &&
 		    getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
@@ -482,7 +492,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		r = mv_boot_ready(i, err);
 		if (r == 0 || !i->vm.restored || attempt || ckpt)
 			break;
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
@@ -1147,6 +1157,161 @@ static void mv_exec_abandon(aj_job *j)
 	free_job(j); /* never sent: it took a port only in exec_wait */
 }
 
+/* ---- the ports proxy ---- */
+
+/* A connection to a port on the guest's loopback (docs/api.md, "Ports"):
+ * the guest's agent connects there (op "connect") and relays its bytes as
+ * frames on an agent port, held for the connection; the front gets one end
+ * of a socket pair whose other end a thread of ours relays to that port. */
+typedef struct mv_relay {
+	aj_inst *i;
+	int k;	/* the agent port */
+	int fd; /* our end of the pair */
+	bool host_end, server_end, have_exit;
+} mv_relay;
+
+static bool relay_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	mv_relay *r = ctx;
+	if (type == AJ_AG_STDOUT && len && !r->server_end && aj_write_all(r->fd, buf, len) < 0)
+		r->server_end = true; /* the client went: its bytes are dropped */
+	else if (type == AJ_AG_STDOUT && !len) {
+		r->server_end = true;
+		(void)shutdown(r->fd, SHUT_WR);
+	} else if (type == AJ_AG_EXIT) {
+		r->have_exit = true;
+		return false;
+	}
+	return true;
+}
+
+static void *relay_thread(void *arg)
+{
+	mv_relay *r = arg;
+	aj_inst *i = r->i;
+	mv_port *pt = &i->port[r->k];
+	/* the server's first bytes, read with the 'T' frame */
+	bool gone = port_split(pt, relay_frame, r) < 0;
+	while (!r->have_exit && !gone) {
+		struct pollfd pf[2] = {{pt->fd, POLLIN, 0}, {r->host_end ? -1 : r->fd, POLLIN, 0}};
+		int n = poll(pf, 2, 1000);
+		if (n < 0 && errno != EINTR)
+			break;
+		pthread_mutex_lock(&i->mu);
+		bool killed = i->killed;
+		pthread_mutex_unlock(&i->mu);
+		if (killed)
+			break;
+		if (n > 0 && pf[0].revents && port_read(pt, 0, relay_frame, r) < 0)
+			gone = true;
+		if (n > 0 && pf[1].revents && !r->have_exit && !gone) {
+			char buf[65536];
+			ssize_t got = read(r->fd, buf, sizeof(buf));
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			/* the client's end (or its reset) as an empty frame */
+			r->host_end = got <= 0;
+			if (aj_agent_send(pt->fd, AJ_AG_STDIN, buf, got > 0 ? (size_t)got : 0) < 0)
+				gone = true;
+		}
+	}
+	close(r->fd);
+	port_give(i, r->k, r->have_exit, gone);
+	pthread_mutex_lock(&i->mu);
+	i->relays--;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	free(r);
+	return NULL;
+}
+
+typedef struct connect_ctx {
+	call c;
+	bool ok;
+} connect_ctx;
+
+static bool connect_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	connect_ctx *cc = ctx;
+	if (type == AJ_AG_STAT) {
+		cc->ok = true;
+		return false;
+	}
+	return call_frame(&cc->c, type, buf, len);
+}
+
+static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
+{
+	if (port == 0 || port > 65535)
+		return aj_err(err, EINVAL, "port %u: expected 1 to 65535", port);
+	json_t *q = json_pack("{s:s,s:i}", "op", "connect", "port", (int)port);
+	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
+	json_decref(q);
+	if (!txt)
+		return aj_err(err, ENOMEM, "request");
+	int k = port_take(i);
+	if (k < 0) {
+		free(txt);
+		return vm_gone(i, err);
+	}
+	mv_port *pt = &i->port[k];
+	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
+	free(txt);
+	/* the agent's first frame: connected ('T'), or why not ('X'); what
+	 * follows stays in the port's buffer for the relay */
+	connect_ctx cc = {.c = {.data_fd = -1}};
+	unsigned long long until = now_ms() + 10000;
+	while (r == 0 && !cc.ok && !cc.c.have_exit) {
+		unsigned long long t = now_ms();
+		int rr =
+		    t >= until ? -ETIMEDOUT : port_read(pt, (int)(until - t), connect_frame, &cc);
+		if (rr < 0)
+			r = rr;
+	}
+	call c = cc.c;
+	bool connected = cc.ok;
+	if (r < 0 || !connected) {
+		port_give(i, k, c.have_exit, r == -EPIPE);
+		if (r == -EPIPE)
+			return vm_gone(i, err);
+		if (r < 0)
+			return aj_err(err, -r, "microvm: connecting to port %u in the VM", port);
+		if (c.x.err == ECONNREFUSED)
+			return -ECONNREFUSED;
+		return aj_err(err, c.x.err ? c.x.err : EIO,
+			      "cannot connect to port %u in the VM: %s", port, c.x.error);
+	}
+	int sv[2];
+	mv_relay *rl = calloc(1, sizeof(*rl));
+	if (!rl || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		int e = rl ? errno : ENOMEM;
+		free(rl);
+		port_give(i, k, false, false); /* drained before its next use */
+		return aj_err(err, e, "socketpair");
+	}
+	*rl = (mv_relay){.i = i, .k = k, .fd = sv[1]};
+	pthread_mutex_lock(&i->mu);
+	i->relays++;
+	pthread_mutex_unlock(&i->mu);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&t, &at, relay_thread, rl);
+	pthread_attr_destroy(&at);
+	if (e) {
+		close(sv[0]), close(sv[1]);
+		free(rl);
+		port_give(i, k, false, false);
+		pthread_mutex_lock(&i->mu);
+		i->relays--;
+		pthread_mutex_unlock(&i->mu);
+		return aj_err(err, e, "cannot start the connection's relay");
+	}
+	(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	return sv[0];
+}
+
 static int mv_run_once(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
 		       aj_error *err)
 {
@@ -1164,7 +1329,7 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1189,4 +1354,5 @@ const aj_backend aj_backend_microvm = {
     .file_list = mv_file_list,
     .file_remove = mv_file_remove,
     .file_mkdir = mv_file_mkdir,
+    .port_connect = mv_port_connect,
 };

@@ -59,8 +59,13 @@ typedef struct aj_mv_spawn {
 	/* >= 0: a user namespace the read-only binds are idmapped through
 	 * (host root's files appear as the process's own, as at level 1) */
 	int idmap;
+	/* > 0: a user namespace the read-write binds are idmapped through (a
+	 * root-owned share: its files appear as the process's own) */
+	int rw_idmap;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
+	/* > 0: an fd it gets as fd 4 (a snapshot VM's RAM, a memfd: snap.c) */
+	int pass_fd4;
 	/* > 0: a network namespace it joins instead of a new empty one (the
 	 * VM's with its tap, owned by host root: qemu cannot change it) */
 	int netns;
@@ -79,6 +84,11 @@ typedef struct aj_mv_spawn {
 	bool no_setid;
 } aj_mv_spawn;
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
+
+/* The level's cached files of images no longer in the store: the root's
+ * squashfs (rootimg.c) and the snapshots made on it (snap.c), in
+ * STATE/microvm. After `agentjail image rm`. */
+void aj_microvm_image_gc(void);
 
 /* `cpio -o -H newc -R 0:0` of the files list names (in dir) onto out. */
 int aj_mv_cpio(const char *dir, const char *list, int out);

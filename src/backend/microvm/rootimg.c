@@ -35,6 +35,17 @@ static bool is_hex64(const char *s, size_t n)
 	return true;
 }
 
+bool aj_mv_rootimg_digest(const char *name, char hex[65])
+{
+	/* rootfs-HEX.sqfs, or its save under way: rootfs-HEX.sqfs.PID.tmp */
+	if (strncmp(name, "rootfs-", 7) || !is_hex64(name + 7, strnlen(name + 7, 64)) ||
+	    strncmp(name + 7 + 64, ".sqfs", 5) || (name[76] && name[76] != '.'))
+		return false;
+	memcpy(hex, name + 7, 64);
+	hex[64] = '\0';
+	return true;
+}
+
 /* A stored image's digest, from its path (STATE/images/HEX/rootfs); false
  * for another --rootfs. */
 static bool store_digest(const char *rootfs, char hex[65])

@@ -5,6 +5,7 @@
 #define AJ_MV_ROOTIMG_H
 
 #include <limits.h>
+#include <stdbool.h>
 
 #include "error.h"
 #include "policy.h"
@@ -15,6 +16,9 @@ typedef struct aj_mv_rootimg {
 	unsigned long long etc_hash; /* the /etc layer's texts (a snapshot's key) */
 } aj_mv_rootimg;
 
+/* A file name of STATE/microvm that is a stored image's squashfs (or one
+ * being made): true with the image's digest (64 hex digits). */
+bool aj_mv_rootimg_digest(const char *name, char hex[65]);
 /* For p->rootfs, the VM's private directory dir and the cached initramfs. */
 int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
 		       aj_mv_rootimg *out, aj_error *err);

@@ -17,6 +17,7 @@
 
 #include "agent_frame.h"
 #include "boot.h"
+#include "publish.h"
 #include "redact.h"
 #include "util.h"
 
@@ -182,10 +183,16 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 {
 	memset(res, 0, sizeof(*res));
 	aj_mv_vm m;
-	aj_mv_vm_init(&m, p, hooks, 1);
+	/* --publish: an agent port per connection beside the command's */
+	aj_mv_vm_init(&m, p, hooks, 1 + (p->n_publish ? AJ_MV_PUBLISH_PORTS : 0));
 	int r = aj_policy_validate(p, err);
 	if (r < 0)
 		return r;
+	aj_mv_publish *pb = NULL;
+	if ((r = aj_mv_publish_listen(&pb, p, err)) < 0) {
+		aj_mv_publish_stop(&pb);
+		return r;
+	}
 	mv_io io = {.in = 0, .tty = -1};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
@@ -193,6 +200,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	    aj_redactor_init_policy(&io.red[1], p) < 0) {
 		aj_redactor_free(&io.red[0]);
 		aj_redactor_free(&io.red[1]);
+		aj_mv_publish_stop(&pb);
 		return aj_err(err, ENOMEM, "redactor");
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
@@ -205,7 +213,8 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	io.tty = tty;
 	if (tty >= 0)
 		(void)ioctl(tty, TIOCGWINSZ, &io.ws);
-	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = request(&m, tty, err)) == 0) {
+	if ((r = aj_mv_boot(&m, true, err)) == 0 && (r = aj_mv_publish_start(pb, &m, err)) == 0 &&
+	    (r = request(&m, tty, err)) == 0) {
 		if (raw) {
 			struct termios t = saved;
 			cfmakeraw(&t);
@@ -243,6 +252,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	aj_redactor_free(&io.red[0]);
 	aj_redactor_free(&io.red[1]);
+	aj_mv_publish_stop(&pb);
 	aj_mv_teardown(&m);
 	return r;
 }

@@ -239,6 +239,19 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 			close(t);
 			continue;
 		}
+		if (!s->ro[i] && s->rw_idmap > 0) { /* not recursive, as level 1's */
+			int t =
+			    aj_open_tree(AT_FDCWD, s->bind[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+			if (t < 0 ||
+			    aj_mount_setattr(t, "", AT_EMPTY_PATH,
+					     MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID |
+						 MOUNT_ATTR_NODEV,
+					     0, s->rw_idmap) < 0 ||
+			    aj_move_mount(t, "", AT_FDCWD, s->onto[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				child_fail(report, errno);
+			close(t);
+			continue;
+		}
 		if (mount(s->bind[i], s->onto[i], NULL, MS_BIND | MS_REC, NULL) < 0)
 			child_fail(report, errno);
 		if (s->ro[i] &&
@@ -276,7 +289,11 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	int log = s->log >= 0 ? s->log : dn;
 	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		child_fail(report, errno);
+	/* fd 4 kept out of the way of fd 3's dup2 first */
+	int fd4 = s->pass_fd4 == 3 ? fcntl(3, F_DUPFD_CLOEXEC, 5) : s->pass_fd4;
 	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
+		child_fail(report, errno);
+	if (fd4 > 0 && (dup2(fd4, 4) < 0 || fcntl(4, F_SETFD, 0) < 0))
 		child_fail(report, errno);
 	umask(s->umask);
 	/* uid 0 of its own user namespace may load it (no no_new_privs) */
