@@ -7,7 +7,9 @@
  * both protocols are checked one way; then it is sent on as HTTP/2. Bodies
  * and responses are relayed as they come: nothing is read from a side
  * faster than the other takes it (no automatic WINDOW_UPDATE; a byte is
- * "consumed" once it has been handed to the other session). */
+ * "consumed" once it has been handed to the other session, or dropped),
+ * so a stream holds at most about one window. When the server ends, the
+ * sandbox gets a graceful GOAWAY and the responses already answered. */
 #include <errno.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
