@@ -126,8 +126,11 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
             fail "$id not restored: $(pgrep -af qemu-system)"
         grep -qE "^[0-9a-f-]+ rw-p .* /memfd:$(basename "$ram") \(deleted\)$" "/proc/$q/maps" ||
             fail "qemu $q does not map $ram private: $(grep memfd "/proc/$q/maps")"
+        # in place (the write seal) and past its end (the grow seal)
+        run dd if=/dev/zero of="/proc/$q/fd/4" bs=1 count=1 conv=notrunc status=none
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q is writable in place"
         run sh -c "printf x >>/proc/$q/fd/4"
-        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q is writable"
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q can grow"
     done
     out=$(sb_exec "$c" '{"cmd": ["sh", "-c", "head -c 16000000 /dev/urandom >/tmp/fill && echo ok"]}')
     assert_eq "$(events_stdout <<<"$out")" ok "a guest write of 16 MB"
