@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -403,12 +404,16 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	unsigned long long mem = p->memory ? p->memory : DEFAULT_MEMORY;
 	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
 	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
-	char memarg[32], memobj[96], smp[16], append[2048], kern[128], initrd[128], con[160],
+	char memarg[32], memobj[128], smp[16], append[2048], kern[128], initrd[128], con[160],
 	    fsr[160], fsw[160], net[64];
 	char agent[AJ_MV_MAX_PORTS][160], port[AJ_MV_MAX_PORTS][64];
 	char fsb[AJ_MV_MAX_RW][160], devb[AJ_MV_MAX_RW][64];
 	snprintf(memarg, sizeof(memarg), "%lluM", mem);
-	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
+	/* a VM that may be saved or is restored: its RAM our memfd (fd 4, snap.c) */
+	snprintf(memobj, sizeof(memobj),
+		 m->snap ? "memory-backend-file,id=mem,size=%lluM,mem-path=/proc/self/fd/4"
+			 : "memory-backend-memfd,id=mem,size=%lluM,share=on",
+		 mem);
 	snprintf(smp, sizeof(smp), "%u", cpus);
 	snprintf(kern, sizeof(kern), "%s/vmlinux", m->vm);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs", m->vm);
@@ -494,24 +499,41 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	if (m->snap) {
 		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
 				sizeof(m->snapfile));
-		if (m->restore_dir[0]) {
+		if (m->restore_dir[0]) { /* a fork's copy: its source's whole stream */
 			char key[NAME_MAX + 1];
 			snprintf(key, sizeof(key), "%s", strrchr(m->snapfile, '/') + 1);
 			snprintf(m->snapfile, sizeof(m->snapfile), "%s/%s", m->restore_dir, key);
+			m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
+			m->restored = m->snapfd >= 0;
+			if (!m->restored) {
+				aj_err(err, ESTALE,
+				       "microvm: the saved VM does not fit this one (its image or "
+				       "configuration changed since)");
+				return -ESTALE;
+			}
+		} else {
+			aj_error serr;
+			aj_err_clear(&serr);
+			int e = aj_mv_snap_open(m->snapfile, &m->snapfd, &m->ramfd, &serr);
+			if (e < 0 && e != -ENOENT && getenv("AGENTJAIL_MICROVM_DEBUG"))
+				fprintf(stderr, "agentjail: microvm: no restore: %s\n", serr.msg);
+			m->restored = m->cow = e == 0;
 		}
-		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
-		m->restored = m->snapfd >= 0;
-		if (m->restore_dir[0] && !m->restored) {
-			aj_err(err, ESTALE,
-			       "microvm: the saved VM does not fit this one (its image or "
-			       "configuration changed since)");
-			return -ESTALE;
+		/* a snapshot's restore maps its RAM private (copy-on-write); a boot
+		 * (or a fork's copy) shares a fresh memfd with us, for a save */
+		if (!m->cow && (m->ramfd = memfd_create("agentjail-vm-ram", MFD_CLOEXEC)) >= 0 &&
+		    ftruncate(m->ramfd, (off_t)(mem << 20)) < 0) {
+			close(m->ramfd);
+			m->ramfd = -1;
 		}
+		if (m->ramfd < 0)
+			return aj_err(err, errno, "microvm: the VM's RAM (memfd)");
+		strcat(memobj, m->cow ? ",share=off" : ",share=on");
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;
-		if (m->restored) {
+		if (m->restored) { /* a snapshot's state comes over QMP (aj_mv_snap_incoming) */
 			argv[n++] = "-incoming";
-			argv[n++] = "fd:3";
+			argv[n++] = m->cow ? "defer" : "fd:3";
 		}
 	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
@@ -538,6 +560,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
 	if (m->restored)
 		s.pass_fd = m->snapfd;
+	if (m->snap)
+		s.pass_fd4 = m->ramfd;
 	if (m->rootimg[0]) {
 		aj_write_file(img, "", 0644);
 		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
@@ -788,6 +812,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
 	}
+	if (r == 0 && m->cow)
+		r = aj_mv_snap_incoming(m->vm, err);
 	for (unsigned k = 0; r == 0 && k < m->nports; k++)
 		if ((m->ports[k] = connect_agent(m, k, deadline)) < 0) {
 			char tail[512];
@@ -809,7 +835,9 @@ void aj_mv_teardown(aj_mv_vm *m)
 		close(m->console);
 	if (m->snapfd >= 0)
 		close(m->snapfd);
-	m->snapfd = -1;
+	if (m->ramfd >= 0)
+		close(m->ramfd);
+	m->snapfd = m->ramfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
@@ -883,7 +911,7 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 		m->ports[k] = -1;
 	m->console = -1;
 	m->rootfs.idmap = -1;
-	m->snapfd = -1;
+	m->snapfd = m->ramfd = -1;
 }
 
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)

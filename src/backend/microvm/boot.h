@@ -52,7 +52,11 @@ typedef struct aj_mv_vm {
 	 * exists, the fd qemu restores from */
 	bool snap;
 	bool restored;
+	bool cow; /* restored from a snapshot's pair: its RAM mapped private */
 	int snapfd;
+	/* the VM's RAM (snap.c): a boot's memfd, shared with qemu (what a save
+	 * copies), or a restore's sealed snapshot RAM, mapped private */
+	int ramfd;
 	char snapfile[PATH_MAX];
 	/* a fork's copy (box.c): restored from the save of its source in this
 	 * directory (the same file name: the same configuration), never booted */

@@ -483,7 +483,7 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		if (aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr) < 0 &&
+		if (aj_mv_snap_save_ram(i->vm.vm, i->vm.snapfile, i->vm.ramfd, &serr) < 0 &&
 		    getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
@@ -515,7 +515,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		r = mv_boot_ready(i, err);
 		if (r == 0 || !i->vm.restored || attempt || ckpt)
 			break;
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {

@@ -69,6 +69,8 @@ typedef struct aj_mv_spawn {
 	ino_t rw_ino;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
+	/* > 0: an fd it gets as fd 4 (a snapshot VM's RAM, a memfd: snap.c) */
+	int pass_fd4;
 	/* > 0: a network namespace it joins instead of a new empty one (the
 	 * VM's with its tap, owned by host root: qemu cannot change it) */
 	int netns;

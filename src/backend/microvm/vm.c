@@ -323,11 +323,18 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	 * already gone ends it here */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		child_fail(report, ESRCH);
-	int dn = open("/dev/null", O_RDWR);
+	/* the report pipe moved above fds 3 and 4, which qemu's fds take */
+	if (report < 5 && (report = fcntl(report, F_DUPFD_CLOEXEC, 5)) < 0)
+		_exit(127);
+	int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int log = s->log >= 0 ? s->log : dn;
 	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		child_fail(report, errno);
+	/* fd 4 kept out of the way of fd 3's dup2 first */
+	int fd4 = s->pass_fd4 == 3 ? fcntl(3, F_DUPFD_CLOEXEC, 5) : s->pass_fd4;
 	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
+		child_fail(report, errno);
+	if (fd4 > 0 && (dup2(fd4, 4) < 0 || fcntl(4, F_SETFD, 0) < 0))
 		child_fail(report, errno);
 	umask(s->umask);
 	/* uid 0 of its own user namespace may load it (no no_new_privs) */
