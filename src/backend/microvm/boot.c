@@ -719,6 +719,22 @@ static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
 		s->gid = m->base + 1;
 }
 
+/* A share's owner and identity, from the directory itself: opened with no
+ * symlink followed (the bind reopens it so and checks it is the same). */
+static int share_stat(const char *path, const char *what, struct stat *st, aj_error *err)
+{
+	_cleanup_close_ int fd = aj_mv_share_open(path);
+	if (fd < 0 || fstat(fd, st) < 0) {
+		int e = fd < 0 ? -fd : errno;
+		aj_err(err, e, "%s %s%s", what, path,
+		       e == ELOOP ? ": a symbolic link in its path (not followed)" : "");
+		if (e == ELOOP)
+			aj_err_hint(err, "give the real path, e.g. $(realpath PATH)");
+		return -e;
+	}
+	return 0;
+}
+
 /* A root-owned share (the workspace, a --rw directory): bound idmapped,
  * host root's files there appearing as the unused uid's (its virtiofsd's,
  * or --user's through its map), so that the guest may write there and the
@@ -743,8 +759,9 @@ static int share_idmap(aj_mv_vm *m, const struct stat *st, int *fd, aj_error *er
 static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 {
 	struct stat st;
-	if (stat(b->src, &st) < 0)
-		return aj_err(err, errno, "--rw %s", b->src);
+	int r = share_stat(b->src, "--rw", &st, err);
+	if (r < 0)
+		return r;
 	uid_t uid = st.st_uid ? st.st_uid : m->base;
 	gid_t gid = st.st_uid && st.st_gid ? st.st_gid : m->base;
 	char top[PATH_MAX], at[PATH_MAX], sock[PATH_MAX];
@@ -757,9 +774,9 @@ static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 	aj_mv_spawn s = {.uid = uid, .gid = gid, .n = 1, .umask = 077, .idmap = -1};
 	as_user(m, &s);
 	s.bind[0] = b->src, s.onto[0] = at, s.ro[0] = false;
+	s.rw_dev = st.st_dev, s.rw_ino = st.st_ino;
 	_cleanup_close_ int idm = -1;
-	int r = share_idmap(m, &st, &idm, err);
-	if (r < 0)
+	if ((r = share_idmap(m, &st, &idm, err)) < 0)
 		return r;
 	s.rw_idmap = idm;
 	pid_t pid = virtiofsd(m, &s, sock, at, false, err);
@@ -812,10 +829,10 @@ static int start(aj_mv_vm *m, aj_error *err)
 		s.prepare = ws_prepare, s.ctx = m;
 		struct stat st;
 		_cleanup_close_ int idm = -1;
-		if (stat(m->p->workspace, &st) < 0)
-			r = aj_err(err, errno, "--workspace %s", m->p->workspace);
-		else
+		if ((r = share_stat(m->p->workspace, "--workspace", &st, err)) == 0) {
+			s.rw_dev = st.st_dev, s.rw_ino = st.st_ino;
 			r = share_idmap(m, &st, &idm, err);
+		}
 		s.rw_idmap = idm;
 		if (r == 0 && (r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
 			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
