@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail oci: the OCI runtime command line (as runc's) for Podman and
- * other engines: create, start, state, kill, delete, features
- * (docs/oci.md). `create` forks a monitor that builds the sandbox on the
- * level-1 core and holds its command before exec until `start` writes to
- * the state directory's exec.fifo; the monitor's pid is the container's
- * (its exit status is the command's) and it removes every trace of the
- * sandbox when the command ends. */
+ * other engines: create, start, state, kill, delete, exec, pause, resume,
+ * ps, update, features (docs/oci.md). `create` forks a monitor that builds
+ * the sandbox on the level-1 core and holds its command before exec until
+ * `start` writes to the state directory's exec.fifo; the monitor removes
+ * every trace of the sandbox when the command ends. The pid file names a
+ * process in the container's namespaces that the engine waits for (it
+ * exits with the command's status); `state`'s pid is the command's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,11 +26,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "backends.h"
+#include "cgroup.h"
 #include "commands.h"
 #include "error.h"
 #include "net.h"
@@ -54,6 +57,12 @@ static const char oci_usage[] =
     "                     TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2\n"
     "  agentjail oci delete [--force] ID\n"
     "                     remove it (--force: even a running one)\n"
+    "  agentjail oci pause ID, resume ID\n"
+    "                     freeze or thaw every process of it (its freezer cgroup)\n"
+    "  agentjail oci ps [--format table|json] ID\n"
+    "                     the host pids of its processes\n"
+    "  agentjail oci update --resources FILE|- ID\n"
+    "                     new memory, pids and cpu limits (linux.resources JSON)\n"
     "  agentjail oci features    what is supported, as JSON\n"
     "\n"
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
@@ -160,8 +169,35 @@ static unsigned long long start_time(pid_t pid)
 typedef struct oci_state {
 	json_t *j;
 	pid_t pid, init;
-	const char *status; /* created, running, stopped */
+	pid_t cpid;	    /* the container's process (runtime-spec's pid), 0 if gone */
+	const char *status; /* created, running, paused, stopped */
 } oci_state;
+
+/* The command's host pid: the child of the sandbox's init that started
+ * first (exec'd commands come later), 0 when there is none. */
+static pid_t first_child(pid_t init)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)init, (int)init);
+	_cleanup_free_ char *txt = NULL;
+	if (aj_read_file(path, &txt, NULL) < 0)
+		return 0;
+	pid_t best = 0;
+	unsigned long long best_t = 0;
+	for (char *p = txt, *end; *p; p = end) {
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		unsigned long long t = v > 0 ? aj_pid_start_time((pid_t)v) : 0;
+		if (t && (!best || t < best_t)) {
+			best = (pid_t)v;
+			best_t = t;
+		}
+	}
+	return best;
+}
+
+static bool container_frozen(const oci_state *st);
 
 static int load_state(int rootfd, const char *id, oci_state *st)
 {
@@ -186,6 +222,20 @@ static int load_state(int rootfd, const char *id, oci_state *st)
 	snprintf(path, sizeof(path), "%s/" OCI_FIFO, id);
 	bool held = faccessat(rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	st->status = !alive ? "stopped" : held ? "created" : "running";
+	/* runtime-spec's pid: the command's process, recorded by start;
+	 * while held, the sandbox's init (the same namespaces), which starts it */
+	bool init_ok = alive && start_time(st->init) == (unsigned long long)json_integer_value(
+							    json_object_get(st->j, "init_start"));
+	pid_t cmd = (pid_t)json_integer_value(json_object_get(st->j, "cmd"));
+	if (!init_ok)
+		st->cpid = 0;
+	else if (cmd > 0 && start_time(cmd) == (unsigned long long)json_integer_value(
+						   json_object_get(st->j, "cmd_start")))
+		st->cpid = cmd;
+	else if (held || (st->cpid = first_child(st->init)) == 0)
+		st->cpid = st->init;
+	if (init_ok && !held && container_frozen(st))
+		st->status = "paused";
 	return 0;
 }
 
@@ -193,6 +243,80 @@ static bool init_alive(const oci_state *st)
 {
 	return start_time(st->init) ==
 	       (unsigned long long)json_integer_value(json_object_get(st->j, "init_start"));
+}
+
+/* ---- the container's cgroups, found again from its init's ---- */
+
+/* The sandbox's cgroup directories (those agentjail made, named
+ * agentjail-*) of the controllers asked for; 0, or -1 with why in err. */
+static int container_cgroup(const oci_state *st, aj_cgroup *cg, aj_error *err)
+{
+	memset(cg, 0, sizeof(*cg));
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)st->init);
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    aj_read_file(path, &pc, NULL) < 0 || !init_alive(st))
+		return aj_err(err, ESRCH, "the container's processes are gone");
+	static const char *const ctrls[] = {"memory", "pids", "cpu", "freezer", ""};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls) && cg->n < AJ_CG_MAX_DIRS; i++) {
+		aj_cgroup_hier h;
+		if (aj_cgroup_find(mi, pc, ctrls[i], &h) < 0)
+			continue;
+		/* only the sandbox's own directory: never a parent's (a freezer
+		 * the sandbox has not would be agentjail's or the host's) */
+		const char *base = strrchr(h.own, '/');
+		if (!base || strncmp(base + 1, "agentjail-", 10))
+			continue;
+		if (cg->name[0] && strcmp(cg->name, base + 1))
+			continue;
+		snprintf(cg->name, sizeof(cg->name), "%s", base + 1);
+		aj_cgroup_dir *d = &cg->dirs[cg->n];
+		int n = snprintf(d->path, sizeof(d->path), "%s%s", h.mount, h.own);
+		if (n < 0 || (size_t)n >= sizeof(d->path))
+			continue;
+		snprintf(d->ctrl, sizeof(d->ctrl), "%s", h.version == 2 ? "unified" : ctrls[i]);
+		d->version = h.version;
+		for (int k = 0; k < cg->n; k++)
+			if (!strcmp(cg->dirs[k].path, d->path))
+				n = -1; /* the same v2 directory twice */
+		if (n > 0)
+			cg->n++;
+	}
+	if (cg->n == 0)
+		return aj_err(err, ENOENT, "the container has no cgroup of its own");
+	return 0;
+}
+
+/* The freezer of the container: its v1 freezer.state or v2 cgroup.freeze
+ * file's path, or false. */
+static bool freezer_file(const aj_cgroup *cg, char *path, size_t len)
+{
+	for (int i = 0; i < cg->n; i++)
+		if (!strcmp(cg->dirs[i].ctrl, "freezer")) {
+			snprintf(path, len, "%s/freezer.state", cg->dirs[i].path);
+			return true;
+		}
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 2) {
+			snprintf(path, len, "%s/cgroup.freeze", cg->dirs[i].path);
+			return true;
+		}
+	return false;
+}
+
+static bool container_frozen(const oci_state *st)
+{
+	aj_cgroup *cg = calloc(1, sizeof(*cg));
+	aj_error err;
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *txt = NULL;
+	bool frozen = cg && container_cgroup(st, cg, &err) == 0 &&
+		      freezer_file(cg, path, sizeof(path)) && aj_read_file(path, &txt, NULL) == 0 &&
+		      (aj_startswith(txt, "FROZEN") || aj_startswith(txt, "FREEZING") ||
+		       aj_startswith(txt, "1"));
+	free(cg);
+	return frozen;
 }
 
 static int remove_state(int rootfd, const char *id)
@@ -375,6 +499,7 @@ static int run_hooks(const json_t *hooks, const char *kind, const char *id, cons
 typedef struct monitor {
 	const char *id, *bundle;
 	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
+	json_t *sysctl;	     /* linux.sysctl's checked ones, or NULL */
 	int report;	     /* to create: a report, then closed */
 	int fifo;	     /* exec.fifo, read-write: start's byte */
 	bool started;
@@ -387,12 +512,96 @@ typedef struct report {
 	aj_error err;
 } report;
 
+/* linux.sysctl (checked by aj_oci_config_parse: namespaced, numbers):
+ * written by a child of ours in the container's network and ipc
+ * namespaces, whose /proc/sys/net and kernel's ipc files are theirs. */
+static int set_sysctls(const json_t *sc, pid_t init, aj_error *err)
+{
+	if (!json_object_size(sc))
+		return 0;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "linux.sysctl");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		char path[PATH_MAX], msg[256] = "";
+		static const char *const ns[] = {"net", "ipc"};
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(ns) && !*msg; i++) {
+			snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)init, ns[i]);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || setns(fd, 0) < 0)
+				snprintf(msg, sizeof(msg),
+					 "cannot join the container's %s namespace: %s", ns[i],
+					 strerror(errno));
+		}
+		/* the ipc namespace's files are writable by its root only: net's
+		 * first (they need CAP_NET_ADMIN over it), then as that uid */
+		long in = -1, out = -1;
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)init);
+		FILE *f = fopen(path, "re");
+		while (f && fscanf(f, "%ld %ld %*d", &in, &out) == 2 && in != 0)
+			;
+		if (f)
+			fclose(f);
+		const char *key;
+		const json_t *v;
+		bool ipc = false;
+		json_object_foreach((json_t *)sc, key, v) ipc = ipc || !aj_startswith(key, "net.");
+		for (int pass = 0; pass < 1 + ipc && !*msg; pass++) {
+			if (pass == 1 &&
+			    (in != 0 || setresgid((gid_t)out, (gid_t)out, (gid_t)out) < 0 ||
+			     setresuid((uid_t)out, (uid_t)out, (uid_t)out) < 0))
+				snprintf(msg, sizeof(msg),
+					 "cannot take the uid of the container's root: %s",
+					 in != 0 ? "not mapped" : strerror(errno));
+			json_object_foreach((json_t *)sc, key, v)
+			{
+				if (*msg)
+					break;
+				if (aj_startswith(key, "net.") != (pass == 0))
+					continue;
+				int n = snprintf(path, sizeof(path), "/proc/sys/%s", key);
+				for (int i = 10; i < n; i++)
+					if (path[i] == '.')
+						path[i] = '/';
+				const char *val = json_string_value(v);
+				int fd = open(path, O_WRONLY | O_CLOEXEC);
+				if (fd < 0 || aj_write_all(fd, val, strlen(val)) < 0)
+					snprintf(msg, sizeof(msg), "cannot set %s to '%s': %s", key,
+						 val, strerror(errno));
+				if (fd >= 0)
+					close(fd);
+			}
+		}
+		(void)aj_write_all(p[1], msg, strlen(msg));
+		_exit(*msg ? 1 : 0);
+	}
+	close(p[1]);
+	char msg[256] = "";
+	ssize_t n = pid > 0 ? read(p[0], msg, sizeof(msg) - 1) : -1;
+	close(p[0]);
+	int st = 1;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || st != 0) {
+		msg[n > 0 ? n : 0] = 0;
+		aj_err(err, EINVAL, "linux.sysctl: %s", *msg ? msg : "cannot be set");
+		aj_err_hint(err, "remove it from the bundle's config.json (docs/oci.md)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 {
 	monitor *m = ctx;
-	/* the sandbox is built: the runtime's create hooks, then create returns */
-	int r =
-	    run_hooks(m->hooks, "prestart", m->id, "creating", init, m->bundle, m->ann, true, err);
+	/* the sandbox is built: its sysctls, the runtime's create hooks, then
+	 * create returns */
+	int r = set_sysctls(m->sysctl, init, err);
+	if (r == 0)
+		r = run_hooks(m->hooks, "prestart", m->id, "creating", init, m->bundle, m->ann,
+			      true, err);
 	if (r == 0)
 		r = run_hooks(m->hooks, "createRuntime", m->id, "creating", init, m->bundle, m->ann,
 			      true, err);
@@ -452,8 +661,8 @@ static void quiet_warn(void *ctx, const char *msg)
 }
 
 __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int report_fd, int fifo_fd,
-						   int tty, int exec_listen, const char *id,
-						   const char *bundle, json_t *ann)
+						   int tty, int exec_listen, int exit_fd,
+						   const char *id, const char *bundle, json_t *ann)
 {
 	(void)setsid();
 	/* a terminal: the engine holds its master; the sandbox's own pty is
@@ -474,9 +683,13 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		     .id = id,
 		     .bundle = bundle,
 		     .hooks = cfg->hooks ? json_loads(cfg->hooks, 0, NULL) : NULL,
+		     .sysctl = cfg->sysctl ? json_loads(cfg->sysctl, 0, NULL) : NULL,
 		     .ann = ann};
-	aj_run_hooks hooks = {
-	    .warn = quiet_warn, .ctx = &m, .ready = monitor_ready, .exec_listen = exec_listen};
+	aj_run_hooks hooks = {.warn = quiet_warn,
+			      .ctx = &m,
+			      .ready = monitor_ready,
+			      .exec_listen = exec_listen,
+			      .freezer = true};
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
@@ -486,14 +699,83 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		(void)aj_write_all(m.report, &rep, sizeof(rep));
 		_exit(AJ_EXIT_INTERNAL);
 	}
+	int code;
 	if (r == 0)
-		_exit(res.exit_code);
-	if (m.signal)
-		_exit(128 + m.signal);
-	/* the sandbox's init killed by `kill ID KILL` */
-	if (strstr(err.msg, "init died"))
-		_exit(128 + SIGKILL);
-	_exit(fail(&err)); /* e.g. a cwd or command not in the root: 125, 126, 127 */
+		code = res.exit_code;
+	else if (m.signal)
+		code = 128 + m.signal;
+	else if (strstr(err.msg, "init died")) /* the sandbox's init killed by `kill ID KILL` */
+		code = 128 + SIGKILL;
+	else
+		code = fail(&err); /* e.g. a cwd or command not in the root: 125, 126, 127 */
+	/* everything is removed: the container's process exits with it too */
+	unsigned char b = (unsigned char)code;
+	(void)aj_write_all(exit_fd, &b, 1);
+	_exit(code);
+}
+
+/* ---- the container's process: what the pid file names ---- */
+
+/* The engine's monitor (conmon, containerd's shim) waits for the pid
+ * file's process as a subreaper, and reads its namespaces (podman top,
+ * inspect): a process of create's, so that it is the engine's child once
+ * create exits, in the container's mount, network, ipc and uts namespaces
+ * (not its pid namespace: its init's end would SIGKILL it). It exits with
+ * the status the monitor sends once everything is removed (EOF: 137) and
+ * passes the signals it gets to the monitor. Reports on ready: 1 or 0. */
+__attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, int exit_fd,
+						     int ready, const char *id)
+{
+	static const char *const ns[] = {"net", "ipc", "uts", "mnt"}; /* mnt last: the root */
+	int fds[AJ_ARRAY_SIZE(ns)];
+	char path[64], title[64];
+	bool ok = true;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ns); i++) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)init, ns[i]);
+		fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+		ok = ok && fds[i] >= 0;
+	}
+	for (size_t i = 0; ok && i < AJ_ARRAY_SIZE(ns); i++)
+		ok = setns(fds[i], 0) == 0;
+	int mon = (int)syscall(SYS_pidfd_open, mon_pid, 0);
+	sigset_t set;
+	sigemptyset(&set);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	ok = ok && mon >= 0 && sfd >= 0;
+	(void)aj_write_all(ready, ok ? "1" : "0", 1);
+	if (!ok)
+		_exit(AJ_EXIT_INTERNAL);
+	int keep[] = {exit_fd, mon, sfd};
+	aj_close_all_except(keep, AJ_ARRAY_SIZE(keep));
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && nul >= 0; fd++)
+		(void)dup2(nul, fd); /* the engine's pipes are the monitor's to hold */
+	snprintf(title, sizeof(title), "agentjail-oci-ctr %.40s", id);
+	aj_proctitle_set(title);
+	for (;;) {
+		struct pollfd pf[2] = {{exit_fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+		if (poll(pf, 2, -1) < 0)
+			continue;
+		if (pf[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				(void)syscall(SYS_pidfd_send_signal, mon, (int)si.ssi_signo, NULL,
+					      0);
+		}
+		if (pf[0].revents) {
+			unsigned char b;
+			int code = read(exit_fd, &b, 1) == 1 ? b : 128 + SIGKILL;
+			/* after the monitor: the engine reaps it first, nothing is left
+			 * once it has this one's status */
+			struct pollfd pm = {mon, POLLIN, 0};
+			(void)poll(&pm, 1, 10000);
+			_exit(code);
+		}
+	}
 }
 
 /* ---- create ---- */
@@ -599,8 +881,8 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	if (dfd < 0 || mkfifoat(rootfd, fifo, 0600) < 0)
 		return failf("cannot make the state of %s: %s", id, strerror(errno));
 	int ffd = openat(rootfd, fifo, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	int p[2];
-	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0)
+	int p[2], xp[2]; /* the report; the exit status to the container's process */
+	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0 || pipe2(xp, O_CLOEXEC) < 0)
 		return failf("cannot make the state of %s: %s", id, strerror(errno));
 	_cleanup_close_ int master = -1, slave = -1;
 	if (cfg->terminal && (master = open_pty(&slave)) < 0)
@@ -621,14 +903,17 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(p[0]);
+		close(xp[0]);
 		if (master >= 0)
 			close(master); /* the engine's */
 		json_t *all = json_loads(text, 0, NULL);
-		monitor_main(cfg, p[1], ffd, slave, xl, id, bundle,
+		monitor_main(cfg, p[1], ffd, slave, xl, xp[1], id, bundle,
 			     json_object_get(all, "annotations"));
 	}
 	close(p[1]);
+	close(xp[1]);
 	close(ffd);
+	_cleanup_close_ int exit_rd = xp[0];
 	if (pid < 0) {
 		close(p[0]);
 		return failf("cannot fork the monitor: %s", strerror(errno));
@@ -648,17 +933,37 @@ static int spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			return fail(&rep.err);
 		return failf("the monitor of %s died while building the sandbox", id);
 	}
-	int r = console ? send_console(console, master) : 0;
+	/* the container's process (the pid file's), ready once in its namespaces */
+	int rp[2];
+	char ok = 0;
+	pid_t ctr = pipe2(rp, O_CLOEXEC) == 0 ? fork() : -1;
+	if (ctr == 0) {
+		close(rp[0]);
+		container_proc(rep.init, pid, exit_rd, rp[1], id);
+	}
+	if (ctr > 0) {
+		close(rp[1]);
+		while (read(rp[0], &ok, 1) < 0 && errno == EINTR)
+			;
+		close(rp[0]);
+	}
+	int r = ok == '1' ? 0 : -ECHILD;
 	if (r < 0)
+		failf("cannot start the process of %s in its namespaces (fix: run as root; "
+		      "agentjail doctor)",
+		      id);
+	else if ((r = console ? send_console(console, master) : 0) < 0)
 		failf("--console-socket %s: %s", console, strerror(-r));
 	else if ((r = write_state(dfd, id, bundle, pid, rep.init, text)) < 0)
 		failf("cannot write the state of %s: %s", id, strerror(-r));
-	if (r == 0 && pid_file && (r = write_pid_file(pid_file, pid)) < 0)
+	if (r == 0 && pid_file && (r = write_pid_file(pid_file, ctr)) < 0)
 		failf("cannot write the pid file %s: %s", pid_file, strerror(-r));
 	if (r < 0) {
 		kill(rep.init, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		while (ctr > 0 && waitpid(ctr, NULL, 0) < 0 && errno == EINTR)
+			; /* the monitor's end: EOF, it exits */
 		return AJ_EXIT_INTERNAL;
 	}
 	return 0;
@@ -777,6 +1082,30 @@ static int one_id(int argc, char **argv, const char *what)
 	return 0;
 }
 
+/* After start: the command's host pid into the state (runtime-spec's
+ * pid, what engines read for top, nsenter and inspect), once init has
+ * started it (2 s at most; a command that ended at once leaves init's). */
+static void record_command(int rootfd, const char *id)
+{
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return;
+	pid_t cmd = 0;
+	for (int i = 0; i < 400 && init_alive(&st) && !(cmd = first_child(st.init)); i++) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	unsigned long long t = cmd > 0 ? start_time(cmd) : 0;
+	_cleanup_close_ int dfd = openat(rootfd, id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char *text = NULL;
+	if (t && dfd >= 0 && json_object_set_new(st.j, "cmd", json_integer(cmd)) == 0 &&
+	    json_object_set_new(st.j, "cmd_start", json_integer((json_int_t)t)) == 0 &&
+	    (text = json_dumps(st.j, JSON_COMPACT)))
+		(void)write_file_at(dfd, OCI_STATE, text);
+	free(text);
+	json_decref(st.j);
+}
+
 static int cmd_start(int rootfd, const char *id)
 {
 	oci_state st;
@@ -800,6 +1129,7 @@ static int cmd_start(int rootfd, const char *id)
 	}
 	close(fd);
 	(void)unlinkat(rootfd, fifo, 0);
+	record_command(rootfd, id);
 	if (load_state(rootfd, id, &st) == 0) {
 		aj_error err;
 		(void)run_hooks(json_object_get(st.j, "hooks"), "poststart", id, "running", st.init,
@@ -818,7 +1148,7 @@ static int cmd_state(int rootfd, const char *id)
 	json_t *out = json_pack(
 	    "{s:O, s:O, s:s, s:i, s:O, s:O, s:O}", "ociVersion",
 	    json_object_get(st.j, "ociVersion"), "id", json_object_get(st.j, "id"), "status",
-	    st.status, "pid", strcmp(st.status, "stopped") ? (int)st.pid : 0, "bundle",
+	    st.status, "pid", strcmp(st.status, "stopped") ? (int)st.cpid : 0, "bundle",
 	    json_object_get(st.j, "bundle"), "annotations", json_object_get(st.j, "annotations"),
 	    "created", json_object_get(st.j, "created"));
 	json_decref(st.j);
@@ -829,6 +1159,196 @@ static int cmd_state(int rootfd, const char *id)
 	json_decref(out);
 	putchar('\n');
 	return fflush(stdout) == 0 ? 0 : AJ_EXIT_INTERNAL;
+}
+
+static void thaw(const oci_state *st)
+{
+	aj_cgroup *cg = calloc(1, sizeof(*cg));
+	aj_error err;
+	if (cg && container_cgroup(st, cg, &err) == 0)
+		aj_cgroup_thaw(cg);
+	free(cg);
+}
+
+/* pause, resume: the container's freezer cgroup (v1's freezer or v2's
+ * cgroup.freeze), every process of it stopped where it is. */
+static int cmd_pause(int rootfd, const char *id, bool frozen)
+{
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	const char *want = frozen ? "running" : "paused";
+	int r = 0;
+	aj_cgroup *cg = NULL;
+	aj_error err;
+	aj_err_clear(&err);
+	if (strcmp(st.status, want))
+		r = failf("container %s is %s, not %s (fix: %s)", id, st.status, want,
+			  frozen ? "only a running container pauses"
+				 : "only a paused container resumes");
+	else if (!(cg = calloc(1, sizeof(*cg))))
+		r = failf("%s: out of memory", frozen ? "pause" : "resume");
+	else if (container_cgroup(&st, cg, &err) < 0 || aj_cgroup_freeze(cg, frozen, &err) < 0) {
+		aj_err_hint(&err, "pause needs the cgroup v1 freezer controller or cgroup v2 "
+				  "(agentjail doctor)");
+		r = fail(&err);
+	}
+	free(cg);
+	json_decref(st.j);
+	return r;
+}
+
+/* ps [--format table|json] ID: the host pids of the container's processes
+ * (those in its pid namespace, init included), as runc's `ps`. */
+static int cmd_ps(int rootfd, int argc, char **argv)
+{
+	bool json = false;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		const char *f = NULL;
+		if (!strcmp(argv[i], "--format") || !strcmp(argv[i], "-f"))
+			f = i + 1 < argc ? argv[++i] : "";
+		else if (!strncmp(argv[i], "--format=", 9))
+			f = argv[i] + 9;
+		if (!f || (strcmp(f, "json") && strcmp(f, "table")))
+			return failf("ps: unknown option or format '%s' (fix: agentjail oci ps "
+				     "[--format table|json] ID)",
+				     f ? f : argv[i]);
+		json = !strcmp(f, "json");
+	}
+	if (argc - i != 1)
+		return failf("ps needs one container id (fix: agentjail oci ps [--format "
+			     "table|json] ID; ps options after the id are not supported)");
+	const char *id = argv[i];
+	oci_state st;
+	if (load_state(rootfd, id, &st))
+		return AJ_EXIT_INTERNAL;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)st.init);
+	struct stat ns, o;
+	bool alive = strcmp(st.status, "stopped") && init_alive(&st) && stat(path, &ns) == 0;
+	json_decref(st.j);
+	if (!alive)
+		return failf("container %s is not running (fix: ps lists a created, running or "
+			     "paused container's processes)",
+			     id);
+	DIR *d = opendir("/proc");
+	json_t *pids = json_array();
+	if (!d || !pids) {
+		if (d)
+			closedir(d);
+		json_decref(pids);
+		return failf("ps: cannot read /proc: %s", strerror(errno));
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
+		if (stat(path, &o) == 0 && o.st_ino == ns.st_ino && o.st_dev == ns.st_dev)
+			json_array_append_new(pids, json_integer(pid));
+	}
+	closedir(d);
+	if (json) {
+		json_dumpf(pids, stdout, JSON_COMPACT);
+		putchar('\n');
+	} else {
+		printf("PID\n");
+		size_t k;
+		json_t *v;
+		json_array_foreach(pids, k, v) printf("%lld\n", (long long)json_integer_value(v));
+	}
+	json_decref(pids);
+	return fflush(stdout) == 0 ? 0 : AJ_EXIT_INTERNAL;
+}
+
+/* A cgroup knob's number ("max": 0), or 0. */
+static unsigned long long knob_value(const aj_cgroup *cg, const char *ctrl, const char *v1,
+				     const char *v2)
+{
+	for (int i = 0; i < cg->n; i++) {
+		const aj_cgroup_dir *d = &cg->dirs[i];
+		if (d->version == 1 && strcmp(d->ctrl, ctrl))
+			continue;
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof(path), "%s/%s", d->path, d->version == 1 ? v1 : v2);
+		_cleanup_free_ char *txt = NULL;
+		if (aj_read_file(path, &txt, NULL) == 0)
+			return strtoull(txt, NULL, 10);
+	}
+	return 0;
+}
+
+/* update --resources FILE|- ID: new memory, pids and cpu limits on the
+ * live cgroup (runtime-spec linux.resources, as runc's); all checked before
+ * any is written. */
+static int cmd_update(int rootfd, int argc, char **argv)
+{
+	const char *file = NULL;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		if ((!strcmp(argv[i], "--resources") || !strcmp(argv[i], "-r")) && i + 1 < argc)
+			file = argv[++i];
+		else if (!strncmp(argv[i], "--resources=", 12))
+			file = argv[i] + 12;
+		else
+			return failf("update: option '%s' is not supported (fix: agentjail oci "
+				     "update --resources FILE|- ID, a linux.resources object)",
+				     argv[i]);
+	}
+	if (argc - i != 1 || !file)
+		return failf("update needs --resources FILE (or - for stdin) and one container id "
+			     "(fix: agentjail oci update --resources FILE ID)");
+	const char *id = argv[i];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = !strcmp(file, "-") ? aj_read_fd(STDIN_FILENO, &text, &len)
+				   : aj_read_file(file, &text, &len);
+	if (r < 0)
+		return failf("update: cannot read %s: %s", strcmp(file, "-") ? file : "stdin",
+			     strerror(errno));
+	aj_policy p;
+	aj_policy_init(&p);
+	aj_error err;
+	aj_err_clear(&err);
+	if (aj_oci_resources_parse(text, len, &p, &err) < 0) {
+		aj_policy_free(&p);
+		return fail(&err);
+	}
+	oci_state st;
+	if (load_state(rootfd, id, &st)) {
+		aj_policy_free(&p);
+		return AJ_EXIT_INTERNAL;
+	}
+	aj_cgroup *cg = calloc(1, sizeof(*cg));
+	r = 0;
+	if (!strcmp(st.status, "stopped"))
+		r = failf("container %s is stopped (fix: update a created, running or paused one)",
+			  id);
+	else if (!cg)
+		r = failf("update: out of memory");
+	else if (container_cgroup(&st, cg, &err) < 0)
+		r = fail(&err);
+	else if (p.cpu_millis && !aj_cgroup_has_cpu(cg))
+		r = failf("update: the container has no cpu cgroup: its cpu limit cannot change "
+			  "(fix: agentjail doctor)");
+	if (r == 0 && (p.memory || p.pids)) {
+		/* the one not given stays as it is */
+		if (!p.memory)
+			p.memory = knob_value(cg, "memory", "memory.limit_in_bytes", "memory.max");
+		if (!p.pids)
+			p.pids = knob_value(cg, "pids", "pids.max", "pids.max");
+		if (aj_cgroup_update_limits(cg, &p, &err) < 0)
+			r = fail(&err);
+	}
+	if (r == 0 && p.cpu_millis && aj_cgroup_update_cpu(cg, p.cpu_millis, &err) < 0)
+		r = fail(&err);
+	free(cg);
+	json_decref(st.j);
+	aj_policy_free(&p);
+	return r;
 }
 
 static int parse_signal(const char *s)
@@ -874,6 +1394,8 @@ static int cmd_kill(int rootfd, int argc, char **argv)
 		r = kill(st.init, SIGKILL) < 0 ? failf("kill %s: %s", id, strerror(errno)) : 0;
 	else if (kill(st.pid, sig) < 0)
 		r = failf("kill %s: %s", id, strerror(errno));
+	if (r == 0 && sig == SIGKILL && !strcmp(st.status, "paused"))
+		thaw(&st); /* a frozen process dies only once thawed */
 	json_decref(st.j);
 	return r;
 }
@@ -919,6 +1441,8 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 			kill(st.init, SIGKILL);
 		else
 			kill(st.pid, SIGTERM);
+		if (!strcmp(st.status, "paused"))
+			thaw(&st);
 		if (wait_gone(st.pid) < 0)
 			r = failf("container %s: its monitor (pid %d) did not end", id,
 				  (int)st.pid);
@@ -1250,7 +1774,8 @@ int aj_cmd_oci(int argc, char **argv)
 	else if (!strcmp(cmd, "features"))
 		rc = cmd_features();
 	else if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "kill") ||
-		 !strcmp(cmd, "delete") || !strcmp(cmd, "exec")) {
+		 !strcmp(cmd, "delete") || !strcmp(cmd, "exec") || !strcmp(cmd, "pause") ||
+		 !strcmp(cmd, "resume") || !strcmp(cmd, "ps") || !strcmp(cmd, "update")) {
 		int rootfd = open_root(false);
 		if (rootfd == -EPERM)
 			rc = failf("the state root is another user's or writable by others: "
@@ -1265,7 +1790,15 @@ int aj_cmd_oci(int argc, char **argv)
 			rc = cmd_delete(rootfd, argc, argv);
 		else if (!strcmp(cmd, "exec"))
 			rc = cmd_exec(rootfd, argc, argv);
-		else if ((rc = one_id(argc, argv, cmd)) == 0)
+		else if (!strcmp(cmd, "ps"))
+			rc = cmd_ps(rootfd, argc, argv);
+		else if (!strcmp(cmd, "update"))
+			rc = cmd_update(rootfd, argc, argv);
+		else if ((rc = one_id(argc, argv, cmd)) != 0)
+			;
+		else if (!strcmp(cmd, "pause") || !strcmp(cmd, "resume"))
+			rc = cmd_pause(rootfd, argv[1], cmd[0] == 'p');
+		else
 			rc =
 			    cmd[3] == 'r' ? cmd_start(rootfd, argv[1]) : cmd_state(rootfd, argv[1]);
 		if (rootfd >= 0)
@@ -1273,9 +1806,10 @@ int aj_cmd_oci(int argc, char **argv)
 	} else if (!*cmd)
 		rc = failf("oci needs a command (fix: see agentjail oci --help)");
 	else
-		rc = failf("oci %s is not supported (fix: create, start, state, kill, delete, exec "
-			   "or features; docs/oci.md)",
-			   cmd);
+		rc =
+		    failf("oci %s is not supported (fix: create, start, state, kill, delete, exec, "
+			  "pause, resume, ps, update or features; docs/oci.md)",
+			  cmd);
 	if (g.log)
 		fclose(g.log);
 	return rc;

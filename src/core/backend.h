@@ -43,6 +43,9 @@ typedef struct aj_run_hooks {
 	 * SOCK_SEQPACKET unix socket; while the command runs, each connection
 	 * is one more command to start in its sandbox (run_exec.h). */
 	int exec_listen;
+	/* Optional (`agentjail oci pause`): also a freezer cgroup, as a
+	 * persistent sandbox has (found again from its init's cgroups). */
+	bool freezer;
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {

@@ -36,6 +36,8 @@ void aj_op_port_connect(json_t *args, aj_reply *rep)
 		aj_reply_error(rep, 502, "port_closed",
 			       "nothing listens on port %d in sandbox '%s' (its loopback address)",
 			       (int)port, sb->id);
+	else if (fd == -EBUSY) /* every connection the backend allows in use */
+		aj_reply_fail(rep, 503, "busy", &err);
 	else if (fd < 0)
 		aj_reply_fail(rep, 502, "bad_gateway", &err);
 	else {

@@ -30,6 +30,7 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_sandbox **reg;
 static size_t reg_n, reg_cap;
 static char state_dir[PATH_MAX];
+static char minted_dir[PATH_MAX]; /* what each sandbox's mint hook made (no values) */
 static unsigned reg_max;
 static const char *reg_mint;
 
@@ -64,6 +65,7 @@ bool aj_node_name_valid(const char *name, const char **why)
 void aj_registry_init(const char *dir, unsigned max, const char *node)
 {
 	snprintf(state_dir, sizeof(state_dir), "%s/sandboxes", dir);
+	snprintf(minted_dir, sizeof(minted_dir), "%s/minted", dir);
 	snprintf(node_name, sizeof(node_name), "%s", node ? node : "");
 	reg_max = max;
 }
@@ -99,6 +101,98 @@ static void sweep_one(const char *path)
 	aj_policy_free(&p);
 	json_decref(o);
 	unlink(path);
+}
+
+/* The record of what the mint hook makes for sandbox id, written before
+ * it runs and removed once revoked: a killed service's next start revokes
+ * what it names (aj_registry_revoke_lost). The secrets' names and hosts, never a
+ * value; 0600 in a 0700 directory. */
+static void minted_path(const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.json", minted_dir, id);
+}
+
+static int minted_write(const aj_sandbox *sb, aj_error *err)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; list && i < sb->policy.n_secrets; i++) {
+		const aj_secret *s = &sb->policy.secrets[i];
+		json_t *hosts = json_array();
+		for (size_t h = 0; hosts && h < s->n_hosts; h++)
+			json_array_append_new(hosts, json_string(s->hosts[h]));
+		if (s->n_hosts)
+			json_array_append_new(list, json_pack("{s:s,s:o}", "name", s->name, "hosts",
+							      hosts ? hosts : json_array()));
+		else
+			json_decref(hosts);
+	}
+	json_t *o = json_pack("{s:s,s:o}", "sandbox", sb->id, "secrets", list);
+	char path[PATH_MAX];
+	minted_path(sb->id, path, sizeof(path));
+	(void)aj_mkdir_p(minted_dir, 0700);
+	int fd = o ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+	int r = fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	json_decref(o);
+	if (r < 0) {
+		unlink(path);
+		return aj_err(err, EIO, "cannot write the record of minted secrets %s", path);
+	}
+	return 0;
+}
+
+void aj_registry_revoke_lost(void)
+{
+	DIR *d = opendir(minted_dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", minted_dir, de->d_name);
+		json_t *o = json_load_file(path, 0, NULL);
+		const char *id = json_string_value(json_object_get(o, "sandbox"));
+		if (!reg_mint && id) {
+			aj_log("error", "agentjail serve: ",
+			       "sandbox %s: its minted secrets are not revoked: serve has no "
+			       "--secret-mint (%s kept)",
+			       id, path);
+			json_decref(o);
+			continue;
+		}
+		size_t k;
+		json_t *s;
+		json_array_foreach(id ? json_object_get(o, "secrets") : NULL, k, s)
+		{
+			const char *name = json_string_value(json_object_get(s, "name"));
+			char *hosts[AJ_MAX_SECRET_HOSTS];
+			size_t n = 0, h;
+			json_t *v;
+			json_array_foreach(json_object_get(s, "hosts"), h, v)
+			{
+				if (n < AJ_MAX_SECRET_HOSTS && json_string_value(v))
+					hosts[n++] = (char *)json_string_value(v);
+			}
+			aj_error err;
+			aj_err_clear(&err);
+			if (!name)
+				continue;
+			if (aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
+				aj_audit("secret_revoked",
+					 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name,
+						   "after", "the service's crash"));
+				continue;
+			}
+			aj_log("error", "agentjail serve: ", "sandbox %s: %s", id, err.msg);
+			aj_audit("secret_revoke_failed",
+				 json_pack("{s:s,s:s}", "sandbox", id, "error", err.msg));
+		}
+		json_decref(o);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
 }
 
 void aj_registry_sweep(void)
@@ -173,7 +267,12 @@ static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
 	if (!reg_mint || !aj_mint_wanted(&sb->policy))
 		return (*source = json_dumps(req, JSON_COMPACT)) ? 0
 								 : aj_err(err, ENOMEM, "sandbox");
-	int r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, err);
+	int r = minted_write(sb, err);
+	if (r == 0 && (r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, err)) < 0) {
+		char path[PATH_MAX];
+		minted_path(sb->id, path, sizeof(path));
+		unlink(path); /* what it made it revoked */
+	}
 	if (r < 0) {
 		err->status = 500;
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "secret_mint_failed");
@@ -247,6 +346,8 @@ static void sandbox_free(aj_sandbox *sb)
 		sb->be->destroy(sb->inst); /* waits for the keeper's teardown */
 	revoke_minted(sb);
 	char path[PATH_MAX];
+	minted_path(sb->id, path, sizeof(path));
+	unlink(path);
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
 	if (sb->procs) /* their workers have ended: they held references */

@@ -100,6 +100,7 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 	snprintf(path, sizeof(path), "%s/audit.log", o->state_dir);
 	if (aj_audit_open(path, err) < 0)
 		return -EIO;
+	aj_registry_revoke_lost(); /* once what used them is gone (the sweep) */
 	_cleanup_free_ char *sockdir = strdup(o->socket);
 	char *slash = sockdir ? strrchr(sockdir, '/') : NULL;
 	if (slash && slash != sockdir) {

@@ -51,6 +51,7 @@ typedef struct side {
 	bool eof;    /* nothing more comes from it */
 	bool shut;   /* its writing side is shut: the other end's EOF passed on */
 	bool paused; /* its reading is stopped */
+	bool hung;   /* closed for good by its peer (a hang-up, not a half-close) */
 } side;
 
 typedef struct aj_tunnel {
@@ -335,7 +336,10 @@ static void check(aj_tunnel *t)
 {
 	pass_eof(t, &t->s[CLIENT]);
 	pass_eof(t, &t->s[SERVER]);
-	if (done(t))
+	/* a client that hung up takes nothing more: once its bytes went, the
+	 * server's connection goes too (a server that never ends would hold
+	 * it, and the sandbox's port, for ever) */
+	if (done(t) || (t->open && t->s[CLIENT].hung && !queued(&t->s[CLIENT])))
 		finish(t);
 }
 
@@ -444,7 +448,7 @@ int aj_tunnel_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 			finish(t);
 			return 0;
 		}
-		s->eof = s->shut = true;
+		s->eof = s->shut = s->hung = true;
 		if (s == &t->s[SERVER] || !t->open) /* the server's answer ends with it */
 			t->s[SERVER].eof = true;
 		break;

@@ -327,6 +327,29 @@ static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
 	return 0;
 }
 
+int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err)
+{
+	json_error_t je;
+	json_t *res = json_loadb(text, len, 0, &je);
+	if (!res) {
+		int r = aj_err(err, EINVAL, "the resources are not valid JSON: %s (line %d)",
+			       je.text, je.line);
+		aj_err_hint(err, "a runtime-spec linux.resources object, e.g. "
+				 "{\"memory\":{\"limit\":268435456}}");
+		err->exit = AJ_EXIT_INTERNAL;
+		return r;
+	}
+	p->memory = p->pids = p->cpu_millis = 0;
+	int r = parse_resources(p, res, err);
+	json_decref(res);
+	if (r < 0 && aj_startswith(err->msg, "config.json: linux.")) {
+		char msg[AJ_ERR_MSG_MAX];
+		snprintf(msg, sizeof(msg), "update --resources: %s", err->msg + 19);
+		snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	}
+	return r;
+}
+
 /* maskedPaths and readonlyPaths: agentjail mounts no /sys, and its /proc
  * belongs to a user namespace without host privilege (docs/oci.md). */
 static int parse_paths(const json_t *a, const char *field, aj_error *err)
@@ -480,18 +503,98 @@ static int parse_seccomp(aj_policy *p, const json_t *sc, aj_error *err)
 	return r;
 }
 
-/* Sysctls grant more than agentjail's default: Podman's ping_group_range
- * (ping sockets) is left unset, so stricter; any other is refused. */
-static int parse_sysctl(const json_t *sc, aj_error *err)
+/* Sysctls: only namespaced ones that change nothing outside the
+ * container (Kubernetes' safe set and the ipc namespace's limits), set by
+ * `oci create` in its network and ipc namespaces; Podman's
+ * ping_group_range (ping sockets) is left unset, so stricter; any other is
+ * refused by name. */
+static int parse_sysctl(aj_oci_config *c, const json_t *sc, aj_error *err)
 {
+	static const char *const safe[] = {"net.ipv4.ip_local_port_range",
+					   "net.ipv4.ip_local_reserved_ports",
+					   "net.ipv4.ip_unprivileged_port_start",
+					   "net.ipv4.tcp_syncookies",
+					   "net.ipv4.tcp_keepalive_time",
+					   "net.ipv4.tcp_keepalive_intvl",
+					   "net.ipv4.tcp_keepalive_probes",
+					   "net.ipv4.tcp_fin_timeout",
+					   "kernel.shm_rmid_forced",
+					   "kernel.shmmax",
+					   "kernel.shmall",
+					   "kernel.shmmni",
+					   "kernel.msgmax",
+					   "kernel.msgmnb",
+					   "kernel.msgmni",
+					   "kernel.sem"};
 	const char *key;
 	const json_t *v;
+	if (!sc || json_is_null(sc))
+		return 0;
 	if (want_type(sc, JSON_OBJECT, "linux.sysctl", err) < 0)
 		return -EINVAL;
+	json_t *keep = json_object();
+	if (!keep)
+		return aj_err(err, ENOMEM, "linux.sysctl");
 	json_object_foreach((json_t *)sc, key, v)
 	{
-		if (strcmp(key, "net.ipv4.ping_group_range"))
-			return refuse(err, "linux.sysctl: %s is not supported", key);
+		if (!strcmp(key, "net.ipv4.ping_group_range"))
+			continue;
+		bool ok = false;
+		for (size_t i = 0; i < AJ_ARRAY_SIZE(safe); i++)
+			ok = ok || !strcmp(key, safe[i]);
+		const char *val = json_string_value(v);
+		if (!ok) {
+			json_decref(keep);
+			return refuse(err,
+				      "linux.sysctl: %s is not supported (only namespaced ones "
+				      "that change nothing outside the container: docs/oci.md)",
+				      key);
+		}
+		if (!val || !*val || strlen(val) > 64 ||
+		    strspn(val, "0123456789 \t,-") != strlen(val)) {
+			json_decref(keep);
+			return refuse(err, "linux.sysctl: %s: the value must be numbers", key);
+		}
+		json_object_set(keep, key, (json_t *)v);
+	}
+	if (json_object_size(keep) && !(c->sysctl = json_dumps(keep, JSON_COMPACT))) {
+		json_decref(keep);
+		return aj_err(err, ENOMEM, "linux.sysctl");
+	}
+	json_decref(keep);
+	return 0;
+}
+
+/* linux.devices: agentjail's /dev has its own few nodes; a bundle listing
+ * those same ones (runc's default set) is taken, any other is refused. */
+static int parse_devices(const json_t *devs, aj_error *err)
+{
+	static const struct {
+		const char *path;
+		long long major, minor;
+	} known[] = {{"/dev/null", 1, 3},   {"/dev/zero", 1, 5},    {"/dev/full", 1, 7},
+		     {"/dev/random", 1, 8}, {"/dev/urandom", 1, 9}, {"/dev/tty", 5, 0}};
+	size_t i;
+	const json_t *d;
+	if (!devs || json_is_null(devs))
+		return 0;
+	if (want_type(devs, JSON_ARRAY, "linux.devices", err) < 0)
+		return -EINVAL;
+	json_array_foreach(devs, i, d)
+	{
+		const char *path = json_string_value(json_object_get(d, "path"));
+		const char *type = json_string_value(json_object_get(d, "type"));
+		long long ma = json_integer_value(json_object_get(d, "major"));
+		long long mi = json_integer_value(json_object_get(d, "minor"));
+		bool ok = false;
+		for (size_t k = 0; path && type && k < AJ_ARRAY_SIZE(known); k++)
+			ok = ok || (!strcmp(path, known[k].path) && !strcmp(type, "c") &&
+				    ma == known[k].major && mi == known[k].minor);
+		if (!ok)
+			return refuse(err,
+				      "linux.devices: %s is not supported (agentjail's /dev has "
+				      "only null, zero, full, random, urandom and tty)",
+				      path ? path : "an entry without a path");
 	}
 	return 0;
 }
@@ -509,12 +612,13 @@ static int parse_linux(aj_oci_config *c, const json_t *lx, aj_error *err)
 	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
 		return r;
-	if ((r = parse_sysctl(json_object_get(lx, "sysctl"), err)) < 0)
+	if ((r = parse_sysctl(c, json_object_get(lx, "sysctl"), err)) < 0 ||
+	    (r = parse_devices(json_object_get(lx, "devices"), err)) < 0)
 		return r;
 	const json_t *sc = json_object_get(lx, "seccomp");
 	if (sc && !json_is_null(sc) && (r = parse_seccomp(p, sc, err)) < 0)
 		return r;
-	static const char *const refused[] = {"devices", "intelRdt", "personality", "timeOffsets",
+	static const char *const refused[] = {"intelRdt", "personality", "timeOffsets",
 					      "mountLabel"};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(refused); i++) {
 		const json_t *v = json_object_get(lx, refused[i]);
@@ -742,4 +846,6 @@ void aj_oci_config_free(aj_oci_config *c)
 	c->netns = NULL;
 	free(c->hooks);
 	c->hooks = NULL;
+	free(c->sysctl);
+	c->sysctl = NULL;
 }

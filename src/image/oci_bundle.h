@@ -20,6 +20,7 @@ typedef struct aj_oci_config {
 	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
 	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
 	char *hooks;	     /* the checked hooks object as JSON, or NULL */
+	char *sysctl;	     /* linux.sysctl's to set (checked) as a JSON object, or NULL */
 } aj_oci_config;
 
 /* text: config.json's bytes; bundle: the bundle's absolute directory (a
@@ -33,5 +34,10 @@ void aj_oci_config_free(aj_oci_config *c);
  * c's argv, policy.env, cwd, uid and gid, terminal, user, rows and cols
  * (its rlimits and capabilities are the container's). As above. */
 int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err);
+
+/* `oci update --resources`: a runtime-spec linux.resources object, its
+ * memory.limit, pids.limit and cpu quota/period into p's memory, pids and
+ * cpu_millis (0: not given); anything else set is refused. As above. */
+int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err);
 
 #endif

@@ -263,3 +263,13 @@ int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err)
 	}
 	return failed;
 }
+
+int aj_mint_revoke_lost(const char *cmd, const char *name, char *const *hosts, size_t n_hosts,
+			const char *id, aj_error *err)
+{
+	aj_secret s = {.name = (char *)name, .n_hosts = n_hosts};
+	for (size_t h = 0; h < n_hosts && h < AJ_MAX_SECRET_HOSTS; h++)
+		s.hosts[h] = hosts[h];
+	s.n_hosts = n_hosts < AJ_MAX_SECRET_HOSTS ? n_hosts : AJ_MAX_SECRET_HOSTS;
+	return run_hook(cmd, "revoke", &s, id, "", NULL, err);
+}

@@ -24,5 +24,10 @@ int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_error *err
  * stdin) and clear its mark; returns how many revocations failed (the
  * first one's reason in err). */
 int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err);
+/* Revoke secret name (scoped to hosts) that a killed service minted for
+ * sandbox id (serve's crash sweep): `CMD revoke` with the same environment
+ * and an empty stdin, the minted value having never been on disk. */
+int aj_mint_revoke_lost(const char *cmd, const char *name, char *const *hosts, size_t n_hosts,
+			const char *id, aj_error *err);
 
 #endif

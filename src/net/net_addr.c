@@ -111,9 +111,11 @@ char **aj_net_env(const aj_net *n, const aj_policy *p)
 
 bool aj_net_tls_wanted(const aj_policy *p)
 {
-	/* level 1 only: the other levels' roots don't get netd's CA yet
-	 * (their HTTPS is tunnelled, the placeholder goes out) */
-	if (p->isolation != AJ_ISO_PROCESS)
+	/* levels 1 to 3 put netd's CA into the sandbox's trust store (level
+	 * 1: mount.c, 2: the bundle's bind, 3: the guest's init); level 4
+	 * has no network */
+	if (p->isolation != AJ_ISO_PROCESS && p->isolation != AJ_ISO_GVISOR &&
+	    p->isolation != AJ_ISO_MICROVM)
 		return false;
 	if (p->net == AJ_NET_NONE)
 		return false;

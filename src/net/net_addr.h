@@ -54,8 +54,8 @@ char *aj_net_resolv_conf(const aj_net *n, const aj_policy *p, const char *host_r
  * proxy variables in allow-list mode; NULL on ENOMEM. */
 char **aj_net_env(const aj_net *n, const aj_policy *p);
 
-/* Does p make netd intercept HTTPS (a secret scoped to hosts, with
- * --allow, at level 1)? The sandbox then trusts netd's CA
+/* Does p make netd intercept HTTPS (a secret scoped to hosts or
+ * --inspect, with --allow or --net open, at levels 1 to 3)? The sandbox then trusts netd's CA
  * (AJ_NET_CA_BUNDLE). */
 bool aj_net_tls_wanted(const aj_policy *p);
 /* Does netd run the HTTP(S) proxy: --allow, or --net open with scoped

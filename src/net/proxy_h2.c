@@ -7,7 +7,9 @@
  * both protocols are checked one way; then it is sent on as HTTP/2. Bodies
  * and responses are relayed as they come: nothing is read from a side
  * faster than the other takes it (no automatic WINDOW_UPDATE; a byte is
- * "consumed" once it has been handed to the other session). */
+ * "consumed" once it has been handed to the other session, or dropped),
+ * so a stream holds at most about one window. When the server ends, the
+ * sandbox gets a graceful GOAWAY and the responses already answered. */
 #include <errno.h>
 #include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
@@ -17,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "inject.h"
 #include "netlog.h"
@@ -58,6 +62,8 @@ typedef struct h2 {
 	aj_proxy_notes notes;
 	char text[HDR_MAX + 4096]; /* a request rendered as HTTP/1.1 */
 	bool fatal;
+	bool up_goaway, up_gone; /* the server sent GOAWAY; its connection ended */
+	bool goaway_sent;	 /* the sandbox was told: no new streams */
 } h2;
 
 static void wipe(void *p, size_t n)
@@ -141,8 +147,13 @@ static const char *hbuf_get(const hbuf *b, const char *name)
 
 static int bbuf_add(bbuf *b, const uint8_t *p, size_t n)
 {
-	if (b->off && b->off == b->len)
-		b->off = b->len = 0;
+	if (b->off && b->len + n > b->cap) { /* the unsent tail to the front, not a bigger buffer */
+		size_t left = b->len - b->off;
+		memmove(b->p, b->p + b->off, left);
+		explicit_bzero(b->p + left, b->len - left);
+		b->off = 0;
+		b->len = left;
+	}
 	if (grow(&b->p, &b->cap, b->len + n))
 		return -1;
 	memcpy(b->p + b->len, p, n);
@@ -150,8 +161,31 @@ static int bbuf_add(bbuf *b, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The unsent bytes of a body dropped: consumed on the session they came
+ * from, so its peer may send as much again (the connection's window is
+ * shared by every stream). */
+static void drop_up(h2 *h, stream *st)
+{
+	if (h->cs && st->up.len > st->up.off)
+		(void)nghttp2_session_consume(h->cs, st->cid, st->up.len - st->up.off);
+	wipe(st->up.p, st->up.len);
+	st->up.len = st->up.off = 0;
+}
+
+static void drop_down(h2 *h, stream *st)
+{
+	if (h->us && !st->refused && st->uid > 0 && st->down.len > st->down.off)
+		(void)nghttp2_session_consume(h->us, st->uid, st->down.len - st->down.off);
+	st->down.len = st->down.off = 0;
+}
+
 static void stream_free(h2 *h, stream *st)
 {
+	/* the streams are closed: only the connections' windows are owed */
+	if (h->cs && st->up.len > st->up.off)
+		(void)nghttp2_session_consume_connection(h->cs, st->up.len - st->up.off);
+	if (h->us && !st->refused && st->uid > 0 && st->down.len > st->down.off)
+		(void)nghttp2_session_consume_connection(h->us, st->down.len - st->down.off);
 	for (stream **pp = &h->streams; *pp; pp = &(*pp)->next)
 		if (*pp == st) {
 			*pp = st->next;
@@ -269,6 +303,14 @@ static void take_request(h2 *h, stream *st, bool end)
 	const char *method = hbuf_get(&st->rq, ":method");
 	if (method && !strcmp(method, "CONNECT")) {
 		refuse(h, st, 501, "CONNECT inside HTTP/2 (WebSocket over HTTP/2) is not relayed");
+		return;
+	}
+	if (h->up_goaway || h->up_gone) { /* the sandbox may retry it on a new connection */
+		log_request(h, "refused", method, hbuf_get(&st->rq, ":path"),
+			    "the server's connection is closing");
+		st->refused = true;
+		(void)nghttp2_submit_rst_stream(h->cs, NGHTTP2_FLAG_NONE, st->cid,
+						NGHTTP2_REFUSED_STREAM);
 		return;
 	}
 	size_t len = render(h, st, &why);
@@ -393,9 +435,11 @@ static ssize_t read_body(nghttp2_session *session, int32_t id, uint8_t *dst, siz
 	bool to_server = session == h->us;
 	bbuf *b = to_server ? &st->up : &st->down;
 	size_t n = b->len - b->off < len ? b->len - b->off : len;
-	memcpy(dst, b->p + b->off, n);
-	if (to_server)
-		explicit_bzero(b->p + b->off, n);
+	if (n) { /* p is NULL until a first byte */
+		memcpy(dst, b->p + b->off, n);
+		if (to_server)
+			explicit_bzero(b->p + b->off, n);
+	}
 	b->off += n;
 	if (n && !st->refused) /* handed on: the sender may send as much again */
 		(void)nghttp2_session_consume(to_server ? h->cs : h->us,
@@ -452,6 +496,8 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user)
 {
 	h2 *h = user;
+	if (session == h->us && frame->hd.type == NGHTTP2_GOAWAY)
+		h->up_goaway = true;
 	stream *st = frame->hd.stream_id
 			 ? nghttp2_session_get_stream_user_data(session, frame->hd.stream_id)
 			 : NULL;
@@ -493,15 +539,37 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t id, const ui
 	h2 *h = user;
 	stream *st = nghttp2_session_get_stream_user_data(session, id);
 	bool from_client = session == h->cs;
-	if (!st || st->refused || (from_client ? st->uid <= 0 : st->c_closed)) {
-		(void)nghttp2_session_consume(session, id, len); /* dropped */
+	/* nowhere to go: dropped, and consumed so the sender is not stalled */
+	if (!st || st->refused || (from_client ? st->uid <= 0 || st->u_closed : st->c_closed)) {
+		(void)nghttp2_session_consume(session, id, len);
 		return 0;
 	}
-	if (bbuf_add(from_client ? &st->up : &st->down, data, len) < 0)
+	bbuf *b = from_client ? &st->up : &st->down;
+	/* flow control bounds what is not handed on yet to one window */
+	uint32_t win =
+	    nghttp2_session_get_local_settings(session, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE);
+	if (b->len - b->off + len > 2 * (size_t)win) {
+		(void)nghttp2_session_consume(session, id, len);
+		(void)nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id,
+						NGHTTP2_FLOW_CONTROL_ERROR);
+		return 0;
+	}
+	if (bbuf_add(b, data, len) < 0)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	(void)nghttp2_session_resume_data(from_client ? h->us : h->cs,
 					  from_client ? st->uid : st->cid);
 	return 0;
+}
+
+/* st is freed once both of its sides are closed. */
+static void stream_done(h2 *h, stream *st)
+{
+	if (st->c_closed && (st->u_closed || st->uid <= 0)) {
+		nghttp2_session_set_stream_user_data(h->cs, st->cid, NULL);
+		if (st->uid > 0)
+			nghttp2_session_set_stream_user_data(h->us, st->uid, NULL);
+		stream_free(h, st);
+	}
 }
 
 static int on_close(nghttp2_session *session, int32_t id, uint32_t code, void *user)
@@ -512,22 +580,39 @@ static int on_close(nghttp2_session *session, int32_t id, uint32_t code, void *u
 		return 0;
 	if (session == h->cs) {
 		st->c_closed = true;
+		drop_down(h, st);
 		if (st->uid > 0 && !st->u_closed) /* the sandbox gave up: so does the server */
 			(void)nghttp2_submit_rst_stream(h->us, NGHTTP2_FLAG_NONE, st->uid,
 							code ? code : NGHTTP2_CANCEL);
 	} else {
 		st->u_closed = true;
+		drop_up(h, st);
 		if (!st->c_closed && (code || !st->down_end))
 			(void)nghttp2_submit_rst_stream(h->cs, NGHTTP2_FLAG_NONE, st->cid,
 							code ? code : NGHTTP2_INTERNAL_ERROR);
 	}
-	if (st->c_closed && (st->u_closed || st->uid <= 0)) {
-		nghttp2_session_set_stream_user_data(h->cs, st->cid, NULL);
-		if (st->uid > 0)
-			nghttp2_session_set_stream_user_data(h->us, st->uid, NULL);
-		stream_free(h, st);
-	}
+	stream_done(h, st);
 	return 0;
+}
+
+/* The server's connection ended: a response it completed is still
+ * delivered, one it did not is reset. */
+static void upstream_gone(h2 *h)
+{
+	h->up_gone = true;
+	for (stream *st = h->streams, *next; st; st = next) {
+		next = st->next;
+		if (st->uid <= 0 || st->u_closed)
+			continue;
+		st->u_closed = true;
+		drop_up(h, st);
+		if (!st->c_closed && !st->down_end)
+			(void)nghttp2_submit_rst_stream(h->cs, NGHTTP2_FLAG_NONE, st->cid,
+							NGHTTP2_INTERNAL_ERROR);
+		else if (!st->c_closed)
+			(void)nghttp2_session_resume_data(h->cs, st->cid);
+		stream_done(h, st);
+	}
 }
 
 static int h2_init(h2 *h, aj_netd_ctx *ctx, const aj_proxy_req *connect)
@@ -571,6 +656,7 @@ static void h2_free(h2 *h)
 		nghttp2_session_del(h->cs);
 	if (h->us)
 		nghttp2_session_del(h->us);
+	h->cs = h->us = NULL;
 	while (h->streams)
 		stream_free(h, h->streams);
 	if (h->req)
@@ -580,7 +666,8 @@ static void h2_free(h2 *h)
 }
 
 typedef struct side {
-	SSL *ssl;
+	SSL *ssl; /* NULL: plain bytes on fd (tests) */
+	int fd;
 	nghttp2_session *s;
 	uint8_t *out; /* what nghttp2 made, not yet written */
 	size_t len, off, cap;
@@ -600,6 +687,32 @@ static int io(side *sd, int r)
 	}
 }
 
+/* The same for a read/send on a plain socket. */
+static int io_plain(side *sd, ssize_t r, short want)
+{
+	if (r > 0)
+		return (int)r;
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		sd->want |= want;
+		return 0;
+	}
+	return -1;
+}
+
+static int side_read(side *sd, uint8_t *buf, size_t n)
+{
+	if (sd->ssl)
+		return io(sd, SSL_read(sd->ssl, buf, (int)n));
+	return io_plain(sd, read(sd->fd, buf, n), POLLIN);
+}
+
+static int side_write(side *sd, const uint8_t *buf, size_t n)
+{
+	if (sd->ssl)
+		return io(sd, SSL_write(sd->ssl, buf, (int)n));
+	return io_plain(sd, send(sd->fd, buf, n, MSG_NOSIGNAL), POLLOUT);
+}
+
 /* Move bytes for one side: in (to its session), out (from it); true if
  * anything moved. */
 static bool pump(side *sd)
@@ -607,7 +720,7 @@ static bool pump(side *sd)
 	bool moved = false;
 	uint8_t buf[16384];
 	if (!sd->eof) {
-		int r = io(sd, SSL_read(sd->ssl, buf, sizeof(buf)));
+		int r = side_read(sd, buf, sizeof(buf));
 		if (r < 0 || (r > 0 && nghttp2_session_mem_recv(sd->s, buf, (size_t)r) < 0))
 			sd->eof = true;
 		moved = r != 0;
@@ -627,7 +740,7 @@ static bool pump(side *sd)
 			memcpy(sd->out, d, (size_t)n);
 			sd->len = (size_t)n, sd->off = 0;
 		}
-		int w = io(sd, SSL_write(sd->ssl, sd->out + sd->off, (int)(sd->len - sd->off)));
+		int w = side_write(sd, sd->out + sd->off, sd->len - sd->off);
 		if (w < 0) {
 			sd->eof = true;
 			break;
@@ -642,7 +755,7 @@ static bool pump(side *sd)
 	return moved;
 }
 
-void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, SSL *c, SSL *u)
+static void relay(aj_netd_ctx *ctx, const aj_proxy_req *connect, side sc, side su)
 {
 	h2 *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -652,37 +765,58 @@ void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, SSL *c, SSL *u)
 		free(h);
 		return;
 	}
-	side sc = {.ssl = c, .s = h->cs}, su = {.ssl = u, .s = h->us};
+	sc.s = h->cs;
+	su.s = h->us;
 	for (;;) {
 		sc.want = su.want = 0;
 		bool moved = pump(&sc);
-		moved = pump(&su) || moved;
-		/* the server is gone, or takes no more streams (GOAWAY): the
-		 * sandbox is told so, and opens a new connection for more */
+		if (!su.eof)
+			moved = pump(&su) || moved;
+		/* the server is gone, or is done after its GOAWAY */
 		if (!su.eof && !nghttp2_session_want_read(h->us) &&
 		    !nghttp2_session_want_write(h->us) && su.off == su.len)
 			su.eof = true;
-		if (su.eof && !sc.eof) {
-			(void)nghttp2_session_terminate_session(h->cs, NGHTTP2_NO_ERROR);
-			(void)pump(&sc);
-			break;
+		if (su.eof && !h->up_gone)
+			upstream_gone(h);
+		/* the sandbox is told to open a new connection for more, and
+		 * gets what was answered before this one ends (want_read is
+		 * false once every stream is closed after a GOAWAY) */
+		if ((su.eof || h->up_goaway) && !h->goaway_sent) {
+			h->goaway_sent = true;
+			(void)nghttp2_submit_goaway(h->cs, NGHTTP2_FLAG_NONE,
+						    nghttp2_session_get_last_proc_stream_id(h->cs),
+						    NGHTTP2_NO_ERROR, NULL, 0);
+			moved = true;
 		}
 		if (sc.eof || (!nghttp2_session_want_read(h->cs) &&
 			       !nghttp2_session_want_write(h->cs) && sc.off == sc.len))
 			break;
 		if (moved)
 			continue;
-		struct pollfd pfd[2] = {{.fd = SSL_get_fd(c), .events = sc.want | POLLIN},
-					{.fd = SSL_get_fd(u), .events = su.want | POLLIN}};
+		struct pollfd pfd[2] = {{.fd = sc.fd, .events = sc.want | POLLIN},
+					{.fd = su.eof ? -1 : su.fd, .events = su.want | POLLIN}};
 		int pr = poll(pfd, 2, IDLE_MS);
 		if (pr == 0 || (pr < 0 && errno != EINTR))
 			break;
 	}
+	wipe(sc.out, sc.cap); /* frames of either side may hold a secret's value */
+	wipe(su.out, su.cap);
 	free(sc.out);
 	free(su.out);
 	h2_free(h);
 	explicit_bzero(h, sizeof(*h));
 	free(h);
+}
+
+void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, SSL *c, SSL *u)
+{
+	relay(ctx, connect, (side){.ssl = c, .fd = SSL_get_fd(c)},
+	      (side){.ssl = u, .fd = SSL_get_fd(u)});
+}
+
+void aj_proxy_h2_plain(aj_netd_ctx *ctx, const aj_proxy_req *connect, int c, int u)
+{
+	relay(ctx, connect, (side){.fd = c}, (side){.fd = u});
 }
 
 /* aj_proxy_h2_frame: the server's end, decoding what the proxy sends. */

@@ -16,8 +16,14 @@ struct ssl_st;
  * :authority names the CONNECT host and port) and given the scoped
  * secrets' values as an HTTP/1.1 request is (inject.c); bodies and
  * responses relayed as they come, under HTTP/2 flow control. Returns
- * when either side ends. Frees neither SSL. */
+ * when the sandbox's side ends, or after the server's side ends (GOAWAY
+ * or EOF) once the sandbox has the responses already answered. Frees
+ * neither SSL. */
 void aj_proxy_h2(aj_netd_ctx *ctx, const aj_proxy_req *connect, struct ssl_st *c, struct ssl_st *u);
+
+/* The same over plain non-blocking sockets (tests: both ends speak
+ * HTTP/2 without TLS). Closes neither. */
+void aj_proxy_h2_plain(aj_netd_ctx *ctx, const aj_proxy_req *connect, int c, int u);
 
 /* The same without TLS, for tests and fuzzing: in (len bytes) is what
  * the client sends (the connection preface and frames); out gets, one

@@ -80,14 +80,23 @@ wait_exit() { # ID: the reaper's "exit=N"
     cat "$T/$1.exit"
 }
 
+monitor_of() { # ID: the monitor's pid, from the state directory
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" "$S/$1/state.json"
+}
+
 state_field() { # ID FIELD
     oci state "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 
-# Nothing of the container left: no state, no process of the monitor.
-assert_gone() { # ID PID
+# Nothing of the container left: no state, no process of the monitor or
+# of the pid file.
+assert_gone() { # ID PID...
     [ ! -e "$S/$1" ] || fail "state directory $S/$1 left"
-    ! kill -0 "$2" 2>/dev/null || fail "monitor $2 left"
+    local p
+    for p in "${@:2}"; do
+        ! kill -0 "$p" 2>/dev/null || fail "process $p left"
+    done
+    [ -z "$(pgrep -f "agentjail-oci(-ctr)? $1( |$)" || true)" ] || fail "a process of $1 left"
 }
 
 @test "oci: create holds the command, start runs it, state, exit code, delete" {
@@ -97,13 +106,21 @@ assert_gone() { # ID PID
     local pid
     pid=$(cat "$T/c1.pid")
     assert_eq "$(state_field c1 status)" created "status after create"
-    assert_eq "$(state_field c1 pid)" "$pid" "state pid = pid file"
+    # held: state's pid is the sandbox's init (the container's namespaces);
+    # the pid file's process (the engine's subreaper waits for it) is in
+    # its mount namespace too
+    local spid mon
+    spid=$(state_field c1 pid)
+    mon=$(monitor_of c1)
+    assert_eq "$(ps -o ppid= -p "$spid" | tr -d ' ')" "$mon" "state pid: the monitor's child"
+    assert_ne "$(readlink /proc/"$spid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
+    assert_eq "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/"$spid"/ns/mnt)" "pid file's mnt ns"
     assert_eq "$(state_field c1 bundle)" "$B" "bundle"
     # held: built, but nothing of the command has run yet
     assert_eq "$(cat "$T/c1.out")" "" "output before start"
     # never host uid 0: the sandbox's processes run as an unprivileged host uid
     local uids
-    uids=$(ps -o uid= --ppid "$pid" | tr -d ' ')
+    uids=$(ps -o uid= --ppid "$mon" | tr -d ' ')
     [ -n "$uids" ] || fail "no sandbox process under the monitor"
     assert_ne "$uids" 0 "host uid of the container's init"
     run oci start c1
@@ -149,6 +166,95 @@ assert_gone() { # ID PID
     assert_eq "$(wait_exit k2)" "exit=137" "a held container killed"
     assert_eq "$(cat "$T/k2.out")" "" "the held command never ran"
     assert_gone k2 "$pid"
+}
+
+# The lines the container has written so far
+lines() { wc -l <"$T/$1.out"; }
+
+@test "oci: state's pid is the command's; ps, pause, resume, update" {
+    bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
+    # namespaced sysctls set in its namespaces; the default devices taken
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.ip_local_port_range": "40000 50000", "kernel.shmmni": "2048", "net.ipv4.ping_group_range": "0 0"}, "devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}], |' "$B/config.json"
+    sed -i 's|"resources": {|"resources": {"cpu": {"quota": 100000, "period": 100000}, |' "$B/config.json"
+    oci_create p1
+    local mon pid ctr
+    ctr=$(cat "$T/p1.pid")
+    mon=$(monitor_of p1)
+    run oci start p1
+    assert_status 0
+    # runtime-spec's pid: the process of process.args, in its namespaces
+    pid=$(state_field p1 pid)
+    assert_ne "$pid" "$mon" "state pid is not the monitor's"
+    # the pid file's (what Podman's inspect and top read): in its mount and
+    # network namespaces, so its /proc is the container's
+    assert_eq "$(readlink /proc/"$ctr"/ns/mnt)" "$(readlink /proc/"$pid"/ns/mnt)" "pid file's mnt ns"
+    assert_eq "$(readlink /proc/"$ctr"/ns/net)" "$(readlink /proc/"$pid"/ns/net)" "pid file's net ns"
+    assert_eq "$(tr '\0' ' ' </proc/"$pid"/cmdline)" "/bin/sh -c i=0; while :; do i=\$((i+1)); echo \$i; sleep 0.05; done " "its command"
+    assert_ne "$(readlink /proc/"$pid"/ns/pid)" "$(readlink /proc/self/ns/pid)" "its pid ns"
+    assert_ne "$(readlink /proc/"$pid"/ns/mnt)" "$(readlink /proc/self/ns/mnt)" "its mount ns"
+    if [ "$(id -u)" -eq 0 ]; then
+        assert_eq "$(nsenter -t "$pid" -n cat /proc/sys/net/ipv4/ip_local_port_range | tr -s '\t ' ' ')" "40000 50000" "sysctl in its net ns"
+        assert_eq "$(nsenter -t "$pid" -i cat /proc/sys/kernel/shmmni)" 2048 "sysctl in its ipc ns"
+        assert_eq "$(nsenter -t "$pid" -n cat /proc/sys/net/ipv4/ping_group_range | tr -s '\t ' ' ')" "1 0" "ping_group_range left unset"
+        assert_ne "$(tr -s '\t ' ' ' </proc/sys/net/ipv4/ip_local_port_range)" "40000 50000" "the host's unchanged"
+    fi
+    # ps: the host pids in the container (its init and the command at least)
+    run oci ps --format json p1
+    assert_status 0
+    python3 -c "import json,sys; p=json.loads(sys.argv[1]); assert $pid in p and len(p)>=2, p" "$output" ||
+        fail "ps: $output"
+    # pause: nothing runs (no new lines), state paused; resume: it goes on
+    run oci pause p1
+    assert_status 0
+    assert_eq "$(state_field p1 status)" paused
+    local n
+    n=$(lines p1)
+    sleep 0.4
+    assert_eq "$(lines p1)" "$n" "output while paused"
+    run oci pause p1
+    assert_status 125
+    assert_contains "$output" "is paused, not running"
+    run oci resume p1
+    assert_status 0
+    assert_eq "$(state_field p1 status)" running
+    sleep 0.4
+    [ "$(lines p1)" -gt "$n" ] || fail "no output after resume"
+    run oci resume p1
+    assert_status 125
+    # update: the live cgroup's limits; bad input changes nothing
+    local mem pids
+    mem=$(sed -n 's/^[0-9]*:memory://p' /proc/"$pid"/cgroup)
+    pids=$(sed -n 's/^[0-9]*:pids://p' /proc/"$pid"/cgroup)
+    mem=/sys/fs/cgroup/memory$mem/memory.limit_in_bytes
+    pids=/sys/fs/cgroup/pids$pids/pids.max
+    [ -f "$mem" ] && [ -f "$pids" ] || skip "needs the v1 memory and pids controllers"
+    assert_eq "$(cat "$mem") $(cat "$pids")" "268435456 64" "the bundle's limits"
+    echo '{"memory": {"limit": 134217728}, "pids": {"limit": 32}, "cpu": {"quota": 50000, "period": 100000}}' >"$T/res.json"
+    run oci update --resources "$T/res.json" p1
+    assert_status 0
+    assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "updated limits"
+    local cpu
+    cpu=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/"$pid"/cgroup)/cpu.cfs_quota_us
+    assert_eq "$(cat "$cpu")" 50000 "updated cpu quota"
+    run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16' | '$AJ' oci --root '$S' update --resources - p1"
+    assert_status 125
+    assert_contains "$stderr" "not valid JSON"
+    run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16}, \"hugepageLimits\": [{\"pageSize\": \"2MB\", \"limit\": 1}]}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "hugepageLimits is not supported"
+    assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "limits after refused updates"
+    # kill reaches the command; a paused container still dies with KILL
+    run oci pause p1
+    assert_status 0
+    run oci kill p1 KILL
+    assert_status 0
+    assert_eq "$(wait_exit p1)" "exit=137" "killed while paused"
+    ! kill -0 "$pid" 2>/dev/null || fail "the command $pid outlived kill"
+    run oci ps p1
+    assert_status 125
+    run oci delete p1
+    assert_status 0
+    assert_gone p1 "$mon" "$ctr"
 }
 
 @test "oci: egress closed by default; annotations open it, and are checked" {
@@ -214,6 +320,15 @@ bad_bundle() {
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
     sed -i 's|"args": \[\]|"args": ["/bin/true"]|' "$B/config.json"
     bad_bundle "linux.seccomp needs a supported defaultAction"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.tcp_syncookies": "1", "kernel.randomize_va_space": "0"}, |' "$B/config.json"
+    bad_bundle "linux.sysctl: kernel.randomize_va_space is not supported"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.tcp_syncookies": "1; reboot"}, |' "$B/config.json"
+    bad_bundle "linux.sysctl: net.ipv4.tcp_syncookies: the value must be numbers"
+    bundle_config '["/bin/true"]'
+    sed -i 's|"linux": {|"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}, {"path": "/dev/kvm", "type": "c", "major": 10, "minor": 232}], |' "$B/config.json"
+    bad_bundle "linux.devices: /dev/kvm is not supported"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
     bad_bundle "process.terminal needs --console-socket"

@@ -87,6 +87,38 @@ prun() {
     assert_status 3
     assert_contains "$output" "tty"
     assert_contains "$(cat "$T/calls")" "exec "
+    # exec -i: stdin piped through
+    run bash -c "printf 'a\\nb\\n' | timeout -k 5 60 ${P[*]} exec -i ajdet /bin/sh -c 'wc -l; exit 4'"
+    assert_status 4
+    assert_eq "$(echo $output)" 2 "lines read by exec -i"
+    # the pid Podman has (the pid file's) is in the container's mount
+    # namespace: top lists the container's processes, not the host's
+    local ipid spid
+    ipid=$(prun inspect -f '{{.State.Pid}}' ajdet)
+    spid=$(timeout 10 "$T/runtime" state "$(ls "$S")" | python3 -c "import json,sys; print(json.load(sys.stdin)['pid'])")
+    assert_eq "$(tr '\0' ' ' </proc/"$spid"/cmdline)" "sleep 60 " "state's pid is the command"
+    assert_eq "$(readlink /proc/"$ipid"/ns/mnt)" "$(readlink /proc/"$spid"/ns/mnt)" "inspect's pid: mnt ns"
+    run prun top ajdet
+    assert_status 0
+    assert_contains "$output" "sleep 60"
+    assert_output_lacks "conmon"
+    # pause, unpause (the freezer cgroup); update (the live limits)
+    run prun pause ajdet
+    assert_status 0
+    assert_eq "$(prun inspect -f '{{.State.Status}}' ajdet)" paused
+    [ "$(sed -n 's/^State:\t\(.\).*/\1/p' /proc/"$spid"/status)" = D ] || fail "not frozen"
+    run prun unpause ajdet
+    assert_status 0
+    assert_eq "$(prun inspect -f '{{.State.Status}}' ajdet)" running
+    local mem
+    mem=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/"$spid"/cgroup)/memory.limit_in_bytes
+    if [ -f "$mem" ]; then
+        run prun update --memory 96m ajdet
+        assert_status 0
+        assert_eq "$(cat "$mem")" $((96 * 1024 * 1024)) "memory limit after update"
+        assert_contains "$(cat "$T/calls")" "update --resources"
+    fi
+    assert_contains "$(cat "$T/calls")" "pause "
     run prun stop -t 5 ajdet
     assert_status 0
     assert_eq "$(prun inspect -f '{{.State.ExitCode}}' ajdet)" 143 "exit code after stop"
@@ -161,6 +193,11 @@ while True:
     c, _ = s.accept(); c.recv(4096)
     c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nreach\n"); c.close()' &
     SRV=$!
+    local i
+    for i in $(seq 50); do # listening before the first container asks
+        ip netns exec "$NS" ss -ltn | grep -q ':8099 ' && break
+        sleep 0.1
+    done
     P=(nsenter --net="/run/netns/$NS" "${P[@]}")
     # (busybox's wget crashes in a static build: nc)
     local get='echo GET | nc -w 3 10.88.0.1 8099 | tail -n 1 | grep reach'

@@ -15,7 +15,7 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head
     mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
     mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
@@ -96,10 +96,12 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         echo old >"$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
         touch -d "$((10 - i)) hours ago" "$AGENTJAIL_STATE_DIR/microvm/snap-old$i.vmstate"
     done
+    echo ram >"$AGENTJAIL_STATE_DIR/microvm/snap-old1.ram"
     echo partial >"$AGENTJAIL_STATE_DIR/microvm/snap-old9.vmstate.999999999.tmp"
     svc_start --pool microvm:tiny=1
     body='{"isolation": "microvm", "image": "tiny"}'
-    # the pool's first boots, and is saved once ready (STATE/microvm/snap-*.vmstate)
+    # the pool's first boots, and is saved once ready: its devices in
+    # STATE/microvm/snap-IMAGE-KEY.vmstate, its RAM in snap-IMAGE-KEY.ram
     pool_is ready 1
     a=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 1 "the create served by the pool"
@@ -110,6 +112,9 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     ls "$STATE"/microvm/snap-*.vmstate >/dev/null || fail "no snapshot: $(ls "$STATE/microvm") $(cat "$BATS_TEST_TMPDIR/serve.log")"
     assert_eq "$(ls "$STATE"/microvm/snap-*.vmstate | grep -vc '/snap-old')" 1 "the new snapshot"
     assert_eq "$(cd "$STATE/microvm" && ls snap-old* | tr '\n' ' ')" "snap-old2.vmstate snap-old3.vmstate snap-old4.vmstate snap-old5.vmstate snap-old6.vmstate snap-old7.vmstate snap-old8.vmstate " "the snapshots kept"
+    ram=$(ls "$STATE"/microvm/snap-*.ram) || fail "no snapshot RAM: $(ls "$STATE/microvm")"
+    assert_eq "$(stat -c '%u %a' "$ram")" "0 600" "the snapshot RAM's owner and mode"
+    sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
     # and a create the pool does not serve (another env: a built VM's is
     # not changed); each given its identity only when handed out, so the
@@ -122,10 +127,24 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
     c=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"X": "1"}}' | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 2 "b from the pool, c not"
+    # each maps the snapshot's RAM (a sealed memfd of the file) private:
+    # copy-on-write; no one can write it, and a guest's writes stay its own
     for id in "$b" "$c"; do
-        tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$id" | jq -r .pid)/cmdline" | grep -q -- '-incoming fd:3' ||
+        q=$(api GET "/v1/sandboxes/$id" | jq -r .pid)
+        tr '\0' ' ' <"/proc/$q/cmdline" | grep -q -- '-incoming defer' ||
             fail "$id not restored: $(pgrep -af qemu-system)"
+        grep -qE "^[0-9a-f-]+ rw-p .* /memfd:$(basename "$ram") \(deleted\)$" "/proc/$q/maps" ||
+            fail "qemu $q does not map $ram private: $(grep memfd "/proc/$q/maps")"
+        # in place (the write seal) and past its end (the grow seal)
+        run dd if=/dev/zero of="/proc/$q/fd/4" bs=1 count=1 conv=notrunc status=none
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q is writable in place"
+        run sh -c "printf x >>/proc/$q/fd/4"
+        [ "$status" -ne 0 ] || fail "the snapshot's RAM in qemu $q can grow"
     done
+    out=$(sb_exec "$c" '{"cmd": ["sh", "-c", "head -c 16000000 /dev/urandom >/tmp/fill && echo ok"]}')
+    assert_eq "$(events_stdout <<<"$out")" ok "a guest write of 16 MB"
+    assert_eq "$(sha256sum <"$ram")" "$sum" "the snapshot's RAM file after a guest write"
+    cmp -s "$ram" "/proc/$q/fd/4" || fail "the RAM qemu maps is not the snapshot's after a guest write"
     # each its own: the image's files and a fresh layer, its own entropy
     # (the same memory would give the same bytes), the host's time
     peek='cat /etc/motd; cat /bin/new 2>/dev/null || echo fresh; od -An -tx1 -N16 /dev/urandom | tr -d " "; date +%s'

@@ -9,12 +9,17 @@
 load ../service/helpers
 load ../network/world
 
-setup_file() { world_setup_file; }
+setup_file() {
+    world_setup_file
+    world_test_certs "$BATS_FILE_TMPDIR/certs"
+}
 setup() {
     command -v qemu-system-x86_64 >/dev/null || skip "qemu is not installed (scripts/setup.sh)"
     [ -r /var/cache/agentjail/microvm/vmlinux ] || skip "no guest kernel (scripts/setup.sh)"
     export AGENTJAIL_MICROVM_ACCEL=tcg
-    world_setup
+    # :443 is HTTPS with the test CA's certificates (tls.bats)
+    CERTS=$BATS_FILE_TMPDIR/certs
+    WORLD_TLS=443:$CERTS world_setup
     # no --ro binds at level 3 yet: the probes come in with the workspace
     cp "$NET_PROBE" "$NET_DIR/dnsq.py" "$WS/"
     # the service runs in the test's "host" netns (its veths, nft tables)
@@ -37,10 +42,21 @@ mv_gone() {
     fail "a qemu or virtiofsd is left"
 }
 
-@test "microvm --net open: TEST-NET served; metadata, LAN, the host and its loopback refused; net-log" {
-    run --separate-stderr timeout -k 5 120 nsenter --net="/run/netns/$HNS" "$AJ" run -q \
-        --isolation microvm --workspace "$WS" --net open --net-log "$T/open.jsonl" -- sh -c '
+@test "microvm --net open: TEST-NET served; metadata, LAN, the host and its loopback refused; net-log; HTTPS to a scoped secret's host intercepted" {
+    # with a scoped secret: netd's proxy terminates HTTPS to api.example.test
+    # (the old code tunnelled it: curl, not trusting the test CA, failed)
+    local value='sk-mv-Zq8!x&y=1' ph
+    chmod 0777 "$WS" # root's: the workspace's virtiofsd writes as unused ids
+    AGENTJAIL_CA_KEY_FILE=$T/ca.key run --separate-stderr timeout -k 5 120 \
+        nsenter --net="/run/netns/$HNS" "$AJ" run -q --isolation microvm --workspace "$WS" \
+        --net open --net-log "$T/open.jsonl" --dns 192.0.2.53 --upstream-ca "$CERTS/ca.crt" \
+        --secret "TOKEN@api.example.test=$value" -- sh -c '
         uname -r
+        curl -sS -m 20 -H "Authorization: Bearer $TOKEN" -w "api %{http_code}\n" -o /dev/null \
+            https://api.example.test/mv
+        curl -sS -m 20 -k -H "Authorization: Bearer $TOKEN" -w "other %{http_code}\n" -o /dev/null \
+            https://other.test/mv-other
+        echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP"'
         gw=$(ip route show default | cut -d" " -f3)
         exec python3 /workspace/probe.py gateway=$gw:8080 "$@"' sh \
         web1=192.0.2.10:80 web2=203.0.113.10:80 metadata=169.254.169.254:80 lan=10.0.0.5:80 \
@@ -55,6 +71,23 @@ mv_gone() {
     for n in gateway metadata lan host-public loopback; do assert_refused "$n"; done
     [ "$(jq -c 'select(.event == "connect" and .address == "192.0.2.10" and .verdict == "allowed")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
     [ "$(jq -c 'select(.event == "connect" and .address == "169.254.169.254" and .verdict == "refused")' "$T/open.jsonl" | wc -l)" -ge 1 ] || fail "$(cat "$T/open.jsonl")"
+    # the scoped secret: the value at api.example.test over TLS, the
+    # placeholder at other.test (tunnelled); neither the value nor the CA
+    # key inside the guest
+    assert_output_has_line "api 200"
+    assert_output_has_line "other 200"
+    assert_output_has_line "ca=/etc/ssl/certs/ca-certificates.crt"
+    ph=$(sed -n 's/^inside: //p' <<<"$output")
+    [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
+    req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
+    [ "$(req /mv | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/mv: $(req /mv)"
+    [ "$(req /mv | jq -r '.tls')" = true ] || fail "/mv not over TLS: $(req /mv)"
+    [ "$(req /mv-other | jq -r '.headers.Authorization')" = "Bearer $ph" ] || fail "/mv-other: $(req /mv-other)"
+    [ "$(jq -c 'select(.event == "secret_injected" and .host == "api.example.test" and .port == 443)' "$T/open.jsonl" | wc -l)" -eq 1 ] ||
+        fail "injected: $(cat "$T/open.jsonl")"
+    world_assert_no_key "$WS/inside.bin" "$T/ca.key"
+    ! grep -qF "$value" "$WS/inside.bin" "$T/open.jsonl" || fail "the value is inside or logged"
+    [[ "$output$stderr" != *"$value"* ]] || fail "the value in the output"
     mv_gone
 }
 

@@ -246,11 +246,12 @@ ok
     # its CGI script ends the command once the host asked for it
     mv -q --publish "$hp:8080" -- /bin/sh -c '
         mkdir -p /tmp/w/cgi-bin && echo from-guest >/tmp/w/hello.txt
+        head -c 8000000 /dev/zero >/tmp/w/big
         echo "#!/bin/sh" >/tmp/w/cgi-bin/done
         echo "echo Content-Type: text/plain; echo; echo bye; touch /tmp/w/done" >>/tmp/w/cgi-bin/done
         chmod +x /tmp/w/cgi-bin/done
         busybox httpd -f -p 127.0.0.1:8080 -h /tmp/w &
-        while [ ! -e /tmp/w/done ]; do sleep 0.2; done; kill $!; echo served' </dev/null >"$T/out" 2>"$T/err" &
+        while [ ! -e /tmp/w/done ]; do sleep 0.2; done; kill $!; echo served; exit 7' </dev/null >"$T/out" 2>"$T/err" &
     job=$!
     body=
     for _ in $(seq 200); do
@@ -259,8 +260,13 @@ ok
         sleep 0.2
     done
     assert_eq "$body" from-guest "through 127.0.0.1:$hp: $(cat "$T/err")"
+    # a client that reads a few bytes of a large answer and hangs up: the
+    # run goes on (no SIGPIPE), its status the command's
+    curl -s -m 10 "http://127.0.0.1:$hp/big" | head -c 16 >/dev/null || true
     assert_eq "$(curl -s -m 10 "http://127.0.0.1:$hp/cgi-bin/done")" bye "the CGI script"
-    wait "$job" || fail "the run failed: $(cat "$T/err")"
+    local rc=0
+    wait "$job" || rc=$?
+    assert_eq "$rc" 7 "the command's status: $(cat "$T/err")"
     assert_eq "$(cat "$T/out")" served
     # the run's listener went with it
     ! curl -s -m 2 "http://127.0.0.1:$hp/hello.txt" || fail "127.0.0.1:$hp still answers"

@@ -127,6 +127,34 @@ refused" "the binds"
     api_status GET "/v1/sandboxes/$id/ports/8081/"
     assert_eq "$status_code" 502 "a closed port: $body"
     assert_contains "$body" port_closed
+    # two connections to a server that never answers hold the proxy's two
+    # ports: a third is refused at once (503, not a wait), commands still
+    # run, and a client's hang-up ends its connection in the guest
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /tmp/www/cgi-bin && printf \"#!/bin/sh\\necho x >>/tmp/held\\nexec sleep 600\\n\" >/tmp/www/cgi-bin/hold && chmod +x /tmp/www/cgi-bin/hold"]}')
+    # (curl itself in the background: its pid is the client's)
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 30 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/hold" &
+    local h1=$!
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 30 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/hold" &
+    local h2=$! n=0
+    for _ in $(seq 50); do
+        n=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /tmp/held 2>/dev/null | wc -l"]}' | events_stdout)
+        [ "${n// /}" -ge 2 ] && break
+        sleep 0.2
+    done
+    assert_eq "${n// /}" 2 "the held connections reached the server: $out"
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code" 503 "a third connection: $body"
+    assert_contains "$body" busy
+    out=$(sb_exec "$id" '{"cmd": ["echo", "beside"]}')
+    assert_eq "$(events_stdout <<<"$out")" beside "a command beside the held connections"
+    kill "$h1" "$h2"
+    wait "$h1" "$h2" 2>/dev/null || true
+    for _ in $(seq 50); do
+        api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+        [ "$status_code" = 200 ] && break
+        sleep 0.2
+    done
+    assert_eq "$status_code" 200 "once the held clients hung up: $body"
     # a terminal (sandbox exec -t) of the guest's devpts, with the client's size
     run timeout 60 script -qec "stty rows 33 cols 101; '$AJ' sandbox --socket '$SOCK' exec -t '$id' -- sh -c 'tty; stty size; exit 5'" /dev/null
     assert_status 5
@@ -157,8 +185,16 @@ refused" "the binds"
     assert_eq "$status_code" 501 "fork: $body"
     assert_contains "$body" "virtiofs"
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
-    api_status DELETE "/v1/sandboxes/$id"
-    assert_eq "$status_code" 200
+    # a proxy client that does not read a flood: the delete does not wait
+    # for its relay (blocked writing to the front)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "printf \"#!/bin/sh\\necho Content-Type: text/plain\\necho\\nexec cat /dev/zero\\n\" >/tmp/www/cgi-bin/flood && chmod +x /tmp/www/cgi-bin/flood"]}')
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 60 --limit-rate 1 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/flood" &
+    local fl=$!
+    sleep 1
+    api_status DELETE "/v1/sandboxes/$id" --max-time 30
+    kill "$fl" 2>/dev/null || true
+    wait "$fl" 2>/dev/null || true
+    assert_eq "$status_code" 200 "delete with a flooded proxy client: $body"
     assert_eq "$(cat "$ws/out.txt")" "made inside" "the workspace's file after delete"
     mv_none_left "$cg"
 }

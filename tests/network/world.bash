@@ -153,6 +153,32 @@ world_test_certs() { # DIR
     cat "$d/bad.crt" "$d/bad.key" >"$d/bad.example.test.pem"
 }
 
+# A shell command for inside a sandbox: what a process there can read that
+# agentjail may have written (/ but /usr, /proc, /sys, /dev, /workspace,
+# as a tar; every process's environment and command line) into
+# /workspace/inside.bin, for world_assert_no_key.
+WORLD_DUMP='{ tar -cf - --exclude=./usr --exclude=./proc --exclude=./sys --exclude=./dev --exclude=./workspace -C / . 2>/dev/null; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; } >/workspace/inside.bin'
+
+# The CA key netd wrote to KEYFILE (AGENTJAIL_CA_KEY_FILE) is not in DUMP,
+# as raw bytes (either order), hex or PEM; DUMP holds the CA bundle.
+world_assert_no_key() { # DUMP KEYFILE
+    local hex b64
+    hex=$(openssl pkey -in "$2" -text -noout | awk '/^priv:/ {f = 1; next} /^pub:/ {f = 0} f' | tr -d ' :\n')
+    hex=${hex: -64}
+    b64=$(sed -n 2p "$2")
+    [ ${#hex} -eq 64 ] && [ -n "$b64" ] || fail "no key: $(cat "$2")"
+    [ "$(stat -c %s "$1")" -gt 100000 ] || fail "the dump is too small to mean anything"
+    grep -q "BEGIN CERTIFICATE" "$1" || fail "the dump holds no CA bundle"
+    python3 - "$1" "$hex" "$b64" <<'EOF' || fail "the CA key is inside"
+import sys
+data = open(sys.argv[1], "rb").read()
+raw = bytes.fromhex(sys.argv[2])
+for needle in (raw, raw[::-1], sys.argv[2].encode(), sys.argv[3].encode()):
+    if needle in data:
+        sys.exit(1)
+EOF
+}
+
 # What agentjail may leave in the host netns: its links and nft ruleset.
 world_residue() {
     ip -n "$HNS" -o link show | awk -F': ' '{ print $2 }' | grep -vE '^(lo|up0@.*)$'

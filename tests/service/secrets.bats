@@ -155,6 +155,31 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ ! -e "$BATS_TEST_TMPDIR/x.sock" ] || fail "serve started"
 }
 
+@test "service: what a SIGKILLed service minted is revoked at its next start" {
+    # the old code kept no record: the next start never called revoke
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    local id rec
+    id=$(sb_create "{\"allow\": [\"api.example.test\", \"*.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"ONE\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]},
+                     \"TWO\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\", \"*.example.test\"]}}}")
+    rec=$STATE/minted/$id.json
+    [ "$(stat -c %a "$rec")" = 600 ] && [ "$(stat -c %a "$STATE/minted")" = 700 ] || fail "$(ls -la "$STATE/minted")"
+    [ "$(jq -c '[.secrets[].name]' "$rec")" = '["ONE","TWO"]' ] || fail "$(cat "$rec")"
+    ! grep -qF -e "$VALUE" -e minted- "$rec" || fail "a value in the record: $(cat "$rec")"
+    svc_crash
+    ! grep -q "^revoke" "$HOOK_LOG" || fail "revoked already: $(cat "$HOOK_LOG")"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    # one revoke per minted secret, with its name, hosts and sandbox; no value
+    grep -qx "revoke ONE api.example.test $id stdin= args=1" "$HOOK_LOG" &&
+        grep -qx "revoke TWO api.example.test,\*.example.test $id stdin= args=1" "$HOOK_LOG" ||
+        fail "hook: $(cat "$HOOK_LOG")"
+    [ "$(grep -c "^revoke" "$HOOK_LOG")" -eq 2 ] || fail "hook: $(cat "$HOOK_LOG")"
+    [ ! -e "$rec" ] || fail "the record is left"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after != null" | wc -l)" -eq 2 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    assert_world_clean
+}
+
 @test "service: a fork and a snapshot of a sandbox with scoped secrets: each copy intercepts with its own CA and value; the snapshot keeps the image's CA bundle" {
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
     mk_tiny_root "$T/tree" sh curl cat

@@ -12,10 +12,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "run_exec.h"
 #include "sync.h"
 
 /* A socket pair as agentjail and init have, a pipe, an empty message. */
@@ -134,12 +138,52 @@ static void test_refused(void **state)
 	close(sv[1]);
 }
 
+/* A requester whose command spec is a pipe it never closes: the runner
+ * (oci exec's monitor) answers an error at once instead of reading it
+ * forever (alarm: the old code hung here), and forwards nothing. */
+static void test_exec_forward_hung_spec(void **state)
+{
+	(void)state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "aj-test-exec-%d", (int)getpid());
+	socklen_t sl =
+	    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sa.sun_path + 1));
+	int l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sl), 0);
+	assert_int_equal(listen(l, 1), 0);
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sl), 0);
+	int in[2], spec[2], init[2];
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(spec), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, init), 0);
+	aj_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = AJ_MSG_EXEC;
+	m.argc = 1;
+	int fds[4] = {in[0], in[1], in[1], spec[0]};
+	assert_int_equal(aj_sync_send(c, &m, fds, 4), 0);
+	alarm(5);
+	aj_run_exec_forward(l, init[0], NULL);
+	alarm(0);
+	assert_int_equal(aj_sync_recv(c, &m, NULL, 0, NULL), 0);
+	assert_int_equal(m.type, AJ_MSG_ERROR);
+	assert_non_null(strstr(m.err.msg, "bad exec request"));
+	char b;
+	assert_int_equal(recv(init[1], &b, 1, MSG_DONTWAIT), -1); /* nothing to init */
+	int all[] = {l, c, in[0], in[1], spec[0], spec[1], init[0], init[1]};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		close(all[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_more_with_fds),
 	    cmocka_unit_test(test_two),
 	    cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_exec_forward_hung_spec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

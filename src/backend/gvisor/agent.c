@@ -883,8 +883,9 @@ static int op_connect(json_t *q)
 	int e = 0;
 	static char buf[READ_MAX];
 	while (!(host_end && server_end) && !host_gone && !e) {
-		struct pollfd pf[2] = {{host_end ? -1 : 0, POLLIN, 0},
-				       {server_end ? -1 : s, POLLIN, 0}};
+		/* the host's frames are read after its end too: a SIGNAL may
+		 * follow (its client gone for good) */
+		struct pollfd pf[2] = {{0, POLLIN, 0}, {server_end ? -1 : s, POLLIN, 0}};
 		if (poll(pf, 2, -1) < 0) {
 			if (errno != EINTR)
 				e = errno;
@@ -898,9 +899,9 @@ static int op_connect(json_t *q)
 				close(s);
 				return 1;
 			}
-			if (type == AJ_AG_STDIN && len && write_all(s, in, len) < 0)
+			if (type == AJ_AG_STDIN && len && !host_end && write_all(s, in, len) < 0)
 				e = errno ? errno : EPIPE;
-			else if (type == AJ_AG_STDIN && !len) {
+			else if (type == AJ_AG_STDIN && !len && !host_end) {
 				host_end = true;
 				(void)shutdown(s, SHUT_WR);
 			} else if (type == AJ_AG_SIGNAL) { /* the host gives up */

@@ -22,6 +22,7 @@
 #include "inroot.h"
 #include "mask.h"
 #include "mount.h"
+#include "net_addr.h"
 #include "plan.h"
 #include "userns.h"
 #include "util.h"
@@ -413,6 +414,39 @@ static int agent(bundle *b)
 	return r < 0 ? r : add_bind(b, m, AJ_AGENT_PATH, false);
 }
 
+/* HTTPS interception (net_addr.h): dir/files/ca-certificates.crt, bound
+ * read-only over the root's CA bundle, which runsc.c fills with the
+ * root's own and netd's CA before runsc starts. An image without a
+ * bundle gets one; a root where there is no place for it fails. */
+static int ca_bundle(bundle *b)
+{
+	const char *rootfs = b->p->rootfs;
+	struct stat st = {.st_mode = S_IFREG | 0444};
+	_cleanup_close_ int root = rootfs ? open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	_cleanup_close_ int have = rootfs ? aj_open_in_root(root, AJ_NET_CA_BUNDLE, O_PATH, 0)
+					  : open(AJ_NET_CA_BUNDLE, O_PATH | O_CLOEXEC);
+	_cleanup_close_ int ssl =
+	    rootfs && have < 0 ? aj_open_in_root(root, "/etc/ssl", O_PATH, 0) : -1;
+	if (have < 0 && (!rootfs || ssl >= 0)) {
+		aj_err(b->err, ENOENT,
+		       "HTTPS interception for scoped secrets needs %s in the root%s",
+		       AJ_NET_CA_BUNDLE, rootfs ? " (the image has /etc/ssl without it)" : "");
+		aj_err_hint(b->err, "install ca-certificates on the host (or in the image)");
+		return -ENOENT;
+	}
+	/* the directories first: a file's mount point gets parents of its mode */
+	struct stat dir = {.st_mode = S_IFDIR | 0755};
+	int r = have < 0 ? mount_point(b, "/etc/ssl/certs", &dir) : 0;
+	if (r == 0 && have < 0)
+		r = mount_point(b, AJ_NET_CA_BUNDLE, &st);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/files/ca-certificates.crt", b->dir);
+	if (r == 0 && (r = aj_write_file(path, "", 0644)) < 0)
+		return aj_err(b->err, -r, "bundle: cannot create %s", path);
+	b->staged->ca = r == 0;
+	return r < 0 ? r : add_bind(b, path, AJ_NET_CA_BUNDLE, false);
+}
+
 static int mounts(bundle *b)
 {
 	const aj_policy *p = b->p;
@@ -436,7 +470,9 @@ static int mounts(bundle *b)
 		r = add_mount(b, AJ_SANDBOX_HOME, "tmpfs", "tmpfs", opt);
 	if (r == 0 && b->ids->agent)
 		r = agent(b);
-	return r == 0 ? plan_binds(b, &pl) : r;
+	if (r == 0)
+		r = plan_binds(b, &pl);
+	return r == 0 && aj_net_tls_wanted(p) ? ca_bundle(b) : r;
 }
 
 /* uidMappings: container ids 0..65535 to the unused range at base, except

@@ -44,6 +44,9 @@ typedef struct aj_gv_staged {
 	 * bound read-only there (protect.h) before runsc starts, so runsc's
 	 * gofer, which serves it from the host, meets the same mounts */
 	int workspace;
+	/* HTTPS interception: dir/files/ca-certificates.crt is bound over the
+	 * root's CA bundle, filled with netd's CA once netd made it (runsc.c) */
+	bool ca;
 } aj_gv_staged;
 void aj_gv_staged_free(aj_gv_staged *s);
 

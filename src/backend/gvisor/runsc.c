@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "etc.h"
 #include "etc_cache.h"
 #include "mount.h"
 #include "net.h"
@@ -537,6 +538,24 @@ static int stage_binds(gv_run *g)
 	return 0;
 }
 
+/* The bundle's CA bundle (bundle.c): the root's own and netd's CA, made
+ * after runsc's process was, written before runsc reads its bundle. */
+static int fill_ca(gv_run *g, aj_error *err)
+{
+	if (!g->net.ca_pem)
+		return aj_err(err, EPROTO, "the network helper gave no CA certificate");
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = aj_etc_ca_bundle(g->p->rootfs, true, g->net.ca_pem, &text, &len, err);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/files/ca-certificates.crt", g->bundle);
+	_cleanup_close_ int fd =
+	    r < 0 ? -1 : open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (r == 0 && (fd < 0 || aj_write_all(fd, text, len) < 0))
+		r = aj_err(err, errno, "cannot write the sandbox's CA bundle %s", path);
+	return r;
+}
+
 /* runsc run --detach hands its stdio to the sandbox's init for good:
  * /dev/null, and its errors to a file (a pipe would stay open) */
 static int detach_stdio(gv_run *g)
@@ -667,6 +686,8 @@ pid_t aj_gv_start(gv_run *g, const int out[2], bool detach, aj_error *err)
 		if (r == 0)
 			r = join ? aj_net_readdress(&g->net, g->netns_fd, err)
 				 : aj_net_setup(&g->net, g->p, pid, err);
+		if (r == 0 && g->staged.ca)
+			r = fill_ca(g, err);
 	}
 	if (r < 0 || write(sync[1], "x", 1) != 1) {
 		close(sync[1]);

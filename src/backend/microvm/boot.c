@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -27,6 +28,8 @@
 #include "agent_frame.h"
 #include "etc.h"
 #include "mask.h"
+#include "mount.h"
+#include "net_addr.h"
 #include "boot.h"
 #include "rootimg.h"
 #include "snap.h"
@@ -294,6 +297,44 @@ static int root_image(aj_mv_vm *m, aj_error *err)
 	return 0;
 }
 
+/* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
+ * made once netd runs, before qemu starts. A staged root gets it at
+ * AJ_ETC_GENERATED_DIR, which the guest's init binds read-only over the
+ * root's (aj.ca=1); an image in its /etc layer (rootimg.c), a cpio of its
+ * own appended to the initramfs. */
+static int stage_ca(aj_mv_vm *m, aj_error *err)
+{
+	const char *pem = aj_mv_net_ca(m->net);
+	if (!pem)
+		return aj_err(err, EPROTO, "the network helper gave no CA certificate");
+	bool image = m->rootimg[0] != '\0';
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = aj_etc_ca_bundle(m->p->rootfs, image, pem, &text, &len, err);
+	if (r < 0)
+		return r;
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	if (image)
+		snprintf(dir, sizeof(dir), "%s/calayer/aj-etc/etc/ssl/certs", m->dir);
+	else
+		snprintf(dir, sizeof(dir), "%s" AJ_ETC_GENERATED_DIR, m->root);
+	snprintf(path, sizeof(path), "%s/ca-certificates.crt", dir);
+	if ((r = aj_mkdir_p(dir, 0755)) < 0 || (r = aj_write_file(path, text, 0644)) < 0)
+		return aj_err(err, -r, "microvm: cannot write the CA bundle %s", path);
+	m->ca = !image;
+	if (!image)
+		return 0;
+	static const char list[] = "aj-etc\naj-etc/etc\naj-etc/etc/ssl\naj-etc/etc/ssl/certs\n"
+				   "aj-etc/etc/ssl/certs/ca-certificates.crt\n";
+	char layer[PATH_MAX];
+	snprintf(layer, sizeof(layer), "%s/calayer", m->dir);
+	_cleanup_close_ int out = open(m->h.initramfs, O_WRONLY | O_APPEND | O_CLOEXEC);
+	r = out < 0 ? -errno : aj_mv_cpio(layer, list, out);
+	(void)aj_rm_tree_at(AT_FDCWD, layer, 8);
+	return r < 0 ? aj_err(err, -r, "microvm: cannot add the CA bundle to %s", m->h.initramfs)
+		     : 0;
+}
+
 /* ---- the VM ---- */
 
 static int make_dirs(aj_mv_vm *m, aj_error *err)
@@ -403,12 +444,16 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	unsigned long long mem = p->memory ? p->memory : DEFAULT_MEMORY;
 	mem = (mem + (1ULL << 20) - 1) >> 20; /* MiB */
 	unsigned cpus = p->cpu_millis ? (unsigned)((p->cpu_millis + 999) / 1000) : 1;
-	char memarg[32], memobj[96], smp[16], append[2048], kern[128], initrd[128], con[160],
+	char memarg[32], memobj[128], smp[16], append[2048], kern[128], initrd[128], con[160],
 	    fsr[160], fsw[160], net[64];
 	char agent[AJ_MV_MAX_PORTS][160], port[AJ_MV_MAX_PORTS][64];
 	char fsb[AJ_MV_MAX_RW][160], devb[AJ_MV_MAX_RW][64];
 	snprintf(memarg, sizeof(memarg), "%lluM", mem);
-	snprintf(memobj, sizeof(memobj), "memory-backend-memfd,id=mem,size=%lluM,share=on", mem);
+	/* a VM that may be saved or is restored: its RAM our memfd (fd 4, snap.c) */
+	snprintf(memobj, sizeof(memobj),
+		 m->snap ? "memory-backend-file,id=mem,size=%lluM,mem-path=/proc/self/fd/4"
+			 : "memory-backend-memfd,id=mem,size=%lluM,share=on",
+		 mem);
 	snprintf(smp, sizeof(smp), "%u", cpus);
 	snprintf(kern, sizeof(kern), "%s/vmlinux", m->vm);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs", m->vm);
@@ -426,6 +471,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	if (m->ca) /* the CA bundle at AJ_ETC_GENERATED_DIR (stage_ca) */
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.ca=1");
 	if (p->uid || p->gid)
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.uid=%u aj.gid=%u",
 			       (unsigned)p->uid, (unsigned)p->gid);
@@ -497,24 +544,41 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "migration.store-global-state=off";
 		aj_mv_snap_path(m->dir, argv, n, m->rootimg, m->etc_hash, m->snapfile,
 				sizeof(m->snapfile));
-		if (m->restore_dir[0]) {
+		if (m->restore_dir[0]) { /* a fork's copy: its source's whole stream */
 			char key[NAME_MAX + 1];
 			snprintf(key, sizeof(key), "%s", strrchr(m->snapfile, '/') + 1);
 			snprintf(m->snapfile, sizeof(m->snapfile), "%s/%s", m->restore_dir, key);
+			m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
+			m->restored = m->snapfd >= 0;
+			if (!m->restored) {
+				aj_err(err, ESTALE,
+				       "microvm: the saved VM does not fit this one (its image or "
+				       "configuration changed since)");
+				return -ESTALE;
+			}
+		} else {
+			aj_error serr;
+			aj_err_clear(&serr);
+			int e = aj_mv_snap_open(m->snapfile, &m->snapfd, &m->ramfd, &serr);
+			if (e < 0 && e != -ENOENT && getenv("AGENTJAIL_MICROVM_DEBUG"))
+				fprintf(stderr, "agentjail: microvm: no restore: %s\n", serr.msg);
+			m->restored = m->cow = e == 0;
 		}
-		m->snapfd = open(m->snapfile, O_RDONLY | O_CLOEXEC);
-		m->restored = m->snapfd >= 0;
-		if (m->restore_dir[0] && !m->restored) {
-			aj_err(err, ESTALE,
-			       "microvm: the saved VM does not fit this one (its image or "
-			       "configuration changed since)");
-			return -ESTALE;
+		/* a snapshot's restore maps its RAM private (copy-on-write); a boot
+		 * (or a fork's copy) shares a fresh memfd with us, for a save */
+		if (!m->cow && (m->ramfd = memfd_create("agentjail-vm-ram", MFD_CLOEXEC)) >= 0 &&
+		    ftruncate(m->ramfd, (off_t)(mem << 20)) < 0) {
+			close(m->ramfd);
+			m->ramfd = -1;
 		}
+		if (m->ramfd < 0)
+			return aj_err(err, errno, "microvm: the VM's RAM (memfd)");
+		strcat(memobj, m->cow ? ",share=off" : ",share=on");
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;
-		if (m->restored) {
+		if (m->restored) { /* a snapshot's state comes over QMP (aj_mv_snap_incoming) */
 			argv[n++] = "-incoming";
-			argv[n++] = "fd:3";
+			argv[n++] = m->cow ? "defer" : "fd:3";
 		}
 	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
@@ -541,6 +605,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
 	if (m->restored)
 		s.pass_fd = m->snapfd;
+	if (m->snap)
+		s.pass_fd4 = m->ramfd;
 	if (m->rootimg[0]) {
 		aj_write_file(img, "", 0644);
 		s.bind[s.n] = m->rootimg, s.onto[s.n] = img, s.ro[s.n++] = true;
@@ -662,6 +728,22 @@ static void as_user(aj_mv_vm *m, aj_mv_spawn *s)
 		s->gid = m->base + 1;
 }
 
+/* A share's owner and identity, from the directory itself: opened with no
+ * symlink followed (the bind reopens it so and checks it is the same). */
+static int share_stat(const char *path, const char *what, struct stat *st, aj_error *err)
+{
+	_cleanup_close_ int fd = aj_mv_share_open(path);
+	if (fd < 0 || fstat(fd, st) < 0) {
+		int e = fd < 0 ? -fd : errno;
+		aj_err(err, e, "%s %s%s", what, path,
+		       e == ELOOP ? ": a symbolic link in its path (not followed)" : "");
+		if (e == ELOOP)
+			aj_err_hint(err, "give the real path, e.g. $(realpath PATH)");
+		return -e;
+	}
+	return 0;
+}
+
 /* A root-owned share (the workspace, a --rw directory): bound idmapped,
  * host root's files there appearing as the unused uid's (its virtiofsd's,
  * or --user's through its map), so that the guest may write there and the
@@ -686,8 +768,9 @@ static int share_idmap(aj_mv_vm *m, const struct stat *st, int *fd, aj_error *er
 static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 {
 	struct stat st;
-	if (stat(b->src, &st) < 0)
-		return aj_err(err, errno, "--rw %s", b->src);
+	int r = share_stat(b->src, "--rw", &st, err);
+	if (r < 0)
+		return r;
 	uid_t uid = st.st_uid ? st.st_uid : m->base;
 	gid_t gid = st.st_uid && st.st_gid ? st.st_gid : m->base;
 	char top[PATH_MAX], at[PATH_MAX], sock[PATH_MAX];
@@ -700,9 +783,9 @@ static int rw_bind(aj_mv_vm *m, const aj_bind *b, unsigned k, aj_error *err)
 	aj_mv_spawn s = {.uid = uid, .gid = gid, .n = 1, .umask = 077, .idmap = -1};
 	as_user(m, &s);
 	s.bind[0] = b->src, s.onto[0] = at, s.ro[0] = false;
+	s.rw_dev = st.st_dev, s.rw_ino = st.st_ino;
 	_cleanup_close_ int idm = -1;
-	int r = share_idmap(m, &st, &idm, err);
-	if (r < 0)
+	if ((r = share_idmap(m, &st, &idm, err)) < 0)
 		return r;
 	s.rw_idmap = idm;
 	pid_t pid = virtiofsd(m, &s, sock, at, false, err);
@@ -755,10 +838,10 @@ static int start(aj_mv_vm *m, aj_error *err)
 		s.prepare = ws_prepare, s.ctx = m;
 		struct stat st;
 		_cleanup_close_ int idm = -1;
-		if (stat(m->p->workspace, &st) < 0)
-			r = aj_err(err, errno, "--workspace %s", m->p->workspace);
-		else
+		if ((r = share_stat(m->p->workspace, "--workspace", &st, err)) == 0) {
+			s.rw_dev = st.st_dev, s.rw_ino = st.st_ino;
 			r = share_idmap(m, &st, &idm, err);
+		}
 		s.rw_idmap = idm;
 		if (r == 0 && (r = aj_protect_prepare(m->p, &m->prot, err)) == 0)
 			m->pids[2] = virtiofsd(m, &s, sock, m->wsws, false, err);
@@ -776,10 +859,14 @@ static int start(aj_mv_vm *m, aj_error *err)
 	}
 	if (r == 0)
 		r = aj_mv_net_setup(m->net, m->p, err);
+	if (r == 0 && aj_net_tls_wanted(m->p))
+		r = stage_ca(m, err);
 	if (r == 0) {
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
 	}
+	if (r == 0 && m->cow)
+		r = aj_mv_snap_incoming(m->vm, err);
 	for (unsigned k = 0; r == 0 && k < m->nports; k++)
 		if ((m->ports[k] = connect_agent(m, k, deadline)) < 0) {
 			char tail[512];
@@ -801,7 +888,9 @@ void aj_mv_teardown(aj_mv_vm *m)
 		close(m->console);
 	if (m->snapfd >= 0)
 		close(m->snapfd);
-	m->snapfd = -1;
+	if (m->ramfd >= 0)
+		close(m->ramfd);
+	m->snapfd = m->ramfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
@@ -875,7 +964,7 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 		m->ports[k] = -1;
 	m->console = -1;
 	m->rootfs.idmap = -1;
-	m->snapfd = -1;
+	m->snapfd = m->ramfd = -1;
 }
 
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)

@@ -52,12 +52,17 @@ typedef struct aj_mv_vm {
 	 * exists, the fd qemu restores from */
 	bool snap;
 	bool restored;
+	bool cow; /* restored from a snapshot's pair: its RAM mapped private */
 	int snapfd;
+	/* the VM's RAM (snap.c): a boot's memfd, shared with qemu (what a save
+	 * copies), or a restore's sealed snapshot RAM, mapped private */
+	int ramfd;
 	char snapfile[PATH_MAX];
 	/* a fork's copy (box.c): restored from the save of its source in this
 	 * directory (the same file name: the same configuration), never booted */
 	char restore_dir[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
+	bool ca;	/* the staged root has the CA bundle for HTTPS interception */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */

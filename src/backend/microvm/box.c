@@ -43,6 +43,11 @@
 #define CLAIM_TIMEOUT_MS 5000ULL
 #define DRAIN_MS 5000ULL
 #define OUT_HIGH (256u << 10)
+/* the ports proxy's connections: at most this many of the agent ports at
+ * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
+ * without a byte either way */
+#define AJ_MV_PROXY_MAX 2
+#define RELAY_IDLE_MS (10ULL * 60 * 1000)
 
 typedef struct mv_port {
 	int fd;
@@ -62,6 +67,9 @@ struct aj_inst {
 	bool killed;
 	bool paused; /* its VMM frozen (a save would wait for ever) */
 	int relays;  /* the ports proxy's connections (threads), under mu */
+	/* their ends of the socket pairs (-1: none), under mu: shut down by
+	 * free_inst so that a relay blocked writing to the front wakes */
+	int relay_fd[AJ_MV_PROXY_MAX];
 };
 
 static unsigned long long now_ms(void)
@@ -146,9 +154,10 @@ static bool drain(mv_port *pt)
 	return true;
 }
 
-/* A free port for one request (waits for one), or -1 when the VM is gone
- * or every port was given up. */
-static int port_take(aj_inst *i)
+/* A free port for one request (waits for one unless !wait: then -EBUSY
+ * when none is free), or -1 when the VM is gone or every port was given
+ * up. */
+static int port_take_opt(aj_inst *i, bool wait)
 {
 	pthread_mutex_lock(&i->mu);
 	for (;;) {
@@ -180,8 +189,17 @@ static int port_take(aj_inst *i)
 			pt->busy = false;
 			continue;
 		}
+		if (!wait) {
+			pthread_mutex_unlock(&i->mu);
+			return -EBUSY;
+		}
 		pthread_cond_wait(&i->cv, &i->mu);
 	}
+}
+
+static int port_take(aj_inst *i)
+{
+	return port_take_opt(i, true);
 }
 
 /* The port back: answered (its agent gone), or stale (drained later), or
@@ -416,6 +434,9 @@ static void free_inst(aj_inst *i)
 	pthread_cond_broadcast(&i->cv);
 	if (i->relays && i->vm.pids[0] > 0)
 		kill(i->vm.pids[0], SIGKILL);
+	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
+		if (i->relay_fd[k] >= 0)
+			(void)shutdown(i->relay_fd[k], SHUT_RDWR);
 	while (i->relays)
 		pthread_cond_wait(&i->cv, &i->mu);
 	pthread_mutex_unlock(&i->mu);
@@ -462,7 +483,7 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		aj_error serr;
 		aj_err_clear(&serr);
 		/* without it, the next one boots */
-		int sr = aj_mv_snap_save(i->vm.vm, i->vm.snapfile, &serr);
+		int sr = aj_mv_snap_save_ram(i->vm.vm, i->vm.snapfile, i->vm.ramfd, &serr);
 		if (sr == -ENOTRECOVERABLE) { /* left stopped: this VM fails */
 			*err = serr;
 			r = sr;
@@ -481,6 +502,8 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		return aj_err(err, ENOMEM, "sandbox");
 	pthread_mutex_init(&i->mu, NULL);
 	pthread_cond_init(&i->cv, NULL);
+	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
+		i->relay_fd[k] = -1;
 	int r;
 	for (int attempt = 0;; attempt++) {
 		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
@@ -495,7 +518,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		r = mv_boot_ready(i, err);
 		if (r == 0 || !i->vm.restored || attempt || ckpt)
 			break;
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
@@ -1184,17 +1207,22 @@ static void mv_exec_abandon(aj_job *j)
  * of a socket pair whose other end a thread of ours relays to that port. */
 typedef struct mv_relay {
 	aj_inst *i;
-	int k;	/* the agent port */
-	int fd; /* our end of the pair */
+	int k;	  /* the agent port */
+	int slot; /* in i->relay_fd */
+	int fd;	  /* our end of the pair */
 	bool host_end, server_end, have_exit;
+	bool client_gone;	    /* the front's end closed: the server's bytes unwanted */
+	unsigned long long last_ms; /* the last byte either way */
 } mv_relay;
 
 static bool relay_frame(void *ctx, char type, const char *buf, size_t len)
 {
 	mv_relay *r = ctx;
-	if (type == AJ_AG_STDOUT && len && !r->server_end && aj_write_all(r->fd, buf, len) < 0)
-		r->server_end = true; /* the client went: its bytes are dropped */
-	else if (type == AJ_AG_STDOUT && !len) {
+	if (type == AJ_AG_STDOUT && len) {
+		r->last_ms = now_ms();
+		if (!r->server_end && !r->client_gone && aj_write_all(r->fd, buf, len) < 0)
+			r->client_gone = true; /* the client went: its bytes are dropped */
+	} else if (type == AJ_AG_STDOUT) {
 		r->server_end = true;
 		(void)shutdown(r->fd, SHUT_WR);
 	} else if (type == AJ_AG_EXIT) {
@@ -1209,10 +1237,15 @@ static void *relay_thread(void *arg)
 	mv_relay *r = arg;
 	aj_inst *i = r->i;
 	mv_port *pt = &i->port[r->k];
+	r->last_ms = now_ms();
+	unsigned long long gave_up = 0; /* when the guest's connection was ended */
 	/* the server's first bytes, read with the 'T' frame */
 	bool gone = port_split(pt, relay_frame, r) < 0;
 	while (!r->have_exit && !gone) {
-		struct pollfd pf[2] = {{pt->fd, POLLIN, 0}, {r->host_end ? -1 : r->fd, POLLIN, 0}};
+		/* after the client's half-close its end is still watched (a
+		 * POLLHUP: closed for good) */
+		struct pollfd pf[2] = {{pt->fd, POLLIN, 0},
+				       {r->client_gone ? -1 : r->fd, r->host_end ? 0 : POLLIN, 0}};
 		int n = poll(pf, 2, 1000);
 		if (n < 0 && errno != EINTR)
 			break;
@@ -1223,17 +1256,36 @@ static void *relay_thread(void *arg)
 			break;
 		if (n > 0 && pf[0].revents && port_read(pt, 0, relay_frame, r) < 0)
 			gone = true;
-		if (n > 0 && pf[1].revents && !r->have_exit && !gone) {
+		if (n > 0 && pf[1].revents && !r->host_end && !r->have_exit && !gone) {
 			char buf[65536];
 			ssize_t got = read(r->fd, buf, sizeof(buf));
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			/* the client's end (or its reset) as an empty frame */
 			r->host_end = got <= 0;
+			r->last_ms = now_ms();
 			if (aj_agent_send(pt->fd, AJ_AG_STDIN, buf, got > 0 ? (size_t)got : 0) < 0)
 				gone = true;
-		}
+		} else if (n > 0 && (pf[1].revents & (POLLHUP | POLLERR)) && r->host_end)
+			r->client_gone = true; /* both directions of the front's end shut */
+		if (r->have_exit || gone)
+			break;
+		unsigned long long t = now_ms();
+		/* the client gone with the server still talking, or nothing
+		 * either way for RELAY_IDLE_MS: the guest's connection ended
+		 * (its agent answers 'X'); no answer in DRAIN_MS: given up */
+		bool done = (r->client_gone && !r->server_end) || t - r->last_ms >= RELAY_IDLE_MS;
+		if (done && !gave_up) {
+			char sig = SIGKILL;
+			gave_up = t;
+			if (aj_agent_send(pt->fd, AJ_AG_SIGNAL, &sig, 1) < 0)
+				gone = true;
+		} else if (gave_up && t - gave_up >= DRAIN_MS)
+			break;
 	}
+	pthread_mutex_lock(&i->mu);
+	i->relay_fd[r->slot] = -1;
+	pthread_mutex_unlock(&i->mu);
 	close(r->fd);
 	port_give(i, r->k, r->have_exit, gone);
 	pthread_mutex_lock(&i->mu);
@@ -1259,19 +1311,50 @@ static bool connect_frame(void *ctx, char type, const char *buf, size_t len)
 	return call_frame(&cc->c, type, buf, len);
 }
 
+/* A proxy connection's reservation given back (it never started). */
+static void relay_unreserve(aj_inst *i)
+{
+	pthread_mutex_lock(&i->mu);
+	i->relays--;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+}
+
+/* Never waits for a port (a supervisor's thread would wait as long as a
+ * connection lasts): -EBUSY when the proxy has AJ_MV_PROXY_MAX connections
+ * or no agent port is free. */
 static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
 {
 	if (port == 0 || port > 65535)
 		return aj_err(err, EINVAL, "port %u: expected 1 to 65535", port);
+	pthread_mutex_lock(&i->mu);
+	bool full = i->relays >= AJ_MV_PROXY_MAX;
+	if (!full)
+		i->relays++;
+	pthread_mutex_unlock(&i->mu);
+	if (full) {
+		aj_err(err, EBUSY,
+		       "microvm: the sandbox's ports proxy has %d connections open, its most",
+		       AJ_MV_PROXY_MAX);
+		aj_err_hint(err, "retry once one of them ends");
+		return -EBUSY;
+	}
 	json_t *q = json_pack("{s:s,s:i}", "op", "connect", "port", (int)port);
 	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	if (!txt)
-		return aj_err(err, ENOMEM, "request");
-	int k = port_take(i);
+		return relay_unreserve(i), aj_err(err, ENOMEM, "request");
+	int k = port_take_opt(i, false);
 	if (k < 0) {
 		free(txt);
-		return vm_gone(i, err);
+		relay_unreserve(i);
+		if (k != -EBUSY)
+			return vm_gone(i, err);
+		aj_err(err, EBUSY,
+		       "microvm: every agent port of the sandbox's VM is busy (commands, "
+		       "file operations or proxy connections)");
+		aj_err_hint(err, "retry once one of them ends");
+		return -EBUSY;
 	}
 	mv_port *pt = &i->port[k];
 	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
@@ -1291,6 +1374,7 @@ static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
 	bool connected = cc.ok;
 	if (r < 0 || !connected) {
 		port_give(i, k, c.have_exit, r == -EPIPE);
+		relay_unreserve(i);
 		if (r == -EPIPE)
 			return vm_gone(i, err);
 		if (r < 0)
@@ -1306,11 +1390,15 @@ static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
 		int e = rl ? errno : ENOMEM;
 		free(rl);
 		port_give(i, k, false, false); /* drained before its next use */
+		relay_unreserve(i);
 		return aj_err(err, e, "socketpair");
 	}
 	*rl = (mv_relay){.i = i, .k = k, .fd = sv[1]};
 	pthread_mutex_lock(&i->mu);
-	i->relays++;
+	/* a free slot: at most AJ_MV_PROXY_MAX relays, this one reserved */
+	while (i->relay_fd[rl->slot] >= 0)
+		rl->slot++;
+	i->relay_fd[rl->slot] = sv[1];
 	pthread_mutex_unlock(&i->mu);
 	pthread_t t;
 	pthread_attr_t at;
@@ -1319,12 +1407,13 @@ static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
 	int e = pthread_create(&t, &at, relay_thread, rl);
 	pthread_attr_destroy(&at);
 	if (e) {
+		pthread_mutex_lock(&i->mu);
+		i->relay_fd[rl->slot] = -1;
+		pthread_mutex_unlock(&i->mu);
 		close(sv[0]), close(sv[1]);
 		free(rl);
 		port_give(i, k, false, false);
-		pthread_mutex_lock(&i->mu);
-		i->relays--;
-		pthread_mutex_unlock(&i->mu);
+		relay_unreserve(i);
 		return aj_err(err, e, "cannot start the connection's relay");
 	}
 	(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);

@@ -62,8 +62,15 @@ typedef struct aj_mv_spawn {
 	/* > 0: a user namespace the read-write binds are idmapped through (a
 	 * root-owned share: its files appear as the process's own) */
 	int rw_idmap;
+	/* != 0: the read-write binds' source (opened again in the process,
+	 * no symlink followed) must be this directory, the one the owner and
+	 * the idmap were decided on (aj_mv_share_open) */
+	dev_t rw_dev;
+	ino_t rw_ino;
 	/* > 0: an fd the process gets as fd 3 (virtiofsd's listening socket) */
 	int pass_fd;
+	/* > 0: an fd it gets as fd 4 (a snapshot VM's RAM, a memfd: snap.c) */
+	int pass_fd4;
 	/* > 0: a network namespace it joins instead of a new empty one (the
 	 * VM's with its tap, owned by host root: qemu cannot change it) */
 	int netns;
@@ -81,6 +88,9 @@ typedef struct aj_mv_spawn {
 	 * the guest's kernel asks (the setid filter, loaded before it execs) */
 	bool no_setid;
 } aj_mv_spawn;
+/* A share (--workspace, a --rw directory) as an O_PATH fd, no symlink
+ * followed anywhere in its path (as level 1's binds), or -errno. */
+int aj_mv_share_open(const char *path);
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err);
 
 /* The level's cached files of images no longer in the store: the root's

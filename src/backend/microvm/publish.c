@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct aj_mv_publish {
 	int conns;		    /* connection threads running */
 	bool busy[AJ_MV_MAX_PORTS]; /* agent ports 1.. in use */
 	bool dead[AJ_MV_MAX_PORTS]; /* given up (a connection cut short) */
+	int cfd[AJ_MV_MAX_PORTS];   /* the client's connection on port k, or -1 */
 };
 
 typedef struct conn {
@@ -58,6 +60,8 @@ int aj_mv_publish_listen(aj_mv_publish **out, const aj_policy *p, aj_error *err)
 	pb->stop[0] = pb->stop[1] = -1;
 	pthread_mutex_init(&pb->mu, NULL);
 	pthread_cond_init(&pb->cv, NULL);
+	for (size_t k = 0; k < AJ_MV_MAX_PORTS; k++)
+		pb->cfd[k] = -1;
 	*out = pb;
 	for (size_t i = 0; i < p->n_publish; i++) {
 		struct sockaddr_in a = {.sin_family = AF_INET,
@@ -120,6 +124,20 @@ static int next_frame(conn *c, int ag, char *type, char **buf, uint32_t *len)
 	}
 }
 
+/* All of buf to a client's connection, never raising SIGPIPE. */
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
 static void *conn_main(void *arg)
 {
 	conn *c = arg;
@@ -137,8 +155,12 @@ static void *conn_main(void *arg)
 		answered = type == AJ_AG_EXIT;
 	}
 	free(buf);
+	bool server_end = false, client_gone = false, gave_up = false;
 	while (connected && !answered) {
-		struct pollfd pf[2] = {{ag, POLLIN, 0}, {client_end ? -1 : c->fd, POLLIN, 0}};
+		/* after the client's half-close its end is still watched: a
+		 * hang-up (or a reset) ends the guest's connection */
+		struct pollfd pf[2] = {{ag, POLLIN, 0},
+				       {client_gone ? -1 : c->fd, client_end ? 0 : POLLIN, 0}};
 		int n = poll(pf, 2, 500);
 		if (stopping(pb) || (n < 0 && errno != EINTR))
 			break;
@@ -146,14 +168,18 @@ static void *conn_main(void *arg)
 			buf = NULL;
 			if (aj_agent_recv(ag, &type, &buf, &len) <= 0)
 				break;
-			if (type == AJ_AG_STDOUT && len)
-				(void)aj_write_all(c->fd, buf, len);
-			else if (type == AJ_AG_STDOUT)
+			/* MSG_NOSIGNAL: a client that hung up is no SIGPIPE */
+			if (type == AJ_AG_STDOUT && len && !client_gone &&
+			    send_all(c->fd, buf, len) < 0)
+				client_gone = true;
+			else if (type == AJ_AG_STDOUT && !len) {
+				server_end = true;
 				(void)shutdown(c->fd, SHUT_WR);
+			}
 			answered = type == AJ_AG_EXIT;
 			free(buf);
 		}
-		if (n > 0 && pf[1].revents && !answered) {
+		if (n > 0 && pf[1].revents && !client_end && !answered) {
 			char b[65536];
 			ssize_t got = read(c->fd, b, sizeof(b));
 			if (got < 0 && errno == EINTR)
@@ -161,10 +187,20 @@ static void *conn_main(void *arg)
 			client_end = got <= 0;
 			if (aj_agent_send(ag, AJ_AG_STDIN, b, got > 0 ? (size_t)got : 0) < 0)
 				break;
+		} else if (n > 0 && (pf[1].revents & (POLLHUP | POLLERR)) && client_end)
+			client_gone = true;
+		/* the client gone, the server still talking: the agent ends the
+		 * guest's connection and answers */
+		if (client_gone && !server_end && !gave_up && !answered) {
+			char sig = SIGKILL;
+			gave_up = true;
+			if (aj_agent_send(ag, AJ_AG_SIGNAL, &sig, 1) < 0)
+				break;
 		}
 	}
-	close(c->fd);
 	pthread_mutex_lock(&pb->mu);
+	pb->cfd[c->k] = -1;
+	close(c->fd);
 	pb->busy[c->k] = false;
 	pb->dead[c->k] = !answered; /* cut short: its agent may still speak */
 	pb->conns--;
@@ -177,6 +213,12 @@ static void *conn_main(void *arg)
 static void *accept_main(void *arg)
 {
 	aj_mv_publish *pb = arg;
+	/* the connections' threads (they inherit it): a write to an agent port
+	 * whose VM went is EPIPE, not the run's end by SIGPIPE */
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	for (;;) {
 		struct pollfd pf[AJ_MAX_PUBLISH + 1];
 		for (size_t i = 0; i < pb->n; i++)
@@ -201,6 +243,7 @@ static void *accept_main(void *arg)
 			*c = (conn){.pb = pb, .fd = fd, .k = k, .port = pb->port[i]};
 			pthread_mutex_lock(&pb->mu);
 			pb->conns++;
+			pb->cfd[k] = fd;
 			pthread_mutex_unlock(&pb->mu);
 			pthread_t t;
 			pthread_attr_t at;
@@ -212,6 +255,7 @@ static void *accept_main(void *arg)
 				pthread_mutex_lock(&pb->mu);
 				pb->conns--;
 				pb->busy[k] = false;
+				pb->cfd[k] = -1;
 				pthread_mutex_unlock(&pb->mu);
 			}
 			pthread_attr_destroy(&at);
@@ -241,6 +285,13 @@ void aj_mv_publish_stop(aj_mv_publish **pbp)
 		pthread_join(pb->acceptor, NULL);
 		pthread_mutex_lock(&pb->mu);
 		pb->stopping = true;
+		/* a connection blocked on a client that does not read (or on an
+		 * agent port) wakes: the run's end waits for no one */
+		for (unsigned k = 1; k < pb->m->nports && k < AJ_MV_MAX_PORTS; k++)
+			if (pb->cfd[k] >= 0) {
+				(void)shutdown(pb->cfd[k], SHUT_RDWR);
+				(void)shutdown(pb->m->ports[k], SHUT_RDWR);
+			}
 		while (pb->conns)
 			pthread_cond_wait(&pb->cv, &pb->mu);
 		pthread_mutex_unlock(&pb->mu);

@@ -1,12 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* Snapshots of a level-3 sandbox (docs/levels.md, "Snapshots"): a VM on an
  * image without a workspace (its devices all migrate: virtio-blk, -serial,
- * -rng; a vhost-user-fs one does not) is saved once ready with qemu's
- * migration to a file (STATE/microvm/snap-IMAGE-KEY.vmstate, IMAGE: the
+ * -rng; a vhost-user-fs one does not) is saved once ready, and later
+ * sandboxes of the same kind start by restoring it instead of booting.
+ * Such a VM boots with its RAM in a memfd of ours, shared with qemu
+ * (memory-backend-file on /proc/self/fd/4, share=on); the save is qemu's
+ * migration of the devices only (x-ignore-shared) to
+ * STATE/microvm/snap-IMAGE-KEY.vmstate, and the RAM, copied from that memfd
+ * while the VM stands stopped, to snap-IMAGE-KEY.ram beside it (IMAGE: the
  * image's digest, KEY: its command line without its directory, the /etc
- * layer and the image), and later
- * sandboxes of the same kind start by restoring it (-incoming fd:3) instead
- * of booting. The fd goes to qemu over QMP (getfd): qemu 7.2 has no `file:`
+ * layer and the image). A restore maps the RAM private (share=off:
+ * copy-on-write, the pages shared by every VM restored from it until one
+ * writes) from a sealed memfd loaded once from the file: qemu 7.2 opens a
+ * share=off file read-write, and the seals keep its uid (anyone's) from
+ * changing the shared pages. A fork's save (box.c) is the whole VM in one
+ * stream, restored with -incoming fd:3. The fds go to qemu over QMP
+ * (getfd) and as fds 3 and 4: qemu 7.2 has no `file:`
  * URI and its seccomp filter forbids `exec:`. */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,13 +23,16 @@
 #include <jansson.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/socket.h>
@@ -226,6 +238,22 @@ static int qmp_open(const char *vmdir, qmp *q, aj_error *err)
  * (the oldest go first), and a save a dead process left is removed. */
 #define AJ_MV_SNAP_KEEP 8
 
+void aj_mv_snap_ram_path(const char *file, char *out, size_t len)
+{
+	size_t n = strlen(file);
+	if (n > 8 && !strcmp(file + n - 8, ".vmstate"))
+		n -= 8;
+	snprintf(out, len, "%.*s.ram", (int)n, file);
+}
+
+void aj_mv_snap_remove(const char *file)
+{
+	char ram[PATH_MAX];
+	aj_mv_snap_ram_path(file, ram, sizeof(ram));
+	unlink(file);
+	unlink(ram);
+}
+
 static void snap_evict(void)
 {
 	char dir[PATH_MAX];
@@ -247,9 +275,22 @@ static void snap_evict(void)
 		    !S_ISREG(st.st_mode))
 			continue;
 		const char *tmp = strstr(e->d_name, ".vmstate.");
-		if (tmp) { /* NAME.vmstate.PID.tmp */
+		if (!tmp && (tmp = strstr(e->d_name, ".ram.")))
+			tmp -= 4; /* NAME.ram.PID.tmp: the pid at the same place */
+		if (tmp) {	  /* NAME.vmstate.PID.tmp */
 			int pid = atoi(tmp + 9);
 			if (pid > 0 && kill(pid, 0) < 0 && errno == ESRCH)
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		size_t l = strlen(e->d_name);
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".ram")) {
+			/* a RAM file without its state (a save that died between
+			 * its renames, or its state evicted): gone after a minute */
+			char state[NAME_MAX + 8];
+			snprintf(state, sizeof(state), "%.*s.vmstate", (int)(l - 4), e->d_name);
+			if (faccessat(dirfd(d), state, F_OK, 0) < 0 &&
+			    st.st_ctime + 60 < time(NULL))
 				unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
@@ -260,8 +301,11 @@ static void snap_evict(void)
 		memmove(&keep[at + 1], &keep[at], (n - at) * sizeof(keep[0]));
 		snprintf(keep[at].name, sizeof(keep[at].name), "%s", e->d_name);
 		keep[at].mtime = st.st_mtime;
-		if (++n == AJ_MV_SNAP_KEEP) /* the oldest of them goes */
-			unlinkat(dirfd(d), keep[--n].name, 0);
+		if (++n == AJ_MV_SNAP_KEEP) { /* the oldest of them goes, with its RAM */
+			char path[PATH_MAX + NAME_MAX + 2];
+			snprintf(path, sizeof(path), "%s/%s", dir, keep[--n].name);
+			aj_mv_snap_remove(path);
+		}
 	}
 	closedir(d);
 }
@@ -327,14 +371,77 @@ static int room_for(qmp *q, const char *file, aj_error *err)
 	return 0;
 }
 
-int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
+/* in's data (its extents, less the pages of zeros) written at the same
+ * offsets of out, sized as in: 0 or -errno. */
+static int copy_data(int in, int out)
+{
+	struct stat st;
+	if (fstat(in, &st) < 0 || ftruncate(out, st.st_size) < 0)
+		return -errno;
+	enum { CHUNK = 1 << 20, PAGE = 4096 };
+	_cleanup_free_ char *buf = malloc(CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	static const char zero[PAGE];
+	for (off_t off = 0; off < st.st_size;) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno;
+		off_t end = lseek(in, data, SEEK_HOLE);
+		if (end < 0)
+			return -errno;
+		for (off = data; off < end;) {
+			size_t want = (size_t)(end - off) < CHUNK ? (size_t)(end - off) : CHUNK;
+			ssize_t r = pread(in, buf, want, off);
+			if (r <= 0)
+				return r < 0 ? -errno : -EIO;
+			for (ssize_t k = 0; k < r; k += PAGE) {
+				size_t len = (size_t)(r - k) < PAGE ? (size_t)(r - k) : PAGE;
+				if (!memcmp(buf + k, zero, len))
+					continue;
+				if (pwrite(out, buf + k, len, off + k) != (ssize_t)len)
+					return errno ? -errno : -EIO;
+			}
+			off += r;
+		}
+	}
+	return 0;
+}
+
+/* x-ignore-shared on: a shared RAM block (our memfd) is left out of the
+ * stream; off: the whole RAM in it (a restore or a save may have set it) */
+static int migrate_caps(qmp *q, bool on, aj_error *err)
+{
+	json_t *j = qmp_cmd(q,
+			    on ? "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				 "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
+				 "\"state\":true}]}}"
+			       : "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
+				 "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
+				 "\"state\":false}]}}",
+			    -1, err);
+	json_decref(j);
+	return j ? 0 : -EIO;
+}
+
+int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error *err)
 {
 	snap_evict();
 	qmp q = {.fd = -1};
-	char tmp[PATH_MAX + 32];
+	char tmp[PATH_MAX + 32], ram[PATH_MAX], ramtmp[PATH_MAX + 32];
+	aj_mv_snap_ram_path(file, ram, sizeof(ram));
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", file, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	int r = fd < 0 ? aj_err(err, errno, "microvm: %s", tmp) : qmp_open(vmdir, &q, err);
+	snprintf(ramtmp, sizeof(ramtmp), "%s.%d.tmp", ram, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), rfd = -1;
+	int r = fd < 0 ? aj_err(err, errno, "microvm: %s", tmp) : 0;
+	if (r == 0 && ramfd >= 0 &&
+	    (rfd = open(ramtmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		r = aj_err(err, errno, "microvm: %s", ramtmp);
+	if (r == 0)
+		r = qmp_open(vmdir, &q, err);
+	/* the RAM in our memfd: the stream carries the devices only; else all */
+	if (r == 0)
+		r = migrate_caps(&q, ramfd >= 0, err);
 	json_t *j = NULL;
 	if (r == 0 &&
 	    !(j = qmp_cmd(&q, "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"snap\"}}", fd,
@@ -384,6 +491,10 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
+	/* the VM stands stopped: its RAM as the devices were saved */
+	int e;
+	if (r == 0 && rfd >= 0 && (e = copy_data(ramfd, rfd)) < 0)
+		r = aj_err(err, -e, "microvm: the snapshot's RAM %s", ramtmp);
 	/* a save that did not end: cancelled, and its end waited for (qemu
 	 * writes no more into the file, and `cont` is not a no-op) */
 	bool ended = !(r < 0 && started) || cancel_migration(&q);
@@ -401,12 +512,150 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
 	json_decref(j);
 	if (q.fd >= 0)
 		close(q.fd);
-	if (fd >= 0 && r == 0 && (fsync(fd) < 0 || rename(tmp, file) < 0))
+	/* one mtime for both files: a restore takes only a pair (aj_mv_snap_open);
+	 * the RAM first, the state (what a restore looks for) last; a pair in
+	 * place stays (a concurrent save of the same VM gives way) */
+	struct timespec now[2];
+	clock_gettime(CLOCK_REALTIME, &now[0]);
+	now[1] = now[0];
+	if (r == 0 && rfd >= 0 &&
+	    (fsync(rfd) < 0 || futimens(rfd, now) < 0 || futimens(fd, now) < 0 ||
+	     renameat2(AT_FDCWD, ramtmp, AT_FDCWD, ram, RENAME_NOREPLACE) < 0))
+		r = aj_err(err, errno, "microvm: %s", ram);
+	else if (r == 0 && rfd >= 0)
+		ramtmp[0] = '\0'; /* in place */
+	if (fd >= 0 && r == 0 &&
+	    (fsync(fd) < 0 || renameat2(AT_FDCWD, tmp, AT_FDCWD, file, RENAME_NOREPLACE) < 0)) {
 		r = aj_err(err, errno, "microvm: %s", file);
+		if (rfd >= 0)
+			unlink(ram);
+	}
 	if (fd >= 0)
 		close(fd);
-	if (r < 0)
+	if (rfd >= 0)
+		close(rfd);
+	if (r < 0) {
 		unlink(tmp);
+		if (ramtmp[0])
+			unlink(ramtmp);
+	}
+	return r;
+}
+
+int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err)
+{
+	return aj_mv_snap_save_ram(vmdir, file, -1, err);
+}
+
+/* ---- restores ---- */
+
+/* The sealed memfds of the snapshots' RAM, loaded once per process and
+ * snapshot file (a few: each holds the data of a RAM; a dropped one lives
+ * on in the VMs that map it). */
+#define RAM_CACHE 2
+static struct {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	int fd; /* -1: empty */
+	unsigned long long used;
+} ram_cache[RAM_CACHE] = {{.fd = -1}, {.fd = -1}};
+static pthread_mutex_t ram_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long ram_clock;
+
+static int ram_memfd(int in, const struct stat *st, const char *name, aj_error *err)
+{
+	pthread_mutex_lock(&ram_mu);
+	int slot = 0, fd = -1;
+	for (int k = 0; k < RAM_CACHE; k++) {
+		if (ram_cache[k].fd >= 0 && ram_cache[k].dev == st->st_dev &&
+		    ram_cache[k].ino == st->st_ino &&
+		    ram_cache[k].mtime.tv_sec == st->st_mtim.tv_sec &&
+		    ram_cache[k].mtime.tv_nsec == st->st_mtim.tv_nsec) {
+			ram_cache[k].used = ++ram_clock;
+			fd = fcntl(ram_cache[k].fd, F_DUPFD_CLOEXEC, 5);
+			pthread_mutex_unlock(&ram_mu);
+			return fd < 0 ? aj_err(err, errno, "microvm: the snapshot's RAM") : fd;
+		}
+		if (ram_cache[k].used < ram_cache[slot].used)
+			slot = k;
+	}
+	int m = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING), e = 0;
+	if (m < 0)
+		e = errno;
+	else if ((e = -copy_data(in, m)) == 0 &&
+		 fcntl(m, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		     0)
+		e = errno;
+	if (e == 0 && (fd = fcntl(m, F_DUPFD_CLOEXEC, 5)) < 0)
+		e = errno;
+	if (e) {
+		if (m >= 0)
+			close(m);
+		pthread_mutex_unlock(&ram_mu);
+		return aj_err(err, e, "microvm: the snapshot's RAM %s", name);
+	}
+	if (ram_cache[slot].fd >= 0)
+		close(ram_cache[slot].fd);
+	ram_cache[slot].dev = st->st_dev, ram_cache[slot].ino = st->st_ino;
+	ram_cache[slot].mtime = st->st_mtim;
+	ram_cache[slot].fd = m;
+	ram_cache[slot].used = ++ram_clock;
+	pthread_mutex_unlock(&ram_mu);
+	return fd;
+}
+
+int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err)
+{
+	*statefd = *ramfd = -1;
+	char ram[PATH_MAX];
+	aj_mv_snap_ram_path(file, ram, sizeof(ram));
+	_cleanup_close_ int s = open(file, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int r = s >= 0 ? open(ram, O_RDONLY | O_CLOEXEC) : -1;
+	struct stat a, b;
+	/* a state without its RAM is stale (a save renames the RAM first, a
+	 * removal unlinks the state first): gone, so that the next save can
+	 * take its place */
+	if (s >= 0 && r < 0 && errno == ENOENT)
+		unlink(file);
+	if (s < 0 || r < 0 || fstat(s, &a) < 0 || fstat(r, &b) < 0)
+		return -ENOENT;
+	if (a.st_mtim.tv_sec != b.st_mtim.tv_sec || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec)
+		return -ENOENT; /* not a pair: another save's */
+	const char *name = strrchr(ram, '/');
+	int fd = ram_memfd(r, &b, name ? name + 1 : ram, err);
+	if (fd < 0)
+		return fd;
+	*ramfd = fd;
+	*statefd = s;
+	s = -1;
+	return 0;
+}
+
+int aj_mv_snap_incoming(const char *vmdir, aj_error *err)
+{
+	char sock[PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s/qmp.sock", vmdir);
+	struct stat st;
+	for (unsigned long long until = mono_ms() + 10000; stat(sock, &st) < 0;) {
+		if (mono_ms() > until)
+			return aj_err(err, ETIMEDOUT, "microvm: qemu's monitor %s", sock);
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	qmp q = {.fd = -1};
+	int r = qmp_open(vmdir, &q, err);
+	if (r == 0)
+		r = migrate_caps(&q, true, err);
+	json_t *j = NULL;
+	if (r == 0 && !(j = qmp_cmd(&q,
+				    "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":"
+				    "\"fd:3\"}}",
+				    -1, err)))
+		r = -EIO;
+	json_decref(j);
+	if (q.fd >= 0)
+		close(q.fd);
 	return r;
 }
 

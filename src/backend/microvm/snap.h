@@ -14,10 +14,29 @@
 void aj_mv_snap_path(const char *dir, char *const *argv, size_t n, const char *rootimg,
 		     unsigned long long etc_hash, char *out, size_t len);
 /* The ready VM whose QMP socket is vmdir/qmp.sock saved to file (written
- * aside, renamed into place) while stopped, then let go on; bounded in
- * time, refused (ENOSPC) where the guest's RAM would not fit.
- * -ENOTRECOVERABLE: the VM did not go on (its caller kills it). */
+ * aside, renamed into place) while stopped, then let go on: its whole RAM
+ * in the stream (restored with `-incoming fd:`); bounded in time, refused
+ * (ENOSPC) where the guest's RAM would not fit. -ENOTRECOVERABLE: the VM
+ * did not go on (its caller kills it). */
 int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err);
+/* The same for a VM whose RAM is ramfd, a memfd it maps shared (booted
+ * with it as its memory-backend-file, share=on): the stream carries the
+ * devices only (x-ignore-shared) and the RAM's data goes to
+ * aj_mv_snap_ram_path(file), both written aside and renamed into place
+ * (RAM first; an existing pair is kept: this save then fails, EEXIST). */
+int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error *err);
+/* FILE's RAM file: snap-KEY.vmstate -> snap-KEY.ram. */
+void aj_mv_snap_ram_path(const char *file, char *out, size_t len);
+/* Both files of a snapshot removed (a restore that failed, eviction). */
+void aj_mv_snap_remove(const char *file);
+/* A saved pair opened for a restore: *statefd the device state (qemu's fd
+ * 3), *ramfd a sealed memfd of the RAM (fd 4, mapped share=off: no one
+ * can write it; loaded once per process and file, then shared). 0, or
+ * -ENOENT without a pair, or -errno with err. */
+int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err);
+/* A restore's qemu (-incoming defer) told over vmdir/qmp.sock to load fd
+ * 3 with x-ignore-shared, as the save had it. */
+int aj_mv_snap_incoming(const char *vmdir, aj_error *err);
 /* The agent's request giving a restored VM its own identity: fresh
  * entropy, the time, the hostname (a new reference, or NULL). */
 json_t *aj_mv_identity_req(const aj_policy *p);

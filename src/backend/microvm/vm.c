@@ -15,10 +15,12 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,6 +217,34 @@ static void child_fail(int fd, int e)
 	_exit(127);
 }
 
+int aj_mv_share_open(const char *path)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_DIRECTORY,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+/* A read-write bind's source as a detached tree: the directory the parent
+ * decided on (s->rw_dev/rw_ino), reopened with no symlink followed, so a
+ * path swapped since cannot redirect the bind (-EXDEV: it changed). */
+static int rw_tree(const aj_mv_spawn *s, const char *path, unsigned flags)
+{
+	if (!s->rw_ino)
+		return aj_open_tree(AT_FDCWD, path, flags);
+	int pfd = aj_mv_share_open(path);
+	if (pfd < 0)
+		return pfd;
+	struct stat st;
+	int t = -EXDEV;
+	if (fstat(pfd, &st) == 0 && st.st_dev == s->rw_dev && st.st_ino == s->rw_ino)
+		t = aj_open_tree(pfd, "", flags | AT_EMPTY_PATH);
+	int e = errno;
+	close(pfd);
+	errno = t == -EXDEV ? EXDEV : e;
+	return t < 0 ? -1 : t;
+}
+
 static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
 {
 	pid_t parent = getppid();
@@ -240,13 +270,21 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 			continue;
 		}
 		if (!s->ro[i] && s->rw_idmap > 0) { /* not recursive, as level 1's */
-			int t =
-			    aj_open_tree(AT_FDCWD, s->bind[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+			int t = rw_tree(s, s->bind[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 			if (t < 0 ||
 			    aj_mount_setattr(t, "", AT_EMPTY_PATH,
 					     MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID |
 						 MOUNT_ATTR_NODEV,
 					     0, s->rw_idmap) < 0 ||
+			    aj_move_mount(t, "", AT_FDCWD, s->onto[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				child_fail(report, errno);
+			close(t);
+			continue;
+		}
+		if (!s->ro[i] && s->rw_ino) { /* as MS_BIND | MS_REC, no symlink followed */
+			int t = rw_tree(s, s->bind[i],
+					OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+			if (t < 0 ||
 			    aj_move_mount(t, "", AT_FDCWD, s->onto[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
 				child_fail(report, errno);
 			close(t);
@@ -285,11 +323,18 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	 * already gone ends it here */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		child_fail(report, ESRCH);
-	int dn = open("/dev/null", O_RDWR);
+	/* the report pipe moved above fds 3 and 4, which qemu's fds take */
+	if (report < 5 && (report = fcntl(report, F_DUPFD_CLOEXEC, 5)) < 0)
+		_exit(127);
+	int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int log = s->log >= 0 ? s->log : dn;
 	if (dup2(dn, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		child_fail(report, errno);
+	/* fd 4 kept out of the way of fd 3's dup2 first */
+	int fd4 = s->pass_fd4 == 3 ? fcntl(3, F_DUPFD_CLOEXEC, 5) : s->pass_fd4;
 	if (s->pass_fd > 0 && (dup2(s->pass_fd, 3) < 0 || fcntl(3, F_SETFD, 0) < 0))
+		child_fail(report, errno);
+	if (fd4 > 0 && (dup2(fd4, 4) < 0 || fcntl(4, F_SETFD, 0) < 0))
 		child_fail(report, errno);
 	umask(s->umask);
 	/* uid 0 of its own user namespace may load it (no no_new_privs) */

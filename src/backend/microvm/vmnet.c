@@ -59,6 +59,11 @@ const char *aj_mv_net_resolv(const aj_mv_net *v)
 	return v ? v->resolv : NULL;
 }
 
+const char *aj_mv_net_ca(const aj_mv_net *v)
+{
+	return v ? v->n.ca_pem : NULL;
+}
+
 char *const *aj_mv_net_env(const aj_mv_net *v)
 {
 	return v ? v->env : NULL;

@@ -18,6 +18,8 @@ int aj_mv_net_prepare(aj_mv_net **out, const aj_policy *p, aj_error *err);
 int aj_mv_net_setup(aj_mv_net *v, const aj_policy *p, aj_error *err);
 const char *aj_mv_net_resolv(const aj_mv_net *v); /* NULL: the default */
 char *const *aj_mv_net_env(const aj_mv_net *v);	  /* the commands' extra variables */
+/* netd's CA certificate (HTTPS interception), once setup ran, or NULL */
+const char *aj_mv_net_ca(const aj_mv_net *v);
 /* the tap's fd for qemu (-1: no NIC) and the namespace it is in */
 int aj_mv_net_fds(const aj_mv_net *v, int *nsfd);
 /* " aj.net=IP/30,GW" for the kernel command line, or "" */

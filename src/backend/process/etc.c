@@ -2,10 +2,15 @@
 #include "etc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "inroot.h"
+#include "net_addr.h"
 #include "util.h"
 
 char *aj_etc_passwd(const aj_policy *p)
@@ -133,4 +138,39 @@ const size_t aj_etc_allowed_n = AJ_ARRAY_SIZE(aj_etc_allowed);
 bool aj_etc_allowed_name(const char *name)
 {
 	return aj_startswith(name, "python3");
+}
+
+int aj_etc_ca_bundle(const char *rootfs, bool missing_ok, const char *pem, char **out, size_t *len,
+		     aj_error *err)
+{
+	*out = NULL;
+	*len = 0;
+	_cleanup_close_ int root = rootfs ? open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (rootfs && root < 0)
+		return aj_err(err, errno, "cannot open the root %s", rootfs);
+	_cleanup_close_ int in = rootfs ? aj_open_in_root(root, AJ_NET_CA_BUNDLE, O_RDONLY, 0)
+					: open(AJ_NET_CA_BUNDLE, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *old = NULL;
+	size_t n = 0;
+	if (in < 0 && !missing_ok) {
+		aj_err(err, ENOENT, "HTTPS interception for scoped secrets needs %s in the root",
+		       AJ_NET_CA_BUNDLE);
+		aj_err_hint(err, "install ca-certificates on the host (or in the image)");
+		return -ENOENT;
+	}
+	if (in >= 0 && aj_read_fd(in, &old, &n) < 0)
+		return aj_err(err, EIO, "cannot read the sandbox's %s", AJ_NET_CA_BUNDLE);
+	bool nl = n && old[n - 1] != '\n';
+	size_t pl = strlen(pem);
+	char *b = malloc(n + nl + pl + 1);
+	if (!b)
+		return aj_err(err, ENOMEM, "the sandbox's CA bundle");
+	if (n)
+		memcpy(b, old, n);
+	if (nl)
+		b[n] = '\n';
+	memcpy(b + n + nl, pem, pl + 1);
+	*out = b;
+	*len = n + nl + pl;
+	return 0;
 }

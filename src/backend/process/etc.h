@@ -34,6 +34,14 @@ int aj_etc_write_dir(const char *dir, const aj_etc_files *f, aj_error *err);
 char *aj_etc_passwd(const aj_policy *p);
 char *aj_etc_group(const aj_policy *p);
 
+/* HTTPS interception at levels 2 and 3 (net_addr.h): the root's own CA
+ * bundle (AJ_NET_CA_BUNDLE of rootfs, resolved inside it, or the host's
+ * for NULL) with netd's CA pem appended, malloc'ed in *out. A root
+ * without a bundle: the CA alone when missing_ok (an image, which gets
+ * one), else -ENOENT with err saying how to fix it. */
+int aj_etc_ca_bundle(const char *rootfs, bool missing_ok, const char *pem, char **out, size_t *len,
+		     aj_error *err);
+
 /* The host /etc entries the default root shows: these names, and those
  * for which aj_etc_allowed_name says yes (a readdir of /etc). */
 extern const char *const aj_etc_allowed[];

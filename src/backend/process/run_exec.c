@@ -131,8 +131,11 @@ void aj_run_exec_forward(int listen_fd, int init_sock, char *const *base_env)
 	struct stat st;
 	_cleanup_free_ char *txt = NULL, *spec = NULL;
 	size_t len = 0, slen = 0;
-	if (r == 0 && (m.type != AJ_MSG_EXEC || (m.status & ~FLAGS) || n != 4u - no_stdin ||
-		       fstat(fds[n - 1], &st) < 0 || st.st_size > (off_t)SPEC_MAX))
+	/* the spec is a file (a memfd): a pipe whose writer never closes it
+	 * would stall the runner, and with it the run's relay */
+	if (r == 0 &&
+	    (m.type != AJ_MSG_EXEC || (m.status & ~FLAGS) || n != 4u - no_stdin ||
+	     fstat(fds[n - 1], &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)SPEC_MAX))
 		r = -EPROTO;
 	if (r == 0)
 		r = aj_read_fd(fds[n - 1], &txt, &len);
@@ -166,7 +169,13 @@ void aj_run_exec_forward(int listen_fd, int init_sock, char *const *base_env)
 			aj_sync_send_error(conn, &err);
 		}
 	} else {
-		aj_err(&err, r == -ENOMEM ? ENOMEM : EPROTO, "bad exec request");
+		aj_err(&err,
+		       r == -ENOMEM	 ? ENOMEM
+		       : r == -ETIMEDOUT ? ETIMEDOUT
+					 : EPROTO,
+		       "bad exec request (%s)",
+		       r == -ETIMEDOUT ? "nothing sent within 2 s"
+				       : "a message and its command as a file expected");
 		aj_sync_send_error(conn, &err);
 	}
 	if (sfd >= 0)

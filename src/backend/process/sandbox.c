@@ -285,8 +285,9 @@ static int make_cgroup(run_ctx *c, aj_error *err)
 		aj_cgroup_limit_names(c->cg.missing, names, sizeof(names));
 		warn(c, "limits NOT enforced (--limits best-effort): %s: %s", names, c->cg.why);
 	}
-	/* a box can be paused (the service's pause/resume) */
-	return c->persistent && c->have_cg ? aj_cgroup_add_freezer(&c->cg, err) : 0;
+	/* a box can be paused (the service's pause/resume), and an OCI container */
+	bool freezer = c->persistent || (c->hooks && c->hooks->freezer);
+	return freezer && c->have_cg ? aj_cgroup_add_freezer(&c->cg, err) : 0;
 }
 
 static int prepare(run_ctx *c, aj_error *err)

@@ -285,6 +285,14 @@ static void setup_root(const char *cmdline)
 	arg(cmdline, "host", host, sizeof(host), "agentjail");
 	(void)!sethostname(host, strlen(host));
 	mount_binds(cmdline);
+	/* HTTPS interception (aj.ca=1, boot.c): the CA bundle with netd's CA,
+	 * staged at /.agentjail, read-only over the root's */
+	if (strstr(cmdline, " aj.ca=1")) {
+		static const char ca[] = "/newroot/etc/ssl/certs/ca-certificates.crt";
+		must_mount("/newroot/.agentjail/ca-certificates.crt", ca, NULL, MS_BIND, NULL);
+		must_mount(NULL, ca, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+			   NULL);
+	}
 }
 
 /* --pids (aj.pids=N): a cgroup the agent and its command go into; its
