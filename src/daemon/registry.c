@@ -103,6 +103,16 @@ static void sweep_one(const char *path)
 	unlink(path);
 }
 
+/* A record (re)written whole: 0600, no symlink followed, on disk. */
+static int record_put(const char *path, json_t *o)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r = fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
 /* The record of what the mint hook makes for sandbox id, written before
  * it runs and removed once revoked: a killed service's next start revokes
  * what it names (aj_registry_revoke_lost). The secrets' names and hosts, never a
@@ -130,16 +140,27 @@ static int minted_write(const aj_sandbox *sb, aj_error *err)
 	char path[PATH_MAX];
 	minted_path(sb->id, path, sizeof(path));
 	(void)aj_mkdir_p(minted_dir, 0700);
-	int fd = o ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
-	int r = fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
-	if (fd >= 0)
-		close(fd);
+	int r = o ? record_put(path, o) : -EIO;
 	json_decref(o);
 	if (r < 0) {
 		unlink(path);
 		return aj_err(err, EIO, "cannot write the record of minted secrets %s", path);
 	}
 	return 0;
+}
+
+/* A record that cannot be read is set aside (never dropped): its
+ * credentials need revoking by hand. */
+static void record_bad(const char *path, const char *name, const char *why)
+{
+	char aside[PATH_MAX];
+	snprintf(aside, sizeof(aside), "%s/.bad-%s", minted_dir, name);
+	(void)rename(path, aside);
+	aj_log("error", "agentjail serve: ",
+	       "a record of minted secrets cannot be read (%s): set aside as %s; revoke its "
+	       "credentials by hand",
+	       why, aside);
+	aj_audit("secret_revoke_failed", json_pack("{s:s,s:s}", "record", name, "error", why));
 }
 
 void aj_registry_revoke_lost(void)
@@ -151,9 +172,20 @@ void aj_registry_revoke_lost(void)
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", minted_dir, de->d_name);
+		struct stat st;
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+			record_bad(path, de->d_name, "not a regular file of at most 1 MiB");
+			continue;
+		}
 		json_t *o = json_load_file(path, 0, NULL);
 		const char *id = json_string_value(json_object_get(o, "sandbox"));
-		if (!reg_mint && id) {
+		json_t *secrets = json_object_get(o, "secrets");
+		if (!id || !json_is_array(secrets)) {
+			record_bad(path, de->d_name, "not a record of minted secrets");
+			json_decref(o);
+			continue;
+		}
+		if (!reg_mint) {
 			aj_log("error", "agentjail serve: ",
 			       "sandbox %s: its minted secrets are not revoked: serve has no "
 			       "--secret-mint (%s kept)",
@@ -161,9 +193,11 @@ void aj_registry_revoke_lost(void)
 			json_decref(o);
 			continue;
 		}
+		/* the ones whose revoke failed stay in the record for the next start */
+		json_t *left = json_array();
 		size_t k;
 		json_t *s;
-		json_array_foreach(id ? json_object_get(o, "secrets") : NULL, k, s)
+		json_array_foreach(secrets, k, s)
 		{
 			const char *name = json_string_value(json_object_get(s, "name"));
 			char *hosts[AJ_MAX_SECRET_HOSTS];
@@ -176,20 +210,29 @@ void aj_registry_revoke_lost(void)
 			}
 			aj_error err;
 			aj_err_clear(&err);
-			if (!name)
-				continue;
-			if (aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
+			if (name && aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
 				aj_audit("secret_revoked",
 					 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name,
 						   "after", "the service's crash"));
 				continue;
 			}
-			aj_log("error", "agentjail serve: ", "sandbox %s: %s", id, err.msg);
+			if (!name)
+				snprintf(err.msg, sizeof(err.msg), "an entry without a name");
+			aj_log("error", "agentjail serve: ",
+			       "sandbox %s: %s (kept in %s for the next start)", id, err.msg, path);
 			aj_audit("secret_revoke_failed",
 				 json_pack("{s:s,s:s}", "sandbox", id, "error", err.msg));
+			if (left)
+				json_array_append(left, s);
 		}
+		if (left && json_array_size(left) == 0)
+			unlink(path);
+		else if (!left || json_object_set(o, "secrets", left) < 0 ||
+			 record_put(path, o) < 0)
+			aj_log("error", "agentjail serve: ",
+			       "sandbox %s: cannot rewrite %s (left as it was)", id, path);
+		json_decref(left);
 		json_decref(o);
-		unlink(path);
 	}
 	if (d)
 		closedir(d);
@@ -240,7 +283,8 @@ void aj_registry_teardown_elsewhere(bool on)
 static void sandbox_free(aj_sandbox *sb);
 
 /* The minted secrets of sb, revoked once its netd is gone (mint.h). */
-static void revoke_minted(aj_sandbox *sb)
+/* Whether every minted secret of the sandbox was revoked. */
+static bool revoke_minted(aj_sandbox *sb)
 {
 	for (size_t i = 0; reg_mint && i < sb->policy.n_secrets; i++) {
 		if (!sb->policy.secrets[i].minted)
@@ -256,7 +300,9 @@ static void revoke_minted(aj_sandbox *sb)
 		aj_log("error", "agentjail serve: ", "sandbox %s: %s", sb->id, msg);
 		aj_audit("secret_revoke_failed",
 			 json_pack("{s:s,s:s}", "sandbox", sb->id, "error", err.msg));
+		return false;
 	}
+	return true;
 }
 
 /* With serve --secret-mint: each scoped secret's value becomes the hook's
@@ -344,10 +390,10 @@ static void sandbox_free(aj_sandbox *sb)
 		close(sb->root_fd);
 	if (sb->inst)
 		sb->be->destroy(sb->inst); /* waits for the keeper's teardown */
-	revoke_minted(sb);
 	char path[PATH_MAX];
 	minted_path(sb->id, path, sizeof(path));
-	unlink(path);
+	if (revoke_minted(sb)) /* else kept: the next start tries again */
+		unlink(path);
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
 	if (sb->procs) /* their workers have ended: they held references */

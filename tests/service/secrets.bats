@@ -28,6 +28,7 @@ setup() {
 v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v args=\$#" >>"$HOOK_LOG"
 [ "\$AGENTJAIL_SECRET" = BAD ] && { echo "the issuer refused \$AGENTJAIL_SECRET" >&2; exit 3; }
+[ "\$1" = revoke ] && [ -e "$BATS_TEST_TMPDIR/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
 [ "\$1" = mint ] && echo "minted-\$AGENTJAIL_SANDBOX-\$AGENTJAIL_SECRET"
 exit 0
 EOF
@@ -176,6 +177,28 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ "$(grep -c "^revoke" "$HOOK_LOG")" -eq 2 ] || fail "hook: $(cat "$HOOK_LOG")"
     [ ! -e "$rec" ] || fail "the record is left"
     [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after != null" | wc -l)" -eq 2 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    # a revoke that fails keeps its record for the next start; a record that
+    # cannot be read is set aside and audited, never dropped in silence
+    id=$(sb_create "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"ONE\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    rec=$STATE/minted/$id.json
+    svc_crash
+    echo '{"sandbox": ' >"$STATE/minted/sb-torn.json"
+    touch "$BATS_TEST_TMPDIR/issuer-down"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    [ "$(jq -c '[.secrets[].name]' "$rec")" = '["ONE"]' ] || fail "a failed revoke dropped its record"
+    [ "$(audit ".event == \"secret_revoke_failed\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    [ ! -e "$STATE/minted/sb-torn.json" ] && [ -f "$STATE/minted/.bad-sb-torn.json" ] ||
+        fail "the torn record: $(ls -la "$STATE/minted")"
+    [ "$(audit '.event == "secret_revoke_failed" and .record == "sb-torn.json"' | wc -l)" -eq 1 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    rm "$BATS_TEST_TMPDIR/issuer-down"
+    svc_stop
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    [ ! -e "$rec" ] || fail "the record is left after its revoke"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after != null" | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
     assert_world_clean
 }
