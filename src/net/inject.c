@@ -307,6 +307,8 @@ bool aj_inject_body_wanted(const aj_policy *p, const char *host)
 static size_t fill_body(const aj_policy *p, const char *host, const char *body, size_t len,
 			char *out, const char **next)
 {
+	if (!len) /* body may be NULL then: no pointer arithmetic on it */
+		return 0;
 	const char *c = body, *e = body + len;
 	size_t o = 0;
 	for (size_t i = 0; i < p->n_secrets; i++)
@@ -362,7 +364,7 @@ int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_
 	/* a note for every secret whose placeholder the client sent */
 	for (size_t i = 0; i < p->n_secrets; i++) {
 		const aj_secret *s = &p->secrets[i];
-		if (!memmem(body, len, s->placeholder, strlen(s->placeholder)))
+		if (!len || !memmem(body, len, s->placeholder, strlen(s->placeholder)))
 			continue;
 		const char *why = !s->body ? "the secret goes into bodies only with :body"
 				  : !scoped_to(s, host)
