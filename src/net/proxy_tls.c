@@ -6,9 +6,11 @@
  * sandbox's requests one by one (HTTP/1.1 keep-alive): each head is parsed
  * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
  * in (inject.c), and its body is passed on as framed by http-parser
- * (Content-Length or chunked). Responses go back as they come; only the
- * answer to an Upgrade request is read, and only its 101 ends the parsing
- * of requests (a WebSocket's bytes are relayed as they are). */
+ * (Content-Length or chunked). Responses go back as they come, parsed in
+ * order (http-parser) and matched one to one to the requests sent: only
+ * the Upgrade request's own 101 ends the parsing of requests (a
+ * WebSocket's bytes are relayed as they are); an answer to an earlier
+ * request, or bytes inside its body, never do. */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
@@ -34,6 +36,10 @@
 #define OUT_MAX (sizeof(((aj_proxy_req *)0)->headers) + 4096)
 #define HANDSHAKE_MS 10000
 #define IDLE_MS (15 * 60 * 1000)
+/* requests sent and not answered yet (pipelining); more wait */
+#define PENDING_MAX 64
+#define P_HEAD 1u    /* a HEAD: its answer has no body */
+#define P_UPGRADE 2u /* an Upgrade: only its 101 switches */
 
 /* S_HOLD: a body held whole for a "body" secret (inject.h); S_SWITCH: an
  * Upgrade request sent, the client's next bytes wait for the server's
@@ -47,8 +53,9 @@ typedef struct session {
 	enum state st;
 	http_parser hp;
 	bool message_done;
-	http_parser rp;	 /* S_SWITCH: the server's answer */
-	int answer;	 /* its final status (101 or >= 200), 0 before */
+	http_parser rp;			 /* the server's responses, from the first byte */
+	unsigned char pend[PENDING_MAX]; /* P_* of the requests awaiting answers */
+	size_t pend_first, pend_len;
 	char in[IN_MAX]; /* from the client, not yet processed */
 	size_t in_len;
 	char out[OUT_MAX]; /* to the server */
@@ -82,32 +89,50 @@ static int on_message_complete(http_parser *hp)
 static const http_parser_settings body_settings = {.on_body = on_body,
 						   .on_message_complete = on_message_complete};
 
-static int on_answer_head(http_parser *hp)
+/* The head of a response: matched to the oldest request not answered
+ * yet. Interim answers (100, 103) answer nothing; a 101 switches only
+ * when it answers the Upgrade request; a response to no request, or a 101
+ * to another one, loses the thread: the connection ends. Returns 1 (no
+ * body) for the answer to a HEAD. */
+static int on_response_head(http_parser *hp)
 {
 	session *s = hp->data;
-	if (hp->status_code == 101 || hp->status_code >= 200) { /* not 100, 103 */
-		s->answer = hp->status_code;
+	int st = hp->status_code;
+	if (st >= 100 && st < 200 && st != 101)
+		return 0;
+	if (s->pend_len == 0) {
+		s->closing = true;
 		http_parser_pause(hp, 1);
+		return 0;
 	}
-	return 0;
+	unsigned f = s->pend[s->pend_first];
+	s->pend_first = (s->pend_first + 1) % PENDING_MAX;
+	s->pend_len--;
+	if (st == 101) {
+		if (!(f & P_UPGRADE) || s->st != S_SWITCH)
+			s->closing = true;
+		else
+			s->st = S_RAW;
+		http_parser_pause(hp, 1);
+		return 0;
+	}
+	if (f & P_UPGRADE && s->st == S_SWITCH)
+		s->st = S_HEAD; /* declined: the next request is parsed as any */
+	return f & P_HEAD ? 1 : 0;
 }
 
-static const http_parser_settings answer_settings = {.on_headers_complete = on_answer_head};
+static const http_parser_settings response_settings = {.on_headers_complete = on_response_head};
 
-/* S_SWITCH: n bytes of the server's answer to the Upgrade request. A 101
- * makes the connection a relay of bytes; any other final answer (or one
- * that is not HTTP) leaves it an HTTP one, the next request parsed and
- * checked as any other. */
-static void watch_answer(session *s, const char *p, size_t n)
+/* n bytes from the server: parsed as responses until the connection
+ * switches protocols; bytes that are not HTTP end it. */
+static void watch_responses(session *s, const char *p, size_t n)
 {
-	if (s->st != S_SWITCH || n == 0)
+	if (s->st == S_RAW || s->closing || n == 0)
 		return;
-	(void)http_parser_execute(&s->rp, &answer_settings, p, n);
+	(void)http_parser_execute(&s->rp, &response_settings, p, n);
 	enum http_errno e = HTTP_PARSER_ERRNO(&s->rp);
-	if (s->answer == 101)
-		s->st = S_RAW;
-	else if (s->answer || (e != HPE_OK && e != HPE_PAUSED))
-		s->st = S_HEAD;
+	if (s->st != S_RAW && e != HPE_OK)
+		s->closing = true;
 }
 
 static void log_event(session *s, const char *verdict, const char *method, const char *why)
@@ -207,9 +232,6 @@ static void take_head(session *s, size_t head)
 		return;
 	if (s->hp.upgrade) { /* WebSocket and friends: bytes once the server agrees */
 		s->st = S_SWITCH;
-		s->answer = 0;
-		http_parser_init(&s->rp, HTTP_RESPONSE);
-		s->rp.data = s;
 	} else if (s->message_done)
 		s->st = S_HEAD;
 	else
@@ -247,6 +269,8 @@ static void send_held(session *s)
 static void send_head(session *s, const char *body, size_t len)
 {
 	aj_proxy_req *r = s->req;
+	unsigned f = (strcmp(r->method, "HEAD") == 0 ? P_HEAD : 0) |
+		     (s->st == S_HEAD && s->hp.upgrade ? P_UPGRADE : 0);
 	int n = snprintf(s->out, sizeof(s->out), "%s %s HTTP/%d.%d\r\n%s%s%s%s\r\n", r->method,
 			 r->target, r->http_major, r->http_minor, r->headers,
 			 r->connection[0] ? "Connection: " : "", r->connection,
@@ -259,6 +283,7 @@ static void send_head(session *s, const char *body, size_t len)
 	}
 	s->out_len = (size_t)n;
 	s->out_off = 0;
+	s->pend[(s->pend_first + s->pend_len++) % PENDING_MAX] = (unsigned char)f;
 	if (body) {
 		char *big = malloc((size_t)n + len);
 		if (!big) {
@@ -296,6 +321,8 @@ static bool process(session *s)
 	bool was_closing = s->closing;
 	while (!s->closing && s->out_len == 0 && s->in_len > 0 && s->st != S_SWITCH) {
 		if (s->st == S_HEAD) {
+			if (s->pend_len == PENDING_MAX)
+				break; /* the answers first */
 			char *end = memmem(s->in, s->in_len, "\r\n\r\n", 4);
 			if (!end) {
 				if (s->in_len == sizeof(s->in))
@@ -375,7 +402,7 @@ static bool step(session *s)
 		r = io_result(s->u, SSL_read(s->u, s->back, sizeof(s->back)), &s->want_u);
 		if (r > 0) {
 			s->back_len = (size_t)r, s->back_off = 0, moved = true;
-			watch_answer(s, s->back, s->back_len);
+			watch_responses(s, s->back, s->back_len);
 		} else if (r < 0)
 			s->u_eof = true, moved = true;
 	}
@@ -466,6 +493,9 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 	s->connect = connect;
 	s->req = req;
 	s->ob = s->out;
+	http_parser_init(&s->rp, HTTP_RESPONSE);
+	s->rp.data = s;
+	bool answered = false;
 	while (!s->closing) {
 		size_t room = sizeof(s->in) - s->in_len, n = len - i < room ? len - i : room;
 		memcpy(s->in + s->in_len, in + i, n);
@@ -479,14 +509,14 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 			out_done(s);
 			took = true;
 		}
-		if (s->st == S_SWITCH && answer_len) { /* the server's answer, each time */
-			watch_answer(s, answer, answer_len);
-			took = true;
-			if (s->st == S_SWITCH)
-				break; /* an answer that never ends: the session waits */
+		if (!took && n == 0) {
+			if (answered)
+				break; /* waiting for answers that do not come */
+			/* what the client sent is out as far as it goes: the
+			 * server answers it */
+			watch_responses(s, answer, answer_len);
+			answered = true;
 		}
-		if (!took && n == 0)
-			break;
 	}
 out:
 	if (s) {
@@ -566,6 +596,8 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	s->connect = connect;
 	s->req = req;
 	s->ob = s->out;
+	http_parser_init(&s->rp, HTTP_RESPONSE);
+	s->rp.data = s;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	int up2 = -1; /* a second connection to the server (HTTP/1.1 after all) */
 	char why[256], body[512];

@@ -2,8 +2,10 @@
 /* libFuzzer target: the requests of an intercepted HTTPS session
  * (proxy_tls.c), without the TLS: keep-alive heads, bodies framed by
  * http-parser (Content-Length, chunked), bodies held for a :body secret,
- * upgrades (the last byte picks the server's answer to them: a 101, a
- * 401, a 100 then a 200, not HTTP, or none). Checks: it never
+ * upgrades and pipelining (the last byte picks what the server says, in
+ * order, once the client's first requests are out: a 101, a 401, a 100
+ * then a 200, not HTTP, none, a 200 then a 101, a 200 whose body is a
+ * 101 head then a 401). Checks: it never
  * crashes or loops; a secret's value comes out only where the input had
  * its placeholder (or the value itself); a request whose Host names
  * another server than the CONNECT's is never passed on. */
@@ -41,8 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
 	    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno",
 	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "\x16\x03\x01 not http\r\n\r\n",
-	    ""};
-	const char *answer = answers[size ? data[size - 1] % 5 : 4];
+	    "",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+	    "HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n\r\n"
+	    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"};
+	const char *answer = answers[size ? data[size - 1] % 7 : 4];
 	size_t cap = 4 * size + 65536;
 	char *out = malloc(cap);
 	if (!out)

@@ -695,6 +695,48 @@ static void test_tls_upgrade(void **state)
 	assert_int_equal(
 	    aj_proxy_tls_frame(&ctx, &c, body, strlen(body), yes, strlen(yes), out, sizeof(out)),
 	    0);
+
+	/* pipelined: GET /a, then the Upgrade. The server's answers come in
+	 * order, one each: the 200 is /a's, never the Upgrade's */
+	char piped[2048];
+	snprintf(piped, sizeof(piped), "GET /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	static const char first[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), first, strlen(first), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /ws HTTP/1.1\r\n"));
+	assert_null(strstr(out, "/next")); /* still waiting for the Upgrade's answer */
+	/* /a's 200, then the 101: what follows is the new protocol's */
+	char both[512];
+	snprintf(both, sizeof(both), "%s%s", first, yes);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: agentjail-"));
+	/* a 101 inside /a's body (or to a HEAD's bodiless answer) is no
+	 * switch: the Upgrade's own 401 is, and the Host check holds */
+	snprintf(both, sizeof(both), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s%s",
+		 strlen(yes), yes, no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "x-key: real-value-1\r\n"));
+	assert_null(strstr(out, "/other"));
+	snprintf(piped, sizeof(piped), "HEAD /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	snprintf(both, sizeof(both), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(yes), no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "x-key: real-value-1\r\n"));
+	assert_null(strstr(out, "/other"));
+	/* a 101 answering a plain GET loses the thread: the session ends */
+	snprintf(piped, sizeof(piped), "GET /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	snprintf(both, sizeof(both), "%s%s", yes, no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_null(strstr(out, "/next"));
 	aj_policy_free(&p);
 }
 
