@@ -6,7 +6,9 @@
  * sandbox's requests one by one (HTTP/1.1 keep-alive): each head is parsed
  * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
  * in (inject.c), and its body is passed on as framed by http-parser
- * (Content-Length or chunked). Responses go back as they come, parsed in
+ * (Content-Length or chunked); toward a host with a :body secret it is
+ * held (up to AJ_INJECT_BODY_MAX) and filled, or past that filled as it
+ * streams, re-framed as chunked. Responses go back as they come, parsed in
  * order (http-parser) and matched one to one to the requests sent: only
  * the Upgrade request's own 101 ends the parsing of requests (a
  * WebSocket's bytes are relayed as they are); an answer to an earlier
@@ -41,10 +43,11 @@
 #define P_HEAD 1u    /* a HEAD: its answer has no body */
 #define P_UPGRADE 2u /* an Upgrade: only its 101 switches */
 
-/* S_HOLD: a body held whole for a "body" secret (inject.h); S_SWITCH: an
+/* S_HOLD: a body held whole for a "body" secret (inject.h); S_STREAM:
+ * one too large to hold, filled and sent as it comes; S_SWITCH: an
  * Upgrade request sent, the client's next bytes wait for the server's
  * answer (a 101: S_RAW; anything else: S_HEAD) */
-enum state { S_HEAD, S_BODY, S_HOLD, S_SWITCH, S_RAW };
+enum state { S_HEAD, S_BODY, S_HOLD, S_STREAM, S_SWITCH, S_RAW };
 
 typedef struct session {
 	aj_netd_ctx *ctx;
@@ -61,8 +64,9 @@ typedef struct session {
 	char out[OUT_MAX]; /* to the server */
 	char *ob;	   /* what goes to the server: out, or a held request */
 	size_t out_len, out_off;
-	aj_body_buf body; /* S_HOLD: the body so far, de-framed */
-	char back[16384]; /* to the client */
+	aj_body_buf body;    /* S_HOLD: the body so far, de-framed; S_STREAM: a piece */
+	aj_body_stream fill; /* S_STREAM: the filler */
+	char back[16384];    /* to the client */
 	size_t back_len, back_off;
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
@@ -75,7 +79,9 @@ typedef struct session {
 static int on_body(http_parser *hp, const char *at, size_t n)
 {
 	session *s = hp->data;
-	return s->st == S_HOLD && aj_body_append(&s->body, at, n) < 0;
+	if (s->st == S_HOLD && s->body.len + n > AJ_INJECT_BODY_MAX)
+		s->body.unbounded = true; /* too large to hold: streamed (start_stream) */
+	return (s->st == S_HOLD || s->st == S_STREAM) && aj_body_append(&s->body, at, n) < 0;
 }
 
 static int on_message_complete(http_parser *hp)
@@ -303,6 +309,105 @@ static void send_head(session *s, const char *body, size_t len)
 	log_event(s, "allowed", s->method, NULL);
 }
 
+/* S_STREAM: the body's bytes so far (s->body) filled, framed as a chunk
+ * (and the last chunk once the body is complete) into a new buffer *out
+ * (*len). 0, or <0 with the request refused (head_sent: after values
+ * went out). */
+static int stream_piece(session *s, bool head_sent, char **out, size_t *len)
+{
+	char *filled = NULL;
+	size_t fl = 0;
+	int r = aj_inject_stream(&s->fill, s->body.p, s->body.len, s->message_done, &filled, &fl);
+	if (s->body.p)
+		explicit_bzero(s->body.p, s->body.len);
+	s->body.len = 0;
+	*out = r < 0 ? NULL : malloc(fl + 32);
+	if (!*out) {
+		if (filled)
+			explicit_bzero(filled, fl);
+		free(filled);
+		if (head_sent) /* values may have gone: logged so */
+			aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill,
+					      &s->notes);
+		refuse(s, r == -EFBIG ? 413 : 500,
+		       r == -EFBIG ? "Content Too Large" : "Internal Server Error",
+		       r == -EFBIG
+			   ? "a piece of the body is too large with the secrets' values in it"
+			   : "out of memory");
+		return -1;
+	}
+	size_t o = 0;
+	if (fl) {
+		o = (size_t)sprintf(*out, "%zx\r\n", fl);
+		memcpy(*out + o, filled, fl);
+		memcpy(*out + o + fl, "\r\n", 2);
+		o += fl + 2;
+		explicit_bzero(filled, fl);
+	}
+	free(filled);
+	if (s->message_done) {
+		memcpy(*out + o, "0\r\n\r\n", 5);
+		o += 5;
+	}
+	*len = o;
+	return 0;
+}
+
+/* S_STREAM, the body complete: its notes logged, the next request. */
+static void stream_done(session *s)
+{
+	aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill, &s->notes);
+	aj_inject_stream_free(&s->fill);
+	aj_body_free(&s->body);
+	s->st = S_HEAD;
+	http_parser_pause(&s->hp, 0);
+}
+
+/* S_HOLD, the body past AJ_INJECT_BODY_MAX: the head goes with
+ * "Transfer-Encoding: chunked", the body from here on filled as it comes
+ * (S_STREAM). */
+static void start_stream(session *s)
+{
+	aj_proxy_req *r = s->req;
+	char *piece = NULL;
+	size_t len = 0;
+	if (r->http_major == 1 && r->http_minor == 0) {
+		aj_body_free(&s->body);
+		refuse(s, 413, "Content Too Large",
+		       "a body over 1 MiB toward a host with a :body secret is streamed as "
+		       "chunked, which HTTP/1.0 has not: use HTTP/1.1");
+		return;
+	}
+	if (aj_inject_set_chunked(r) < 0 ||
+	    aj_inject_stream_init(&s->fill, s->ctx->p, s->connect->host) < 0) {
+		aj_body_free(&s->body);
+		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
+		return;
+	}
+	s->st = S_STREAM;
+	if (stream_piece(s, false, &piece, &len) < 0)
+		return;
+	send_head(s, piece, len);
+	explicit_bzero(piece, len);
+	free(piece);
+	if (s->message_done && !s->closing)
+		stream_done(s);
+}
+
+/* S_STREAM: the next piece queued for the server. */
+static void stream_more(session *s)
+{
+	char *piece = NULL;
+	size_t len = 0;
+	if ((s->body.len == 0 && !s->message_done) || stream_piece(s, true, &piece, &len) < 0)
+		return;
+	s->ob = piece;
+	s->out_len = len;
+	s->out_off = 0;
+	if (s->message_done)
+		stream_done(s);
+}
+
 /* What went to the server is gone: zeroed (it may hold a value). */
 static void out_done(session *s)
 {
@@ -333,24 +438,29 @@ static bool process(session *s)
 			take_head(s, (size_t)(end - s->in) + 4);
 			continue;
 		}
-		if (s->st == S_HOLD) {
+		if (s->st == S_HOLD || s->st == S_STREAM) {
 			size_t k = http_parser_execute(&s->hp, &body_settings, s->in, s->in_len);
 			enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
 			if (e != HPE_OK && e != HPE_PAUSED) {
-				bool big = s->body.too_big;
+				if (s->st == S_STREAM) /* values may have gone: logged so */
+					aj_proxy_stream_notes(s->ctx, s->connect->host,
+							      s->connect->port, &s->fill,
+							      &s->notes);
 				aj_body_free(&s->body);
 				explicit_bzero(s->req, sizeof(*s->req));
-				if (big)
-					refuse(s, 413, "Content Too Large",
-					       "the request body is larger than the 1 MiB a secret "
-					       "is put into bodies up to");
-				else
-					refuse(s, 400, "Bad Request", "malformed request body");
+				refuse(s, e == HPE_CB_body ? 500 : 400,
+				       e == HPE_CB_body ? "Internal Server Error" : "Bad Request",
+				       e == HPE_CB_body ? "out of memory"
+							: "malformed request body");
 				break;
 			}
 			memmove(s->in, s->in + k, s->in_len - k);
 			s->in_len -= k;
-			if (s->message_done)
+			if (s->st == S_STREAM)
+				stream_more(s);
+			else if (s->body.unbounded)
+				start_stream(s);
+			else if (s->message_done)
 				send_held(s);
 			continue;
 		}
@@ -522,6 +632,7 @@ out:
 	if (s) {
 		out_done(s);
 		aj_body_free(&s->body);
+		aj_inject_stream_free(&s->fill);
 	}
 	free(s);
 	free(req);
@@ -670,6 +781,7 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 out:
 	out_done(s);
 	aj_body_free(&s->body);
+	aj_inject_stream_free(&s->fill);
 	if (s->c)
 		SSL_free(s->c);
 	if (s->u)

@@ -8,11 +8,14 @@
  * 101 head then a 401). Checks: it never
  * crashes or loops; a secret's value comes out only where the input had
  * its placeholder (or the value itself); a request whose Host names
- * another server than the CONNECT's is never passed on. */
+ * another server than the CONNECT's is never passed on. And a body filled
+ * as it streams (inject.h), cut in pieces the input picks, comes out as
+ * the same body filled whole. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "inject.h"
 #include "netd_ctx.h"
 #include "proxy_parse.h"
 #include "proxy_tls.h"
@@ -42,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const answers[] = {
 	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
 	    "HTTP/1.1 401 Unauthorized\r\nContent-Length: 2\r\n\r\nno",
-	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", "\x16\x03\x01 not http\r\n\r\n",
+	    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+	    "\x16\x03\x01 not http\r\n\r\n",
 	    "",
 	    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
@@ -65,5 +69,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memmem(out, n, "\nHost: other.test", 17) && !memmem(data, size, "other.test", 10))
 		abort();
 	free(out);
+
+	/* the input as a body, streamed in pieces of 1..64 bytes (each
+	 * piece's size from the byte that starts it) */
+	char *whole = NULL, *got = malloc(4 * size + 64);
+	size_t wl = 0, gl = 0, nn = 0;
+	aj_inject_note notes[AJ_INJECT_NOTES];
+	aj_body_stream st;
+	if (!got || aj_inject_stream_init(&st, &policy, "api.test") < 0) {
+		free(got);
+		return 0;
+	}
+	for (size_t i = 0;;) {
+		size_t k = i < size ? (data[i] & 63) + 1 : 0;
+		k = k < size - i ? k : size - i;
+		char *piece = NULL;
+		size_t pl = 0;
+		if (aj_inject_stream(&st, (const char *)data + i, k, i + k == size, &piece, &pl) <
+		    0)
+			abort();
+		memcpy(got + gl, piece, pl);
+		gl += pl;
+		free(piece);
+		i += k;
+		if (i == size)
+			break;
+	}
+	aj_inject_stream_free(&st);
+	if (aj_inject_body(&policy, "api.test", (const char *)data, size, &whole, &wl, notes, &nn) <
+		0 ||
+	    wl != gl || (wl && memcmp(whole, got, wl) != 0))
+		abort();
+	free(whole);
+	free(got);
 	return 0;
 }
