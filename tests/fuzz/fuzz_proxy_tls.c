@@ -11,6 +11,7 @@
  * another server than the CONNECT's is never passed on. And a body filled
  * as it streams (inject.h), cut in pieces the input picks, comes out as
  * the same body filled whole. */
+#include <http_parser.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,31 @@ static aj_policy policy;
 static aj_netd_ctx ctx;
 static aj_proxy_req connect_req;
 static bool ready;
+
+/* The bodies of the requests in the input, de-framed as http-parser
+ * (lenient, as the proxy's) reads them: a chunked body's placeholder may
+ * be cut by its framing. */
+typedef struct flat {
+	char *p;
+	size_t len;
+} flat;
+
+static int on_flat_body(http_parser *hp, const char *at, size_t n)
+{
+	flat *f = hp->data;
+	memcpy(f->p + f->len, at, n);
+	f->len += n;
+	return 0;
+}
+
+static void unframe(const char *in, size_t n, flat *f)
+{
+	static const http_parser_settings set = {.on_body = on_flat_body};
+	http_parser hp;
+	http_parser_init(&hp, HTTP_REQUEST);
+	hp.data = f;
+	(void)http_parser_execute(&hp, &set, in, n);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -63,9 +89,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   memmem(data, size, "SECRETVALUE", 11);
 	if (!had && memmem(out, n, "SECRETVALUE", 11))
 		abort(); /* a value without its placeholder */
-	if (!memmem(data, size, "agentjail-placeholder-B-0000000000000000", 40) &&
-	    !memmem(data, size, "BODYVALUE", 9) && memmem(out, n, "BODYVALUE", 9))
+	/* a chunked body's placeholder may be cut by its framing */
+	flat f = {malloc(size + 1), 0};
+	if (!f.p)
 		abort();
+	unframe((const char *)data, size, &f);
+	if (!memmem(data, size, "agentjail-placeholder-B-0000000000000000", 40) &&
+	    !memmem(data, size, "BODYVALUE", 9) &&
+	    !memmem(f.p, f.len, "agentjail-placeholder-B-0000000000000000", 40) &&
+	    !memmem(f.p, f.len, "BODYVALUE", 9) && memmem(out, n, "BODYVALUE", 9))
+		abort();
+	free(f.p);
 	if (memmem(out, n, "\nHost: other.test", 17) && !memmem(data, size, "other.test", 10))
 		abort();
 	free(out);
