@@ -189,13 +189,17 @@ static int snapshot_stream(aj_sandbox *sb, const char *name, const char *image, 
 		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
 	/* the files agentjail writes into /etc at each start: the image's */
 	char paths[AJ_ETC_FILES][32];
-	const char *own[AJ_ETC_FILES + 2] = {NULL};
+	const char *own[AJ_ETC_FILES + 3] = {NULL};
 	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
 		own[i] = paths[i];
 	}
-	if (aj_net_tls_wanted(&sb->policy))
+	/* HTTPS interception: the bundle with this sandbox's CA (the image's
+	 * /etc layer in the guest, or staged in AJ_ETC_GENERATED_DIR) */
+	if (aj_net_tls_wanted(&sb->policy)) {
 		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
+		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
+	}
 	_cleanup_free_ char *base_path = NULL;
 	_cleanup_close_ int base = -1;
 	if (image && aj_image_rootfs(aj_state_dir(), image, &base_path, NULL) == 0)

@@ -97,6 +97,8 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 	    (e->type == 'l' && (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
 		return aj_err(err, EPROTO, "snapshot: the sandbox sent a bad entry '%.200s'",
 			      e->path ? e->path : "");
+	if (t->entries >= 10000000) /* as level 1's copy (tree.c) */
+		return aj_err(err, EFBIG, "snapshot: too many files (at /%.200s)", rel);
 	if (e->type == 'f' && e->size > t->max - t->bytes)
 		return aj_err(err, EDQUOT, "snapshot: /%s passes the snapshot's size limit", rel);
 	snprintf(t->path, sizeof(t->path), "%s", rel);

@@ -201,12 +201,12 @@ refused" "the binds"
 
 @test "serve microvm: a snapshot of a VM's root is a new image; a SIGKILLed service's VMs (a paused one) are swept at the next start" {
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls mkdir ln sleep
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls mkdir ln sleep truncate rm
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
     ws=$BATS_TEST_TMPDIR/ws
     mkdir "$ws"
     svc_start
-    id=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\"}")
+    id=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\", \"disk\": \"64m\"}")
     # files written in the VM: in its root, the workspace, /tmp; a process
     # that the copy stops and continues
     out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
@@ -233,6 +233,15 @@ refused" "the binds"
     assert_eq "$status_code" 409 "an existing name: $body"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "Bad/Name"}'
     assert_eq "$status_code" 400 "a bad name: $body"
+    # past the VM's image plus its disk (a sparse 1 GiB file): 507, the
+    # agent stopped mid-file, the VM's processes continued
+    out=$(sb_exec "$id" '{"cmd": ["truncate", "-s", "1G", "/opt/big"]}')
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvbig"}'
+    assert_eq "$status_code" 507 "a snapshot past the disk: $body"
+    assert_contains "$body" disk
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "rm /opt/big; cat /proc/$(cat /tmp/pid)/stat"]}')
+    [[ "$(events_stdout <<<"$out")" == *") S "* ]] || fail "the background process after a 507: $out"
+    [ ! -e "$AGENTJAIL_STATE_DIR/images/names/mvbig" ] || fail "the refused snapshot's name exists"
     [ -z "$(ls -A "$AGENTJAIL_STATE_DIR/images" | grep '^\.')" ] || fail "left in the store: $(ls -A "$AGENTJAIL_STATE_DIR/images")"
     # a level-1 sandbox from the new image sees the VM's file
     l1=$(sb_create '{"image": "mvsnap"}')

@@ -383,6 +383,7 @@ typedef struct tree_walk {
 	json_t *skip;	     /* directories sent empty ("tmp", "home/agent") */
 	char path[PATH_MAX]; /* of the directory walked, relative ("" at the root) */
 	int err;
+	bool cancelled; /* the host said stop */
 } tree_walk;
 
 static bool skipped(const tree_walk *w, const char *rel)
@@ -398,17 +399,32 @@ static bool skipped(const tree_walk *w, const char *rel)
 	return false;
 }
 
+/* The host's stop (a signal frame: it refused the stream), polled. */
+static bool tree_cancelled(tree_walk *w)
+{
+	struct pollfd pf = {0, POLLIN, 0};
+	char type, *buf = NULL;
+	uint32_t len;
+	while (!w->cancelled && poll(&pf, 1, 0) == 1) {
+		if (read_frame(&type, &buf, &len) != 1 || type == AJ_AG_SIGNAL)
+			w->cancelled = true;
+		free(buf);
+		buf = NULL;
+	}
+	return w->cancelled;
+}
+
 /* One entry: its stat as an 'L' frame ({"p","t","m","u","g","s","mt","mn"}
  * and "l" for a symlink), a regular file's bytes as 'D' frames after it
  * (then an empty one). */
-static void tree_entry(const char *rel, const struct statx *sx, const char *link, int fd)
+static void tree_entry(tree_walk *w, const struct statx *sx, const char *link, int fd)
 {
 	char t = S_ISREG(sx->stx_mode)	 ? 'f'
 		 : S_ISDIR(sx->stx_mode) ? 'd'
 		 : S_ISLNK(sx->stx_mode) ? 'l'
 					 : 'p';
 	char ts[2] = {t, 0};
-	json_t *j = json_pack("{s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "p", rel, "t", ts, "m",
+	json_t *j = json_pack("{s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "p", w->path, "t", ts, "m",
 			      (int)(sx->stx_mode & 07777), "u", (json_int_t)sx->stx_uid, "g",
 			      (json_int_t)sx->stx_gid, "s", (json_int_t)sx->stx_size, "mt",
 			      (json_int_t)sx->stx_mtime.tv_sec, "mn", (int)sx->stx_mtime.tv_nsec);
@@ -420,7 +436,8 @@ static void tree_entry(const char *rel, const struct statx *sx, const char *link
 	static char buf[READ_MAX];
 	ssize_t n;
 	unsigned long long left = sx->stx_size;
-	while (left && (n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf))) > 0) {
+	while (left && !tree_cancelled(w) &&
+	       (n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf))) > 0) {
 		frame(AJ_AG_DATA, buf, (size_t)n);
 		left -= (unsigned long long)n;
 	}
@@ -437,7 +454,7 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 	}
 	size_t plen = strlen(w->path);
 	struct dirent *de;
-	while (!host_gone && (de = readdir(d))) {
+	while (!host_gone && !tree_cancelled(w) && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (snprintf(w->path + plen, sizeof(w->path) - plen, "%s%s", plen ? "/" : "",
@@ -453,7 +470,7 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 		if (S_ISDIR(sx.stx_mode)) {
 			/* a mount point (/proc, /dev, /workspace, a bind) and the
 			 * skipped ones: the directory, empty */
-			tree_entry(w->path, &sx, NULL, -1);
+			tree_entry(w, &sx, NULL, -1);
 			if (!other && !skipped(w, w->path) && depth < TREE_MAX_DEPTH) {
 				int sub = openat(dirfd(d), de->d_name,
 						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -466,7 +483,7 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 			int fd = openat(dirfd(d), de->d_name,
 					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 			if (fd >= 0) {
-				tree_entry(w->path, &sx, NULL, fd);
+				tree_entry(w, &sx, NULL, fd);
 				close(fd);
 			}
 		} else if (S_ISLNK(sx.stx_mode)) {
@@ -474,10 +491,10 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 			ssize_t n = readlinkat(dirfd(d), de->d_name, t, sizeof(t) - 1);
 			if (n >= 0) {
 				t[n] = '\0';
-				tree_entry(w->path, &sx, t, -1);
+				tree_entry(w, &sx, t, -1);
 			}
 		} else if (S_ISFIFO(sx.stx_mode)) {
-			tree_entry(w->path, &sx, NULL, -1);
+			tree_entry(w, &sx, NULL, -1);
 		} /* sockets and devices are left out */
 		w->path[plen] = '\0';
 	}
@@ -498,7 +515,7 @@ static int op_tree(json_t *q)
 		stop_others();
 	tree_dir(&w, fd, 0);
 	continue_others();
-	return answer(host_gone ? EPIPE : w.err);
+	return answer(host_gone ? EPIPE : w.cancelled ? ECANCELED : w.err);
 }
 
 static int rm_tree(int dfd, const char *name, int depth)

@@ -356,8 +356,17 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
 	int rr = 0;
+	bool stopped = false;
 	while (!c->have_exit && rr >= 0) {
 		unsigned long long t = now_ms();
+		if (c->sink && c->sr < 0 && !stopped) {
+			/* the stream refused: the agent told to stop, and given
+			 * DRAIN_MS for its answer (a guest that goes on is cut off) */
+			unsigned char sig = SIGKILL;
+			(void)aj_agent_send(pt->fd, AJ_AG_SIGNAL, &sig, 1);
+			stopped = true;
+			until = t + DRAIN_MS;
+		}
 		if (until && t >= until)
 			break;
 		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
