@@ -209,7 +209,7 @@ refused" "the binds"
     id=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\", \"disk\": \"64m\"}")
     # files written in the VM: in its root, the workspace, /tmp; a process
     # that the copy stops and continues
-    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
     assert_eq "$(events_stdout <<<"$out")" up "$out"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap"}'
     assert_eq "$status_code" 201 "snapshot: $body"
@@ -218,6 +218,7 @@ refused" "the binds"
     assert_eq "$(cat "$dir/opt/d/f")" made-in-vm "the VM's file in the image"
     assert_eq "$(stat -c %u:%g "$dir/opt/d/f")" 0:0 "its owner (the image's ids)"
     assert_eq "$(readlink "$dir/opt/d/l")" ../etc/motd "a symlink"
+    [ -e "$dir/opt/d/$(printf 'lat\351')" ] || fail "a file whose name is not UTF-8: $(ls "$dir/opt/d")"
     assert_eq "$(cat "$dir/etc/motd")" changed "a changed image file"
     # agentjail's /etc files as the base image had them (none), no
     # workspace or /tmp files, no device or socket

@@ -417,6 +417,25 @@ static bool tree_cancelled(tree_walk *w)
 /* One entry: its stat as an 'L' frame ({"p","t","m","u","g","s","mt","mn"}
  * and "l" for a symlink), a regular file's bytes as 'D' frames after it
  * (then an empty one). */
+/* A name as key k when it is UTF-8 (JSON's), else as hex in k"x" (a
+ * file name is any bytes but '/' and NUL). */
+static void name_json(json_t *j, const char *k, const char *name)
+{
+	json_t *v = json_string(name);
+	if (v) {
+		json_object_set_new(j, k, v);
+		return;
+	}
+	size_t n = strlen(name);
+	char *hex = malloc(2 * n + 1), key[8];
+	for (size_t i = 0; hex && i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)name[i]);
+	snprintf(key, sizeof(key), "%sx", k);
+	if (hex)
+		json_object_set_new(j, key, json_string(n ? hex : ""));
+	free(hex);
+}
+
 static void tree_entry(tree_walk *w, const struct statx *sx, const char *link, int fd)
 {
 	char t = S_ISREG(sx->stx_mode)	 ? 'f'
@@ -424,12 +443,13 @@ static void tree_entry(tree_walk *w, const struct statx *sx, const char *link, i
 		 : S_ISLNK(sx->stx_mode) ? 'l'
 					 : 'p';
 	char ts[2] = {t, 0};
-	json_t *j = json_pack("{s:s,s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "p", w->path, "t", ts, "m",
+	json_t *j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "t", ts, "m",
 			      (int)(sx->stx_mode & 07777), "u", (json_int_t)sx->stx_uid, "g",
 			      (json_int_t)sx->stx_gid, "s", (json_int_t)sx->stx_size, "mt",
 			      (json_int_t)sx->stx_mtime.tv_sec, "mn", (int)sx->stx_mtime.tv_nsec);
+	name_json(j, "p", w->path);
 	if (link)
-		json_object_set_new(j, "l", json_string(link));
+		name_json(j, "l", link);
 	frame_json(AJ_AG_ENTRY, j);
 	if (t != 'f')
 		return;

@@ -10,6 +10,7 @@
  * destroy: the VM's processes, its host cgroup and directory (boot.c).
  * state/sweep: the same by the recorded pids (with start times), cgroups
  * and directory. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -253,11 +254,38 @@ static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
 	st->mtime = a->mtime;
 }
 
+/* A name of the entry j: key k, or k"x" in hex (not UTF-8); malloc'ed,
+ * NULL when neither is there or the hex is bad. */
+static char *tree_name(json_t *j, const char *k)
+{
+	const char *v = json_string_value(json_object_get(j, k));
+	if (v)
+		return strdup(v);
+	char key[8];
+	snprintf(key, sizeof(key), "%sx", k);
+	const char *x = json_string_value(json_object_get(j, key));
+	size_t n = x ? strlen(x) : 1;
+	char *out = n % 2 ? NULL : malloc(n / 2 + 1);
+	for (size_t i = 0; out && i < n / 2; i++) {
+		unsigned b;
+		if (sscanf(x + 2 * i, "%2x", &b) != 1 || !b || !isxdigit((unsigned char)x[2 * i]) ||
+		    !isxdigit((unsigned char)x[2 * i + 1])) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)b;
+		out[i + 1] = '\0';
+	}
+	if (out && !n)
+		out[0] = '\0';
+	return out;
+}
+
 /* One entry of the guest's root ('L' of op "tree"): its JSON, untrusted. */
 static int tree_entry(call *c, const char *buf, size_t len)
 {
 	json_t *j = json_loadb(buf, len, 0, NULL);
-	const char *p = json_string_value(json_object_get(j, "p"));
+	_cleanup_free_ char *p = tree_name(j, "p"), *l = tree_name(j, "l");
 	const char *t = json_string_value(json_object_get(j, "t"));
 	static const char *const num[] = {"m", "u", "g", "s", "mt", "mn"};
 	long long v[6];
@@ -279,7 +307,7 @@ static int tree_entry(call *c, const char *buf, size_t len)
 				   .size = (unsigned long long)v[3],
 				   .mtime = v[4],
 				   .mtime_ns = (long)v[5],
-				   .link = json_string_value(json_object_get(j, "l"))};
+				   .link = l};
 		r = c->sink->entry(c->sink->ctx, &e, &c->serr);
 	}
 	json_decref(j);
