@@ -293,7 +293,9 @@ static int cmd_kill(int rootfd, int argc, char **argv)
 	if (aj_oci_load_state(rootfd, id, &st))
 		return AJ_EXIT_INTERNAL;
 	int r = 0;
-	if (!strcmp(st.status, "stopped"))
+	if (st.orphan)
+		aj_oci_end_orphan(&st); /* its monitor is gone: it cannot go on */
+	else if (!strcmp(st.status, "stopped"))
 		r = aj_oci_failf("container %s is not running", id);
 	/* KILL: the sandbox's init, and with it every process in it; the
 	 * others: the monitor, which forwards them to the command */
@@ -341,11 +343,14 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	if (aj_oci_load_state(rootfd, id, &st))
 		return AJ_EXIT_INTERNAL;
 	int r = 0;
-	if (!strcmp(st.status, "running") && !force) {
-		r = aj_oci_failf(
-		    "container %s is running (fix: agentjail oci kill %s KILL, or delete "
-		    "--force)",
-		    id, id);
+	/* as runc: a created one is killed, a running or paused one only
+	 * with --force (nothing changed) */
+	if ((!strcmp(st.status, "running") || !strcmp(st.status, "paused")) && !force) {
+		r = aj_oci_failf("cannot delete container %s that is not stopped: it is %s (fix: "
+				 "agentjail oci kill %s KILL, then delete; or delete --force)",
+				 id, st.status, id);
+	} else if (st.orphan) {
+		aj_oci_end_orphan(&st);
 	} else if (strcmp(st.status, "stopped")) {
 		if (aj_oci_init_alive(&st))
 			kill(st.init, SIGKILL);

@@ -6,11 +6,14 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -161,9 +164,10 @@ int aj_oci_load_state(int rootfd, const char *id, aj_oci_state *st)
 	st->status = !alive ? "stopped" : held ? "created" : "running";
 	/* runtime-spec's pid: the command's process, recorded by start;
 	 * while held, the sandbox's init (the same namespaces), which starts it */
-	bool init_ok =
-	    alive && aj_oci_start_time(st->init) == (unsigned long long)json_integer_value(
-							json_object_get(st->j, "init_start"));
+	bool init_ok = aj_oci_init_alive(st);
+	/* a monitor killed while the container was frozen: its init's
+	 * parent-death SIGKILL waits for a thaw (paused, not stopped) */
+	st->orphan = !alive && init_ok;
 	pid_t cmd = (pid_t)json_integer_value(json_object_get(st->j, "cmd"));
 	if (!init_ok)
 		st->cpid = 0;
@@ -172,15 +176,16 @@ int aj_oci_load_state(int rootfd, const char *id, aj_oci_state *st)
 		st->cpid = cmd;
 	else if (held || (st->cpid = aj_oci_first_child(st->init)) == 0)
 		st->cpid = st->init;
-	if (init_ok && !held && aj_oci_container_frozen(st))
+	if (init_ok && (!held || st->orphan) && aj_oci_container_frozen(st))
 		st->status = "paused";
 	return 0;
 }
 
 bool aj_oci_init_alive(const aj_oci_state *st)
 {
-	return aj_oci_start_time(st->init) ==
-	       (unsigned long long)json_integer_value(json_object_get(st->j, "init_start"));
+	return st->init > 0 &&
+	       aj_oci_start_time(st->init) ==
+		   (unsigned long long)json_integer_value(json_object_get(st->j, "init_start"));
 }
 
 /* ---- the container's cgroups, found again from its init's ---- */
@@ -292,6 +297,27 @@ void aj_oci_thaw(const aj_oci_state *st)
 	aj_error err;
 	if (cg && aj_oci_container_cgroup(st, cg, &err) == 0)
 		aj_cgroup_thaw(cg);
+	free(cg);
+}
+
+void aj_oci_end_orphan(const aj_oci_state *st)
+{
+	aj_cgroup *cg = calloc(1, sizeof(*cg));
+	aj_error err;
+	bool have = cg && aj_oci_container_cgroup(st, cg, &err) == 0;
+	int pfd = (int)syscall(SYS_pidfd_open, st->init, 0);
+	if (aj_oci_init_alive(st))
+		kill(st->init, SIGKILL);
+	if (have)
+		aj_cgroup_thaw(cg);
+	/* its pid namespace empties before its init's pidfd turns readable */
+	struct pollfd pf = {pfd, POLLIN, 0};
+	if (pfd >= 0) {
+		(void)poll(&pf, 1, 10000);
+		close(pfd);
+	}
+	if (have)
+		aj_cgroup_destroy(cg);
 	free(cg);
 }
 

@@ -49,6 +49,7 @@ typedef struct aj_oci_state {
 	pid_t pid, init;
 	pid_t cpid;	    /* the container's process (runtime-spec's pid), 0 if gone */
 	const char *status; /* created, running, paused, stopped */
+	bool orphan;	    /* its monitor gone, its init still there (frozen) */
 } aj_oci_state;
 
 /* ID's state (st->j to json_decref): 0, or 125 with the error printed. */
@@ -58,6 +59,9 @@ bool aj_oci_init_alive(const aj_oci_state *st);
 int aj_oci_container_cgroup(const aj_oci_state *st, aj_cgroup *cg, aj_error *err);
 bool aj_oci_container_frozen(const aj_oci_state *st);
 void aj_oci_thaw(const aj_oci_state *st);
+/* An orphan's end, as its monitor's would have been: its init killed (and
+ * thawed: a frozen process dies only then), its cgroups removed. */
+void aj_oci_end_orphan(const aj_oci_state *st);
 int aj_oci_remove_state(int rootfd, const char *id);
 /* A file written atomically in dfd: 0 or a negative errno. */
 int aj_oci_write_file_at(int dfd, const char *name, const char *text);

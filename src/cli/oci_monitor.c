@@ -182,7 +182,8 @@ typedef struct monitor {
 	const char *id, *bundle;
 	json_t *hooks, *ann; /* config.json's (prestart, createRuntime run here) */
 	json_t *sysctl;	     /* linux.sysctl's checked ones, or NULL */
-	int report;	     /* to create: a report, then closed */
+	int report;	     /* with create: a report, the pid file's pid back, then closed */
+	aj_run_hooks *run;   /* watch_fd: that process's pidfd */
 	int fifo;	     /* exec.fifo, read-write: start's byte */
 	bool started;
 	int signal; /* what ended it while held */
@@ -291,10 +292,18 @@ static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 		return r;
 	report rep = {.ok = 1, .init = init};
 	r = aj_write_all(m->report, &rep, sizeof(rep));
+	/* create's answer: the pid file's process, which the engine waits for
+	 * as runc's init; its end (a SIGKILL) ends the container too */
+	pid_t ctr = 0;
+	if (r == 0)
+		r = aj_read_all(m->report, &ctr, sizeof(ctr));
 	close(m->report);
 	m->report = -1;
-	if (r < 0)
-		return aj_err(err, -r, "create went away");
+	if (r < 0 || ctr <= 0)
+		return aj_err(err, r < 0 ? -r : ECHILD, "create went away");
+	m->run->watch_fd = (int)syscall(SYS_pidfd_open, ctr, 0);
+	if (m->run->watch_fd < 0)
+		return aj_err(err, errno, "cannot watch the container's process");
 	/* run's caller blocked these: a signal sent while held ends it */
 	sigset_t set;
 	sigemptyset(&set);
@@ -306,8 +315,11 @@ static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 	if (sfd < 0 || pfd < 0)
 		return aj_err(err, errno, "cannot watch the held container");
 	for (;;) {
-		struct pollfd pf[3] = {{m->fifo, POLLIN, 0}, {sfd, POLLIN, 0}, {pfd, POLLIN, 0}};
-		if (poll(pf, 3, -1) < 0) {
+		struct pollfd pf[4] = {{m->fifo, POLLIN, 0},
+				       {sfd, POLLIN, 0},
+				       {pfd, POLLIN, 0},
+				       {m->run->watch_fd, POLLIN, 0}};
+		if (poll(pf, 4, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return aj_err(err, errno, "poll");
@@ -329,7 +341,7 @@ static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 					      m->signal);
 			}
 		}
-		if (pf[2].revents & POLLIN) {
+		if ((pf[2].revents | pf[3].revents) & POLLIN) {
 			m->signal = SIGKILL;
 			return aj_err(err, ECHILD, "killed before start");
 		}
@@ -372,6 +384,7 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 			      .ready = monitor_ready,
 			      .exec_listen = exec_listen,
 			      .freezer = true};
+	m.run = &hooks;
 	aj_run_result res;
 	aj_error err;
 	aj_err_clear(&err);
@@ -392,6 +405,7 @@ __attribute__((noreturn)) static void monitor_main(aj_oci_config *cfg, int repor
 		code = aj_oci_fail(&err); /* e.g. a cwd or command not in the root: 125-127 */
 	/* everything is removed: the container's process exits with it too */
 	unsigned char b = (unsigned char)code;
+	signal(SIGPIPE, SIG_IGN); /* the container's process may be gone (killed) */
 	(void)aj_write_all(exit_fd, &b, 1);
 	_exit(code);
 }
@@ -542,8 +556,9 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	if (dfd < 0 || mkfifoat(rootfd, fifo, 0600) < 0)
 		return aj_oci_failf("cannot make the state of %s: %s", id, strerror(errno));
 	int ffd = openat(rootfd, fifo, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	int p[2], xp[2]; /* the report; the exit status to the container's process */
-	if (ffd < 0 || pipe2(p, O_CLOEXEC) < 0 || pipe2(xp, O_CLOEXEC) < 0)
+	int p[2], xp[2]; /* the report (and the pid file's pid back); the exit status */
+	if (ffd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0 ||
+	    pipe2(xp, O_CLOEXEC) < 0)
 		return aj_oci_failf("cannot make the state of %s: %s", id, strerror(errno));
 	_cleanup_close_ int master = -1, slave = -1;
 	if (cfg->terminal && (master = aj_oci_open_pty(&slave)) < 0)
@@ -586,8 +601,8 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	while (got < sizeof(rep) && ((n = read(p[0], (char *)&rep + got, sizeof(rep) - got)) > 0 ||
 				     (n < 0 && errno == EINTR)))
 		got += n > 0 ? (size_t)n : 0;
-	close(p[0]);
 	if (got != sizeof(rep) || !rep.ok) {
+		close(p[0]);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		if (got == sizeof(rep))
@@ -608,6 +623,10 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			;
 		close(rp[0]);
 	}
+	/* the monitor watches it from now on (0: it ends) */
+	pid_t answer = ok == '1' ? ctr : 0;
+	(void)aj_write_all(p[0], &answer, sizeof(answer));
+	close(p[0]);
 	int r = ok == '1' ? 0 : -ECHILD;
 	if (r < 0)
 		aj_oci_failf("cannot start the process of %s in its namespaces (fix: run as root; "
