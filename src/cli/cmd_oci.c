@@ -43,7 +43,7 @@ static const char oci_usage[] =
     "  agentjail oci kill [--all] ID [SIGNAL]\n"
     "                     TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2\n"
     "  agentjail oci delete [--force] ID\n"
-    "                     remove it (--force: even a running one)\n"
+    "                     remove it (--force: even a running or paused one)\n"
     "  agentjail oci pause ID, resume ID\n"
     "                     freeze or thaw every process of it (its freezer cgroup)\n"
     "  agentjail oci ps [--format table|json] ID\n"
