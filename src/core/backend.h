@@ -46,6 +46,9 @@ typedef struct aj_run_hooks {
 	/* Optional (`agentjail oci pause`): also a freezer cgroup, as a
 	 * persistent sandbox has (found again from its init's cgroups). */
 	bool freezer;
+	/* Optional (`agentjail oci`: a pidfd of the engine's process): > 0, an
+	 * fd that turns readable when the run must end: its init is killed. */
+	int watch_fd;
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {
