@@ -276,6 +276,8 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 	(void)prctl(PR_SET_NAME, "aj-revoke", 0, 0, 0);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* it holds minted values */
 	(void)setsid();
+	if (fd < 3) /* run's stdio was closed: keep it clear of 0-2 */
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int i = 0; nul >= 0 && i < 3; i++)
 		(void)dup2(nul, i);
