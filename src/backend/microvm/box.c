@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent_frame.h"
+#include "agent_relay.h"
 #include "boot.h"
 #include "snap.h"
 #include "microvm.h"
@@ -45,9 +46,9 @@
 #define OUT_HIGH (256u << 10)
 /* the ports proxy's connections: at most this many of the agent ports at
  * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
- * without a byte either way */
-#define AJ_MV_PROXY_MAX 2
-#define RELAY_IDLE_MS (10ULL * 60 * 1000)
+ * without a byte either way (agent_relay.h: the same at level 2) */
+#define AJ_MV_PROXY_MAX AJ_PROXY_MAX
+#define RELAY_IDLE_MS AJ_PROXY_IDLE_MS
 
 typedef struct mv_port {
 	int fd;
