@@ -102,15 +102,15 @@ typedef struct relay_state {
 	unsigned long long last_ms, gave_up;
 } relay_state;
 
-/* One frame from the agent. */
-static void from_agent(aj_agent_relay *r, relay_state *s)
+typedef struct frame_ctx {
+	aj_agent_relay *r;
+	relay_state *s;
+} frame_ctx;
+
+static bool on_frame(void *ctx, char type, const char *buf, size_t len)
 {
-	char type, *buf = NULL;
-	uint32_t len;
-	if (aj_agent_recv(r->from, &type, &buf, &len) <= 0) {
-		s->gone = true;
-		return;
-	}
+	aj_agent_relay *r = ((frame_ctx *)ctx)->r;
+	relay_state *s = ((frame_ctx *)ctx)->s;
 	if (type == AJ_AG_STDOUT && len) {
 		s->last_ms = now_ms();
 		if (!s->client_gone && !s->server_end && send_all(r->client, buf, len) < 0)
@@ -120,14 +120,49 @@ static void from_agent(aj_agent_relay *r, relay_state *s)
 		(void)shutdown(r->client, SHUT_WR);
 	} else if (type == AJ_AG_EXIT) {
 		r->answered = true;
+		return false;
 	}
-	free(buf);
+	return true;
+}
+
+/* The whole frames in r->ibuf handled (after reading what came, when
+ * more); a broken stream sets s->gone. */
+static void from_agent(aj_agent_relay *r, relay_state *s, bool more)
+{
+	if (more && r->icap - r->ilen < 65536) {
+		size_t cap = r->icap ? r->icap * 2 : 131072;
+		char *nb = realloc(r->ibuf, cap);
+		if (!nb) {
+			s->gone = true;
+			return;
+		}
+		r->ibuf = nb, r->icap = cap;
+	}
+	ssize_t n = more ? read(r->from, r->ibuf + r->ilen, r->icap - r->ilen) : 0;
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (more && n <= 0) {
+		s->gone = true;
+		return;
+	}
+	r->ilen += (size_t)n;
+	frame_ctx fc = {r, s};
+	ssize_t off = aj_agent_split(r->ibuf, r->ilen, on_frame, &fc);
+	if (off < 0) {
+		s->gone = true;
+		return;
+	}
+	memmove(r->ibuf, r->ibuf + off, r->ilen - (size_t)off);
+	r->ilen -= (size_t)off;
 }
 
 void aj_agent_relay_run(aj_agent_relay *r)
 {
 	block_sigpipe();
 	relay_state s = {.last_ms = now_ms()};
+	r->answered = r->broken = false;
+	if (r->ilen) /* frames that came with the connect's answer */
+		from_agent(r, &s, false);
 	while (!r->answered && !s.gone) {
 		/* after the client's half-close its end is still watched (a
 		 * POLLHUP: closed for good) */
@@ -138,7 +173,7 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		if ((n < 0 && errno != EINTR) || stopped(r))
 			break;
 		if (n > 0 && pf[0].revents)
-			from_agent(r, &s);
+			from_agent(r, &s, true);
 		if (n > 0 && pf[1].revents && !s.client_end && !r->answered && !s.gone) {
 			char buf[65536];
 			ssize_t got = read(r->client, buf, sizeof(buf));
@@ -167,6 +202,7 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		} else if (s.gave_up && t - s.gave_up >= AJ_AGENT_DRAIN_MS)
 			break;
 	}
+	r->broken = s.gone && !r->answered;
 }
 
 /* ---- --publish ---- */
@@ -255,6 +291,7 @@ static void *conn_main(void *arg)
 	pb->conns--;
 	pthread_cond_broadcast(&pb->cv);
 	pthread_mutex_unlock(&pb->mu);
+	free(c->r.ibuf);
 	free(c);
 	return NULL;
 }

@@ -28,8 +28,13 @@ typedef struct aj_agent_relay {
 	unsigned long long idle_ms; /* ended after so long without a byte either way (0: never) */
 	bool (*stop)(void *ctx);    /* asked every 500 ms at most: true ends the relay */
 	void *ctx;
+	/* bytes from the agent not yet handled (malloc'ed; may be given in,
+	 * e.g. read with level 3's 'T' frame; the caller's to free after) */
+	char *ibuf;
+	size_t ilen, icap;
 	/* out */
 	bool answered;	 /* the agent's answer ('X') was read: it said its last */
+	bool broken;	 /* the agent's stream ended or broke before its answer */
 	aj_agent_exit x; /* that answer (a connect refused) */
 } aj_agent_relay;
 

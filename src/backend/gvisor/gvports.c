@@ -65,6 +65,7 @@ static void proxy_release(gv_relay *rl)
 	i->proxy[rl->slot] = (gv_proxy_slot){.fd = -1};
 	pthread_cond_broadcast(&i->gate_cv);
 	pthread_mutex_unlock(&i->gate_mu);
+	free(rl->r.ibuf);
 	free(rl);
 }
 
