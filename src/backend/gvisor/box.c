@@ -340,9 +340,11 @@ static int gv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 	pthread_mutex_unlock(&i->gate_mu);
 	if (busy) {
 		aj_err(err, EBUSY,
-		       "%u command%s or file operation%s running in the sandbox: runsc "
-		       "checkpoint cannot save what runsc exec connects to the host",
-		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
+		       "%u command%s, file operation%s or ports-proxy connection%s running in "
+		       "the sandbox: runsc checkpoint cannot save what runsc exec connects to "
+		       "the host",
+		       busy, busy == 1 ? "" : "s", busy == 1 ? "" : "s",
+		       busy == 1 ? " is" : "s are");
 		aj_err_hint(
 		    err, "fork or snapshot when they have ended (a background process: kill it, or "
 			 "start it detached, e.g. `nohup CMD >/tmp/log 2>&1 &`)");
