@@ -343,13 +343,31 @@ gv_cg_knob() { # PID CONTROLLER KNOB
         head -c 16 >/dev/null || true
     api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
     assert_eq "$status_code" 200 "after a flood's client hung up: $body"
+    # a held connection whose agent the sandbox stops (SIGSTOP, as the
+    # policy's user) once it answered: its runsc exec is killed, the delete
+    # below does not wait for it
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 30 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/hold" &
+    h1=$!
+    # every agent but this command's own (an ancestor) is the connection's
+    local stop='anc=" "; p=$$; while [ "$p" -gt 1 ]; do anc="$anc$p "; p=$(sed -n "s/^PPid:[[:space:]]*//p" /proc/$p/status); done
+        for d in /proc/[0-9]*; do n=${d#/proc/}; case "$anc" in *" $n "*) continue ;; esac
+            case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in /.agentjail-agent*) kill -STOP "$n" && echo "$n" ;; esac; done'
+    for _ in $(seq 50); do
+        n=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /tmp/held 2>/dev/null | wc -l"]}' | events_stdout)
+        [ "${n// /}" -ge 3 ] && break
+        sleep 0.2
+    done
+    out=$(sb_exec "$id" "$(jq -nc --arg s "$stop" '{cmd: ["sh", "-c", $s]}')" | events_stdout)
+    [ -n "$out" ] || fail "no connection agent stopped in the sandbox"
+    kill "$h1"
+    wait "$h1" 2>/dev/null || true
     # a client that does not read a flood: the delete ends its relay
     curl -s --unix-socket "$SOCK" -o /dev/null --max-time 60 --limit-rate 1 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/flood" &
     local fl=$!
     sleep 1
-    api_status DELETE "/v1/sandboxes/$id" --max-time 30
+    api_status DELETE "/v1/sandboxes/$id" --max-time 10
     kill "$fl" 2>/dev/null || true
     wait "$fl" 2>/dev/null || true
-    assert_eq "$status_code" 200 "delete with a flooded proxy client: $body"
+    assert_eq "$status_code" 200 "delete with a flooded proxy client and a stopped agent: $body"
     gv_none_left
 }

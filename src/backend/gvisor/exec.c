@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -146,7 +147,7 @@ int aj_gv_agent_spawn(gv_run *g, bool root, gv_agent *a, aj_error *err)
 	return 0;
 }
 
-void aj_gvbox_agent_end(gv_agent *a, bool kill_it)
+static void agent_close_fds(gv_agent *a)
 {
 	int *fds[] = {&a->to, &a->from, &a->errp};
 	for (size_t k = 0; k < AJ_ARRAY_SIZE(fds); k++)
@@ -154,6 +155,36 @@ void aj_gvbox_agent_end(gv_agent *a, bool kill_it)
 			close(*fds[k]);
 			*fds[k] = -1;
 		}
+}
+
+void aj_gvbox_agent_settle(gv_agent *a, bool kill_it, int grace_ms)
+{
+	agent_close_fds(a);
+	if (a->pid <= 0)
+		return;
+	if (kill_it)
+		kill(a->pid, SIGKILL);
+	/* the pid stays unreaped (WNOWAIT), so a kill by pid can't hit another */
+	int pfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+	if (pfd >= 0) {
+		struct pollfd pf = {.fd = pfd, .events = POLLIN};
+		int r;
+		while ((r = poll(&pf, 1, grace_ms)) < 0 && errno == EINTR)
+			;
+		if (r == 0) /* stopped or stuck in the sandbox (its user can) */
+			(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		close(pfd);
+	} else {
+		kill(a->pid, SIGKILL); /* no pidfd: no bounded wait either */
+	}
+	siginfo_t si;
+	while (waitid(P_PID, (id_t)a->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+}
+
+void aj_gvbox_agent_end(gv_agent *a, bool kill_it)
+{
+	agent_close_fds(a);
 	if (a->pid > 0) {
 		if (kill_it)
 			kill(a->pid, SIGKILL);

@@ -56,6 +56,10 @@ typedef struct gv_agent {
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
 /* The same for g's container, through no gate (a one-shot run's). */
 int aj_gv_agent_spawn(gv_run *g, bool root, gv_agent *a, aj_error *err);
+/* Close our ends, wait until it has exited without reaping it (SIGKILL
+ * first when kill, or after grace_ms): its pid stays safe to kill. */
+void aj_gvbox_agent_settle(gv_agent *a, bool kill, int grace_ms);
+#define AJ_GV_AGENT_GRACE_MS 3000
 /* Close our ends, reap it (SIGKILL first when kill). */
 void aj_gvbox_agent_end(gv_agent *a, bool kill);
 /* runsc's message on errp (the last line), for an error. */

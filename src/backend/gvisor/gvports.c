@@ -57,10 +57,12 @@ static bool proxy_stopped(void *ctx)
 static void proxy_release(gv_relay *rl)
 {
 	aj_inst *i = rl->i;
+	/* its pid stays in the slot until it has exited: the delete kills it */
+	aj_gvbox_agent_settle(&rl->a, !rl->r.answered, AJ_GV_AGENT_GRACE_MS);
 	pthread_mutex_lock(&i->gate_mu);
 	i->proxy[rl->slot].pid = 0; /* reaped below: no kill by pid after this */
 	pthread_mutex_unlock(&i->gate_mu);
-	aj_gvbox_agent_end(&rl->a, !rl->r.answered);
+	aj_gvbox_agent_end(&rl->a, false);
 	pthread_mutex_lock(&i->gate_mu);
 	i->proxy[rl->slot] = (gv_proxy_slot){.fd = -1};
 	pthread_cond_broadcast(&i->gate_cv);
@@ -213,10 +215,12 @@ static int gv_open(void *ctx, unsigned slot, aj_agent_relay *r)
 static void gv_close(void *ctx, unsigned slot, const aj_agent_relay *r)
 {
 	aj_gv_publish *gp = ctx;
+	/* unreaped till it has exited: gv_wake can still kill it */
+	aj_gvbox_agent_settle(&gp->a[slot], !r->answered, AJ_GV_AGENT_GRACE_MS);
 	pthread_mutex_lock(&gp->mu);
 	gp->pid[slot] = 0;
 	pthread_mutex_unlock(&gp->mu);
-	aj_gvbox_agent_end(&gp->a[slot], !r->answered);
+	aj_gvbox_agent_end(&gp->a[slot], false);
 }
 
 static void gv_wake(void *ctx, unsigned slot)
