@@ -103,13 +103,31 @@ static void sweep_one(const char *path)
 	unlink(path);
 }
 
-/* A record (re)written whole: 0600, no symlink followed, on disk. */
-static int record_put(const char *path, json_t *o)
+/* A record (re)written whole, 0600, in dfd: a temporary file synced, then
+ * renamed over it; on failure the old record is left as it was (it may
+ * be the only one naming a live credential). */
+static int record_put(int dfd, const char *name, json_t *o)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int r = fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
-	if (fd >= 0)
-		close(fd);
+	char tmp[NAME_MAX + 1];
+	unsigned char rnd[6];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -EIO;
+	/* a dot name: the revoke at start skips it, a stale one harms nothing */
+	if (snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x-%s", rnd[0], rnd[1], rnd[2],
+		     rnd[3], rnd[4], rnd[5], name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -EIO;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(dfd, tmp, 0);
+	else
+		(void)fsync(dfd); /* the rename itself on disk */
 	return r;
 }
 
@@ -139,15 +157,17 @@ static int minted_write(const aj_sandbox *sb, bool only_minted, aj_error *err)
 			json_decref(hosts);
 	}
 	json_t *o = json_pack("{s:s,s:o}", "sandbox", sb->id, "secrets", list);
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[NAME_MAX + 1];
 	minted_path(sb->id, path, sizeof(path));
+	snprintf(name, sizeof(name), "%s.json", sb->id);
 	(void)aj_mkdir_p(minted_dir, 0700);
-	int r = o ? record_put(path, o) : -EIO;
+	int dfd = open(minted_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int r = !o ? -EIO : dfd < 0 ? -errno : record_put(dfd, name, o);
+	if (dfd >= 0)
+		close(dfd);
 	json_decref(o);
-	if (r < 0) {
-		unlink(path);
-		return aj_err(err, EIO, "cannot write the record of minted secrets %s", path);
-	}
+	if (r < 0) /* an older record, if any, is left: it names more, not less */
+		return aj_err(err, -r, "cannot write the record of minted secrets %s", path);
 	return 0;
 }
 
@@ -155,9 +175,13 @@ static int minted_write(const aj_sandbox *sb, bool only_minted, aj_error *err)
  * acted on): its credentials need revoking by hand. */
 static void record_bad(int dfd, const char *name, const char *why)
 {
-	char aside[NAME_MAX + 8];
+	char aside[NAME_MAX + 16];
+	/* an earlier .bad-NAME is never replaced: the next free suffix */
 	snprintf(aside, sizeof(aside), ".bad-%s", name);
-	(void)renameat(dfd, name, dfd, aside);
+	for (int k = 1;
+	     k < 1000 && renameat2(dfd, name, dfd, aside, RENAME_NOREPLACE) < 0 && errno == EEXIST;
+	     k++)
+		snprintf(aside, sizeof(aside), ".bad-%s.%d", name, k);
 	aj_log("error", "agentjail serve: ",
 	       "a record of minted secrets is not one to act on (%s): set aside as %s/%s; "
 	       "revoke its credentials by hand",
@@ -324,7 +348,7 @@ void aj_registry_revoke_lost(void)
 		if (left && json_array_size(left) == 0)
 			unlinkat(dfd, de->d_name, 0);
 		else if (!left || json_object_set(o, "secrets", left) < 0 ||
-			 record_put(path, o) < 0)
+			 record_put(dfd, de->d_name, o) < 0)
 			aj_log("error", "agentjail serve: ",
 			       "sandbox %s: cannot rewrite %s (left as it was)", id, path);
 		json_decref(left);
