@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -306,7 +307,18 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 	}
 	aj_error e;
 	aj_err_clear(&e);
-	(void)aj_mint_revoke(cmd, p, id, &e);
+	if (aj_mint_revoke(cmd, p, id, &e) > 0) {
+		/* no one else hears of it (stdio is /dev/null, run is gone): the
+		 * system log, naming each secret still live, never a value */
+		openlog("agentjail", LOG_PID, LOG_AUTHPRIV);
+		for (size_t i = 0; i < p->n_secrets; i++)
+			if (p->secrets[i].minted)
+				syslog(LOG_AUTHPRIV | LOG_ERR,
+				       "run %s: the minted secret %s was not revoked after the run "
+				       "was killed (%s): revoke it by hand",
+				       id, p->secrets[i].name, e.msg);
+		closelog();
+	}
 	_exit(0);
 }
 
