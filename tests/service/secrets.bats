@@ -221,6 +221,11 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     mkrec a9 LINK api.example.test && mv "$STATE/minted/sb-00000000000000a9.json" "$BATS_TEST_TMPDIR/link.json" &&
         ln -s "$BATS_TEST_TMPDIR/link.json" "$STATE/minted/sb-00000000000000a9.json"
     bad="a1 a2 a3 a4 a5 a6 a7 b8 a9"
+    # one set aside before is kept; a failed revoke's record is rewritten by
+    # a rename (a new inode), never in place (the old code: O_TRUNC)
+    echo '{"earlier": 1}' >"$STATE/minted/.bad-sb-torn.json"
+    local ino
+    ino=$(stat -c %i "$rec")
     touch "$BATS_TEST_TMPDIR/issuer-down"
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
     ! grep -q "sb-00000000000000" "$HOOK_LOG" || fail "a bad record reached the hook: $(cat "$HOOK_LOG")"
@@ -233,8 +238,11 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ "$(jq -c '[.secrets[].name]' "$rec")" = '["ONE"]' ] || fail "a failed revoke dropped its record"
     [ "$(audit ".event == \"secret_revoke_failed\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
-    [ ! -e "$STATE/minted/sb-torn.json" ] && [ -f "$STATE/minted/.bad-sb-torn.json" ] ||
+    [ ! -e "$STATE/minted/sb-torn.json" ] && [ -f "$STATE/minted/.bad-sb-torn.json.1" ] &&
+        [ "$(cat "$STATE/minted/.bad-sb-torn.json")" = '{"earlier": 1}' ] ||
         fail "the torn record: $(ls -la "$STATE/minted")"
+    [ "$(stat -c %i "$rec")" != "$ino" ] || fail "the record was rewritten in place"
+    ! ls -a "$STATE/minted" | grep -q '^\.tmp-' || fail "a temporary file left: $(ls -la "$STATE/minted")"
     [ "$(audit '.event == "secret_revoke_failed" and .record == "sb-torn.json"' | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
     rm "$BATS_TEST_TMPDIR/issuer-down"

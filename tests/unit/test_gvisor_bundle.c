@@ -14,9 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../../src/backend/gvisor/gvbox.h"
 #include "../../src/backend/gvisor/gvisor.h"
 #include "policy.h"
 #include "util.h"
@@ -183,11 +187,41 @@ static void test_bundle(void **state)
 	aj_policy_free(&p);
 }
 
+/* A connection's agent stopped after it answered (its runsc exec never
+ * exits): the relay's wait ends after the grace, the process killed and
+ * still unreaped until aj_gvbox_agent_end (the old code waited for ever). */
+static void test_agent_settle_stopped(void **state)
+{
+	(void)state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	gv_agent a = {.pid = pid, .to = -1, .from = -1, .errp = -1};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	aj_gvbox_agent_settle(&a, false, 200);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(ms >= 150 && ms < 2000);
+	siginfo_t si = {0};
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT), 0);
+	assert_int_equal(si.si_pid, pid); /* exited, not yet reaped */
+	assert_int_equal(si.si_status, SIGKILL);
+	aj_gvbox_agent_end(&a, false);
+	assert_int_equal(a.pid, 0);
+	assert_true(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_isolation_key),
 	    cmocka_unit_test(test_bundle),
+	    cmocka_unit_test(test_agent_settle_stopped),
 	};
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
