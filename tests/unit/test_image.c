@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,12 +269,45 @@ static void test_tree_writer_limits(void **state)
 	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
 }
 
+/* Level 2 restores from an image's checkpoint only when its image.json
+ * (outside the tree) says a level-2 snapshot made it, and only for an
+ * image of the store. */
+static void test_checkpoint_of(void **state)
+{
+	(void)state;
+	char st[] = "/tmp/aj-test-ck-XXXXXX";
+	assert_non_null(mkdtemp(st));
+	assert_int_equal(setenv("AGENTJAIL_STATE_DIR", st, 1), 0);
+	char hex[65], root[PATH_MAX], cmd[PATH_MAX * 2], buf[PATH_MAX];
+	memset(hex, 'a', 64);
+	hex[64] = '\0';
+	snprintf(root, sizeof(root), "%s/images/%s/rootfs", st, hex);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/.agentjail-checkpoint && echo x >%s/.agentjail-checkpoint/"
+		 "checkpoint.img && echo '{\"checkpoint\": false}' >%s/../image.json",
+		 root, root, root);
+	assert_int_equal(system(cmd), 0);
+	/* the tree has one, owned by whoever runs this: not made by level 2 */
+	assert_null(aj_image_checkpoint_of(root, buf, sizeof(buf)));
+	snprintf(cmd, sizeof(cmd), "echo '{\"checkpoint\": true}' >%s/../image.json", root);
+	assert_int_equal(system(cmd), 0);
+	if (geteuid() == 0)
+		assert_non_null(aj_image_checkpoint_of(root, buf, sizeof(buf)));
+	/* a path that only looks like the store's */
+	char other[PATH_MAX];
+	snprintf(other, sizeof(other), "%s/images/%s/rootfs/../rootfs", st, hex);
+	assert_null(aj_image_checkpoint_of(other, buf, sizeof(buf)));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", st);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_tree_writer),
 	    cmocka_unit_test(test_tree_writer_limits),
+	    cmocka_unit_test(test_checkpoint_of),
 	    cmocka_unit_test(test_recipe),
 	    cmocka_unit_test(test_digest),
 	};
