@@ -109,7 +109,7 @@ static bool at_or_under(const char *rel, const char *name)
 /* Entries the tree doesn't keep (the comment at the top). */
 static bool dropped(const char *rel)
 {
-	const char *home = AJ_SANDBOX_HOME + 1; /* "home/agent" */
+	const char *home = &AJ_SANDBOX_HOME[1]; /* "home/agent" */
 	size_t h = strlen(home);
 	return at_or_under(rel, AJ_IMAGE_CHECKPOINT_DIR) || !strncmp(rel, "tmp/", 4) ||
 	       (!strncmp(rel, home, h) && rel[h] == '/');
