@@ -167,7 +167,7 @@ static int stream_fill(void *ctx, unsigned long long max, aj_error *err)
 	int r = aj_tree_writer_new(max, &c->w, err);
 	if (r < 0)
 		return r;
-	aj_root_sink sink = {.entry = sink_entry, .data = sink_data, .ctx = c};
+	aj_root_sink sink = {.entry = sink_entry, .data = sink_data, .ctx = c, .max_bytes = max};
 	r = c->sb->be->root_stream(c->sb->inst, &sink, err);
 	int k = aj_tree_writer_close(c->w, r < 0 ? NULL : err);
 	return r < 0 ? r : k;
