@@ -175,17 +175,24 @@ fuzz() { # seconds per target
 		failures+=("fuzz build failed (its errors above; needs clang + libclang-rt-14-dev)")
 		return
 	fi
-	local t corpus log
+	# two targets at a time (the machine's two cores), reported in order
+	local t dir
+	dir=$(mktemp -d)
+	for t in build-fuzz/tests/fuzz_*; do
+		[ -f "$t" ] && [ -x "$t" ] && echo "$t"
+	done | xargs -P 2 -I{} bash -c '
+		t={} d=$1/$(basename {}) && mkdir -p "$d/corpus" &&
+		{ cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$d/corpus"/ 2>/dev/null; true; } &&
+		ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp \
+			"$t" -max_total_time="$2" -rss_limit_mb=1024 "$d/corpus" >"$d/log" 2>&1
+		echo $? >"$d/rc"' _ "$dir" "$1"
 	for t in build-fuzz/tests/fuzz_*; do
 		[ -f "$t" ] && [ -x "$t" ] || continue
-		corpus=$(mktemp -d)
-		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$corpus"/ 2>/dev/null
-		log=$(mktemp)
-		ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp "$t" -max_total_time="$1" -rss_limit_mb=1024 "$corpus" >"$log" 2>&1
-		step $? "${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$log"))" \
-			"${t##*/}: crash (reproducer in the log above)" "$log"
-		rm -rf "$corpus" "$log"
+		local d=$dir/${t##*/}
+		step "$(cat "$d/rc" 2>/dev/null || echo 1)" "${t##*/} ($(grep -oE 'Done [0-9]+ runs' "$d/log"))" \
+			"${t##*/}: crash (reproducer in the log above)" "$d/log"
 	done
+	rm -rf "$dir"
 }
 
 [ -n "${AJ_SKIP_FUZZ:-}" ] || fuzz "${AJ_FUZZ_SECONDS:-6}"

@@ -46,6 +46,9 @@ typedef struct aj_run_hooks {
 	/* Optional (`agentjail oci pause`): also a freezer cgroup, as a
 	 * persistent sandbox has (found again from its init's cgroups). */
 	bool freezer;
+	/* Optional (`agentjail oci`: a pidfd of the engine's process): > 0, an
+	 * fd that turns readable when the run must end: its init is killed. */
+	int watch_fd;
 } aj_run_hooks;
 
 typedef struct aj_exec_spec {
@@ -125,6 +128,25 @@ typedef struct aj_file_stat {
 } aj_file_stat;
 typedef int (*aj_dirent_fn)(void *ctx, const char *name, const aj_file_stat *st);
 
+/* One entry of a sandbox's root as a level streams it (root_stream): what
+ * the sandbox says, untrusted (image/tree_write.c checks it). */
+typedef struct aj_root_entry {
+	const char *path; /* relative to the root */
+	char type;	  /* 'f' file, 'd' directory, 'l' symlink, 'p' FIFO */
+	unsigned mode;	  /* the permission bits (07777) */
+	unsigned long long uid, gid, size;
+	long long mtime;
+	long mtime_ns;
+	const char *link; /* a symlink's target */
+} aj_root_entry;
+/* Where root_stream puts them: each entry, then (a file) its bytes. A
+ * negative return stops the stream with that error. */
+typedef struct aj_root_sink {
+	int (*entry)(void *ctx, const aj_root_entry *e, aj_error *err);
+	int (*data)(void *ctx, const void *buf, size_t len, aj_error *err);
+	void *ctx;
+} aj_root_sink;
+
 typedef struct aj_backend {
 	const char *name; /* "process", "gvisor" (the --isolation word) */
 	aj_isolation level;
@@ -195,6 +217,13 @@ typedef struct aj_backend {
 	int (*restore)(const aj_policy *p, const char *source, const char *ckpt, aj_inst **out,
 		       aj_error *err);
 	void (*checkpoint_drop)(char *ckpt);
+
+	/* AJ_CAP_SNAPSHOT without AJ_CAP_ROOT_FD, files only (level 3): the
+	 * sandbox's root streamed to sink by the level itself, as a snapshot
+	 * takes it (its own mount: mount points as empty directories, /tmp and
+	 * the home directory empty, no socket or device), its processes held
+	 * still meanwhile; a paused one stays paused. 0, or -errno. */
+	int (*root_stream)(aj_inst *i, const aj_root_sink *sink, aj_error *err);
 
 	/* AJ_CAP_ROOT_FD: a new O_PATH fd on the sandbox's root, for openat2
 	 * with RESOLVE_IN_ROOT (snapshots, and the process backend's files). */

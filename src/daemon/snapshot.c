@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -145,6 +146,85 @@ static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, c
 	return r;
 }
 
+/* The level's stream of its root into the new tree (aj_image_fill_fn). */
+typedef struct stream_ctx {
+	aj_sandbox *sb;
+	aj_tree_writer *w;
+} stream_ctx;
+
+static int sink_entry(void *ctx, const aj_root_entry *e, aj_error *err)
+{
+	return aj_tree_writer_entry(((stream_ctx *)ctx)->w, e, err);
+}
+
+static int sink_data(void *ctx, const void *buf, size_t len, aj_error *err)
+{
+	return aj_tree_writer_data(((stream_ctx *)ctx)->w, buf, len, err);
+}
+
+static int stream_fill(void *ctx, unsigned long long max, aj_error *err)
+{
+	stream_ctx *c = ctx;
+	int r = aj_tree_writer_new(max, &c->w, err);
+	if (r < 0)
+		return r;
+	aj_root_sink sink = {.entry = sink_entry, .data = sink_data, .ctx = c};
+	r = c->sb->be->root_stream(c->sb->inst, &sink, err);
+	int k = aj_tree_writer_close(c->w, r < 0 ? NULL : err);
+	return r < 0 ? r : k;
+}
+
+/* A level that streams its root (level 3: the VM's agent walks it, the
+ * guest's processes stopped meanwhile): no pause or resume while it runs
+ * (aj_sandbox_pause refuses); a paused one stays paused (backend.h). */
+static int snapshot_stream(aj_sandbox *sb, const char *name, const char *image, const char *from,
+			   aj_image_info *info, aj_error *err)
+{
+	unsigned long long max;
+	int r = snapshot_budget(sb, image, &max, err);
+	if (r < 0)
+		return r;
+	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
+	aj_image_info src;
+	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
+		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
+	/* the files agentjail writes into /etc at each start: the image's */
+	char paths[AJ_ETC_FILES][32];
+	const char *own[AJ_ETC_FILES + 3] = {NULL};
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
+		own[i] = paths[i];
+	}
+	/* HTTPS interception: the bundle with this sandbox's CA (the image's
+	 * /etc layer in the guest, or staged in AJ_ETC_GENERATED_DIR) */
+	if (aj_net_tls_wanted(&sb->policy)) {
+		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
+		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
+	}
+	_cleanup_free_ char *base_path = NULL;
+	_cleanup_close_ int base = -1;
+	if (image && aj_image_rootfs(aj_state_dir(), image, &base_path, NULL) == 0)
+		base = open(base_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	pthread_mutex_lock(&sb->state_mu);
+	bool busy = sb->saving;
+	sb->saving = true;
+	pthread_mutex_unlock(&sb->state_mu);
+	if (busy) {
+		aj_err(err, EBUSY, "sandbox '%s' is being forked or snapshotted already", sb->id);
+		aj_err_hint(err, "try again when that has ended");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+		return -EBUSY;
+	}
+	stream_ctx c = {.sb = sb};
+	r = aj_image_snapshot_from(aj_state_dir(), name, stream_fill, &c, max, from, warmup, base,
+				   own, info, err);
+	pthread_mutex_lock(&sb->state_mu);
+	sb->saving = false;
+	pthread_mutex_unlock(&sb->state_mu);
+	return r;
+}
+
 /* A level without root_fd (gVisor) copies the whole sandbox itself: a
  * checkpoint of it (memory, processes, files) that each fork starts from. */
 static int checkpoint(aj_sandbox *sb, char **ckpt, aj_error *err)
@@ -208,8 +288,9 @@ static int snapshot_whole(aj_sandbox *sb, const char *name, const char *from, aj
 
 int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error *err)
 {
-	bool whole = sb->be->checkpoint != NULL;
-	if (!aj_backend_can(sb->be, AJ_CAP_SNAPSHOT | (whole ? 0 : AJ_CAP_ROOT_FD), err))
+	bool stream = sb->be->root_stream != NULL;
+	bool whole = sb->be->checkpoint != NULL && !stream;
+	if (!aj_backend_can(sb->be, AJ_CAP_SNAPSHOT | (whole || stream ? 0 : AJ_CAP_ROOT_FD), err))
 		return -ENOTSUP;
 	if (!sb->policy.rootfs) {
 		int r = aj_err(err, EINVAL,
@@ -230,8 +311,9 @@ int aj_sandbox_snapshot(aj_sandbox *sb, const char *name, json_t **out, aj_error
 	snprintf(from, sizeof(from), "%s%s%s%s", sb->id, image ? " (image " : "",
 		 image ? image : "", image ? ")" : "");
 	aj_image_info info;
-	int r = whole ? snapshot_whole(sb, name, from, &info, err)
-		      : snapshot_files(sb, name, image, from, &info, err);
+	int r = stream	? snapshot_stream(sb, name, image, from, &info, err)
+		: whole ? snapshot_whole(sb, name, from, &info, err)
+			: snapshot_files(sb, name, image, from, &info, err);
 	if (r < 0)
 		return r;
 	*out = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "name", info.name, "digest",

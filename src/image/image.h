@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "backend.h"
 #include "error.h"
 #include "tree.h"
 
@@ -65,6 +66,25 @@ int aj_image_build(const char *state, const aj_image_spec *spec, aj_image_info *
 int aj_image_snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
 		      const char *from, const char *warmup, int base, const char *const *own,
 		      aj_image_info *out, aj_error *err);
+/* aj_image_snapshot from a level that streams its root itself (level 3:
+ * backend.h root_stream): fill writes it into the current directory (the
+ * new image's tree; the calling thread's own, the process's is not
+ * changed) with an aj_tree_writer given max_bytes: the smaller of
+ * max_bytes and the store's room. */
+typedef int (*aj_image_fill_fn)(void *ctx, unsigned long long max_bytes, aj_error *err);
+int aj_image_snapshot_from(const char *state, const char *name, aj_image_fill_fn fill, void *ctx,
+			   unsigned long long max_bytes, const char *from, const char *warmup,
+			   int base, const char *const *own, aj_image_info *out, aj_error *err);
+/* Entries of an untrusted stream (aj_root_entry) written into the current
+ * directory (tree_write.c): libarchive's checks (no absolute path, "..",
+ * or path through a symlink), owners outside the image's ids as nobody,
+ * regular files up to max_bytes in all (else -EDQUOT). close applies the
+ * directories' modes and frees (err NULL: only frees). */
+typedef struct aj_tree_writer aj_tree_writer;
+int aj_tree_writer_new(unsigned long long max_bytes, aj_tree_writer **out, aj_error *err);
+int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *err);
+int aj_tree_writer_data(aj_tree_writer *t, const void *buf, size_t len, aj_error *err);
+int aj_tree_writer_close(aj_tree_writer *t, aj_error *err);
 /* The directory at the top of an image's root that holds a level-2
  * snapshot's memory (`runsc checkpoint`): a level-2 create from the image
  * restores from it (never bound into a level-2 sandbox). */

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "inroot.h"
+#include "userns.h"
 #include "util.h"
 
 static int fill_tree(const aj_image_spec *s, const char *dest, aj_error *err)
@@ -259,7 +262,40 @@ typedef struct snap_ctx {
 	const char *ckpt;	/* a checkpoint's directory, or NULL */
 	int base;		/* the sandbox's image's root, or -1 */
 	const char *const *own; /* files the sandbox's level writes (aj_image_snapshot) */
+	aj_image_fill_fn fill;	/* a level that streams its root (root: -1) */
+	void *fill_ctx;
 } snap_ctx;
+
+typedef struct fill_job {
+	const snap_ctx *c;
+	int dest;
+	unsigned long long max;
+	aj_error *err;
+	int r;
+} fill_job;
+
+/* The level's fill in a thread of its own: its own working directory (the
+ * new tree: libarchive writes relative to it), the process's unchanged. */
+static void *fill_thread(void *arg)
+{
+	fill_job *j = arg;
+	if (unshare(CLONE_FS) < 0 || fchdir(j->dest) < 0)
+		j->r = aj_err(j->err, errno, "snapshot: cannot enter the new image's tree");
+	else
+		j->r = j->c->fill(j->c->fill_ctx, j->max, j->err);
+	return NULL;
+}
+
+static int run_fill(const snap_ctx *c, int dest, unsigned long long max, aj_error *err)
+{
+	fill_job j = {.c = c, .dest = dest, .max = max, .err = err};
+	pthread_t t;
+	int e = pthread_create(&t, NULL, fill_thread, &j);
+	if (e)
+		return aj_err(err, e, "snapshot: cannot start the copy");
+	pthread_join(t, NULL);
+	return j.r;
+}
 
 static void human(unsigned long long b, char *buf, size_t len)
 {
@@ -439,7 +475,7 @@ static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, a
 		ids.max_bytes = room.room;
 	if (ids.max_bytes == 0) /* not even an empty file fits */
 		return refused(c->ids->max_bytes, &room, -ENOSPC, err);
-	r = aj_tree_sync(c->root, fd, &ids, err);
+	r = c->fill ? run_fill(c, fd, ids.max_bytes, err) : aj_tree_sync(c->root, fd, &ids, err);
 	for (const char *const *o = c->own; r == 0 && o && *o; o++)
 		r = restore_owned(c->base, fd, *o, err);
 	if (r == 0 && ckpt >= 0)
@@ -449,7 +485,7 @@ static int fill_from_root(const aj_image_spec *s, const char *dest, void *ctx, a
 
 static int snapshot(const char *state, const char *name, int root, const aj_tree_ids *ids,
 		    const char *from, const char *warmup, const char *ckpt, int base,
-		    const char *const *own, aj_image_info *out, aj_error *err)
+		    const char *const *own, const snap_ctx *fill, aj_image_info *out, aj_error *err)
 {
 	if (!aj_image_name_ok(name))
 		return aj_image_bad_name(name, err);
@@ -466,8 +502,14 @@ static int snapshot(const char *state, const char *name, int root, const aj_tree
 			   .source = AJ_IMAGE_FROM_SANDBOX,
 			   .from = from,
 			   .warmup = warmup && *warmup ? warmup : NULL};
-	snap_ctx c = {
-	    .root = root, .ids = ids, .state = state, .ckpt = ckpt, .base = base, .own = own};
+	snap_ctx c = {.root = root,
+		      .ids = ids,
+		      .state = state,
+		      .ckpt = ckpt,
+		      .base = base,
+		      .own = own,
+		      .fill = fill ? fill->fill : NULL,
+		      .fill_ctx = fill ? fill->fill_ctx : NULL};
 	return build_with(state, &s, fill_from_root, &c, true, out, err);
 }
 
@@ -475,12 +517,21 @@ int aj_image_snapshot(const char *state, const char *name, int root, const aj_tr
 		      const char *from, const char *warmup, int base, const char *const *own,
 		      aj_image_info *out, aj_error *err)
 {
-	return snapshot(state, name, root, ids, from, warmup, NULL, base, own, out, err);
+	return snapshot(state, name, root, ids, from, warmup, NULL, base, own, NULL, out, err);
+}
+
+int aj_image_snapshot_from(const char *state, const char *name, aj_image_fill_fn fill, void *ctx,
+			   unsigned long long max_bytes, const char *from, const char *warmup,
+			   int base, const char *const *own, aj_image_info *out, aj_error *err)
+{
+	aj_tree_ids ids = {.range = AJ_UID_RANGE, .max_bytes = max_bytes};
+	snap_ctx f = {.fill = fill, .fill_ctx = ctx};
+	return snapshot(state, name, -1, &ids, from, warmup, NULL, base, own, &f, out, err);
 }
 
 int aj_image_snapshot_checkpoint(const char *state, const char *name, int root,
 				 const aj_tree_ids *ids, const char *from, const char *ckpt,
 				 aj_image_info *out, aj_error *err)
 {
-	return snapshot(state, name, root, ids, from, NULL, ckpt, -1, NULL, out, err);
+	return snapshot(state, name, root, ids, from, NULL, ckpt, -1, NULL, NULL, out, err);
 }

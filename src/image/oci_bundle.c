@@ -327,6 +327,54 @@ static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
 	return 0;
 }
 
+/* update --resources: each field is applied or refused, never passed over
+ * (an engine must not be told a limit changed that did not): memory.limit,
+ * pids.limit, cpu.quota with period; memory.swap is taken (agentjail's
+ * sandboxes never swap: memory and swap together are the limit). */
+static int update_fields(const json_t *res, aj_error *err)
+{
+	static const char *const ok[][2] = {
+	    {"memory", "limit"}, {"memory", "swap"}, {"pids", "limit"},
+	    {"cpu", "quota"},	 {"cpu", "period"},
+	};
+	const char *key, *sk;
+	const json_t *v, *sv;
+	json_object_foreach((json_t *)res, key, v)
+	{
+		if (strcmp(key, "memory") && strcmp(key, "pids") && strcmp(key, "cpu"))
+			continue; /* devices: agentjail's own /dev; others refused below */
+		if (!empty(v) && !json_is_object(v))
+			return refuse(err, "linux.resources.%s must be an object", key);
+		json_object_foreach((json_t *)v, sk, sv)
+		{
+			bool known = false;
+			for (size_t i = 0; i < AJ_ARRAY_SIZE(ok); i++)
+				known = known || (!strcmp(key, ok[i][0]) && !strcmp(sk, ok[i][1]));
+			if (json_is_null(sv))
+				continue;
+			if (!known)
+				return refuse(err,
+					      "linux.resources.%s.%s is not applied by agentjail "
+					      "(memory.limit, pids.limit and cpu.quota with period "
+					      "are)",
+					      key, sk);
+			if (!json_is_integer(sv))
+				return refuse(err, "linux.resources.%s.%s must be an integer", key,
+					      sk);
+			if (strcmp(sk, "swap") && json_integer_value(sv) <= 0)
+				return refuse(err,
+					      "linux.resources.%s.%s must be above 0 (a sandbox "
+					      "always has its limits)",
+					      key, sk);
+		}
+		const json_t *q = json_object_get(v, "quota"), *per = json_object_get(v, "period");
+		if (!strcmp(key, "cpu") && json_is_integer(per) && !json_is_integer(q))
+			return refuse(err, "linux.resources.cpu.period without a quota changes "
+					   "nothing");
+	}
+	return 0;
+}
+
 int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err)
 {
 	json_error_t je;
@@ -340,7 +388,9 @@ int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error 
 		return r;
 	}
 	p->memory = p->pids = p->cpu_millis = 0;
-	int r = parse_resources(p, res, err);
+	int r = json_is_object(res) ? update_fields(res, err) : 0;
+	if (r == 0)
+		r = parse_resources(p, res, err);
 	json_decref(res);
 	if (r < 0 && aj_startswith(err->msg, "config.json: linux.")) {
 		char msg[AJ_ERR_MSG_MAX];

@@ -242,10 +242,24 @@ lines() { wc -l <"$T/$1.out"; }
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16}, \"hugepageLimits\": [{\"pageSize\": \"2MB\", \"limit\": 1}]}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
     assert_contains "$stderr" "hugepageLimits is not supported"
+    # a field it would not apply is refused, never passed over (Podman's
+    # update --cpu-shares), with the rest of the update
+    run --separate-stderr bash -c "echo '{\"memory\": {\"limit\": 100663296, \"swap\": 201326592}, \"cpu\": {\"shares\": 512}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu.shares is not applied"
+    run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": -1}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "pids.limit must be above 0"
     assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "limits after refused updates"
-    # kill reaches the command; a paused container still dies with KILL
+    # kill reaches the command; a paused container still dies with KILL;
+    # delete without --force refuses it, as runc, and changes nothing
     run oci pause p1
     assert_status 0
+    run --separate-stderr oci delete p1
+    assert_status 125
+    assert_contains "$stderr" "that is not stopped: it is paused"
+    assert_eq "$(state_field p1 status)" paused "after a refused delete"
+    kill -0 "$pid" 2>/dev/null || fail "a refused delete killed the command"
     run oci kill p1 KILL
     assert_status 0
     assert_eq "$(wait_exit p1)" "exit=137" "killed while paused"
@@ -255,6 +269,56 @@ lines() { wc -l <"$T/$1.out"; }
     run oci delete p1
     assert_status 0
     assert_gone p1 "$mon" "$ctr"
+}
+
+gone_within() { # PID: gone (or a zombie) within 10 s
+    local i
+    for i in $(seq 200); do
+        [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = "" ] && return 0
+        [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = Z ] && return 0
+        sleep 0.05
+    done
+    fail "process $1 still there"
+}
+
+@test "oci: the command ends with the pid file's process; a dead monitor's paused one too" {
+    bundle_config '["/bin/sleep", "60"]'
+    # the pid file's process SIGKILLed (an engine's or a user's kill -9):
+    # the container ends with it (the engine thinks it gone), state says so
+    oci_create o1
+    local ctr mon pid
+    ctr=$(cat "$T/o1.pid")
+    mon=$(monitor_of o1)
+    run oci start o1
+    assert_status 0
+    pid=$(state_field o1 pid)
+    kill -KILL "$ctr"
+    assert_eq "$(wait_exit o1)" "signal=9" "the engine's view"
+    gone_within "$pid"
+    gone_within "$mon" # (a zombie of pid 1's: the reaper went first)
+    assert_eq "$(state_field o1 status)" stopped "after the pid file's process was killed"
+    run oci delete o1
+    assert_status 0
+    assert_gone o1 "$ctr" "$pid"
+    # the monitor SIGKILLed while paused: its frozen container is not left
+    # for ever; state says paused; delete --force thaws it and it dies
+    oci_create o2
+    ctr=$(cat "$T/o2.pid")
+    mon=$(monitor_of o2)
+    run oci start o2
+    assert_status 0
+    pid=$(state_field o2 pid)
+    run oci pause o2
+    assert_status 0
+    kill -KILL "$mon"
+    gone_within "$mon"
+    assert_eq "$(state_field o2 status)" paused "a frozen container whose monitor died"
+    run oci delete o2
+    assert_status 125
+    run oci delete --force o2
+    assert_status 0
+    gone_within "$pid"
+    assert_gone o2 "$ctr" "$mon" "$pid"
 }
 
 @test "oci: egress closed by default; annotations open it, and are checked" {

@@ -117,6 +117,10 @@ prun() {
         assert_status 0
         assert_eq "$(cat "$mem")" $((96 * 1024 * 1024)) "memory limit after update"
         assert_contains "$(cat "$T/calls")" "update --resources"
+        # what agentjail would not apply is refused, not passed over
+        run prun update --cpu-shares 512 ajdet
+        assert_status 125
+        assert_contains "$output" "cpu.shares is not applied"
     fi
     assert_contains "$(cat "$T/calls")" "pause "
     run prun stop -t 5 ajdet

@@ -175,10 +175,10 @@ refused" "the binds"
     assert_eq "$status_code" 200 "resume: $body"
     out=$(sb_exec "$id" '{"cmd": ["cat", "/tmp/x"]}')
     assert_eq "$(events_stdout <<<"$out")" 41 "the same VM after resume"
-    # what level 3 lacks is 501, naming it
+    # a snapshot needs a VM made from an image (as level 1's)
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mv-snap"}'
-    assert_eq "$status_code" 501 "snapshot: $body"
-    assert_contains "$body" "microvm"
+    assert_eq "$status_code" 400 "snapshot of the host's minimal root: $body"
+    assert_contains "$body" "image"
     # a fork of a VM with a workspace: its virtiofs does not migrate (501,
     # saying so), nothing made, the VM unharmed
     api_status POST "/v1/sandboxes/$id/fork" -d '{"count": 1}'
@@ -199,16 +199,73 @@ refused" "the binds"
     mv_none_left "$cg"
 }
 
-@test "serve microvm: a SIGKILLed service's VMs (a paused one) are swept at the next start" {
+@test "serve microvm: a snapshot of a VM's root is a new image; a SIGKILLed service's VMs (a paused one) are swept at the next start" {
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls mkdir ln sleep truncate rm
+    aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
+    ws=$BATS_TEST_TMPDIR/ws
+    mkdir "$ws"
     svc_start
-    id=$(mv_create)
-    out=$(sb_exec "$id" '{"cmd": ["echo", "up"]}')
-    assert_eq "$(events_stdout <<<"$out")" up
+    id=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\", \"disk\": \"64m\"}")
+    # files written in the VM: in its root, the workspace, /tmp; a process
+    # that the copy stops and continues
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
+    assert_eq "$(events_stdout <<<"$out")" up "$out"
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap"}'
+    assert_eq "$status_code" 201 "snapshot: $body"
+    assert_eq "$(jq -r .source <<<"$body")" "sandbox:$id (image tiny)"
+    dir=$AGENTJAIL_STATE_DIR/images/$(jq -r '.digest | sub("sha256:"; "")' <<<"$body")/rootfs
+    assert_eq "$(cat "$dir/opt/d/f")" made-in-vm "the VM's file in the image"
+    assert_eq "$(stat -c %u:%g "$dir/opt/d/f")" 0:0 "its owner (the image's ids)"
+    assert_eq "$(readlink "$dir/opt/d/l")" ../etc/motd "a symlink"
+    [ -e "$dir/opt/d/$(printf 'lat\351')" ] || fail "a file whose name is not UTF-8: $(ls "$dir/opt/d")"
+    assert_eq "$(cat "$dir/etc/motd")" changed "a changed image file"
+    # agentjail's /etc files as the base image had them (none), no
+    # workspace or /tmp files, no device or socket
+    assert_eq "$(ls "$dir/etc")" motd "the snapshot's /etc"
+    [ -z "$(ls -A "$dir/workspace" 2>/dev/null)" ] || fail "workspace files in the image: $(ls -A "$dir/workspace")"
+    [ -z "$(ls -A "$dir/tmp")" ] || fail "/tmp files in the image: $(ls -A "$dir/tmp")"
+    [ -z "$(find "$dir" -type b -o -type c -o -type s)" ] || fail "devices or sockets in the image"
+    # the guest's processes go on after the copy
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /proc/$(cat /tmp/pid)/stat"]}')
+    [[ "$(events_stdout <<<"$out")" == *") S "* ]] || fail "the background process after the snapshot: $out"
+    # level 1's errors: a name that exists, a bad name; nothing left of them
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap"}'
+    assert_eq "$status_code" 409 "an existing name: $body"
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "Bad/Name"}'
+    assert_eq "$status_code" 400 "a bad name: $body"
+    # past the VM's image plus its disk (a sparse 1 GiB file): 507, the
+    # agent stopped mid-file, the VM's processes continued
+    out=$(sb_exec "$id" '{"cmd": ["truncate", "-s", "1G", "/opt/big"]}')
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvbig"}'
+    assert_eq "$status_code" 507 "a snapshot past the disk: $body"
+    assert_contains "$body" disk
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "rm /opt/big; cat /proc/$(cat /tmp/pid)/stat"]}')
+    [[ "$(events_stdout <<<"$out")" == *") S "* ]] || fail "the background process after a 507: $out"
+    [ ! -e "$AGENTJAIL_STATE_DIR/images/names/mvbig" ] || fail "the refused snapshot's name exists"
+    [ -z "$(ls -A "$AGENTJAIL_STATE_DIR/images" | grep '^\.')" ] || fail "left in the store: $(ls -A "$AGENTJAIL_STATE_DIR/images")"
+    # a level-1 sandbox from the new image sees the VM's file
+    l1=$(sb_create '{"image": "mvsnap"}')
+    out=$(sb_exec "$l1" '{"cmd": ["cat", "/opt/d/f"]}')
+    assert_eq "$(events_stdout <<<"$out")" made-in-vm "the VM's file in a sandbox of the new image"
+    api_status DELETE "/v1/sandboxes/$l1"
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
     cg=$(vmm_cgroup "$qemu")
     # paused: its frozen VMM dies only once the sweep thaws it
     api_status POST "/v1/sandboxes/$id/pause"
     assert_eq "$status_code" 200 "pause: $body"
+    # a paused VM's snapshot: it stays paused (its VMM frozen again)
+    api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap-paused"}'
+    assert_eq "$status_code" 201 "snapshot of a paused VM: $body"
+    dir=$AGENTJAIL_STATE_DIR/images/$(jq -r '.digest | sub("sha256:"; "")' <<<"$body")/rootfs
+    assert_eq "$(cat "$dir/opt/d/f")" made-in-vm "the paused VM's file in the image"
+    assert_eq "$(api GET "/v1/sandboxes/$id" | jq -r .state)" paused "the state after"
+    if [ -d /sys/fs/cgroup/freezer ]; then
+        frozen=$(cat "/sys/fs/cgroup/freezer$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$qemu/cgroup")/freezer.state")
+    else
+        frozen=$(cat "$cg/cgroup.freeze")
+    fi
+    [[ "$frozen" == 1 || "$frozen" == FROZEN ]] || fail "the VMM's cgroup is not frozen after the snapshot: $frozen"
     _svc_record_keepers
     kill -KILL "$SVC_PID"
     wait "$SVC_PID" 2>/dev/null || true

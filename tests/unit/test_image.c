@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,10 +147,65 @@ static void test_digest(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A level's stream of its root (a microVM's agent: untrusted) written by
+ * aj_tree_writer: no way out of the tree, no device, capped in size. */
+static void test_tree_writer(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aj-test-tw-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int cwd = open(".", O_PATH | O_DIRECTORY);
+	assert_true(cwd >= 0);
+	assert_int_equal(chdir(dir), 0);
+	aj_tree_writer *w;
+	aj_error err;
+	assert_int_equal(aj_tree_writer_new(10, &w, &err), 0);
+	aj_root_entry d = {.path = "a", .type = 'd', .mode = 0755, .mtime = 1},
+		      f = {.path = "/a/f", .type = 'f', .mode = 0640, .size = 3, .uid = 100000},
+		      l = {.path = "a/l", .type = 'l', .mode = 0777, .link = "/etc"},
+		      p = {.path = "a/p", .type = 'p', .mode = 0600};
+	assert_int_equal(aj_tree_writer_entry(w, &d, &err), 0);
+	assert_int_equal(aj_tree_writer_entry(w, &f, &err), 0);
+	assert_int_equal(aj_tree_writer_data(w, "abc", 3, &err), 0);
+	assert_int_equal(aj_tree_writer_data(w, "d", 1, &err), -EPROTO); /* more than its size */
+	assert_int_equal(aj_tree_writer_entry(w, &l, &err), 0);
+	assert_int_equal(aj_tree_writer_entry(w, &p, &err), 0);
+	/* out of the tree: "..", through the symlink to /etc; a device; too big */
+	aj_root_entry bad[] = {{.path = "a/../../x", .type = 'f'},
+			       {.path = "..", .type = 'd', .mode = 0755},
+			       {.path = "", .type = 'f'},
+			       {.path = "a/dev", .type = 'c'},
+			       {.path = "a/l2", .type = 'l'}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(aj_tree_writer_entry(w, &bad[i], &err), -EPROTO);
+	aj_root_entry through = {.path = "a/l/aj-test-tw-planted", .type = 'f', .mode = 0644};
+	assert_int_equal(aj_tree_writer_entry(w, &through, &err), -EPERM);
+	aj_root_entry big = {.path = "a/big", .type = 'f', .mode = 0644, .size = 8};
+	assert_int_equal(aj_tree_writer_entry(w, &big, &err), -EDQUOT);
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+	struct stat st;
+	assert_int_equal(access("/etc/aj-test-tw-planted", F_OK), -1);
+	assert_int_equal(lstat("a/f", &st), 0);
+	assert_int_equal(st.st_size, 3);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	if (geteuid() == 0)
+		assert_int_equal(st.st_uid, 65534); /* outside the image's ids: nobody */
+	assert_int_equal(lstat("a/l", &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(lstat("a/p", &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(lstat("a", &st), 0);
+	assert_int_equal(st.st_mtime, 1); /* the directory's time, set last */
+	assert_int_equal(fchdir(cwd), 0);
+	close(cwd);
+	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_tree_writer),
 	    cmocka_unit_test(test_recipe),
 	    cmocka_unit_test(test_digest),
 	};

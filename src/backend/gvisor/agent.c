@@ -321,6 +321,223 @@ static int op_list(const char *path)
 	return answer(0);
 }
 
+/* ---- the root as a stream (a snapshot: op "tree") ---- */
+
+#define TREE_MAX_DEPTH 256
+#define STOP_MAX 4096
+
+/* The processes the agent stopped for the copy (SIGSTOP), continued after:
+ * every process but PID 1, the agent and kernel threads, except those
+ * stopped already (not ours to continue). Passes until no new one. */
+static pid_t stopped[STOP_MAX];
+static size_t n_stopped;
+
+static void stop_others(void)
+{
+	for (int pass = 0; pass < 8; pass++) {
+		bool more = false;
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+			if (pid <= 2 || pid == getpid() || n_stopped == STOP_MAX)
+				continue;
+			bool have = false;
+			for (size_t k = 0; k < n_stopped && !have; k++)
+				have = stopped[k] == pid;
+			char path[64], st[512];
+			snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+			int fd = have ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t n = fd < 0 ? -1 : read(fd, st, sizeof(st) - 1);
+			if (fd >= 0)
+				close(fd);
+			if (n <= 0)
+				continue;
+			st[n] = '\0';
+			char *e = strrchr(st, ')'), state = 0;
+			int ppid = 0;
+			if (!e || sscanf(e + 1, " %c %d", &state, &ppid) != 2 || ppid == 2 ||
+			    state == 'T' || state == 't' || state == 'Z')
+				continue;
+			if (kill(pid, SIGSTOP) == 0) {
+				stopped[n_stopped++] = pid;
+				more = true;
+			}
+		}
+		if (d)
+			closedir(d);
+		if (!more)
+			break;
+	}
+}
+
+static void continue_others(void)
+{
+	for (size_t k = 0; k < n_stopped; k++)
+		kill(stopped[k], SIGCONT);
+	n_stopped = 0;
+}
+
+typedef struct tree_walk {
+	uint64_t mnt;	     /* the root's mount: others are left out */
+	json_t *skip;	     /* directories sent empty ("tmp", "home/agent") */
+	char path[PATH_MAX]; /* of the directory walked, relative ("" at the root) */
+	int err;
+	bool cancelled; /* the host said stop */
+} tree_walk;
+
+static bool skipped(const tree_walk *w, const char *rel)
+{
+	size_t k;
+	json_t *v;
+	json_array_foreach(w->skip, k, v)
+	{
+		const char *s = json_string_value(v);
+		if (s && !strcmp(s, rel))
+			return true;
+	}
+	return false;
+}
+
+/* The host's stop (a signal frame: it refused the stream), polled. */
+static bool tree_cancelled(tree_walk *w)
+{
+	struct pollfd pf = {0, POLLIN, 0};
+	char type, *buf = NULL;
+	uint32_t len;
+	while (!w->cancelled && poll(&pf, 1, 0) == 1) {
+		if (read_frame(&type, &buf, &len) != 1 || type == AJ_AG_SIGNAL)
+			w->cancelled = true;
+		free(buf);
+		buf = NULL;
+	}
+	return w->cancelled;
+}
+
+/* One entry: its stat as an 'L' frame ({"p","t","m","u","g","s","mt","mn"}
+ * and "l" for a symlink), a regular file's bytes as 'D' frames after it
+ * (then an empty one). */
+/* A name as key k when it is UTF-8 (JSON's), else as hex in k"x" (a
+ * file name is any bytes but '/' and NUL). */
+static void name_json(json_t *j, const char *k, const char *name)
+{
+	json_t *v = json_string(name);
+	if (v) {
+		json_object_set_new(j, k, v);
+		return;
+	}
+	size_t n = strlen(name);
+	char *hex = malloc(2 * n + 1), key[8];
+	for (size_t i = 0; hex && i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)name[i]);
+	snprintf(key, sizeof(key), "%sx", k);
+	if (hex)
+		json_object_set_new(j, key, json_string(n ? hex : ""));
+	free(hex);
+}
+
+static void tree_entry(tree_walk *w, const struct statx *sx, const char *link, int fd)
+{
+	char t = S_ISREG(sx->stx_mode)	 ? 'f'
+		 : S_ISDIR(sx->stx_mode) ? 'd'
+		 : S_ISLNK(sx->stx_mode) ? 'l'
+					 : 'p';
+	char ts[2] = {t, 0};
+	json_t *j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "t", ts, "m",
+			      (int)(sx->stx_mode & 07777), "u", (json_int_t)sx->stx_uid, "g",
+			      (json_int_t)sx->stx_gid, "s", (json_int_t)sx->stx_size, "mt",
+			      (json_int_t)sx->stx_mtime.tv_sec, "mn", (int)sx->stx_mtime.tv_nsec);
+	name_json(j, "p", w->path);
+	if (link)
+		name_json(j, "l", link);
+	frame_json(AJ_AG_ENTRY, j);
+	if (t != 'f')
+		return;
+	static char buf[READ_MAX];
+	ssize_t n;
+	unsigned long long left = sx->stx_size;
+	while (left && !tree_cancelled(w) &&
+	       (n = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf))) > 0) {
+		frame(AJ_AG_DATA, buf, (size_t)n);
+		left -= (unsigned long long)n;
+	}
+	frame(AJ_AG_DATA, NULL, 0);
+}
+
+static void tree_dir(tree_walk *w, int dfd, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		w->err = w->err ? w->err : errno;
+		return;
+	}
+	size_t plen = strlen(w->path);
+	struct dirent *de;
+	while (!host_gone && !tree_cancelled(w) && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(w->path + plen, sizeof(w->path) - plen, "%s%s", plen ? "/" : "",
+			     de->d_name) >= (int)(sizeof(w->path) - plen)) {
+			w->err = w->err ? w->err : ENAMETOOLONG;
+			continue;
+		}
+		struct statx sx;
+		if (statx(dirfd(d), de->d_name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+			  STATX_BASIC_STATS | STATX_MNT_ID, &sx) < 0)
+			continue; /* gone meanwhile */
+		bool other = sx.stx_mnt_id != w->mnt;
+		if (S_ISDIR(sx.stx_mode)) {
+			/* a mount point (/proc, /dev, /workspace, a bind) and the
+			 * skipped ones: the directory, empty */
+			tree_entry(w, &sx, NULL, -1);
+			if (!other && !skipped(w, w->path) && depth < TREE_MAX_DEPTH) {
+				int sub = openat(dirfd(d), de->d_name,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub >= 0)
+					tree_dir(w, sub, depth + 1);
+			}
+		} else if (other) {
+			continue; /* a file bound over */
+		} else if (S_ISREG(sx.stx_mode)) {
+			int fd = openat(dirfd(d), de->d_name,
+					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+			if (fd >= 0) {
+				tree_entry(w, &sx, NULL, fd);
+				close(fd);
+			}
+		} else if (S_ISLNK(sx.stx_mode)) {
+			char t[PATH_MAX];
+			ssize_t n = readlinkat(dirfd(d), de->d_name, t, sizeof(t) - 1);
+			if (n >= 0) {
+				t[n] = '\0';
+				tree_entry(w, &sx, t, -1);
+			}
+		} else if (S_ISFIFO(sx.stx_mode)) {
+			tree_entry(w, &sx, NULL, -1);
+		} /* sockets and devices are left out */
+		w->path[plen] = '\0';
+	}
+	w->path[plen] = '\0';
+	closedir(d);
+}
+
+/* The root's own mount as entries, its processes stopped meanwhile (a
+ * consistent copy, as level 1 freezes its cgroup). */
+static int op_tree(json_t *q)
+{
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct statx sx;
+	if (fd < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0)
+		return answer(errno);
+	tree_walk w = {.mnt = sx.stx_mnt_id, .skip = json_object_get(q, "skip")};
+	if (json_is_true(json_object_get(q, "freeze")))
+		stop_others();
+	tree_dir(&w, fd, 0);
+	continue_others();
+	return answer(host_gone ? EPIPE : w.cancelled ? ECANCELED : w.err);
+}
+
 static int rm_tree(int dfd, const char *name, int depth)
 {
 	if (unlinkat(dfd, name, 0) == 0)
@@ -966,6 +1183,8 @@ int main(int argc, char **argv)
 		return op_identity(q);
 	if (!strcmp(op, "connect"))
 		return op_connect(q);
+	if (!strcmp(op, "tree"))
+		return op_tree(q);
 	if (!path)
 		return answer(EINVAL);
 	if (!strcmp(op, "stat"))

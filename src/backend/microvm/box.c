@@ -10,6 +10,7 @@
  * destroy: the VM's processes, its host cgroup and directory (boot.c).
  * state/sweep: the same by the recorded pids (with start times), cgroups
  * and directory. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -238,6 +239,11 @@ typedef struct call {
 	bool stopped, have_exit;
 	int werr; /* a write to data_fd failed (-errno) */
 	aj_agent_exit x;
+	/* a root's stream (op "tree"): entries and bytes to sink until it
+	 * fails (sr, serr); the rest is read to the answer and dropped */
+	const aj_root_sink *sink;
+	int sr;
+	aj_error serr;
 } call;
 
 static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
@@ -248,11 +254,76 @@ static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
 	st->mtime = a->mtime;
 }
 
+/* A name of the entry j: key k, or k"x" in hex (not UTF-8); malloc'ed,
+ * NULL when neither is there or the hex is bad. */
+static char *tree_name(json_t *j, const char *k)
+{
+	const char *v = json_string_value(json_object_get(j, k));
+	if (v)
+		return strdup(v);
+	char key[8];
+	snprintf(key, sizeof(key), "%sx", k);
+	const char *x = json_string_value(json_object_get(j, key));
+	size_t n = x ? strlen(x) : 1;
+	char *out = n % 2 ? NULL : malloc(n / 2 + 1);
+	for (size_t i = 0; out && i < n / 2; i++) {
+		unsigned b;
+		if (sscanf(x + 2 * i, "%2x", &b) != 1 || !b || !isxdigit((unsigned char)x[2 * i]) ||
+		    !isxdigit((unsigned char)x[2 * i + 1])) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)b;
+		out[i + 1] = '\0';
+	}
+	if (out && !n)
+		out[0] = '\0';
+	return out;
+}
+
+/* One entry of the guest's root ('L' of op "tree"): its JSON, untrusted. */
+static int tree_entry(call *c, const char *buf, size_t len)
+{
+	json_t *j = json_loadb(buf, len, 0, NULL);
+	_cleanup_free_ char *p = tree_name(j, "p"), *l = tree_name(j, "l");
+	const char *t = json_string_value(json_object_get(j, "t"));
+	static const char *const num[] = {"m", "u", "g", "s", "mt", "mn"};
+	long long v[6];
+	bool ok = p && t && strlen(t) == 1;
+	for (size_t k = 0; ok && k < AJ_ARRAY_SIZE(num); k++) {
+		json_t *n = json_object_get(j, num[k]);
+		v[k] = json_integer_value(n);
+		ok = json_is_integer(n) && (v[k] >= 0 || k == 4);
+	}
+	int r;
+	if (!ok) {
+		r = aj_err(&c->serr, EPROTO, "snapshot: the VM's agent sent a malformed entry");
+	} else {
+		aj_root_entry e = {.path = p,
+				   .type = t[0],
+				   .mode = (unsigned)(v[0] & 07777),
+				   .uid = (unsigned long long)v[1],
+				   .gid = (unsigned long long)v[2],
+				   .size = (unsigned long long)v[3],
+				   .mtime = v[4],
+				   .mtime_ns = (long)v[5],
+				   .link = l};
+		r = c->sink->entry(c->sink->ctx, &e, &c->serr);
+	}
+	json_decref(j);
+	return r;
+}
+
 static bool call_frame(void *ctx, char type, const char *buf, size_t len)
 {
 	call *c = ctx;
 	aj_agent_stat as;
-	if (type == AJ_AG_STAT && c->st) {
+	if (c->sink && (type == AJ_AG_ENTRY || type == AJ_AG_DATA)) {
+		if (c->sr == 0)
+			c->sr = type == AJ_AG_ENTRY ? tree_entry(c, buf, len)
+				: len ? c->sink->data(c->sink->ctx, buf, len, &c->serr)
+				      : 0;
+	} else if (type == AJ_AG_STAT && c->st) {
 		aj_agent_stat_parse(buf, len, &as);
 		stat_of(&as, c->st);
 		free(as.name);
@@ -313,8 +384,17 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
 	int rr = 0;
+	bool stopped = false;
 	while (!c->have_exit && rr >= 0) {
 		unsigned long long t = now_ms();
+		if (c->sink && c->sr < 0 && !stopped) {
+			/* the stream refused: the agent told to stop, and given
+			 * DRAIN_MS for its answer (a guest that goes on is cut off) */
+			unsigned char sig = SIGKILL;
+			(void)aj_agent_send(pt->fd, AJ_AG_SIGNAL, &sig, 1);
+			stopped = true;
+			until = t + DRAIN_MS;
+		}
 		if (until && t >= until)
 			break;
 		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
@@ -422,6 +502,32 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	json_object_set_new(q, "parents", json_boolean(parents));
 	call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
+}
+
+/* The guest's root streamed by its agent (op "tree": its own mount, the
+ * guest's processes stopped meanwhile) to sink, for a snapshot. A paused
+ * VM is thawed for it (its agent runs in it) and frozen again after: its
+ * processes may run for the moment before the agent stops them. */
+static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
+{
+	bool paused = i->paused;
+	int r = paused ? aj_cgroup_freeze(&i->vm.cg, false, err) : 0;
+	if (r < 0)
+		return r;
+	json_t *q = json_pack("{s:s,s:s,s:b,s:[s,s]}", "op", "tree", "path", "/", "freeze", 1,
+			      "skip", "tmp", &AJ_SANDBOX_HOME[1]);
+	call c = {.data_fd = -1, .sink = sink};
+	r = call_agent(i, q, -1, 0, &c, "/", 0, err);
+	if (c.sr < 0) { /* the sink's error says more (no room, a refused entry) */
+		*err = c.serr;
+		r = c.sr;
+	}
+	aj_error e;
+	if (paused && aj_cgroup_freeze(&i->vm.cg, true, &e) < 0 && r == 0) {
+		*err = e;
+		r = -(e.code ? e.code : EIO);
+	}
+	return r;
 }
 
 /* ---- the sandbox ---- */
@@ -1437,7 +1543,8 @@ const aj_backend aj_backend_microvm = {
     .level = AJ_ISO_MICROVM,
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
-    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS,
+    .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS |
+	    AJ_CAP_SNAPSHOT,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1455,6 +1562,7 @@ const aj_backend aj_backend_microvm = {
     .checkpoint = mv_checkpoint,
     .restore = mv_restore,
     .checkpoint_drop = mv_checkpoint_drop,
+    .root_stream = mv_root_stream,
     .stats = mv_stats,
     .file_read = mv_file_read,
     .file_write = mv_file_write,

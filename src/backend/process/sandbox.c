@@ -531,14 +531,16 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 	if (c->tfd >= 0)
 		arm_timer(c, c->p->timeout_ms);
 	int xl = c->hooks && c->hooks->exec_listen > 0 ? c->hooks->exec_listen : -1;
+	int watch = c->hooks && c->hooks->watch_fd > 0 ? c->hooks->watch_fd : -1;
 	while (rc == 1 || aj_relay_outputs_open(rl)) {
-		struct pollfd pf[4 + AJ_RELAY_MAX];
+		struct pollfd pf[5 + AJ_RELAY_MAX];
 		pf[0] = (struct pollfd){rc == 1 ? c->sock[0] : -1, POLLIN, 0};
 		pf[1] = (struct pollfd){sfd, POLLIN, 0};
 		pf[2] = (struct pollfd){rc == 1 ? c->tfd : -1, POLLIN, 0};
 		pf[3] = (struct pollfd){rc == 1 ? xl : -1, POLLIN, 0};
-		size_t n = aj_relay_pollfds(rl, pf + 4, AJ_RELAY_MAX);
-		int pr = poll(pf, 4 + n, rc == 1 ? -1 : 100);
+		pf[4] = (struct pollfd){rc == 1 ? watch : -1, POLLIN, 0};
+		size_t n = aj_relay_pollfds(rl, pf + 5, AJ_RELAY_MAX);
+		int pr = poll(pf, 5 + n, rc == 1 ? -1 : 100);
 		if (pr < 0 && errno != EINTR) {
 			rc = aj_err(err, errno, "poll");
 			break;
@@ -556,9 +558,13 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			handle_signal(c, sfd);
 		if (pf[2].revents & POLLIN)
 			handle_timer(c);
-		aj_relay_handle(rl, pf + 4, n);
+		aj_relay_handle(rl, pf + 5, n);
 		if (pf[3].revents & POLLIN) /* oci exec: a command beside the run's */
 			aj_run_exec_forward(xl, c->sock[0], c->envp);
+		if (pf[4].revents) { /* oci: the engine's process is gone, the run too */
+			kill(c->pid, SIGKILL);
+			watch = -1;
+		}
 		if (rc == 1 && pf[0].revents)
 			rc = handle_msg(c, res, err);
 	}

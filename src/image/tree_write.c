@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* A tree written from entries a sandbox's level streams (aj_root_sink: a
+ * microVM's agent walks its root), for a snapshot. The stream is
+ * untrusted, as a container image's layers are (image_oci.c): libarchive
+ * writes it with the same checks (no absolute path, no "..", no path
+ * through a symlink on disk), owners outside the image's id range become
+ * nobody, only files, directories, symlinks and FIFOs are made, and the
+ * regular files may add up to max_bytes (apparent size), else -EDQUOT. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "userns.h"
+#include "util.h"
+
+struct aj_tree_writer {
+	struct archive *w;
+	struct archive_entry *e;
+	bool open;		       /* an entry written, its data may follow */
+	unsigned long long left;       /* bytes the open entry may still have */
+	unsigned long long bytes, max; /* regular files so far, and the cap */
+	unsigned long long entries;
+	char path[PATH_MAX];
+};
+
+static const int secure = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+			  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+
+int aj_tree_writer_new(unsigned long long max_bytes, aj_tree_writer **out, aj_error *err)
+{
+	aj_tree_writer *t = calloc(1, sizeof(*t));
+	if (t && (t->w = archive_write_disk_new()) && (t->e = archive_entry_new())) {
+		archive_write_disk_set_options(
+		    t->w, secure | ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM |
+			      ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SPARSE);
+		t->max = max_bytes;
+		*out = t;
+		return 0;
+	}
+	if (t && t->w)
+		archive_write_free(t->w);
+	free(t);
+	return aj_err(err, ENOMEM, "out of memory");
+}
+
+static const char *why(aj_tree_writer *t)
+{
+	const char *m = archive_error_string(t->w);
+	return m ? m : "unknown error";
+}
+
+static int finish(aj_tree_writer *t, aj_error *err)
+{
+	if (!t->open)
+		return 0;
+	t->open = false;
+	if (archive_write_finish_entry(t->w) < ARCHIVE_WARN)
+		return aj_err(err, EIO, "snapshot: cannot write /%s: %s", t->path, why(t));
+	return 0;
+}
+
+/* A name made relative ("/a", "./a" -> "a"); NULL: empty, "." or "..". */
+static const char *relative(const char *p)
+{
+	while (*p == '/' || (p[0] == '.' && p[1] == '/'))
+		p += p[0] == '/' ? 1 : 2;
+	if (!*p || (p[0] == '.' && !p[1]))
+		return NULL;
+	for (const char *c = p; c;) {
+		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || !c[2]))
+			return NULL;
+		c = strchr(c, '/');
+		c = c ? c + 1 : NULL;
+	}
+	return p;
+}
+
+static unsigned long long id_of(unsigned long long id)
+{
+	return id < AJ_UID_RANGE ? id : 65534; /* outside the image's ids: nobody */
+}
+
+int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *err)
+{
+	int r = finish(t, err);
+	if (r < 0)
+		return r;
+	const char *rel = e->path ? relative(e->path) : NULL;
+	static const char types[] = "fdlp";
+	if (!rel || strlen(rel) >= sizeof(t->path) || !e->type || !strchr(types, e->type) ||
+	    (e->type == 'l' && (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
+		return aj_err(err, EPROTO, "snapshot: the sandbox sent a bad entry '%.200s'",
+			      e->path ? e->path : "");
+	if (t->entries >= 10000000) /* as level 1's copy (tree.c) */
+		return aj_err(err, EFBIG, "snapshot: too many files (at /%.200s)", rel);
+	if (e->type == 'f' && e->size > t->max - t->bytes)
+		return aj_err(err, EDQUOT, "snapshot: /%s passes the snapshot's size limit", rel);
+	snprintf(t->path, sizeof(t->path), "%s", rel);
+	mode_t type = e->type == 'f'   ? AE_IFREG
+		      : e->type == 'd' ? AE_IFDIR
+		      : e->type == 'l' ? AE_IFLNK
+				       : AE_IFIFO;
+	archive_entry_clear(t->e);
+	archive_entry_set_pathname(t->e, rel);
+	archive_entry_set_filetype(t->e, type);
+	archive_entry_set_perm(t->e, e->mode & 07777);
+	archive_entry_set_uid(t->e, (la_int64_t)id_of(e->uid));
+	archive_entry_set_gid(t->e, (la_int64_t)id_of(e->gid));
+	archive_entry_set_mtime(t->e, (time_t)e->mtime,
+				e->mtime_ns >= 0 && e->mtime_ns < 1000000000L ? e->mtime_ns : 0);
+	archive_entry_set_size(t->e, e->type == 'f' ? (la_int64_t)e->size : 0);
+	if (e->type == 'l')
+		archive_entry_set_symlink(t->e, e->link);
+	if (archive_write_header(t->w, t->e) < ARCHIVE_WARN)
+		return aj_err(err, EPERM, "snapshot: refused or failed /%s: %s", rel, why(t));
+	t->open = true;
+	t->left = e->type == 'f' ? e->size : 0;
+	t->bytes += t->left;
+	t->entries++;
+	return 0;
+}
+
+int aj_tree_writer_data(aj_tree_writer *t, const void *buf, size_t len, aj_error *err)
+{
+	if (!t->open || len > t->left)
+		return aj_err(err, EPROTO, "snapshot: the sandbox sent more bytes than /%s has",
+			      t->path);
+	if (len && archive_write_data(t->w, buf, len) != (la_ssize_t)len)
+		return aj_err(err, errno ? errno : EIO, "snapshot: cannot write /%s: %s", t->path,
+			      why(t));
+	t->left -= len;
+	return 0;
+}
+
+int aj_tree_writer_close(aj_tree_writer *t, aj_error *err)
+{
+	if (!t)
+		return 0;
+	int r = err ? finish(t, err) : 0;
+	/* the directories' modes and times, set last (libarchive defers them) */
+	if (archive_write_close(t->w) < ARCHIVE_WARN && r == 0 && err)
+		r = aj_err(err, EIO, "snapshot: %s", why(t));
+	archive_write_free(t->w);
+	archive_entry_free(t->e);
+	free(t);
+	return r;
+}
