@@ -109,11 +109,13 @@ mv_gone() {
     assert_output_has_line "api 200"
     [ "$(req /mv-image | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/mv-image: $(req /mv-image)"
     world_assert_ca_intact
-    # a FIFO there: 125 before qemu starts (the old code read it, blocking)
-    rm "$b"
-    mkfifo "$b"
+    # a FIFO there: 125 before qemu starts (the old code read it, blocking);
+    # a root of sh alone: a small squashfs
+    mk_tiny_root "$T/fifo" sh
+    mkdir -p "$T/fifo/etc/ssl/certs"
+    mkfifo "$T/fifo/etc/ssl/certs/ca-certificates.crt"
     run --separate-stderr timeout -k 5 20 nsenter --net="/run/netns/$HNS" "$AJ" run -q \
-        --isolation microvm --rootfs "$T/tree" --net open --dns 192.0.2.53 \
+        --isolation microvm --rootfs "$T/fifo" --net open --dns 192.0.2.53 \
         --secret "TOKEN@api.example.test=$value" -- cat /etc/ssl/certs/ca-certificates.crt
     assert_status 125
     assert_contains "$stderr" "ca-certificates.crt: it is a FIFO, not a regular file"
