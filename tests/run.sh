@@ -130,7 +130,8 @@ AJ_ISOLATION=gvisor integration build "security suite (level 2: gvisor)" tests/s
 integration build "network tests" tests/network/*.bats
 integration build "service tests" tests/service/*.bats
 integration build "gvisor level" tests/gvisor/*.bats
-# level 3 on TCG (~7 boots, ~30 s)
+# level 3 on TCG (~20 boots and restores, ~3.5 min; docs/performance.md,
+# "The level-3 tests' wall time")
 integration build "microvm level" tests/microvm/*.bats
 # level 4: WASI modules built from C here, python3 once (~1.5 min)
 integration build "wasm level" tests/wasm/*.bats

@@ -320,7 +320,11 @@ int aj_cmd_run(int argc, char **argv)
 		char run_id[40];
 		snprintf(run_id, sizeof(run_id), "run-%ld", (long)getpid());
 		bool minting = p.secret_mint && aj_mint_wanted(&p);
-		if (!minting || (r = aj_mint_secrets(p.secret_mint, &p, run_id, &err)) == 0)
+		/* a revoker child revokes them should this run be SIGKILLed */
+		aj_mint_guard guard = {-1, -1};
+		if (!minting ||
+		    ((r = aj_mint_guard_start(&guard, p.secret_mint, &p, run_id, &err)) == 0 &&
+		     (r = aj_mint_secrets(p.secret_mint, &p, run_id, &guard, &err)) == 0))
 			r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);
 		aj_error rerr;
 		aj_err_clear(&rerr);
@@ -329,6 +333,7 @@ int aj_cmd_run(int argc, char **argv)
 			aj_err_format(&rerr, msg, sizeof(msg));
 			fprintf(stderr, "agentjail: warning: %s\n", msg);
 		}
+		aj_mint_guard_end(&guard);
 		if (r == 0) {
 			report_end(&p, &res);
 			if (p.result_path && aj_run_result_write(p.result_path, &res, &err) < 0) {

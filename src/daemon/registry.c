@@ -122,7 +122,9 @@ static void minted_path(const char *id, char *buf, size_t len)
 	snprintf(buf, len, "%s/%s.json", minted_dir, id);
 }
 
-static int minted_write(const aj_sandbox *sb, aj_error *err)
+/* only_minted: just the secrets still marked minted (those whose revoke
+ * failed); else every scoped one (written before the hook runs) */
+static int minted_write(const aj_sandbox *sb, bool only_minted, aj_error *err)
 {
 	json_t *list = json_array();
 	for (size_t i = 0; list && i < sb->policy.n_secrets; i++) {
@@ -130,7 +132,7 @@ static int minted_write(const aj_sandbox *sb, aj_error *err)
 		json_t *hosts = json_array();
 		for (size_t h = 0; hosts && h < s->n_hosts; h++)
 			json_array_append_new(hosts, json_string(s->hosts[h]));
-		if (s->n_hosts)
+		if (s->n_hosts && (!only_minted || s->minted))
 			json_array_append_new(list, json_pack("{s:s,s:o}", "name", s->name, "hosts",
 							      hosts ? hosts : json_array()));
 		else
@@ -149,42 +151,138 @@ static int minted_write(const aj_sandbox *sb, aj_error *err)
 	return 0;
 }
 
-/* A record that cannot be read is set aside (never dropped): its
- * credentials need revoking by hand. */
-static void record_bad(const char *path, const char *name, const char *why)
+/* A record that cannot be trusted is set aside (never dropped, never
+ * acted on): its credentials need revoking by hand. */
+static void record_bad(int dfd, const char *name, const char *why)
 {
-	char aside[PATH_MAX];
-	snprintf(aside, sizeof(aside), "%s/.bad-%s", minted_dir, name);
-	(void)rename(path, aside);
+	char aside[NAME_MAX + 8];
+	snprintf(aside, sizeof(aside), ".bad-%s", name);
+	(void)renameat(dfd, name, dfd, aside);
 	aj_log("error", "agentjail serve: ",
-	       "a record of minted secrets cannot be read (%s): set aside as %s; revoke its "
-	       "credentials by hand",
-	       why, aside);
+	       "a record of minted secrets is not one to act on (%s): set aside as %s/%s; "
+	       "revoke its credentials by hand",
+	       why, minted_dir, aside);
 	aj_audit("secret_revoke_failed", json_pack("{s:s,s:s}", "record", name, "error", why));
+}
+
+/* "sb-" 16 hex digits, "-NODE" if serve has --node (make_id) */
+static bool sandbox_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n < 19 || strncmp(id, "sb-", 3) != 0 || strspn(id + 3, "0123456789abcdef") != 16)
+		return false;
+	return n == 19 || (id[19] == '-' && aj_node_name_valid(id + 20, NULL));
+}
+
+/* Whether the entries of a record are secrets as a policy has them: a
+ * variable name, 1 to 16 hosts each canonical (aj_policy_add_secret_scoped
+ * judges both), exactly these two keys. */
+static bool record_secrets_valid(json_t *secrets, const char **why)
+{
+	aj_policy p;
+	aj_policy_init(&p);
+	size_t k;
+	json_t *s;
+	bool ok = json_array_size(secrets) <= AJ_MAX_SECRETS;
+	json_array_foreach(secrets, k, s)
+	{
+		const char *name = json_string_value(json_object_get(s, "name"));
+		json_t *hosts = json_object_get(s, "hosts");
+		size_t n = json_array_size(hosts);
+		ok = ok && json_is_object(s) && json_object_size(s) == 2 && name &&
+		     json_is_array(hosts) && n >= 1 && n <= AJ_MAX_SECRET_HOSTS;
+		const char *h[AJ_MAX_SECRET_HOSTS];
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (h[i] = json_string_value(json_array_get(hosts, i))) != NULL;
+		aj_error err;
+		ok = ok && aj_policy_add_secret_scoped(&p, name, "revoke", h, n, NULL, &err) == 0;
+		for (size_t i = 0; ok && i < n; i++) /* as written: canonical */
+			ok = strcmp(p.secrets[p.n_secrets - 1].hosts[i], h[i]) == 0;
+		if (!ok)
+			break;
+	}
+	aj_policy_free(&p);
+	if (!ok)
+		*why = "an entry is not a secret's name and canonical hosts";
+	return ok;
+}
+
+/* A record checked before anything in it reaches the hook: a regular
+ * file (no symlink followed) of this service's user, 0600, one link, at
+ * most 1 MiB, strict JSON {"sandbox": ID, "secrets": [...]} with ID the
+ * file's name. NULL with *why if not. */
+static json_t *record_load(int dfd, const char *fname, const char **why)
+{
+	int fd = openat(dfd, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	json_t *o = NULL;
+	*why = NULL;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		*why = "not a regular file";
+	else if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
+		*why = "not a file of the service's own, mode 0600, with one link";
+	else if (st.st_size > (1 << 20))
+		*why = "larger than 1 MiB";
+	else if (!(o = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL)))
+		*why = "not JSON";
+	if (fd >= 0)
+		close(fd);
+	if (*why)
+		return NULL;
+	const char *id = json_string_value(json_object_get(o, "sandbox"));
+	json_t *secrets = json_object_get(o, "secrets");
+	char want[NAME_MAX + 1];
+	if (!json_is_object(o) || json_object_size(o) != 2 || !id || !sandbox_id_valid(id) ||
+	    !json_is_array(secrets))
+		*why = "not a record of minted secrets";
+	else if (snprintf(want, sizeof(want), "%s.json", id) < 0 || strcmp(want, fname) != 0)
+		*why = "its sandbox is not its file's name";
+	else
+		(void)record_secrets_valid(secrets, why);
+	if (*why) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 void aj_registry_revoke_lost(void)
 {
-	DIR *d = opendir(minted_dir);
+	int dfd = open(minted_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (dfd < 0 && errno == ENOENT)
+		return;
+	if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		const char *why = "not a directory of the service's own, mode 0700";
+		aj_log("error", "agentjail serve: ",
+		       "%s: %s: none of its records of minted secrets is acted on; revoke "
+		       "their credentials by hand",
+		       minted_dir, why);
+		aj_audit("secret_revoke_failed",
+			 json_pack("{s:s,s:s}", "record", minted_dir, "error", why));
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
 	struct dirent *de;
-	while (d && (de = readdir(d))) {
+	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		char path[PATH_MAX];
 		snprintf(path, sizeof(path), "%s/%s", minted_dir, de->d_name);
-		struct stat st;
-		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-			record_bad(path, de->d_name, "not a regular file of at most 1 MiB");
+		const char *why;
+		json_t *o = record_load(dfd, de->d_name, &why);
+		if (!o) {
+			record_bad(dfd, de->d_name, why);
 			continue;
 		}
-		json_t *o = json_load_file(path, 0, NULL);
 		const char *id = json_string_value(json_object_get(o, "sandbox"));
 		json_t *secrets = json_object_get(o, "secrets");
-		if (!id || !json_is_array(secrets)) {
-			record_bad(path, de->d_name, "not a record of minted secrets");
-			json_decref(o);
-			continue;
-		}
 		if (!reg_mint) {
 			aj_log("error", "agentjail serve: ",
 			       "sandbox %s: its minted secrets are not revoked: serve has no "
@@ -205,28 +303,26 @@ void aj_registry_revoke_lost(void)
 			json_t *v;
 			json_array_foreach(json_object_get(s, "hosts"), h, v)
 			{
-				if (n < AJ_MAX_SECRET_HOSTS && json_string_value(v))
-					hosts[n++] = (char *)json_string_value(v);
+				hosts[n++] = (char *)json_string_value(v);
 			}
 			aj_error err;
 			aj_err_clear(&err);
-			if (name && aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
+			if (aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
 				aj_audit("secret_revoked",
 					 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name,
 						   "after", "the service's crash"));
 				continue;
 			}
-			if (!name)
-				snprintf(err.msg, sizeof(err.msg), "an entry without a name");
 			aj_log("error", "agentjail serve: ",
 			       "sandbox %s: %s (kept in %s for the next start)", id, err.msg, path);
 			aj_audit("secret_revoke_failed",
-				 json_pack("{s:s,s:s}", "sandbox", id, "error", err.msg));
+				 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name, "error",
+					   err.msg));
 			if (left)
 				json_array_append(left, s);
 		}
 		if (left && json_array_size(left) == 0)
-			unlink(path);
+			unlinkat(dfd, de->d_name, 0);
 		else if (!left || json_object_set(o, "secrets", left) < 0 ||
 			 record_put(path, o) < 0)
 			aj_log("error", "agentjail serve: ",
@@ -234,8 +330,7 @@ void aj_registry_revoke_lost(void)
 		json_decref(left);
 		json_decref(o);
 	}
-	if (d)
-		closedir(d);
+	closedir(d);
 }
 
 void aj_registry_sweep(void)
@@ -282,27 +377,41 @@ void aj_registry_teardown_elsewhere(bool on)
 
 static void sandbox_free(aj_sandbox *sb);
 
-/* The minted secrets of sb, revoked once its netd is gone (mint.h). */
-/* Whether every minted secret of the sandbox was revoked. */
-static bool revoke_minted(aj_sandbox *sb)
+/* The minted secrets of sb revoked (at its end, or a create that failed
+ * after minting), each audited as it went; what failed stays marked and
+ * its record is rewritten to name just those, for the next start. */
+static void revoke_minted(aj_sandbox *sb)
 {
-	for (size_t i = 0; reg_mint && i < sb->policy.n_secrets; i++) {
-		if (!sb->policy.secrets[i].minted)
-			continue;
-		aj_audit("secret_revoked", json_pack("{s:s,s:s}", "sandbox", sb->id, "secret",
-						     sb->policy.secrets[i].name));
-	}
+	char path[PATH_MAX];
+	minted_path(sb->id, path, sizeof(path));
+	bool was[AJ_MAX_SECRETS] = {false};
+	for (size_t i = 0; i < sb->policy.n_secrets && i < AJ_MAX_SECRETS; i++)
+		was[i] = sb->policy.secrets[i].minted;
 	aj_error err;
 	aj_err_clear(&err);
-	if (reg_mint && aj_mint_revoke(reg_mint, &sb->policy, sb->id, &err) > 0) {
+	if (!reg_mint || aj_mint_revoke(reg_mint, &sb->policy, sb->id, &err) == 0) {
+		unlink(path);
+	} else {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 		aj_err_format(&err, msg, sizeof(msg));
-		aj_log("error", "agentjail serve: ", "sandbox %s: %s", sb->id, msg);
-		aj_audit("secret_revoke_failed",
-			 json_pack("{s:s,s:s}", "sandbox", sb->id, "error", err.msg));
-		return false;
+		aj_error werr;
+		bool kept = minted_write(sb, true, &werr) == 0;
+		aj_log("error", "agentjail serve: ", "sandbox %s: %s (%s)", sb->id, msg,
+		       kept ? "kept in its record for the next start"
+			    : "its record cannot be written: revoke it by hand");
 	}
-	return true;
+	for (size_t i = 0; i < sb->policy.n_secrets && i < AJ_MAX_SECRETS; i++) {
+		const aj_secret *s = &sb->policy.secrets[i];
+		if (!was[i])
+			continue;
+		if (!s->minted)
+			aj_audit("secret_revoked",
+				 json_pack("{s:s,s:s}", "sandbox", sb->id, "secret", s->name));
+		else
+			aj_audit("secret_revoke_failed",
+				 json_pack("{s:s,s:s,s:s}", "sandbox", sb->id, "secret", s->name,
+					   "error", err.msg));
+	}
 }
 
 /* With serve --secret-mint: each scoped secret's value becomes the hook's
@@ -313,12 +422,11 @@ static int mint(aj_sandbox *sb, json_t *req, char **source, aj_error *err)
 	if (!reg_mint || !aj_mint_wanted(&sb->policy))
 		return (*source = json_dumps(req, JSON_COMPACT)) ? 0
 								 : aj_err(err, ENOMEM, "sandbox");
-	int r = minted_write(sb, err);
-	if (r == 0 && (r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, err)) < 0) {
-		char path[PATH_MAX];
-		minted_path(sb->id, path, sizeof(path));
-		unlink(path); /* what it made it revoked */
-	}
+	/* on a failure, what was minted is revoked by sandbox_free (its record
+	 * kept if that fails), as at a sandbox's end */
+	int r = minted_write(sb, false, err);
+	if (r == 0)
+		r = aj_mint_secrets(reg_mint, &sb->policy, sb->id, NULL, err);
 	if (r < 0) {
 		err->status = 500;
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "secret_mint_failed");
@@ -390,10 +498,8 @@ static void sandbox_free(aj_sandbox *sb)
 		close(sb->root_fd);
 	if (sb->inst)
 		sb->be->destroy(sb->inst); /* waits for the keeper's teardown */
+	revoke_minted(sb); /* what fails stays in its record: the next start tries again */
 	char path[PATH_MAX];
-	minted_path(sb->id, path, sizeof(path));
-	if (revoke_minted(sb)) /* else kept: the next start tries again */
-		unlink(path);
 	state_path(sb->id, path, sizeof(path));
 	unlink(path);
 	if (sb->procs) /* their workers have ended: they held references */

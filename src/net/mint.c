@@ -12,7 +12,9 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -227,7 +229,135 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 	return r;
 }
 
-int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_error *err)
+/* ---- run's revoker (aj_mint_guard) ---- */
+
+#define GUARD_DONE UINT32_MAX
+
+/* what run tells its revoker: secret idx was minted (len bytes of value
+ * follow), or GUARD_DONE (run revoked them itself) */
+typedef struct guard_msg {
+	uint32_t idx, len;
+} guard_msg;
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+	const char *b = buf;
+	while (n) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		b += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* 1 when all n bytes came, 0 at EOF or on an error */
+static int read_all(int fd, void *buf, size_t n)
+{
+	char *b = buf;
+	while (n) {
+		ssize_t r = read(fd, b, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		b += r, n -= (size_t)r;
+	}
+	return 1;
+}
+
+/* The revoker: holds the values run minted as run tells them, and revokes
+ * them when its socket ends without GUARD_DONE (run was killed). Its own
+ * session and /dev/null for stdio: no terminal, no caller's pipe held. */
+static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const char *id)
+{
+	(void)prctl(PR_SET_NAME, "aj-revoke", 0, 0, 0);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* it holds minted values */
+	(void)setsid();
+	if (fd < 3) /* run's stdio was closed: keep it clear of 0-2 */
+		fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; nul >= 0 && i < 3; i++)
+		(void)dup2(nul, i);
+	aj_close_all_except(&fd, 1);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (size_t i = 0; i < p->n_secrets; i++) { /* only what run tells it */
+		explicit_bzero(p->secrets[i].value, strlen(p->secrets[i].value));
+		p->secrets[i].minted = false;
+	}
+	guard_msg m;
+	while (read_all(fd, &m, sizeof(m))) {
+		if (m.idx == GUARD_DONE)
+			_exit(0);
+		char *v =
+		    m.idx < p->n_secrets && m.len <= MINT_VALUE_MAX ? calloc(1, m.len + 1) : NULL;
+		if (!v || !read_all(fd, v, m.len)) {
+			free(v);
+			break;
+		}
+		aj_secret *s = &p->secrets[m.idx];
+		free(s->value);
+		s->value = v;
+		s->minted = true;
+	}
+	aj_error e;
+	aj_err_clear(&e);
+	(void)aj_mint_revoke(cmd, p, id, &e);
+	_exit(0);
+}
+
+int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const char *id,
+			aj_error *err)
+{
+	int sv[2];
+	g->fd = g->pid = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return aj_err(err, errno, "--secret-mint: cannot start the revoker of this run");
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		guard_main(sv[1], cmd, p, id);
+	}
+	int e = errno;
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return aj_err(err, e, "--secret-mint: cannot start the revoker of this run");
+	}
+	g->fd = sv[0];
+	g->pid = pid;
+	return 0;
+}
+
+static int guard_tell(aj_mint_guard *g, size_t i, const char *v, aj_error *err)
+{
+	guard_msg m = {(uint32_t)i, (uint32_t)strlen(v)};
+	if (send_all(g->fd, &m, sizeof(m)) < 0 || send_all(g->fd, v, m.len) < 0)
+		return aj_err(err, EPIPE,
+			      "--secret-mint: the revoker of this run is gone: what was minted "
+			      "would outlive a killed run");
+	return 0;
+}
+
+void aj_mint_guard_end(aj_mint_guard *g)
+{
+	if (g->fd >= 0) {
+		guard_msg m = {GUARD_DONE, 0};
+		(void)send_all(g->fd, &m, sizeof(m));
+		close(g->fd);
+		g->fd = -1;
+	}
+	while (g->pid > 0 && waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	g->pid = -1;
+}
+
+int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_mint_guard *g, aj_error *err)
 {
 	for (size_t i = 0; i < p->n_secrets; i++) {
 		aj_secret *s = &p->secrets[i];
@@ -235,15 +365,14 @@ int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_error *err
 			continue;
 		char *v = NULL;
 		int r = run_hook(cmd, "mint", s, id, s->value, &v, err);
-		if (r < 0) {
-			aj_error ignored;
-			(void)aj_mint_revoke(cmd, p, id, &ignored); /* nothing half-made */
+		if (r < 0) /* the ones minted before stay marked: the caller revokes them */
 			return r;
-		}
 		explicit_bzero(s->value, strlen(s->value));
 		free(s->value);
 		s->value = v;
 		s->minted = true;
+		if (g && (r = guard_tell(g, i, v, err)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -257,8 +386,11 @@ int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err)
 			continue;
 		aj_error e;
 		aj_err_clear(&e);
-		if (run_hook(cmd, "revoke", s, id, s->value, NULL, &e) < 0 && failed++ == 0)
-			*err = e;
+		if (run_hook(cmd, "revoke", s, id, s->value, NULL, &e) < 0) {
+			if (failed++ == 0)
+				*err = e;
+			continue; /* still minted: the caller keeps its record */
+		}
 		s->minted = false;
 	}
 	return failed;

@@ -9,21 +9,41 @@
 #ifndef AJ_MINT_H
 #define AJ_MINT_H
 
+#include <sys/types.h>
+
 #include "error.h"
 #include "policy.h"
 
 /* Does p have a secret scoped to hosts (what the hook mints)? */
 bool aj_mint_wanted(const aj_policy *p);
+/* run's revoker (aj_mint_guard_start): a child that holds what run minted
+ * and revokes it should run be killed before it revokes it itself. */
+typedef struct aj_mint_guard {
+	int fd;	   /* to the revoker; -1: none */
+	pid_t pid; /* the revoker; -1: none */
+} aj_mint_guard;
+
 /* Mint every scoped secret of p for the sandbox id with the hook cmd:
- * each value is replaced by the hook's output and marked minted. Fails
- * closed: a hook that fails, times out (10 s) or prints no single-line
- * value fails it all, and what was minted before is revoked. 0 or -errno
- * with err set (the secret named, never a value). */
-int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_error *err);
+ * each value is replaced by the hook's output and marked minted, and told
+ * to g (if not NULL) at once. Fails closed: a hook that fails, times out
+ * (10 s) or prints no single-line value fails it all; what was minted
+ * before stays marked for the caller to revoke (aj_mint_revoke). 0 or
+ * -errno with err set (the secret named, never a value). */
+int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_mint_guard *g, aj_error *err);
 /* Revoke every minted secret of p (`CMD revoke`, the minted value on
- * stdin) and clear its mark; returns how many revocations failed (the
- * first one's reason in err). */
+ * stdin) and clear the mark of each one revoked (a failed one keeps it);
+ * returns how many revocations failed (the first one's reason in err). */
 int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err);
+/* Start run's revoker for p and id (before minting; p's values are not
+ * kept by it): when its socket ends without aj_mint_guard_end (run was
+ * SIGKILLed), it revokes what aj_mint_secrets told it, then exits. It has
+ * its own session, /dev/null as stdio and no other descriptor: it holds
+ * neither the terminal, a caller's pipe nor the sandbox. 0 or -errno. */
+int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const char *id,
+			aj_error *err);
+/* run has revoked what it minted: the revoker exits without revoking;
+ * waits for it. */
+void aj_mint_guard_end(aj_mint_guard *g);
 /* Revoke secret name (scoped to hosts) that a killed service minted for
  * sandbox id (serve's crash sweep): `CMD revoke` with the same environment
  * and an empty stdin, the minted value having never been on disk. */

@@ -117,7 +117,9 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
 
 @test "microvm: qemu and virtiofsd run confined, as unprivileged uids, and are gone afterwards" {
     chown 4242:4343 "$WS"
-    mv -q --memory 256m --workspace "$WS" -- /bin/sh -c 'echo up >/workspace/up; sleep 4' </dev/null 2>"$T/err" &
+    # the command runs until the checks below are done (/workspace/go), 20 s at most
+    mv -q --memory 256m --workspace "$WS" -- /bin/sh -c 'echo up >/workspace/up
+        for i in $(seq 200); do [ -e /workspace/go ] && break; sleep 0.1; done' </dev/null 2>"$T/err" 3>&- &
     local job=$! qemu='' n=0
     while [ ! -s "$WS/up" ] && ((n++ < 300)); do sleep 0.1; done
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
@@ -162,6 +164,7 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
         assert_eq "$(vmm_cgroup "$p")" "$cg" "virtiofsd $p's memory cgroup"
         assert_eq "$(cgroup_of "$p" pids)" "$(cgroup_of "$qemu" pids)" "virtiofsd $p's pids cgroup"
     done
+    touch "$WS/go"
     wait "$job" || fail "the run failed: $(cat "$T/err")"
     ! kill -0 "$qemu" 2>/dev/null || fail "qemu still runs"
     ! cgroup_exists "$cg" || fail "the VMM's cgroup $cg is left"

@@ -80,13 +80,21 @@ refused" "the binds"
     [[ "$out" != *"s3cr3t-value-97"* ]] || fail "the secret's value came out: $out"
     out=$(sb_exec "$id" '{"cmd": ["/no/such/command"]}')
     [[ "$out" == *"127"* ]] || fail "a missing command: $out"
-    # side by side: a second exec ends while the first still runs
-    sb_exec "$id" '{"cmd": ["sh", "-c", "sleep 4; echo slow"]}' >"$BATS_TEST_TMPDIR/slow" &
+    # side by side: a second exec ends while the first still runs (the
+    # first, once started, waits for a file a third exec makes)
+    sb_exec "$id" '{"cmd": ["sh", "-c", "touch /tmp/slow; for i in $(seq 300); do [ -e /tmp/go ] && break; sleep 0.1; done; echo slow"]}' \
+        >"$BATS_TEST_TMPDIR/slow" 3>&- &
     slow=$!
-    sleep 1
+    for _ in $(seq 100); do
+        api_status GET "/v1/sandboxes/$id/files?path=/tmp/slow"
+        [ "$status_code" = 200 ] && break
+        sleep 0.1
+    done
+    assert_eq "$status_code" 200 "the first exec started"
     out=$(sb_exec "$id" '{"cmd": ["echo", "fast"]}')
     assert_eq "$(events_stdout <<<"$out")" fast "an exec beside a running one"
     kill -0 "$slow" 2>/dev/null || fail "the first exec ended before the second (not side by side)"
+    sb_exec "$id" '{"cmd": ["touch", "/tmp/go"]}' >/dev/null
     wait "$slow"
     assert_eq "$(events_stdout <"$BATS_TEST_TMPDIR/slow")" slow "the first exec"
     # timeout: 124, and the VM serves the next exec

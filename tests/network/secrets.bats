@@ -165,6 +165,31 @@ EOS
     assert_status 125
     [[ "$stderr" == *"a value of at least 4 characters is needed"* ]] || fail "$stderr"
     [ ! -e "$WS/ran" ] || fail "the command ran"
+    # a SIGKILLed run: its revoker (a child in its own session, /dev/null as
+    # stdio) revokes what it minted, then is gone (the old code revoked nothing)
+    rm "$T/short"
+    : >"$log"
+    hrun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- \
+        sh -c "touch /workspace/up; exec sleep 30" >/dev/null 2>&1 &
+    AJ_BG_PID=$!
+    local i pid rv
+    for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    pid=${id#run-}
+    [ -n "$pid" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
+    rv=$(pgrep -P "$pid" -x aj-revoke) || rv=''
+    local fds=''
+    [ -z "$rv" ] || fds="$(ps -o sid= -p "$rv" | tr -d ' ') $(readlink "/proc/$rv/fd/0" "/proc/$rv/fd/1" "/proc/$rv/fd/2" | tr '\n' ' ')"
+    kill -KILL "$pid"
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    for ((i = 0; i < 100; i++)); do grep -q '^revoke' "$log" && ! kill -0 "$rv" 2>/dev/null && break; sleep 0.05; done
+    [ "$(sed -n 2p "$log")" = "revoke K allowed.test $id stdin=run-token-$id" ] || fail "no revoke: $(cat "$log")"
+    [ -n "$rv" ] || fail "no revoker child of $pid"
+    [ "$fds" = "$rv /dev/null /dev/null /dev/null " ] || fail "the revoker's session and stdio: $fds"
+    ! kill -0 "$rv" 2>/dev/null || fail "the revoker outlived its revoke"
+    arun --allow allowed.test -- true # the next run sweeps the killed one's cgroup and table
+    assert_status 0
 }
 
 @test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {

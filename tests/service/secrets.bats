@@ -127,8 +127,11 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     assert_world_clean
 }
 
-@test "service: a mint hook that fails fails the create, what it minted is revoked; a bad --upstream-ca stops serve" {
+@test "service: a mint hook that fails fails the create, what it minted is revoked (kept in a record if that fails); a bad --upstream-ca stops serve" {
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    # the issuer is down for revokes too: GOOD's revoke fails (the old code
+    # dropped its error and its record; nothing revoked GOOD ever again)
+    touch "$BATS_TEST_TMPDIR/issuer-down"
     api_status POST /v1/sandboxes -d "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
         \"secret\": {\"GOOD\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]},
                      \"BAD\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}"
@@ -139,6 +142,19 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     grep -q "^mint GOOD .*stdin=$VALUE" "$HOOK_LOG" && grep -q "^revoke GOOD .*stdin=minted-" "$HOOK_LOG" ||
         fail "hook: $(cat "$HOOK_LOG")"
     [ "$(api GET /v1/sandboxes | jq '.sandboxes | length')" -eq 0 ] || fail "a sandbox is left: $(api GET /v1/sandboxes)"
+    local id rec
+    id=$(awk '$1 == "mint" && $2 == "GOOD" { print $4 }' "$HOOK_LOG")
+    rec=$STATE/minted/$id.json
+    [ "$(jq -c '[.secrets[].name]' "$rec")" = '["GOOD"]' ] || fail "the record of the failed revoke: $(ls -la "$STATE/minted")"
+    [ "$(audit ".event == \"secret_revoke_failed\" and .sandbox == \"$id\" and .secret == \"GOOD\"" | wc -l)" -eq 1 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\"" | wc -l)" -eq 0 ] || fail "audit: $(cat "$STATE/audit.log")"
+    # the next start revokes it
+    rm "$BATS_TEST_TMPDIR/issuer-down"
+    svc_stop
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    grep -qx "revoke GOOD api.example.test $id stdin= args=1" "$HOOK_LOG" || fail "hook: $(cat "$HOOK_LOG")"
+    [ ! -e "$rec" ] || fail "the record is left after its revoke"
     svc_stop
     # an upstream CA that is not a CA, or not there: serve does not start
     run "$AJ" serve --socket "$BATS_TEST_TMPDIR/x.sock" --state-dir "$BATS_TEST_TMPDIR/x" \
@@ -185,8 +201,35 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     rec=$STATE/minted/$id.json
     svc_crash
     echo '{"sandbox": ' >"$STATE/minted/sb-torn.json"
+    # records that are not the service's to act on: set aside, their
+    # contents never reach the hook (the old code revoked all but the link)
+    local bad b
+    mkrec() { # SUFFIX NAME HOST [EXTRA]: a record of sandbox sb-00000000000000SUFFIX, 0600
+        local f=$STATE/minted/sb-00000000000000$1.json
+        printf '{"sandbox": "sb-00000000000000%s", "secrets": [{"name": "%s", "hosts": ["%s"]}]%s}' \
+            "$1" "$2" "$3" "${4:-}" >"$f"
+        chmod 600 "$f"
+    }
+    mkrec a1 MODE api.example.test && chmod 644 "$STATE/minted/sb-00000000000000a1.json"
+    mkrec a2 OWNER api.example.test && chown 65534 "$STATE/minted/sb-00000000000000a2.json"
+    mkrec a3 'X=Y' api.example.test
+    mkrec a4 HOST 'API.example.test'
+    mkrec a5 HOST2 'a b.test'
+    mkrec a6 EXTRA api.example.test ', "more": 1'
+    mkrec a7 DUP api.example.test ', "sandbox": "sb-00000000000000a7"'
+    mkrec a8 ID api.example.test && mv "$STATE/minted/sb-00000000000000a8.json" "$STATE/minted/sb-00000000000000b8.json"
+    mkrec a9 LINK api.example.test && mv "$STATE/minted/sb-00000000000000a9.json" "$BATS_TEST_TMPDIR/link.json" &&
+        ln -s "$BATS_TEST_TMPDIR/link.json" "$STATE/minted/sb-00000000000000a9.json"
+    bad="a1 a2 a3 a4 a5 a6 a7 b8 a9"
     touch "$BATS_TEST_TMPDIR/issuer-down"
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    ! grep -q "sb-00000000000000" "$HOOK_LOG" || fail "a bad record reached the hook: $(cat "$HOOK_LOG")"
+    for b in $bad; do
+        [ ! -e "$STATE/minted/sb-00000000000000$b.json" ] && [ -e "$STATE/minted/.bad-sb-00000000000000$b.json" ] ||
+            fail "record $b not set aside: $(ls -la "$STATE/minted")"
+        [ "$(audit ".event == \"secret_revoke_failed\" and .record == \"sb-00000000000000$b.json\"" | wc -l)" -eq 1 ] ||
+            fail "record $b not audited: $(cat "$STATE/audit.log")"
+    done
     [ "$(jq -c '[.secrets[].name]' "$rec")" = '["ONE"]' ] || fail "a failed revoke dropped its record"
     [ "$(audit ".event == \"secret_revoke_failed\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"

@@ -43,6 +43,9 @@
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
 #define DRAIN_MS 5000ULL
+/* a call without a deadline (files, snapshot) whose agent sends nothing
+ * this long is given up: a stalled or hostile guest can't hold a thread */
+#define AGENT_IDLE_MS 30000ULL
 #define OUT_HIGH (256u << 10)
 /* the ports proxy's connections: at most this many of the agent ports at
  * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
@@ -384,10 +387,13 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
 	int rr = 0;
-	bool stopped = false;
+	bool stopped = false, idle = false;
+	unsigned long long last = now_ms();
 	while (!c->have_exit && rr >= 0) {
 		unsigned long long t = now_ms();
-		if (c->sink && c->sr < 0 && !stopped) {
+		if (!until && !stopped && t - last >= AGENT_IDLE_MS)
+			idle = true;
+		if (((c->sink && c->sr < 0) || idle) && !stopped) {
 			/* the stream refused: the agent told to stop, and given
 			 * DRAIN_MS for its answer (a guest that goes on is cut off) */
 			unsigned char sig = SIGKILL;
@@ -398,6 +404,8 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		if (until && t >= until)
 			break;
 		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
+		if (rr > 0)
+			last = now_ms();
 		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
 			break;
 	}
@@ -408,6 +416,12 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return aj_err(err, -r, "%s: cannot send the file to the sandbox", path);
 	if (c->werr < 0)
 		return aj_err(err, -c->werr, "%s", path);
+	if (idle && !c->have_exit) {
+		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent sent nothing for %llu s", path,
+		       AGENT_IDLE_MS / 1000);
+		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
+		return -ETIMEDOUT;
+	}
 	if (!c->have_exit)
 		return vm_gone(i, err);
 	int e = c->x.err;
