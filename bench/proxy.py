@@ -34,7 +34,18 @@ from a CA this script makes; a new TLS session per request, verified):
                  proxy terminates TLS with the sandbox's CA (trusted through
                  SSL_CERT_FILE), verifies the server, swaps the secret in
 
-and one download of --mib MiB per case (the proxy's throughput).
+and one download of --mib MiB per case (the proxy's throughput). Then
+HTTP/2 (tests/network/h2echo.py, Debian's python3-h2, on 192.0.2.10:8444,
+ALPN h2): one curl --http2 per round makes N+1 requests on one kept-alive
+connection (the first, with the handshakes, not counted), each timed by
+curl (time_total); requests/s is N over their sum:
+
+  h2-host       curl in the host namespace, h2 straight to the server
+  h2-open       --net open: straight out, NATed
+  h2-tunnel     --allow: one CONNECT, h2 end to end through the tunnel
+  h2-intercept  --allow + --secret + --upstream-ca: h2 terminated on both
+                sides by netd (nghttp2, proxy_h2.c), the secret swapped
+                into each request's HPACK headers
 Needs root, ip, nft. Usage:
   bench/proxy.py [--rounds 5] [--requests 100] [--mib 64] [--aj build/agentjail] [--json OUT]
 """
@@ -91,6 +102,27 @@ def conn():
     # open, host: no resolver of the fake world's (open uses the host's), so
     # the address
     return http.client.HTTPConnection("192.0.2.10", 80, timeout=10), "/bytes/64"
+if mode.startswith("h2-"):
+    import subprocess, tempfile
+    cmd = ["curl", "-sS", "--http2", "-w",
+           "%{time_total} %{http_version} %{http_code}\n"]
+    if mode == "h2-intercept":  # the sandbox's bundle (CURL_CA_BUNDLE), with its CA
+        cmd += ["-H", "Authorization: Bearer " + os.environ.get("TOKEN", "none")]
+    else:
+        ca = tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False)
+        ca.write(os.environ["BENCH_CA"])
+        ca.close()
+        cmd += ["--cacert", ca.name]
+    if mode in ("h2-host", "h2-open"):  # no resolver of the fake world's: the address
+        cmd += ["--noproxy", "*", "--resolve", "allowed.test:8444:192.0.2.10"]
+    out = subprocess.run(cmd + ["-o", "/dev/null", "https://allowed.test:8444/h2"] * (n + 1),
+                         capture_output=True, text=True, timeout=300)
+    rows = [l.split() for l in out.stdout.splitlines()]
+    if out.returncode or len(rows) != n + 1 or any(r[1:] != ["2", "200"] for r in rows):
+        raise SystemExit("bad answer: %d %r %s" % (out.returncode, rows[:3], out.stderr[-300:]))
+    lat = [float(r[0]) * 1000 for r in rows[1:]]
+    print(json.dumps({"ms": lat, "download_ms": 0}))
+    raise SystemExit(0)
 def get(size):
     c, path = conn()
     path = path.replace("/bytes/64", "/bytes/%d" % size)
@@ -204,7 +236,7 @@ class World:
         sh("ip", "-n", i, "link", "set", "wan0", "up")
         sh("ip", "-n", i, "route", "add", "default", "via", "198.51.100.2")
         env = dict(os.environ, BENCH_AUTH_LOG=os.path.join(self.tmp, "auth"))
-        ready = [os.path.join(self.tmp, x) for x in ("web.ready", "dns.ready")]
+        ready = [os.path.join(self.tmp, x) for x in ("web.ready", "dns.ready", "h2.ready")]
         self.procs.append(subprocess.Popen(
             ["ip", "netns", "exec", i, sys.executable, os.path.abspath(__file__),
              "--serve", ready[0], "--certs", self.tmp], env=env))
@@ -213,6 +245,15 @@ class World:
              os.path.join(ROOT, "tests/network/fakeinet.py"), "--web", "8081", "--body", "x",
              "--dns", "192.0.2.53", "--dns-log", os.path.join(self.tmp, "dns.log"),
              "--ready", ready[1]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        pem = os.path.join(self.tmp, "leaf.pem")  # h2echo.py's: certificate and key
+        with open(pem, "w") as f:
+            for x in ("leaf.crt", "leaf.key"):
+                f.write(open(os.path.join(self.tmp, x)).read())
+        self.procs.append(subprocess.Popen(
+            ["ip", "netns", "exec", i, "/usr/bin/python3",
+             os.path.join(ROOT, "tests/network/h2echo.py"), "0.0.0.0:8444", pem,
+             os.path.join(self.tmp, "h2.log"), ready[2]],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         end = time.monotonic() + 30
         while not all(os.path.exists(r) for r in ready):
             if time.monotonic() > end:
@@ -236,19 +277,19 @@ def run_case(a, world, case):
     # the host cases run the interpreter the sandbox runs (the host root's),
     # not this script's (a pyenv build here, slower at TLS)
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    args = [py if case in ("host", "tls-host") else "python3", "-c", CLIENT, case,
+    args = [py if case in ("host", "tls-host", "h2-host") else "python3", "-c", CLIENT, case,
             str(a.requests), str(a.mib)]
     ca = open(os.path.join(world.tmp, "ca.crt")).read()
     env = dict(os.environ, BENCH_CA=ca)
-    if case in ("host", "tls-host"):
+    if case in ("host", "tls-host", "h2-host"):
         cmd = nsenter + args
     else:
-        net = (["--net", "open"] if case in ("open", "tls-open")
+        net = (["--net", "open"] if case in ("open", "tls-open", "h2-open")
                else ["--dns", "192.0.2.53", "--allow", "allowed.test",
-                     "--allow", "allowed.test:8443"])
-        if case in ("secret", "tls-intercept"):
+                     "--allow", "allowed.test:8443", "--allow", "allowed.test:8444"])
+        if case in ("secret", "tls-intercept", "h2-intercept"):
             net += ["--secret", "TOKEN@allowed.test=" + SECRET]
-        if case == "tls-intercept":
+        if case in ("tls-intercept", "h2-intercept"):
             net += ["--upstream-ca", os.path.join(world.tmp, "ca.crt")]
         cmd = nsenter + [a.aj, "run", "-q", "--env", "BENCH_CA"] + net + ["--"] + args
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -275,7 +316,8 @@ def main():
     if os.geteuid() != 0 or not shutil.which("nft") or not shutil.which("ip"):
         raise SystemExit("proxy bench: needs root, ip and nft")
     cases = ["host", "open", "allow", "secret", "tunnel",
-             "tls-host", "tls-open", "tls-tunnel", "tls-intercept"]
+             "tls-host", "tls-open", "tls-tunnel", "tls-intercept",
+             "h2-host", "h2-open", "h2-tunnel", "h2-intercept"]
     if a.cases:
         cases = [c for c in cases if c in a.cases.split(",")]
     res = {c: {"ms": [], "download_ms": []} for c in cases}
@@ -290,7 +332,12 @@ def main():
                     x = run_case(a, world, c)
                     res[c]["ms"] += x["ms"]
                     res[c]["download_ms"].append(x["download_ms"])
-                    if c in ("secret", "tls-intercept"):
+                    if c == "h2-intercept":
+                        with open(os.path.join(tmp, "h2.log")) as f:
+                            last = json.loads(f.read().splitlines()[-1])
+                        if last["headers"].get("authorization") != "Bearer " + SECRET:
+                            raise SystemExit("proxy bench: h2 server saw %r" % last["headers"])
+                    elif c in ("secret", "tls-intercept"):
                         seen = open(os.path.join(tmp, "auth")).read()
                         os.unlink(os.path.join(tmp, "auth"))
                         if seen != "Bearer " + SECRET:
@@ -305,18 +352,21 @@ def main():
         rows[c] = {"median_ms": round(statistics.median(lat), 3),
                    "p95_ms": round(lat[int(len(lat) * 0.95) - 1], 3),
                    "requests": len(lat),
-                   "download_mib_s": round(a.mib / (dl / 1000), 1) if dl else None}
+                   "download_mib_s": round(a.mib / (dl / 1000), 1) if dl else None,
+                   "requests_per_s": round(1000 * len(lat) / sum(lat), 1)}
     for c in cases:  # each against the direct sandbox of its protocol
-        peer = "tls-open" if c.startswith("tls-") else "open"
+        peer = c.split("-")[0] + "-open" if "-" in c else "open"
         if peer in rows:
             rows[c]["vs_open"] = round(rows[c]["median_ms"] / rows[peer]["median_ms"], 2)
     out = {"rounds": a.rounds, "requests_per_round": a.requests, "mib": a.mib,
            "load": os.getloadavg()[0], "cases": rows}
-    print("%-14s %10s %10s %8s %12s" % ("case", "median ms", "p95 ms", "vs open", "MiB/s"))
+    print("%-14s %10s %10s %8s %8s %12s" % ("case", "median ms", "p95 ms", "vs open", "req/s",
+                                            "MiB/s"))
     for c in cases:
         x = rows[c]
-        print("%-14s %10.2f %10.2f %7.2fx %12s" % (c, x["median_ms"], x["p95_ms"],
-                                                   x.get("vs_open", 0), x["download_mib_s"]))
+        print("%-14s %10.2f %10.2f %7.2fx %8.0f %12s" % (
+            c, x["median_ms"], x["p95_ms"], x.get("vs_open", 0), x["requests_per_s"],
+            x["download_mib_s"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

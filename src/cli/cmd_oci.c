@@ -351,6 +351,12 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 				 id, st.status, id);
 	} else if (st.orphan) {
 		aj_oci_end_orphan(&st);
+	} else if (st.ending) {
+		/* stopped, its monitor still cleaning up (an engine deletes as
+		 * soon as its init is reaped): the state goes once it is done */
+		if (wait_gone(st.pid) < 0)
+			r = aj_oci_failf("container %s: its monitor (pid %d) did not end", id,
+					 (int)st.pid);
 	} else if (strcmp(st.status, "stopped")) {
 		if (aj_oci_init_alive(&st))
 			kill(st.init, SIGKILL);

@@ -157,11 +157,19 @@ int aj_oci_load_state(int rootfd, const char *id, aj_oci_state *st)
 	close(fd);
 	st->pid = (pid_t)json_integer_value(json_object_get(st->j, "pid"));
 	st->init = (pid_t)json_integer_value(json_object_get(st->j, "init"));
-	bool alive = aj_oci_start_time(st->pid) ==
-		     (unsigned long long)json_integer_value(json_object_get(st->j, "pid_start"));
+	/* pid 0 (a state without one) would be "alive" and signal our group */
+	bool alive =
+	    st->pid > 0 && aj_oci_start_time(st->pid) == (unsigned long long)json_integer_value(
+							     json_object_get(st->j, "pid_start"));
+	/* the pid file's process gone (the engine's init to it): stopped,
+	 * though the monitor may still be tearing the sandbox down */
+	pid_t ctr = (pid_t)json_integer_value(json_object_get(st->j, "ctr"));
+	st->ending = alive && ctr > 0 &&
+		     aj_oci_start_time(ctr) != (unsigned long long)json_integer_value(
+						   json_object_get(st->j, "ctr_start"));
 	snprintf(path, sizeof(path), "%s/" OCI_FIFO, id);
 	bool held = faccessat(rootfd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-	st->status = !alive ? "stopped" : held ? "created" : "running";
+	st->status = !alive || st->ending ? "stopped" : held ? "created" : "running";
 	/* runtime-spec's pid: the command's process, recorded by start;
 	 * while held, the sandbox's init (the same namespaces), which starts it */
 	bool init_ok = aj_oci_init_alive(st);
@@ -176,7 +184,7 @@ int aj_oci_load_state(int rootfd, const char *id, aj_oci_state *st)
 		st->cpid = cmd;
 	else if (held || (st->cpid = aj_oci_first_child(st->init)) == 0)
 		st->cpid = st->init;
-	if (init_ok && (!held || st->orphan) && aj_oci_container_frozen(st))
+	if (init_ok && !st->ending && (!held || st->orphan) && aj_oci_container_frozen(st))
 		st->status = "paused";
 	return 0;
 }
@@ -305,9 +313,11 @@ void aj_oci_end_orphan(const aj_oci_state *st)
 	aj_cgroup *cg = calloc(1, sizeof(*cg));
 	aj_error err;
 	bool have = cg && aj_oci_container_cgroup(st, cg, &err) == 0;
+	/* the pidfd, checked to be the recorded init, is what is signalled:
+	 * no pid reused between the check and the kill */
 	int pfd = (int)syscall(SYS_pidfd_open, st->init, 0);
-	if (aj_oci_init_alive(st))
-		kill(st->init, SIGKILL);
+	if (pfd >= 0 && aj_oci_init_alive(st))
+		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 	if (have)
 		aj_cgroup_thaw(cg);
 	/* its pid namespace empties before its init's pidfd turns readable */

@@ -50,6 +50,7 @@ typedef struct aj_oci_state {
 	pid_t cpid;	    /* the container's process (runtime-spec's pid), 0 if gone */
 	const char *status; /* created, running, paused, stopped */
 	bool orphan;	    /* its monitor gone, its init still there (frozen) */
+	bool ending;	    /* its pid file's process gone, its monitor not yet */
 } aj_oci_state;
 
 /* ID's state (st->j to json_decref): 0, or 125 with the error printed. */

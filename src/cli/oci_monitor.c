@@ -301,9 +301,17 @@ static int monitor_ready(void *ctx, pid_t init, aj_error *err)
 	m->report = -1;
 	if (r < 0 || ctr <= 0)
 		return aj_err(err, r < 0 ? -r : ECHILD, "create went away");
-	m->run->watch_fd = (int)syscall(SYS_pidfd_open, ctr, 0);
-	if (m->run->watch_fd < 0)
-		return aj_err(err, errno, "cannot watch the container's process");
+	/* at fd 3 or above: fd 0 (an engine that closed our stdin) would
+	 * read as "no watch" (aj_run_hooks.watch_fd > 0) */
+	int wfd = (int)syscall(SYS_pidfd_open, ctr, 0);
+	m->run->watch_fd = wfd >= 0 ? fcntl(wfd, F_DUPFD_CLOEXEC, 3) : -1;
+	if (m->run->watch_fd < 0) {
+		int e = errno;
+		if (wfd >= 0)
+			close(wfd);
+		return aj_err(err, e, "cannot watch the container's process");
+	}
+	close(wfd);
 	/* run's caller blocked these: a signal sent while held ends it */
 	sigset_t set;
 	sigemptyset(&set);
@@ -475,7 +483,7 @@ __attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, 
 }
 
 static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, pid_t init,
-		       const char *config_text)
+		       pid_t ctr, const char *config_text)
 {
 	json_t *cfg = json_loads(config_text, 0, NULL);
 	json_t *ann = json_object_get(cfg, "annotations");
@@ -491,6 +499,14 @@ static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, p
 			       "annotations", json_is_object(ann) ? ann : json_object(), "created",
 			       created, "pid_start", (json_int_t)aj_oci_start_time(pid), "init",
 			       (int)init, "init_start", (json_int_t)aj_oci_start_time(init));
+	/* the pid file's process: once it is gone the container is stopped,
+	 * even while its monitor still cleans up */
+	if (st && (json_object_set_new(st, "ctr", json_integer(ctr)) < 0 ||
+		   json_object_set_new(st, "ctr_start",
+				       json_integer((json_int_t)aj_oci_start_time(ctr))) < 0)) {
+		json_decref(st);
+		st = NULL;
+	}
 	json_t *hooks = json_object_get(cfg, "hooks");
 	if (st && json_is_object(hooks))
 		json_object_set(st, "hooks", hooks); /* poststart, poststop: start, delete */
@@ -625,16 +641,21 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 	}
 	/* the monitor watches it from now on (0: it ends) */
 	pid_t answer = ok == '1' ? ctr : 0;
-	(void)aj_write_all(p[0], &answer, sizeof(answer));
+	/* MSG_NOSIGNAL: a monitor gone meanwhile is an error, not our death */
+	ssize_t sent = send(p[0], &answer, sizeof(answer), MSG_NOSIGNAL);
+	int sent_errno = errno;
 	close(p[0]);
 	int r = ok == '1' ? 0 : -ECHILD;
 	if (r < 0)
 		aj_oci_failf("cannot start the process of %s in its namespaces (fix: run as root; "
 			     "agentjail doctor)",
 			     id);
+	else if (sent != (ssize_t)sizeof(answer) && (r = -EPIPE) < 0)
+		aj_oci_failf("the monitor of %s went away while create answered it: %s", id,
+			     sent < 0 ? strerror(sent_errno) : "short write");
 	else if ((r = console ? aj_oci_send_console(console, master) : 0) < 0)
 		aj_oci_failf("--console-socket %s: %s", console, strerror(-r));
-	else if ((r = write_state(dfd, id, bundle, pid, rep.init, text)) < 0)
+	else if ((r = write_state(dfd, id, bundle, pid, rep.init, ctr, text)) < 0)
 		aj_oci_failf("cannot write the state of %s: %s", id, strerror(-r));
 	if (r == 0 && pid_file && (r = aj_oci_write_pid_file(pid_file, ctr)) < 0)
 		aj_oci_failf("cannot write the pid file %s: %s", pid_file, strerror(-r));

@@ -315,10 +315,29 @@ static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
 			const json_t *q = json_object_get(v, "quota"),
 				     *per = json_object_get(v, "period");
 			long long qv = json_integer_value(q), pv = json_integer_value(per);
-			if (qv > 0 && pv > 0 && qv <= 4096LL * pv)
-				p->cpu_millis = (unsigned long long)(qv * 1000 / pv);
-			else if (qv > 0)
+			if (qv > 0 && pv <= 0)
 				return refuse(err, "linux.resources.cpu: a quota needs a period");
+			/* agentjail's cpu limit is in thousandths of a CPU, up to 4096:
+			 * a quota it cannot express is refused, never dropped */
+			bool big = qv > 0 && (qv / pv > 4096 || (qv / pv == 4096 && qv % pv));
+			bool small = qv > 0 && qv <= LLONG_MAX / 1000 && qv * 1000 < pv;
+			if (big)
+				return refuse(
+				    err,
+				    "linux.resources.cpu.quota %lld is more than 4096 CPUs "
+				    "of its period %lld",
+				    qv, pv);
+			if (small)
+				return refuse(
+				    err,
+				    "linux.resources.cpu.quota %lld is less than 0.001 CPU "
+				    "of its period %lld (agentjail's smallest cpu limit)",
+				    qv, pv);
+			if (qv > 0)
+				p->cpu_millis =
+				    qv <= LLONG_MAX / 1000
+					? (unsigned long long)(qv * 1000 / pv)
+					: (unsigned long long)((long double)qv * 1000 / pv);
 		} else {
 			return refuse(err, "linux.resources.%s is not supported%s", key,
 				      " (memory, pids and cpu quota are)");

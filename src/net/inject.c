@@ -301,12 +301,15 @@ bool aj_inject_body_wanted(const aj_policy *p, const char *host)
 
 /* One pass over the body as the client sent it: each placeholder of a
  * :body secret scoped to host becomes its value (never a placeholder made
- * by an earlier replacement). out NULL: only the filled size. next[i]
- * caches where secret i's placeholder is next found (NULL: nowhere): the
- * walk stays linear in len. */
+ * by an earlier replacement). Only placeholders that start before limit
+ * are taken, and plain bytes up to it: *used is where the pass stopped
+ * (limit, or past it at the end of a placeholder). out NULL: only the
+ * filled size. next[i] caches where secret i's placeholder is next found
+ * (NULL: nowhere): the walk stays linear in len. */
 static size_t fill_body(const aj_policy *p, const char *host, const char *body, size_t len,
-			char *out, const char **next)
+			size_t limit, char *out, const char **next, size_t *used)
 {
+	*used = 0;
 	if (!len) /* body may be NULL then: no pointer arithmetic on it */
 		return 0;
 	const char *c = body, *e = body + len;
@@ -327,18 +330,32 @@ static size_t fill_body(const aj_policy *p, const char *host, const char *body, 
 			if (next[i] && (!hit || next[i] < hit))
 				hit = next[i], w = i;
 		}
-		size_t k = hit ? (size_t)(hit - c) : (size_t)(e - c);
+		size_t pos = (size_t)(c - body);
+		if (hit && (size_t)(hit - body) >= limit)
+			hit = NULL;
+		size_t k = hit ? (size_t)(hit - c) : limit > pos ? limit - pos : 0;
 		if (out)
 			memcpy(out + o, c, k);
 		o += k;
-		if (!hit)
+		if (!hit) {
+			*used = pos + k;
 			return o;
+		}
 		size_t vl = strlen(p->secrets[w].value);
 		if (out)
 			memcpy(out + o, p->secrets[w].value, vl);
 		o += vl;
 		c = hit + strlen(p->secrets[w].placeholder);
 	}
+}
+
+/* Why the placeholder of s, seen in a body to host, stays (NULL: it
+ * became the value). */
+static const char *body_refusal(const aj_secret *s, const char *host)
+{
+	return !s->body		     ? "the secret goes into bodies only with :body"
+	       : !scoped_to(s, host) ? "the host is not one of the secret's hosts"
+				     : NULL;
 }
 
 int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_t len, char **out,
@@ -348,7 +365,8 @@ int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_
 	const char **next = calloc(p->n_secrets + 1, sizeof(*next));
 	if (!next)
 		return -ENOMEM;
-	size_t cap = fill_body(p, host, body, len, NULL, next);
+	size_t used;
+	size_t cap = fill_body(p, host, body, len, len, NULL, next, &used);
 	if (cap > AJ_INJECT_FILLED_MAX) {
 		free(next);
 		return -EFBIG;
@@ -358,7 +376,7 @@ int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_
 		free(next);
 		return -ENOMEM;
 	}
-	*out_len = fill_body(p, host, body, len, cur, next);
+	*out_len = fill_body(p, host, body, len, len, cur, next, &used);
 	free(next);
 	*out = cur;
 	/* a note for every secret whose placeholder the client sent */
@@ -366,12 +384,103 @@ int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_
 		const aj_secret *s = &p->secrets[i];
 		if (!len || !memmem(body, len, s->placeholder, strlen(s->placeholder)))
 			continue;
-		const char *why = !s->body ? "the secret goes into bodies only with :body"
-				  : !scoped_to(s, host)
-				      ? "the host is not one of the secret's hosts"
-				      : NULL;
+		const char *why = body_refusal(s, host);
 		note(notes, n_notes, s, !why, "body", why);
 	}
+	return 0;
+}
+
+int aj_inject_stream_init(aj_body_stream *st, const aj_policy *p, const char *host)
+{
+	*st = (aj_body_stream){.p = p, .host = host};
+	size_t longest = 0;
+	for (size_t i = 0; i < p->n_secrets; i++)
+		if (strlen(p->secrets[i].placeholder) > longest)
+			longest = strlen(p->secrets[i].placeholder);
+	st->keep = longest ? longest - 1 : 0;
+	st->carry = malloc(st->keep + 1);
+	st->seen = calloc(p->n_secrets + 1, sizeof(*st->seen));
+	st->next = calloc(p->n_secrets + 1, sizeof(*st->next));
+	if (!st->carry || !st->seen || !st->next) {
+		aj_inject_stream_free(st);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, char **out,
+		     size_t *out_len)
+{
+	*out = NULL;
+	*out_len = 0;
+	size_t len = st->carry_len + n;
+	char *w = malloc(len + 1);
+	if (!w)
+		return -ENOMEM;
+	memcpy(w, st->carry, st->carry_len);
+	if (n)
+		memcpy(w + st->carry_len, in, n);
+	/* a placeholder starting before limit ends inside w: the last keep
+	 * bytes wait for more (they may begin one) */
+	size_t limit = last ? len : len > st->keep ? len - st->keep : 0, used = 0;
+	for (size_t i = 0; i < st->p->n_secrets; i++) {
+		const aj_secret *s = &st->p->secrets[i];
+		st->seen[i] = st->seen[i] || memmem(w, len, s->placeholder, strlen(s->placeholder));
+	}
+	int r = 0;
+	size_t cap = fill_body(st->p, st->host, w, len, limit, NULL, st->next, &used);
+	char *o = cap > AJ_INJECT_FILLED_MAX ? NULL : malloc(cap + 1);
+	if (!o)
+		r = cap > AJ_INJECT_FILLED_MAX ? -EFBIG : -ENOMEM;
+	else
+		*out_len = fill_body(st->p, st->host, w, len, limit, o, st->next, &used);
+	if (r == 0) {
+		st->carry_len = len - used;
+		memcpy(st->carry, w + used, st->carry_len);
+		*out = o;
+	}
+	explicit_bzero(w, len);
+	free(w);
+	return r;
+}
+
+void aj_inject_stream_notes(aj_body_stream *st, aj_inject_note *notes, size_t *n_notes)
+{
+	*n_notes = 0;
+	for (size_t i = 0; i < st->p->n_secrets; i++) {
+		const aj_secret *s = &st->p->secrets[i];
+		if (!st->seen[i])
+			continue;
+		const char *why = body_refusal(s, st->host);
+		note(notes, n_notes, s, !why, "body", why);
+		st->seen[i] = false;
+	}
+}
+
+void aj_inject_stream_free(aj_body_stream *st)
+{
+	if (st->carry)
+		explicit_bzero(st->carry, st->keep + 1);
+	free(st->carry);
+	free(st->seen);
+	free(st->next);
+	*st = (aj_body_stream){0};
+}
+
+int aj_inject_set_chunked(aj_proxy_req *req)
+{
+	int r = aj_inject_set_length(req, 0);
+	if (r < 0)
+		return r;
+	/* the Content-Length line it added, now the last: chunked instead */
+	char *cl = strstr(req->headers, "Content-Length: 0\r\n");
+	while (cl && strstr(cl + 1, "Content-Length: 0\r\n"))
+		cl = strstr(cl + 1, "Content-Length: 0\r\n");
+	static const char te[] = "Transfer-Encoding: chunked\r\n";
+	size_t at = (size_t)(cl - req->headers);
+	if (!cl || at + sizeof(te) > sizeof(req->headers))
+		return -E2BIG;
+	memcpy(req->headers + at, te, sizeof(te));
 	return 0;
 }
 

@@ -45,6 +45,33 @@ bool aj_inject_body_wanted(const aj_policy *p, const char *host);
 int aj_inject_body(const aj_policy *p, const char *host, const char *body, size_t len, char **out,
 		   size_t *out_len, aj_inject_note *notes, size_t *n_notes);
 
+/* A body filled as it streams (bodies over AJ_INJECT_BODY_MAX): each
+ * piece goes through aj_inject_stream, which keeps back the last
+ * (longest placeholder - 1) bytes, where a placeholder cut between two
+ * pieces may begin. */
+typedef struct aj_body_stream {
+	const aj_policy *p;
+	const char *host; /* canonical; the caller's, for the stream's life */
+	char *carry;	  /* the bytes kept back */
+	size_t carry_len, keep;
+	bool *seen;	   /* per secret: its placeholder was in the body */
+	const char **next; /* fill_body's cache */
+} aj_body_stream;
+int aj_inject_stream_init(aj_body_stream *st, const aj_policy *p, const char *host);
+/* n more bytes of the body (last: the end of it, nothing kept back): the
+ * filled bytes that are certain in a new buffer *out (*out_len; the
+ * caller zeroes and frees it, NULL when empty is fine). 0, -ENOMEM, or
+ * -EFBIG when one piece would fill past AJ_INJECT_FILLED_MAX. */
+int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, char **out,
+		     size_t *out_len);
+/* A note for each secret whose placeholder the body held so far (once). */
+void aj_inject_stream_notes(aj_body_stream *st, aj_inject_note *notes, size_t *n_notes);
+void aj_inject_stream_free(aj_body_stream *st); /* zeroed */
+
+/* req->headers for a streamed body: Content-Length, Transfer-Encoding and
+ * Expect lines dropped, "Transfer-Encoding: chunked" added. 0 or <0. */
+int aj_inject_set_chunked(aj_proxy_req *req);
+
 /* req->headers for a body of n bytes: its Content-Length, Transfer-Encoding
  * and Expect lines dropped, "Content-Length: n" added. Returns 1 when an
  * "Expect: 100-continue" was dropped (the proxy answers it), 0, or -E2BIG. */

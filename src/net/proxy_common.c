@@ -80,9 +80,19 @@ int aj_proxy_fill_body(aj_netd_ctx *ctx, aj_proxy_req *req, const char *body, si
 	return r;
 }
 
+void aj_proxy_stream_notes(aj_netd_ctx *ctx, const char *host, unsigned port, aj_body_stream *st,
+			   aj_proxy_notes *notes)
+{
+	size_t n = 0;
+	if (st->p)
+		aj_inject_stream_notes(st, notes_room(notes), &n);
+	notes->len += n;
+	aj_proxy_log_notes(ctx, host, port, notes, true);
+}
+
 int aj_body_append(aj_body_buf *b, const char *at, size_t n)
 {
-	if (b->len + n > AJ_INJECT_BODY_MAX) {
+	if (!b->unbounded && b->len + n > AJ_INJECT_BODY_MAX) {
 		b->too_big = true;
 		return -E2BIG;
 	}

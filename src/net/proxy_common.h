@@ -29,6 +29,11 @@ int aj_proxy_fill_secrets(aj_netd_ctx *ctx, aj_proxy_req *req, aj_proxy_notes *n
 int aj_proxy_fill_body(aj_netd_ctx *ctx, aj_proxy_req *req, const char *body, size_t len,
 		       char **out, size_t *out_len, aj_proxy_notes *notes);
 
+/* A streamed body's notes (aj_inject_stream_notes) added to notes and
+ * logged as sent: its values went out piece by piece. */
+void aj_proxy_stream_notes(aj_netd_ctx *ctx, const char *host, unsigned port, aj_body_stream *st,
+			   aj_proxy_notes *notes);
+
 /* The net-log (and audit) lines of notes for a request to host:port, then
  * notes emptied. sent: the request went to the server (secret_injected
  * and secret_withheld lines); refused: only the secret_withheld ones (no
@@ -36,11 +41,12 @@ int aj_proxy_fill_body(aj_netd_ctx *ctx, aj_proxy_req *req, const char *body, si
 void aj_proxy_log_notes(aj_netd_ctx *ctx, const char *host, unsigned port, aj_proxy_notes *notes,
 			bool sent);
 
-/* A request body being held (at most AJ_INJECT_BODY_MAX bytes). */
+/* A request body being held (at most AJ_INJECT_BODY_MAX bytes, unless
+ * unbounded: a streamed body's piece, drained as it goes). */
 typedef struct aj_body_buf {
 	char *p;
 	size_t len, cap;
-	bool too_big;
+	bool too_big, unbounded;
 } aj_body_buf;
 int aj_body_append(aj_body_buf *b, const char *at, size_t n);
 void aj_body_free(aj_body_buf *b); /* zeroed */

@@ -6,12 +6,18 @@
  * sandbox's requests one by one (HTTP/1.1 keep-alive): each head is parsed
  * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
  * in (inject.c), and its body is passed on as framed by http-parser
- * (Content-Length or chunked). Responses go back as they come; only the
- * answer to an Upgrade request is read, and only its 101 ends the parsing
- * of requests (a WebSocket's bytes are relayed as they are). */
+ * (Content-Length or chunked); toward a host with a :body secret it is
+ * held (up to AJ_INJECT_BODY_MAX) and filled, or past that filled as it
+ * streams, re-framed as chunked. Responses go back as they come, parsed in
+ * order (http-parser) and matched one to one to the requests sent: only
+ * the Upgrade request's own 101 ends the parsing of requests (a
+ * WebSocket's bytes are relayed as they are); an answer to an earlier
+ * request, or bytes inside its body, never do. */
 #include <errno.h>
 #include <fcntl.h>
 #include <http_parser.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -34,11 +40,16 @@
 #define OUT_MAX (sizeof(((aj_proxy_req *)0)->headers) + 4096)
 #define HANDSHAKE_MS 10000
 #define IDLE_MS (15 * 60 * 1000)
+/* requests sent and not answered yet (pipelining); more wait */
+#define PENDING_MAX 64
+#define P_HEAD 1u    /* a HEAD: its answer has no body */
+#define P_UPGRADE 2u /* an Upgrade: only its 101 switches */
 
-/* S_HOLD: a body held whole for a "body" secret (inject.h); S_SWITCH: an
+/* S_HOLD: a body held whole for a "body" secret (inject.h); S_STREAM:
+ * one too large to hold, filled and sent as it comes; S_SWITCH: an
  * Upgrade request sent, the client's next bytes wait for the server's
  * answer (a 101: S_RAW; anything else: S_HEAD) */
-enum state { S_HEAD, S_BODY, S_HOLD, S_SWITCH, S_RAW };
+enum state { S_HEAD, S_BODY, S_HOLD, S_STREAM, S_SWITCH, S_RAW };
 
 typedef struct session {
 	aj_netd_ctx *ctx;
@@ -47,15 +58,17 @@ typedef struct session {
 	enum state st;
 	http_parser hp;
 	bool message_done;
-	http_parser rp;	 /* S_SWITCH: the server's answer */
-	int answer;	 /* its final status (101 or >= 200), 0 before */
+	http_parser rp;			 /* the server's responses, from the first byte */
+	unsigned char pend[PENDING_MAX]; /* P_* of the requests awaiting answers */
+	size_t pend_first, pend_len;
 	char in[IN_MAX]; /* from the client, not yet processed */
 	size_t in_len;
 	char out[OUT_MAX]; /* to the server */
 	char *ob;	   /* what goes to the server: out, or a held request */
 	size_t out_len, out_off;
-	aj_body_buf body; /* S_HOLD: the body so far, de-framed */
-	char back[16384]; /* to the client */
+	aj_body_buf body;    /* S_HOLD: the body so far, de-framed; S_STREAM: a piece */
+	aj_body_stream fill; /* S_STREAM: the filler */
+	char back[16384];    /* to the client */
 	size_t back_len, back_off;
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
@@ -68,7 +81,9 @@ typedef struct session {
 static int on_body(http_parser *hp, const char *at, size_t n)
 {
 	session *s = hp->data;
-	return s->st == S_HOLD && aj_body_append(&s->body, at, n) < 0;
+	if (s->st == S_HOLD && s->body.len + n > AJ_INJECT_BODY_MAX)
+		s->body.unbounded = true; /* too large to hold: streamed (start_stream) */
+	return (s->st == S_HOLD || s->st == S_STREAM) && aj_body_append(&s->body, at, n) < 0;
 }
 
 static int on_message_complete(http_parser *hp)
@@ -82,32 +97,50 @@ static int on_message_complete(http_parser *hp)
 static const http_parser_settings body_settings = {.on_body = on_body,
 						   .on_message_complete = on_message_complete};
 
-static int on_answer_head(http_parser *hp)
+/* The head of a response: matched to the oldest request not answered
+ * yet. Interim answers (100, 103) answer nothing; a 101 switches only
+ * when it answers the Upgrade request; a response to no request, or a 101
+ * to another one, loses the thread: the connection ends. Returns 1 (no
+ * body) for the answer to a HEAD. */
+static int on_response_head(http_parser *hp)
 {
 	session *s = hp->data;
-	if (hp->status_code == 101 || hp->status_code >= 200) { /* not 100, 103 */
-		s->answer = hp->status_code;
+	int st = hp->status_code;
+	if (st >= 100 && st < 200 && st != 101)
+		return 0;
+	if (s->pend_len == 0) {
+		s->closing = true;
 		http_parser_pause(hp, 1);
+		return 0;
 	}
-	return 0;
+	unsigned f = s->pend[s->pend_first];
+	s->pend_first = (s->pend_first + 1) % PENDING_MAX;
+	s->pend_len--;
+	if (st == 101) {
+		if (!(f & P_UPGRADE) || s->st != S_SWITCH)
+			s->closing = true;
+		else
+			s->st = S_RAW;
+		http_parser_pause(hp, 1);
+		return 0;
+	}
+	if (f & P_UPGRADE && s->st == S_SWITCH)
+		s->st = S_HEAD; /* declined: the next request is parsed as any */
+	return f & P_HEAD ? 1 : 0;
 }
 
-static const http_parser_settings answer_settings = {.on_headers_complete = on_answer_head};
+static const http_parser_settings response_settings = {.on_headers_complete = on_response_head};
 
-/* S_SWITCH: n bytes of the server's answer to the Upgrade request. A 101
- * makes the connection a relay of bytes; any other final answer (or one
- * that is not HTTP) leaves it an HTTP one, the next request parsed and
- * checked as any other. */
-static void watch_answer(session *s, const char *p, size_t n)
+/* n bytes from the server: parsed as responses until the connection
+ * switches protocols; bytes that are not HTTP end it. */
+static void watch_responses(session *s, const char *p, size_t n)
 {
-	if (s->st != S_SWITCH || n == 0)
+	if (s->st == S_RAW || s->closing || n == 0)
 		return;
-	(void)http_parser_execute(&s->rp, &answer_settings, p, n);
+	(void)http_parser_execute(&s->rp, &response_settings, p, n);
 	enum http_errno e = HTTP_PARSER_ERRNO(&s->rp);
-	if (s->answer == 101)
-		s->st = S_RAW;
-	else if (s->answer || (e != HPE_OK && e != HPE_PAUSED))
-		s->st = S_HEAD;
+	if (s->st != S_RAW && e != HPE_OK)
+		s->closing = true;
 }
 
 static void log_event(session *s, const char *verdict, const char *method, const char *why)
@@ -207,9 +240,6 @@ static void take_head(session *s, size_t head)
 		return;
 	if (s->hp.upgrade) { /* WebSocket and friends: bytes once the server agrees */
 		s->st = S_SWITCH;
-		s->answer = 0;
-		http_parser_init(&s->rp, HTTP_RESPONSE);
-		s->rp.data = s;
 	} else if (s->message_done)
 		s->st = S_HEAD;
 	else
@@ -247,6 +277,8 @@ static void send_held(session *s)
 static void send_head(session *s, const char *body, size_t len)
 {
 	aj_proxy_req *r = s->req;
+	unsigned f = (strcmp(r->method, "HEAD") == 0 ? P_HEAD : 0) |
+		     (s->st == S_HEAD && s->hp.upgrade ? P_UPGRADE : 0);
 	int n = snprintf(s->out, sizeof(s->out), "%s %s HTTP/%d.%d\r\n%s%s%s%s\r\n", r->method,
 			 r->target, r->http_major, r->http_minor, r->headers,
 			 r->connection[0] ? "Connection: " : "", r->connection,
@@ -259,6 +291,7 @@ static void send_head(session *s, const char *body, size_t len)
 	}
 	s->out_len = (size_t)n;
 	s->out_off = 0;
+	s->pend[(s->pend_first + s->pend_len++) % PENDING_MAX] = (unsigned char)f;
 	if (body) {
 		char *big = malloc((size_t)n + len);
 		if (!big) {
@@ -276,6 +309,105 @@ static void send_head(session *s, const char *body, size_t len)
 	/* on its way to the server: its secret_* lines */
 	aj_proxy_log_notes(s->ctx, s->connect->host, s->connect->port, &s->notes, true);
 	log_event(s, "allowed", s->method, NULL);
+}
+
+/* S_STREAM: the body's bytes so far (s->body) filled, framed as a chunk
+ * (and the last chunk once the body is complete) into a new buffer *out
+ * (*len). 0, or <0 with the request refused (head_sent: after values
+ * went out). */
+static int stream_piece(session *s, bool head_sent, char **out, size_t *len)
+{
+	char *filled = NULL;
+	size_t fl = 0;
+	int r = aj_inject_stream(&s->fill, s->body.p, s->body.len, s->message_done, &filled, &fl);
+	if (s->body.p)
+		explicit_bzero(s->body.p, s->body.len);
+	s->body.len = 0;
+	*out = r < 0 ? NULL : malloc(fl + 32);
+	if (!*out) {
+		if (filled)
+			explicit_bzero(filled, fl);
+		free(filled);
+		if (head_sent) /* values may have gone: logged so */
+			aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill,
+					      &s->notes);
+		refuse(s, r == -EFBIG ? 413 : 500,
+		       r == -EFBIG ? "Content Too Large" : "Internal Server Error",
+		       r == -EFBIG
+			   ? "a piece of the body is too large with the secrets' values in it"
+			   : "out of memory");
+		return -1;
+	}
+	size_t o = 0;
+	if (fl) {
+		o = (size_t)sprintf(*out, "%zx\r\n", fl);
+		memcpy(*out + o, filled, fl);
+		memcpy(*out + o + fl, "\r\n", 2);
+		o += fl + 2;
+		explicit_bzero(filled, fl);
+	}
+	free(filled);
+	if (s->message_done) {
+		memcpy(*out + o, "0\r\n\r\n", 5);
+		o += 5;
+	}
+	*len = o;
+	return 0;
+}
+
+/* S_STREAM, the body complete: its notes logged, the next request. */
+static void stream_done(session *s)
+{
+	aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill, &s->notes);
+	aj_inject_stream_free(&s->fill);
+	aj_body_free(&s->body);
+	s->st = S_HEAD;
+	http_parser_pause(&s->hp, 0);
+}
+
+/* S_HOLD, the body past AJ_INJECT_BODY_MAX: the head goes with
+ * "Transfer-Encoding: chunked", the body from here on filled as it comes
+ * (S_STREAM). */
+static void start_stream(session *s)
+{
+	aj_proxy_req *r = s->req;
+	char *piece = NULL;
+	size_t len = 0;
+	if (r->http_major == 1 && r->http_minor == 0) {
+		aj_body_free(&s->body);
+		refuse(s, 413, "Content Too Large",
+		       "a body over 1 MiB toward a host with a :body secret is streamed as "
+		       "chunked, which HTTP/1.0 has not: use HTTP/1.1");
+		return;
+	}
+	if (aj_inject_set_chunked(r) < 0 ||
+	    aj_inject_stream_init(&s->fill, s->ctx->p, s->connect->host) < 0) {
+		aj_body_free(&s->body);
+		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
+		return;
+	}
+	s->st = S_STREAM;
+	if (stream_piece(s, false, &piece, &len) < 0)
+		return;
+	send_head(s, piece, len);
+	explicit_bzero(piece, len);
+	free(piece);
+	if (s->message_done && !s->closing)
+		stream_done(s);
+}
+
+/* S_STREAM: the next piece queued for the server. */
+static void stream_more(session *s)
+{
+	char *piece = NULL;
+	size_t len = 0;
+	if ((s->body.len == 0 && !s->message_done) || stream_piece(s, true, &piece, &len) < 0)
+		return;
+	s->ob = piece;
+	s->out_len = len;
+	s->out_off = 0;
+	if (s->message_done)
+		stream_done(s);
 }
 
 /* What went to the server is gone: zeroed (it may hold a value). */
@@ -296,6 +428,8 @@ static bool process(session *s)
 	bool was_closing = s->closing;
 	while (!s->closing && s->out_len == 0 && s->in_len > 0 && s->st != S_SWITCH) {
 		if (s->st == S_HEAD) {
+			if (s->pend_len == PENDING_MAX)
+				break; /* the answers first */
 			char *end = memmem(s->in, s->in_len, "\r\n\r\n", 4);
 			if (!end) {
 				if (s->in_len == sizeof(s->in))
@@ -306,24 +440,29 @@ static bool process(session *s)
 			take_head(s, (size_t)(end - s->in) + 4);
 			continue;
 		}
-		if (s->st == S_HOLD) {
+		if (s->st == S_HOLD || s->st == S_STREAM) {
 			size_t k = http_parser_execute(&s->hp, &body_settings, s->in, s->in_len);
 			enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
 			if (e != HPE_OK && e != HPE_PAUSED) {
-				bool big = s->body.too_big;
+				if (s->st == S_STREAM) /* values may have gone: logged so */
+					aj_proxy_stream_notes(s->ctx, s->connect->host,
+							      s->connect->port, &s->fill,
+							      &s->notes);
 				aj_body_free(&s->body);
 				explicit_bzero(s->req, sizeof(*s->req));
-				if (big)
-					refuse(s, 413, "Content Too Large",
-					       "the request body is larger than the 1 MiB a secret "
-					       "is put into bodies up to");
-				else
-					refuse(s, 400, "Bad Request", "malformed request body");
+				refuse(s, e == HPE_CB_body ? 500 : 400,
+				       e == HPE_CB_body ? "Internal Server Error" : "Bad Request",
+				       e == HPE_CB_body ? "out of memory"
+							: "malformed request body");
 				break;
 			}
 			memmove(s->in, s->in + k, s->in_len - k);
 			s->in_len -= k;
-			if (s->message_done)
+			if (s->st == S_STREAM)
+				stream_more(s);
+			else if (s->body.unbounded)
+				start_stream(s);
+			else if (s->message_done)
 				send_held(s);
 			continue;
 		}
@@ -375,7 +514,7 @@ static bool step(session *s)
 		r = io_result(s->u, SSL_read(s->u, s->back, sizeof(s->back)), &s->want_u);
 		if (r > 0) {
 			s->back_len = (size_t)r, s->back_off = 0, moved = true;
-			watch_answer(s, s->back, s->back_len);
+			watch_responses(s, s->back, s->back_len);
 		} else if (r < 0)
 			s->u_eof = true, moved = true;
 	}
@@ -466,6 +605,9 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 	s->connect = connect;
 	s->req = req;
 	s->ob = s->out;
+	http_parser_init(&s->rp, HTTP_RESPONSE);
+	s->rp.data = s;
+	bool answered = false;
 	while (!s->closing) {
 		size_t room = sizeof(s->in) - s->in_len, n = len - i < room ? len - i : room;
 		memcpy(s->in + s->in_len, in + i, n);
@@ -479,19 +621,20 @@ size_t aj_proxy_tls_frame(aj_netd_ctx *ctx, const aj_proxy_req *connect, const c
 			out_done(s);
 			took = true;
 		}
-		if (s->st == S_SWITCH && answer_len) { /* the server's answer, each time */
-			watch_answer(s, answer, answer_len);
-			took = true;
-			if (s->st == S_SWITCH)
-				break; /* an answer that never ends: the session waits */
+		if (!took && n == 0) {
+			if (answered)
+				break; /* waiting for answers that do not come */
+			/* what the client sent is out as far as it goes: the
+			 * server answers it */
+			watch_responses(s, answer, answer_len);
+			answered = true;
 		}
-		if (!took && n == 0)
-			break;
 	}
 out:
 	if (s) {
 		out_done(s);
 		aj_body_free(&s->body);
+		aj_inject_stream_free(&s->fill);
 	}
 	free(s);
 	free(req);
@@ -505,11 +648,15 @@ static void set_timeouts(int fd, int ms)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* Non-blocking, and no Nagle: the relay writes what it has at once, and
+ * an h2 frame held back for an ACK the peer delays costs 40 ms a request
+ * (docs/performance.md). */
 static void set_nonblock(int fd)
 {
-	int fl = fcntl(fd, F_GETFL);
+	int fl = fcntl(fd, F_GETFL), one = 1;
 	if (fl >= 0)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 /* A new connection to the address up is connected to (checked when up
@@ -566,6 +713,8 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 	s->connect = connect;
 	s->req = req;
 	s->ob = s->out;
+	http_parser_init(&s->rp, HTTP_RESPONSE);
+	s->rp.data = s;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	int up2 = -1; /* a second connection to the server (HTTP/1.1 after all) */
 	char why[256], body[512];
@@ -638,6 +787,7 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 out:
 	out_done(s);
 	aj_body_free(&s->body);
+	aj_inject_stream_free(&s->fill);
 	if (s->c)
 		SSL_free(s->c);
 	if (s->u)

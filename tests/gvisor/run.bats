@@ -181,14 +181,47 @@ print(n)'
     run --separate-stderr "$AJ" run --isolation wasm --net open -- /bin/true
     assert_status 125
     assert_contains "$stderr" "--isolation wasm does not take --net open"
-    run --separate-stderr "$AJ" run --isolation gvisor --publish 18080:80 -- /bin/true
-    assert_status 125
-    assert_contains "$stderr" "not available with --isolation gvisor yet"
     # runsc missing: 125 and how to install it, not level 1
     run --separate-stderr env AGENTJAIL_RUNSC=/nonexistent/runsc "$AJ" run --isolation gvisor -- /bin/echo ran
     assert_status 125
     assert_output_lacks ran
     assert_contains "$stderr" "apt-get install runsc"
+}
+
+@test "gvisor: --publish reaches a server on the sandbox's loopback from the host's 127.0.0.1" {
+    hp=$((20000 + RANDOM % 20000))
+    # busybox's httpd on the Sentry's loopback; its CGI script ends the
+    # command once the host asked for it
+    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation gvisor --publish "$hp:8080" --publish "$((hp + 1)):8081" -- /bin/sh -c '
+        mkdir -p /tmp/w/cgi-bin && echo from-gvisor >/tmp/w/hello.txt
+        head -c 8000000 /dev/zero >/tmp/w/big
+        printf "#!/bin/sh\necho Content-Type: text/plain\necho\necho bye\ntouch /tmp/w/done\n" >/tmp/w/cgi-bin/done
+        chmod +x /tmp/w/cgi-bin/done
+        busybox httpd -f -p 127.0.0.1:8080 -h /tmp/w &
+        while [ ! -e /tmp/w/done ]; do sleep 0.2; done; kill $!; echo served; exit 7' </dev/null >"$T/out" 2>"$T/err" &
+    job=$!
+    body=
+    for _ in $(seq 100); do
+        body=$(curl -s -m 2 "http://127.0.0.1:$hp/hello.txt") && [ -n "$body" ] && break
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.2
+    done
+    assert_eq "$body" from-gvisor "through 127.0.0.1:$hp: $(cat "$T/err")"
+    # nothing listens on 8081 inside: the connection is closed, no answer
+    local crc=0
+    curl -s -m 10 "http://127.0.0.1:$((hp + 1))/" -o /dev/null || crc=$?
+    # (52: an empty reply, 56: reset, a request not read)
+    [[ "$crc" == 52 || "$crc" == 56 ]] || fail "a closed port answered (curl $crc)"
+    # a client that reads a few bytes of a large answer and hangs up: the
+    # run goes on (no SIGPIPE), its status the command's
+    curl -s -m 10 "http://127.0.0.1:$hp/big" | head -c 16 >/dev/null || true
+    assert_eq "$(curl -s -m 10 "http://127.0.0.1:$hp/cgi-bin/done")" bye "the CGI script"
+    local rc=0
+    wait "$job" || rc=$?
+    assert_eq "$rc" 7 "the command's status: $(cat "$T/err")"
+    assert_eq "$(cat "$T/out")" served
+    # the run's listener went with it
+    ! curl -s -m 2 "http://127.0.0.1:$hp/hello.txt" || fail "127.0.0.1:$hp still answers"
 }
 
 @test "gvisor: doctor reports whether level 2 is usable and how to fix it" {

@@ -301,3 +301,55 @@ gv_cg_knob() { # PID CONTROLLER KNOB
     for _ in $(seq 100); do pgrep -f 'runsc.*--root=' >/dev/null || break; sleep 0.1; done
     gv_none_left
 }
+
+@test "serve gvisor: the ports proxy reaches a server on the sandbox's loopback through the agent" {
+    svc_start
+    id=$(gv_create)
+    # busybox's httpd (the host's /usr/bin/busybox) on the Sentry's loopback,
+    # with CGI scripts that hold a connection and that flood one
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /tmp/www/cgi-bin && echo from-gvisor >/tmp/www/hello.txt && printf \"#!/bin/sh\\necho x >>/tmp/held\\nexec sleep 600\\n\" >/tmp/www/cgi-bin/hold && printf \"#!/bin/sh\\necho Content-Type: text/plain\\necho\\nexec cat /dev/zero\\n\" >/tmp/www/cgi-bin/flood && chmod +x /tmp/www/cgi-bin/* && busybox httpd -p 127.0.0.1:8080 -h /tmp/www"]}')
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code" 200 "ports: $body $out"
+    assert_eq "$body" $'from-gvisor\n' "a file the sandbox's server served"
+    api_status GET "/v1/sandboxes/$id/ports/8081/"
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 502:port_closed "a closed port: $body"
+    # two held connections take the proxy's two: a third is 503 at once,
+    # commands still run, and a client's hang-up frees its connection
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 30 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/hold" &
+    local h1=$!
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 30 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/hold" &
+    local h2=$! n=0
+    for _ in $(seq 50); do
+        n=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /tmp/held 2>/dev/null | wc -l"]}' | events_stdout)
+        [ "${n// /}" -ge 2 ] && break
+        sleep 0.2
+    done
+    assert_eq "${n// /}" 2 "the held connections reached the server"
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 503:busy "a third connection: $body"
+    out=$(sb_exec "$id" '{"cmd": ["echo", "beside"]}')
+    assert_eq "$(events_stdout <<<"$out")" beside "a command beside the held connections"
+    kill "$h1" "$h2"
+    wait "$h1" "$h2" 2>/dev/null || true
+    for _ in $(seq 50); do
+        api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+        [ "$status_code" = 200 ] && break
+        sleep 0.2
+    done
+    assert_eq "$status_code" 200 "once the held clients hung up: $body"
+    # a client that reads a few bytes of a flood and hangs up: the service
+    # goes on (no SIGPIPE), the connection ends in the sandbox
+    curl -s --unix-socket "$SOCK" --max-time 10 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/flood" |
+        head -c 16 >/dev/null || true
+    api_status GET "/v1/sandboxes/$id/ports/8080/hello.txt"
+    assert_eq "$status_code" 200 "after a flood's client hung up: $body"
+    # a client that does not read a flood: the delete ends its relay
+    curl -s --unix-socket "$SOCK" -o /dev/null --max-time 60 --limit-rate 1 "http://agentjail/v1/sandboxes/$id/ports/8080/cgi-bin/flood" &
+    local fl=$!
+    sleep 1
+    api_status DELETE "/v1/sandboxes/$id" --max-time 30
+    kill "$fl" 2>/dev/null || true
+    wait "$fl" 2>/dev/null || true
+    assert_eq "$status_code" 200 "delete with a flooded proxy client: $body"
+    gv_none_left
+}

@@ -250,6 +250,15 @@ lines() { wc -l <"$T/$1.out"; }
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": -1}}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
     assert_contains "$stderr" "pids.limit must be above 0"
+    # a cpu quota agentjail cannot express (under 0.001 CPU, over 4096) is
+    # refused by name, not dropped
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"quota\": 50, \"period\": 100000}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu.quota 50 is less than 0.001 CPU"
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"quota\": 500000000, \"period\": 100000}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu.quota 500000000 is more than 4096 CPUs"
+    assert_eq "$(cat "$cpu")" 50000 "cpu quota after refused updates"
     assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "limits after refused updates"
     # kill reaches the command; a paused container still dies with KILL;
     # delete without --force refuses it, as runc, and changes nothing
@@ -292,14 +301,40 @@ gone_within() { # PID: gone (or a zombie) within 10 s
     run oci start o1
     assert_status 0
     pid=$(state_field o1 pid)
+    # as an engine's shim: state and delete (no --force) as soon as the
+    # process is reaped, the monitor still tearing down (held stopped here)
+    kill -STOP "$mon"
     kill -KILL "$ctr"
     assert_eq "$(wait_exit o1)" "signal=9" "the engine's view"
-    gone_within "$pid"
-    gone_within "$mon" # (a zombie of pid 1's: the reaper went first)
-    assert_eq "$(state_field o1 status)" stopped "after the pid file's process was killed"
+    local st
+    st=$(state_field o1 status || true)
+    kill -CONT "$mon"
+    assert_eq "$st" stopped "right after the pid file's process was reaped"
     run oci delete o1
     assert_status 0
+    gone_within "$pid"
+    gone_within "$mon" # (a zombie of pid 1's: the reaper went first)
     assert_gone o1 "$ctr" "$pid"
+    # the same while paused: the frozen container is thawed and ends
+    oci_create o3
+    ctr=$(cat "$T/o3.pid")
+    mon=$(monitor_of o3)
+    run oci start o3
+    assert_status 0
+    pid=$(state_field o3 pid)
+    local cg
+    cg=/sys/fs/cgroup/freezer$(sed -n 's/^[0-9]*:freezer://p' /proc/"$pid"/cgroup)
+    run oci pause o3
+    assert_status 0
+    kill -KILL "$ctr"
+    assert_eq "$(wait_exit o3)" "signal=9" "the engine's view of a paused one"
+    assert_eq "$(state_field o3 status)" stopped "a paused one whose pid file's process was killed"
+    gone_within "$pid"
+    gone_within "$mon"
+    [ ! -d "$cg" ] || fail "freezer cgroup $cg left"
+    run oci delete o3
+    assert_status 0
+    assert_gone o3 "$ctr" "$pid"
     # the monitor SIGKILLed while paused: its frozen container is not left
     # for ever; state says paused; delete --force thaws it and it dies
     oci_create o2

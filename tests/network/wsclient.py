@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """A WebSocket client for the network tests (standard library only), run
 inside a sandbox: wsclient.py ws[s]://HOST/PATH MESSAGE... [-H 'Name: value']
-[--then PATH]
+[--then PATH] [--pipeline PATH]
 
 Goes through agentjail's proxy ($http_proxy / $HTTPS_PROXY): ws:// as an
 absolute-form GET, wss:// through a CONNECT and TLS (the CA bundle of
 $SSL_CERT_FILE). Sends each MESSAGE as a masked text frame, then a close;
 prints "ws STATUS" and then "echo TEXT" for each message echoed back.
 --then PATH: when the server declines the upgrade, a GET of PATH (with the
--H headers) on the same connection; prints "then STATUS" or "then closed"."""
+-H headers) on the same connection; prints "then STATUS" or "then closed".
+--pipeline PATH: a GET of PATH sent with the upgrade request in one write
+(pipelined); its answer is read first and printed as "pre STATUS"."""
 import base64
 import os
 import socket
@@ -35,13 +37,15 @@ def read_exact(s, n):
 
 
 def main():
-    args, headers, then = [], [], None
+    args, headers, then, pre = [], [], None, None
     it = iter(sys.argv[1:])
     for a in it:
         if a == "-H":
             headers.append(next(it))
         elif a == "--then":
             then = next(it)
+        elif a == "--pipeline":
+            pre = next(it)
         else:
             args.append(a)
     url = urllib.parse.urlsplit(args[0])
@@ -65,7 +69,17 @@ def main():
     head = (f"GET {target} HTTP/1.1\r\nHost: {url.hostname}\r\nUpgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n")
     head += "".join(h + "\r\n" for h in headers) + "\r\n"
+    if pre:
+        head = f"GET {pre} HTTP/1.1\r\nHost: {url.hostname}\r\n\r\n" + head
     s.sendall(head.encode())
+    if pre:
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += read_exact(s, 1)
+        length = [int(h.split(b":")[1]) for h in answer.split(b"\r\n")
+                  if h.lower().startswith(b"content-length:")]
+        read_exact(s, length[0] if length else 0)
+        print("pre", answer.split(b"\r\n")[0].decode().split(" ")[1])
     answer = b""
     while b"\r\n\r\n" not in answer:
         answer += read_exact(s, 1)

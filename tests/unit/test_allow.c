@@ -695,11 +695,54 @@ static void test_tls_upgrade(void **state)
 	assert_int_equal(
 	    aj_proxy_tls_frame(&ctx, &c, body, strlen(body), yes, strlen(yes), out, sizeof(out)),
 	    0);
+
+	/* pipelined: GET /a, then the Upgrade. The server's answers come in
+	 * order, one each: the 200 is /a's, never the Upgrade's */
+	char piped[2048];
+	snprintf(piped, sizeof(piped), "GET /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	static const char first[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), first, strlen(first), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /ws HTTP/1.1\r\n"));
+	assert_null(strstr(out, "/next")); /* still waiting for the Upgrade's answer */
+	/* /a's 200, then the 101: what follows is the new protocol's */
+	char both[512];
+	snprintf(both, sizeof(both), "%s%s", first, yes);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: agentjail-"));
+	/* a 101 inside /a's body (or to a HEAD's bodiless answer) is no
+	 * switch: the Upgrade's own 401 is, and the Host check holds */
+	snprintf(both, sizeof(both), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s%s",
+		 strlen(yes), yes, no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "x-key: real-value-1\r\n"));
+	assert_null(strstr(out, "/other"));
+	snprintf(piped, sizeof(piped), "HEAD /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	snprintf(both, sizeof(both), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(yes), no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "x-key: real-value-1\r\n"));
+	assert_null(strstr(out, "/other"));
+	/* a 101 answering a plain GET loses the thread: the session ends */
+	snprintf(piped, sizeof(piped), "GET /a HTTP/1.1\r\nHost: api.test\r\n\r\n%s", in);
+	snprintf(both, sizeof(both), "%s%s", yes, no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_null(strstr(out, "/next"));
 	aj_policy_free(&p);
 }
 
-/* A request refused after its secrets were put in (a body over the bound,
- * 413) logs no secret_injected line: the value went nowhere. */
+/* A request refused after its secrets were put in (a held body whose
+ * chunked framing breaks, 400) logs no secret_injected line: the value
+ * went nowhere. */
 static void test_tls_refused_not_injected(void **state)
 {
 	(void)state;
@@ -715,16 +758,14 @@ static void test_tls_refused_not_injected(void **state)
 	aj_proxy_req c;
 	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
 	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
-	size_t big = AJ_INJECT_BODY_MAX + 10, cap = big + 1024;
+	size_t cap = 4096;
 	char *in = malloc(cap), out[4096];
 	assert_non_null(in);
 	int h = snprintf(in, cap,
-			 "POST /big HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n"
-			 "Content-Length: %zu\r\n\r\n",
-			 ph, big);
-	memset(in + h, 'a', big);
-	assert_int_equal(
-	    aj_proxy_tls_frame(&ctx, &c, in, (size_t)h + big, NULL, 0, out, sizeof(out)), 0);
+			 "POST /bad HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n"
+			 "Transfer-Encoding: chunked\r\n\r\n2\r\nab\r\nzz\r\n",
+			 ph);
+	assert_int_equal(aj_proxy_tls_frame(&ctx, &c, in, (size_t)h, NULL, 0, out, sizeof(out)), 0);
 	/* the same head with a small body is sent, and logged */
 	h = snprintf(in, cap,
 		     "POST /small HTTP/1.1\r\nHost: api.test\r\nx-key: %s\r\n"
@@ -741,6 +782,99 @@ static void test_tls_refused_not_injected(void **state)
 	assert_true(first > refused);
 	free(in);
 	close(log);
+	aj_policy_free(&p);
+}
+
+/* The chunked body that starts at *p (within end): de-framed into out
+ * (its length); *p moves past it. */
+static size_t dechunk(const char **p, const char *end, char *out)
+{
+	size_t o = 0;
+	for (;;) {
+		char *eol;
+		size_t n = strtoul(*p, &eol, 16);
+		assert_true(eol + 2 <= end && eol[0] == '\r' && eol[1] == '\n');
+		*p = eol + 2;
+		if (n == 0) {
+			assert_memory_equal(*p, "\r\n", 2);
+			*p += 2;
+			return o;
+		}
+		assert_true(*p + n + 2 <= end);
+		memcpy(out + o, *p, n);
+		o += n;
+		*p += n + 2;
+	}
+}
+
+/* A body over AJ_INJECT_BODY_MAX toward a host with a :body secret is
+ * streamed: filled as it comes (placeholders cut between pieces or
+ * chunks too), sent chunked, and the connection goes on. */
+static void test_tls_stream(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "KEY@api.test=real-value-1", NULL), 0);
+	assert_int_equal(aj_policy_add_secret(&p, "B@api.test:body=body-value-22", NULL), 0);
+	const char *ph = p.secrets[0].placeholder, *bph = p.secrets[1].placeholder;
+	size_t pl = strlen(bph);
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1};
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	/* the body: a placeholder every 997 bytes (so across every boundary
+	 * of the proxy's 16 KiB reads), KEY's (not :body) once */
+	size_t big = AJ_INJECT_BODY_MAX + 100000, cap = 2 * big + 65536;
+	char *body = malloc(big), *want = malloc(big), *in = malloc(cap), *out = malloc(cap),
+	     *got = malloc(cap);
+	assert_true(body && want && in && out && got);
+	memset(body, 'a', big);
+	memcpy(body + 5, ph, strlen(ph));
+	size_t wl = 0;
+	for (size_t i = 0; i < big;) {
+		if (i >= 100 && i % 997 == 0 && i + pl <= big) {
+			memcpy(body + i, bph, pl);
+			memcpy(want + wl, "body-value-22", 13);
+			wl += 13, i += pl;
+		} else
+			want[wl++] = body[i++];
+	}
+	for (int chunked = 0; chunked < 2; chunked++) {
+		size_t h = (size_t)snprintf(
+		    in, cap, "POST /big HTTP/1.1\r\nHost: api.test\r\n%s\r\n",
+		    chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: 1148576\r\n");
+		assert_int_equal(big, 1148576);
+		for (size_t i = 0; i < big;) { /* chunks of 1000: placeholders cut */
+			size_t n = !chunked ? big : big - i < 1000 ? big - i : 1000;
+			if (chunked)
+				h += (size_t)sprintf(in + h, "%zx\r\n", n);
+			memcpy(in + h, body + i, n);
+			h += n, i += n;
+			if (chunked)
+				h += (size_t)sprintf(in + h, "\r\n");
+		}
+		if (chunked)
+			h += (size_t)sprintf(in + h, "0\r\n\r\n");
+		h += (size_t)sprintf(in + h, "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n");
+		size_t n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+		out[n] = '\0';
+		const char *b = strstr(out, "\r\n\r\n");
+		assert_non_null(b);
+		assert_non_null(memmem(out, (size_t)(b - out), "Transfer-Encoding: chunked", 26));
+		assert_null(memmem(out, (size_t)(b - out), "Content-Length", 14));
+		b += 4;
+		size_t gl = dechunk(&b, out + n, got);
+		assert_int_equal(gl, wl);
+		assert_memory_equal(got, want, wl);
+		assert_non_null(memmem(got, gl, ph, strlen(ph))); /* KEY: not in bodies */
+		assert_string_equal(b, "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n");
+	}
+	free(body);
+	free(want);
+	free(in);
+	free(out);
+	free(got);
 	aj_policy_free(&p);
 }
 
@@ -1231,6 +1365,7 @@ int main(void)
 	    cmocka_unit_test(test_inject),
 	    cmocka_unit_test(test_tls_frame),
 	    cmocka_unit_test(test_tls_upgrade),
+	    cmocka_unit_test(test_tls_stream),
 	    cmocka_unit_test(test_h2_frame),
 	    cmocka_unit_test(test_h2_relay_memory),
 	    cmocka_unit_test(test_h2_relay_window),

@@ -19,8 +19,6 @@
 #include <linux/magic.h>
 #include <linux/capability.h>
 #include <linux/random.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <seccomp.h>
@@ -42,6 +40,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "loopback.h"
 
 #define READ_MAX 65536
 #define RM_MAX_DEPTH 64
@@ -1054,45 +1053,20 @@ static int op_identity(json_t *q)
 	return answer(0);
 }
 
-/* ---- the ports proxy (a microVM's) ---- */
+/* ---- the ports proxy (levels 2 and 3) ---- */
 
 /* A TCP connection to port on the loopback address (127.0.0.1, else ::1
- * for a server there only), as level 1's proxy connects in the sandbox's
- * network namespace (docs/api.md, "Ports"). Connected: a 'T' frame, then
+ * for a server there only: loopback.h, as level 1's proxy connects in the
+ * sandbox's network namespace; docs/api.md, "Ports"). Connected: a 'T' frame, then
  * the host's 'I' frames go to the server (empty: its end, passed on as a
  * half-close) and the server's bytes come back as 'O' frames (empty: its
  * end); 'X' once both ended, or why it could not connect. */
-static int loopback_connect(int family, int port)
-{
-	int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	struct sockaddr_in a4 = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-				  .sin6_port = htons((uint16_t)port),
-				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-	if ((family == AF_INET ? connect(s, (struct sockaddr *)&a4, sizeof(a4))
-			       : connect(s, (struct sockaddr *)&a6, sizeof(a6))) < 0) {
-		int e = errno;
-		close(s);
-		return -e;
-	}
-	return s;
-}
-
 static int op_connect(json_t *q)
 {
 	json_int_t port = json_integer_value(json_object_get(q, "port"));
 	if (port < 1 || port > 65535)
 		return answer(EINVAL);
-	int s = loopback_connect(AF_INET, (int)port);
-	if (s == -ECONNREFUSED) {
-		int s6 = loopback_connect(AF_INET6, (int)port);
-		if (s6 >= 0 || (s6 != -EAFNOSUPPORT && s6 != -EADDRNOTAVAIL))
-			s = s6;
-	}
+	int s = aj_loopback_connect((unsigned)port, false);
 	if (s < 0)
 		return answer(-s);
 	frame(AJ_AG_STAT, "{}", 2);

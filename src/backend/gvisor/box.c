@@ -6,7 +6,7 @@
  * `runsc run --detach` and agentjail-agent as the container's init (bound
  * read-only at AJ_AGENT_PATH). Each command and file operation is one
  * `runsc exec` of the agent (exec.c, files.c). destroy: `runsc delete
- * --force`, the cgroup, the directory. state/sweep: the same by the
+ * --force`, the cgroup, the directory. The ports proxy: gvports.c. state/sweep: the same by the
  * recorded runsc root, container id, cgroups and pids with start times. */
 #include "gvbox.h"
 
@@ -26,24 +26,6 @@
 #include "agent_proto.h"
 #include "image.h"
 #include "util.h"
-
-/* The host's agentjail-agent: AGENTJAIL_GVISOR_AGENT, else next to this
- * program or in libexecdir (aj_program_path). */
-static int find_agent(char *out, size_t len, aj_error *err)
-{
-	const char *env = getenv("AGENTJAIL_GVISOR_AGENT");
-	if (env && *env)
-		snprintf(out, len, "%s", env);
-	else if (aj_program_path("agentjail-agent", out, len) < 0)
-		return aj_err(err, ENAMETOOLONG, "agentjail-agent: path too long");
-	if (access(out, X_OK) < 0) {
-		aj_err(err, ENOENT, "isolation level gvisor: the sandbox agent %s is missing", out);
-		aj_err_hint(err, "agentjail's programs are installed next to each other "
-				 "(AGENTJAIL_GVISOR_AGENT=PATH names another)");
-		return -ENOENT;
-	}
-	return 0;
-}
 
 /* What level 2 cannot enforce for a persistent sandbox stops create. */
 static int refuse(const aj_policy *p, bool have_cg, aj_error *err)
@@ -212,6 +194,8 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		return aj_err(err, ENOMEM, "sandbox");
 	pthread_mutex_init(&i->gate_mu, NULL);
 	pthread_cond_init(&i->gate_cv, NULL);
+	for (int k = 0; k < AJ_PROXY_MAX; k++)
+		i->proxy[k].fd = -1;
 	char saved[PATH_MAX];
 	const char *from_image = ckpt ? NULL : image_checkpoint(p, saved, sizeof(saved));
 	if (from_image)
@@ -230,7 +214,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 	g->p = &i->q;
 	int r = aj_gvisor_probe(g->runsc, sizeof(g->runsc), err);
 	if (r == 0)
-		r = find_agent(i->agent, sizeof(i->agent), err);
+		r = aj_gv_find_agent(i->agent, sizeof(i->agent), err);
 	if (r == 0)
 		r = aj_gv_refuse_unsupported(&i->q, err);
 	if (r < 0) {
@@ -356,9 +340,11 @@ static int gv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 	pthread_mutex_unlock(&i->gate_mu);
 	if (busy) {
 		aj_err(err, EBUSY,
-		       "%u command%s or file operation%s running in the sandbox: runsc "
-		       "checkpoint cannot save what runsc exec connects to the host",
-		       busy, busy == 1 ? " is" : "s are", busy == 1 ? "" : "s");
+		       "%u command%s, file operation%s or ports-proxy connection%s running in "
+		       "the sandbox: runsc checkpoint cannot save what runsc exec connects to "
+		       "the host",
+		       busy, busy == 1 ? "" : "s", busy == 1 ? "" : "s",
+		       busy == 1 ? " is" : "s are");
 		aj_err_hint(
 		    err, "fork or snapshot when they have ended (a background process: kill it, or "
 			 "start it detached, e.g. `nohup CMD >/tmp/log 2>&1 &`)");
@@ -525,6 +511,7 @@ static void gv_destroy(aj_inst *i)
 {
 	if (!i)
 		return;
+	aj_gvbox_ports_close(i); /* the ports proxy's relays end first */
 	aj_gv_teardown(&i->g);
 	free_inst(i);
 }
@@ -666,7 +653,7 @@ const aj_backend aj_backend_gvisor = {
     /* AJ_CAP_HOST_RW: the agent puts every command under the setid filter
      * (agent.c) that runsc exec does not give it */
     .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_PAUSE | AJ_CAP_HOST_RW | AJ_CAP_UPDATE |
-	    AJ_CAP_FORK | AJ_CAP_SNAPSHOT,
+	    AJ_CAP_FORK | AJ_CAP_SNAPSHOT | AJ_CAP_PORTS,
     .probe = gv_probe,
     .run = gv_run_once,
     .create = gv_create,
@@ -691,4 +678,5 @@ const aj_backend aj_backend_gvisor = {
     .checkpoint = gv_checkpoint,
     .restore = gv_restore,
     .checkpoint_drop = gv_checkpoint_drop,
+    .port_connect = aj_gvbox_port_connect,
 };

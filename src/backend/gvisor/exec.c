@@ -31,7 +31,7 @@ extern char **environ;
 
 /* runsc exec in runsc's network namespace (--net open, --allow): a fork,
  * which joins it before the exec (posix_spawn cannot). */
-static int spawn_in_netns(aj_inst *i, char **argv, int in[2], int out[2], int er[2], gv_agent *a,
+static int spawn_in_netns(gv_run *g, char **argv, int in[2], int out[2], int er[2], gv_agent *a,
 			  aj_error *err)
 {
 	pid_t pid = fork();
@@ -40,16 +40,16 @@ static int spawn_in_netns(aj_inst *i, char **argv, int in[2], int out[2], int er
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(er[1], 2) < 0 ||
-		    setns(i->g.netns_fd, CLONE_NEWNET) < 0)
+		    setns(g->netns_fd, CLONE_NEWNET) < 0)
 			_exit(125);
-		execv(i->g.runsc, argv);
+		execv(g->runsc, argv);
 		_exit(125);
 	}
 	int e = errno;
 	close(in[0]), close(out[1]), close(er[1]);
 	if (pid < 0) {
 		close(in[1]), close(out[0]), close(er[0]);
-		return aj_err(err, e, "cannot run %s exec", i->g.runsc);
+		return aj_err(err, e, "cannot run %s exec", g->runsc);
 	}
 	a->pid = pid;
 	a->to = in[1], a->from = out[0], a->errp = er[0];
@@ -75,12 +75,10 @@ static void gate_leave(aj_inst *i)
 	pthread_mutex_unlock(&i->gate_mu);
 }
 
-static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
-
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 {
 	gate_enter(i);
-	int r = spawn(i, root, a, err);
+	int r = aj_gv_agent_spawn(&i->g, root, a, err);
 	if (r < 0)
 		gate_leave(i);
 	else
@@ -88,7 +86,7 @@ int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 	return r;
 }
 
-static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
+int aj_gv_agent_spawn(gv_run *g, bool root, gv_agent *a, aj_error *err)
 {
 	int in[2], out[2], er[2];
 	a->pid = 0;
@@ -105,24 +103,24 @@ static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 		return aj_err(err, errno, "pipe");
 	}
 	char rootarg[128], user[64];
-	snprintf(rootarg, sizeof(rootarg), "--root=%s", i->g.state);
-	snprintf(user, sizeof(user), "%u:%u", root ? 0 : (unsigned)i->g.p->uid,
-		 root ? 0 : (unsigned)i->g.p->gid);
+	snprintf(rootarg, sizeof(rootarg), "--root=%s", g->state);
+	snprintf(user, sizeof(user), "%u:%u", root ? 0 : (unsigned)g->p->uid,
+		 root ? 0 : (unsigned)g->p->gid);
 	/* files as the sandbox's root user, past file modes; commands as the
 	 * policy's user with no capabilities (the container's empty sets) */
 	static char *const caps[] = {"CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
 				     "CAP_CHOWN"};
-	char *argv[16] = {i->g.runsc, rootarg, "exec", "--user", user};
+	char *argv[16] = {g->runsc, rootarg, "exec", "--user", user};
 	size_t n = 5;
 	for (size_t k = 0; root && k < AJ_ARRAY_SIZE(caps); k++) {
 		argv[n++] = "--cap";
 		argv[n++] = caps[k];
 	}
-	argv[n++] = i->g.id;
+	argv[n++] = g->id;
 	argv[n++] = AJ_AGENT_PATH;
 	argv[n] = NULL;
-	if (i->g.netns_fd >= 0)
-		return spawn_in_netns(i, argv, in, out, er, a, err);
+	if (g->netns_fd >= 0)
+		return spawn_in_netns(g, argv, in, out, er, a, err);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
@@ -134,7 +132,7 @@ static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 		if (!(e = posix_spawn_file_actions_adddup2(&fa, in[0], 0)) &&
 		    !(e = posix_spawn_file_actions_adddup2(&fa, out[1], 1)) &&
 		    !(e = posix_spawn_file_actions_adddup2(&fa, er[1], 2)))
-			e = posix_spawn(&a->pid, i->g.runsc, &fa, &at, argv, environ);
+			e = posix_spawn(&a->pid, g->runsc, &fa, &at, argv, environ);
 		posix_spawnattr_destroy(&at);
 	}
 	if (!e)
@@ -142,7 +140,7 @@ static int spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err)
 	close(in[0]), close(out[1]), close(er[1]);
 	if (e) {
 		close(in[1]), close(out[0]), close(er[0]);
-		return aj_err(err, e, "cannot run %s exec", i->g.runsc);
+		return aj_err(err, e, "cannot run %s exec", g->runsc);
 	}
 	a->to = in[1], a->from = out[0], a->errp = er[0];
 	return 0;

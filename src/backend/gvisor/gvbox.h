@@ -10,8 +10,17 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "agent_relay.h"
 #include "backend.h"
 #include "gvrun.h"
+
+/* A connection of the ports proxy (gvports.c): its runsc exec of the
+ * agent and our end of the front's socket pair, under gate_mu. */
+typedef struct gv_proxy_slot {
+	bool used;
+	int fd;	   /* -1: none */
+	pid_t pid; /* its runsc exec, until reaped (0) */
+} gv_proxy_slot;
 
 struct aj_inst {
 	gv_run g;
@@ -29,6 +38,10 @@ struct aj_inst {
 	pthread_cond_t gate_cv;
 	unsigned busy;
 	bool saving;
+	/* the ports proxy's connections, under gate_mu (each holds the gate
+	 * with its runsc exec); proxy_stop: the sandbox goes, they end */
+	gv_proxy_slot proxy[AJ_PROXY_MAX];
+	bool proxy_stop;
 };
 
 /* One `runsc exec` of the agent: ours are the ends of its stdin (to),
@@ -41,6 +54,8 @@ typedef struct gv_agent {
 	aj_inst *gate; /* the sandbox whose gate it holds, or NULL */
 } gv_agent;
 int aj_gvbox_agent_spawn(aj_inst *i, bool root, gv_agent *a, aj_error *err);
+/* The same for g's container, through no gate (a one-shot run's). */
+int aj_gv_agent_spawn(gv_run *g, bool root, gv_agent *a, aj_error *err);
 /* Close our ends, reap it (SIGKILL first when kill). */
 void aj_gvbox_agent_end(gv_agent *a, bool kill);
 /* runsc's message on errp (the last line), for an error. */
@@ -57,5 +72,11 @@ int aj_gvbox_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error 
 int aj_gvbox_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx, aj_error *err);
 int aj_gvbox_file_remove(aj_inst *i, const char *path, bool recursive, aj_error *err);
 int aj_gvbox_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *err);
+
+/* The ports proxy (gvports.c): a connection to port on the sandbox's
+ * loopback (backend.h, port_connect); the sandbox's relays ended (before
+ * its teardown). */
+int aj_gvbox_port_connect(aj_inst *i, unsigned port, aj_error *err);
+void aj_gvbox_ports_close(aj_inst *i);
 
 #endif

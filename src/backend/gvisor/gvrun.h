@@ -70,6 +70,9 @@ int aj_gv_runsc_cmd_in(int netns, const char *runsc, char *const *args, char *ou
 int aj_gv_runsc_cmd_fd(int netns, const char *runsc, char *const *args, char *out, size_t len,
 		       int which);
 int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err);
+/* The host's agentjail-agent (AGENTJAIL_GVISOR_AGENT, else next to this
+ * program or in libexecdir) in out, or -ENOENT with the fix. */
+int aj_gv_find_agent(char *out, size_t len, aj_error *err);
 void aj_gv_warn(gv_run *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* `runsc kill --all ID SIG` */
 void aj_gv_runsc_signal(gv_run *g, const char *sig);

@@ -36,6 +36,7 @@
 #include "mount.h"
 #include "net.h"
 #include "gvisor.h"
+#include "gvports.h"
 #include "gvrun.h"
 #include "protect.h"
 #include "redact.h"
@@ -73,6 +74,24 @@ int aj_gvisor_probe(char *path, size_t len, aj_error *err)
 		       "rootless mode is not wired in yet)");
 		aj_err_hint(err, "run agentjail as root, or use --isolation process");
 		return -EPERM;
+	}
+	return 0;
+}
+
+/* The host's agentjail-agent: AGENTJAIL_GVISOR_AGENT, else next to this
+ * program or in libexecdir (aj_program_path). */
+int aj_gv_find_agent(char *out, size_t len, aj_error *err)
+{
+	const char *env = getenv("AGENTJAIL_GVISOR_AGENT");
+	if (env && *env)
+		snprintf(out, len, "%s", env);
+	else if (aj_program_path("agentjail-agent", out, len) < 0)
+		return aj_err(err, ENAMETOOLONG, "agentjail-agent: path too long");
+	if (access(out, X_OK) < 0) {
+		aj_err(err, ENOENT, "isolation level gvisor: the sandbox agent %s is missing", out);
+		aj_err_hint(err, "agentjail's programs are installed next to each other "
+				 "(AGENTJAIL_GVISOR_AGENT=PATH names another)");
+		return -ENOENT;
 	}
 	return 0;
 }
@@ -239,11 +258,10 @@ static int check_command(const aj_policy *p, aj_error *err)
 
 int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err)
 {
-	const char *what = p->n_publish		     ? "--publish"
-			   : p->tty == AJ_TTY_ALWAYS ? "--tty"
-			   : p->seccomp_profile	     ? "--seccomp-profile (gVisor implements the "
-						       "system calls itself)"
-						     : NULL;
+	const char *what = p->tty == AJ_TTY_ALWAYS ? "--tty"
+			   : p->seccomp_profile	   ? "--seccomp-profile (gVisor implements the "
+						     "system calls itself)"
+						   : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation gvisor yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md)");
@@ -812,7 +830,11 @@ static bool stream_fd(int fd)
 int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res, aj_error *err)
 {
 	memset(res, 0, sizeof(*res));
-	gv_run g = {.p = p,
+	/* --publish: the listeners are the run's own (gvports.c), not netd's */
+	aj_policy q = *p;
+	q.n_publish = 0;
+	char agent[PATH_MAX];
+	gv_run g = {.p = &q,
 		    .hooks = hooks,
 		    .etc_lock = -1,
 		    .netns_fd = -1,
@@ -830,6 +852,16 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 		aj_redactor_free(&red[1]);
 		return aj_err(err, ENOMEM, "redactor");
 	}
+	/* --publish: the agent bound in, each connection a runsc exec of it */
+	aj_gv_publish *gp = NULL;
+	if (p->n_publish && ((r = aj_gv_find_agent(agent, sizeof(agent), err)) < 0 ||
+			     (r = aj_gv_publish_listen(&gp, p, err)) < 0)) {
+		aj_gv_publish_stop(&gp);
+		aj_redactor_free(&red[0]);
+		aj_redactor_free(&red[1]);
+		return r;
+	}
+	g.agent = gp ? agent : NULL;
 	aj_relay relay;
 	aj_relay_init(&relay);
 	/* through pipes when redacting, and when the caller's stdout or stderr
@@ -856,13 +888,18 @@ int aj_gvisor_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *
 	for (int i = 0; i < 2; i++)
 		if (out[i] >= 0)
 			close(out[i]);
-	if (pid > 0) {
+	if (pid > 0 && (r = aj_gv_publish_start(gp, &g, err)) < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	} else if (pid > 0) {
 		int status = wait_run(&g, pid, relayed ? &relay : NULL, res);
 		result(&g, status, res);
 		r = 0;
 	} else if (r == 0) {
 		r = pid;
 	}
+	aj_gv_publish_stop(&gp);
 	aj_relay_close(&relay);
 	aj_redactor_free(&red[0]);
 	aj_redactor_free(&red[1]);

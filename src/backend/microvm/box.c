@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent_frame.h"
+#include "agent_relay.h"
 #include "boot.h"
 #include "snap.h"
 #include "microvm.h"
@@ -49,9 +50,9 @@
 #define OUT_HIGH (256u << 10)
 /* the ports proxy's connections: at most this many of the agent ports at
  * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
- * without a byte either way */
-#define AJ_MV_PROXY_MAX 2
-#define RELAY_IDLE_MS (10ULL * 60 * 1000)
+ * without a byte either way (agent_relay.h: the same at level 2) */
+#define AJ_MV_PROXY_MAX AJ_PROXY_MAX
+#define RELAY_IDLE_MS AJ_PROXY_IDLE_MS
 
 typedef struct mv_port {
 	int fd;
@@ -1330,84 +1331,40 @@ typedef struct mv_relay {
 	int k;	  /* the agent port */
 	int slot; /* in i->relay_fd */
 	int fd;	  /* our end of the pair */
-	bool host_end, server_end, have_exit;
-	bool client_gone;	    /* the front's end closed: the server's bytes unwanted */
-	unsigned long long last_ms; /* the last byte either way */
 } mv_relay;
 
-static bool relay_frame(void *ctx, char type, const char *buf, size_t len)
+static bool relay_killed(void *ctx)
 {
-	mv_relay *r = ctx;
-	if (type == AJ_AG_STDOUT && len) {
-		r->last_ms = now_ms();
-		if (!r->server_end && !r->client_gone && aj_write_all(r->fd, buf, len) < 0)
-			r->client_gone = true; /* the client went: its bytes are dropped */
-	} else if (type == AJ_AG_STDOUT) {
-		r->server_end = true;
-		(void)shutdown(r->fd, SHUT_WR);
-	} else if (type == AJ_AG_EXIT) {
-		r->have_exit = true;
-		return false;
-	}
-	return true;
+	aj_inst *i = ctx;
+	pthread_mutex_lock(&i->mu);
+	bool killed = i->killed;
+	pthread_mutex_unlock(&i->mu);
+	return killed;
 }
 
+/* The bytes both ways as at level 2 (agent_relay.c), the server's first
+ * ones read with the 'T' frame in the port's buffer. */
 static void *relay_thread(void *arg)
 {
 	mv_relay *r = arg;
 	aj_inst *i = r->i;
 	mv_port *pt = &i->port[r->k];
-	r->last_ms = now_ms();
-	unsigned long long gave_up = 0; /* when the guest's connection was ended */
-	/* the server's first bytes, read with the 'T' frame */
-	bool gone = port_split(pt, relay_frame, r) < 0;
-	while (!r->have_exit && !gone) {
-		/* after the client's half-close its end is still watched (a
-		 * POLLHUP: closed for good) */
-		struct pollfd pf[2] = {{pt->fd, POLLIN, 0},
-				       {r->client_gone ? -1 : r->fd, r->host_end ? 0 : POLLIN, 0}};
-		int n = poll(pf, 2, 1000);
-		if (n < 0 && errno != EINTR)
-			break;
-		pthread_mutex_lock(&i->mu);
-		bool killed = i->killed;
-		pthread_mutex_unlock(&i->mu);
-		if (killed)
-			break;
-		if (n > 0 && pf[0].revents && port_read(pt, 0, relay_frame, r) < 0)
-			gone = true;
-		if (n > 0 && pf[1].revents && !r->host_end && !r->have_exit && !gone) {
-			char buf[65536];
-			ssize_t got = read(r->fd, buf, sizeof(buf));
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			/* the client's end (or its reset) as an empty frame */
-			r->host_end = got <= 0;
-			r->last_ms = now_ms();
-			if (aj_agent_send(pt->fd, AJ_AG_STDIN, buf, got > 0 ? (size_t)got : 0) < 0)
-				gone = true;
-		} else if (n > 0 && (pf[1].revents & (POLLHUP | POLLERR)) && r->host_end)
-			r->client_gone = true; /* both directions of the front's end shut */
-		if (r->have_exit || gone)
-			break;
-		unsigned long long t = now_ms();
-		/* the client gone with the server still talking, or nothing
-		 * either way for RELAY_IDLE_MS: the guest's connection ended
-		 * (its agent answers 'X'); no answer in DRAIN_MS: given up */
-		bool done = (r->client_gone && !r->server_end) || t - r->last_ms >= RELAY_IDLE_MS;
-		if (done && !gave_up) {
-			char sig = SIGKILL;
-			gave_up = t;
-			if (aj_agent_send(pt->fd, AJ_AG_SIGNAL, &sig, 1) < 0)
-				gone = true;
-		} else if (gave_up && t - gave_up >= DRAIN_MS)
-			break;
-	}
+	aj_agent_relay ar = {.client = r->fd,
+			     .from = pt->fd,
+			     .to = pt->fd,
+			     .idle_ms = RELAY_IDLE_MS,
+			     .stop = relay_killed,
+			     .ctx = i,
+			     .ibuf = pt->ibuf,
+			     .ilen = pt->ilen,
+			     .icap = pt->icap};
+	aj_agent_relay_run(&ar);
+	pt->ibuf = ar.ibuf, pt->ilen = ar.ilen, pt->icap = ar.icap;
 	pthread_mutex_lock(&i->mu);
 	i->relay_fd[r->slot] = -1;
 	pthread_mutex_unlock(&i->mu);
 	close(r->fd);
-	port_give(i, r->k, r->have_exit, gone);
+	port_give(i, r->k, ar.answered, ar.broken);
 	pthread_mutex_lock(&i->mu);
 	i->relays--;
 	pthread_cond_broadcast(&i->cv);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* --publish for a one-shot level-3 run (publish.c): listeners on the
- * host's 127.0.0.1, each connection relayed by the guest's agent to the
- * guest's loopback over an agent port of its own. */
+ * host's 127.0.0.1 (agent_relay.h), each connection relayed by the
+ * guest's agent to the guest's loopback over an agent port of its own. */
 #ifndef AJ_MV_PUBLISH_H
 #define AJ_MV_PUBLISH_H
 
+#include "agent_relay.h"
 #include "boot.h"
 
 /* agent ports a run with --publish adds for its connections */

@@ -8,18 +8,15 @@
  * (its veth, its nftables rules, what it may reach) changes. */
 #include "port.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "loopback.h"
 #include "util.h"
 
 typedef struct conn {
@@ -29,31 +26,6 @@ typedef struct conn {
 	int err; /* setns's errno, or 0 */
 } conn;
 
-/* A connected socket to the loopback address of family, or a negative errno. */
-static int try_connect(int family, unsigned port)
-{
-	int s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	struct timeval tv = {.tv_sec = AJ_PORT_CONNECT_TIMEOUT_S};
-	(void)setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect */
-	struct sockaddr_in a4 = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-				  .sin6_port = htons((uint16_t)port),
-				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-	int r = family == AF_INET ? connect(s, (struct sockaddr *)&a4, sizeof(a4))
-				  : connect(s, (struct sockaddr *)&a6, sizeof(a6));
-	int fl = r == 0 ? fcntl(s, F_GETFL) : -1;
-	if (r < 0 || fl < 0 || fcntl(s, F_SETFL, fl | O_NONBLOCK) < 0) {
-		int e = errno;
-		close(s);
-		return -(e == EINPROGRESS ? ETIMEDOUT : e); /* (SO_SNDTIMEO ran out) */
-	}
-	return s;
-}
-
 static void *connect_inside(void *arg)
 {
 	conn *c = arg;
@@ -61,12 +33,7 @@ static void *connect_inside(void *arg)
 		c->err = errno;
 		return NULL;
 	}
-	c->fd = try_connect(AF_INET, c->port);
-	if (c->fd == -ECONNREFUSED) { /* a server on ::1 only */
-		int fd6 = try_connect(AF_INET6, c->port);
-		if (fd6 >= 0 || (fd6 != -EAFNOSUPPORT && fd6 != -EADDRNOTAVAIL))
-			c->fd = fd6;
-	}
+	c->fd = aj_loopback_connect(c->port, true);
 	return NULL;
 }
 

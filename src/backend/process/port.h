@@ -7,12 +7,9 @@
 #include "box.h"
 #include "error.h"
 
-/* How long a connect may wait (a listener whose backlog is full). */
-#define AJ_PORT_CONNECT_TIMEOUT_S 5
-
 /* A new TCP connection to port on the box's loopback address (127.0.0.1,
  * then ::1), made inside its network namespace: a connected non-blocking
- * socket (close-on-exec), or -ECONNREFUSED when nothing listens there,
+ * socket (close-on-exec; loopback.h), or -ECONNREFUSED when nothing listens there,
  * another negative errno with err filled. */
 int aj_box_port_connect(const aj_box *b, unsigned port, aj_error *err);
 

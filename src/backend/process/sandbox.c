@@ -563,6 +563,9 @@ static int parent_loop(run_ctx *c, int sfd, aj_run_result *res, aj_error *err)
 			aj_run_exec_forward(xl, c->sock[0], c->envp);
 		if (pf[4].revents) { /* oci: the engine's process is gone, the run too */
 			kill(c->pid, SIGKILL);
+			/* a paused container's frozen init would not die */
+			if (c->have_cg && c->hooks->freezer)
+				(void)aj_cgroup_freeze(&c->cg, false, NULL);
 			watch = -1;
 		}
 		if (rc == 1 && pf[0].revents)
@@ -613,7 +616,8 @@ static void teardown(run_ctx *c)
 			close(c->stdio[i]);
 			c->stdio[i] = -1;
 		}
-	if (c->persistent && c->have_cg) /* a paused box: frozen processes would not die */
+	/* a paused box or oci container: frozen processes would not die */
+	if ((c->persistent || (c->hooks && c->hooks->freezer)) && c->have_cg)
 		(void)aj_cgroup_freeze(&c->cg, false, NULL);
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
