@@ -145,6 +145,7 @@ typedef struct aj_root_sink {
 	int (*entry)(void *ctx, const aj_root_entry *e, aj_error *err);
 	int (*data)(void *ctx, const void *buf, size_t len, aj_error *err);
 	void *ctx;
+	unsigned long long max_bytes; /* the most it takes: how long the stream may last */
 } aj_root_sink;
 
 typedef struct aj_backend {

@@ -123,8 +123,9 @@ static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, c
 		own[i] = paths[i];
 	}
 	/* HTTPS interception: the CA bundle bound over the image's (a bind
-	 * is never copied: the image's own comes back) and its copy with
-	 * this sandbox's CA (mount.c: setup_ca), which no other trusts */
+	 * is never copied: the image's own comes back) and the copy with
+	 * this sandbox's CA older versions left in /.agentjail (mount.c:
+	 * setup_ca now stages it out of the root), which no other trusts */
 	if (aj_net_tls_wanted(&sb->policy)) {
 		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
 		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
@@ -167,7 +168,7 @@ static int stream_fill(void *ctx, unsigned long long max, aj_error *err)
 	int r = aj_tree_writer_new(max, &c->w, err);
 	if (r < 0)
 		return r;
-	aj_root_sink sink = {.entry = sink_entry, .data = sink_data, .ctx = c};
+	aj_root_sink sink = {.entry = sink_entry, .data = sink_data, .ctx = c, .max_bytes = max};
 	r = c->sb->be->root_stream(c->sb->inst, &sink, err);
 	int k = aj_tree_writer_close(c->w, r < 0 ? NULL : err);
 	return r < 0 ? r : k;

@@ -156,6 +156,29 @@ static void info_from_json(json_t *j, aj_image_info *out)
 		snprintf(out->warmup, sizeof(out->warmup), "%s", s);
 	out->size_bytes = (unsigned long long)json_integer_value(json_object_get(j, "size_bytes"));
 	out->files = (unsigned long long)json_integer_value(json_object_get(j, "files"));
+	out->checkpoint = json_is_true(json_object_get(j, "checkpoint"));
+}
+
+const char *aj_image_checkpoint_of(const char *rootfs, char *buf, size_t len)
+{
+	/* the store's own path, not a directory that only looks like one */
+	_cleanup_free_ char *images = aj_asprintf("%s/images/", aj_state_dir());
+	size_t n = images ? strlen(images) : 0;
+	if (!rootfs || !images || strncmp(rootfs, images, n) != 0 ||
+	    strspn(rootfs + n, "0123456789abcdef") != 64 || strcmp(rootfs + n + 64, "/rootfs") != 0)
+		return NULL;
+	_cleanup_free_ char *meta = aj_asprintf("%.*s/image.json", (int)(n + 64), rootfs);
+	json_t *j = meta ? json_load_file(meta, 0, NULL) : NULL;
+	bool made = json_is_true(json_object_get(j, "checkpoint"));
+	json_decref(j);
+	struct stat d, f;
+	char img[PATH_MAX + 32];
+	snprintf(buf, len, "%s/%s", rootfs, AJ_IMAGE_CHECKPOINT_DIR);
+	snprintf(img, sizeof(img), "%s/checkpoint.img", buf);
+	return made && lstat(buf, &d) == 0 && S_ISDIR(d.st_mode) && d.st_uid == 0 &&
+		       lstat(img, &f) == 0 && S_ISREG(f.st_mode) && f.st_uid == 0
+		   ? buf
+		   : NULL;
 }
 
 int aj_image_inspect(const char *state, const char *name, aj_image_info *out, aj_error *err)

@@ -32,6 +32,7 @@ typedef struct aj_image_spec {
 	size_t n_packages;
 	const char *warmup; /* a command the service may run to warm a sandbox */
 	const char *mirror; /* NULL: mmdebstrap's default */
+	bool checkpoint;    /* a level-2 snapshot with its memory (image.json says so) */
 } aj_image_spec;
 
 typedef struct aj_image_info {
@@ -41,6 +42,7 @@ typedef struct aj_image_info {
 	char created[32];
 	char warmup[512];
 	unsigned long long size_bytes, files;
+	bool checkpoint; /* made by a level-2 snapshot: its memory in AJ_IMAGE_CHECKPOINT_DIR */
 } aj_image_info;
 
 /* $AGENTJAIL_STATE_DIR, else /var/lib/agentjail (read at the first call). */
@@ -89,6 +91,11 @@ int aj_tree_writer_close(aj_tree_writer *t, aj_error *err);
  * snapshot's memory (`runsc checkpoint`): a level-2 create from the image
  * restores from it (never bound into a level-2 sandbox). */
 #define AJ_IMAGE_CHECKPOINT_DIR ".agentjail-checkpoint"
+/* The checkpoint of the stored image whose root is rootfs
+ * (<state>/images/<hex>/rootfs), in buf: only when its image.json (outside
+ * the tree) says a level-2 snapshot made it, as every other way into the
+ * store drops that directory. NULL: none, or not an image of the store. */
+const char *aj_image_checkpoint_of(const char *rootfs, char *buf, size_t len);
 /* aj_image_snapshot, and the regular files of directory ckpt copied into
  * the image's AJ_IMAGE_CHECKPOINT_DIR (root's, 0700/0600). */
 int aj_image_snapshot_checkpoint(const char *state, const char *name, int root,

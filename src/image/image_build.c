@@ -156,10 +156,11 @@ static int store_tree(const char *images, const char *build, const aj_image_spec
 	snprintf(out->warmup, sizeof(out->warmup), "%s", s->warmup ? s->warmup : "");
 	if (access(final, F_OK) == 0)
 		return 1; /* the same content is stored: reuse it */
+	out->checkpoint = s->checkpoint;
 	json_t *j =
-	    json_pack("{s:s,s:s,s:s,s:I,s:I,s:s}", "digest", out->digest, "source", out->source,
+	    json_pack("{s:s,s:s,s:s,s:I,s:I,s:s,s:b}", "digest", out->digest, "source", out->source,
 		      "created", out->created, "size_bytes", (json_int_t)out->size_bytes, "files",
-		      (json_int_t)out->files, "warmup", out->warmup);
+		      (json_int_t)out->files, "warmup", out->warmup, "checkpoint", s->checkpoint);
 	_cleanup_free_ char *meta = aj_asprintf("%s/image.json", build);
 	r = j && meta ? write_json(meta, j, err) : aj_err(err, ENOMEM, "out of memory");
 	json_decref(j);
@@ -167,6 +168,29 @@ static int store_tree(const char *images, const char *build, const aj_image_spec
 		return r;
 	if (rename(build, final) < 0)
 		return aj_err(err, errno, "cannot store the image at %s", final);
+	return 0;
+}
+
+/* Only a level-2 snapshot's checkpoint may be at AJ_IMAGE_CHECKPOINT_DIR
+ * (image_build.c copies it there; a level-2 create restores from it): a
+ * tree made any other way (a sandbox's files, a stream, an archive, a
+ * directory) loses what is there, or the build fails. */
+static int drop_checkpoint_dir(const char *rootfs, aj_error *err)
+{
+	_cleanup_close_ int fd = open(rootfs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return aj_err(err, errno, "cannot open %s", rootfs);
+	(void)aj_rm_tree_at(fd, AJ_IMAGE_CHECKPOINT_DIR, 256);
+	if (faccessat(fd, AJ_IMAGE_CHECKPOINT_DIR, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    errno != ENOENT) {
+		aj_err(err, EPERM,
+		       "the image's tree has /%s, which only a level-2 snapshot makes, "
+		       "and it cannot be removed",
+		       AJ_IMAGE_CHECKPOINT_DIR);
+		aj_err_hint(err, "remove /%s from the source (it is reserved)",
+			    AJ_IMAGE_CHECKPOINT_DIR);
+		return -EPERM;
+	}
 	return 0;
 }
 
@@ -227,6 +251,8 @@ static int build_with(const char *state, const aj_image_spec *s, fill_fn fill, v
 	}
 	_cleanup_free_ char *rootfs = aj_asprintf("%s/rootfs", build);
 	r = rootfs ? fill(s, rootfs, ctx, err) : aj_err(err, ENOMEM, "out of memory");
+	if (r == 0 && !s->checkpoint)
+		r = drop_checkpoint_dir(rootfs, err);
 	if (r == 0)
 		r = store_tree(images, build, s, out, err);
 	if (r != 0)
@@ -370,7 +396,7 @@ static unsigned long long files_size(int fd)
 static int copy_checkpoint(int src, int dest, aj_error *err)
 {
 	/* an older one (the source image was a level-2 snapshot) */
-	(void)aj_rm_tree_at(dest, AJ_IMAGE_CHECKPOINT_DIR, 4);
+	(void)aj_rm_tree_at(dest, AJ_IMAGE_CHECKPOINT_DIR, 256);
 	if (mkdirat(dest, AJ_IMAGE_CHECKPOINT_DIR, 0700) < 0)
 		return aj_err(err, errno, "cannot create the image's %s", AJ_IMAGE_CHECKPOINT_DIR);
 	_cleanup_close_ int to =
@@ -501,7 +527,8 @@ static int snapshot(const char *state, const char *name, int root, const aj_tree
 	aj_image_spec s = {.name = name,
 			   .source = AJ_IMAGE_FROM_SANDBOX,
 			   .from = from,
-			   .warmup = warmup && *warmup ? warmup : NULL};
+			   .warmup = warmup && *warmup ? warmup : NULL,
+			   .checkpoint = ckpt != NULL};
 	snap_ctx c = {.root = root,
 		      .ids = ids,
 		      .state = state,

@@ -5,7 +5,13 @@
  * writes it with the same checks (no absolute path, no "..", no path
  * through a symlink on disk), owners outside the image's id range become
  * nobody, only files, directories, symlinks and FIFOs are made, and the
- * regular files may add up to max_bytes (apparent size), else -EDQUOT. */
+ * entries may add up to max_bytes (else -EDQUOT): a regular file by its
+ * apparent size, and every entry ENTRY_COST more plus its path and link
+ * target (what it costs on disk and, for a directory, in libarchive's
+ * deferred fixups in memory). Dropped, their data read and thrown away:
+ * AJ_IMAGE_CHECKPOINT_DIR at the top (only a level-2 snapshot makes it,
+ * image_build.c) and what is under /tmp and the sandbox's home (the agent
+ * skips them; a hostile guest may not). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -16,15 +22,24 @@
 #include <sys/stat.h>
 
 #include "image.h"
+#include "policy.h"
 #include "userns.h"
 #include "util.h"
+
+/* What an entry costs at least, and at most how many directories a stream
+ * may have (libarchive keeps a fixup per directory in memory until close). */
+#define ENTRY_COST 4096ULL
+#define MAX_DIRS 1000000ULL
 
 struct aj_tree_writer {
 	struct archive *w;
 	struct archive_entry *e;
-	bool open;		       /* an entry written, its data may follow */
+	bool open; /* an entry written, its data may follow */
+	bool drop; /* the open entry is dropped: its data thrown away */
+	bool data; /* a regular file's data may follow (until an empty one) */
+	unsigned long long dirs;
 	unsigned long long left;       /* bytes the open entry may still have */
-	unsigned long long bytes, max; /* regular files so far, and the cap */
+	unsigned long long bytes, max; /* charged so far, and the cap */
 	unsigned long long entries;
 	char path[PATH_MAX];
 };
@@ -60,6 +75,8 @@ static int finish(aj_tree_writer *t, aj_error *err)
 	if (!t->open)
 		return 0;
 	t->open = false;
+	if (t->drop)
+		return 0;
 	if (archive_write_finish_entry(t->w) < ARCHIVE_WARN)
 		return aj_err(err, EIO, "snapshot: cannot write /%s: %s", t->path, why(t));
 	return 0;
@@ -81,6 +98,23 @@ static const char *relative(const char *p)
 	return p;
 }
 
+/* Is rel (relative) name itself or under it (prefix "a/b", no slash at
+ * either end)? */
+static bool at_or_under(const char *rel, const char *name)
+{
+	size_t n = strlen(name);
+	return !strncmp(rel, name, n) && (!rel[n] || rel[n] == '/');
+}
+
+/* Entries the tree doesn't keep (the comment at the top). */
+static bool dropped(const char *rel)
+{
+	const char *home = &AJ_SANDBOX_HOME[1]; /* "home/agent" */
+	size_t h = strlen(home);
+	return at_or_under(rel, AJ_IMAGE_CHECKPOINT_DIR) || !strncmp(rel, "tmp/", 4) ||
+	       (!strncmp(rel, home, h) && rel[h] == '/');
+}
+
 static unsigned long long id_of(unsigned long long id)
 {
 	return id < AJ_UID_RANGE ? id : 65534; /* outside the image's ids: nobody */
@@ -97,11 +131,22 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 	    (e->type == 'l' && (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
 		return aj_err(err, EPROTO, "snapshot: the sandbox sent a bad entry '%.200s'",
 			      e->path ? e->path : "");
-	if (t->entries >= 10000000) /* as level 1's copy (tree.c) */
-		return aj_err(err, EFBIG, "snapshot: too many files (at /%.200s)", rel);
-	if (e->type == 'f' && e->size > t->max - t->bytes)
+	if (t->entries >= 10000000 || (e->type == 'd' && t->dirs >= MAX_DIRS))
+		return aj_err(err, EFBIG, "snapshot: too many %s (at /%.200s)",
+			      e->type == 'd' ? "directories" : "files", rel);
+	unsigned long long cost = ENTRY_COST + strlen(rel) + (e->link ? strlen(e->link) : 0);
+	if (cost > t->max - t->bytes || (e->type == 'f' && e->size > t->max - t->bytes - cost))
 		return aj_err(err, EDQUOT, "snapshot: /%s passes the snapshot's size limit", rel);
 	snprintf(t->path, sizeof(t->path), "%s", rel);
+	t->entries++;
+	t->bytes += cost + (e->type == 'f' ? e->size : 0);
+	t->left = e->type == 'f' ? e->size : 0;
+	t->data = e->type == 'f';
+	if ((t->drop = dropped(rel))) {
+		t->open = true;
+		return 0;
+	}
+	t->dirs += e->type == 'd';
 	mode_t type = e->type == 'f'   ? AE_IFREG
 		      : e->type == 'd' ? AE_IFDIR
 		      : e->type == 'l' ? AE_IFLNK
@@ -120,18 +165,20 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 	if (archive_write_header(t->w, t->e) < ARCHIVE_WARN)
 		return aj_err(err, EPERM, "snapshot: refused or failed /%s: %s", rel, why(t));
 	t->open = true;
-	t->left = e->type == 'f' ? e->size : 0;
-	t->bytes += t->left;
-	t->entries++;
 	return 0;
 }
 
 int aj_tree_writer_data(aj_tree_writer *t, const void *buf, size_t len, aj_error *err)
 {
-	if (!t->open || len > t->left)
-		return aj_err(err, EPROTO, "snapshot: the sandbox sent more bytes than /%s has",
+	if (!t->open || !t->data || len > t->left)
+		return aj_err(err, EPROTO,
+			      t->open && t->data
+				  ? "snapshot: the sandbox sent more bytes than /%s has"
+			      : t->open ? "snapshot: the sandbox sent data after /%s, not a file's"
+					: "snapshot: the sandbox sent data before any file%s",
 			      t->path);
-	if (len && archive_write_data(t->w, buf, len) != (la_ssize_t)len)
+	t->data = len > 0; /* an empty one ends the file's data */
+	if (len && !t->drop && archive_write_data(t->w, buf, len) != (la_ssize_t)len)
 		return aj_err(err, errno ? errno : EIO, "snapshot: cannot write /%s: %s", t->path,
 			      why(t));
 	t->left -= len;

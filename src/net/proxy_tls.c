@@ -106,8 +106,10 @@ static int on_response_head(http_parser *hp)
 {
 	session *s = hp->data;
 	int st = hp->status_code;
+	/* 1xx, 204 and 304 never have a body, whatever their length headers
+	 * say (RFC 9112 6.3): http-parser would read one */
 	if (st >= 100 && st < 200 && st != 101)
-		return 0;
+		return 1;
 	if (s->pend_len == 0) {
 		s->closing = true;
 		http_parser_pause(hp, 1);
@@ -126,7 +128,7 @@ static int on_response_head(http_parser *hp)
 	}
 	if (f & P_UPGRADE && s->st == S_SWITCH)
 		s->st = S_HEAD; /* declined: the next request is parsed as any */
-	return f & P_HEAD ? 1 : 0;
+	return f & P_HEAD || st == 204 || st == 304 ? 1 : 0;
 }
 
 static const http_parser_settings response_settings = {.on_headers_complete = on_response_head};
@@ -289,6 +291,7 @@ static void send_head(session *s, const char *body, size_t len)
 		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
 		return;
 	}
+	s->ob = s->out;
 	s->out_len = (size_t)n;
 	s->out_off = 0;
 	s->pend[(s->pend_first + s->pend_len++) % PENDING_MAX] = (unsigned char)f;
@@ -403,6 +406,10 @@ static void stream_more(session *s)
 	size_t len = 0;
 	if ((s->body.len == 0 && !s->message_done) || stream_piece(s, true, &piece, &len) < 0)
 		return;
+	if (len == 0) { /* all of it carried to the next piece: nothing to send */
+		free(piece);
+		return;
+	}
 	s->ob = piece;
 	s->out_len = len;
 	s->out_off = 0;

@@ -98,11 +98,12 @@ except urllib.error.HTTPError:
             https://api.example.test/gv
         curl -sS -m 10 -k -H "Authorization: Bearer $TOKEN" -w "other %{http_code}\n" -o /dev/null \
             https://other.test/gv-other
-        echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP"
+        echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP; $WORLD_CA_TAMPER"
     assert_status 0
     assert_output_has_line "api 200"
     assert_output_has_line "other 200"
     assert_output_has_line "ca=/etc/ssl/certs/ca-certificates.crt"
+    world_assert_ca_intact
     ph=$(sed -n 's/^inside: //p' <<<"$output")
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
     req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
@@ -116,16 +117,25 @@ except urllib.error.HTTPError:
     world_assert_no_key "$WS/inside.bin" "$T/ca.key"
     ! grep -qF "$value" "$WS/inside.bin" "$T/net.jsonl" || fail "the value is inside or logged"
     [[ "$output$stderr" != *"$value"* ]] || fail "the value in the output"
-    # an image without /etc/ssl gets a bundle: netd's CA; one with /etc/ssl
-    # but no bundle has no place for it: 125
-    mk_tiny_root "$T/tree" sh cat
+    # an image without /etc/ssl gets a bundle: netd's CA, read-only; one
+    # with /etc/ssl but no bundle has no place for it: 125
+    mk_tiny_root "$T/tree" sh cat cksum grep rm mv cp mkdir
     run --separate-stderr hrun --isolation gvisor --rootfs "$T/tree" --dns 192.0.2.53 \
-        --allow api.example.test --secret "TOKEN@api.example.test=$value" -- cat /etc/ssl/certs/ca-certificates.crt
+        --allow api.example.test --secret "TOKEN@api.example.test=$value" -- sh -c \
+        'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; '"$WORLD_CA_TAMPER"
     assert_status 0
-    [ "$(grep -c "BEGIN CERTIFICATE" <<<"$output")" -eq 1 ] || fail "$output"
+    [ "${lines[0]}" -eq 1 ] || fail "$output"
+    world_assert_ca_intact
     mkdir -p "$T/tree/etc/ssl"
     run --separate-stderr hrun --isolation gvisor --rootfs "$T/tree" --dns 192.0.2.53 \
         --allow api.example.test --secret "TOKEN@api.example.test=$value" -- sh -c :
     assert_status 125
     assert_contains "$stderr" "needs /etc/ssl/certs/ca-certificates.crt in the root"
+    # a FIFO there: 125 at once (the old code read it, blocking: the start hung)
+    mkdir "$T/tree/etc/ssl/certs"
+    mkfifo "$T/tree/etc/ssl/certs/ca-certificates.crt"
+    AJ_TIMEOUT=10 run --separate-stderr hrun --isolation gvisor --rootfs "$T/tree" --dns 192.0.2.53 \
+        --allow api.example.test --secret "TOKEN@api.example.test=$value" -- sh -c :
+    assert_status 125
+    assert_contains "$stderr" "ca-certificates.crt: it is a FIFO, not a regular file"
 }

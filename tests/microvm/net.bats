@@ -56,7 +56,7 @@ mv_gone() {
             https://api.example.test/mv
         curl -sS -m 20 -k -H "Authorization: Bearer $TOKEN" -w "other %{http_code}\n" -o /dev/null \
             https://other.test/mv-other
-        echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP"'
+        echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP; $WORLD_CA_TAMPER"'
         gw=$(ip route show default | cut -d" " -f3)
         exec python3 /workspace/probe.py gateway=$gw:8080 "$@"' sh \
         web1=192.0.2.10:80 web2=203.0.113.10:80 metadata=169.254.169.254:80 lan=10.0.0.5:80 \
@@ -77,6 +77,7 @@ mv_gone() {
     assert_output_has_line "api 200"
     assert_output_has_line "other 200"
     assert_output_has_line "ca=/etc/ssl/certs/ca-certificates.crt"
+    world_assert_ca_intact
     ph=$(sed -n 's/^inside: //p' <<<"$output")
     [[ "$ph" == agentjail-placeholder-TOKEN-* ]] || fail "not a placeholder: $ph"
     req() { jq -c "select(.path == \"$1\")" "$WEB_LOG"; }
@@ -88,6 +89,36 @@ mv_gone() {
     world_assert_no_key "$WS/inside.bin" "$T/ca.key"
     ! grep -qF "$value" "$WS/inside.bin" "$T/open.jsonl" || fail "the value is inside or logged"
     [[ "$output$stderr" != *"$value"* ]] || fail "the value in the output"
+    mv_gone
+    # an image with its bundle at Debian's path: it and netd's CA there (the
+    # image's /etc layer), read-only (the old code: root wrote it)
+    mk_tiny_root "$T/tree" sh cat cksum grep rm mv cp mkdir curl
+    local b=$T/tree/etc/ssl/certs/ca-certificates.crt n
+    mkdir -p "$T/tree/etc/ssl/certs"
+    cp /etc/ssl/certs/ca-certificates.crt "$b"
+    n=$(grep -c "BEGIN CERTIFICATE" "$b")
+    run --separate-stderr timeout -k 5 120 nsenter --net="/run/netns/$HNS" "$AJ" run -q \
+        --isolation microvm --rootfs "$T/tree" --net open --dns 192.0.2.53 --upstream-ca "$CERTS/ca.crt" \
+        --secret "TOKEN@api.example.test=$value" -- sh -c '
+        grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt
+        curl -sS -m 20 -H "Authorization: Bearer $TOKEN" -w "api %{http_code}\n" -o /dev/null \
+            https://api.example.test/mv-image; '"$WORLD_CA_TAMPER"
+    echo "$stderr"
+    assert_status 0
+    [ "${lines[0]}" -eq $((n + 1)) ] || fail "not the image's bundle and netd's CA: $output"
+    assert_output_has_line "api 200"
+    [ "$(req /mv-image | jq -r '.headers.Authorization')" = "Bearer $value" ] || fail "/mv-image: $(req /mv-image)"
+    world_assert_ca_intact
+    # a FIFO there: 125 before qemu starts (the old code read it, blocking);
+    # a root of sh alone: a small squashfs
+    mk_tiny_root "$T/fifo" sh
+    mkdir -p "$T/fifo/etc/ssl/certs"
+    mkfifo "$T/fifo/etc/ssl/certs/ca-certificates.crt"
+    run --separate-stderr timeout -k 5 20 nsenter --net="/run/netns/$HNS" "$AJ" run -q \
+        --isolation microvm --rootfs "$T/fifo" --net open --dns 192.0.2.53 \
+        --secret "TOKEN@api.example.test=$value" -- cat /etc/ssl/certs/ca-certificates.crt
+    assert_status 125
+    assert_contains "$stderr" "ca-certificates.crt: it is a FIFO, not a regular file"
     mv_gone
 }
 

@@ -7,7 +7,7 @@
 # other.test present the test CA's leaf, bad.example.test a self-signed
 # one. Nothing here sends a packet to a real address.
 
-load ../integration/helpers
+load ../service/helpers # the integration helpers, and mk_tiny_root
 load world
 
 setup_file() {
@@ -333,4 +333,38 @@ print(\"h1\", u.urlopen(u.Request(\"https://api.example.test:8443/h2-h1\", heade
     [ "$(q '.event == "secret_injected" and .host == "api.example.test" and .port == 8443')" -ge 6 ] ||
         fail "$(cat "$T/net.jsonl")"
     ! grep -qF "$VALUE" "$T/net.jsonl" || fail "a value in the log"
+}
+
+@test "the CA bundle: read-only inside (default root, image); a FIFO, directory or socket at an image's bundle path: 125 at once" {
+    arun -- sh -c "$WORLD_CA_TAMPER"
+    assert_status 0
+    world_assert_ca_intact
+    # an image with Debian's bundle: it and netd's CA there, read-only
+    mk_tiny_root "$T/tree" sh cat cksum grep rm mv cp mkdir
+    mkdir -p "$T/tree/etc/ssl/certs"
+    local b=$T/tree/etc/ssl/certs/ca-certificates.crt n
+    cp /etc/ssl/certs/ca-certificates.crt "$b"
+    n=$(grep -c "BEGIN CERTIFICATE" "$b")
+    arun --rootfs "$T/tree" -- sh -c 'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; '"$WORLD_CA_TAMPER"
+    assert_status 0
+    [ "${lines[0]}" -eq $((n + 1)) ] || fail "not the image's bundle and netd's CA: $output"
+    world_assert_ca_intact
+    # anything else there is refused before the command starts (the old
+    # code read a FIFO, blocking: the start hung); the image is unchanged
+    rm "$b"
+    mkfifo "$b"
+    AJ_TIMEOUT=10 arun --rootfs "$T/tree" -- cat /etc/ssl/certs/ca-certificates.crt
+    assert_status 125
+    assert_contains "$stderr" "ca-certificates.crt: it is a FIFO, not a regular file"
+    [ -p "$b" ] && [ ! -e "$T/tree/.agentjail" ] || fail "the image changed"
+    rm "$b"
+    mkdir "$b"
+    AJ_TIMEOUT=10 arun --rootfs "$T/tree" -- cat /etc/ssl/certs/ca-certificates.crt
+    assert_status 125
+    assert_contains "$stderr" "it is a directory, not a regular file"
+    rmdir "$b"
+    python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$b"
+    AJ_TIMEOUT=10 arun --rootfs "$T/tree" -- cat /etc/ssl/certs/ca-certificates.crt
+    assert_status 125
+    assert_contains "$stderr" "it is a socket, not a regular file"
 }

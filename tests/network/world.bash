@@ -159,6 +159,26 @@ world_test_certs() { # DIR
 # /workspace/inside.bin, for world_assert_no_key.
 WORLD_DUMP='{ tar -cf - --exclude=./usr --exclude=./proc --exclude=./sys --exclude=./dev --exclude=./workspace -C / . 2>/dev/null; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; } >/workspace/inside.bin'
 
+# A shell command for inside a sandbox with a scoped secret: tries to
+# write, replace (rename over, from the same directory and from /tmp),
+# unlink and recreate the CA bundle, and to write its staged copy and
+# move its directory aside; prints "ca tampered: HOW" for each that
+# worked and "ca intact" when the bundle still holds what it held.
+WORLD_CA_TAMPER='b=/etc/ssl/certs/ca-certificates.crt; s=$(cksum <$b)
+    t() { (eval "$2") 2>/dev/null && echo "ca tampered: $1"; }
+    t write "echo junk >>$b"; t truncate ": >$b"; t staged "echo junk >>/.agentjail/ca-certificates.crt"
+    t rename "cp $b $b.new && mv -f $b.new $b"; rm -f $b.new 2>/dev/null
+    t tmp "echo junk >/tmp/ca.new && mv -f /tmp/ca.new $b"
+    t unlink "rm -f $b"; [ -e $b ] || t recreate "echo junk >$b"
+    t dir "mv /etc/ssl/certs /etc/ssl/certs.old && mkdir /etc/ssl/certs && echo junk >$b"
+    [ "$(cksum <$b)" = "$s" ] && grep -q "BEGIN CERTIFICATE" $b && echo "ca intact"'
+
+# After WORLD_CA_TAMPER: nothing worked, the bundle is as it was.
+world_assert_ca_intact() {
+    assert_output_has_line "ca intact"
+    [[ "$output" != *"ca tampered"* ]] || fail "$(grep "ca tampered" <<<"$output")"
+}
+
 # The CA key netd wrote to KEYFILE (AGENTJAIL_CA_KEY_FILE) is not in DUMP,
 # as raw bytes (either order), hex or PEM; DUMP holds the CA bundle.
 world_assert_no_key() { # DUMP KEYFILE

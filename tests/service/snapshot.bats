@@ -26,7 +26,8 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
 @test "snapshot: the sandbox's root into a new image; no secret in it; the source goes on" {
     svc_start
     id=$(sb_create '{"image": "tiny", "secret": {"TOK": "snap-s3cret-77"}}')
-    run_in "$id" 'echo changed >/etc/motd; rm /etc/remove-me; mkdir -p /opt/x; echo $TOK >/opt/x/tok; env >/opt/env; echo t >/tmp/t' >/dev/null
+    # root in the sandbox forges a level-2 checkpoint (level 2 would restore it)
+    run_in "$id" 'echo changed >/etc/motd; rm /etc/remove-me; mkdir -p /opt/x /.agentjail-checkpoint; echo $TOK >/opt/x/tok; env >/opt/env; echo t >/tmp/t; echo forged >/.agentjail-checkpoint/checkpoint.img' >/dev/null
     # the counter is replaced, not rewritten in place: a download never
     # meets a file that shrinks under it (a short body, curl's error 18)
     api POST "/v1/sandboxes/$id/exec" -d '{"cmd": "i=0; while :; do i=$((i+1)); echo $i >/tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.05; done", "background": true}' >/dev/null
@@ -41,6 +42,12 @@ image_names() { ls "$AGENTJAIL_STATE_DIR/images/names" | tr '\n' ' '; }
     assert_eq "$(cat "$dir/etc/motd")" changed
     [ ! -e "$dir/etc/remove-me" ]
     [ ! -e "$dir/tmp/t" ] # /tmp is not part of the image's root
+    [ ! -e "$dir/.agentjail-checkpoint" ] || fail "a forged level-2 checkpoint in the snapshot"
+    assert_eq "$(jq .checkpoint "$dir/../image.json")" false
+    # nor from a directory (every way into the store but a level-2 snapshot)
+    mkdir -p "$T/fd/.agentjail-checkpoint" && echo x >"$T/fd/.agentjail-checkpoint/checkpoint.img"
+    aj_timeout "$AJ" image build fromdir --from-dir "$T/fd" 2>/dev/null
+    [ ! -e "$(image_dir fromdir)/.agentjail-checkpoint" ] || fail "a checkpoint from --from-dir"
     # owners are the image's own (inside ids), not the sandbox's host uid range
     assert_eq "$(stat -c %u:%g "$dir/opt/x/tok")" 0:0
     # the secret's value is nowhere in the image (only its placeholder)

@@ -737,6 +737,16 @@ static void test_tls_upgrade(void **state)
 			       sizeof(out) - 1);
 	out[n] = '\0';
 	assert_null(strstr(out, "/next"));
+	/* a 304 (or 204) with a length has no body (RFC 9112 6.3): the next
+	 * bytes are the Upgrade's own answer, never the 304's body */
+	snprintf(both, sizeof(both), "HTTP/1.1 304 Not Modified\r\nContent-Length: %zu\r\n\r\n%s",
+		 strlen(no), no);
+	n = aj_proxy_tls_frame(&ctx, &c, piped, strlen(piped), both, strlen(both), out,
+			       sizeof(out) - 1);
+	out[n] = '\0';
+	assert_non_null(
+	    strstr(out, "GET /next HTTP/1.1\r\nHost: api.test\r\nx-key: real-value-1\r\n"));
+	assert_null(strstr(out, "/other"));
 	aj_policy_free(&p);
 }
 

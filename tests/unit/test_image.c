@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,8 @@ static void test_tree_writer(void **state)
 	assert_int_equal(chdir(dir), 0);
 	aj_tree_writer *w;
 	aj_error err;
-	assert_int_equal(aj_tree_writer_new(10, &w, &err), 0);
+	/* five entries at 4096 bytes each plus their names, and "abc" */
+	assert_int_equal(aj_tree_writer_new(5 * 4096 + 60, &w, &err), 0);
 	aj_root_entry d = {.path = "a", .type = 'd', .mode = 0755, .mtime = 1},
 		      f = {.path = "/a/f", .type = 'f', .mode = 0640, .size = 3, .uid = 100000},
 		      l = {.path = "a/l", .type = 'l', .mode = 0777, .link = "/etc"},
@@ -180,7 +182,7 @@ static void test_tree_writer(void **state)
 		assert_int_equal(aj_tree_writer_entry(w, &bad[i], &err), -EPROTO);
 	aj_root_entry through = {.path = "a/l/aj-test-tw-planted", .type = 'f', .mode = 0644};
 	assert_int_equal(aj_tree_writer_entry(w, &through, &err), -EPERM);
-	aj_root_entry big = {.path = "a/big", .type = 'f', .mode = 0644, .size = 8};
+	aj_root_entry big = {.path = "a/big", .type = 'f', .mode = 0644, .size = 1};
 	assert_int_equal(aj_tree_writer_entry(w, &big, &err), -EDQUOT);
 	assert_int_equal(aj_tree_writer_close(w, &err), 0);
 	struct stat st;
@@ -201,11 +203,111 @@ static void test_tree_writer(void **state)
 	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
 }
 
+/* Every entry costs (4096 bytes plus its names) against the limit, not only
+ * a file's bytes; the checkpoint's directory, what is under /tmp and the
+ * home are dropped; data frames only after a file's entry. */
+static void test_tree_writer_limits(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aj-test-tw-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int cwd = open(".", O_PATH | O_DIRECTORY);
+	assert_true(cwd >= 0);
+	assert_int_equal(chdir(dir), 0);
+	aj_tree_writer *w;
+	aj_error err;
+	assert_int_equal(aj_tree_writer_new(3 * 4096 + 100, &w, &err), 0);
+	char name[8];
+	for (int k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "d%d", k);
+		aj_root_entry d = {.path = name, .type = 'd', .mode = 0755};
+		assert_int_equal(aj_tree_writer_entry(w, &d, &err), k < 3 ? 0 : -EDQUOT);
+	}
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+	/* a long symlink target counts too */
+	static char target[3000];
+	memset(target, 'x', sizeof(target) - 1);
+	assert_int_equal(aj_tree_writer_new(2 * 4096 + 100, &w, &err), 0);
+	aj_root_entry l1 = {.path = "l1", .type = 'l', .mode = 0777, .link = target},
+		      l2 = {.path = "l2", .type = 'l', .mode = 0777, .link = target};
+	assert_int_equal(aj_tree_writer_entry(w, &l1, &err), 0);
+	assert_int_equal(aj_tree_writer_entry(w, &l2, &err), -EDQUOT);
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+
+	assert_int_equal(aj_tree_writer_new(1 << 20, &w, &err), 0);
+	assert_int_equal(aj_tree_writer_data(w, "", 0, &err), -EPROTO); /* no file yet */
+	aj_root_entry es[] = {
+	    {.path = ".agentjail-checkpoint", .type = 'd', .mode = 0700},
+	    {.path = ".agentjail-checkpoint/checkpoint.img", .type = 'f', .mode = 0600, .size = 3},
+	    {.path = "tmp", .type = 'd', .mode = 01777},
+	    {.path = "tmp/x", .type = 'f', .mode = 0644, .size = 3},
+	    {.path = "home", .type = 'd', .mode = 0755},
+	    {.path = "home/agent", .type = 'd', .mode = 0755},
+	    {.path = "home/agent/y", .type = 'f', .mode = 0644, .size = 3},
+	    {.path = "kept", .type = 'f', .mode = 0644, .size = 3}};
+	for (size_t i = 0; i < sizeof(es) / sizeof(es[0]); i++) {
+		assert_int_equal(aj_tree_writer_entry(w, &es[i], &err), 0);
+		if (es[i].type == 'f') {
+			assert_int_equal(aj_tree_writer_data(w, "abc", 3, &err), 0);
+			assert_int_equal(aj_tree_writer_data(w, "", 0, &err), 0); /* its end */
+			assert_int_equal(aj_tree_writer_data(w, "", 0, &err), -EPROTO);
+		} else {
+			assert_int_equal(aj_tree_writer_data(w, "", 0, &err), -EPROTO);
+		}
+	}
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+	struct stat st;
+	assert_int_equal(lstat(".agentjail-checkpoint", &st), -1);
+	assert_int_equal(lstat("tmp/x", &st), -1);
+	assert_int_equal(lstat("home/agent/y", &st), -1);
+	assert_int_equal(lstat("tmp", &st), 0);
+	assert_int_equal(lstat("home/agent", &st), 0);
+	assert_int_equal(lstat("kept", &st), 0);
+	assert_int_equal(st.st_size, 3);
+	assert_int_equal(fchdir(cwd), 0);
+	close(cwd);
+	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
+}
+
+/* Level 2 restores from an image's checkpoint only when its image.json
+ * (outside the tree) says a level-2 snapshot made it, and only for an
+ * image of the store. */
+static void test_checkpoint_of(void **state)
+{
+	(void)state;
+	char st[] = "/tmp/aj-test-ck-XXXXXX";
+	assert_non_null(mkdtemp(st));
+	assert_int_equal(setenv("AGENTJAIL_STATE_DIR", st, 1), 0);
+	char hex[65], root[PATH_MAX], cmd[PATH_MAX * 2], buf[PATH_MAX];
+	memset(hex, 'a', 64);
+	hex[64] = '\0';
+	snprintf(root, sizeof(root), "%s/images/%s/rootfs", st, hex);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/.agentjail-checkpoint && echo x >%s/.agentjail-checkpoint/"
+		 "checkpoint.img && echo '{\"checkpoint\": false}' >%s/../image.json",
+		 root, root, root);
+	assert_int_equal(system(cmd), 0);
+	/* the tree has one, owned by whoever runs this: not made by level 2 */
+	assert_null(aj_image_checkpoint_of(root, buf, sizeof(buf)));
+	snprintf(cmd, sizeof(cmd), "echo '{\"checkpoint\": true}' >%s/../image.json", root);
+	assert_int_equal(system(cmd), 0);
+	if (geteuid() == 0)
+		assert_non_null(aj_image_checkpoint_of(root, buf, sizeof(buf)));
+	/* a path that only looks like the store's */
+	char other[PATH_MAX];
+	snprintf(other, sizeof(other), "%s/images/%s/rootfs/../rootfs", st, hex);
+	assert_null(aj_image_checkpoint_of(other, buf, sizeof(buf)));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", st);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_tree_writer),
+	    cmocka_unit_test(test_tree_writer_limits),
+	    cmocka_unit_test(test_checkpoint_of),
 	    cmocka_unit_test(test_recipe),
 	    cmocka_unit_test(test_digest),
 	};

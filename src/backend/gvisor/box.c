@@ -117,19 +117,10 @@ static int start_detached(aj_inst *i, gv_run *g, aj_error *err)
 
 /* An image made by a level-2 snapshot holds the sandbox's memory (a
  * checkpoint) in its AJ_IMAGE_CHECKPOINT_DIR: its directory in buf, or
- * NULL. */
+ * NULL (trusted only as the image's metadata says: aj_image_checkpoint_of). */
 static const char *image_checkpoint(const aj_policy *p, char *buf, size_t len)
 {
-	struct stat d, f;
-	char img[PATH_MAX + 32];
-	if (!p->rootfs)
-		return NULL;
-	snprintf(buf, len, "%s/%s", p->rootfs, AJ_IMAGE_CHECKPOINT_DIR);
-	snprintf(img, sizeof(img), "%s/checkpoint.img", buf);
-	return lstat(buf, &d) == 0 && S_ISDIR(d.st_mode) && d.st_uid == 0 && lstat(img, &f) == 0 &&
-		       S_ISREG(f.st_mode) && f.st_uid == 0
-		   ? buf
-		   : NULL;
+	return p->rootfs ? aj_image_checkpoint_of(p->rootfs, buf, len) : NULL;
 }
 
 /* err as the API's answer: status (409 conflict, 501 not_supported). */

@@ -425,6 +425,8 @@ static int ca_bundle(bundle *b)
 	_cleanup_close_ int root = rootfs ? open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	_cleanup_close_ int have = rootfs ? aj_open_in_root(root, AJ_NET_CA_BUNDLE, O_PATH, 0)
 					  : open(AJ_NET_CA_BUNDLE, O_PATH | O_CLOEXEC);
+	if (have >= 0 && aj_etc_ca_check(have, b->err) < 0) /* a FIFO would hang runsc.c */
+		return -EINVAL;
 	_cleanup_close_ int ssl =
 	    rootfs && have < 0 ? aj_open_in_root(root, "/etc/ssl", O_PATH, 0) : -1;
 	if (have < 0 && (!rootfs || ssl >= 0)) {

@@ -300,8 +300,9 @@ static int root_image(aj_mv_vm *m, aj_error *err)
 /* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
  * made once netd runs, before qemu starts. A staged root gets it at
  * AJ_ETC_GENERATED_DIR, which the guest's init binds read-only over the
- * root's (aj.ca=1); an image in its /etc layer (rootimg.c), a cpio of its
- * own appended to the initramfs. */
+ * root's; an image in its /etc layer (rootimg.c), a cpio of its own
+ * appended to the initramfs, which the guest's init binds read-only over
+ * itself (aj.ca=1 for both). */
 static int stage_ca(aj_mv_vm *m, aj_error *err)
 {
 	const char *pem = aj_mv_net_ca(m->net);
@@ -321,7 +322,7 @@ static int stage_ca(aj_mv_vm *m, aj_error *err)
 	snprintf(path, sizeof(path), "%s/ca-certificates.crt", dir);
 	if ((r = aj_mkdir_p(dir, 0755)) < 0 || (r = aj_write_file(path, text, 0644)) < 0)
 		return aj_err(err, -r, "microvm: cannot write the CA bundle %s", path);
-	m->ca = !image;
+	m->ca = true;
 	if (!image)
 		return 0;
 	static const char list[] = "aj-etc\naj-etc/etc\naj-etc/etc/ssl\naj-etc/etc/ssl/certs\n"
@@ -471,7 +472,7 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
-	if (m->ca) /* the CA bundle at AJ_ETC_GENERATED_DIR (stage_ca) */
+	if (m->ca) /* the CA bundle to bind read-only (stage_ca) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.ca=1");
 	if (p->uid || p->gid)
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.uid=%u aj.gid=%u",

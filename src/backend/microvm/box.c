@@ -248,6 +248,8 @@ typedef struct call {
 	const aj_root_sink *sink;
 	int sr;
 	aj_error serr;
+	bool progress;			/* the sink took an entry or bytes: not idle */
+	unsigned long long until, secs; /* the stream's deadline (now_ms; 0: none), in s */
 } call;
 
 static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
@@ -323,10 +325,12 @@ static bool call_frame(void *ctx, char type, const char *buf, size_t len)
 	call *c = ctx;
 	aj_agent_stat as;
 	if (c->sink && (type == AJ_AG_ENTRY || type == AJ_AG_DATA)) {
+		/* an empty DATA ends a file's bytes: the sink refuses it elsewhere */
 		if (c->sr == 0)
-			c->sr = type == AJ_AG_ENTRY ? tree_entry(c, buf, len)
-				: len ? c->sink->data(c->sink->ctx, buf, len, &c->serr)
-				      : 0;
+			c->sr = type == AJ_AG_ENTRY
+				    ? tree_entry(c, buf, len)
+				    : c->sink->data(c->sink->ctx, buf, len, &c->serr);
+		c->progress |= c->sr == 0 && (type == AJ_AG_ENTRY || len);
 	} else if (type == AJ_AG_STAT && c->st) {
 		aj_agent_stat_parse(buf, len, &as);
 		stat_of(&as, c->st);
@@ -388,12 +392,14 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
 	int rr = 0;
-	bool stopped = false, idle = false;
+	bool stopped = false, idle = false, late = false;
 	unsigned long long last = now_ms();
 	while (!c->have_exit && rr >= 0) {
 		unsigned long long t = now_ms();
 		if (!until && !stopped && t - last >= AGENT_IDLE_MS)
 			idle = true;
+		if (!until && !stopped && c->until && t >= c->until)
+			idle = late = true;
 		if (((c->sink && c->sr < 0) || idle) && !stopped) {
 			/* the stream refused: the agent told to stop, and given
 			 * DRAIN_MS for its answer (a guest that goes on is cut off) */
@@ -405,8 +411,11 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		if (until && t >= until)
 			break;
 		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
-		if (rr > 0)
+		/* a stream's frames count only when the sink takes something:
+		 * empty or refused ones from a trickling guest don't */
+		if (rr > 0 && (!c->sink || c->progress))
 			last = now_ms();
+		c->progress = false;
 		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
 			break;
 	}
@@ -417,9 +426,18 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return aj_err(err, -r, "%s: cannot send the file to the sandbox", path);
 	if (c->werr < 0)
 		return aj_err(err, -c->werr, "%s", path);
+	if (late && !c->have_exit) {
+		aj_err(
+		    err, ETIMEDOUT,
+		    "snapshot: the sandbox's VM agent did not finish streaming its root in %llu s "
+		    "(60 s plus 1 s per MiB the snapshot may take)",
+		    c->secs);
+		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
+		return -ETIMEDOUT;
+	}
 	if (idle && !c->have_exit) {
-		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent sent nothing for %llu s", path,
-		       AGENT_IDLE_MS / 1000);
+		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent sent nothing%s for %llu s", path,
+		       c->sink ? " the snapshot could take" : "", AGENT_IDLE_MS / 1000);
 		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
 		return -ETIMEDOUT;
 	}
@@ -531,7 +549,9 @@ static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 		return r;
 	json_t *q = json_pack("{s:s,s:s,s:b,s:[s,s]}", "op", "tree", "path", "/", "freeze", 1,
 			      "skip", "tmp", &AJ_SANDBOX_HOME[1]);
-	call c = {.data_fd = -1, .sink = sink};
+	/* a deadline: a guest trickling entries holds the image store's lock */
+	unsigned long long secs = 60 + sink->max_bytes / (1ULL << 20);
+	call c = {.data_fd = -1, .sink = sink, .until = now_ms() + secs * 1000, .secs = secs};
 	r = call_agent(i, q, -1, 0, &c, "/", 0, err);
 	if (c.sr < 0) { /* the sink's error says more (no room, a refused entry) */
 		*err = c.serr;

@@ -140,6 +140,70 @@ bool aj_etc_allowed_name(const char *name)
 	return aj_startswith(name, "python3");
 }
 
+/* What kind of file st is, for the error naming it. */
+static const char *kind_of(mode_t m)
+{
+	return S_ISFIFO(m)   ? "a FIFO"
+	       : S_ISDIR(m)  ? "a directory"
+	       : S_ISCHR(m)  ? "a character device"
+	       : S_ISBLK(m)  ? "a block device"
+	       : S_ISSOCK(m) ? "a socket"
+			     : "not a regular file";
+}
+
+int aj_etc_ca_check(int fd, aj_error *err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return aj_err(err, errno, "cannot stat the root's %s", AJ_NET_CA_BUNDLE);
+	if (S_ISREG(st.st_mode))
+		return 0;
+	aj_err(err, EINVAL,
+	       "HTTPS interception for scoped secrets cannot use the root's %s: it is %s, "
+	       "not a regular file",
+	       AJ_NET_CA_BUNDLE, kind_of(st.st_mode));
+	aj_err_hint(err, "make it the image's CA certificates (a PEM file) or remove it");
+	return -EINVAL;
+}
+
+/* AJ_NET_CA_BUNDLE in rootfd (resolved inside it), or the host's for -1:
+ * an fd or -errno. */
+static int open_ca(int rootfd, int flags)
+{
+	if (rootfd >= 0)
+		return aj_open_in_root(rootfd, AJ_NET_CA_BUNDLE, flags, 0);
+	int fd = open(AJ_NET_CA_BUNDLE, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int aj_etc_read_ca(int rootfd, char **out, size_t *len, aj_error *err)
+{
+	*out = NULL;
+	*len = 0;
+	/* O_PATH first: a FIFO or a device is never opened for reading */
+	_cleanup_close_ int at = open_ca(rootfd, O_PATH);
+	if (at == -ENOENT)
+		return 0;
+	if (at < 0)
+		return aj_err(err, -at, "cannot open the root's %s", AJ_NET_CA_BUNDLE);
+	int r = aj_etc_ca_check(at, err);
+	if (r < 0)
+		return r;
+	/* O_NONBLOCK: a FIFO swapped in meanwhile cannot hang the start */
+	_cleanup_close_ int in = open_ca(rootfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	struct stat a, b;
+	if (in < 0)
+		return aj_err(err, -in, "cannot open the root's %s", AJ_NET_CA_BUNDLE);
+	if (fstat(at, &a) < 0 || fstat(in, &b) < 0)
+		return aj_err(err, errno, "cannot stat the root's %s", AJ_NET_CA_BUNDLE);
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return aj_err(err, EAGAIN, "the root's %s was replaced while read",
+			      AJ_NET_CA_BUNDLE);
+	if ((r = aj_read_fd(in, out, len)) < 0)
+		return aj_err(err, -r, "cannot read the root's %s", AJ_NET_CA_BUNDLE);
+	return 0;
+}
+
 int aj_etc_ca_bundle(const char *rootfs, bool missing_ok, const char *pem, char **out, size_t *len,
 		     aj_error *err)
 {
@@ -148,18 +212,17 @@ int aj_etc_ca_bundle(const char *rootfs, bool missing_ok, const char *pem, char 
 	_cleanup_close_ int root = rootfs ? open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (rootfs && root < 0)
 		return aj_err(err, errno, "cannot open the root %s", rootfs);
-	_cleanup_close_ int in = rootfs ? aj_open_in_root(root, AJ_NET_CA_BUNDLE, O_RDONLY, 0)
-					: open(AJ_NET_CA_BUNDLE, O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ char *old = NULL;
 	size_t n = 0;
-	if (in < 0 && !missing_ok) {
+	int r = aj_etc_read_ca(root, &old, &n, err);
+	if (r < 0)
+		return r;
+	if (!old && !missing_ok) {
 		aj_err(err, ENOENT, "HTTPS interception for scoped secrets needs %s in the root",
 		       AJ_NET_CA_BUNDLE);
 		aj_err_hint(err, "install ca-certificates on the host (or in the image)");
 		return -ENOENT;
 	}
-	if (in >= 0 && aj_read_fd(in, &old, &n) < 0)
-		return aj_err(err, EIO, "cannot read the sandbox's %s", AJ_NET_CA_BUNDLE);
 	bool nl = n && old[n - 1] != '\n';
 	size_t pl = strlen(pem);
 	char *b = malloc(n + nl + pl + 1);

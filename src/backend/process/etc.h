@@ -34,11 +34,20 @@ int aj_etc_write_dir(const char *dir, const aj_etc_files *f, aj_error *err);
 char *aj_etc_passwd(const aj_policy *p);
 char *aj_etc_group(const aj_policy *p);
 
-/* HTTPS interception at levels 2 and 3 (net_addr.h): the root's own CA
- * bundle (AJ_NET_CA_BUNDLE of rootfs, resolved inside it, or the host's
- * for NULL) with netd's CA pem appended, malloc'ed in *out. A root
- * without a bundle: the CA alone when missing_ok (an image, which gets
- * one), else -ENOENT with err saying how to fix it. */
+/* HTTPS interception (net_addr.h): the root's CA bundle, AJ_NET_CA_BUNDLE
+ * of rootfd (resolved inside it) or the host's for -1, malloc'ed in *out;
+ * *out NULL when there is none. Anything but a regular file there (a
+ * FIFO, device, socket, directory) is refused, never opened for reading:
+ * -EINVAL with err saying so. */
+int aj_etc_read_ca(int rootfd, char **out, size_t *len, aj_error *err);
+/* 0 when fd (the root's CA bundle) is a regular file, else -EINVAL with
+ * err naming its kind and how to fix the image. */
+int aj_etc_ca_check(int fd, aj_error *err);
+
+/* Levels 2 and 3: the root's own CA bundle (aj_etc_read_ca of rootfs,
+ * or the host's for NULL) with netd's CA pem appended, malloc'ed in
+ * *out. A root without a bundle: the CA alone when missing_ok (an image,
+ * which gets one), else -ENOENT with err saying how to fix it. */
 int aj_etc_ca_bundle(const char *rootfs, bool missing_ok, const char *pem, char **out, size_t *len,
 		     aj_error *err);
 

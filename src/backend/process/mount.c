@@ -503,23 +503,21 @@ static int fill_root(const aj_policy *p, aj_mount_plan *plan, int rootfd, aj_err
 }
 
 /* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA
- * added, written to AJ_ETC_GENERATED_DIR of the root (agentjail's tmpfs or
- * the image's overlay) and bound read-only over AJ_NET_CA_BUNDLE (made in
- * an image without one; a default root without one fails the run). */
+ * added, written to the scratch tmpfs (out of the sandbox's view: a copy in
+ * its root could be written there and show through the bind) and bound
+ * read-only over AJ_NET_CA_BUNDLE (made in an image without one; a default
+ * root without one fails the run). */
 static int setup_ca(aj_mount_plan *plan, int rootfd, aj_error *err)
 {
-	static const char name[] = AJ_ETC_GENERATED_DIR "/ca-certificates.crt";
+	static const char name[] = SCRATCH "/ca-certificates.crt";
 	_cleanup_free_ char *old = NULL;
 	size_t old_len = 0;
-	_cleanup_close_ int in = aj_open_in_root(rootfd, AJ_NET_CA_BUNDLE, O_RDONLY, 0);
-	if (in >= 0 && aj_read_fd(in, &old, &old_len) < 0)
-		return aj_err(err, EIO, "cannot read the sandbox's %s", AJ_NET_CA_BUNDLE);
-	_cleanup_close_ int dir = aj_mkdir_in_root(rootfd, AJ_ETC_GENERATED_DIR, 0755);
+	int r = aj_etc_read_ca(rootfd, &old, &old_len, err);
+	if (r < 0)
+		return r;
 	_cleanup_close_ int out =
-	    dir < 0
-		? dir
-		: aj_open_in_root(rootfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
-	int r = out < 0 ? out : 0;
+	    open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	r = out < 0 ? -errno : 0;
 	if (r == 0 && old_len)
 		r = aj_write_all(out, old, old_len);
 	if (r == 0 && old_len && old[old_len - 1] != '\n')
@@ -528,10 +526,7 @@ static int setup_ca(aj_mount_plan *plan, int rootfd, aj_error *err)
 		r = aj_write_all(out, plan->ca_pem, strlen(plan->ca_pem));
 	if (r < 0)
 		return aj_err(err, -r, "cannot write the sandbox's CA bundle");
-	_cleanup_close_ int src = aj_open_in_root(rootfd, name, O_PATH, 0);
-	_cleanup_close_ int mnt =
-	    src < 0 ? src
-		    : aj_open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	_cleanup_close_ int mnt = aj_open_tree(AT_FDCWD, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (mnt < 0 ||
 	    aj_mount_setattr(mnt, "", AT_EMPTY_PATH,
 			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1) < 0)

@@ -286,12 +286,18 @@ static void setup_root(const char *cmdline)
 	(void)!sethostname(host, strlen(host));
 	mount_binds(cmdline);
 	/* HTTPS interception (aj.ca=1, boot.c): the CA bundle with netd's CA,
-	 * staged at /.agentjail, read-only over the root's */
+	 * staged at /.agentjail (bound over the root's) or in the image's /etc
+	 * layer, read-only at each of its names: the overlay would copy up a
+	 * write there, which the bind shows */
 	if (strstr(cmdline, " aj.ca=1")) {
 		static const char ca[] = "/newroot/etc/ssl/certs/ca-certificates.crt";
-		must_mount("/newroot/.agentjail/ca-certificates.crt", ca, NULL, MS_BIND, NULL);
-		must_mount(NULL, ca, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-			   NULL);
+		const char *src = blk ? ca : "/newroot/.agentjail/ca-certificates.crt";
+		for (int i = blk; i < 2; i++) {
+			const char *at = i ? ca : src;
+			must_mount(src, at, NULL, MS_BIND, NULL);
+			must_mount(NULL, at, NULL,
+				   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+		}
 	}
 }
 
