@@ -90,6 +90,10 @@ int aj_tree_writer_close(aj_tree_writer *t, aj_error *err);
 /* The directory at the top of an image's root that holds a level-2
  * snapshot's memory (`runsc checkpoint`): a level-2 create from the image
  * restores from it (never bound into a level-2 sandbox). */
+/* A member name made relative ("./a/b" and "/a/b" -> "a/b"); NULL when it
+ * is empty, "." or has a ".." component (image_oci.c). */
+const char *aj_image_relative(const char *p);
+
 #define AJ_IMAGE_CHECKPOINT_DIR ".agentjail-checkpoint"
 /* The checkpoint of the stored image whose root is rootfs
  * (<state>/images/<hex>/rootfs), in buf: only when its image.json (outside

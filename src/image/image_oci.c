@@ -43,9 +43,7 @@ static int open_beneath(int dirfd, const char *path, int flags, unsigned long lo
 	return fd < 0 ? -errno : (int)fd;
 }
 
-/* A member name made relative ("./a/b" and "/a/b" → "a/b"); NULL when it
- * has a ".." component or is empty. */
-static const char *relative(const char *p)
+const char *aj_image_relative(const char *p)
 {
 	while (*p == '/' || (p[0] == '.' && p[1] == '/'))
 		p += p[0] == '/' ? 1 : 2;
@@ -115,7 +113,7 @@ static int unpack_outer(const char *archive, aj_error *err)
 	int r = 0, n = 0, rc;
 	struct archive_entry *e;
 	while (!r && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *rel = relative(archive_entry_pathname(e));
+		const char *rel = aj_image_relative(archive_entry_pathname(e));
 		mode_t t = archive_entry_filetype(e);
 		if (!rel || (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK) ||
 		    archive_entry_hardlink(e)) {
@@ -251,7 +249,9 @@ static int find_layers(int workfd, const char *archive, char ***layers, size_t *
 			if (r)
 				break;
 			const char *s = json_string_value(p);
-			r = add_layer(layers, n, s && relative(s) ? strdup(relative(s)) : NULL,
+			r = add_layer(layers, n,
+				      s && aj_image_relative(s) ? strdup(aj_image_relative(s))
+								: NULL,
 				      archive, err);
 		}
 		json_decref(m);
@@ -364,7 +364,7 @@ static int layer_whiteouts(int rootfd, int fd, const char *name, aj_error *err)
 	int r = 0, rc;
 	struct archive_entry *e;
 	while (!r && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *rel = relative(archive_entry_pathname(e));
+		const char *rel = aj_image_relative(archive_entry_pathname(e));
 		if (!rel) {
 			r = aj_err(err, EINVAL, "layer %s: unsafe member '%s'", name,
 				   archive_entry_pathname(e));
@@ -403,10 +403,10 @@ static int layer_files(int fd, const char *name, unsigned *devices, aj_error *er
 	int r = 0, rc;
 	struct archive_entry *e;
 	while (!r && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *rel = relative(archive_entry_pathname(e));
+		const char *rel = aj_image_relative(archive_entry_pathname(e));
 		const char *link = archive_entry_hardlink(e);
 		mode_t t = archive_entry_filetype(e);
-		if (!rel || (link && !relative(link))) {
+		if (!rel || (link && !aj_image_relative(link))) {
 			r = aj_err(err, EINVAL, "layer %s: unsafe member '%s'", name,
 				   archive_entry_pathname(e));
 			break;
@@ -419,7 +419,7 @@ static int layer_files(int fd, const char *name, unsigned *devices, aj_error *er
 		}
 		archive_entry_set_pathname(e, rel);
 		if (link)
-			archive_entry_set_hardlink(e, relative(link));
+			archive_entry_set_hardlink(e, aj_image_relative(link));
 		if (archive_write_header(w, e) < ARCHIVE_WARN ||
 		    (archive_entry_size(e) > 0 && copy_data(a, w) < 0) ||
 		    archive_write_finish_entry(w) < ARCHIVE_WARN)

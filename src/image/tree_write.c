@@ -82,22 +82,6 @@ static int finish(aj_tree_writer *t, aj_error *err)
 	return 0;
 }
 
-/* A name made relative ("/a", "./a" -> "a"); NULL: empty, "." or "..". */
-static const char *relative(const char *p)
-{
-	while (*p == '/' || (p[0] == '.' && p[1] == '/'))
-		p += p[0] == '/' ? 1 : 2;
-	if (!*p || (p[0] == '.' && !p[1]))
-		return NULL;
-	for (const char *c = p; c;) {
-		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || !c[2]))
-			return NULL;
-		c = strchr(c, '/');
-		c = c ? c + 1 : NULL;
-	}
-	return p;
-}
-
 /* Is rel (relative) name itself or under it (prefix "a/b", no slash at
  * either end)? */
 static bool at_or_under(const char *rel, const char *name)
@@ -125,7 +109,7 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 	int r = finish(t, err);
 	if (r < 0)
 		return r;
-	const char *rel = e->path ? relative(e->path) : NULL;
+	const char *rel = e->path ? aj_image_relative(e->path) : NULL;
 	static const char types[] = "fdlp";
 	if (!rel || strlen(rel) >= sizeof(t->path) || !e->type || !strchr(types, e->type) ||
 	    (e->type == 'l' && (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
