@@ -32,330 +32,29 @@
 #include "agent_frame.h"
 #include "agent_relay.h"
 #include "boot.h"
+#include "mvbox.h"
 #include "snap.h"
 #include "microvm.h"
 #include "redact.h"
 #include "util.h"
 
-/* concurrent requests of one sandbox (more wait for a free port) */
-#define AJ_MV_BOX_PORTS 4
 #define READY_TIMEOUT_MS 60000ULL
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
-#define DRAIN_MS 5000ULL
 /* a call without a deadline (files, snapshot) whose agent sends nothing
  * this long is given up: a stalled or hostile guest can't hold a thread */
 #define AGENT_IDLE_MS 30000ULL
 #define OUT_HIGH (256u << 10)
-/* the ports proxy's connections: at most this many of the agent ports at
- * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
- * without a byte either way (agent_relay.h: the same at level 2) */
-#define AJ_MV_PROXY_MAX AJ_PROXY_MAX
-#define RELAY_IDLE_MS AJ_PROXY_IDLE_MS
-
-typedef struct mv_port {
-	int fd;
-	bool busy;
-	bool stale; /* its agent's answer ('X') not read yet */
-	bool dead;  /* given up: it never answered */
-	char *ibuf; /* bytes from the agent not yet a whole frame */
-	size_t ilen, icap;
-} mv_port;
-
-struct aj_inst {
-	aj_mv_vm vm;
-	char **envp; /* the commands' base environment (the policy's) */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	mv_port port[AJ_MV_BOX_PORTS];
-	bool killed;
-	bool paused; /* its VMM frozen (a save would wait for ever) */
-	int relays;  /* the ports proxy's connections (threads), under mu */
-	/* their ends of the socket pairs (-1: none), under mu: shut down by
-	 * free_inst so that a relay blocked writing to the front wakes */
-	int relay_fd[AJ_MV_PROXY_MAX];
-};
-
-static unsigned long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
-}
-
-/* ---- the ports ---- */
-
-/* What came from the agent: read once (waiting at most wait_ms, -1:
- * forever), whole frames to fn. 1: read some, 0: nothing came in time,
- * -EPIPE: the VM's end, -EPROTO: a broken stream. */
-static int port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx)
-{
-	struct pollfd pf = {pt->fd, POLLIN, 0};
-	int k = poll(&pf, 1, wait_ms);
-	if (k < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (k == 0)
-		return 0;
-	if (pt->icap - pt->ilen < 65536) {
-		size_t cap = pt->icap ? pt->icap * 2 : 131072;
-		char *nb = realloc(pt->ibuf, cap);
-		if (!nb)
-			return -ENOMEM;
-		pt->ibuf = nb, pt->icap = cap;
-	}
-	ssize_t n = recv(pt->fd, pt->ibuf + pt->ilen, pt->icap - pt->ilen, MSG_DONTWAIT);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 1;
-	if (n <= 0)
-		return -EPIPE;
-	pt->ilen += (size_t)n;
-	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
-	if (off < 0)
-		return -EPROTO;
-	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
-	pt->ilen -= (size_t)off;
-	return 1;
-}
-
-/* Frames whole in the buffer already (left by an earlier read). */
-static int port_split(mv_port *pt, aj_agent_frame_fn fn, void *ctx)
-{
-	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
-	if (off < 0)
-		return -EPROTO;
-	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
-	pt->ilen -= (size_t)off;
-	return 0;
-}
-
-static bool drop_until_exit(void *ctx, char type, const char *buf, size_t len)
-{
-	(void)buf, (void)len;
-	if (type != AJ_AG_EXIT)
-		return true;
-	*(bool *)ctx = true;
-	return false;
-}
-
-/* A stale port: its agent's command killed, its frames read to the
- * answer. false: it did not answer in time (the port is given up). */
-static bool drain(mv_port *pt)
-{
-	unsigned char h[AJ_AGENT_HDR + 1];
-	aj_agent_hdr(h, AJ_AG_SIGNAL, 1);
-	h[AJ_AGENT_HDR] = SIGKILL;
-	(void)!send(pt->fd, h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
-	bool done = false;
-	if (port_split(pt, drop_until_exit, &done) < 0)
-		return false;
-	unsigned long long until = now_ms() + DRAIN_MS;
-	while (!done) {
-		unsigned long long t = now_ms();
-		if (t >= until || port_read(pt, (int)(until - t), drop_until_exit, &done) < 0)
-			return false;
-	}
-	pt->ilen = 0;
-	return true;
-}
-
-/* A free port for one request (waits for one unless !wait: then -EBUSY
- * when none is free), or -1 when the VM is gone or every port was given
- * up. */
-static int port_take_opt(aj_inst *i, bool wait)
-{
-	pthread_mutex_lock(&i->mu);
-	for (;;) {
-		int free_k = -1, live = 0;
-		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
-			mv_port *pt = &i->port[k];
-			if (pt->dead)
-				continue;
-			live++;
-			if (!pt->busy && free_k < 0)
-				free_k = k;
-		}
-		if (i->killed || !live) {
-			pthread_mutex_unlock(&i->mu);
-			return -1;
-		}
-		if (free_k >= 0) {
-			mv_port *pt = &i->port[free_k];
-			pt->busy = true;
-			pthread_mutex_unlock(&i->mu);
-			if (!pt->stale)
-				return free_k;
-			bool ok = drain(pt);
-			pthread_mutex_lock(&i->mu);
-			pt->stale = false;
-			if (ok)
-				return pthread_mutex_unlock(&i->mu), free_k;
-			pt->dead = true;
-			pt->busy = false;
-			continue;
-		}
-		if (!wait) {
-			pthread_mutex_unlock(&i->mu);
-			return -EBUSY;
-		}
-		pthread_cond_wait(&i->cv, &i->mu);
-	}
-}
-
 static int port_take(aj_inst *i)
 {
-	return port_take_opt(i, true);
-}
-
-/* The port back: answered (its agent gone), or stale (drained later), or
- * dead (its stream ended: the VM is gone). */
-static void port_give(aj_inst *i, int k, bool answered, bool dead)
-{
-	pthread_mutex_lock(&i->mu);
-	i->port[k].busy = false;
-	i->port[k].stale = !answered;
-	i->port[k].dead = i->port[k].dead || dead;
-	if (answered)
-		i->port[k].ilen = 0;
-	pthread_cond_broadcast(&i->cv);
-	pthread_mutex_unlock(&i->mu);
-}
-
-static int vm_gone(aj_inst *i, aj_error *err)
-{
-	char tail[512];
-	aj_mv_console_tail(&i->vm, tail, sizeof(tail));
-	aj_err(err, EPIPE,
-	       "microvm: the sandbox's VM does not answer (it ended, or every agent "
-	       "port was lost)%s%s",
-	       *tail ? ": " : "", tail);
-	aj_err_hint(err, "delete the sandbox and create a new one");
-	return -EPIPE;
-}
-
-/* ---- file operations (and create's first request) ---- */
-
-typedef struct call {
-	aj_file_stat *st;
-	int data_fd; /* DATA frames go here (read) */
-	aj_dirent_fn fn;
-	void *ctx;
-	bool stopped, have_exit;
-	int werr; /* a write to data_fd failed (-errno) */
-	aj_agent_exit x;
-	/* a root's stream (op "tree"): entries and bytes to sink until it
-	 * fails (sr, serr); the rest is read to the answer and dropped */
-	const aj_root_sink *sink;
-	int sr;
-	aj_error serr;
-	bool progress;			/* the sink took an entry or bytes: not idle */
-	unsigned long long until, secs; /* the stream's deadline (now_ms; 0: none), in s */
-} call;
-
-static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
-{
-	st->type = a->type;
-	st->mode = a->mode;
-	st->size = a->size;
-	st->mtime = a->mtime;
-}
-
-/* A name of the entry j: key k, or k"x" in hex (not UTF-8); malloc'ed,
- * NULL when neither is there or the hex is bad. */
-static char *tree_name(json_t *j, const char *k)
-{
-	const char *v = json_string_value(json_object_get(j, k));
-	if (v)
-		return strdup(v);
-	char key[8];
-	snprintf(key, sizeof(key), "%sx", k);
-	const char *x = json_string_value(json_object_get(j, key));
-	size_t n = x ? strlen(x) : 1;
-	char *out = n % 2 ? NULL : malloc(n / 2 + 1);
-	for (size_t i = 0; out && i < n / 2; i++) {
-		unsigned b;
-		if (sscanf(x + 2 * i, "%2x", &b) != 1 || !b || !isxdigit((unsigned char)x[2 * i]) ||
-		    !isxdigit((unsigned char)x[2 * i + 1])) {
-			free(out);
-			return NULL;
-		}
-		out[i] = (char)b;
-		out[i + 1] = '\0';
-	}
-	if (out && !n)
-		out[0] = '\0';
-	return out;
-}
-
-/* One entry of the guest's root ('L' of op "tree"): its JSON, untrusted. */
-static int tree_entry(call *c, const char *buf, size_t len)
-{
-	json_t *j = json_loadb(buf, len, 0, NULL);
-	_cleanup_free_ char *p = tree_name(j, "p"), *l = tree_name(j, "l");
-	const char *t = json_string_value(json_object_get(j, "t"));
-	static const char *const num[] = {"m", "u", "g", "s", "mt", "mn"};
-	long long v[6];
-	bool ok = p && t && strlen(t) == 1;
-	for (size_t k = 0; ok && k < AJ_ARRAY_SIZE(num); k++) {
-		json_t *n = json_object_get(j, num[k]);
-		v[k] = json_integer_value(n);
-		ok = json_is_integer(n) && (v[k] >= 0 || k == 4);
-	}
-	int r;
-	if (!ok) {
-		r = aj_err(&c->serr, EPROTO, "snapshot: the VM's agent sent a malformed entry");
-	} else {
-		aj_root_entry e = {.path = p,
-				   .type = t[0],
-				   .mode = (unsigned)(v[0] & 07777),
-				   .uid = (unsigned long long)v[1],
-				   .gid = (unsigned long long)v[2],
-				   .size = (unsigned long long)v[3],
-				   .mtime = v[4],
-				   .mtime_ns = (long)v[5],
-				   .link = l};
-		r = c->sink->entry(c->sink->ctx, &e, &c->serr);
-	}
-	json_decref(j);
-	return r;
-}
-
-static bool call_frame(void *ctx, char type, const char *buf, size_t len)
-{
-	call *c = ctx;
-	aj_agent_stat as;
-	if (c->sink && (type == AJ_AG_ENTRY || type == AJ_AG_DATA)) {
-		/* an empty DATA ends a file's bytes: the sink refuses it elsewhere */
-		if (c->sr == 0)
-			c->sr = type == AJ_AG_ENTRY
-				    ? tree_entry(c, buf, len)
-				    : c->sink->data(c->sink->ctx, buf, len, &c->serr);
-		c->progress |= c->sr == 0 && (type == AJ_AG_ENTRY || len);
-	} else if (type == AJ_AG_STAT && c->st) {
-		aj_agent_stat_parse(buf, len, &as);
-		stat_of(&as, c->st);
-		free(as.name);
-	} else if (type == AJ_AG_ENTRY && c->fn && !c->stopped) {
-		aj_file_stat st;
-		bool ok = aj_agent_stat_parse(buf, len, &as);
-		stat_of(&as, &st);
-		if (ok && as.name && c->fn(c->ctx, as.name, &st) < 0)
-			c->stopped = true;
-		free(as.name);
-	} else if (type == AJ_AG_DATA && c->data_fd >= 0 && len && !c->werr) {
-		c->werr = aj_write_all(c->data_fd, buf, len);
-	} else if (type == AJ_AG_EXIT) {
-		aj_agent_exit_parse(buf, len, &c->x);
-		c->have_exit = true;
-		return false;
-	}
-	return true;
+	return aj_mvbox_port_take(i, true);
 }
 
 /* One request (q, consumed) and its answer; data: DATA frames from
  * src_fd (len bytes, ~0ULL: to its EOF). wait_ms: how long the answer
  * may take (0: as long as the VM lives). */
-static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len, call *c,
+static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len, mv_call *c,
 		      const char *path, unsigned long long wait_ms, aj_error *err)
 {
 	char *txt = json_dumps(q, JSON_COMPACT);
@@ -365,7 +64,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	int k = port_take(i);
 	if (k < 0) {
 		free(txt);
-		return vm_gone(i, err);
+		return aj_mvbox_vm_gone(i, err);
 	}
 	mv_port *pt = &i->port[k];
 	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
@@ -390,12 +89,12 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		int e = aj_agent_send(pt->fd, AJ_AG_DATA, NULL, 0);
 		r = r ? r : e;
 	}
-	unsigned long long until = wait_ms ? now_ms() + wait_ms : 0;
+	unsigned long long until = wait_ms ? aj_mvbox_now_ms() + wait_ms : 0;
 	int rr = 0;
 	bool stopped = false, idle = false, late = false;
-	unsigned long long last = now_ms();
+	unsigned long long last = aj_mvbox_now_ms();
 	while (!c->have_exit && rr >= 0) {
-		unsigned long long t = now_ms();
+		unsigned long long t = aj_mvbox_now_ms();
 		if (!until && !stopped && t - last >= AGENT_IDLE_MS)
 			idle = true;
 		if (!until && !stopped && c->until && t >= c->until)
@@ -410,16 +109,17 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		}
 		if (until && t >= until)
 			break;
-		rr = port_read(pt, until ? (int)(until - t) : 1000, call_frame, c);
+		rr =
+		    aj_mvbox_port_read(pt, until ? (int)(until - t) : 1000, aj_mvbox_call_frame, c);
 		/* a stream's frames count only when the sink takes something:
 		 * empty or refused ones from a trickling guest don't */
 		if (rr > 0 && (!c->sink || c->progress))
-			last = now_ms();
+			last = aj_mvbox_now_ms();
 		c->progress = false;
 		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
 			break;
 	}
-	port_give(i, k, c->have_exit, rr < 0 && !c->have_exit);
+	aj_mvbox_port_give(i, k, c->have_exit, rr < 0 && !c->have_exit);
 	if (r < 0 && c->have_exit && c->x.err)
 		r = 0; /* the agent's own error says more */
 	if (r < 0)
@@ -442,7 +142,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return -ETIMEDOUT;
 	}
 	if (!c->have_exit)
-		return vm_gone(i, err);
+		return aj_mvbox_vm_gone(i, err);
 	int e = c->x.err;
 	if (e == EPERM)
 		return aj_err(err, EPERM, "%s: not allowed (a kernel filesystem, or not permitted)",
@@ -475,7 +175,7 @@ static int mv_file_read(aj_inst *i, const char *path, int *fd, aj_file_stat *st,
 	if (m < 0)
 		return aj_err(err, errno, "memfd");
 	aj_file_stat tmp;
-	call c = {.st = st ? st : &tmp, .data_fd = m};
+	mv_call c = {.st = st ? st : &tmp, .data_fd = m};
 	r = call_agent(i, req("read", path), -1, 0, &c, path, 0, err);
 	if (r < 0 || lseek(m, 0, SEEK_SET) < 0) {
 		close(m);
@@ -493,7 +193,7 @@ static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long
 		return r;
 	json_t *q = req("write", path);
 	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
-	call c = {.data_fd = -1};
+	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, src_fd, len, &c, path, 0, err);
 }
 
@@ -502,7 +202,7 @@ static int mv_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	call c = {.st = st, .data_fd = -1};
+	mv_call c = {.st = st, .data_fd = -1};
 	return call_agent(i, req("stat", path), -1, 0, &c, path, 0, err);
 }
 
@@ -511,7 +211,7 @@ static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	call c = {.fn = fn, .ctx = ctx, .data_fd = -1};
+	mv_call c = {.fn = fn, .ctx = ctx, .data_fd = -1};
 	return call_agent(i, req("list", path), -1, 0, &c, path, 0, err);
 }
 
@@ -522,7 +222,7 @@ static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error
 		return r;
 	json_t *q = req("remove", path);
 	json_object_set_new(q, "recursive", json_boolean(recursive));
-	call c = {.data_fd = -1};
+	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
 
@@ -533,7 +233,7 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 		return r;
 	json_t *q = req("mkdir", path);
 	json_object_set_new(q, "parents", json_boolean(parents));
-	call c = {.data_fd = -1};
+	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
 
@@ -551,7 +251,8 @@ static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 			      "skip", "tmp", &AJ_SANDBOX_HOME[1]);
 	/* a deadline: a guest trickling entries holds the image store's lock */
 	unsigned long long secs = 60 + sink->max_bytes / (1ULL << 20);
-	call c = {.data_fd = -1, .sink = sink, .until = now_ms() + secs * 1000, .secs = secs};
+	mv_call c = {
+	    .data_fd = -1, .sink = sink, .until = aj_mvbox_now_ms() + secs * 1000, .secs = secs};
 	r = call_agent(i, q, -1, 0, &c, "/", 0, err);
 	if (c.sr < 0) { /* the sink's error says more (no room, a refused entry) */
 		*err = c.serr;
@@ -593,7 +294,7 @@ static void free_inst(aj_inst *i)
 static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *err)
 {
 	json_t *q = aj_mv_identity_req(i->vm.p);
-	call c = {.data_fd = -1};
+	mv_call c = {.data_fd = -1};
 	int r =
 	    q ? call_agent(i, q, -1, 0, &c, "/", timeout_ms, err) : aj_err(err, ENOMEM, "identity");
 	if (r < 0)
@@ -615,7 +316,7 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 	if (r == 0) {
 		/* ready: the guest's agent answers (its boot is done) */
 		aj_file_stat st;
-		call c = {.st = &st, .data_fd = -1};
+		mv_call c = {.st = &st, .data_fd = -1};
 		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
 		if (r < 0)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
@@ -743,7 +444,7 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 	}
 	/* a port a cancelled command left: drained to its answer first */
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
-		if (!i->port[k].dead && i->port[k].stale && !drain(&i->port[k]))
+		if (!i->port[k].dead && i->port[k].stale && !aj_mvbox_drain(&i->port[k]))
 			i->port[k].dead = true;
 	char dir[sizeof(i->vm.dir) + 32];
 	snprintf(dir, sizeof(dir), "%s/fork-XXXXXX", i->vm.dir);
@@ -1061,7 +762,7 @@ static aj_job *mv_exec_start(aj_inst *i, const aj_exec_spec *spec, const aj_exec
 	j->stdin_fd = j->tty = -1;
 	j->port = -1;
 	j->timeout_ms = spec->timeout_ms;
-	j->start_ms = now_ms();
+	j->start_ms = aj_mvbox_now_ms();
 	aj_err_clear(&j->err);
 	aj_redactor_init(&j->red[0]);
 	aj_redactor_init(&j->red[1]);
@@ -1206,7 +907,7 @@ static void relay(aj_job *j)
 		    {j->io.cancel_fd > 0 && !j->cancelled ? j->io.cancel_fd : -1, POLLIN, 0},
 		};
 		int tmo = j->tty >= 0 ? 100 : 1000; /* a terminal's size is polled */
-		unsigned long long t = now_ms();
+		unsigned long long t = aj_mvbox_now_ms();
 		if (deadline) {
 			int d = t >= deadline ? 0 : (int)(deadline - t);
 			tmo = d < tmo ? d : tmo;
@@ -1215,7 +916,7 @@ static void relay(aj_job *j)
 		if (k < 0 && errno != EINTR)
 			break;
 		if (k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		    port_read(pt, 0, job_frame, j) < 0) {
+		    aj_mvbox_port_read(pt, 0, job_frame, j) < 0) {
 			j->gone = true;
 			break;
 		}
@@ -1232,14 +933,15 @@ static void relay(aj_job *j)
 			control(j);
 		if (k > 0 && pf[3].revents)
 			cancel(j);
-		if (deadline && now_ms() >= deadline) {
+		if (deadline && aj_mvbox_now_ms() >= deadline) {
 			if (stage == 0) {
 				j->timed_out = true;
 				send_signal(j, SIGTERM);
-				deadline = now_ms() + (p->kill_after_ms ? p->kill_after_ms : 1);
+				deadline =
+				    aj_mvbox_now_ms() + (p->kill_after_ms ? p->kill_after_ms : 1);
 			} else if (stage == 1) {
 				send_signal(j, SIGKILL);
-				deadline = now_ms() + 2000;
+				deadline = aj_mvbox_now_ms() + 2000;
 			} else {
 				break; /* no answer: the port is drained before its next use */
 			}
@@ -1254,8 +956,8 @@ static void relay(aj_job *j)
  * back: a frame cut short would be read as the next request's. */
 static bool finish_out(aj_job *j, int fd)
 {
-	unsigned long long until = now_ms() + 2000;
-	while (j->olen > j->ooff && now_ms() < until) {
+	unsigned long long until = aj_mvbox_now_ms() + 2000;
+	while (j->olen > j->ooff && aj_mvbox_now_ms() < until) {
 		flush_out(j, fd);
 		struct pollfd pf = {fd, POLLOUT, 0};
 		if (j->olen > j->ooff)
@@ -1289,12 +991,12 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	aj_inst *i = j->i;
 	if ((j->port = port_take(i)) < 0) {
 		free_job(j);
-		return vm_gone(i, err);
+		return aj_mvbox_vm_gone(i, err);
 	}
 	relay(j);
 	bool answered = j->have_exit && finish_out(j, i->port[j->port].fd);
-	port_give(i, j->port, answered, j->gone);
-	res->wall_ms = now_ms() - j->start_ms;
+	aj_mvbox_port_give(i, j->port, answered, j->gone);
+	res->wall_ms = aj_mvbox_now_ms() - j->start_ms;
 	int r = 0;
 	if (j->timed_out) {
 		res->timed_out = true;
@@ -1329,7 +1031,7 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 		res->exit_code = 128 + SIGKILL;
 		res->term_signal = SIGKILL;
 	} else {
-		r = vm_gone(i, err);
+		r = aj_mvbox_vm_gone(i, err);
 	}
 	free_job(j);
 	return r;
@@ -1338,183 +1040,6 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 static void mv_exec_abandon(aj_job *j)
 {
 	free_job(j); /* never sent: it took a port only in exec_wait */
-}
-
-/* ---- the ports proxy ---- */
-
-/* A connection to a port on the guest's loopback (docs/api.md, "Ports"):
- * the guest's agent connects there (op "connect") and relays its bytes as
- * frames on an agent port, held for the connection; the front gets one end
- * of a socket pair whose other end a thread of ours relays to that port. */
-typedef struct mv_relay {
-	aj_inst *i;
-	int k;	  /* the agent port */
-	int slot; /* in i->relay_fd */
-	int fd;	  /* our end of the pair */
-} mv_relay;
-
-static bool relay_killed(void *ctx)
-{
-	aj_inst *i = ctx;
-	pthread_mutex_lock(&i->mu);
-	bool killed = i->killed;
-	pthread_mutex_unlock(&i->mu);
-	return killed;
-}
-
-/* The bytes both ways as at level 2 (agent_relay.c), the server's first
- * ones read with the 'T' frame in the port's buffer. */
-static void *relay_thread(void *arg)
-{
-	mv_relay *r = arg;
-	aj_inst *i = r->i;
-	mv_port *pt = &i->port[r->k];
-	aj_agent_relay ar = {.client = r->fd,
-			     .from = pt->fd,
-			     .to = pt->fd,
-			     .idle_ms = RELAY_IDLE_MS,
-			     .stop = relay_killed,
-			     .ctx = i,
-			     .ibuf = pt->ibuf,
-			     .ilen = pt->ilen,
-			     .icap = pt->icap};
-	aj_agent_relay_run(&ar);
-	pt->ibuf = ar.ibuf, pt->ilen = ar.ilen, pt->icap = ar.icap;
-	pthread_mutex_lock(&i->mu);
-	i->relay_fd[r->slot] = -1;
-	pthread_mutex_unlock(&i->mu);
-	close(r->fd);
-	port_give(i, r->k, ar.answered, ar.broken);
-	pthread_mutex_lock(&i->mu);
-	i->relays--;
-	pthread_cond_broadcast(&i->cv);
-	pthread_mutex_unlock(&i->mu);
-	free(r);
-	return NULL;
-}
-
-typedef struct connect_ctx {
-	call c;
-	bool ok;
-} connect_ctx;
-
-static bool connect_frame(void *ctx, char type, const char *buf, size_t len)
-{
-	connect_ctx *cc = ctx;
-	if (type == AJ_AG_STAT) {
-		cc->ok = true;
-		return false;
-	}
-	return call_frame(&cc->c, type, buf, len);
-}
-
-/* A proxy connection's reservation given back (it never started). */
-static void relay_unreserve(aj_inst *i)
-{
-	pthread_mutex_lock(&i->mu);
-	i->relays--;
-	pthread_cond_broadcast(&i->cv);
-	pthread_mutex_unlock(&i->mu);
-}
-
-/* Never waits for a port (a supervisor's thread would wait as long as a
- * connection lasts): -EBUSY when the proxy has AJ_MV_PROXY_MAX connections
- * or no agent port is free. */
-static int mv_port_connect(aj_inst *i, unsigned port, aj_error *err)
-{
-	if (port == 0 || port > 65535)
-		return aj_err(err, EINVAL, "port %u: expected 1 to 65535", port);
-	pthread_mutex_lock(&i->mu);
-	bool full = i->relays >= AJ_MV_PROXY_MAX;
-	if (!full)
-		i->relays++;
-	pthread_mutex_unlock(&i->mu);
-	if (full) {
-		aj_err(err, EBUSY,
-		       "microvm: the sandbox's ports proxy has %d connections open, its most",
-		       AJ_MV_PROXY_MAX);
-		aj_err_hint(err, "retry once one of them ends");
-		return -EBUSY;
-	}
-	json_t *q = json_pack("{s:s,s:i}", "op", "connect", "port", (int)port);
-	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
-	json_decref(q);
-	if (!txt)
-		return relay_unreserve(i), aj_err(err, ENOMEM, "request");
-	int k = port_take_opt(i, false);
-	if (k < 0) {
-		free(txt);
-		relay_unreserve(i);
-		if (k != -EBUSY)
-			return vm_gone(i, err);
-		aj_err(err, EBUSY,
-		       "microvm: every agent port of the sandbox's VM is busy (commands, "
-		       "file operations or proxy connections)");
-		aj_err_hint(err, "retry once one of them ends");
-		return -EBUSY;
-	}
-	mv_port *pt = &i->port[k];
-	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
-	free(txt);
-	/* the agent's first frame: connected ('T'), or why not ('X'); what
-	 * follows stays in the port's buffer for the relay */
-	connect_ctx cc = {.c = {.data_fd = -1}};
-	unsigned long long until = now_ms() + 10000;
-	while (r == 0 && !cc.ok && !cc.c.have_exit) {
-		unsigned long long t = now_ms();
-		int rr =
-		    t >= until ? -ETIMEDOUT : port_read(pt, (int)(until - t), connect_frame, &cc);
-		if (rr < 0)
-			r = rr;
-	}
-	call c = cc.c;
-	bool connected = cc.ok;
-	if (r < 0 || !connected) {
-		port_give(i, k, c.have_exit, r == -EPIPE);
-		relay_unreserve(i);
-		if (r == -EPIPE)
-			return vm_gone(i, err);
-		if (r < 0)
-			return aj_err(err, -r, "microvm: connecting to port %u in the VM", port);
-		if (c.x.err == ECONNREFUSED)
-			return -ECONNREFUSED;
-		return aj_err(err, c.x.err ? c.x.err : EIO,
-			      "cannot connect to port %u in the VM: %s", port, c.x.error);
-	}
-	int sv[2];
-	mv_relay *rl = calloc(1, sizeof(*rl));
-	if (!rl || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		int e = rl ? errno : ENOMEM;
-		free(rl);
-		port_give(i, k, false, false); /* drained before its next use */
-		relay_unreserve(i);
-		return aj_err(err, e, "socketpair");
-	}
-	*rl = (mv_relay){.i = i, .k = k, .fd = sv[1]};
-	pthread_mutex_lock(&i->mu);
-	/* a free slot: at most AJ_MV_PROXY_MAX relays, this one reserved */
-	while (i->relay_fd[rl->slot] >= 0)
-		rl->slot++;
-	i->relay_fd[rl->slot] = sv[1];
-	pthread_mutex_unlock(&i->mu);
-	pthread_t t;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int e = pthread_create(&t, &at, relay_thread, rl);
-	pthread_attr_destroy(&at);
-	if (e) {
-		pthread_mutex_lock(&i->mu);
-		i->relay_fd[rl->slot] = -1;
-		pthread_mutex_unlock(&i->mu);
-		close(sv[0]), close(sv[1]);
-		free(rl);
-		port_give(i, k, false, false);
-		relay_unreserve(i);
-		return aj_err(err, e, "cannot start the connection's relay");
-	}
-	(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
-	return sv[0];
 }
 
 static int mv_run_once(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result *res,
@@ -1561,5 +1086,5 @@ const aj_backend aj_backend_microvm = {
     .file_list = mv_file_list,
     .file_remove = mv_file_remove,
     .file_mkdir = mv_file_mkdir,
-    .port_connect = mv_port_connect,
+    .port_connect = aj_mvbox_port_connect,
 };

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* A level-3 sandbox's agent ports (mvbox.h): frames read from the VM's
+ * agent, ports taken and given back, stale answers drained, and the
+ * frames of a file operation's answer. */
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mvbox.h"
+#include "util.h"
+
+unsigned long long aj_mvbox_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* ---- the ports ---- */
+
+/* What came from the agent: read once (waiting at most wait_ms, -1:
+ * forever), whole frames to fn. 1: read some, 0: nothing came in time,
+ * -EPIPE: the VM's end, -EPROTO: a broken stream. */
+int aj_mvbox_port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx)
+{
+	struct pollfd pf = {pt->fd, POLLIN, 0};
+	int k = poll(&pf, 1, wait_ms);
+	if (k < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (k == 0)
+		return 0;
+	if (pt->icap - pt->ilen < 65536) {
+		size_t cap = pt->icap ? pt->icap * 2 : 131072;
+		char *nb = realloc(pt->ibuf, cap);
+		if (!nb)
+			return -ENOMEM;
+		pt->ibuf = nb, pt->icap = cap;
+	}
+	ssize_t n = recv(pt->fd, pt->ibuf + pt->ilen, pt->icap - pt->ilen, MSG_DONTWAIT);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0)
+		return -EPIPE;
+	pt->ilen += (size_t)n;
+	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
+	if (off < 0)
+		return -EPROTO;
+	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
+	pt->ilen -= (size_t)off;
+	return 1;
+}
+
+/* Frames whole in the buffer already (left by an earlier read). */
+static int port_split(mv_port *pt, aj_agent_frame_fn fn, void *ctx)
+{
+	ssize_t off = aj_agent_split(pt->ibuf, pt->ilen, fn, ctx);
+	if (off < 0)
+		return -EPROTO;
+	memmove(pt->ibuf, pt->ibuf + off, pt->ilen - (size_t)off);
+	pt->ilen -= (size_t)off;
+	return 0;
+}
+
+static bool drop_until_exit(void *ctx, char type, const char *buf, size_t len)
+{
+	(void)buf, (void)len;
+	if (type != AJ_AG_EXIT)
+		return true;
+	*(bool *)ctx = true;
+	return false;
+}
+
+/* A stale port: its agent's command killed, its frames read to the
+ * answer. false: it did not answer in time (the port is given up). */
+bool aj_mvbox_drain(mv_port *pt)
+{
+	unsigned char h[AJ_AGENT_HDR + 1];
+	aj_agent_hdr(h, AJ_AG_SIGNAL, 1);
+	h[AJ_AGENT_HDR] = SIGKILL;
+	(void)!send(pt->fd, h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+	bool done = false;
+	if (port_split(pt, drop_until_exit, &done) < 0)
+		return false;
+	unsigned long long until = aj_mvbox_now_ms() + DRAIN_MS;
+	while (!done) {
+		unsigned long long t = aj_mvbox_now_ms();
+		if (t >= until ||
+		    aj_mvbox_port_read(pt, (int)(until - t), drop_until_exit, &done) < 0)
+			return false;
+	}
+	pt->ilen = 0;
+	return true;
+}
+
+/* A free port for one request (waits for one unless !wait: then -EBUSY
+ * when none is free), or -1 when the VM is gone or every port was given
+ * up. */
+int aj_mvbox_port_take(aj_inst *i, bool wait)
+{
+	pthread_mutex_lock(&i->mu);
+	for (;;) {
+		int free_k = -1, live = 0;
+		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+			mv_port *pt = &i->port[k];
+			if (pt->dead)
+				continue;
+			live++;
+			if (!pt->busy && free_k < 0)
+				free_k = k;
+		}
+		if (i->killed || !live) {
+			pthread_mutex_unlock(&i->mu);
+			return -1;
+		}
+		if (free_k >= 0) {
+			mv_port *pt = &i->port[free_k];
+			pt->busy = true;
+			pthread_mutex_unlock(&i->mu);
+			if (!pt->stale)
+				return free_k;
+			bool ok = aj_mvbox_drain(pt);
+			pthread_mutex_lock(&i->mu);
+			pt->stale = false;
+			if (ok)
+				return pthread_mutex_unlock(&i->mu), free_k;
+			pt->dead = true;
+			pt->busy = false;
+			continue;
+		}
+		if (!wait) {
+			pthread_mutex_unlock(&i->mu);
+			return -EBUSY;
+		}
+		pthread_cond_wait(&i->cv, &i->mu);
+	}
+}
+
+/* The port back: answered (its agent gone), or stale (drained later), or
+ * dead (its stream ended: the VM is gone). */
+void aj_mvbox_port_give(aj_inst *i, int k, bool answered, bool dead)
+{
+	pthread_mutex_lock(&i->mu);
+	i->port[k].busy = false;
+	i->port[k].stale = !answered;
+	i->port[k].dead = i->port[k].dead || dead;
+	if (answered)
+		i->port[k].ilen = 0;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+}
+
+int aj_mvbox_vm_gone(aj_inst *i, aj_error *err)
+{
+	char tail[512];
+	aj_mv_console_tail(&i->vm, tail, sizeof(tail));
+	aj_err(err, EPIPE,
+	       "microvm: the sandbox's VM does not answer (it ended, or every agent "
+	       "port was lost)%s%s",
+	       *tail ? ": " : "", tail);
+	aj_err_hint(err, "delete the sandbox and create a new one");
+	return -EPIPE;
+}
+
+/* ---- file operations (and create's first request) ---- */
+
+static void stat_of(const aj_agent_stat *a, aj_file_stat *st)
+{
+	st->type = a->type;
+	st->mode = a->mode;
+	st->size = a->size;
+	st->mtime = a->mtime;
+}
+
+/* A name of the entry j: key k, or k"x" in hex (not UTF-8); malloc'ed,
+ * NULL when neither is there or the hex is bad. */
+static char *tree_name(json_t *j, const char *k)
+{
+	const char *v = json_string_value(json_object_get(j, k));
+	if (v)
+		return strdup(v);
+	char key[8];
+	snprintf(key, sizeof(key), "%sx", k);
+	const char *x = json_string_value(json_object_get(j, key));
+	size_t n = x ? strlen(x) : 1;
+	char *out = n % 2 ? NULL : malloc(n / 2 + 1);
+	for (size_t i = 0; out && i < n / 2; i++) {
+		unsigned b;
+		if (sscanf(x + 2 * i, "%2x", &b) != 1 || !b || !isxdigit((unsigned char)x[2 * i]) ||
+		    !isxdigit((unsigned char)x[2 * i + 1])) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)b;
+		out[i + 1] = '\0';
+	}
+	if (out && !n)
+		out[0] = '\0';
+	return out;
+}
+
+/* One entry of the guest's root ('L' of op "tree"): its JSON, untrusted. */
+static int tree_entry(mv_call *c, const char *buf, size_t len)
+{
+	json_t *j = json_loadb(buf, len, 0, NULL);
+	_cleanup_free_ char *p = tree_name(j, "p"), *l = tree_name(j, "l");
+	const char *t = json_string_value(json_object_get(j, "t"));
+	static const char *const num[] = {"m", "u", "g", "s", "mt", "mn"};
+	long long v[6];
+	bool ok = p && t && strlen(t) == 1;
+	for (size_t k = 0; ok && k < AJ_ARRAY_SIZE(num); k++) {
+		json_t *n = json_object_get(j, num[k]);
+		v[k] = json_integer_value(n);
+		ok = json_is_integer(n) && (v[k] >= 0 || k == 4);
+	}
+	int r;
+	if (!ok) {
+		r = aj_err(&c->serr, EPROTO, "snapshot: the VM's agent sent a malformed entry");
+	} else {
+		aj_root_entry e = {.path = p,
+				   .type = t[0],
+				   .mode = (unsigned)(v[0] & 07777),
+				   .uid = (unsigned long long)v[1],
+				   .gid = (unsigned long long)v[2],
+				   .size = (unsigned long long)v[3],
+				   .mtime = v[4],
+				   .mtime_ns = (long)v[5],
+				   .link = l};
+		r = c->sink->entry(c->sink->ctx, &e, &c->serr);
+	}
+	json_decref(j);
+	return r;
+}
+
+bool aj_mvbox_call_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	mv_call *c = ctx;
+	aj_agent_stat as;
+	if (c->sink && (type == AJ_AG_ENTRY || type == AJ_AG_DATA)) {
+		/* an empty DATA ends a file's bytes: the sink refuses it elsewhere */
+		if (c->sr == 0)
+			c->sr = type == AJ_AG_ENTRY
+				    ? tree_entry(c, buf, len)
+				    : c->sink->data(c->sink->ctx, buf, len, &c->serr);
+		c->progress |= c->sr == 0 && (type == AJ_AG_ENTRY || len);
+	} else if (type == AJ_AG_STAT && c->st) {
+		aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, c->st);
+		free(as.name);
+	} else if (type == AJ_AG_ENTRY && c->fn && !c->stopped) {
+		aj_file_stat st;
+		bool ok = aj_agent_stat_parse(buf, len, &as);
+		stat_of(&as, &st);
+		if (ok && as.name && c->fn(c->ctx, as.name, &st) < 0)
+			c->stopped = true;
+		free(as.name);
+	} else if (type == AJ_AG_DATA && c->data_fd >= 0 && len && !c->werr) {
+		c->werr = aj_write_all(c->data_fd, buf, len);
+	} else if (type == AJ_AG_EXIT) {
+		aj_agent_exit_parse(buf, len, &c->x);
+		c->have_exit = true;
+		return false;
+	}
+	return true;
+}
