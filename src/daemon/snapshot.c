@@ -97,51 +97,93 @@ static int snapshot_budget(const aj_sandbox *sb, const char *image, unsigned lon
 	return 0;
 }
 
+/* sb->saving set (a fork or snapshot under way: no pause or resume, no
+ * second one; state_mu not held meanwhile): 409 when it was already. */
+static int saving_begin(aj_sandbox *sb, aj_error *err)
+{
+	pthread_mutex_lock(&sb->state_mu);
+	bool busy = sb->saving;
+	sb->saving = true;
+	pthread_mutex_unlock(&sb->state_mu);
+	if (busy) {
+		aj_err(err, EBUSY, "sandbox '%s' is being forked or snapshotted already", sb->id);
+		aj_err_hint(err, "try again when that has ended");
+		err->status = 409;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static void saving_end(aj_sandbox *sb)
+{
+	pthread_mutex_lock(&sb->state_mu);
+	sb->saving = false;
+	pthread_mutex_unlock(&sb->state_mu);
+}
+
+/* What a new image keeps of its base: the warm-up, the base's root (-1:
+ * none) and, in own, the files agentjail writes at each start (etc.h),
+ * which come back as the base had them; with HTTPS interception, the CA
+ * bundle (bound over the image's, or the copy with this sandbox's CA in
+ * the guest's /etc layer or AJ_ETC_GENERATED_DIR), which no other trusts. */
+typedef struct snap_base {
+	char warmup[sizeof(((aj_image_info *)0)->warmup)];
+	char paths[AJ_ETC_FILES][32];
+	const char *own[AJ_ETC_FILES + 3];
+	int base;
+} snap_base;
+
+static void snap_base_open(aj_sandbox *sb, const char *image, snap_base *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->base = -1;
+	aj_image_info src;
+	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
+		snprintf(b->warmup, sizeof(b->warmup), "%s", src.warmup);
+	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
+		snprintf(b->paths[i], sizeof(b->paths[i]), "etc/%s", aj_etc_generated[i]);
+		b->own[i] = b->paths[i];
+	}
+	if (aj_net_tls_wanted(&sb->policy)) {
+		b->own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
+		b->own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
+	}
+	_cleanup_free_ char *path = NULL;
+	if (image && aj_image_rootfs(aj_state_dir(), image, &path, NULL) == 0)
+		b->base = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void snap_base_close(snap_base *b)
+{
+	if (b->base >= 0)
+		close(b->base);
+}
+
 /* The sandbox's root (its own mount) into a new image, sb frozen meanwhile. */
 static int snapshot_files(aj_sandbox *sb, const char *name, const char *image, const char *from,
 			  aj_image_info *info, aj_error *err)
 {
 	aj_tree_ids ids = {.range = AJ_UID_RANGE};
 	base_ids(sb, &ids.from_uid, &ids.from_gid);
-	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
-	aj_image_info src;
 	int r;
 	if ((r = snapshot_budget(sb, image, &ids.max_bytes, err)) < 0)
 		return r;
-	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
-		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
 	bool froze;
 	r = hold_still(sb, &froze, err);
 	if (r < 0)
 		return r;
-	/* level 1 writes its /etc files into an image sandbox's root
-	 * (etc.h): the new image keeps the base image's instead */
-	char paths[AJ_ETC_FILES][32];
-	const char *own[AJ_ETC_FILES + 3] = {NULL};
-	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
-		own[i] = paths[i];
-	}
-	/* HTTPS interception: the CA bundle bound over the image's (a bind
-	 * is never copied: the image's own comes back) and the copy with
-	 * this sandbox's CA older versions left in /.agentjail (mount.c:
-	 * setup_ca now stages it out of the root), which no other trusts */
-	if (aj_net_tls_wanted(&sb->policy)) {
-		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
-		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
-	}
-	_cleanup_free_ char *base_path = NULL;
-	_cleanup_close_ int base = -1;
-	if (image && aj_image_rootfs(aj_state_dir(), image, &base_path, NULL) == 0)
-		base = open(base_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snap_base b;
+	snap_base_open(sb, image, &b);
 	int root = open_in(sb, "", err);
 	if (root >= 0)
-		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, warmup, base, own,
-				      info, err);
+		r = aj_image_snapshot(aj_state_dir(), name, root, &ids, from, b.warmup, b.base,
+				      b.own, info, err);
 	else
 		r = root;
 	if (root >= 0)
 		close(root);
+	snap_base_close(&b);
 	thaw(sb, froze);
 	return r;
 }
@@ -184,44 +226,16 @@ static int snapshot_stream(aj_sandbox *sb, const char *name, const char *image, 
 	int r = snapshot_budget(sb, image, &max, err);
 	if (r < 0)
 		return r;
-	char warmup[sizeof(((aj_image_info *)0)->warmup)] = "";
-	aj_image_info src;
-	if (image && aj_image_inspect(aj_state_dir(), image, &src, NULL) == 0)
-		snprintf(warmup, sizeof(warmup), "%s", src.warmup);
-	/* the files agentjail writes into /etc at each start: the image's */
-	char paths[AJ_ETC_FILES][32];
-	const char *own[AJ_ETC_FILES + 3] = {NULL};
-	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "etc/%s", aj_etc_generated[i]);
-		own[i] = paths[i];
-	}
-	/* HTTPS interception: the bundle with this sandbox's CA (the image's
-	 * /etc layer in the guest, or staged in AJ_ETC_GENERATED_DIR) */
-	if (aj_net_tls_wanted(&sb->policy)) {
-		own[AJ_ETC_FILES] = &AJ_NET_CA_BUNDLE[1];
-		own[AJ_ETC_FILES + 1] = &AJ_ETC_GENERATED_DIR "/ca-certificates.crt"[1];
-	}
-	_cleanup_free_ char *base_path = NULL;
-	_cleanup_close_ int base = -1;
-	if (image && aj_image_rootfs(aj_state_dir(), image, &base_path, NULL) == 0)
-		base = open(base_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	pthread_mutex_lock(&sb->state_mu);
-	bool busy = sb->saving;
-	sb->saving = true;
-	pthread_mutex_unlock(&sb->state_mu);
-	if (busy) {
-		aj_err(err, EBUSY, "sandbox '%s' is being forked or snapshotted already", sb->id);
-		aj_err_hint(err, "try again when that has ended");
-		err->status = 409;
-		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
-		return -EBUSY;
-	}
+	r = saving_begin(sb, err);
+	if (r < 0)
+		return r;
+	snap_base b;
+	snap_base_open(sb, image, &b);
 	stream_ctx c = {.sb = sb};
-	r = aj_image_snapshot_from(aj_state_dir(), name, stream_fill, &c, max, from, warmup, base,
-				   own, info, err);
-	pthread_mutex_lock(&sb->state_mu);
-	sb->saving = false;
-	pthread_mutex_unlock(&sb->state_mu);
+	r = aj_image_snapshot_from(aj_state_dir(), name, stream_fill, &c, max, from, b.warmup,
+				   b.base, b.own, info, err);
+	snap_base_close(&b);
+	saving_end(sb);
 	return r;
 }
 
@@ -231,21 +245,11 @@ static int checkpoint(aj_sandbox *sb, char **ckpt, aj_error *err)
 {
 	/* no pause or resume meanwhile (refused: aj_sandbox_pause); state_mu
 	 * not held through the save, which the sandbox's JSON (a list) takes */
-	pthread_mutex_lock(&sb->state_mu);
-	bool busy = sb->saving;
-	sb->saving = true;
-	pthread_mutex_unlock(&sb->state_mu);
-	if (busy) {
-		aj_err(err, EBUSY, "sandbox '%s' is being forked or snapshotted already", sb->id);
-		aj_err_hint(err, "try again when that has ended");
-		err->status = 409;
-		snprintf(err->api_code, sizeof(err->api_code), "%s", "conflict");
-		return -EBUSY;
-	}
-	int r = sb->be->checkpoint(sb->inst, ckpt, err);
-	pthread_mutex_lock(&sb->state_mu);
-	sb->saving = false;
-	pthread_mutex_unlock(&sb->state_mu);
+	int r = saving_begin(sb, err);
+	if (r < 0)
+		return r;
+	r = sb->be->checkpoint(sb->inst, ckpt, err);
+	saving_end(sb);
 	return r;
 }
 
