@@ -22,7 +22,7 @@ SANDBOX_UID_MIN=1000000000
 # A non-root caller gets a (correct) one-line warning about cgroup limits on
 # every run; generic tests silence it so that they can check stderr exactly.
 # nonroot.bats checks the warning itself.
-if [ "$(id -u)" -eq 0 ]; then AJ_QUIET=(); else AJ_QUIET=(--quiet); fi
+if [ "$EUID" -eq 0 ]; then AJ_QUIET=(); else AJ_QUIET=(--quiet); fi
 
 # ---------------------------------------------------------------- assertions
 
@@ -106,7 +106,7 @@ require_binaries() {
 }
 
 require_root() {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (run the suite as root for this test)"
+    [ "$EUID" -eq 0 ] || skip "needs root (run the suite as root for this test)"
 }
 
 # timeout(1) for one agentjail invocation, stdin from /dev/null (see ajrun).
@@ -232,22 +232,25 @@ new_sandbox_uid_pids() {
 
 # ---------------------------------------------------------------- residue
 
-# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
+# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy
+# (each root once, in mountinfo's order).
 _aj_cgroup_dirs() {
-    local roots
-    roots=$(awk '
+    local roots=()
+    mapfile -t roots < <(awk '
         FNR == 1 { file++ }
         file == 1 { split($0, c, ":"); if (c[2] == "") v2 = c[3]; else { n = split(c[2], cs, ","); for (i = 1; i <= n; i++) path[cs[i]] = c[3] }; next }
         {   for (i = 7; i <= NF; i++) if ($i == "-") break
-            fs = $(i + 1); opts = $(i + 3)
-            if (fs == "cgroup2") { if (v2 != "") print $5 v2; next }
-            if (fs != "cgroup") next
-            n = split(opts, o, ",")
-            for (j = 1; j <= n; j++) if (o[j] in path) { print $5 path[o[j]]; break }
-        }' /proc/self/cgroup /proc/self/mountinfo | sort -u)
-    [ -n "$roots" ] || return 0
-    # shellcheck disable=SC2086 # one root per line, no spaces in cgroup mount paths
-    find $roots -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+            fs = $(i + 1); opts = $(i + 3); r = ""
+            if (fs == "cgroup2") { if (v2 != "") r = $5 v2 }
+            else if (fs == "cgroup") {
+                n = split(opts, o, ",")
+                for (j = 1; j <= n; j++) if (o[j] in path) { r = $5 path[o[j]]; break }
+            }
+            if (r != "" && !(r in seen)) { seen[r] = 1; print r }
+        }' /proc/self/cgroup /proc/self/mountinfo)
+    [ "${#roots[@]}" -gt 0 ] || return 0
+    find "${roots[@]}" -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+    return 0
 }
 
 # One line per item, "KIND value", sorted.  Named network namespaces
@@ -256,18 +259,31 @@ _aj_cgroup_dirs() {
 # while this one runs; agentjail's anonymous namespaces die with their
 # processes, which are checked separately.
 _aj_snapshot() {
+    # one awk sorts the sections out (it runs twice per test: few processes)
     {
-        awk '$5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])" { print "mount", $5 }' /proc/self/mountinfo
-        _aj_cgroup_dirs | sed 's/^/cgroup /'
-        ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
-        ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
-        ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
+        echo '@@aj cgroup'
+        _aj_cgroup_dirs
+        echo '@@aj tempdir'
+        compgen -G '/tmp/agentjail*' || true
+        compgen -G '/run/agentjail*' || true
+        compgen -G '/dev/shm/agentjail*' || true
+        echo '@@aj netns'
+        ip netns list 2>/dev/null || true
+        echo '@@aj link'
+        ip -o link show 2>/dev/null || true
         # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT),
         # counters' values left out: other rules' (e.g. Podman's netavark) count
         # the host's own packets
-        nft list ruleset 2>/dev/null |
-            sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/' | awk 'NF { print "nft", $0 }'
-    } | LC_ALL=C sort
+        echo '@@aj nft'
+        nft list ruleset 2>/dev/null || true
+    } | awk '
+        FILENAME != "-" { if ($5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])") print "mount", $5; next }
+        /^@@aj / { kind = $2; next }
+        kind == "cgroup" || kind == "tempdir" { print kind, $0; next }
+        kind == "netns" { if ($1 ~ /^(agentjail|aj[-_])/) print "netns", $1; next }
+        kind == "link" { split($0, f, ": "); sub(/@.*/, "", f[2]); print "link", f[2]; next }
+        kind == "nft" { sub(/counter packets [0-9]+ bytes [0-9]+/, "counter"); if (NF) print "nft", $0 }
+        ' /proc/self/mountinfo - | LC_ALL=C sort
 }
 
 # Items added since setup.  Cgroups are named agentjail-PID-RANDOM; those of
@@ -290,7 +306,8 @@ _aj_added() {
 aj_residue_setup() {
     AJ_TEST_PID=$BASHPID
     AJ_MARKERS=("$(basename "$BATS_RUN_TMPDIR")")
-    AJ_SETUP_PIDS=$(ps -e -o pid= | tr -s ' \n' '  ')
+    AJ_SETUP_PIDS=$(ps -e -o pid=)
+    AJ_SETUP_PIDS=${AJ_SETUP_PIDS//$'\n'/ }
     _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.before"
 }
 
@@ -298,13 +315,13 @@ aj_residue_setup() {
 aj_residue_check() {
     local procs='' added='' deadline
     [ -f "$BATS_TEST_TMPDIR/.residue.before" ] || return 0 # setup did not get that far
-    deadline=$(($(date +%s%N) + 1000000000))
+    deadline=$((${EPOCHREALTIME//[!0-9]/} + 1000000))
     while :; do
         _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.after"
         procs=$(_aj_new_procs)
         added=$(_aj_added)
         [ -z "$procs" ] && [ -z "$added" ] && return 0
-        [ "$(date +%s%N)" -lt "$deadline" ] || break
+        [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || break
         sleep 0.1
     done
     local ok=0
