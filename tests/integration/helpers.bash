@@ -232,11 +232,11 @@ new_sandbox_uid_pids() {
 
 # ---------------------------------------------------------------- residue
 
-# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy
-# (each root once, in mountinfo's order).
-_aj_cgroup_dirs() {
-    local roots=()
-    mapfile -t roots < <(awk '
+# The cgroup roots to scan: our own cgroup in every hierarchy, each once, in
+# mountinfo's order; found once per test (setup and teardown share them).
+_aj_cgroup_roots() {
+    [ -z "${_AJ_CG_ROOTS_SET:-}" ] || return 0
+    mapfile -t _AJ_CG_ROOTS < <(awk '
         FNR == 1 { file++ }
         file == 1 { split($0, c, ":"); if (c[2] == "") v2 = c[3]; else { n = split(c[2], cs, ","); for (i = 1; i <= n; i++) path[cs[i]] = c[3] }; next }
         {   for (i = 7; i <= NF; i++) if ($i == "-") break
@@ -248,8 +248,14 @@ _aj_cgroup_dirs() {
             }
             if (r != "" && !(r in seen)) { seen[r] = 1; print r }
         }' /proc/self/cgroup /proc/self/mountinfo)
-    [ "${#roots[@]}" -gt 0 ] || return 0
-    find "${roots[@]}" -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+    _AJ_CG_ROOTS_SET=1
+}
+
+# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
+_aj_cgroup_dirs() {
+    _aj_cgroup_roots
+    [ "${#_AJ_CG_ROOTS[@]}" -gt 0 ] || return 0
+    find "${_AJ_CG_ROOTS[@]}" -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
     return 0
 }
 
@@ -257,42 +263,45 @@ _aj_cgroup_dirs() {
 # (/run/netns/NAME, `ip netns`) are only counted when agentjail-named: other
 # suites build their fake networks with their own named namespaces, possibly
 # while this one runs; agentjail's anonymous namespaces die with their
-# processes, which are checked separately.
+# processes, which are checked separately.  It runs twice per test: one awk
+# sorts the sections out, and globs list what `ip netns`/`ip link` would.
 _aj_snapshot() {
-    # one awk sorts the sections out (it runs twice per test: few processes)
+    # in this shell, not a pipeline's subshell: the cgroup roots are kept
+    _aj_cgroup_dirs >"$BATS_TEST_TMPDIR/.residue.cgroups"
     {
-        echo '@@aj cgroup'
-        _aj_cgroup_dirs
         echo '@@aj tempdir'
         compgen -G '/tmp/agentjail*' || true
         compgen -G '/run/agentjail*' || true
         compgen -G '/dev/shm/agentjail*' || true
         echo '@@aj netns'
-        ip netns list 2>/dev/null || true
+        compgen -G '/run/netns/*' || true
         echo '@@aj link'
-        ip -o link show 2>/dev/null || true
+        compgen -G '/sys/class/net/*' || true
         # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT),
         # counters' values left out: other rules' (e.g. Podman's netavark) count
         # the host's own packets
         echo '@@aj nft'
         nft list ruleset 2>/dev/null || true
-    } | awk '
-        FILENAME != "-" { if ($5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])") print "mount", $5; next }
+    } | awk -v cg="$BATS_TEST_TMPDIR/.residue.cgroups" '
+        FILENAME == "/proc/self/mountinfo" { if ($5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])") print "mount", $5; next }
+        FILENAME == cg { print "cgroup", $0; next }
         /^@@aj / { kind = $2; next }
-        kind == "cgroup" || kind == "tempdir" { print kind, $0; next }
-        kind == "netns" { if ($1 ~ /^(agentjail|aj[-_])/) print "netns", $1; next }
-        kind == "link" { split($0, f, ": "); sub(/@.*/, "", f[2]); print "link", f[2]; next }
+        kind == "tempdir" { print "tempdir", $0; next }
+        kind == "netns" { sub(/^\/run\/netns\//, ""); if ($0 ~ /^(agentjail|aj[-_])/) print "netns", $0; next }
+        kind == "link" { sub(/^\/sys\/class\/net\//, ""); print "link", $0; next }
         kind == "nft" { sub(/counter packets [0-9]+ bytes [0-9]+/, "counter"); if (NF) print "nft", $0 }
-        ' /proc/self/mountinfo - | LC_ALL=C sort
+        ' /proc/self/mountinfo "$BATS_TEST_TMPDIR/.residue.cgroups" - | LC_ALL=C sort
 }
 
-# Items added since setup.  Cgroups are named agentjail-PID-RANDOM; those of
+# Items added since setup (as `comm -13`: a line counts as often as it is
+# there).  Cgroups are named agentjail-PID-RANDOM; those of
 # agentjail processes this test did not start (another suite running at the
 # same time) are not ours to judge.
 _aj_added() {
-    LC_ALL=C comm -13 "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" |
-        awk -v pidsfile="$AJ_PIDS_FILE" '
+    LC_ALL=C awk -v pidsfile="$AJ_PIDS_FILE" '
             BEGIN { while ((getline l < pidsfile) > 0) ours[l] = 1 }
+            FILENAME == ARGV[1] { before[$0]++; next }
+            before[$0] > 0 { before[$0]--; next }
             $1 == "cgroup" {
                 n = split($2, parts, "/"); base = parts[n]
                 if (match(base, /^agentjail-[0-9]+-/)) {
@@ -300,7 +309,7 @@ _aj_added() {
                     if (!(p in ours)) next
                 }
             }
-            { print }'
+            { print }' "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"
 }
 
 aj_residue_setup() {
@@ -355,7 +364,7 @@ _aj_wrap() {
     AJ_REAL=${AJ_REAL:-$AJ}
     AJ_PIDS_FILE=$BATS_TEST_TMPDIR/.agentjail-pids
     : >"$AJ_PIDS_FILE"
-    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    [ -d "$BATS_TEST_TMPDIR/bin" ] || mkdir -p "$BATS_TEST_TMPDIR/bin"
     printf '#!/bin/sh\necho $$ >>%q 2>/dev/null\nexec %q "$@"\n' "$AJ_PIDS_FILE" "$AJ_REAL" >"$BATS_TEST_TMPDIR/bin/agentjail"
     chmod 0755 "$BATS_TEST_TMPDIR/bin/agentjail"
     AJ=$BATS_TEST_TMPDIR/bin/agentjail
@@ -374,10 +383,10 @@ aj_copy_programs() { # DIR
 # Standard per-test setup: binaries present, scratch dir, workspace, snapshot.
 aj_setup() {
     require_binaries
-    _aj_wrap
     T=$BATS_TEST_TMPDIR/t
     WS=$T/ws
-    mkdir -p "$WS"
+    mkdir -p "$BATS_TEST_TMPDIR/bin" "$WS"
+    _aj_wrap
     chmod 0755 "$BATS_TEST_TMPDIR" "$T" "$WS"
     aj_residue_setup
 }
