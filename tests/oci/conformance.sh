@@ -15,7 +15,7 @@
 # a summary line per validation, then the totals. Exit 1 when one of
 # EXPECTED_PASS (below) fails, or something is left behind.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 125
 top=$PWD
 AJ=${AJ:-$top/build/agentjail}
 src=${RUNTIME_TOOLS_SRC:-}
@@ -25,7 +25,8 @@ out=$top/build/oci-conformance
 # is listed with its reason in docs/oci.md ("Conformance").
 EXPECTED_PASS=(
 	create delete_only_create_resources kill kill_no_effect linux_ns_nopath
-	linux_ns_path_type linux_seccomp misc_props process_rlimits_fail state
+	linux_ns_path_type linux_seccomp misc_props poststart_fail poststop_fail
+	prestart_fail process_rlimits_fail state
 )
 ALL=() # without NAMEs: every validation of the checkout
 
@@ -106,7 +107,9 @@ for n in "${names[@]}"; do
 	[ "$status" = "$expected" ] || note="$status (expected $expected)"
 	# a container the program left (it deletes its own): agentjail's residue
 	# unless `delete --force` ends it; bundles it left are its own affair
-	for c in $(ls "$state" 2>/dev/null); do
+	for c in "$state"/*; do
+		[ -e "$c" ] || continue
+		c=$(basename "$c")
 		"$out/work/runtime" delete --force "$c" >/dev/null 2>&1 || {
 			note="$note; container $c left and not deletable"
 			bad=1
