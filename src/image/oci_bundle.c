@@ -184,6 +184,7 @@ static int parse_root(aj_policy *p, const json_t *root, const char *bundle, aj_e
 	if ((json_object_get(root, "readonly") &&
 	     !json_is_boolean(json_object_get(root, "readonly"))))
 		return refuse(err, "root.readonly must be a boolean");
+	p->root_readonly = json_is_true(json_object_get(root, "readonly"));
 	char full[PATH_MAX];
 	int n = path[0] == '/' ? snprintf(full, sizeof(full), "%s", path)
 			       : snprintf(full, sizeof(full), "%s", bundle);

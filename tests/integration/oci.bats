@@ -459,11 +459,14 @@ bad_bundle() {
     assert_contains "$(cat "$T/s1.out")" "Seccomp_filters:	2"
     run oci delete s1
     assert_status 0
-    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status"]'
+    # root.readonly: the root is not writable, /tmp still is
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status; touch /tmp/ok && ! touch /rw"]'
+    sed -i 's|"readonly": false|"readonly": true|' "$B/config.json"
     oci_create s2
     run oci start s2
     assert_eq "$(wait_exit s2)" "exit=0"
     assert_eq "$(cat "$T/s2.out")" "Seccomp_filters:	1" "agentjail's filter alone"
+    assert_contains "$(cat "$T/s2.err")" "Read-only file system"
     run oci delete s2
     assert_status 0
     # runtime-tools' bundles: root "./rootfs", a masked_eq whose valueTwo
