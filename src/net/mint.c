@@ -272,7 +272,8 @@ static int read_all(int fd, void *buf, size_t n)
 /* The revoker: holds the values run minted as run tells them, and revokes
  * them when its socket ends without GUARD_DONE (run was killed). Its own
  * session and /dev/null for stdio: no terminal, no caller's pipe held. */
-static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const char *id)
+static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const char *id,
+				 const aj_mint_guard *g)
 {
 	(void)prctl(PR_SET_NAME, "aj-revoke", 0, 0, 0);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* it holds minted values */
@@ -307,7 +308,9 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 	}
 	aj_error e;
 	aj_err_clear(&e);
-	if (aj_mint_revoke(cmd, p, id, &e) > 0) {
+	int failed = aj_mint_revoke(cmd, p, id, &e);
+	bool kept = g->revoked && g->revoked(g->ctx, p, failed);
+	if (failed > 0) {
 		/* no one else hears of it (stdio is /dev/null, run is gone): the
 		 * system log, naming each secret still live, never a value */
 		openlog("agentjail", LOG_PID, LOG_AUTHPRIV);
@@ -315,8 +318,11 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 			if (p->secrets[i].minted)
 				syslog(LOG_AUTHPRIV | LOG_ERR,
 				       "run %s: the minted secret %s was not revoked after the run "
-				       "was killed (%s): revoke it by hand",
-				       id, p->secrets[i].name, e.msg);
+				       "was killed (%s): %s",
+				       id, p->secrets[i].name, e.msg,
+				       kept ? "its record is kept, the next agentjail run or serve "
+					      "that starts tries again"
+					    : "revoke it by hand");
 		closelog();
 	}
 	_exit(0);
@@ -326,14 +332,14 @@ int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const c
 			aj_error *err)
 {
 	int sv[2];
-	g->fd = g->pid = -1;
+	g->fd = g->pid = -1; /* g->revoked and g->ctx are the caller's */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "--secret-mint: cannot start the revoker of this run");
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(sv[0]);
-		guard_main(sv[1], cmd, p, id);
+		guard_main(sv[1], cmd, p, id, g);
 	}
 	int e = errno;
 	close(sv[1]);
