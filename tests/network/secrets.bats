@@ -245,9 +245,9 @@ EOS
         AJ_BG_PID=$!
         local i
         for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
-        id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
+        id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\(-[0-9a-f]\{16\}\)\?\) stdin=long-lived-123$/\1/p' "$log")
         pid=${id#run-}
-        pid=${pid%-*}
+        pid=${pid%%-*}
         [ -n "$id" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
         rv=$(pgrep -P "$pid" -x aj-revoke) || fail "no revoker"
     }
