@@ -150,6 +150,8 @@ EOS
     id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
     [ -n "$id" ] || fail "hook: $(cat "$log")"
     [ "$(sed -n 2p "$log")" = "revoke K allowed.test $id stdin=run-token-$id" ] || fail "hook: $(cat "$log")"
+    local recs=${AGENTJAIL_STATE_DIR:-/var/lib/agentjail}/minted
+    [ ! -e "$recs/$id.json" ] || fail "its record is left"
     [ "$(jq -r 'select(.path == "/m") | .headers.Authorization' "$WEB_LOG")" = "Bearer run-token-$id" ] ||
         fail "$(cat "$WEB_LOG")"
     [[ "$output$stderr" != *run-token-* && "$output$stderr" != *long-lived-123* ]] || fail "a value in the output"
@@ -189,6 +191,7 @@ EOS
     [ -n "$rv" ] || fail "no revoker child of $pid"
     [ "$fds" = "$rv /dev/null /dev/null /dev/null " ] || fail "the revoker's session and stdio: $fds"
     ! kill -0 "$rv" 2>/dev/null || fail "the revoker outlived its revoke"
+    [ ! -e "$recs/$id.json" ] || fail "the revoker left its record"
     arun --allow allowed.test -- true # the next run sweeps the killed one's cgroup and table
     assert_status 0
 }
