@@ -306,16 +306,26 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 		s->value = v;
 		s->minted = true;
 	}
+	bool told[AJ_MAX_SECRETS] = {false}, failed_i[AJ_MAX_SECRETS] = {false};
+	for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++)
+		told[i] = p->secrets[i].minted;
 	aj_error e;
 	aj_err_clear(&e);
-	int failed = aj_mint_revoke(cmd, p, id, &e);
-	bool kept = g->revoked && g->revoked(g->ctx, p, failed);
+	int failed = aj_mint_revoke(cmd, p, id, &e), left = 0;
+	/* left for a later start: what failed, and what run may have been
+	 * minting when it was killed (never told) */
+	for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++) {
+		failed_i[i] = p->secrets[i].minted;
+		p->secrets[i].minted = p->secrets[i].n_hosts && (!told[i] || failed_i[i]);
+		left += p->secrets[i].minted;
+	}
+	bool kept = g->revoked && g->revoked(g->ctx, p, left);
 	if (failed > 0) {
 		/* no one else hears of it (stdio is /dev/null, run is gone): the
 		 * system log, naming each secret still live, never a value */
 		openlog("agentjail", LOG_PID, LOG_AUTHPRIV);
-		for (size_t i = 0; i < p->n_secrets; i++)
-			if (p->secrets[i].minted)
+		for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++)
+			if (failed_i[i])
 				syslog(LOG_AUTHPRIV | LOG_ERR,
 				       "run %s: the minted secret %s was not revoked after the run "
 				       "was killed (%s): %s",

@@ -21,9 +21,10 @@ bool aj_mint_wanted(const aj_policy *p);
 typedef struct aj_mint_guard {
 	int fd;	   /* to the revoker; -1: none */
 	pid_t pid; /* the revoker; -1: none */
-	/* called in the revoker after its revokes, with how many failed (the
-	 * secrets of p still marked minted): the run's record updated; true
-	 * when a record keeps the failed ones for a later start */
+	/* called in the revoker after its revokes, with how many scoped
+	 * secrets are left (marked minted in p: a failed revoke, or one run
+	 * may have been minting when killed): the run's record updated; true
+	 * when a record keeps them for a later start */
 	bool (*revoked)(void *ctx, const aj_policy *p, int failed);
 	void *ctx;
 } aj_mint_guard;
