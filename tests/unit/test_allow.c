@@ -959,8 +959,9 @@ static void test_tls_spool(void **state)
 	size_t big = 3 * AJ_INJECT_BODY_MAX, cap = 2 * big + 65536, wl = 0;
 	char *in = malloc(cap), *out = malloc(cap), *want = malloc(cap);
 	assert_true(in && out && want);
-	size_t h = (size_t)snprintf(in, cap, "PUT /s3 HTTP/1.1\r\nHost: api.test\r\n"
-					     "Content-Length: %zu\r\n\r\n",
+	size_t h = (size_t)snprintf(in, cap,
+				    "PUT /s3 HTTP/1.1\r\nHost: api.test\r\n"
+				    "Content-Length: %zu\r\n\r\n",
 				    big);
 	for (size_t i = 0; i < big;) {
 		if (i % 997 == 0 && i + pl <= big) {
