@@ -25,6 +25,8 @@ typedef struct aj_netd_ctx {
 	bool publisher_child; /* this is that child */
 	bool privileged;      /* started as root (host root, not a userns' root) */
 	struct aj_tls *tls;   /* HTTPS interception for scoped secrets (tls.h), or NULL */
+	int spool_dir;	      /* large :body request bodies spooled here (O_TMPFILE); 0: none */
+	unsigned long long spool_max; /* ... up to this many bytes each */
 } aj_netd_ctx;
 
 #endif

@@ -147,9 +147,11 @@ EOS
         sh -c 'curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $K" http://allowed.test/m; echo "inside: $K"'
     assert_status 0
     local id
-    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
     [ -n "$id" ] || fail "hook: $(cat "$log")"
     [ "$(sed -n 2p "$log")" = "revoke K allowed.test $id stdin=run-token-$id" ] || fail "hook: $(cat "$log")"
+    local recs=${AGENTJAIL_STATE_DIR:-/var/lib/agentjail}/minted
+    [ ! -e "$recs/$id.json" ] || fail "its record is left"
     [ "$(jq -r 'select(.path == "/m") | .headers.Authorization' "$WEB_LOG")" = "Bearer run-token-$id" ] ||
         fail "$(cat "$WEB_LOG")"
     [[ "$output$stderr" != *run-token-* && "$output$stderr" != *long-lived-123* ]] || fail "a value in the output"
@@ -174,8 +176,9 @@ EOS
     AJ_BG_PID=$!
     local i pid rv
     for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
-    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
     pid=${id#run-}
+    pid=${pid%-*}
     [ -n "$pid" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
     rv=$(pgrep -P "$pid" -x aj-revoke) || rv=''
     local fds=''
@@ -188,13 +191,136 @@ EOS
     [ -n "$rv" ] || fail "no revoker child of $pid"
     [ "$fds" = "$rv /dev/null /dev/null /dev/null " ] || fail "the revoker's session and stdio: $fds"
     ! kill -0 "$rv" 2>/dev/null || fail "the revoker outlived its revoke"
+    [ ! -e "$recs/$id.json" ] || fail "the revoker left its record"
     arun --allow allowed.test -- true # the next run sweeps the killed one's cgroup and table
     assert_status 0
 }
 
-@test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {
-    local value='sk-ws-Zq8!x&y=1'
+# In a private mount namespace: /dev as it is plus a /dev/log of the test's
+# own (a unix datagram socket whose lines go to $SYSLOG), then "$@"; once
+# it has ended, waits (5 s at most) for a line.
+with_fake_syslog() {
+    SYSLOG=$T/syslog.txt FAKEDEV=$T/fakedev unshare -m --propagation private bash -c '
+        set -e
+        mkdir -p "$FAKEDEV" && mount -t tmpfs -o mode=755 fakedev "$FAKEDEV"
+        for f in /dev/*; do
+            n=${f#/dev/}
+            if [ -L "$f" ]; then cp -P "$f" "$FAKEDEV/$n"
+            elif [ -d "$f" ]; then mkdir "$FAKEDEV/$n" && mount --rbind "$f" "$FAKEDEV/$n"
+            else touch "$FAKEDEV/$n" && mount --bind "$f" "$FAKEDEV/$n"; fi
+        done
+        python3 -c "import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+open(sys.argv[2], \"w\").close()
+s.settimeout(30)
+while True:
+    with open(sys.argv[2], \"ab\") as f:
+        f.write(s.recv(4096) + b\"\n\")" "$FAKEDEV/log" "$SYSLOG" &
+        until [ -e "$SYSLOG" ]; do sleep 0.02; done
+        mount --move "$FAKEDEV" /dev
+        "$@" || rc=$?
+        for i in $(seq 100); do [ -s "$SYSLOG" ] && break; sleep 0.05; done
+        kill $! && wait $! 2>/dev/null || true
+        exit ${rc:-0}' fake-syslog "$@"
+}
+
+@test "--secret-mint: a run killed with its revoker is revoked by the next start, once; a revoke the revoker failed is in syslog and its record" {
+    export AGENTJAIL_STATE_DIR=$T/state
+    local hook=$T/mint.sh log=$T/mint.log dir=$T/state/minted
+    cat >"$hook" <<EOS
+#!/bin/sh
+v=\$(cat)
+echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
+[ "\$1" = revoke ] && [ -e "$T/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
+[ "\$1" = revoke ] && [ -e "$T/slow" ] && sleep 1
+[ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
+exit 0
+EOS
+    chmod 755 "$hook"
+    # RUN ...: a run in the background, its command up; sets id, pid and rv (its revoker)
+    start_run() {
+        rm -f "$WS/up"
+        : >"$log"
+        "$@" timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" "$AJ" run -q --workspace "$WS" \
+            --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- \
+            sh -c "touch /workspace/up; exec sleep 30" >/dev/null 2>&1 &
+        AJ_BG_PID=$!
+        local i
+        for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
+        id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\(-[0-9a-f]\{16\}\)\?\) stdin=long-lived-123$/\1/p' "$log")
+        pid=${id#run-}
+        pid=${pid%%-*}
+        [ -n "$id" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
+        rv=$(pgrep -P "$pid" -x aj-revoke) || fail "no revoker"
+    }
+    local id pid rv rec
+    # killed with its revoker: nothing revokes, the record stays (the old
+    # code kept none: nothing ever revoked it)
+    start_run
+    rec=$dir/$id.json
+    [ "$(stat -c %a "$dir") $(stat -c %a "$rec")" = "700 600" ] || fail "$(ls -la "$dir")"
+    [ "$(jq -c '[.sandbox, .secrets, .hook, [.owner.pids[][0]]]' "$rec")" = \
+        "[\"$id\",[{\"name\":\"K\",\"hosts\":[\"allowed.test\"]}],\"$hook\",[$pid,$rv]]" ] || fail "$(cat "$rec")"
+    ! grep -qF -e long-lived-123 -e run-token "$rec" || fail "a value in the record"
+    kill -KILL "$rv" "$pid"
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    ! grep -q '^revoke' "$log" || fail "revoked: $(cat "$log")"
+    "$AJ" doctor --json | jq -e '.[] | select(.name == "minted secrets" and .status == "warn") |
+        .detail | contains("0 records of live runs, 1 of runs that are gone")' >/dev/null ||
+        fail "doctor: $("$AJ" doctor --json | jq -c '.[] | select(.name == "minted secrets")')"
+    # crash leftovers of record writers: gone (4194305: no pid is), too old,
+    # and one of a live writer (this shell), which stays
+    : >"$dir/.tmp-4194305-000000000000-a.json"
+    touch -d '-5 min' "$dir/.tmp-$$-000000000000-b.json"
+    : >"$dir/.tmp-$$-000000000000-c.json"
+    # two runs start at once (a revoke takes 1 s): one of them revokes,
+    # with the record's hook, name, hosts and id, and an empty stdin
+    # (in the fake world: they sweep the killed run's table too)
+    touch "$T/slow"
+    : >"$log"
+    hrun --allow allowed.test -- true &
+    local a=$!
+    hrun --allow allowed.test -- true
+    wait "$a"
+    rm "$T/slow"
+    [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] || fail "hook: $(cat "$log")"
+    [ "$(ls -A "$dir")" = ".tmp-$$-000000000000-c.json" ] || fail "left: $(ls -la "$dir")"
+    rm "$dir/.tmp-$$-000000000000-c.json"
+    # run killed, its revoker's revoke fails: one syslog line (authpriv.err)
+    # per secret left live, and its record keeps it for the next start
+    touch "$T/issuer-down"
+    start_run with_fake_syslog
+    kill -KILL "$pid"
+    local i
+    for ((i = 0; i < 100; i++)); do kill -0 "$rv" 2>/dev/null || break; sleep 0.05; done
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    grep -qx "revoke K allowed.test $id stdin=run-token-$id" "$log" || fail "hook: $(cat "$log")"
+    grep -qE "^<83>.*agentjail\[$rv\]: run $id: the minted secret K was not revoked after the run was killed \(the mint hook $hook revoke for secret K failed \(exit status 4\)\): its record is kept, the next agentjail run or serve that starts tries again$" "$T/syslog.txt" ||
+        fail "syslog: $(cat "$T/syslog.txt")"
+    ! grep -qF -e long-lived-123 -e run-token "$T/syslog.txt" || fail "a value in syslog"
+    [ "$(jq -c '[.secrets[].name, .owner.pids[][0]]' "$dir/$id.json")" = "[\"K\",$rv]" ] || fail "$(cat "$dir/$id.json")"
+    rm "$T/issuer-down"
+    : >"$log"
+    hrun --allow allowed.test -- true
+    [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] && [ -z "$(ls -A "$dir")" ] ||
+        fail "hook: $(cat "$log"); $(ls -la "$dir")"
+}
+
+# 3 MiB of ("a" * (997 - len(PH)) + PH) units: a placeholder across every
+# boundary of the proxy's reads, its 1 MiB hold and its spool's pieces
+# (gen inside the sandbox is the same)
+BIGGEN='import sys; k = sys.argv[1]; sys.stdout.write(("a" * (997 - len(sys.argv[2])) + k) * 3156)'
+
+@test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, spooled, streamed, capped), Connection options, --net open through the proxy" {
+    local value='sk-ws-Zq8!x&y=1' long
+    long=$(printf 'L%.0s' {1..900})
+    mkdir -p "$T/state"
+    AGENTJAIL_STATE_DIR=$T/state AGENTJAIL_BODY_SPOOL_MAX=4M \
     arun --allow allowed.test --allow other.test --secret "K@allowed.test:body=$value" \
+        --secret "L@allowed.test:body=$long" \
         --net-log "$T/net.jsonl" --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
         python3 /wsclient.py ws://allowed.test/ws-a hello -H "Authorization: Bearer $K"
         python3 /wsclient.py ws://other.test/ws-o hi -H "Authorization: Bearer $K"
@@ -202,14 +328,37 @@ EOS
         curl -sS -m 5 -o /dev/null -d "key=$K&n=1" http://allowed.test/body-cl
         curl -sS -m 5 -o /dev/null -H "Transfer-Encoding: chunked" -d "key=$K" http://allowed.test/body-chunked
         curl -sS -m 5 -o /dev/null -d "key=$K" http://other.test/body-other
+        curl -sS -m 5 -o /dev/null -H "Connection: X-Secret-Hdr" -H "X-Secret-Hdr: $K" \
+            -H "X-Kept: $K" http://allowed.test/conn
         head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -H "X-Big: $K" -w "big %{http_code}\n" \
             -o /dev/null http://allowed.test/big
+        gen() { python3 -c "import sys; k = sys.argv[1]; sys.stdout.write((\"a\" * (997 - len(sys.argv[2])) + k) * 3156)" "$@"; }
+        gen "$K" "$K" >/tmp/b3
+        curl -sS -m 20 -T /tmp/b3 -w "s3 %{http_code}\n" -o /dev/null http://allowed.test/s3-put
+        curl -sS -m 20 -T /tmp/b3 -H "Transfer-Encoding: chunked" -w "s3c %{http_code}\n" \
+            -o /dev/null http://allowed.test/s3-chunked
+        curl -sS -m 20 --data-binary @/tmp/b3 -H "Transfer-Encoding: chunked" -w "b3c %{http_code}\n" \
+            -o /dev/null http://allowed.test/big-chunked
+        gen "$L" "$K" >/tmp/l3
+        curl -sS -m 20 --data-binary @/tmp/l3 -H "X-Over: $K" -w "over %{http_code}\n" \
+            -o /tmp/over.txt http://allowed.test/over-filled
+        cat /tmp/over.txt
+        head -c 5000000 /dev/zero | curl -sS -m 20 --data-binary @- -H "X-Over: $K" -w "over5 %{http_code}\n" \
+            -o /dev/null http://allowed.test/over-length
         echo "inside: $K"'
     assert_status 0
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hello"
     assert_output_has_line "echo hi"
-    assert_output_has_line "big 413"
+    assert_output_has_line "big 200"
+    assert_output_has_line "s3 200"
+    assert_output_has_line "s3c 411"
+    assert_output_has_line "b3c 200"
+    assert_output_has_line "over 413"
+    assert_output_has_line "over5 413"
+    assert_output_has_line "agentjail proxy: allowed.test:80: the body with the secrets' values in it is larger than the 4 MiB a body with a :body secret is spooled up to (AGENTJAIL_BODY_SPOOL_MAX)"
+    # the spool: unlinked files only, nothing left
+    [ -z "$(ls -A "$T/state/spool")" ] || fail "left in the spool: $(ls -A "$T/state/spool")"
     # an upgrade the server declines: its answer relayed, then the
     # connection ends (one checked request per connection), nothing raw
     assert_output_has_line "ws 401"
@@ -227,12 +376,29 @@ EOS
     [ "$(req /body-cl | jq -r '.headers["Content-Length"]')" = "$((${#value} + 8))" ] || fail "/body-cl length: $(req /body-cl)"
     [ "$(req /body-chunked | jq -r '.body')" = "key=$value" ] || fail "/body-chunked: $(req /body-chunked)"
     [ "$(req /body-other | jq -r '.body')" = "key=$ph" ] || fail "/body-other: $(req /body-other)"
-    [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    # the headers the client's Connection names stay at the proxy
+    [ "$(req /conn | jq -r '.headers["X-Secret-Hdr"]')" = null ] || fail "/conn: $(req /conn)"
+    [ "$(req /conn | jq -r '.headers["X-Kept"]')" = "$value" ] || fail "/conn: $(req /conn)"
+    # over 1 MiB: a Content-Length body spooled and sent with its length
+    # (a server that refuses chunked takes it), a chunked one streamed
+    [ "$(req /big | jq -r '.headers["Content-Length"]')" = 1100000 ] || fail "/big: $(req /big)"
+    [ "$(req /big | jq -r '.headers["X-Big"]')" = "$value" ] || fail "/big: $(req /big)"
+    local want
+    want=$(python3 -c "$BIGGEN" "$value" "$ph" | sha256sum | cut -d' ' -f1)
+    for p in /s3-put /big-chunked; do
+        [ "$(req $p | jq -r '.body_sha256')" = "$want" ] || fail "$p: not filled: $(req $p)"
+    done
+    [ "$(req /s3-put | jq -r '.headers["Content-Length"]')" = "$(python3 -c "$BIGGEN" "$value" "$ph" | wc -c)" ] ||
+        fail "/s3-put: $(req /s3-put | jq -c .headers)"
+    [ "$(req /s3-put | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/s3-put: $(req /s3-put | jq -c .headers)"
+    [ "$(req /s3-chunked | jq -r '.status')" = 411 ] || fail "/s3-chunked: $(req /s3-chunked | jq -c .headers)"
+    [ "$(req /big-chunked | jq -r '.headers["Transfer-Encoding"]')" = chunked ] || fail "/big-chunked: not chunked"
+    [ -z "$(req /over-filled)$(req /over-length)" ] || fail "a body over the cap was sent"
     q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
-    [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
-    [ "$(q '.event == "proxy" and .status == 413')" -eq 1 ] || fail "$(cat "$T/net.jsonl")"
-    # the 413's header value went nowhere: no secret_injected line for it
-    [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 0 ] || fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 5 ] || fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .status == 413')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
+    # the 413s' header values went nowhere: no secret_injected line for them
+    [ "$(q '.event == "secret_injected" and .where == "header X-Over"')" -eq 0 ] || fail "$(cat "$T/net.jsonl")"
 
     # --net open: proxy variables inside; through the proxy the value, a
     # direct connection (no proxy) carries only the placeholder
