@@ -49,7 +49,7 @@ static const char oci_usage[] =
     "  agentjail oci ps [--format table|json] ID\n"
     "                     the host pids of its processes\n"
     "  agentjail oci update --resources FILE|- ID\n"
-    "                     new memory, pids and cpu limits (linux.resources JSON)\n"
+    "                     new limits, cpu weight and cpuset (linux.resources JSON)\n"
     "  agentjail oci features    what is supported, as JSON\n"
     "\n"
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
