@@ -471,6 +471,12 @@ bad_bundle() {
     bundle_config '["/bin/true"]'
     sed -i 's|"linux": {|"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}, {"path": "/dev/kvm", "type": "c", "major": 10, "minor": 232}], |' "$B/config.json"
     bad_bundle "linux.devices: /dev/kvm is not supported"
+    # a cpu the container's parent cgroup has not, a weight out of range
+    bundle_config '["/bin/true"]'
+    sed -i 's|"resources": {|"resources": {"cpu": {"shares": 512, "cpus": "0,'"$(nproc --all)"'"}, |' "$B/config.json"
+    bad_bundle "linux.resources.cpu.cpus \"0,$(nproc --all)\": cpu $(nproc --all) is not one this container may use"
+    sed -i 's|"shares": 512|"shares": 262145|' "$B/config.json"
+    bad_bundle "linux.resources.cpu.shares 262145 is out of range"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
     bad_bundle "process.terminal needs --console-socket"
