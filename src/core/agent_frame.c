@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,20 +10,56 @@
 #include "agent_frame.h"
 #include "util.h"
 
-int aj_agent_send(int fd, char type, const void *buf, size_t len)
+/* poll fd for ev up to idle_ms (-1: for ever). 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short ev, int idle_ms)
+{
+	struct pollfd p = {.fd = fd, .events = ev};
+	int r;
+	while ((r = poll(&p, 1, idle_ms)) < 0 && errno == EINTR)
+		;
+	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
+}
+
+static int write_idle(int fd, const void *buf, size_t len, int idle_ms)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			int r = wait_fd(fd, POLLOUT, idle_ms);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int aj_agent_send_idle(int fd, char type, const void *buf, size_t len, int idle_ms)
 {
 	unsigned char h[AJ_AGENT_HDR];
 	if (len > AJ_AGENT_MAX_FRAME)
 		return -EMSGSIZE;
 	aj_agent_hdr(h, type, (uint32_t)len);
-	int r = aj_write_all(fd, h, sizeof(h));
+	int r = write_idle(fd, h, sizeof(h), idle_ms);
 	if (r == 0 && len)
-		r = aj_write_all(fd, buf, len);
+		r = write_idle(fd, buf, len, idle_ms);
 	return r;
 }
 
+int aj_agent_send(int fd, char type, const void *buf, size_t len)
+{
+	return aj_agent_send_idle(fd, type, buf, len, -1);
+}
+
 /* 1: all of it, 0: the end before the first byte, -EPROTO: cut short. */
-static int read_full(int fd, void *buf, size_t len)
+static int read_full(int fd, void *buf, size_t len, int idle_ms)
 {
 	char *p = buf;
 	size_t got = 0;
@@ -30,6 +67,12 @@ static int read_full(int fd, void *buf, size_t len)
 		ssize_t n = read(fd, p + got, len - got);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			int r = wait_fd(fd, POLLIN, idle_ms);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (n < 0)
 			return -errno;
 		if (n == 0)
@@ -41,9 +84,14 @@ static int read_full(int fd, void *buf, size_t len)
 
 int aj_agent_recv(int fd, char *type, char **buf, uint32_t *len)
 {
+	return aj_agent_recv_idle(fd, type, buf, len, -1);
+}
+
+int aj_agent_recv_idle(int fd, char *type, char **buf, uint32_t *len, int idle_ms)
+{
 	unsigned char h[AJ_AGENT_HDR];
 	*buf = NULL;
-	int r = read_full(fd, h, sizeof(h));
+	int r = read_full(fd, h, sizeof(h), idle_ms);
 	if (r <= 0)
 		return r;
 	*type = (char)h[0];
@@ -52,7 +100,7 @@ int aj_agent_recv(int fd, char *type, char **buf, uint32_t *len)
 		return -EPROTO;
 	if (!(*buf = malloc((size_t)*len + 1)))
 		return -ENOMEM;
-	if (*len && (r = read_full(fd, *buf, *len)) != 1) {
+	if (*len && (r = read_full(fd, *buf, *len, idle_ms)) != 1) {
 		free(*buf);
 		*buf = NULL;
 		return r == 0 ? -EPROTO : r;

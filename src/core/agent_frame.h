@@ -20,6 +20,11 @@ int aj_agent_send(int fd, char type, const void *buf, size_t len);
  * caller). 1: a frame, 0: the end before a frame, -EPROTO: a frame cut
  * short or longer than AJ_AGENT_MAX_FRAME, else -errno. */
 int aj_agent_recv(int fd, char *type, char **buf, uint32_t *len);
+/* The same on a non-blocking fd, giving up with -ETIMEDOUT when it has
+ * been idle_ms without progress (-1: never): a stopped agent can't hold
+ * the caller. */
+int aj_agent_send_idle(int fd, char type, const void *buf, size_t len, int idle_ms);
+int aj_agent_recv_idle(int fd, char *type, char **buf, uint32_t *len, int idle_ms);
 
 /* The whole frames at the start of buf, each given to fn (which returns
  * false to stop). Returns the bytes used (a partial frame is left for

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_frame.h"
 #include "error.h"
 #include "util.h"
 
@@ -230,13 +231,42 @@ static void test_cpulist(void **state)
 	assert_int_equal(aj_cpulist_parse("9000-1,x", false, &a), -EINVAL);
 }
 
+/* A silent or stopped agent: the idle calls give up instead of blocking
+ * (a header alone, an empty pipe, a full pipe); a whole frame still reads. */
+static void test_agent_idle(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	char type, *buf = NULL;
+	uint32_t n;
+	assert_int_equal(aj_agent_recv_idle(p[0], &type, &buf, &n, 50), -ETIMEDOUT);
+	unsigned char h[AJ_AGENT_HDR];
+	aj_agent_hdr(h, AJ_AG_DATA, 4);
+	assert_int_equal(write(p[1], h, sizeof(h)), (ssize_t)sizeof(h));
+	assert_int_equal(aj_agent_recv_idle(p[0], &type, &buf, &n, 50), -ETIMEDOUT);
+	assert_null(buf);
+	char fill[4096] = {0};
+	while (write(p[1], fill, sizeof(fill)) > 0)
+		;
+	assert_int_equal(aj_agent_send_idle(p[1], AJ_AG_DATA, "abcd", 4, 50), -ETIMEDOUT);
+	close(p[0]), close(p[1]);
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	assert_int_equal(aj_agent_send_idle(p[1], AJ_AG_DATA, "abcd", 4, 50), 0);
+	assert_int_equal(aj_agent_recv_idle(p[0], &type, &buf, &n, 50), 1);
+	assert_int_equal(n, 4);
+	assert_string_equal(buf, "abcd");
+	free(buf);
+	close(p[0]), close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_size),	 cmocka_unit_test(test_parse_uint),
-	    cmocka_unit_test(test_error_format), cmocka_unit_test(test_steal),
-	    cmocka_unit_test(test_mkdir_p),	 cmocka_unit_test(test_copy_sparse),
-	    cmocka_unit_test(test_cpulist),
+	    cmocka_unit_test(test_parse_size),	cmocka_unit_test(test_agent_idle),
+	    cmocka_unit_test(test_parse_uint),	cmocka_unit_test(test_error_format),
+	    cmocka_unit_test(test_steal),	cmocka_unit_test(test_mkdir_p),
+	    cmocka_unit_test(test_copy_sparse), cmocka_unit_test(test_cpulist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -607,6 +607,9 @@ int aj_gvbox_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	aj_gvbox_runsc_error(&j->a, runsc_msg, sizeof(runsc_msg));
 	close(j->a.to);
 	j->a.to = -1;
+	/* the agent has answered or been killed; one the sandbox stopped
+	 * before it could exit is killed after the grace, not waited for */
+	aj_gvbox_agent_settle(&j->a, false, AJ_GV_AGENT_GRACE_MS);
 	aj_gvbox_agent_end(&j->a, false);
 	res->wall_ms = now_ms() - j->start_ms;
 	gv_run *g = &j->i->g;

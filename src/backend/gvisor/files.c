@@ -70,8 +70,11 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	if (!txt)
 		return aj_err(err, ENOMEM, "request");
 	int r = aj_gvbox_agent_spawn(i, true, &a, err);
+	if (r == 0 &&
+	    (fcntl(a.to, F_SETFL, O_NONBLOCK) < 0 || fcntl(a.from, F_SETFL, O_NONBLOCK) < 0))
+		r = -errno;
 	if (r == 0)
-		r = aj_agent_send(a.to, AJ_AG_REQUEST, txt, strlen(txt));
+		r = aj_agent_send_idle(a.to, AJ_AG_REQUEST, txt, strlen(txt), AJ_GV_AGENT_IDLE_MS);
 	free(txt);
 	if (r == 0 && src_fd >= 0) {
 		char buf[65536];
@@ -87,16 +90,21 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 				break;
 			}
 			left -= (unsigned long long)n;
-			r = aj_agent_send(a.to, AJ_AG_DATA, buf, (size_t)n);
+			r = aj_agent_send_idle(a.to, AJ_AG_DATA, buf, (size_t)n,
+					       AJ_GV_AGENT_IDLE_MS);
 		}
-		int e = aj_agent_send(a.to, AJ_AG_DATA, NULL, 0);
+		int e = r == -ETIMEDOUT
+			    ? r
+			    : aj_agent_send_idle(a.to, AJ_AG_DATA, NULL, 0, AJ_GV_AGENT_IDLE_MS);
 		r = r ? r : e;
 	}
 	int hr = 0;
-	for (;;) {
+	bool idle = r == -ETIMEDOUT;
+	while (!idle) {
 		char type, *buf = NULL;
 		uint32_t n;
-		int k = aj_agent_recv(a.from, &type, &buf, &n);
+		int k = aj_agent_recv_idle(a.from, &type, &buf, &n, AJ_GV_AGENT_IDLE_MS);
+		idle = k == -ETIMEDOUT;
 		if (k <= 0)
 			break;
 		if (hr == 0)
@@ -107,7 +115,15 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	char msg[512];
 	aj_gvbox_runsc_error(&a, msg, sizeof(msg));
+	/* a stopped agent (the sandbox's user can stop it) is killed, not waited for */
+	aj_gvbox_agent_settle(&a, idle, AJ_GV_AGENT_GRACE_MS);
 	aj_gvbox_agent_end(&a, false);
+	if (idle) {
+		aj_err(err, ETIMEDOUT, "%s: the sandbox's agent sent nothing for %d s", path,
+		       AJ_GV_AGENT_IDLE_MS / 1000);
+		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
+		return -ETIMEDOUT;
+	}
 	if (r < 0)
 		return aj_err(err, -r, "%s: cannot send the file to the sandbox", path);
 	if (hr < 0)

@@ -60,6 +60,8 @@ int aj_gv_agent_spawn(gv_run *g, bool root, gv_agent *a, aj_error *err);
  * first when kill, or after grace_ms): its pid stays safe to kill. */
 void aj_gvbox_agent_settle(gv_agent *a, bool kill, int grace_ms);
 #define AJ_GV_AGENT_GRACE_MS 3000
+/* a file operation's agent silent this long is given up (as level 3's) */
+#define AJ_GV_AGENT_IDLE_MS 30000
 /* Close our ends, reap it (SIGKILL first when kill). */
 void aj_gvbox_agent_end(gv_agent *a, bool kill);
 /* runsc's message on errp (the last line), for an error. */

@@ -387,10 +387,11 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 static int mv_claim(aj_inst *i, aj_error *err)
 {
 	int r = i->vm.restored ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
-	/* a snapshot whose agent can't (an older one's): removed, the next
-	 * VM boots (a fork's save is its own) */
+	/* a snapshot whose agent can't (an older one's): removed with its
+	 * RAM (a RAM file left would refuse the next save for a minute), the
+	 * next VM boots (a fork's save is its own) */
 	if (r < 0 && !i->vm.restore_dir[0])
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 	return r;
 }
 
