@@ -238,9 +238,9 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 }
 
 /* The guest's root streamed by its agent (op "tree": its own mount, the
- * guest's processes stopped meanwhile) to sink, for a snapshot. A paused
+ * guest's processes frozen meanwhile) to sink, for a snapshot. A paused
  * VM is thawed for it (its agent runs in it) and frozen again after: its
- * processes may run for the moment before the agent stops them. */
+ * processes may run for the moment before the agent freezes them. */
 static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 {
 	bool paused = i->paused;
