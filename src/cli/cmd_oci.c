@@ -49,7 +49,7 @@ static const char oci_usage[] =
     "  agentjail oci ps [--format table|json] ID\n"
     "                     the host pids of its processes\n"
     "  agentjail oci update --resources FILE|- ID\n"
-    "                     new memory, pids and cpu limits (linux.resources JSON)\n"
+    "                     new limits, cpu weight and cpuset (linux.resources JSON)\n"
     "  agentjail oci features    what is supported, as JSON\n"
     "\n"
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
@@ -322,7 +322,7 @@ static int wait_gone(pid_t pid)
 	return n == 1 ? 0 : -ETIMEDOUT;
 }
 
-static int cmd_delete(int rootfd, int argc, char **argv)
+static int cmd_delete(int rootfd, int argc, char **argv, char **main_argv)
 {
 	bool force = false;
 	int i = 1;
@@ -342,6 +342,15 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	aj_oci_state st;
 	if (aj_oci_load_state(rootfd, id, &st))
 		return AJ_EXIT_INTERNAL;
+#ifdef AJ_RUN_NET_HELPER
+	/* agentjail's own network: its sweep (below) is agentjail-net's */
+	if (json_is_true(json_object_get(st.j, "net"))) {
+		json_decref(st.j);
+		return aj_cli_exec_helper("agentjail-net", main_argv);
+	}
+#else
+	(void)main_argv;
+#endif
 	int r = 0;
 	/* as runc: a created one is killed, a running or paused one only
 	 * with --force (nothing changed) */
@@ -370,6 +379,13 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	}
 	if (r == 0 && aj_oci_remove_state(rootfd, id) < 0)
 		r = aj_oci_failf("cannot remove the state of %s: %s", id, strerror(errno));
+	/* a monitor SIGKILLed left its cgroups and its network's nft table
+	 * and links (the next sandbox's sweep would take them): gone now */
+	if (r == 0) {
+		aj_cgroup_sweep(json_string_value(json_object_get(st.j, "cgroups")));
+		if (json_is_true(json_object_get(st.j, "net")))
+			aj_net_sweep();
+	}
 	aj_error err;
 	if (r == 0)
 		(void)aj_oci_run_hooks(json_object_get(st.j, "hooks"), "poststop", id, "stopped", 0,
@@ -474,7 +490,7 @@ int aj_cmd_oci(int argc, char **argv)
 		else if (!strcmp(cmd, "kill"))
 			rc = cmd_kill(rootfd, argc, argv);
 		else if (!strcmp(cmd, "delete"))
-			rc = cmd_delete(rootfd, argc, argv);
+			rc = cmd_delete(rootfd, argc, argv, main_argv);
 		else if (!strcmp(cmd, "exec"))
 			rc = aj_oci_cmd_exec(rootfd, argc, argv);
 		else if (!strcmp(cmd, "ps"))

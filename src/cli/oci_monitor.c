@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "net_addr.h"
 #include "backends.h"
 #include "error.h"
 #include "oci_bundle.h"
@@ -483,7 +484,7 @@ __attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, 
 }
 
 static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, pid_t init,
-		       pid_t ctr, const char *config_text)
+		       pid_t ctr, bool net, const char *config_text)
 {
 	json_t *cfg = json_loads(config_text, 0, NULL);
 	json_t *ann = json_object_get(cfg, "annotations");
@@ -507,6 +508,16 @@ static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, p
 		json_decref(st);
 		st = NULL;
 	}
+	/* agentjail's own network (a veth, an nft table): a killed monitor's
+	 * are swept by delete (agentjail-net's) */
+	if (st && net)
+		json_object_set_new(st, "net", json_true());
+	/* and its cgroups, found from init's (gone by then) */
+	char path[64];
+	_cleanup_free_ char *pc = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init);
+	if (st && aj_read_file(path, &pc, NULL) == 0)
+		json_object_set_new(st, "cgroups", json_string(pc));
 	json_t *hooks = json_object_get(cfg, "hooks");
 	if (st && json_is_object(hooks))
 		json_object_set(st, "hooks", hooks); /* poststart, poststop: start, delete */
@@ -655,7 +666,8 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			     sent < 0 ? strerror(sent_errno) : "short write");
 	else if ((r = console ? aj_oci_send_console(console, master) : 0) < 0)
 		aj_oci_failf("--console-socket %s: %s", console, strerror(-r));
-	else if ((r = write_state(dfd, id, bundle, pid, rep.init, ctr, text)) < 0)
+	else if ((r = write_state(dfd, id, bundle, pid, rep.init, ctr, aj_net_wanted(&cfg->policy),
+				  text)) < 0)
 		aj_oci_failf("cannot write the state of %s: %s", id, strerror(-r));
 	if (r == 0 && pid_file && (r = aj_oci_write_pid_file(pid_file, ctr)) < 0)
 		aj_oci_failf("cannot write the pid file %s: %s", pid_file, strerror(-r));

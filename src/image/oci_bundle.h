@@ -36,8 +36,10 @@ void aj_oci_config_free(aj_oci_config *c);
 int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err);
 
 /* `oci update --resources`: a runtime-spec linux.resources object, its
- * memory.limit, pids.limit and cpu quota/period into p's memory, pids and
- * cpu_millis (0: not given); anything else set is refused. As above. */
+ * memory.limit and reservation, pids.limit, cpu quota/period, shares, cpus
+ * and mems into p's memory, memory_low, pids, cpu_millis, cpu_shares,
+ * cpuset_cpus and cpuset_mems (0 / NULL: not given); anything else set is
+ * refused. As above. */
 int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err);
 
 #endif
