@@ -21,13 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "error.h"
 #include "net.h"
+#include "nsjoin.h"
 #include "oci_bundle.h"
 #include "oci_common.h"
 #include "util.h"
@@ -55,6 +58,21 @@ static const char oci_usage[] =
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
     "$XDG_RUNTIME_DIR/agentjail-oci). --log FILE: errors appended there too, as JSON\n"
     "lines with --log-format json. Errors: exit 125. Docs: docs/oci.md.\n";
+
+/* A joined uts namespace keeps its name (the sandbox's user namespace
+ * does not own it): a bundle's hostname must be that name. */
+static int check_hostname(const aj_oci_config *c, aj_error *err)
+{
+	struct utsname u;
+	if (!c->policy.hostname || (uname(&u) == 0 && !strcmp(u.nodename, c->policy.hostname)))
+		return 0;
+	aj_err(err, EINVAL,
+	       "hostname %s with the uts namespace %s, whose name is %s: a joined uts "
+	       "namespace's name is not changed",
+	       c->policy.hostname, c->utsns, u.nodename);
+	aj_err_hint(err, "leave hostname out, or give the pod's (docs/oci.md)");
+	return -EINVAL;
+}
 
 static int cmd_create(int argc, char **argv, char **main_argv)
 {
@@ -137,6 +155,15 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 				    strerror(errno));
 	}
 	if (cfg.netns && aj_net_join_netns(cfg.netns, cfg.netns_open, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return aj_oci_fail(&err);
+	}
+	/* a pod's ipc and uts namespaces (the CRI's pause container's): this
+	 * process joins them as root, before the sandbox's user namespace is
+	 * made; the monitor and the sandbox inherit them */
+	if ((cfg.ipcns && aj_ns_join(cfg.ipcns, CLONE_NEWIPC, &err) < 0) ||
+	    (cfg.utsns && aj_ns_join(cfg.utsns, CLONE_NEWUTS, &err) < 0) ||
+	    (cfg.utsns && check_hostname(&cfg, &err) < 0)) {
 		aj_oci_config_free(&cfg);
 		return aj_oci_fail(&err);
 	}
