@@ -74,6 +74,29 @@ static int check_hostname(const aj_oci_config *c, aj_error *err)
 	return -EINVAL;
 }
 
+/* A pod's ipc and uts namespaces (the CRI's pause container's): both
+ * checked, then joined by this process as root, before the sandbox's user
+ * namespace is made (the monitor and the sandbox inherit them), before the
+ * network's wall: a refusal changes nothing. The runtime's own are kept
+ * for the hooks (they run in the runtime's namespaces). */
+static int join_pod_namespaces(const aj_oci_config *c, aj_error *err)
+{
+	_cleanup_close_ int ipc = -1, uts = -1;
+	if ((c->ipcns && (ipc = aj_ns_open(c->ipcns, CLONE_NEWIPC, err)) < 0) ||
+	    (c->utsns && (uts = aj_ns_open(c->utsns, CLONE_NEWUTS, err)) < 0))
+		return -EINVAL;
+	if ((ipc >= 0 &&
+	     (aj_oci_runtime_ipcns = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0) ||
+	    (uts >= 0 &&
+	     (aj_oci_runtime_utsns = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC)) < 0))
+		return aj_err(err, errno, "cannot open this process's namespaces");
+	if ((ipc >= 0 && aj_ns_enter(ipc, CLONE_NEWIPC, c->ipcns, err) < 0) ||
+	    (uts >= 0 && aj_ns_enter(uts, CLONE_NEWUTS, c->utsns, err) < 0) ||
+	    (uts >= 0 && check_hostname(c, err) < 0))
+		return -EINVAL;
+	return 0;
+}
+
 static int cmd_create(int argc, char **argv, char **main_argv)
 {
 	static const struct option opts[] = {
@@ -146,6 +169,10 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 #else
 	(void)main_argv;
 #endif
+	if (join_pod_namespaces(&cfg, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return aj_oci_fail(&err);
+	}
 	/* an engine's network namespace: this process joins it (the monitor
 	 * and the sandbox inherit it), walled unless the annotations open it */
 	if (cfg.netns &&
@@ -155,15 +182,6 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 				    strerror(errno));
 	}
 	if (cfg.netns && aj_net_join_netns(cfg.netns, cfg.netns_open, &err) < 0) {
-		aj_oci_config_free(&cfg);
-		return aj_oci_fail(&err);
-	}
-	/* a pod's ipc and uts namespaces (the CRI's pause container's): this
-	 * process joins them as root, before the sandbox's user namespace is
-	 * made; the monitor and the sandbox inherit them */
-	if ((cfg.ipcns && aj_ns_join(cfg.ipcns, CLONE_NEWIPC, &err) < 0) ||
-	    (cfg.utsns && aj_ns_join(cfg.utsns, CLONE_NEWUTS, &err) < 0) ||
-	    (cfg.utsns && check_hostname(&cfg, &err) < 0)) {
 		aj_oci_config_free(&cfg);
 		return aj_oci_fail(&err);
 	}

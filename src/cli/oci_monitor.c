@@ -35,6 +35,7 @@
 /* ---- hooks (runtime-spec): run by the runtime, as the runtime ---- */
 
 int aj_oci_runtime_netns = -1;
+int aj_oci_runtime_ipcns = -1, aj_oci_runtime_utsns = -1;
 
 /* One hook: path with args and env, the container's state as JSON on its
  * stdin; killed after its timeout. 0, or -1 with why in msg. */
@@ -64,7 +65,9 @@ static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (dup2(in[0], 0) < 0 ||
-		    (aj_oci_runtime_netns >= 0 && setns(aj_oci_runtime_netns, CLONE_NEWNET) < 0))
+		    (aj_oci_runtime_netns >= 0 && setns(aj_oci_runtime_netns, CLONE_NEWNET) < 0) ||
+		    (aj_oci_runtime_ipcns >= 0 && setns(aj_oci_runtime_ipcns, CLONE_NEWIPC) < 0) ||
+		    (aj_oci_runtime_utsns >= 0 && setns(aj_oci_runtime_utsns, CLONE_NEWUTS) < 0))
 			_exit(127);
 		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (nul >= 0)

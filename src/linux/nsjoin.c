@@ -41,7 +41,15 @@ static const char *proc_name(int nstype)
 	return "?";
 }
 
-int aj_ns_join(const char *path, int nstype, aj_error *err)
+int aj_ns_enter(int fd, int nstype, const char *path, aj_error *err)
+{
+	if (setns(fd, nstype) < 0)
+		return aj_err(err, errno, "linux.namespaces: cannot join the %s namespace %s",
+			      aj_ns_type_name(nstype), path);
+	return 0;
+}
+
+int aj_ns_open(const char *path, int nstype, aj_error *err)
 {
 	const char *want = aj_ns_type_name(nstype);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);

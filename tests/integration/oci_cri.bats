@@ -49,6 +49,8 @@ state = "$T/ctd/state"
     conf_dir = "$T/cni"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.agentjail]
     runtime_type = "io.containerd.runc.v2"
     pod_annotations = ["run.agentjail.*"]
@@ -94,10 +96,10 @@ cmd_pid() {
 
 @test "CRI: a pod on the agentjail runtime handler; containers share its net, ipc, uts" {
     run cri version
-    assert_status 0
+    [ "$status" -eq 0 ] || fail "CRI Version: $output; $(grep -i 'cri\|error' "$T/ctd/log" | tail -5)"
     assert_contains "$output" "containerd v1"
     run --separate-stderr cri runpod ajpod agentjail "$T/logs"
-    assert_status 0
+    [ "$status" -eq 0 ] || fail "RunPodSandbox: $stderr $(tail -3 "$T/ctd/log")"
     POD=$output
     [ -n "$POD" ] || fail "no pod id"
     run --separate-stderr cri create "$POD" ajpod "$T/logs" localhost/ajpause:1 app \
@@ -105,7 +107,7 @@ cmd_pid() {
     assert_status 0
     local cid=$output
     run --separate-stderr cri start "$cid"
-    [ "$status" -eq 0 ] || fail "StartContainer: $stderr $(tail -3 "$T/ctd/log")"
+    [ "$status" -eq 0 ] || fail "StartContainer: $stderr $(tail -3 "$T/ctd/log") $(cat "$T/calls")"
     run cri status "$cid"
     assert_eq "$output" "CONTAINER_RUNNING 0" "ContainerStatus"
     # ExecSync: output, stderr and exit code; the pod's host name
