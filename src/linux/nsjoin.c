@@ -89,8 +89,5 @@ int aj_ns_open(const char *path, int nstype, aj_error *err)
 			    want);
 		return -EINVAL;
 	}
-	if (setns(fd, nstype) < 0)
-		return aj_err(err, errno, "linux.namespaces: cannot join the %s namespace %s", want,
-			      path);
-	return 0;
+	return steal_fd(&fd);
 }
