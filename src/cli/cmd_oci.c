@@ -341,7 +341,9 @@ static int cmd_kill(int rootfd, int argc, char **argv)
 	if (st.orphan)
 		aj_oci_end_orphan(&st); /* its monitor is gone: it cannot go on */
 	else if (!strcmp(st.status, "stopped"))
-		r = aj_oci_failf("container %s is not running", id);
+		/* runc's words, which containerd's shim takes for "already
+		 * finished" (its StopPodSandbox kills a stopped pause container) */
+		r = aj_oci_failf("container %s: container not running", id);
 	/* KILL: the sandbox's init, and with it every process in it; the
 	 * others: the monitor, which forwards them to the command */
 	else if (sig == SIGKILL && aj_oci_init_alive(&st))
