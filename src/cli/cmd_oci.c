@@ -16,12 +16,12 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
