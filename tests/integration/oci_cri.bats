@@ -82,9 +82,10 @@ teardown() {
         kill "$CTD_PID" 2>/dev/null || true
         wait "$CTD_PID" 2>/dev/null || true
     fi
-    # what a pod that could not be stopped left: its containers, mounts
+    # what a pod that could not be stopped left: its containers (those this
+    # test's containerd created), mounts
     local c m
-    for c in $(ls "${RT:-/nonexistent}" 2>/dev/null); do
+    for c in $(awk '/ create / { print $NF }' "$T/calls" 2>/dev/null); do
         "$AJ" oci --root "$RT" delete --force "$c" >/dev/null 2>&1 || true
     done
     for m in $(awk -v t="$T/ctd/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
