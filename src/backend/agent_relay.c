@@ -305,7 +305,12 @@ static void serve(aj_publisher *pb, int fd, unsigned port)
 		close(fd);
 		return;
 	}
-	*c = (conn){.pb = pb, .port = port, .r = {.client = fd, .stop = pb_stopping, .ctx = pb}};
+	/* idle as long as the service's ports proxy allows (level 1's --publish:
+	 * netd's splice has its own bound) */
+	*c = (conn){
+	    .pb = pb,
+	    .port = port,
+	    .r = {.client = fd, .idle_ms = AJ_PROXY_IDLE_MS, .stop = pb_stopping, .ctx = pb}};
 	bool opened = false;
 	for (unsigned k = 0; k < pb->ops.slots && !opened; k++) {
 		pthread_mutex_lock(&pb->mu);

@@ -15,7 +15,8 @@
 
 /* The service's ports proxy at levels 2 and 3: at most this many
  * connections of one sandbox at once (more: 503 at once, never a wait),
- * each ended after AJ_PROXY_IDLE_MS without a byte either way. */
+ * each ended after AJ_PROXY_IDLE_MS without a byte either way (as is each
+ * connection of `run --publish` at these levels). */
 #define AJ_PROXY_MAX 2
 #define AJ_PROXY_IDLE_MS (10ULL * 60 * 1000)
 /* how long the agent has to answer a connect, and to answer once told to end */
@@ -48,7 +49,8 @@ int aj_agent_relay_connect(aj_agent_relay *r, unsigned port);
 void aj_agent_relay_run(aj_agent_relay *r);
 
 /* --publish HP:PORT of a one-shot run: listeners on the host's 127.0.0.1,
- * each connection relayed by an agent stream of the level's (ops). */
+ * each connection relayed by an agent stream of the level's (ops), ended
+ * after AJ_PROXY_IDLE_MS without a byte either way. */
 typedef struct aj_publish_ops {
 	/* an agent stream for one connection in slot (r->from, r->to), or
 	 * negative: the connection is closed */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* agentjail doctor: show what this host lets a sandbox use, with fixes. */
 #include <jansson.h>
+#include <limits.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +12,8 @@
 #include "commands.h"
 #include "doctor.h"
 #include "error.h"
+#include "image.h"
+#include "mintrec.h"
 #include "util.h"
 
 static const char doctor_usage[] =
@@ -75,9 +79,39 @@ static void print_text(const aj_check *c, size_t n, bool can_run)
 		       fail == 1 ? "" : "s");
 }
 
+/* Records of minted secrets of runs (docs/network.md, the mint hook):
+ * those whose run is gone await the next run or serve; .bad- ones a
+ * person. (The service revokes its own at its start.) */
+static void minted_doctor(aj_check *c)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/minted", aj_state_dir());
+	unsigned live = 0, lost = 0, bad = 0;
+	aj_error err;
+	aj_err_clear(&err);
+	*c = (aj_check){.name = "minted secrets", .status = AJ_CHECK_OK};
+	int r = aj_mintrec_scan(dir, &live, &lost, &bad, &err);
+	if (r < 0 && r != -EACCES) { /* EACCES: another user's */
+		c->status = AJ_CHECK_WARN;
+		snprintf(c->detail, sizeof(c->detail), "%s", err.msg);
+		snprintf(c->fix, sizeof(c->fix), "%s", err.hint);
+		return;
+	}
+	snprintf(c->detail, sizeof(c->detail),
+		 "%s: %u record%s of live runs, %u of runs that are gone, %u set aside", dir, live,
+		 live == 1 ? "" : "s", lost, bad);
+	if (lost || bad) {
+		c->status = AJ_CHECK_WARN;
+		snprintf(c->fix, sizeof(c->fix),
+			 "the next agentjail run or serve that starts revokes those of runs that "
+			 "are gone (with the hook each names); revoke the credentials of the "
+			 ".bad-* records by hand, then remove them");
+	}
+}
+
 int aj_cmd_doctor(int argc, char **argv)
 {
-	aj_check checks[AJ_DOCTOR_MAX_CHECKS + 3]; /* + levels 2 to 4 */
+	aj_check checks[AJ_DOCTOR_MAX_CHECKS + 4]; /* + levels 2 to 4, minted secrets */
 	bool json = false, can_run;
 	size_t n;
 
@@ -99,6 +133,7 @@ int aj_cmd_doctor(int argc, char **argv)
 	aj_gvisor_doctor(&checks[n++]);
 	aj_microvm_doctor(&checks[n++]);
 	aj_wasm_doctor(&checks[n++]);
+	minted_doctor(&checks[n++]);
 	can_run = aj_doctor_can_run(checks, n);
 	if (json) {
 		if (print_json(checks, n))

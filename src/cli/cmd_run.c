@@ -3,15 +3,19 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends.h"
 #include "commands.h"
+#include "image.h"
 #include "mint.h"
+#include "mintrec.h"
 #include "net.h"
 #include "plan.h"
 #include "policy.h"
@@ -254,6 +258,51 @@ static int print_compiled_plan(const aj_policy *p, aj_error *err)
 	return 0;
 }
 
+static void sweep_say(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "agentjail: warning: %s\n", msg);
+}
+
+/* What the mint hook made for runs that were killed with their revoker (or
+ * a machine that went down): revoked by the next run (docs/network.md). */
+static void sweep_minted(const char *dir)
+{
+	aj_mintrec_out out = {sweep_say, NULL, NULL, "its run was killed"};
+	(void)aj_mintrec_sweep(dir, &out);
+}
+
+typedef struct run_rec {
+	const char *dir, *id, *hook;
+} run_rec;
+
+/* in the revoker of a killed run: its record removed, or left naming what
+ * was not revoked */
+static bool revoker_done(void *ctx, const aj_policy *p, int failed)
+{
+	const run_rec *rr = ctx;
+	aj_error e;
+	if (failed == 0) {
+		aj_mintrec_remove(rr->dir, rr->id);
+		return false;
+	}
+	return aj_mintrec_write(rr->dir, rr->id, p, true, rr->hook, 0, &e) == 0;
+}
+
+/* --secret-mint: a record of what is minted (owned by run and its
+ * revoker), the revoker, the values; 0 or -errno */
+static int mint_start(aj_policy *p, run_rec *rr, aj_mint_guard *g, aj_error *err)
+{
+	int r = aj_mkdir_p(aj_state_dir(), 0755);
+	if (r < 0 && r != -EEXIST)
+		return aj_err(err, -r, "--secret-mint: cannot make the state directory %s",
+			      aj_state_dir());
+	if ((r = aj_mint_guard_start(g, p->secret_mint, p, rr->id, err)) < 0 ||
+	    (r = aj_mintrec_write(rr->dir, rr->id, p, false, p->secret_mint, g->pid, err)) < 0)
+		return r;
+	return aj_mint_secrets(p->secret_mint, p, rr->id, g, err);
+}
+
 int aj_cmd_run(int argc, char **argv)
 {
 	aj_policy p;
@@ -317,21 +366,32 @@ int aj_cmd_run(int argc, char **argv)
 		aj_run_hooks hooks = {.warn = cli_warn};
 		aj_run_result res;
 		/* --secret-mint: values for this run only, revoked at its end */
-		char run_id[40];
-		snprintf(run_id, sizeof(run_id), "run-%ld", (long)getpid());
+		char run_id[64], rec_dir[PATH_MAX];
+		unsigned char rnd[8] = {0};
+		(void)!getrandom(rnd, sizeof(rnd), 0);
+		snprintf(run_id, sizeof(run_id), "run-%ld-%02x%02x%02x%02x%02x%02x%02x%02x",
+			 (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6],
+			 rnd[7]);
+		snprintf(rec_dir, sizeof(rec_dir), "%s/minted", aj_state_dir());
+		sweep_minted(rec_dir);
 		bool minting = p.secret_mint && aj_mint_wanted(&p);
 		/* a revoker child revokes them should this run be SIGKILLed */
-		aj_mint_guard guard = {-1, -1};
-		if (!minting ||
-		    ((r = aj_mint_guard_start(&guard, p.secret_mint, &p, run_id, &err)) == 0 &&
-		     (r = aj_mint_secrets(p.secret_mint, &p, run_id, &guard, &err)) == 0))
+		run_rec rr = {rec_dir, run_id, p.secret_mint};
+		aj_mint_guard guard = {-1, -1, revoker_done, &rr};
+		if (!minting || (r = mint_start(&p, &rr, &guard, &err)) == 0)
 			r = aj_backend_of(p.isolation)->run(&p, &hooks, &res, &err);
 		aj_error rerr;
 		aj_err_clear(&rerr);
 		if (minting && aj_mint_revoke(p.secret_mint, &p, run_id, &rerr) > 0) {
 			char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 			aj_err_format(&rerr, msg, sizeof(msg));
-			fprintf(stderr, "agentjail: warning: %s\n", msg);
+			bool kept = aj_mintrec_write(rec_dir, run_id, &p, true, p.secret_mint, 0,
+						     &rerr) == 0;
+			fprintf(stderr, "agentjail: warning: %s (%s)\n", msg,
+				kept ? "kept in its record: the next agentjail run tries again"
+				     : "its record cannot be written: revoke it by hand");
+		} else if (minting) {
+			aj_mintrec_remove(rec_dir, run_id);
 		}
 		aj_mint_guard_end(&guard);
 		if (r == 0) {

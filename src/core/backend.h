@@ -132,12 +132,12 @@ typedef int (*aj_dirent_fn)(void *ctx, const char *name, const aj_file_stat *st)
  * the sandbox says, untrusted (image/tree_write.c checks it). */
 typedef struct aj_root_entry {
 	const char *path; /* relative to the root */
-	char type;	  /* 'f' file, 'd' directory, 'l' symlink, 'p' FIFO */
+	char type;	  /* 'f' file, 'd' directory, 'l' symlink, 'p' FIFO, 'h' hard link */
 	unsigned mode;	  /* the permission bits (07777) */
 	unsigned long long uid, gid, size;
 	long long mtime;
 	long mtime_ns;
-	const char *link; /* a symlink's target */
+	const char *link; /* a symlink's target, the file a hard link is to */
 } aj_root_entry;
 /* Where root_stream puts them: each entry, then (a file) its bytes. A
  * negative return stops the stream with that error. */

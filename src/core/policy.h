@@ -89,8 +89,11 @@ typedef enum aj_isolation {
 } aj_isolation;
 
 typedef struct aj_policy {
-	char **argv;	 /* command and arguments (borrowed, NULL-terminated) */
-	char *rootfs;	 /* NULL: host minimal view */
+	char **argv;  /* command and arguments (borrowed, NULL-terminated) */
+	char *rootfs; /* NULL: host minimal view */
+	/* the rootfs mounted read-only, no overlay writes (an OCI bundle's
+	 * root.readonly); the default root is always read-only */
+	bool root_readonly;
 	char *workspace; /* NULL: none */
 	char *cwd;	 /* NULL: /workspace if any, else home */
 	char *hostname;	 /* NULL: AJ_DEFAULT_HOSTNAME */

@@ -20,7 +20,9 @@
 #include "audit.h"
 #include "backends.h"
 #include "metrics.h"
+#include "image.h"
 #include "mint.h"
+#include "mintrec.h"
 #include "nft.h"
 #include "tenant.h"
 #include "threads.h"
@@ -103,258 +105,36 @@ static void sweep_one(const char *path)
 	unlink(path);
 }
 
-/* A record (re)written whole, 0600, in dfd: a temporary file synced, then
- * renamed over it; on failure the old record is left as it was (it may
- * be the only one naming a live credential). */
-static int record_put(int dfd, const char *name, json_t *o)
-{
-	char tmp[NAME_MAX + 1];
-	unsigned char rnd[6];
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return -EIO;
-	/* a dot name: the revoke at start skips it, a stale one harms nothing */
-	if (snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x-%s", rnd[0], rnd[1], rnd[2],
-		     rnd[3], rnd[4], rnd[5], name) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int r = json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -EIO;
-	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		r = -errno;
-	if (r < 0)
-		unlinkat(dfd, tmp, 0);
-	else
-		(void)fsync(dfd); /* the rename itself on disk */
-	return r;
-}
-
-/* The record of what the mint hook makes for sandbox id, written before
- * it runs and removed once revoked: a killed service's next start revokes
- * what it names (aj_registry_revoke_lost). The secrets' names and hosts, never a
- * value; 0600 in a 0700 directory. */
-static void minted_path(const char *id, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s.json", minted_dir, id);
-}
-
-/* only_minted: just the secrets still marked minted (those whose revoke
- * failed); else every scoped one (written before the hook runs) */
+/* The record of what the mint hook makes for sandbox id (mintrec.h),
+ * written before it runs and removed once revoked: a killed service's
+ * next start revokes what it names (aj_registry_revoke_lost). */
 static int minted_write(const aj_sandbox *sb, bool only_minted, aj_error *err)
 {
-	json_t *list = json_array();
-	for (size_t i = 0; list && i < sb->policy.n_secrets; i++) {
-		const aj_secret *s = &sb->policy.secrets[i];
-		json_t *hosts = json_array();
-		for (size_t h = 0; hosts && h < s->n_hosts; h++)
-			json_array_append_new(hosts, json_string(s->hosts[h]));
-		if (s->n_hosts && (!only_minted || s->minted))
-			json_array_append_new(list, json_pack("{s:s,s:o}", "name", s->name, "hosts",
-							      hosts ? hosts : json_array()));
-		else
-			json_decref(hosts);
-	}
-	json_t *o = json_pack("{s:s,s:o}", "sandbox", sb->id, "secrets", list);
-	char path[PATH_MAX], name[NAME_MAX + 1];
-	minted_path(sb->id, path, sizeof(path));
-	snprintf(name, sizeof(name), "%s.json", sb->id);
-	(void)aj_mkdir_p(minted_dir, 0700);
-	int dfd = open(minted_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int r = !o ? -EIO : dfd < 0 ? -errno : record_put(dfd, name, o);
-	if (dfd >= 0)
-		close(dfd);
-	json_decref(o);
-	if (r < 0) /* an older record, if any, is left: it names more, not less */
-		return aj_err(err, -r, "cannot write the record of minted secrets %s", path);
-	return 0;
+	return aj_mintrec_write(minted_dir, sb->id, &sb->policy, only_minted, reg_mint, 0, err);
 }
 
-/* A record that cannot be trusted is set aside (never dropped, never
- * acted on): its credentials need revoking by hand. */
-static void record_bad(int dfd, const char *name, const char *why)
+static void sweep_say(void *ctx, const char *msg)
 {
-	char aside[NAME_MAX + 16];
-	/* an earlier .bad-NAME is never replaced: the next free suffix */
-	snprintf(aside, sizeof(aside), ".bad-%s", name);
-	for (int k = 1;
-	     k < 1000 && renameat2(dfd, name, dfd, aside, RENAME_NOREPLACE) < 0 && errno == EEXIST;
-	     k++)
-		snprintf(aside, sizeof(aside), ".bad-%s.%d", name, k);
-	aj_log("error", "agentjail serve: ",
-	       "a record of minted secrets is not one to act on (%s): set aside as %s/%s; "
-	       "revoke its credentials by hand",
-	       why, minted_dir, aside);
-	aj_audit("secret_revoke_failed", json_pack("{s:s,s:s}", "record", name, "error", why));
+	(void)ctx;
+	aj_log("error", "agentjail serve: ", "%s", msg);
 }
 
-/* "sb-" 16 hex digits, "-NODE" if serve has --node (make_id) */
-static bool sandbox_id_valid(const char *id)
+static void sweep_event(void *ctx, const char *ev, json_t *o)
 {
-	size_t n = strlen(id);
-	if (n < 19 || strncmp(id, "sb-", 3) != 0 || strspn(id + 3, "0123456789abcdef") != 16)
-		return false;
-	return n == 19 || (id[19] == '-' && aj_node_name_valid(id + 20, NULL));
-}
-
-/* Whether the entries of a record are secrets as a policy has them: a
- * variable name, 1 to 16 hosts each canonical (aj_policy_add_secret_scoped
- * judges both), exactly these two keys. */
-static bool record_secrets_valid(json_t *secrets, const char **why)
-{
-	aj_policy p;
-	aj_policy_init(&p);
-	size_t k;
-	json_t *s;
-	bool ok = json_array_size(secrets) <= AJ_MAX_SECRETS;
-	json_array_foreach(secrets, k, s)
-	{
-		const char *name = json_string_value(json_object_get(s, "name"));
-		json_t *hosts = json_object_get(s, "hosts");
-		size_t n = json_array_size(hosts);
-		ok = ok && json_is_object(s) && json_object_size(s) == 2 && name &&
-		     json_is_array(hosts) && n >= 1 && n <= AJ_MAX_SECRET_HOSTS;
-		const char *h[AJ_MAX_SECRET_HOSTS];
-		for (size_t i = 0; ok && i < n; i++)
-			ok = (h[i] = json_string_value(json_array_get(hosts, i))) != NULL;
-		aj_error err;
-		ok = ok && aj_policy_add_secret_scoped(&p, name, "revoke", h, n, NULL, &err) == 0;
-		for (size_t i = 0; ok && i < n; i++) /* as written: canonical */
-			ok = strcmp(p.secrets[p.n_secrets - 1].hosts[i], h[i]) == 0;
-		if (!ok)
-			break;
-	}
-	aj_policy_free(&p);
-	if (!ok)
-		*why = "an entry is not a secret's name and canonical hosts";
-	return ok;
-}
-
-/* A record checked before anything in it reaches the hook: a regular
- * file (no symlink followed) of this service's user, 0600, one link, at
- * most 1 MiB, strict JSON {"sandbox": ID, "secrets": [...]} with ID the
- * file's name. NULL with *why if not. */
-static json_t *record_load(int dfd, const char *fname, const char **why)
-{
-	int fd = openat(dfd, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	struct stat st;
-	json_t *o = NULL;
-	*why = NULL;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		*why = "not a regular file";
-	else if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
-		*why = "not a file of the service's own, mode 0600, with one link";
-	else if (st.st_size > (1 << 20))
-		*why = "larger than 1 MiB";
-	else if (!(o = json_loadfd(fd, JSON_REJECT_DUPLICATES, NULL)))
-		*why = "not JSON";
-	if (fd >= 0)
-		close(fd);
-	if (*why)
-		return NULL;
-	const char *id = json_string_value(json_object_get(o, "sandbox"));
-	json_t *secrets = json_object_get(o, "secrets");
-	char want[NAME_MAX + 1];
-	if (!json_is_object(o) || json_object_size(o) != 2 || !id || !sandbox_id_valid(id) ||
-	    !json_is_array(secrets))
-		*why = "not a record of minted secrets";
-	else if (snprintf(want, sizeof(want), "%s.json", id) < 0 || strcmp(want, fname) != 0)
-		*why = "its sandbox is not its file's name";
-	else
-		(void)record_secrets_valid(secrets, why);
-	if (*why) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	(void)ctx;
+	aj_audit(ev, o);
 }
 
 void aj_registry_revoke_lost(void)
 {
-	int dfd = open(minted_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (dfd < 0 && errno == ENOENT)
-		return;
-	if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		const char *why = "not a directory of the service's own, mode 0700";
-		aj_log("error", "agentjail serve: ",
-		       "%s: %s: none of its records of minted secrets is acted on; revoke "
-		       "their credentials by hand",
-		       minted_dir, why);
-		aj_audit("secret_revoke_failed",
-			 json_pack("{s:s,s:s}", "record", minted_dir, "error", why));
-		if (dfd >= 0)
-			close(dfd);
-		return;
-	}
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%s", minted_dir, de->d_name);
-		const char *why;
-		json_t *o = record_load(dfd, de->d_name, &why);
-		if (!o) {
-			record_bad(dfd, de->d_name, why);
-			continue;
-		}
-		const char *id = json_string_value(json_object_get(o, "sandbox"));
-		json_t *secrets = json_object_get(o, "secrets");
-		if (!reg_mint) {
-			aj_log("error", "agentjail serve: ",
-			       "sandbox %s: its minted secrets are not revoked: serve has no "
-			       "--secret-mint (%s kept)",
-			       id, path);
-			json_decref(o);
-			continue;
-		}
-		/* the ones whose revoke failed stay in the record for the next start */
-		json_t *left = json_array();
-		size_t k;
-		json_t *s;
-		json_array_foreach(secrets, k, s)
-		{
-			const char *name = json_string_value(json_object_get(s, "name"));
-			char *hosts[AJ_MAX_SECRET_HOSTS];
-			size_t n = 0, h;
-			json_t *v;
-			json_array_foreach(json_object_get(s, "hosts"), h, v)
-			{
-				hosts[n++] = (char *)json_string_value(v);
-			}
-			aj_error err;
-			aj_err_clear(&err);
-			if (aj_mint_revoke_lost(reg_mint, name, hosts, n, id, &err) == 0) {
-				aj_audit("secret_revoked",
-					 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name,
-						   "after", "the service's crash"));
-				continue;
-			}
-			aj_log("error", "agentjail serve: ",
-			       "sandbox %s: %s (kept in %s for the next start)", id, err.msg, path);
-			aj_audit("secret_revoke_failed",
-				 json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name, "error",
-					   err.msg));
-			if (left)
-				json_array_append(left, s);
-		}
-		if (left && json_array_size(left) == 0)
-			unlinkat(dfd, de->d_name, 0);
-		else if (!left || json_object_set(o, "secrets", left) < 0 ||
-			 record_put(dfd, de->d_name, o) < 0)
-			aj_log("error", "agentjail serve: ",
-			       "sandbox %s: cannot rewrite %s (left as it was)", id, path);
-		json_decref(left);
-		json_decref(o);
-	}
-	closedir(d);
+	aj_mintrec_out out = {sweep_say, sweep_event, NULL, "the service's crash"};
+	(void)aj_mintrec_sweep(minted_dir, &out);
+	/* and what killed runs left (docs/network.md) */
+	char runs[PATH_MAX];
+	snprintf(runs, sizeof(runs), "%s/minted", aj_state_dir());
+	out.after = "its run was killed";
+	if (strcmp(runs, minted_dir) != 0)
+		(void)aj_mintrec_sweep(runs, &out);
 }
 
 void aj_registry_sweep(void)
@@ -406,15 +186,13 @@ static void sandbox_free(aj_sandbox *sb);
  * its record is rewritten to name just those, for the next start. */
 static void revoke_minted(aj_sandbox *sb)
 {
-	char path[PATH_MAX];
-	minted_path(sb->id, path, sizeof(path));
 	bool was[AJ_MAX_SECRETS] = {false};
 	for (size_t i = 0; i < sb->policy.n_secrets && i < AJ_MAX_SECRETS; i++)
 		was[i] = sb->policy.secrets[i].minted;
 	aj_error err;
 	aj_err_clear(&err);
 	if (!reg_mint || aj_mint_revoke(reg_mint, &sb->policy, sb->id, &err) == 0) {
-		unlink(path);
+		aj_mintrec_remove(minted_dir, sb->id);
 	} else {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 		aj_err_format(&err, msg, sizeof(msg));

@@ -184,11 +184,24 @@ static int parse_root(aj_policy *p, const json_t *root, const char *bundle, aj_e
 	if ((json_object_get(root, "readonly") &&
 	     !json_is_boolean(json_object_get(root, "readonly"))))
 		return refuse(err, "root.readonly must be a boolean");
+	p->root_readonly = json_is_true(json_object_get(root, "readonly"));
 	char full[PATH_MAX];
 	int n = path[0] == '/' ? snprintf(full, sizeof(full), "%s", path)
-			       : snprintf(full, sizeof(full), "%s/%s", bundle, path);
+			       : snprintf(full, sizeof(full), "%s", bundle);
 	if (n < 0 || (size_t)n >= sizeof(full))
 		return refuse(err, "root.path %s is too long", path);
+	/* relative to the bundle; "." and "./rootfs" (runtime-tools' bundles)
+	   name the bundle's own directories: drop their "." components */
+	for (const char *s = path; path[0] != '/' && *s;) {
+		size_t len = strcspn(s, "/");
+		size_t cur = strlen(full);
+		if (len && !(len == 1 && s[0] == '.')) {
+			n = snprintf(full + cur, sizeof(full) - cur, "/%.*s", (int)len, s);
+			if (n < 0 || (size_t)n >= sizeof(full) - cur)
+				return refuse(err, "root.path %s is too long", path);
+		}
+		s += len + (s[len] == '/');
+	}
 	/* read-only either way: writes go to agentjail's tmpfs overlay */
 	return aj_policy_set_rootfs(p, full, err);
 }
@@ -497,15 +510,51 @@ static json_t *seccomp_arg(const json_t *a)
 		if (strcmp(op, ops[i][0]))
 			continue;
 		bool masked = !strcmp(ops[i][1], "masked_eq");
+		/* valueTwo is omitted when 0 (runtime-spec's Go types: omitempty) */
 		if (!json_is_integer(idx) || !json_is_integer(v) ||
-		    (masked && !json_is_integer(v2)))
+		    (masked && v2 && !json_is_integer(v2)))
 			return NULL;
-		return masked ? json_pack("{s:O, s:s, s:O, s:O}", "index", idx, "op", ops[i][1],
-					  "mask", v, "value", v2)
+		return masked ? json_pack("{s:O, s:s, s:O, s:I}", "index", idx, "op", ops[i][1],
+					  "mask", v, "value",
+					  (json_int_t)(v2 ? json_integer_value(v2) : 0))
 			      : json_pack("{s:O, s:s, s:O}", "index", idx, "op", ops[i][1], "value",
 					  v);
 	}
 	return NULL;
+}
+
+/* Appends rule r; when two of its conditions test the same argument
+ * (Docker's personality rule), one rule for each condition, as runc does:
+ * libseccomp takes one condition per argument and rule. */
+static int seccomp_append(json_t *rules, const json_t *r, aj_error *err)
+{
+	const json_t *args = json_object_get(r, "args"), *c;
+	unsigned seen = 0;
+	bool split = false;
+	size_t i;
+	json_array_foreach(args, i, c)
+	{
+		json_int_t idx = json_integer_value(json_object_get(c, "index"));
+		if (idx >= 0 && idx < 32) {
+			split |= (seen >> idx) & 1u;
+			seen |= 1u << idx;
+		}
+	}
+	if (!split)
+		return json_array_append(rules, (json_t *)r) < 0
+			   ? aj_err(err, ENOMEM, "linux.seccomp")
+			   : 0;
+	json_array_foreach(args, i, c)
+	{
+		json_t *one = json_deep_copy(r);
+		if (!one || json_object_set_new(one, "args", json_pack("[O]", c)) < 0) {
+			json_decref(one);
+			return aj_err(err, ENOMEM, "linux.seccomp");
+		}
+		if (json_array_append_new(rules, one) < 0) /* takes one, even on failure */
+			return aj_err(err, ENOMEM, "linux.seccomp");
+	}
+	return 0;
 }
 
 /* One syscalls[] rule. Names this libseccomp does not know are left out
@@ -546,7 +595,7 @@ static int seccomp_rule(const json_t *e, json_t *rules, aj_error *err)
 			json_array_append_new(json_object_get(r, "args"), c);
 	}
 	if (rc == 0 && json_array_size(json_object_get(r, "names")) > 0)
-		rc = json_array_append(rules, r) < 0 ? aj_err(err, ENOMEM, "linux.seccomp") : 0;
+		rc = seccomp_append(rules, r, err);
 	json_decref(r);
 	return rc;
 }

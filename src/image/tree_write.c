@@ -4,7 +4,9 @@
  * untrusted, as a container image's layers are (image_oci.c): libarchive
  * writes it with the same checks (no absolute path, no "..", no path
  * through a symlink on disk), owners outside the image's id range become
- * nobody, only files, directories, symlinks and FIFOs are made, and the
+ * nobody, only files, directories, symlinks and FIFOs are made, a hard
+ * link only to a name this stream made a regular file (and still is one:
+ * the set "files"), and the
  * entries may add up to max_bytes (else -EDQUOT): a regular file by its
  * apparent size, and every entry ENTRY_COST more plus its path and link
  * target (what it costs on disk and, for a directory, in libarchive's
@@ -16,6 +18,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <limits.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,7 @@ struct aj_tree_writer {
 	unsigned long long left;       /* bytes the open entry may still have */
 	unsigned long long bytes, max; /* charged so far, and the cap */
 	unsigned long long entries;
+	void *files; /* tsearch set of the names written as regular files */
 	char path[PATH_MAX];
 };
 
@@ -104,17 +108,48 @@ static unsigned long long id_of(unsigned long long id)
 	return id < AJ_UID_RANGE ? id : 65534; /* outside the image's ids: nobody */
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* rel is a regular file now (f) or not (any other type): the set follows. */
+static int note_file(aj_tree_writer *t, const char *rel, bool file, aj_error *err)
+{
+	char **had = tfind(rel, &t->files, name_cmp);
+	if (!file && had) {
+		char *name = *had;
+		tdelete(rel, &t->files, name_cmp);
+		free(name);
+	} else if (file && !had) {
+		char *name = strdup(rel), **in = name ? tsearch(name, &t->files, name_cmp) : NULL;
+		if (!in) {
+			free(name);
+			return aj_err(err, ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
 int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *err)
 {
 	int r = finish(t, err);
 	if (r < 0)
 		return r;
 	const char *rel = e->path ? aj_image_relative(e->path) : NULL;
-	static const char types[] = "fdlp";
+	static const char types[] = "fdlph";
 	if (!rel || strlen(rel) >= sizeof(t->path) || !e->type || !strchr(types, e->type) ||
-	    (e->type == 'l' && (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
+	    ((e->type == 'l' || e->type == 'h') &&
+	     (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
 		return aj_err(err, EPROTO, "snapshot: the sandbox sent a bad entry '%.200s'",
 			      e->path ? e->path : "");
+	/* a hard link: to a name of this stream that is a regular file */
+	const char *to = e->type == 'h' ? aj_image_relative(e->link) : NULL;
+	if (e->type == 'h' && (!to || !strcmp(to, rel) || !tfind(to, &t->files, name_cmp)))
+		return aj_err(err, EPROTO,
+			      "snapshot: the sandbox sent a hard link /%.200s to '%.200s', not "
+			      "a file it sent before",
+			      rel, e->link);
 	if (t->entries >= 10000000 || (e->type == 'd' && t->dirs >= MAX_DIRS))
 		return aj_err(err, EFBIG, "snapshot: too many %s (at /%.200s)",
 			      e->type == 'd' ? "directories" : "files", rel);
@@ -131,10 +166,10 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 		return 0;
 	}
 	t->dirs += e->type == 'd';
-	mode_t type = e->type == 'f'   ? AE_IFREG
-		      : e->type == 'd' ? AE_IFDIR
-		      : e->type == 'l' ? AE_IFLNK
-				       : AE_IFIFO;
+	mode_t type = e->type == 'f' || e->type == 'h' ? AE_IFREG
+		      : e->type == 'd'		       ? AE_IFDIR
+		      : e->type == 'l'		       ? AE_IFLNK
+						       : AE_IFIFO;
 	archive_entry_clear(t->e);
 	archive_entry_set_pathname(t->e, rel);
 	archive_entry_set_filetype(t->e, type);
@@ -146,10 +181,15 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 	archive_entry_set_size(t->e, e->type == 'f' ? (la_int64_t)e->size : 0);
 	if (e->type == 'l')
 		archive_entry_set_symlink(t->e, e->link);
+	if (e->type == 'h') /* no data: libarchive sets nothing of the file's */
+		archive_entry_set_hardlink(t->e, to);
+	/* out of the set first: a failed write may have removed the name */
+	if ((r = note_file(t, rel, false, err)) < 0)
+		return r;
 	if (archive_write_header(t->w, t->e) < ARCHIVE_WARN)
 		return aj_err(err, EPERM, "snapshot: refused or failed /%s: %s", rel, why(t));
 	t->open = true;
-	return 0;
+	return e->type == 'f' || e->type == 'h' ? note_file(t, rel, true, err) : 0;
 }
 
 int aj_tree_writer_data(aj_tree_writer *t, const void *buf, size_t len, aj_error *err)
@@ -179,6 +219,7 @@ int aj_tree_writer_close(aj_tree_writer *t, aj_error *err)
 		r = aj_err(err, EIO, "snapshot: %s", why(t));
 	archive_write_free(t->w);
 	archive_entry_free(t->e);
+	tdestroy(t->files, free);
 	free(t);
 	return r;
 }

@@ -272,7 +272,8 @@ static int read_all(int fd, void *buf, size_t n)
 /* The revoker: holds the values run minted as run tells them, and revokes
  * them when its socket ends without GUARD_DONE (run was killed). Its own
  * session and /dev/null for stdio: no terminal, no caller's pipe held. */
-static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const char *id)
+static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const char *id,
+				 const aj_mint_guard *g)
 {
 	(void)prctl(PR_SET_NAME, "aj-revoke", 0, 0, 0);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); /* it holds minted values */
@@ -305,18 +306,33 @@ static _Noreturn void guard_main(int fd, const char *cmd, aj_policy *p, const ch
 		s->value = v;
 		s->minted = true;
 	}
+	bool told[AJ_MAX_SECRETS] = {false}, failed_i[AJ_MAX_SECRETS] = {false};
+	for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++)
+		told[i] = p->secrets[i].minted;
 	aj_error e;
 	aj_err_clear(&e);
-	if (aj_mint_revoke(cmd, p, id, &e) > 0) {
+	int failed = aj_mint_revoke(cmd, p, id, &e), left = 0;
+	/* left for a later start: what failed, and what run may have been
+	 * minting when it was killed (never told) */
+	for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++) {
+		failed_i[i] = p->secrets[i].minted;
+		p->secrets[i].minted = p->secrets[i].n_hosts && (!told[i] || failed_i[i]);
+		left += p->secrets[i].minted;
+	}
+	bool kept = g->revoked && g->revoked(g->ctx, p, left);
+	if (failed > 0) {
 		/* no one else hears of it (stdio is /dev/null, run is gone): the
 		 * system log, naming each secret still live, never a value */
 		openlog("agentjail", LOG_PID, LOG_AUTHPRIV);
-		for (size_t i = 0; i < p->n_secrets; i++)
-			if (p->secrets[i].minted)
+		for (size_t i = 0; i < p->n_secrets && i < AJ_MAX_SECRETS; i++)
+			if (failed_i[i])
 				syslog(LOG_AUTHPRIV | LOG_ERR,
 				       "run %s: the minted secret %s was not revoked after the run "
-				       "was killed (%s): revoke it by hand",
-				       id, p->secrets[i].name, e.msg);
+				       "was killed (%s): %s",
+				       id, p->secrets[i].name, e.msg,
+				       kept ? "its record is kept, the next agentjail run or serve "
+					      "that starts tries again"
+					    : "revoke it by hand");
 		closelog();
 	}
 	_exit(0);
@@ -326,14 +342,14 @@ int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const c
 			aj_error *err)
 {
 	int sv[2];
-	g->fd = g->pid = -1;
+	g->fd = g->pid = -1; /* g->revoked and g->ctx are the caller's */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return aj_err(err, errno, "--secret-mint: cannot start the revoker of this run");
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(sv[0]);
-		guard_main(sv[1], cmd, p, id);
+		guard_main(sv[1], cmd, p, id, g);
 	}
 	int e = errno;
 	close(sv[1]);

@@ -21,6 +21,12 @@ bool aj_mint_wanted(const aj_policy *p);
 typedef struct aj_mint_guard {
 	int fd;	   /* to the revoker; -1: none */
 	pid_t pid; /* the revoker; -1: none */
+	/* called in the revoker after its revokes, with how many scoped
+	 * secrets are left (marked minted in p: a failed revoke, or one run
+	 * may have been minting when killed): the run's record updated; true
+	 * when a record keeps them for a later start */
+	bool (*revoked)(void *ctx, const aj_policy *p, int failed);
+	void *ctx;
 } aj_mint_guard;
 
 /* Mint every scoped secret of p for the sandbox id with the hook cmd:
@@ -36,7 +42,8 @@ int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_mint_guard
 int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err);
 /* Start run's revoker for p and id (before minting; p's values are not
  * kept by it): when its socket ends without aj_mint_guard_end (run was
- * SIGKILLed), it revokes what aj_mint_secrets told it, then exits. It has
+ * SIGKILLed), it revokes what aj_mint_secrets told it, calls g->revoked
+ * (if set), then exits. It has
  * its own session, /dev/null as stdio and no other descriptor: it holds
  * neither the terminal, a caller's pipe nor the sandbox. 0 or -errno. */
 int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const char *id,

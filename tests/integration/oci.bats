@@ -466,12 +466,26 @@ bad_bundle() {
     assert_contains "$(cat "$T/s1.out")" "Seccomp_filters:	2"
     run oci delete s1
     assert_status 0
-    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status"]'
+    # root.readonly: the root is not writable, /tmp still is
+    bundle_config '["/bin/sh", "-c", "grep ^Seccomp_filters /proc/self/status; touch /tmp/ok && ! touch /rw"]'
+    sed -i 's|"readonly": false|"readonly": true|' "$B/config.json"
     oci_create s2
     run oci start s2
     assert_eq "$(wait_exit s2)" "exit=0"
     assert_eq "$(cat "$T/s2.out")" "Seccomp_filters:	1" "agentjail's filter alone"
+    assert_contains "$(cat "$T/s2.err")" "Read-only file system"
     run oci delete s2
+    assert_status 0
+    # runtime-tools' bundles: root "./rootfs", a masked_eq whose valueTwo
+    # (0) is left out, two conditions on one argument (one rule each, as runc)
+    bundle_config '["/bin/sh", "-c", "mkdir /tmp/d || exit 9"]'
+    sed -i 's|"path": "rootfs"|"path": "./rootfs"|; s|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38, "args": [{"index": 1, "value": 0, "op": "SCMP_CMP_MASKED_EQ"}]}, {"names": ["personality"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 0, "op": "SCMP_CMP_EQ"}, {"index": 0, "value": 8, "op": "SCMP_CMP_EQ"}]}]}, |' "$B/config.json"
+    oci_create s3
+    run oci start s3
+    assert_status 0
+    assert_eq "$(wait_exit s3)" "exit=9" "mkdir denied by the masked_eq rule"
+    assert_contains "$(cat "$T/s3.err")" "Function not implemented"
+    run oci delete s3
     assert_status 0
 }
 

@@ -2,8 +2,9 @@
 # Level 3 on an image (docs/levels.md, "The root"): --image/--rootfs as a
 # read-only squashfs on virtio-blk (cached per image digest in the state
 # directory), under the guest's tmpfs overlay, with the files agentjail owns
-# in /etc over the image's. TCG (forced, as in run.bats): three boots in all;
-# the service's test reuses its one snapshot for restores, forks and a pool.
+# in /etc over the image's. TCG (forced, as in run.bats): four boots in all;
+# the service's test reuses its one snapshot for restores, forks and a pool
+# (its fourth boot: the VM built when a pooled one fails its hand-out).
 
 load ../service/helpers
 
@@ -114,6 +115,9 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     done
     echo ram >"$AGENTJAIL_STATE_DIR/microvm/snap-old1.ram"
     echo partial >"$AGENTJAIL_STATE_DIR/microvm/snap-old9.vmstate.999999999.tmp"
+    # the service in a mount namespace of its own: the test mounts a small
+    # file system where a fork's save goes (below), for the service alone
+    SVC_WRAP=(unshare -m --propagation private)
     svc_start --pool microvm:tiny=1
     body='{"isolation": "microvm", "image": "tiny"}'
     # the pool's first boots, and is saved once ready: its devices in
@@ -212,6 +216,38 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     api_status POST "/v1/sandboxes/$b/resume"
     api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 0}'
     assert_eq "$status_code" 400 "fork count 0: $body"
+    # no room for the guest's RAM where the save goes (b's VM directory: a
+    # 8 MiB tmpfs over it in the service's namespace, its monitor's
+    # directory bound back in): 507 before anything is written, nothing
+    # left there
+    q=$(api GET "/v1/sandboxes/$b" | jq -r .pid)
+    vmdir=$(tr '\0' '\n' <"/proc/$q/cmdline" | grep -o '/tmp/agentjail-microvm-[^/,]*' | head -1)
+    [ -S "$vmdir/vm/qmp.sock" ] || fail "b's VM directory: $vmdir"
+    mkdir "$BATS_TEST_TMPDIR/small"
+    nsenter -t "$SVC_PID" -m sh -ec "mount -t tmpfs -o size=8m tmpfs '$BATS_TEST_TMPDIR/small'
+        mkdir '$BATS_TEST_TMPDIR/small/vm'; mount --bind '$vmdir/vm' '$BATS_TEST_TMPDIR/small/vm'
+        mount --move '$BATS_TEST_TMPDIR/small' '$vmdir'"
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 1}'
+    left=$(nsenter -t "$SVC_PID" -m ls -A "$vmdir")
+    # (lazily: the service holds vm/console open through the bind)
+    nsenter -t "$SVC_PID" -m umount -l "$vmdir" || fail "the tmpfs over $vmdir stays"
+    assert_eq "$status_code" 507 "a fork whose save has no room: $body"
+    assert_contains "$body" insufficient_storage
+    assert_contains "$body" "MiB free"
+    assert_eq "$left" vm "what the refused fork left in b's directory"
+    # a save that fails midway (qemu may write no more than 1 MiB: its
+    # write fails): the migration ended, the VM continued; 500, no copy,
+    # no save left
+    fsize=$(prlimit --pid "$q" --fsize --raw --noheadings -o SOFT)
+    prlimit --pid "$q" --fsize=1048576:
+    api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 1}'
+    prlimit --pid "$q" --fsize="$fsize":
+    assert_eq "$status_code" 500 "a fork whose save failed: $body"
+    assert_contains "$body" fork_failed
+    assert_contains "$body" "the VM's save"
+    left=$(find /tmp/agentjail-microvm-* -maxdepth 1 -name 'fork-*' 2>/dev/null || true)
+    [ -z "$left" ] || fail "a failed fork's save left: $left"
+    assert_eq "$(ask "$b" failed)" "$v failed" "b's process after the failed saves"
     assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 1 "no copy was made"
     api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 2}'
     assert_eq "$status_code" 201 "fork: $body"
@@ -246,8 +282,27 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
+    # a pooled VM that does not take its identity at hand-out (its qemu
+    # stopped): dropped after 5 s, killed, the snapshot removed (its
+    # state and RAM), and the create served by a VM booted anew, saved
+    pool_is ready 1
+    pooled=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')
+    [[ "$pooled" =~ ^[0-9]+$ ]] || fail "not the pool's one VM: $(pgrep -af qemu-system)"
+    kill -STOP "$pooled"
+    api_status POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny"}'
+    assert_eq "$status_code" 201 "the create after a failed hand-out: $body $(tail -5 "$BATS_TEST_TMPDIR/serve.log")"
+    e=$(jq -er .id <<<"$body")
+    for _ in $(seq 50); do kill -0 "$pooled" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$pooled" 2>/dev/null || fail "the stopped pooled VM lives on"
+    assert_contains "$(cat "$BATS_TEST_TMPDIR/serve.log")" "failed its hand-out"
+    assert_eq "$(stdout_of "$e" 'cat /etc/motd')" base "the sandbox built instead"
+    tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$e" | jq -r .pid)/cmdline" | grep -qv -- '-incoming' ||
+        fail "the sandbox built instead was restored"
+    [ -e "$snapf" ] && [ -e "${snapf%.vmstate}.ram" ] || fail "the new VM's snapshot: $(ls "$STATE/microvm")"
+    api_status DELETE "/v1/sandboxes/$e"
+    assert_eq "$status_code" 200
     # the pool's refill drained clean at shutdown
-    pool_is built 3
+    pool_is built 4
     svc_stop
     mv_none_left
     ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"

@@ -207,6 +207,13 @@ refused" "the binds"
     mv_none_left "$cg"
 }
 
+# The guest's counter (/tmp/counter.sh) advances, and it saw no SIGCONT.
+mv_counter_runs() { # ID WHEN
+    local out
+    out=$(sb_exec "$1" '{"cmd": ["sh", "-c", "a=$(cat /tmp/n); sleep 0.5; b=$(cat /tmp/n); [ \"$a\" != \"$b\" ] && echo runs; cat /tmp/cont 2>/dev/null; true"], "timeout": 20}')
+    assert_eq "$(events_stdout <<<"$out")" runs "the guest's counter $2: $out"
+}
+
 @test "serve microvm: a snapshot of a VM's root is a new image; a SIGKILLed service's VMs (a paused one) are swept at the next start" {
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
     mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls mkdir ln sleep truncate rm
@@ -215,10 +222,15 @@ refused" "the binds"
     mkdir "$ws"
     svc_start
     id=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\", \"disk\": \"64m\"}")
-    # files written in the VM: in its root, the workspace, /tmp; a process
-    # that the copy stops and continues
-    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
+    # files written in the VM: in its root (a hard-linked pair), the
+    # workspace, /tmp; a process that the copy freezes and thaws, and a
+    # counter that would see a SIGCONT (the freezer sends none)
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo pair >/opt/d/h1 && ln /opt/d/h1 /opt/d/h2 && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
     assert_eq "$(events_stdout <<<"$out")" up "$out"
+    printf '%s\n' "trap 'echo cont >>/tmp/cont' CONT" 'i=0' 'while :; do i=$((i + 1)); echo $i >/tmp/n; sleep 0.1; done' >"$BATS_TEST_TMPDIR/counter.sh"
+    api_status PUT "/v1/sandboxes/$id/files?path=/tmp/counter.sh" --data-binary @"$BATS_TEST_TMPDIR/counter.sh"
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "sh /tmp/counter.sh </dev/null >/dev/null 2>&1 & sleep 0.3; cat /tmp/n"]}')
+    [ -n "$(events_stdout <<<"$out")" ] || fail "the guest's counter: $out"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap"}'
     assert_eq "$status_code" 201 "snapshot: $body"
     assert_eq "$(jq -r .source <<<"$body")" "sandbox:$id (image tiny)"
@@ -228,15 +240,17 @@ refused" "the binds"
     assert_eq "$(readlink "$dir/opt/d/l")" ../etc/motd "a symlink"
     [ -e "$dir/opt/d/$(printf 'lat\351')" ] || fail "a file whose name is not UTF-8: $(ls "$dir/opt/d")"
     assert_eq "$(cat "$dir/etc/motd")" changed "a changed image file"
+    [ "$dir/opt/d/h1" -ef "$dir/opt/d/h2" ] || fail "the hard-linked pair is two files: $(ls -li "$dir/opt/d")"
+    assert_eq "$(cat "$dir/opt/d/h2")" pair "the hard link's content"
     # agentjail's /etc files as the base image had them (none), no
     # workspace or /tmp files, no device or socket
     assert_eq "$(ls "$dir/etc")" motd "the snapshot's /etc"
     [ -z "$(ls -A "$dir/workspace" 2>/dev/null)" ] || fail "workspace files in the image: $(ls -A "$dir/workspace")"
     [ -z "$(ls -A "$dir/tmp")" ] || fail "/tmp files in the image: $(ls -A "$dir/tmp")"
     [ -z "$(find "$dir" -type b -o -type c -o -type s)" ] || fail "devices or sockets in the image"
-    # the guest's processes go on after the copy
-    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "cat /proc/$(cat /tmp/pid)/stat"]}')
-    [[ "$(events_stdout <<<"$out")" == *") S "* ]] || fail "the background process after the snapshot: $out"
+    # the guest's processes go on after the copy (the counter advances),
+    # and saw no signal
+    mv_counter_runs "$id" "after the snapshot"
     # level 1's errors: a name that exists, a bad name; nothing left of them
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvsnap"}'
     assert_eq "$status_code" 409 "an existing name: $body"
@@ -248,8 +262,8 @@ refused" "the binds"
     api_status POST "/v1/sandboxes/$id/snapshot" -d '{"name": "mvbig"}'
     assert_eq "$status_code" 507 "a snapshot past the disk: $body"
     assert_contains "$body" disk
-    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "rm /opt/big; cat /proc/$(cat /tmp/pid)/stat"]}')
-    [[ "$(events_stdout <<<"$out")" == *") S "* ]] || fail "the background process after a 507: $out"
+    sb_exec "$id" '{"cmd": ["rm", "/opt/big"]}' >/dev/null
+    mv_counter_runs "$id" "after a 507"
     [ ! -e "$AGENTJAIL_STATE_DIR/images/names/mvbig" ] || fail "the refused snapshot's name exists"
     [ -z "$(ls -A "$AGENTJAIL_STATE_DIR/images" | grep '^\.')" ] || fail "left in the store: $(ls -A "$AGENTJAIL_STATE_DIR/images")"
     # a level-1 sandbox from the new image sees the VM's file
@@ -257,6 +271,14 @@ refused" "the binds"
     out=$(sb_exec "$l1" '{"cmd": ["cat", "/opt/d/f"]}')
     assert_eq "$(events_stdout <<<"$out")" made-in-vm "the VM's file in a sandbox of the new image"
     api_status DELETE "/v1/sandboxes/$l1"
+    # and so does a level-3 VM of it (a workspace: no VM snapshot saved),
+    # its hard-linked pair one file
+    mv2=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"mvsnap\", \"workspace\": \"$ws\"}")
+    out=$(sb_exec "$mv2" '{"cmd": ["sh", "-c", "cat /opt/d/f; [ /opt/d/h1 -ef /opt/d/h2 ] && echo linked"]}')
+    assert_eq "$(events_stdout <<<"$out")" "made-in-vm
+linked" "a VM of the new image: $out"
+    api_status DELETE "/v1/sandboxes/$mv2"
+    assert_eq "$status_code" 200 "delete the second VM: $body"
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
     cg=$(vmm_cgroup "$qemu")
     # paused: its frozen VMM dies only once the sweep thaws it

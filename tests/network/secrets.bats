@@ -147,9 +147,11 @@ EOS
         sh -c 'curl -sS -m 5 -o /dev/null -H "Authorization: Bearer $K" http://allowed.test/m; echo "inside: $K"'
     assert_status 0
     local id
-    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
     [ -n "$id" ] || fail "hook: $(cat "$log")"
     [ "$(sed -n 2p "$log")" = "revoke K allowed.test $id stdin=run-token-$id" ] || fail "hook: $(cat "$log")"
+    local recs=${AGENTJAIL_STATE_DIR:-/var/lib/agentjail}/minted
+    [ ! -e "$recs/$id.json" ] || fail "its record is left"
     [ "$(jq -r 'select(.path == "/m") | .headers.Authorization' "$WEB_LOG")" = "Bearer run-token-$id" ] ||
         fail "$(cat "$WEB_LOG")"
     [[ "$output$stderr" != *run-token-* && "$output$stderr" != *long-lived-123* ]] || fail "a value in the output"
@@ -174,8 +176,9 @@ EOS
     AJ_BG_PID=$!
     local i pid rv
     for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
-    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\) stdin=long-lived-123$/\1/p' "$log")
+    id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*-[0-9a-f]\{16\}\) stdin=long-lived-123$/\1/p' "$log")
     pid=${id#run-}
+    pid=${pid%-*}
     [ -n "$pid" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
     rv=$(pgrep -P "$pid" -x aj-revoke) || rv=''
     local fds=''
@@ -188,8 +191,122 @@ EOS
     [ -n "$rv" ] || fail "no revoker child of $pid"
     [ "$fds" = "$rv /dev/null /dev/null /dev/null " ] || fail "the revoker's session and stdio: $fds"
     ! kill -0 "$rv" 2>/dev/null || fail "the revoker outlived its revoke"
+    [ ! -e "$recs/$id.json" ] || fail "the revoker left its record"
     arun --allow allowed.test -- true # the next run sweeps the killed one's cgroup and table
     assert_status 0
+}
+
+# In a private mount namespace: /dev as it is plus a /dev/log of the test's
+# own (a unix datagram socket whose lines go to $SYSLOG), then "$@"; once
+# it has ended, waits (5 s at most) for a line.
+with_fake_syslog() {
+    SYSLOG=$T/syslog.txt FAKEDEV=$T/fakedev unshare -m --propagation private bash -c '
+        set -e
+        mkdir -p "$FAKEDEV" && mount -t tmpfs -o mode=755 fakedev "$FAKEDEV"
+        for f in /dev/*; do
+            n=${f#/dev/}
+            if [ -L "$f" ]; then cp -P "$f" "$FAKEDEV/$n"
+            elif [ -d "$f" ]; then mkdir "$FAKEDEV/$n" && mount --rbind "$f" "$FAKEDEV/$n"
+            else touch "$FAKEDEV/$n" && mount --bind "$f" "$FAKEDEV/$n"; fi
+        done
+        python3 -c "import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+open(sys.argv[2], \"w\").close()
+s.settimeout(30)
+while True:
+    with open(sys.argv[2], \"ab\") as f:
+        f.write(s.recv(4096) + b\"\n\")" "$FAKEDEV/log" "$SYSLOG" &
+        until [ -e "$SYSLOG" ]; do sleep 0.02; done
+        mount --move "$FAKEDEV" /dev
+        "$@" || rc=$?
+        for i in $(seq 100); do [ -s "$SYSLOG" ] && break; sleep 0.05; done
+        kill $! && wait $! 2>/dev/null || true
+        exit ${rc:-0}' fake-syslog "$@"
+}
+
+@test "--secret-mint: a run killed with its revoker is revoked by the next start, once; a revoke the revoker failed is in syslog and its record" {
+    export AGENTJAIL_STATE_DIR=$T/state
+    local hook=$T/mint.sh log=$T/mint.log dir=$T/state/minted
+    cat >"$hook" <<EOS
+#!/bin/sh
+v=\$(cat)
+echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
+[ "\$1" = revoke ] && [ -e "$T/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
+[ "\$1" = revoke ] && [ -e "$T/slow" ] && sleep 1
+[ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
+exit 0
+EOS
+    chmod 755 "$hook"
+    # RUN ...: a run in the background, its command up; sets id, pid and rv (its revoker)
+    start_run() {
+        rm -f "$WS/up"
+        : >"$log"
+        "$@" timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" "$AJ" run -q --workspace "$WS" \
+            --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- \
+            sh -c "touch /workspace/up; exec sleep 30" >/dev/null 2>&1 &
+        AJ_BG_PID=$!
+        local i
+        for ((i = 0; i < 200; i++)); do [ -e "$WS/up" ] && break; sleep 0.05; done
+        id=$(sed -n '1s/^mint K allowed.test \(run-[0-9]*\(-[0-9a-f]\{16\}\)\?\) stdin=long-lived-123$/\1/p' "$log")
+        pid=${id#run-}
+        pid=${pid%%-*}
+        [ -n "$id" ] && [ -e "$WS/up" ] || fail "not started; hook: $(cat "$log")"
+        rv=$(pgrep -P "$pid" -x aj-revoke) || fail "no revoker"
+    }
+    local id pid rv rec
+    # killed with its revoker: nothing revokes, the record stays (the old
+    # code kept none: nothing ever revoked it)
+    start_run
+    rec=$dir/$id.json
+    [ "$(stat -c %a "$dir") $(stat -c %a "$rec")" = "700 600" ] || fail "$(ls -la "$dir")"
+    [ "$(jq -c '[.sandbox, .secrets, .hook, [.owner.pids[][0]]]' "$rec")" = \
+        "[\"$id\",[{\"name\":\"K\",\"hosts\":[\"allowed.test\"]}],\"$hook\",[$pid,$rv]]" ] || fail "$(cat "$rec")"
+    ! grep -qF -e long-lived-123 -e run-token "$rec" || fail "a value in the record"
+    kill -KILL "$rv" "$pid"
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    ! grep -q '^revoke' "$log" || fail "revoked: $(cat "$log")"
+    "$AJ" doctor --json | jq -e '.[] | select(.name == "minted secrets" and .status == "warn") |
+        .detail | contains("0 records of live runs, 1 of runs that are gone")' >/dev/null ||
+        fail "doctor: $("$AJ" doctor --json | jq -c '.[] | select(.name == "minted secrets")')"
+    # crash leftovers of record writers: gone (4194305: no pid is), too old,
+    # and one of a live writer (this shell), which stays
+    : >"$dir/.tmp-4194305-000000000000-a.json"
+    touch -d '-5 min' "$dir/.tmp-$$-000000000000-b.json"
+    : >"$dir/.tmp-$$-000000000000-c.json"
+    # two runs start at once (a revoke takes 1 s): one of them revokes,
+    # with the record's hook, name, hosts and id, and an empty stdin
+    # (in the fake world: they sweep the killed run's table too)
+    touch "$T/slow"
+    : >"$log"
+    hrun --allow allowed.test -- true &
+    local a=$!
+    hrun --allow allowed.test -- true
+    wait "$a"
+    rm "$T/slow"
+    [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] || fail "hook: $(cat "$log")"
+    [ "$(ls -A "$dir")" = ".tmp-$$-000000000000-c.json" ] || fail "left: $(ls -la "$dir")"
+    rm "$dir/.tmp-$$-000000000000-c.json"
+    # run killed, its revoker's revoke fails: one syslog line (authpriv.err)
+    # per secret left live, and its record keeps it for the next start
+    touch "$T/issuer-down"
+    start_run with_fake_syslog
+    kill -KILL "$pid"
+    local i
+    for ((i = 0; i < 100; i++)); do kill -0 "$rv" 2>/dev/null || break; sleep 0.05; done
+    wait "$AJ_BG_PID" || true
+    AJ_BG_PID=
+    grep -qx "revoke K allowed.test $id stdin=run-token-$id" "$log" || fail "hook: $(cat "$log")"
+    grep -qE "^<83>.*agentjail\[$rv\]: run $id: the minted secret K was not revoked after the run was killed \(the mint hook $hook revoke for secret K failed \(exit status 4\)\): its record is kept, the next agentjail run or serve that starts tries again$" "$T/syslog.txt" ||
+        fail "syslog: $(cat "$T/syslog.txt")"
+    ! grep -qF -e long-lived-123 -e run-token "$T/syslog.txt" || fail "a value in syslog"
+    [ "$(jq -c '[.secrets[].name, .owner.pids[][0]]' "$dir/$id.json")" = "[\"K\",$rv]" ] || fail "$(cat "$dir/$id.json")"
+    rm "$T/issuer-down"
+    : >"$log"
+    hrun --allow allowed.test -- true
+    [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] && [ -z "$(ls -A "$dir")" ] ||
+        fail "hook: $(cat "$log"); $(ls -la "$dir")"
 }
 
 @test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {

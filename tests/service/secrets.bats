@@ -29,6 +29,7 @@ v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v args=\$#" >>"$HOOK_LOG"
 [ "\$AGENTJAIL_SECRET" = BAD ] && { echo "the issuer refused \$AGENTJAIL_SECRET" >&2; exit 3; }
 [ "\$1" = revoke ] && [ -e "$BATS_TEST_TMPDIR/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
+[ "\$1" = mint ] && [ -e "$BATS_TEST_TMPDIR/rm-ws" ] && rmdir "$BATS_TEST_TMPDIR/gone"
 [ "\$1" = mint ] && echo "minted-\$AGENTJAIL_SANDBOX-\$AGENTJAIL_SECRET"
 exit 0
 EOF
@@ -204,10 +205,14 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     # records that are not the service's to act on: set aside, their
     # contents never reach the hook (the old code revoked all but the link)
     local bad b
-    mkrec() { # SUFFIX NAME HOST [EXTRA]: a record of sandbox sb-00000000000000SUFFIX, 0600
+    # a valid hook and an owner that is gone (pid 4194305: above any pid_max)
+    local owner
+    owner=$(jq -nc --arg b "$(cat /proc/sys/kernel/random/boot_id)" --argjson n "$(stat -Lc %i /proc/self/ns/pid)" \
+        '{boot: $b, pidns: $n, pids: [[4194305, 1]]}')
+    mkrec() { # SUFFIX NAME HOST [EXTRA] [HOOK] [OWNER]: a record of sandbox sb-00000000000000SUFFIX, 0600
         local f=$STATE/minted/sb-00000000000000$1.json
-        printf '{"sandbox": "sb-00000000000000%s", "secrets": [{"name": "%s", "hosts": ["%s"]}]%s}' \
-            "$1" "$2" "$3" "${4:-}" >"$f"
+        printf '{"sandbox": "sb-00000000000000%s", "secrets": [{"name": "%s", "hosts": ["%s"]}], "hook": "%s", "owner": %s%s}' \
+            "$1" "$2" "$3" "${5:-$HOOK}" "${6:-$owner}" "${4:-}" >"$f"
         chmod 600 "$f"
     }
     mkrec a1 MODE api.example.test && chmod 644 "$STATE/minted/sb-00000000000000a1.json"
@@ -220,7 +225,10 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     mkrec a8 ID api.example.test && mv "$STATE/minted/sb-00000000000000a8.json" "$STATE/minted/sb-00000000000000b8.json"
     mkrec a9 LINK api.example.test && mv "$STATE/minted/sb-00000000000000a9.json" "$BATS_TEST_TMPDIR/link.json" &&
         ln -s "$BATS_TEST_TMPDIR/link.json" "$STATE/minted/sb-00000000000000a9.json"
-    bad="a1 a2 a3 a4 a5 a6 a7 b8 a9"
+    mkrec c1 HOOKREL api.example.test '' mint.sh
+    mkrec c2 OWNER2 api.example.test '' "$HOOK" "$(jq -c '.pids = [[0, 1]]' <<<"$owner")"
+    mkrec c3 OWNER3 api.example.test '' "$HOOK" "$(jq -c '.more = 1' <<<"$owner")"
+    bad="a1 a2 a3 a4 a5 a6 a7 b8 a9 c1 c2 c3"
     # one set aside before is kept; a failed revoke's record is rewritten by
     # a rename (a new inode), never in place (the old code: O_TRUNC)
     echo '{"earlier": 1}' >"$STATE/minted/.bad-sb-torn.json"
@@ -252,6 +260,53 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after != null" | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
     assert_world_clean
+}
+
+@test "service: a sandbox whose start fails after its mint is revoked, no record left; a minted directory not the service's own is refused" {
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    # the hook removes the workspace once it has minted: the start then fails
+    mkdir "$BATS_TEST_TMPDIR/gone"
+    touch "$BATS_TEST_TMPDIR/rm-ws"
+    local create="{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\", \"workspace\": \"$BATS_TEST_TMPDIR/gone\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}"
+    api_status POST /v1/sandboxes -d "$create"
+    [ "$status_code" -ge 400 ] && [ ! -e "$BATS_TEST_TMPDIR/gone" ] || fail "status $status_code: $body"
+    local id
+    id=$(awk '$1 == "mint" { print $4 }' "$HOOK_LOG")
+    grep -qx "revoke TOKEN api.example.test $id stdin=minted-$id-TOKEN args=1" "$HOOK_LOG" || fail "hook: $(cat "$HOOK_LOG")"
+    [ -z "$(ls -A "$STATE/minted")" ] || fail "a record is left: $(ls -la "$STATE/minted")"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\"" | wc -l)" -eq 1 ] || fail "audit: $(cat "$STATE/audit.log")"
+    [ "$(api GET /v1/sandboxes | jq '.sandboxes | length')" -eq 0 ] || fail "a sandbox is left"
+    rm "$BATS_TEST_TMPDIR/rm-ws"
+    # a minted directory of another user, group-writable, or a symbolic link:
+    # a create that would mint fails, the hook never run (the old code wrote
+    # records into the first two), and serve's next start says so
+    create="{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"TOKEN\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}"
+    local bad
+    for bad in owner mode link; do
+        rm -rf "$STATE/minted"
+        case $bad in
+        owner) mkdir -m 700 "$STATE/minted" && chown 65534 "$STATE/minted" ;;
+        mode) mkdir "$STATE/minted" && chmod 770 "$STATE/minted" ;;
+        link) mkdir -p -m 700 "$BATS_TEST_TMPDIR/elsewhere" && ln -s "$BATS_TEST_TMPDIR/elsewhere" "$STATE/minted" ;;
+        esac
+        : >"$HOOK_LOG"
+        api_status POST /v1/sandboxes -d "$create"
+        [ "$status_code" = 500 ] && [ "$(jq -r .error.code <<<"$body")" = secret_mint_failed ] &&
+            [[ "$(jq -r .error.message <<<"$body")" == *"$STATE/minted: not a directory of this user's (uid 0), mode 0700"* ]] ||
+            fail "$bad: status $status_code: $body"
+        [ ! -s "$HOOK_LOG" ] || fail "$bad: the hook ran: $(cat "$HOOK_LOG")"
+        [ -z "$(ls -A "$BATS_TEST_TMPDIR/elsewhere" 2>/dev/null)" ] || fail "$bad: a record through the link"
+    done
+    svc_stop
+    : >"$BATS_TEST_TMPDIR/serve.log"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    grep -qF "$STATE/minted: not a directory of this user's (uid 0), mode 0700" "$BATS_TEST_TMPDIR/serve.log" ||
+        fail "serve's start: $(cat "$BATS_TEST_TMPDIR/serve.log")"
+    [ "$(audit ".event == \"secret_revoke_failed\" and .record == \"$STATE/minted\"" | wc -l)" -eq 1 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    rm -rf "$STATE/minted"
 }
 
 @test "service: a fork and a snapshot of a sandbox with scoped secrets: each copy intercepts with its own CA and value; the snapshot keeps the image's CA bundle" {

@@ -269,6 +269,65 @@ static void test_tree_writer_limits(void **state)
 	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
 }
 
+/* A hard link ('h') only to a name the stream made a regular file and that
+ * still is one: not to an unknown name, a directory, a symlink, a FIFO, a
+ * name dropped (/tmp), through ".." or itself; charged as any entry. */
+static void test_tree_writer_links(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aj-test-tw-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int cwd = open(".", O_PATH | O_DIRECTORY);
+	assert_true(cwd >= 0);
+	assert_int_equal(chdir(dir), 0);
+	aj_tree_writer *w;
+	aj_error err;
+	assert_int_equal(aj_tree_writer_new(1 << 20, &w, &err), 0);
+	aj_root_entry es[] = {{.path = "a", .type = 'd', .mode = 0755},
+			      {.path = "a/f", .type = 'f', .mode = 0640, .size = 3},
+			      {.path = "a/g", .type = 'f', .mode = 0644, .size = 0},
+			      {.path = "a/l", .type = 'l', .mode = 0777, .link = "/etc/passwd"},
+			      {.path = "a/p", .type = 'p', .mode = 0600},
+			      {.path = "tmp", .type = 'd', .mode = 01777},
+			      {.path = "tmp/x", .type = 'f', .mode = 0644},
+			      {.path = "a/h", .type = 'h', .mode = 0640, .link = "a/f"},
+			      {.path = "/a/h2", .type = 'h', .mode = 0640, .link = "/a/h"},
+			      {.path = "a/g", .type = 'l', .mode = 0777, .link = "f"}};
+	for (size_t i = 0; i < sizeof(es) / sizeof(es[0]); i++) {
+		assert_int_equal(aj_tree_writer_entry(w, &es[i], &err), 0);
+		if (es[i].type == 'f' && es[i].size)
+			assert_int_equal(aj_tree_writer_data(w, "abc", 3, &err), 0);
+	}
+	assert_int_equal(aj_tree_writer_data(w, "x", 1, &err), -EPROTO); /* no data to a link */
+	const char *bad[] = {"nowhere",	 "a",	   "a/l", "a/p", "tmp/x",
+			     "a/../a/f", "../a/f", "a/g", "",	 "a/x"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		aj_root_entry h = {.path = "a/x", .type = 'h', .mode = 0640, .link = bad[i]};
+		assert_int_equal(aj_tree_writer_entry(w, &h, &err), -EPROTO);
+	}
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+	struct stat f, h, h2;
+	assert_int_equal(lstat("a/f", &f), 0);
+	assert_int_equal(lstat("a/h", &h), 0);
+	assert_int_equal(lstat("a/h2", &h2), 0);
+	assert_true(f.st_ino == h.st_ino && f.st_ino == h2.st_ino);
+	assert_int_equal(f.st_nlink, 3);
+	assert_int_equal(f.st_size, 3);
+	assert_int_equal(lstat("a/x", &h), -1);
+	assert_int_equal(lstat("a/l", &h), 0);
+	assert_true(S_ISLNK(h.st_mode) && h.st_nlink == 1);
+	/* a link costs as an entry: its name and target */
+	assert_int_equal(aj_tree_writer_new(2 * 4096 + 3, &w, &err), 0);
+	aj_root_entry one = {.path = "f", .type = 'f', .mode = 0644},
+		      l1 = {.path = "l1", .type = 'h', .mode = 0644, .link = "f"};
+	assert_int_equal(aj_tree_writer_entry(w, &one, &err), 0);
+	assert_int_equal(aj_tree_writer_entry(w, &l1, &err), -EDQUOT);
+	assert_int_equal(aj_tree_writer_close(w, &err), 0);
+	assert_int_equal(fchdir(cwd), 0);
+	close(cwd);
+	assert_int_equal(aj_rm_tree_at(AT_FDCWD, dir, 8), 0);
+}
+
 /* Level 2 restores from an image's checkpoint only when its image.json
  * (outside the tree) says a level-2 snapshot made it, and only for an
  * image of the store. */
@@ -307,6 +366,7 @@ int main(void)
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_tree_writer),
 	    cmocka_unit_test(test_tree_writer_limits),
+	    cmocka_unit_test(test_tree_writer_links),
 	    cmocka_unit_test(test_checkpoint_of),
 	    cmocka_unit_test(test_recipe),
 	    cmocka_unit_test(test_digest),

@@ -21,6 +21,7 @@
 #include <linux/random.h>
 #include <sys/socket.h>
 #include <poll.h>
+#include <search.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -323,58 +324,71 @@ static int op_list(const char *path)
 /* ---- the root as a stream (a snapshot: op "tree") ---- */
 
 #define TREE_MAX_DEPTH 256
-#define STOP_MAX 4096
 
-/* The processes the agent stopped for the copy (SIGSTOP), continued after:
- * every process but PID 1, the agent and kernel threads, except those
- * stopped already (not ours to continue). Passes until no new one. */
-static pid_t stopped[STOP_MAX];
-static size_t n_stopped;
+/* A microVM's cgroup2 root (fd 3 from its init, argv[1] "cg"; -1 else):
+ * every process the agents start is in "cmd", and a freezing agent moves
+ * itself to "tree" first. The guest's init thaws "cmd" when "tree" empties
+ * with "cmd" still frozen (the agent killed mid-walk). */
+static int cg_fd = -1;
 
-static void stop_others(void)
+static int cg_write(const char *file, const char *v)
 {
-	for (int pass = 0; pass < 8; pass++) {
-		bool more = false;
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
-			if (pid <= 2 || pid == getpid() || n_stopped == STOP_MAX)
-				continue;
-			bool have = false;
-			for (size_t k = 0; k < n_stopped && !have; k++)
-				have = stopped[k] == pid;
-			char path[64], st[512];
-			snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-			int fd = have ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-			ssize_t n = fd < 0 ? -1 : read(fd, st, sizeof(st) - 1);
-			if (fd >= 0)
-				close(fd);
-			if (n <= 0)
-				continue;
-			st[n] = '\0';
-			char *e = strrchr(st, ')'), state = 0;
-			int ppid = 0;
-			if (!e || sscanf(e + 1, " %c %d", &state, &ppid) != 2 || ppid == 2 ||
-			    state == 'T' || state == 't' || state == 'Z')
-				continue;
-			if (kill(pid, SIGSTOP) == 0) {
-				stopped[n_stopped++] = pid;
-				more = true;
-			}
-		}
-		if (d)
-			closedir(d);
-		if (!more)
-			break;
-	}
+	int fd = openat(cg_fd, file, O_WRONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : write(fd, v, strlen(v));
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(v) ? 0 : -(e ? e : EIO);
 }
 
-static void continue_others(void)
+/* The guest's processes frozen for the copy (cgroup.freeze, as level 1
+ * freezes its cgroup: no signal a process sees), waited for up to 2 s (a
+ * task in an uninterruptible wait freezes late; the copy goes on). */
+static int freeze_others(void)
 {
-	for (size_t k = 0; k < n_stopped; k++)
-		kill(stopped[k], SIGCONT);
-	n_stopped = 0;
+	if (cg_fd < 0)
+		return -EOPNOTSUPP;
+	int r = cg_write("tree/cgroup.procs", "0");
+	if (r == 0)
+		r = cg_write("cmd/cgroup.freeze", "1");
+	for (int i = 0; r == 0 && i < 200; i++) {
+		char ev[256];
+		int fd = openat(cg_fd, "cmd/cgroup.events", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, ev, sizeof(ev) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			break;
+		ev[n] = '\0';
+		if (strstr(ev, "frozen 1"))
+			break;
+		nanosleep(&(struct timespec){0, 10000000L}, NULL);
+	}
+	return r;
+}
+
+static void thaw_others(void)
+{
+	if (cg_fd >= 0)
+		(void)cg_write("cmd/cgroup.freeze", "0");
+}
+
+/* A file of more than one name sent once: its other names as hard links to
+ * the first one sent, by (device, inode). */
+typedef struct tree_inode {
+	unsigned maj, min;
+	unsigned long long ino;
+	char *path;
+} tree_inode;
+
+static int inode_cmp(const void *a, const void *b)
+{
+	const tree_inode *x = a, *y = b;
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (x->maj != y->maj)
+		return x->maj < y->maj ? -1 : 1;
+	return x->min < y->min ? -1 : x->min > y->min;
 }
 
 typedef struct tree_walk {
@@ -383,6 +397,7 @@ typedef struct tree_walk {
 	char path[PATH_MAX]; /* of the directory walked, relative ("" at the root) */
 	int err;
 	bool cancelled; /* the host said stop */
+	void *inodes;	/* tree_inode of the files sent with more than one link */
 } tree_walk;
 
 static bool skipped(const tree_walk *w, const char *rel)
@@ -413,9 +428,6 @@ static bool tree_cancelled(tree_walk *w)
 	return w->cancelled;
 }
 
-/* One entry: its stat as an 'L' frame ({"p","t","m","u","g","s","mt","mn"}
- * and "l" for a symlink), a regular file's bytes as 'D' frames after it
- * (then an empty one). */
 /* A name as key k when it is UTF-8 (JSON's), else as hex in k"x" (a
  * file name is any bytes but '/' and NUL). */
 static void name_json(json_t *j, const char *k, const char *name)
@@ -435,17 +447,21 @@ static void name_json(json_t *j, const char *k, const char *name)
 	free(hex);
 }
 
+/* One entry: its stat as an 'L' frame ({"p","t","m","u","g","s","mt","mn"}
+ * and "l" for a symlink's target or, "t":"h", the name a hard link is to),
+ * a regular file's bytes as 'D' frames after it (then an empty one). */
 static void tree_entry(tree_walk *w, const struct statx *sx, const char *link, int fd)
 {
-	char t = S_ISREG(sx->stx_mode)	 ? 'f'
+	char t = S_ISREG(sx->stx_mode)	 ? (link ? 'h' : 'f')
 		 : S_ISDIR(sx->stx_mode) ? 'd'
 		 : S_ISLNK(sx->stx_mode) ? 'l'
 					 : 'p';
 	char ts[2] = {t, 0};
-	json_t *j = json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "t", ts, "m",
-			      (int)(sx->stx_mode & 07777), "u", (json_int_t)sx->stx_uid, "g",
-			      (json_int_t)sx->stx_gid, "s", (json_int_t)sx->stx_size, "mt",
-			      (json_int_t)sx->stx_mtime.tv_sec, "mn", (int)sx->stx_mtime.tv_nsec);
+	json_t *j =
+	    json_pack("{s:s,s:i,s:I,s:I,s:I,s:I,s:i}", "t", ts, "m", (int)(sx->stx_mode & 07777),
+		      "u", (json_int_t)sx->stx_uid, "g", (json_int_t)sx->stx_gid, "s",
+		      (json_int_t)(t == 'f' ? sx->stx_size : 0), "mt",
+		      (json_int_t)sx->stx_mtime.tv_sec, "mn", (int)sx->stx_mtime.tv_nsec);
 	name_json(j, "p", w->path);
 	if (link)
 		name_json(j, "l", link);
@@ -499,11 +515,25 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 		} else if (other) {
 			continue; /* a file bound over */
 		} else if (S_ISREG(sx.stx_mode)) {
-			int fd = openat(dirfd(d), de->d_name,
-					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-			if (fd >= 0) {
+			tree_inode key = {sx.stx_dev_major, sx.stx_dev_minor, sx.stx_ino, NULL},
+				   **had;
+			had = sx.stx_nlink > 1 ? tfind(&key, &w->inodes, inode_cmp) : NULL;
+			int fd =
+			    had ? -1
+				: openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+			if (had) {
+				tree_entry(w, &sx, (*had)->path, -1);
+			} else if (fd >= 0) {
 				tree_entry(w, &sx, NULL, fd);
 				close(fd);
+				tree_inode *n = sx.stx_nlink > 1 ? malloc(sizeof(*n)) : NULL;
+				if (n && (*n = key, n->path = strdup(w->path)) &&
+				    tsearch(n, &w->inodes, inode_cmp))
+					n = NULL;
+				if (n)
+					free(n->path);
+				free(n);
 			}
 		} else if (S_ISLNK(sx.stx_mode)) {
 			char t[PATH_MAX];
@@ -521,8 +551,8 @@ static void tree_dir(tree_walk *w, int dfd, int depth)
 	closedir(d);
 }
 
-/* The root's own mount as entries, its processes stopped meanwhile (a
- * consistent copy, as level 1 freezes its cgroup). */
+/* The root's own mount as entries, its processes frozen meanwhile (a
+ * consistent copy, as level 1 freezes its cgroup): no freezer, no copy. */
 static int op_tree(json_t *q)
 {
 	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -530,10 +560,16 @@ static int op_tree(json_t *q)
 	if (fd < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0)
 		return answer(errno);
 	tree_walk w = {.mnt = sx.stx_mnt_id, .skip = json_object_get(q, "skip")};
-	if (json_is_true(json_object_get(q, "freeze")))
-		stop_others();
+	bool freeze = json_is_true(json_object_get(q, "freeze"));
+	int r = freeze ? freeze_others() : 0;
+	if (r < 0) {
+		thaw_others();
+		close(fd);
+		return answer(-r);
+	}
 	tree_dir(&w, fd, 0);
-	continue_others();
+	if (freeze)
+		thaw_others();
 	return answer(host_gone ? EPIPE : w.cancelled ? ECANCELED : w.err);
 }
 
@@ -1133,6 +1169,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "init"))
 		init();
+	struct statfs cs;
+	if (argc > 1 && !strcmp(argv[1], "cg") && fstatfs(3, &cs) == 0 &&
+	    cs.f_type == CGROUP2_SUPER_MAGIC && fcntl(3, F_SETFD, FD_CLOEXEC) == 0)
+		cg_fd = 3; /* a microVM's init's (never a command's: close-on-exec) */
 	signal(SIGPIPE, SIG_IGN);
 	char type, *buf = NULL;
 	uint32_t len;

@@ -238,9 +238,9 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 }
 
 /* The guest's root streamed by its agent (op "tree": its own mount, the
- * guest's processes stopped meanwhile) to sink, for a snapshot. A paused
+ * guest's processes frozen meanwhile) to sink, for a snapshot. A paused
  * VM is thawed for it (its agent runs in it) and frozen again after: its
- * processes may run for the moment before the agent stops them. */
+ * processes may run for the moment before the agent freezes them. */
 static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 {
 	bool paused = i->paused;
@@ -387,10 +387,11 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
 static int mv_claim(aj_inst *i, aj_error *err)
 {
 	int r = i->vm.restored ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
-	/* a snapshot whose agent can't (an older one's): removed, the next
-	 * VM boots (a fork's save is its own) */
+	/* a snapshot whose agent can't (an older one's): removed with its
+	 * RAM (a RAM file left would refuse the next save for a minute), the
+	 * next VM boots (a fork's save is its own) */
 	if (r < 0 && !i->vm.restore_dir[0])
-		unlink(i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
 	return r;
 }
 

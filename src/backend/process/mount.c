@@ -563,5 +563,5 @@ int aj_mount_setup_root(const aj_policy *p, aj_mount_plan *plan, aj_error *err)
 		return r;
 	if (p->workspace && (r = aj_protect_apply(plan->protect, NEWROOT, err)) < 0)
 		return r;
-	return pivot_into_newroot(!p->rootfs, err);
+	return pivot_into_newroot(!p->rootfs || p->root_readonly, err);
 }

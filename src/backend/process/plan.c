@@ -149,7 +149,7 @@ static json_t *mounts_json(const aj_policy *p, const aj_plan *pl)
 		push_mount(a, p->rootfs ? p->rootfs : "bundle rootfs (mount points only)", "/",
 			   "bind", "ro", true, "root");
 	else if (p->rootfs)
-		push_mount(a, "overlay", "/", "overlay", opt, false, "root");
+		push_mount(a, "overlay", "/", "overlay", opt, p->root_readonly, "root");
 	else
 		push_mount(a, "tmpfs", "/", "tmpfs", "nosuid,nodev,mode=0755,size=8m", true,
 			   "root");

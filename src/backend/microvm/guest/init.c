@@ -8,7 +8,8 @@
  * the virtio-serial ports "aj.agent", "aj.agent.1" ... (aj.ports=N): on
  * each, one agentjail-agent process per request, its stdin and stdout the
  * port, started when the host's request arrives (so the ports serve
- * requests side by side). It reaps every orphan. */
+ * requests side by side). It reaps every orphan, and thaws the guest's
+ * processes an agent froze and died without thawing. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -301,32 +302,65 @@ static void setup_root(const char *cmdline)
 	}
 }
 
-/* --pids (aj.pids=N): a cgroup the agent and its command go into; its
- * cgroup.procs, or -1 for none. It stays in the initramfs, out of the
- * command's view after the switch of roots. */
-static int pids_cgroup(const char *cmdline)
+/* The guest's cgroup2 tree, in the initramfs (out of the commands' view
+ * after the switch of roots): "cmd" holds every agent and its commands
+ * (--pids, aj.pids=N: its pids.max, the agent one of them), "tree" an
+ * agent that froze "cmd" for a snapshot's copy (agent.c op "tree").
+ * Returns the root's fd; *procs is cmd's cgroup.procs. */
+static int guest_cgroups(const char *cmdline, int *procs)
 {
 	char pids[24];
 	unsigned long n = strtoul(arg(cmdline, "pids", pids, sizeof(pids), "0"), NULL, 10);
-	if (!n)
-		return -1;
 	mkdir("/cg", 0700);
 	must_mount("cgroup2", "/cg", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	int fd = open("/cg/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, "+pids", 5) != 5)
+	if (n && (fd < 0 || write(fd, "+pids", 5) != 5))
 		die("cannot enable", "the pids controller");
-	close(fd);
-	if (mkdir("/cg/cmd", 0755) < 0)
-		die("cannot create", "/cg/cmd");
+	if (fd >= 0)
+		close(fd);
+	if (mkdir("/cg/cmd", 0755) < 0 || mkdir("/cg/tree", 0755) < 0)
+		die("cannot create", "/cg/cmd and /cg/tree");
 	snprintf(pids, sizeof(pids), "%lu", n + 1);
-	fd = open("/cg/cmd/pids.max", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, pids, strlen(pids)) != (ssize_t)strlen(pids))
+	fd = n ? open("/cg/cmd/pids.max", O_WRONLY | O_CLOEXEC) : -2;
+	if (fd == -1 || (n && write(fd, pids, strlen(pids)) != (ssize_t)strlen(pids)))
 		die("cannot set", "pids.max");
-	close(fd);
-	fd = open("/cg/cmd/cgroup.procs", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd >= 0)
+		close(fd);
+	if ((*procs = open("/cg/cmd/cgroup.procs", O_WRONLY | O_CLOEXEC)) < 0)
 		die("cannot open", "/cg/cmd/cgroup.procs");
-	return fd;
+	int root = open("/cg", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		die("cannot open", "/cg");
+	return root;
+}
+
+/* A file of the cgroup tree has the line want ("frozen 1"...). */
+static bool cg_has(int root, const char *file, const char *want)
+{
+	char buf[256];
+	int fd = openat(root, file, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+/* After an agent ended: "cmd" frozen with no agent in "tree" left (it died
+ * mid-walk, else it thawed "cmd" itself) is thawed. The freeze is read
+ * before "tree": an agent joins "tree" before it freezes. */
+static void thaw_orphaned(int root)
+{
+	if (!cg_has(root, "cmd/cgroup.freeze", "1") ||
+	    cg_has(root, "tree/cgroup.events", "populated 1"))
+		return;
+	int fd = openat(root, "cmd/cgroup.freeze", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "0", 1) != 1)
+		say("cannot thaw", "/cg/cmd", errno);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* The network (aj.net=IP/PREFIX,GW: --net open or --allow, net.c on the
@@ -428,7 +462,7 @@ int main(void)
 		load_modules(blk_modules, sizeof(blk_modules) / sizeof(blk_modules[0]));
 	setup_root(cmdline);
 	setup_net(cmdline);
-	int cg = pids_cgroup(cmdline);
+	int cg, cgroot = guest_cgroups(cmdline, &cg);
 	char nbuf[8];
 	unsigned long nports = strtoul(arg(cmdline, "ports", nbuf, sizeof(nbuf), "1"), NULL, 10);
 	if (nports < 1 || nports > MAX_PORTS)
@@ -476,10 +510,12 @@ int main(void)
 			pid_t a = fork();
 			if (a == 0) {
 				sigprocmask(SIG_UNBLOCK, &chld, NULL);
-				char *argv[] = {"agentjail-agent", NULL}, *envp[] = {NULL};
-				/* the agent and its command under --pids (the agent is one) */
-				if ((cg >= 0 && write(cg, "0", 1) != 1) || dup2(port[k], 0) < 0 ||
-				    dup2(port[k], 1) < 0)
+				char *argv[] = {"agentjail-agent", "cg", NULL}, *envp[] = {NULL};
+				/* the agent and its commands in "cmd" (--pids: the agent
+				 * is one), the cgroup tree's root its fd 3 */
+				if (write(cg, "0", 1) != 1 || dup2(port[k], 0) < 0 ||
+				    dup2(port[k], 1) < 0 ||
+				    (cgroot == 3 ? fcntl(3, F_SETFD, 0) : dup2(cgroot, 3)) < 0)
 					_exit(1);
 				fexecve(agent, argv, envp);
 				_exit(127);
@@ -495,9 +531,12 @@ int main(void)
 		}
 		/* reap everything; a port whose agent ended waits for the next request */
 		pid_t w;
+		bool agent_ended = false;
 		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
 			for (unsigned long k = 0; k < nports; k++)
 				if (serving[k] == w)
-					serving[k] = 0;
+					serving[k] = 0, agent_ended = true;
+		if (agent_ended)
+			thaw_orphaned(cgroot);
 	}
 }
