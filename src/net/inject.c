@@ -411,7 +411,8 @@ int aj_inject_stream_init(aj_body_stream *st, const aj_policy *p, const char *ho
 int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, char **out,
 		     size_t *out_len)
 {
-	*out = NULL;
+	if (out)
+		*out = NULL;
 	*out_len = 0;
 	size_t len = st->carry_len + n;
 	char *w = malloc(len + 1);
@@ -429,15 +430,18 @@ int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, ch
 	}
 	int r = 0;
 	size_t cap = fill_body(st->p, st->host, w, len, limit, NULL, st->next, &used);
-	char *o = cap > AJ_INJECT_FILLED_MAX ? NULL : malloc(cap + 1);
-	if (!o)
+	char *o = !out || cap > AJ_INJECT_FILLED_MAX ? NULL : malloc(cap + 1);
+	if (!out) /* the filled size only */
+		*out_len = cap;
+	else if (!o)
 		r = cap > AJ_INJECT_FILLED_MAX ? -EFBIG : -ENOMEM;
 	else
 		*out_len = fill_body(st->p, st->host, w, len, limit, o, st->next, &used);
 	if (r == 0) {
 		st->carry_len = len - used;
 		memcpy(st->carry, w + used, st->carry_len);
-		*out = o;
+		if (out)
+			*out = o;
 	}
 	explicit_bzero(w, len);
 	free(w);

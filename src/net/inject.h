@@ -61,7 +61,8 @@ int aj_inject_stream_init(aj_body_stream *st, const aj_policy *p, const char *ho
 /* n more bytes of the body (last: the end of it, nothing kept back): the
  * filled bytes that are certain in a new buffer *out (*out_len; the
  * caller zeroes and frees it, NULL when empty is fine). 0, -ENOMEM, or
- * -EFBIG when one piece would fill past AJ_INJECT_FILLED_MAX. */
+ * -EFBIG when one piece would fill past AJ_INJECT_FILLED_MAX. out NULL:
+ * only *out_len, the size those bytes fill to (no limit). */
 int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, char **out,
 		     size_t *out_len);
 /* A note for each secret whose placeholder the body held so far (once). */

@@ -19,6 +19,7 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <nftables/libnftables.h>
 #include <unistd.h>
@@ -315,6 +316,46 @@ static int split_publisher(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *
 	return await_child(pfd[0], "--publish: the forwarder", err);
 }
 
+/* A :body secret's large request bodies (proxy_common.h) are spooled into
+ * $AGENTJAIL_STATE_DIR/spool (default /var/lib/agentjail/spool): 0700,
+ * owned by the uid netd runs as once it dropped its privileges; netd
+ * keeps an fd to it and makes only unlinked files there (O_TMPFILE). Up
+ * to $AGENTJAIL_BODY_SPOOL_MAX bytes a body (default 256 MiB; a bad
+ * value stops the start). A directory it cannot make or own: no spool
+ * (those bodies go chunked, as before). */
+static int open_spool(aj_netd_ctx *ctx, aj_error *err)
+{
+	ctx->spool_max = 256ULL << 20;
+	const char *max = getenv("AGENTJAIL_BODY_SPOOL_MAX");
+	if (max && (aj_parse_size(max, &ctx->spool_max) < 0 || ctx->spool_max == 0)) {
+		aj_err(err, EINVAL, "AGENTJAIL_BODY_SPOOL_MAX=%s is not a size", max);
+		aj_err_hint(err, "give bytes, or a size such as 64M or 1G");
+		return -EINVAL;
+	}
+	const char *state = getenv("AGENTJAIL_STATE_DIR");
+	if (!state || state[0] != '/')
+		state = "/var/lib/agentjail";
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/spool", state);
+	uid_t uid = ctx->privileged ? 65534 : geteuid();
+	(void)aj_mkdir_p(state, 0755);
+	(void)mkdir(path, 0700);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && ctx->privileged && fstat(fd, &st) == 0 &&
+	    (st.st_uid != uid || (st.st_mode & 0777) != 0700) &&
+	    (fchown(fd, uid, uid) < 0 || fchmod(fd, 0700) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != uid || (st.st_mode & 077))) {
+		close(fd); /* not ours alone: no spool */
+		fd = -1;
+	}
+	ctx->spool_dir = fd > 0 ? fd : 0;
+	return 0;
+}
+
 /* Everything netd needs before the sandbox goes on; err says what failed.
  * Returns 1 in the --publish forwarder child (see split_publisher). */
 static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj_error *err)
@@ -361,6 +402,11 @@ static int netd_setup(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *n, aj
 		const char *key_out = getenv("AGENTJAIL_CA_KEY_FILE");
 		if (ctx->tls && key_out && aj_tls_export_key(ctx->tls, key_out, err) < 0)
 			return -EIO;
+		bool body = false;
+		for (size_t i = 0; i < p->n_secrets; i++)
+			body = body || (p->secrets[i].body && p->secrets[i].n_hosts);
+		if (body && open_spool(ctx, err) < 0)
+			return -EINVAL;
 	}
 	if (net->nflog_group) {
 		if ((fd = aj_nflog_open(net->nflog_group)) < 0)

@@ -226,13 +226,16 @@ static int choose_address(aj_netd_ctx *ctx, const aj_proxy_req *req, struct sock
 }
 
 typedef struct held {
+	http_parser hp;
 	aj_body_buf body, extra; /* the body, de-framed; bytes after it */
-	bool done;
+	bool done, big;		 /* big: past AJ_INJECT_BODY_MAX, streamed (relay_big) */
 } held;
 
 static int held_body(http_parser *hp, const char *at, size_t n)
 {
 	held *h = hp->data;
+	if (h->body.len + n > AJ_INJECT_BODY_MAX)
+		h->big = h->body.unbounded = true;
 	return aj_body_append(&h->body, at, n) < 0;
 }
 
@@ -244,16 +247,18 @@ static int held_done(http_parser *hp)
 	return 0;
 }
 
+static const http_parser_settings held_set = {.on_body = held_body,
+					      .on_message_complete = held_done};
+
 /* Feed n bytes at p to the body's parser; bytes past the body are kept. */
-static int held_feed(http_parser *hp, const http_parser_settings *set, held *h, const char *p,
-		     size_t n)
+static int held_feed(held *h, const char *p, size_t n)
 {
 	if (n == 0) /* to http-parser, no bytes means the end of the stream */
 		return 0;
 	if (h->done)
 		return aj_body_append(&h->extra, p, n) < 0 ? -1 : 0;
-	size_t k = http_parser_execute(hp, set, p, n);
-	enum http_errno e = HTTP_PARSER_ERRNO(hp);
+	size_t k = http_parser_execute(&h->hp, &held_set, p, n);
+	enum http_errno e = HTTP_PARSER_ERRNO(&h->hp);
 	if (e != HPE_OK && e != HPE_PAUSED)
 		return -1;
 	if (h->done && k < n && aj_body_append(&h->extra, p + k, n - k) < 0)
@@ -262,19 +267,17 @@ static int held_feed(http_parser *hp, const http_parser_settings *set, held *h, 
 }
 
 /* A plain-HTTP request toward a host with "body" secrets (inject.h): its
- * body (Content-Length or chunked, AJ_INJECT_BODY_MAX at most) read whole,
- * de-framed, into h. 0 (h->done: the whole body; !h->done: none), or an
+ * body (Content-Length or chunked) read, de-framed, into h: whole up to
+ * AJ_INJECT_BODY_MAX, or its first part past that (h->big: relay_big
+ * goes on). 0 (h->done: the whole body; !h->done && !h->big: none), or an
  * HTTP status with *why. */
 static int hold_body(int fd, const aj_proxy_req *req, const char *buf, size_t head_end, size_t len,
 		     held *h, const char **why)
 {
-	static const http_parser_settings set = {.on_body = held_body,
-						 .on_message_complete = held_done};
-	http_parser hp;
-	http_parser_init(&hp, HTTP_REQUEST);
-	hp.data = h;
-	size_t k = http_parser_execute(&hp, &set, buf, head_end);
-	enum http_errno e = HTTP_PARSER_ERRNO(&hp);
+	http_parser_init(&h->hp, HTTP_REQUEST);
+	h->hp.data = h;
+	size_t k = http_parser_execute(&h->hp, &held_set, buf, head_end);
+	enum http_errno e = HTTP_PARSER_ERRNO(&h->hp);
 	if (h->done) { /* no body */
 		h->done = false;
 		return 0;
@@ -288,10 +291,10 @@ static int hold_body(int fd, const aj_proxy_req *req, const char *buf, size_t he
 		(void)send(fd, cont, sizeof(cont) - 1, MSG_NOSIGNAL);
 	}
 	char *chunk = malloc(65536);
-	int r = chunk ? held_feed(&hp, &set, h, buf + head_end, len - head_end) : -1;
+	int r = chunk ? held_feed(h, buf + head_end, len - head_end) : -1;
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (r == 0 && !h->done) {
+	while (r == 0 && !h->done && !h->big) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		long left = BODY_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
 					       (now.tv_nsec - t0.tv_nsec) / 1000000);
@@ -301,20 +304,113 @@ static int hold_body(int fd, const aj_proxy_req *req, const char *buf, size_t he
 			r = -2;
 			break;
 		}
-		r = held_feed(&hp, &set, h, chunk, (size_t)n);
+		r = held_feed(h, chunk, (size_t)n);
 	}
 	if (chunk)
 		explicit_bzero(chunk, 65536);
 	free(chunk);
 	if (r == 0)
 		return 0;
-	if (h->body.too_big) {
-		*why = "the request body is larger than the 1 MiB a secret is put into bodies "
-		       "up to";
-		return 413;
-	}
 	*why = r == -2 ? "the request body did not arrive (10 s)" : "malformed request body";
 	return 400;
+}
+
+/* The head of req (secrets in) to up: one checked request per connection
+ * ("Connection: close"), or a protocol switch (WebSocket: both ways
+ * relayed until either side closes). 0 or -1. */
+static int send_head(int up, const aj_proxy_req *req)
+{
+	/* an absolute-form request may come without Host: add it */
+	char host[300] = "";
+	if (!req->has_host && req->port == 80)
+		snprintf(host, sizeof(host), "Host: %s\r\n", req->host);
+	else if (!req->has_host)
+		snprintf(host, sizeof(host), "Host: %s:%u\r\n", req->host, req->port);
+	char *head = aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: %s\r\n\r\n", req->method,
+				 req->target, req->http_major, req->http_minor, host, req->headers,
+				 req->upgrade ? "Upgrade" : "close");
+	bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
+	if (head) /* it may hold a secret's value */
+		explicit_bzero(head, strlen(head));
+	free(head);
+	return ok ? 0 : -1;
+}
+
+/* A held body grown past AJ_INJECT_BODY_MAX (h->big), the rest read from
+ * fd as it comes (idle 10 s at most) into an aj_body_out: spooled, then
+ * the head with its filled length and the body; or the head with
+ * "Transfer-Encoding: chunked" and the body filled chunk by chunk. The
+ * head's notes are logged once it went. 0: sent; an HTTP status with
+ * *why: not sent, or cut (up is then of no use). */
+static int relay_big(aj_netd_ctx *ctx, int fd, int up, aj_proxy_req *req, held *h,
+		     aj_proxy_notes *notes, const char **why)
+{
+	long long length = (h->hp.flags & F_CHUNKED)
+			       ? -1
+			       : (long long)(h->body.len + (size_t)h->hp.content_length);
+	aj_body_out bo;
+	int st = aj_body_out_start(ctx, &bo, req, length, why);
+	if (st)
+		return st;
+	char host[sizeof(req->host)];
+	unsigned port = req->port;
+	snprintf(host, sizeof(host), "%s", req->host);
+	bool sent = false; /* the head went */
+	char *chunk = malloc(65536), *piece = NULL;
+	size_t pl = 0;
+	if (!chunk)
+		st = 500, *why = "out of memory";
+	while (st == 0) {
+		st = aj_body_out_take(&bo, h->body.p, h->body.len, h->done, &piece, &pl, why);
+		if (h->body.p)
+			explicit_bzero(h->body.p, h->body.len);
+		h->body.len = 0;
+		if (st == 0 && !bo.spooling && !sent) {
+			if (send_head(up, req) < 0)
+				st = 502, *why = "the server closed the connection";
+			sent = st == 0;
+			aj_proxy_log_notes(ctx, host, port, notes, sent);
+		}
+		if (st == 0 && pl && aj_write_all(up, piece, pl) < 0)
+			st = 502, *why = "the server closed the connection";
+		if (piece)
+			explicit_bzero(piece, pl);
+		free(piece);
+		piece = NULL;
+		if (st || h->done)
+			break;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+		if (poll(&p, 1, BODY_TIMEOUT_MS) <= 0 || (n = read(fd, chunk, 65536)) <= 0)
+			st = 400, *why = "the request body stopped arriving (10 s)";
+		else if (held_feed(h, chunk, (size_t)n) < 0)
+			st = 400, *why = "malformed request body";
+	}
+	if (st == 0 && bo.spooling) { /* whole: the head with its length, then the spool */
+		if (aj_body_out_ready(&bo, req) < 0)
+			st = 431, *why = "the request head is too large";
+		else if (send_head(up, req) < 0)
+			st = 502, *why = "the server closed the connection";
+		sent = st == 0;
+		aj_proxy_log_notes(ctx, host, port, notes, sent);
+		while (st == 0 && !bo.eof) {
+			if (aj_body_out_next(&bo, &piece, &pl) < 0)
+				st = 500, *why = "cannot read the proxy's spool";
+			else if (pl && aj_write_all(up, piece, pl) < 0)
+				st = 502, *why = "the server closed the connection";
+			if (piece)
+				explicit_bzero(piece, pl);
+			free(piece);
+			piece = NULL;
+		}
+	}
+	if (sent) /* values went out piece by piece */
+		aj_proxy_stream_notes(ctx, host, port, &bo.fill, notes);
+	aj_body_out_free(&bo);
+	if (chunk)
+		explicit_bzero(chunk, 65536);
+	free(chunk);
+	return st;
 }
 
 /* The server's answer to an Upgrade request: its final status, and
@@ -482,13 +578,18 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 			goto out;
 		}
 		/* a "body" secret toward this host: the body is held, filled
-		 * and sent with its new length */
+		 * and sent with its new length; past AJ_INJECT_BODY_MAX spooled
+		 * or streamed (relay_big) */
+		bool big = false;
 		if (!req->upgrade && aj_inject_body_wanted(ctx->p, req->host)) {
 			int hs = hold_body(fd, req, buf, head_end, (size_t)len, &hold, &why);
-			int fr = hs == 0 && hold.done
+			big = hs == 0 && hold.big;
+			int fr = hs == 0 && hold.done && !big
 				     ? aj_proxy_fill_body(ctx, req, hold.body.p, hold.body.len,
 							  &filled, &body_len, notes)
 				     : 0;
+			if (big)
+				hs = relay_big(ctx, fd, up, req, &hold, notes, &why);
 			if (fr == -EFBIG)
 				hs = 413,
 				why = "the body is too large with the secrets' values in it";
@@ -503,14 +604,17 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 				aj_proxy_reply(fd, hs,
 					       hs == 413   ? "Content Too Large"
 					       : hs == 431 ? "Request Header Fields Too Large"
+					       : hs == 502 ? "Bad Gateway"
+					       : hs == 507 ? "Insufficient Storage"
+					       : hs == 500 ? "Internal Server Error"
 							   : "Bad Request",
 					       msg);
 				/* the client may still be sending: read on a while,
 				 * so that the answer is not lost to a reset */
 				shutdown(fd, SHUT_WR);
-				char sink[4096];
+				char sink[16384];
 				struct pollfd pl = {.fd = fd, .events = POLLIN};
-				for (int i = 0; i < 256 && poll(&pl, 1, 1000) == 1 &&
+				for (int i = 0; i < 1024 && poll(&pl, 1, 1000) == 1 &&
 						read(fd, sink, sizeof(sink)) > 0;
 				     i++)
 					;
@@ -518,31 +622,18 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 				goto out;
 			}
 		}
-		/* an absolute-form request may come without Host: add it */
-		char host[300] = "";
-		if (!req->has_host && req->port == 80)
-			snprintf(host, sizeof(host), "Host: %s\r\n", req->host);
-		else if (!req->has_host)
-			snprintf(host, sizeof(host), "Host: %s:%u\r\n", req->host, req->port);
-		/* one checked request per connection, or a protocol switch
-		 * (WebSocket: both ways relayed until either side closes) */
-		char *head = aj_asprintf("%s %s HTTP/%d.%d\r\n%s%sConnection: %s\r\n\r\n",
-					 req->method, req->target, req->http_major, req->http_minor,
-					 host, req->headers, req->upgrade ? "Upgrade" : "close");
-		bool ok = head && aj_write_all(up, head, strlen(head)) == 0;
-		if (head) /* it may hold a secret's value */
-			explicit_bzero(head, strlen(head));
-		free(head);
+		bool ok = big || send_head(up, req) == 0;
 		if (ok && filled)
-			ok = aj_write_all(up, filled, body_len) == 0 &&
-			     aj_write_all(up, hold.extra.p, hold.extra.len) == 0;
+			ok = aj_write_all(up, filled, body_len) == 0;
+		if (ok && (filled || big))
+			ok = aj_write_all(up, hold.extra.p, hold.extra.len) == 0;
 		/* the request went out: now its secret_* lines */
 		aj_proxy_log_notes(ctx, req->host, req->port, notes, ok);
 		if (!ok) {
 			close(up);
 			goto out;
 		}
-		if (filled)
+		if (filled || big)
 			len = (ssize_t)head_end; /* what followed the head is sent */
 		/* what the client sent after an Upgrade's head goes on only
 		 * once the server switched */

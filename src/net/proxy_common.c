@@ -5,13 +5,17 @@
 #include "proxy_common.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "inject.h"
 #include "netlog.h"
+#include "util.h"
 
 void aj_proxy_reply(int fd, int status, const char *reason, const char *body)
 {
@@ -122,4 +126,168 @@ void aj_body_free(aj_body_buf *b)
 		explicit_bzero(b->p, b->cap);
 	free(b->p);
 	*b = (aj_body_buf){0};
+}
+
+/* "256 MiB", "1000 bytes": the spool's cap, for a 413's text */
+static const char *cap_text(unsigned long long cap)
+{
+	static _Thread_local char t[48];
+	if (cap && cap % (1024 * 1024) == 0)
+		snprintf(t, sizeof(t), "%llu MiB", cap / (1024 * 1024));
+	else
+		snprintf(t, sizeof(t), "%llu bytes", cap);
+	return t;
+}
+
+int aj_body_out_start(aj_netd_ctx *ctx, aj_body_out *o, aj_proxy_req *req, long long length,
+		      const char **why)
+{
+	*o = (aj_body_out){.spool = -1, .cap = ctx->spool_max};
+	static _Thread_local char msg[200];
+	if (length >= 0 && ctx->spool_dir > 0) {
+		if ((unsigned long long)length > o->cap) {
+			snprintf(msg, sizeof(msg),
+				 "the body is larger than the %s a body with a :body secret is "
+				 "spooled up to (AGENTJAIL_BODY_SPOOL_MAX)",
+				 cap_text(o->cap));
+			*why = msg;
+			return 413;
+		}
+		/* unlinked from the start: nothing of it is left if netd dies */
+		o->spool = openat(ctx->spool_dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		o->spooling = o->spool >= 0;
+		o->used = &ctx->spool_used;
+	}
+	if (!o->spooling && req->http_major == 1 && req->http_minor == 0) {
+		*why = "a body over 1 MiB toward a host with a :body secret is streamed as "
+		       "chunked, which HTTP/1.0 has not: use HTTP/1.1";
+		return 413;
+	}
+	snprintf(o->host, sizeof(o->host), "%s", req->host);
+	int r = aj_inject_stream_init(&o->fill, ctx->p, o->host);
+	if (r == 0 && o->spooling)
+		r = aj_inject_stream_init(&o->count, ctx->p, o->host);
+	if (r == 0 && !o->spooling)
+		r = aj_inject_set_chunked(req);
+	if (r < 0) {
+		aj_body_out_free(o);
+		*why = r == -ENOMEM ? "out of memory" : "the request head is too large";
+		return r == -ENOMEM ? 500 : 431;
+	}
+	return 0;
+}
+
+/* The spool's share of aj_body_out_take: the bytes as sent, counted. */
+static int spool_take(aj_body_out *o, const char *in, size_t n, bool last, const char **why)
+{
+	static _Thread_local char msg[200];
+	size_t grew = 0;
+	if (aj_inject_stream(&o->count, in, n, last, NULL, &grew) < 0) {
+		*why = "out of memory";
+		return 500;
+	}
+	o->raw += n;
+	o->filled += grew;
+	if (o->raw > o->cap || o->filled > o->cap) {
+		snprintf(msg, sizeof(msg),
+			 "the body with the secrets' values in it is larger than the %s a body "
+			 "with a :body secret is spooled up to (AGENTJAIL_BODY_SPOOL_MAX)",
+			 cap_text(o->cap));
+		*why = msg;
+		return 413;
+	}
+	/* the sandbox's spools together stay under the cap too */
+	if (n && atomic_fetch_add(o->used, n) + n > o->cap) {
+		atomic_fetch_sub(o->used, n);
+		snprintf(msg, sizeof(msg),
+			 "the bodies with :body secrets this sandbox is sending at once are larger "
+			 "than the %s they are spooled up to together (AGENTJAIL_BODY_SPOOL_MAX)",
+			 cap_text(o->cap));
+		*why = msg;
+		return 413;
+	}
+	o->charged += n;
+	int w = n ? aj_write_all(o->spool, in, n) : 0;
+	if (w < 0) {
+		*why = w == -ENOSPC || w == -EDQUOT ? "the proxy's spool directory is full"
+						    : "cannot write the proxy's spool";
+		return 507;
+	}
+	return 0;
+}
+
+int aj_body_out_take(aj_body_out *o, const char *in, size_t n, bool last, char **out, size_t *len,
+		     const char **why)
+{
+	*out = NULL;
+	*len = 0;
+	if (o->spooling)
+		return spool_take(o, in, n, last, why);
+	char *filled = NULL;
+	size_t fl = 0;
+	int r = aj_inject_stream(&o->fill, in, n, last, &filled, &fl);
+	*out = r < 0 ? NULL : malloc(fl + 32);
+	if (!*out) {
+		if (filled)
+			explicit_bzero(filled, fl);
+		free(filled);
+		*why = r == -EFBIG
+			   ? "a piece of the body is too large with the secrets' values in it"
+			   : "out of memory";
+		return r == -EFBIG ? 413 : 500;
+	}
+	size_t k = 0;
+	if (fl) { /* a chunk of the filled bytes */
+		k = (size_t)sprintf(*out, "%zx\r\n", fl);
+		memcpy(*out + k, filled, fl);
+		memcpy(*out + k + fl, "\r\n", 2);
+		k += fl + 2;
+		explicit_bzero(filled, fl);
+	}
+	free(filled);
+	if (last) {
+		memcpy(*out + k, "0\r\n\r\n", 5);
+		k += 5;
+	}
+	*len = k;
+	return 0;
+}
+
+int aj_body_out_ready(aj_body_out *o, aj_proxy_req *req)
+{
+	int r = aj_inject_set_length(req, (size_t)o->filled);
+	return r < 0 ? r : lseek(o->spool, 0, SEEK_SET) < 0 ? -errno : 0;
+}
+
+int aj_body_out_next(aj_body_out *o, char **out, size_t *len)
+{
+	*out = NULL;
+	*len = 0;
+	char piece[16384];
+	while (!o->eof && *len == 0) {
+		ssize_t n = read(o->spool, piece, sizeof(piece));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		o->off += (unsigned long long)n;
+		o->eof = n == 0 || o->off >= o->raw;
+		if (*out)
+			free(*out);
+		int r = aj_inject_stream(&o->fill, piece, (size_t)n, o->eof, out, len);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void aj_body_out_free(aj_body_out *o)
+{
+	if (o->spooling)
+		close(o->spool);
+	if (o->used && o->charged)
+		atomic_fetch_sub(o->used, o->charged);
+	aj_inject_stream_free(&o->fill);
+	aj_inject_stream_free(&o->count);
+	*o = (aj_body_out){0};
 }

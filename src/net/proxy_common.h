@@ -51,4 +51,41 @@ typedef struct aj_body_buf {
 int aj_body_append(aj_body_buf *b, const char *at, size_t n);
 void aj_body_free(aj_body_buf *b); /* zeroed */
 
+/* A body too large to hold (over AJ_INJECT_BODY_MAX) toward a host with a
+ * :body secret, filled as it comes. A body the client framed with a
+ * Content-Length is spooled as sent (placeholders, never a value) to an
+ * unlinked file (O_TMPFILE) in netd's spool directory, up to
+ * ctx->spool_max for all of the sandbox's spools together, and sent once whole, filled, with its
+ * new Content-Length; any other (chunked, or no spool) is re-framed as chunks and sent piece by
+ * piece. Both fill with the carry of aj_inject_stream. */
+typedef struct aj_body_out {
+	aj_body_stream fill;  /* the values in: chunks, or the spool as it is sent */
+	aj_body_stream count; /* spool: the filled size as the body arrives */
+	int spool;	      /* the spool's fd, when spooling (else: chunked) */
+	unsigned long long raw, filled, cap, off, charged;
+	_Atomic unsigned long long *used; /* the sandbox's spool_used, raw charged to it */
+	bool spooling, eof;
+	char host[sizeof(((aj_proxy_req *)0)->host)]; /* the streams' (req is zeroed once sent) */
+} aj_body_out;
+
+/* Begin a body of a request whose head is req (its Content-Length, or -1
+ * for a chunked one): req->headers then say "Transfer-Encoding: chunked"
+ * (chunked), or nothing changes until aj_body_out_ready (spool). 0, or an
+ * HTTP status with *why (413: over the spool's cap, or HTTP/1.0 with no
+ * spool; 431: the head too large). */
+int aj_body_out_start(aj_netd_ctx *ctx, aj_body_out *o, aj_proxy_req *req, long long length,
+		      const char **why);
+/* n more bytes of the body (last: the end of it). Chunked: the filled
+ * chunk (and the last chunk at the end) in a new buffer *out (*len; the
+ * caller zeroes and frees it). Spool: the bytes are written to it, *out
+ * is NULL. 0, or an HTTP status with *why (413, 507, 500). */
+int aj_body_out_take(aj_body_out *o, const char *in, size_t n, bool last, char **out, size_t *len,
+		     const char **why);
+/* Spool, the body whole: req->headers get its filled Content-Length. */
+int aj_body_out_ready(aj_body_out *o, aj_proxy_req *req);
+/* Spool: the next filled bytes to send in a new buffer *out (*len; the
+ * caller zeroes and frees it); *len 0 at the end. 0 or <0. */
+int aj_body_out_next(aj_body_out *o, char **out, size_t *len);
+void aj_body_out_free(aj_body_out *o); /* the spool closed (gone: never linked) */
+
 #endif

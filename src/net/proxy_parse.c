@@ -176,6 +176,72 @@ static bool same_authority(const aj_proxy_req *req, span host_hdr, unsigned dflt
 	return same;
 }
 
+/* The connection options of every Connection header (RFC 9110 7.6.1):
+ * comma-separated tokens, spaces around them dropped. */
+typedef struct options {
+	span opt[32];
+	size_t n;
+} options;
+
+static int connection_options(const parse_state *st, options *o, aj_proxy_req *req)
+{
+	o->n = 0;
+	for (size_t i = 0; i < st->n; i++) {
+		if (!span_is(st->field[i], "Connection"))
+			continue;
+		const char *p = st->value[i].p, *e = p + st->value[i].len;
+		while (p < e) {
+			const char *c = memchr(p, ',', (size_t)(e - p)), *end = c ? c : e;
+			span t = {p, (size_t)(end - p)};
+			while (t.len && (t.p[0] == ' ' || t.p[0] == '\t'))
+				t.p++, t.len--;
+			while (t.len && (t.p[t.len - 1] == ' ' || t.p[t.len - 1] == '\t'))
+				t.len--;
+			p = c ? c + 1 : e;
+			if (!t.len)
+				continue;
+			/* a framing header dropped on the way would make the
+			 * server read the body as another request, unchecked */
+			if (span_is(t, "Content-Length") || span_is(t, "Transfer-Encoding") ||
+			    span_is(t, "Host"))
+				return refuse(req, "the Connection header names Content-Length, "
+						   "Transfer-Encoding or Host");
+			if (o->n == AJ_ARRAY_SIZE(o->opt))
+				return refuse(req, "too many Connection options");
+			o->opt[o->n++] = t;
+		}
+	}
+	return 0;
+}
+
+static bool has_option(const options *o, const char *name)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (span_is(o->opt[i], name))
+			return true;
+	return false;
+}
+
+/* Is field hop-by-hop: the standard set (RFC 9110 7.6.1; the proxy's own
+ * Proxy-Authorization), or named by a connection option? Upgrade stays
+ * on a protocol switch (its Connection is rebuilt with "upgrade"); TE
+ * only when named ("te: trailers" is h2's and gRPC's; proxy_h2.c parses
+ * here too), Transfer-Encoding never: it frames the body relayed. */
+static bool hop_by_hop(span field, const options *o, bool upgrade)
+{
+	static const char *const std[] = {"Connection", "Proxy-Connection", "Keep-Alive",
+					  "Proxy-Authorization"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(std); i++)
+		if (span_is(field, std[i]))
+			return true;
+	if (span_is(field, "Upgrade"))
+		return !upgrade;
+	for (size_t i = 0; i < o->n; i++)
+		if (field.len == o->opt[i].len && !strncasecmp(field.p, o->opt[i].p, field.len))
+			return true;
+	return false;
+}
+
 int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 {
 	memset(req, 0, sizeof(*req));
@@ -206,9 +272,23 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 	span host_hdr = {0};
 	size_t o = 0;
 	bool upgrade_hdr = false;
+	options opts;
+	if (connection_options(&st, &opts, req) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < st.n; i++)
+		upgrade_hdr = upgrade_hdr || span_is(st.field[i], "Upgrade");
+	/* a protocol switch (WebSocket): the Connection header names it */
+	req->upgrade = upgrade_hdr && has_option(&opts, "upgrade");
+	/* what the proxy passes on of Connection: its own options only */
+	snprintf(req->connection, sizeof(req->connection), "%s%s%s",
+		 has_option(&opts, "close")	   ? "close"
+		 : has_option(&opts, "keep-alive") ? "keep-alive"
+						   : "",
+		 req->upgrade && (has_option(&opts, "close") || has_option(&opts, "keep-alive"))
+		     ? ", "
+		     : "",
+		 req->upgrade ? "Upgrade" : "");
 	for (size_t i = 0; i < st.n; i++) {
-		if (span_is(st.field[i], "Upgrade"))
-			upgrade_hdr = true;
 		if (span_is(st.field[i], "Expect") && st.value[i].len >= 12 &&
 		    !strncasecmp(st.value[i].p, "100-continue", 12))
 			req->expect_continue = true;
@@ -218,16 +298,9 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 			host_hdr = st.value[i];
 			req->has_host = true;
 		}
-		/* hop-by-hop and proxy headers stay here; the origin gets
-		 * "Connection: close" so one connection carries one checked
-		 * request */
-		if (span_is(st.field[i], "Connection") && !req->connection[0])
-			(void)copy_span(req->connection, sizeof(req->connection), st.value[i].p,
-					st.value[i].len);
-		if (span_is(st.field[i], "Connection") ||
-		    span_is(st.field[i], "Proxy-Connection") ||
-		    span_is(st.field[i], "Keep-Alive") ||
-		    span_is(st.field[i], "Proxy-Authorization"))
+		/* hop-by-hop and proxy headers stay here (RFC 9110 7.6.1),
+		 * and those the client's Connection names */
+		if (hop_by_hop(st.field[i], &opts, req->upgrade))
 			continue;
 		int n = snprintf(req->headers + o, sizeof(req->headers) - o, "%.*s: %.*s\r\n",
 				 (int)st.field[i].len, st.field[i].p, (int)st.value[i].len,
@@ -236,8 +309,6 @@ int aj_proxy_parse(const char *buf, size_t len, aj_proxy_req *req)
 			return refuse(req, "headers too large");
 		o += (size_t)n;
 	}
-	/* a protocol switch (WebSocket): the Connection header names it */
-	req->upgrade = upgrade_hdr && strcasestr(req->connection, "upgrade");
 	if (req->connect) {
 		if (split_authority(req, st.url, 0) < 0)
 			return -EINVAL;

@@ -15,7 +15,7 @@ typedef struct aj_proxy_req {
 	aj_host_kind host_kind;
 	unsigned port;	      /* explicit or 80 */
 	bool port_given;      /* the authority named a port */
-	char connection[128]; /* the Connection header's value (not in headers) */
+	char connection[32];  /* Connection options passed on: close or keep-alive, Upgrade */
 	bool upgrade;	      /* Upgrade header, "upgrade" in Connection (WebSocket) */
 	bool has_body;	      /* chunked, or a Content-Length above 0 */
 	bool expect_continue; /* "Expect: 100-continue" */

@@ -7,8 +7,9 @@
  * (proxy_parse.c), its Host must name the CONNECT host, the secrets are put
  * in (inject.c), and its body is passed on as framed by http-parser
  * (Content-Length or chunked); toward a host with a :body secret it is
- * held (up to AJ_INJECT_BODY_MAX) and filled, or past that filled as it
- * streams, re-framed as chunked. Responses go back as they come, parsed in
+ * held (up to AJ_INJECT_BODY_MAX) and filled, or past that spooled and
+ * sent with its filled length, or filled as it streams, re-framed as
+ * chunked (aj_body_out, proxy_common.h). Responses go back as they come, parsed in
  * order (http-parser) and matched one to one to the requests sent: only
  * the Upgrade request's own 101 ends the parsing of requests (a
  * WebSocket's bytes are relayed as they are); an answer to an earlier
@@ -46,10 +47,11 @@
 #define P_UPGRADE 2u /* an Upgrade: only its 101 switches */
 
 /* S_HOLD: a body held whole for a "body" secret (inject.h); S_STREAM:
- * one too large to hold, filled and sent as it comes; S_SWITCH: an
+ * one too large to hold, filled and sent as it comes or spooled;
+ * S_UNSPOOL: a spooled body going to the server; S_SWITCH: an
  * Upgrade request sent, the client's next bytes wait for the server's
  * answer (a 101: S_RAW; anything else: S_HEAD) */
-enum state { S_HEAD, S_BODY, S_HOLD, S_STREAM, S_SWITCH, S_RAW };
+enum state { S_HEAD, S_BODY, S_HOLD, S_STREAM, S_UNSPOOL, S_SWITCH, S_RAW };
 
 typedef struct session {
 	aj_netd_ctx *ctx;
@@ -66,9 +68,9 @@ typedef struct session {
 	char out[OUT_MAX]; /* to the server */
 	char *ob;	   /* what goes to the server: out, or a held request */
 	size_t out_len, out_off;
-	aj_body_buf body;    /* S_HOLD: the body so far, de-framed; S_STREAM: a piece */
-	aj_body_stream fill; /* S_STREAM: the filler */
-	char back[16384];    /* to the client */
+	aj_body_buf body; /* S_HOLD: the body so far, de-framed; S_STREAM: a piece */
+	aj_body_out bo;	  /* S_STREAM, S_UNSPOOL: the body out */
+	char back[16384]; /* to the client */
 	size_t back_len, back_off;
 	bool c_eof, u_eof, closing, u_shut;
 	short want_c, want_u;
@@ -314,84 +316,85 @@ static void send_head(session *s, const char *body, size_t len)
 	log_event(s, "allowed", s->method, NULL);
 }
 
-/* S_STREAM: the body's bytes so far (s->body) filled, framed as a chunk
- * (and the last chunk once the body is complete) into a new buffer *out
- * (*len). 0, or <0 with the request refused (head_sent: after values
- * went out). */
+static const char *reason_of(int status)
+{
+	return status == 413   ? "Content Too Large"
+	       : status == 431 ? "Request Header Fields Too Large"
+	       : status == 507 ? "Insufficient Storage"
+			       : "Internal Server Error";
+}
+
+/* S_STREAM: the body's bytes so far (s->body) into s->bo: a chunk to
+ * send in a new buffer *out (*len), or spooled (*out NULL). 0, or <0 with
+ * the request refused (head_sent: after values went out). */
 static int stream_piece(session *s, bool head_sent, char **out, size_t *len)
 {
-	char *filled = NULL;
-	size_t fl = 0;
-	int r = aj_inject_stream(&s->fill, s->body.p, s->body.len, s->message_done, &filled, &fl);
+	const char *why = NULL;
+	int st = aj_body_out_take(&s->bo, s->body.p, s->body.len, s->message_done, out, len, &why);
 	if (s->body.p)
 		explicit_bzero(s->body.p, s->body.len);
 	s->body.len = 0;
-	*out = r < 0 ? NULL : malloc(fl + 32);
-	if (!*out) {
-		if (filled)
-			explicit_bzero(filled, fl);
-		free(filled);
-		if (head_sent) /* values may have gone: logged so */
-			aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill,
-					      &s->notes);
-		refuse(s, r == -EFBIG ? 413 : 500,
-		       r == -EFBIG ? "Content Too Large" : "Internal Server Error",
-		       r == -EFBIG
-			   ? "a piece of the body is too large with the secrets' values in it"
-			   : "out of memory");
-		return -1;
-	}
-	size_t o = 0;
-	if (fl) {
-		o = (size_t)sprintf(*out, "%zx\r\n", fl);
-		memcpy(*out + o, filled, fl);
-		memcpy(*out + o + fl, "\r\n", 2);
-		o += fl + 2;
-		explicit_bzero(filled, fl);
-	}
-	free(filled);
-	if (s->message_done) {
-		memcpy(*out + o, "0\r\n\r\n", 5);
-		o += 5;
-	}
-	*len = o;
-	return 0;
+	if (st == 0)
+		return 0;
+	if (head_sent) /* values may have gone: logged so */
+		aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->bo.fill,
+				      &s->notes);
+	aj_body_out_free(&s->bo);
+	aj_body_free(&s->body);
+	explicit_bzero(s->req, sizeof(*s->req));
+	refuse(s, st, reason_of(st), why);
+	return -1;
 }
 
-/* S_STREAM, the body complete: its notes logged, the next request. */
+/* S_STREAM or S_UNSPOOL, the body complete: its notes logged, the next
+ * request. */
 static void stream_done(session *s)
 {
-	aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->fill, &s->notes);
-	aj_inject_stream_free(&s->fill);
+	aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->bo.fill, &s->notes);
+	aj_body_out_free(&s->bo);
 	aj_body_free(&s->body);
 	s->st = S_HEAD;
 	http_parser_pause(&s->hp, 0);
 }
 
-/* S_HOLD, the body past AJ_INJECT_BODY_MAX: the head goes with
- * "Transfer-Encoding: chunked", the body from here on filled as it comes
- * (S_STREAM). */
-static void start_stream(session *s)
+/* S_STREAM, a spooled body whole: the head with its filled length, then
+ * the spool, filled as it goes (S_UNSPOOL, unspool). */
+static void spool_done(session *s)
 {
-	aj_proxy_req *r = s->req;
-	char *piece = NULL;
-	size_t len = 0;
-	if (r->http_major == 1 && r->http_minor == 0) {
-		aj_body_free(&s->body);
-		refuse(s, 413, "Content Too Large",
-		       "a body over 1 MiB toward a host with a :body secret is streamed as "
-		       "chunked, which HTTP/1.0 has not: use HTTP/1.1");
-		return;
-	}
-	if (aj_inject_set_chunked(r) < 0 ||
-	    aj_inject_stream_init(&s->fill, s->ctx->p, s->connect->host) < 0) {
-		aj_body_free(&s->body);
+	if (aj_body_out_ready(&s->bo, s->req) < 0) {
+		aj_body_out_free(&s->bo);
 		refuse(s, 431, "Request Header Fields Too Large", "the request head is too large");
 		return;
 	}
+	send_head(s, NULL, 0);
+	s->st = S_UNSPOOL;
+}
+
+/* S_HOLD, the body past AJ_INJECT_BODY_MAX: spooled (a Content-Length),
+ * or the head goes with "Transfer-Encoding: chunked" and the body from
+ * here on filled as it comes (S_STREAM). */
+static void start_stream(session *s)
+{
+	const char *why = NULL;
+	long long length = (s->hp.flags & F_CHUNKED)
+			       ? -1
+			       : (long long)(s->body.len + (size_t)s->hp.content_length);
+	int st = aj_body_out_start(s->ctx, &s->bo, s->req, length, &why);
+	if (st) {
+		aj_body_free(&s->body);
+		refuse(s, st, reason_of(st), why);
+		return;
+	}
 	s->st = S_STREAM;
+	char *piece = NULL;
+	size_t len = 0;
 	if (stream_piece(s, false, &piece, &len) < 0)
 		return;
+	if (s->bo.spooling) {
+		if (s->message_done)
+			spool_done(s);
+		return;
+	}
 	send_head(s, piece, len);
 	explicit_bzero(piece, len);
 	free(piece);
@@ -399,13 +402,19 @@ static void start_stream(session *s)
 		stream_done(s);
 }
 
-/* S_STREAM: the next piece queued for the server. */
+/* S_STREAM: the next piece queued for the server, or spooled. */
 static void stream_more(session *s)
 {
 	char *piece = NULL;
 	size_t len = 0;
-	if ((s->body.len == 0 && !s->message_done) || stream_piece(s, true, &piece, &len) < 0)
+	if ((s->body.len == 0 && !s->message_done) ||
+	    stream_piece(s, !s->bo.spooling, &piece, &len) < 0)
 		return;
+	if (s->bo.spooling) {
+		if (s->message_done)
+			spool_done(s);
+		return;
+	}
 	if (len == 0) { /* all of it carried to the next piece: nothing to send */
 		free(piece);
 		return;
@@ -415,6 +424,31 @@ static void stream_more(session *s)
 	s->out_off = 0;
 	if (s->message_done)
 		stream_done(s);
+}
+
+/* S_UNSPOOL, the out buffer free: the spool's next filled bytes queued;
+ * true if anything was. */
+static bool unspool(session *s)
+{
+	char *piece = NULL;
+	size_t len = 0;
+	if (aj_body_out_next(&s->bo, &piece, &len) < 0) {
+		free(piece);
+		aj_proxy_stream_notes(s->ctx, s->connect->host, s->connect->port, &s->bo.fill,
+				      &s->notes);
+		aj_body_out_free(&s->bo);
+		refuse(s, 500, "Internal Server Error", "cannot read the proxy's spool");
+		return true;
+	}
+	if (len) {
+		s->ob = piece;
+		s->out_len = len;
+		s->out_off = 0;
+	} else
+		free(piece);
+	if (s->bo.eof)
+		stream_done(s);
+	return true;
 }
 
 /* What went to the server is gone: zeroed (it may hold a value). */
@@ -432,8 +466,11 @@ static void out_done(session *s)
 static bool process(session *s)
 {
 	size_t before = s->in_len;
-	bool was_closing = s->closing;
-	while (!s->closing && s->out_len == 0 && s->in_len > 0 && s->st != S_SWITCH) {
+	bool was_closing = s->closing, queued = false;
+	if (s->st == S_UNSPOOL && !s->closing && s->out_len == 0)
+		queued = unspool(s);
+	while (!s->closing && s->out_len == 0 && s->in_len > 0 && s->st != S_SWITCH &&
+	       s->st != S_UNSPOOL) {
 		if (s->st == S_HEAD) {
 			if (s->pend_len == PENDING_MAX)
 				break; /* the answers first */
@@ -451,10 +488,11 @@ static bool process(session *s)
 			size_t k = http_parser_execute(&s->hp, &body_settings, s->in, s->in_len);
 			enum http_errno e = HTTP_PARSER_ERRNO(&s->hp);
 			if (e != HPE_OK && e != HPE_PAUSED) {
-				if (s->st == S_STREAM) /* values may have gone: logged so */
+				if (s->st == S_STREAM && !s->bo.spooling) /* values may have gone */
 					aj_proxy_stream_notes(s->ctx, s->connect->host,
-							      s->connect->port, &s->fill,
+							      s->connect->port, &s->bo.fill,
 							      &s->notes);
+				aj_body_out_free(&s->bo);
 				aj_body_free(&s->body);
 				explicit_bzero(s->req, sizeof(*s->req));
 				refuse(s, e == HPE_CB_body ? 500 : 400,
@@ -495,7 +533,7 @@ static bool process(session *s)
 		memmove(s->in, s->in + n, s->in_len - n);
 		s->in_len -= n;
 	}
-	return s->in_len != before || s->closing != was_closing;
+	return queued || s->in_len != before || s->closing != was_closing;
 }
 
 /* One SSL_read/SSL_write outcome: >0 bytes, 0 would block (*want set),
@@ -641,7 +679,7 @@ out:
 	if (s) {
 		out_done(s);
 		aj_body_free(&s->body);
-		aj_inject_stream_free(&s->fill);
+		aj_body_out_free(&s->bo);
 	}
 	free(s);
 	free(req);
@@ -794,7 +832,7 @@ void aj_proxy_tls(aj_netd_ctx *ctx, int fd, int up, const aj_proxy_req *connect)
 out:
 	out_done(s);
 	aj_body_free(&s->body);
-	aj_inject_stream_free(&s->fill);
+	aj_body_out_free(&s->bo);
 	if (s->c)
 		SSL_free(s->c);
 	if (s->u)

@@ -3,7 +3,9 @@
  * sandbox sends (DNS, HTTP): everything the sandbox's default filter
  * denies (mounts, namespaces, ptrace, bpf, modules...), and also running
  * programs, making processes (threads only), changing ids or owners and
- * making device nodes. A parser bug in netd must not turn into a shell. */
+ * making device nodes. A parser bug in netd must not turn into a shell.
+ * Nor does it link files: its spool's O_TMPFILE files (proxy_common.c)
+ * stay unnamed. */
 #include <errno.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -13,9 +15,9 @@
 #include "util.h"
 
 static const char *const netd_denied[] = {
-    "execve",	"execveat",  "fork",	  "vfork",    "setuid",	  "setgid",    "setreuid",
-    "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid", "setgroups", "chown",
-    "fchown",	"lchown",    "fchownat",  "mknod",    "mknodat",  "capset",    NULL,
+    "execve",	 "execveat",  "fork",	  "vfork",    "setuid",	   "setgid", "setreuid", "setregid",
+    "setresuid", "setresgid", "setfsuid", "setfsgid", "setgroups", "chown",  "fchown",	 "lchown",
+    "fchownat",	 "mknod",     "mknodat",  "capset",   "link",	   "linkat", NULL,
 };
 
 static int deny_all(scmp_filter_ctx ctx, const char *const *names)

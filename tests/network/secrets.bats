@@ -309,9 +309,18 @@ EOS
         fail "hook: $(cat "$log"); $(ls -la "$dir")"
 }
 
-@test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, bounded), --net open through the proxy" {
-    local value='sk-ws-Zq8!x&y=1'
+# 3 MiB of ("a" * (997 - len(PH)) + PH) units: a placeholder across every
+# boundary of the proxy's reads, its 1 MiB hold and its spool's pieces
+# (gen inside the sandbox is the same)
+BIGGEN='import sys; k = sys.argv[1]; sys.stdout.write(("a" * (997 - len(sys.argv[2])) + k) * 3156)'
+
+@test "plain HTTP: WebSocket upgrades, :body secrets (Content-Length, chunked, spooled, streamed, capped), Connection options, --net open through the proxy" {
+    local value='sk-ws-Zq8!x&y=1' long
+    long=$(printf 'L%.0s' {1..900})
+    mkdir -p "$T/state"
+    AGENTJAIL_STATE_DIR=$T/state AGENTJAIL_BODY_SPOOL_MAX=4M \
     arun --allow allowed.test --allow other.test --secret "K@allowed.test:body=$value" \
+        --secret "L@allowed.test:body=$long" \
         --net-log "$T/net.jsonl" --ro "$NET_DIR/wsclient.py:/wsclient.py" -- sh -c '
         python3 /wsclient.py ws://allowed.test/ws-a hello -H "Authorization: Bearer $K"
         python3 /wsclient.py ws://other.test/ws-o hi -H "Authorization: Bearer $K"
@@ -319,14 +328,37 @@ EOS
         curl -sS -m 5 -o /dev/null -d "key=$K&n=1" http://allowed.test/body-cl
         curl -sS -m 5 -o /dev/null -H "Transfer-Encoding: chunked" -d "key=$K" http://allowed.test/body-chunked
         curl -sS -m 5 -o /dev/null -d "key=$K" http://other.test/body-other
+        curl -sS -m 5 -o /dev/null -H "Connection: X-Secret-Hdr" -H "X-Secret-Hdr: $K" \
+            -H "X-Kept: $K" http://allowed.test/conn
         head -c 1100000 /dev/zero | curl -sS -m 10 --data-binary @- -H "X-Big: $K" -w "big %{http_code}\n" \
             -o /dev/null http://allowed.test/big
+        gen() { python3 -c "import sys; k = sys.argv[1]; sys.stdout.write((\"a\" * (997 - len(sys.argv[2])) + k) * 3156)" "$@"; }
+        gen "$K" "$K" >/tmp/b3
+        curl -sS -m 20 -T /tmp/b3 -w "s3 %{http_code}\n" -o /dev/null http://allowed.test/s3-put
+        curl -sS -m 20 -T /tmp/b3 -H "Transfer-Encoding: chunked" -w "s3c %{http_code}\n" \
+            -o /dev/null http://allowed.test/s3-chunked
+        curl -sS -m 20 --data-binary @/tmp/b3 -H "Transfer-Encoding: chunked" -w "b3c %{http_code}\n" \
+            -o /dev/null http://allowed.test/big-chunked
+        gen "$L" "$K" >/tmp/l3
+        curl -sS -m 20 --data-binary @/tmp/l3 -H "X-Over: $K" -w "over %{http_code}\n" \
+            -o /tmp/over.txt http://allowed.test/over-filled
+        cat /tmp/over.txt
+        head -c 5000000 /dev/zero | curl -sS -m 20 --data-binary @- -H "X-Over: $K" -w "over5 %{http_code}\n" \
+            -o /dev/null http://allowed.test/over-length
         echo "inside: $K"'
     assert_status 0
     [ "$(grep -c '^ws 101$' <<<"$output")" -eq 2 ] || fail "two upgrades: $output"
     assert_output_has_line "echo hello"
     assert_output_has_line "echo hi"
-    assert_output_has_line "big 413"
+    assert_output_has_line "big 200"
+    assert_output_has_line "s3 200"
+    assert_output_has_line "s3c 411"
+    assert_output_has_line "b3c 200"
+    assert_output_has_line "over 413"
+    assert_output_has_line "over5 413"
+    assert_output_has_line "agentjail proxy: allowed.test:80: the body with the secrets' values in it is larger than the 4 MiB a body with a :body secret is spooled up to (AGENTJAIL_BODY_SPOOL_MAX)"
+    # the spool: unlinked files only, nothing left
+    [ -z "$(ls -A "$T/state/spool")" ] || fail "left in the spool: $(ls -A "$T/state/spool")"
     # an upgrade the server declines: its answer relayed, then the
     # connection ends (one checked request per connection), nothing raw
     assert_output_has_line "ws 401"
@@ -344,12 +376,29 @@ EOS
     [ "$(req /body-cl | jq -r '.headers["Content-Length"]')" = "$((${#value} + 8))" ] || fail "/body-cl length: $(req /body-cl)"
     [ "$(req /body-chunked | jq -r '.body')" = "key=$value" ] || fail "/body-chunked: $(req /body-chunked)"
     [ "$(req /body-other | jq -r '.body')" = "key=$ph" ] || fail "/body-other: $(req /body-other)"
-    [ -z "$(req /big)" ] || fail "a body over the bound was sent"
+    # the headers the client's Connection names stay at the proxy
+    [ "$(req /conn | jq -r '.headers["X-Secret-Hdr"]')" = null ] || fail "/conn: $(req /conn)"
+    [ "$(req /conn | jq -r '.headers["X-Kept"]')" = "$value" ] || fail "/conn: $(req /conn)"
+    # over 1 MiB: a Content-Length body spooled and sent with its length
+    # (a server that refuses chunked takes it), a chunked one streamed
+    [ "$(req /big | jq -r '.headers["Content-Length"]')" = 1100000 ] || fail "/big: $(req /big)"
+    [ "$(req /big | jq -r '.headers["X-Big"]')" = "$value" ] || fail "/big: $(req /big)"
+    local want
+    want=$(python3 -c "$BIGGEN" "$value" "$ph" | sha256sum | cut -d' ' -f1)
+    for p in /s3-put /big-chunked; do
+        [ "$(req $p | jq -r '.body_sha256')" = "$want" ] || fail "$p: not filled: $(req $p)"
+    done
+    [ "$(req /s3-put | jq -r '.headers["Content-Length"]')" = "$(python3 -c "$BIGGEN" "$value" "$ph" | wc -c)" ] ||
+        fail "/s3-put: $(req /s3-put | jq -c .headers)"
+    [ "$(req /s3-put | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/s3-put: $(req /s3-put | jq -c .headers)"
+    [ "$(req /s3-chunked | jq -r '.status')" = 411 ] || fail "/s3-chunked: $(req /s3-chunked | jq -c .headers)"
+    [ "$(req /big-chunked | jq -r '.headers["Transfer-Encoding"]')" = chunked ] || fail "/big-chunked: not chunked"
+    [ -z "$(req /over-filled)$(req /over-length)" ] || fail "a body over the cap was sent"
     q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
-    [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
-    [ "$(q '.event == "proxy" and .status == 413')" -eq 1 ] || fail "$(cat "$T/net.jsonl")"
-    # the 413's header value went nowhere: no secret_injected line for it
-    [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 0 ] || fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "secret_injected" and .where == "body"')" -eq 5 ] || fail "$(cat "$T/net.jsonl")"
+    [ "$(q '.event == "proxy" and .status == 413')" -eq 2 ] || fail "$(cat "$T/net.jsonl")"
+    # the 413s' header values went nowhere: no secret_injected line for them
+    [ "$(q '.event == "secret_injected" and .where == "header X-Over"')" -eq 0 ] || fail "$(cat "$T/net.jsonl")"
 
     # --net open: proxy variables inside; through the proxy the value, a
     # direct connection (no proxy) carries only the placeholder

@@ -192,9 +192,11 @@ PY
         python3 /wsclient.py wss://api.example.test/nows-tls --then /after-nows-tls -H "Authorization: Bearer $TOKEN"
         python3 /wsclient.py wss://api.example.test/ws-piped --pipeline /pre-ws piped -H "Authorization: Bearer $TOKEN"
         python3 /workspace/ka.py
-        { printf "a=%s&" "$BODY"; head -c 1100000 /dev/zero | tr "\0" x; printf "&b=%s" "$BODY"; } |
-            curl -sS -m 10 --data-binary @- -H "X-Big: $TOKEN" -w "big %{http_code}\n" -o /dev/null \
-            https://api.example.test/big
+        { printf "a=%s&" "$BODY"; head -c 1100000 /dev/zero | tr "\0" x; printf "&b=%s" "$BODY"; } >/tmp/big
+        curl -sS -m 10 --data-binary @/tmp/big -H "X-Big: $TOKEN" -w "big %{http_code}\n" -o /dev/null \
+            https://api.example.test/s3-big
+        curl -sS -m 10 --data-binary @/tmp/big -H "Transfer-Encoding: chunked" -w "bigc %{http_code}\n" \
+            -o /dev/null https://api.example.test/big-chunked
         curl -sS -m 10 -w "inspect %{http_code}\n" -o /dev/null "https://other.test/seen?q=$TOKEN"
         curl -sS -m 10 --http2 -H "Authorization: Bearer $TOKEN" -w "h2 %{http_code} %{http_version}\n" \
             -o /dev/null https://api.example.test/h2'
@@ -203,6 +205,7 @@ PY
     assert_output_has_line "echo hello"
     assert_output_has_line "ka 200 200 200"
     assert_output_has_line "big 200"
+    assert_output_has_line "bigc 200"
     assert_output_has_line "inspect 200"
     # a client offering h2 gets http/1.1: this server speaks only that (ALPN)
     assert_output_has_line "h2 200 1.1"
@@ -237,12 +240,18 @@ PY
     [ "$(req /ka1 | jq -r '.body')" = "a=$bvalue&z=1" ] || fail "/ka1: $(req /ka1)"
     [ "$(req /ka1 | jq -r '.headers["Transfer-Encoding"]')" = null ] || fail "/ka1 still chunked: $(req /ka1)"
     [ "$(req /ka3 | jq -r '.body')" = "{\"k\":\"$bvalue\",\"t\":\"$ph\"}" ] || fail "/ka3: $(req /ka3)"
-    # a body over 1 MiB: streamed, filled at both ends, sent chunked
+    # a body over 1 MiB, filled at both ends: with a Content-Length
+    # spooled and sent with its new length (/s3*: chunked gets 411);
+    # chunked streamed and sent chunked
     local x
-    x=$(head -c 1100000 /dev/zero | tr '\0' x)
-    [ "$(req /big | jq -r '.body')" = "a=$bvalue&$x&b=$bvalue" ] || fail "/big: $(req /big | head -c 300)"
-    [ "$(req /big | jq -r '.headers["Transfer-Encoding"]')" = chunked ] || fail "/big: not chunked"
-    [ "$(req /big | jq -r '.headers["X-Big"]')" = "$VALUE" ] || fail "/big: header"
+    x=$({ printf "a=%s&" "$bvalue"; head -c 1100000 /dev/zero | tr '\0' x; printf "&b=%s" "$bvalue"; } |
+        sha256sum | cut -d' ' -f1)
+    [ "$(req /s3-big | jq -r '.body_sha256')" = "$x" ] || fail "/s3-big: $(req /s3-big)"
+    [ "$(req /s3-big | jq -r '.headers["Content-Length"]')" = "$((1100000 + 6 + 2 * ${#bvalue}))" ] ||
+        fail "/s3-big: $(req /s3-big | jq -c .headers)"
+    [ "$(req /s3-big | jq -r '.headers["X-Big"]')" = "$VALUE" ] || fail "/s3-big: header"
+    [ "$(req /big-chunked | jq -r '.body_sha256')" = "$x" ] || fail "/big-chunked: $(req /big-chunked)"
+    [ "$(req /big-chunked | jq -r '.headers["Transfer-Encoding"]')" = chunked ] || fail "/big-chunked: not chunked"
     q() { jq -c "select($1)" "$T/net.jsonl" | wc -l; }
     [ "$(q '.event == "secret_injected" and .where == "header X-Big"')" -eq 1 ] ||
         fail "big: $(cat "$T/net.jsonl")"
@@ -251,7 +260,7 @@ PY
     [ "$(q '.event == "proxy" and .intercepted and .host == "other.test" and .method == "GET" and .path == "/seen"')" -eq 1 ] ||
         fail "inspect: $(cat "$T/net.jsonl")"
     [ "$(q '.event == "secret_withheld" and .host == "other.test"')" -eq 2 ] || fail "withheld: $(cat "$T/net.jsonl")"
-    [ "$(q '.event == "secret_injected" and .secret == "BODY" and .where == "body"')" -eq 3 ] ||
+    [ "$(q '.event == "secret_injected" and .secret == "BODY" and .where == "body"')" -eq 4 ] ||
         fail "body: $(cat "$T/net.jsonl")"
     [ "$(q '.event == "secret_withheld" and .secret == "TOKEN" and .where == "body"')" -eq 1 ] ||
         fail "body withheld: $(cat "$T/net.jsonl")"

@@ -9,7 +9,9 @@
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <nghttp2/nghttp2.h>
@@ -333,6 +335,51 @@ static void test_proxy_parse(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (aj_proxy_parse(bad[i], strlen(bad[i]), &r) == 0)
 			fail_msg("request %zu was accepted: host %s port %u", i, r.host, r.port);
+}
+
+/* RFC 9110 7.6.1: the headers the client's Connection names stay at the
+ * proxy with the standard hop-by-hop ones; Upgrade stays on a switch; a
+ * Connection naming a framing header is refused (a smuggled request). */
+static void test_proxy_connection(void **state)
+{
+	(void)state;
+	aj_proxy_req r;
+	const char *g = "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Secret-Hdr: v\r\n"
+			"Connection: X-Secret-Hdr, keep-alive\r\nConnection: x-other\r\n"
+			"X-Other: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nUpgrade: h2c\r\n"
+			"X-Kept: 2\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(g, strlen(g), &r), 0);
+	assert_null(strcasestr(r.headers, "X-Secret-Hdr"));
+	assert_null(strcasestr(r.headers, "X-Other"));
+	assert_null(strcasestr(r.headers, "Keep-Alive"));
+	assert_null(strcasestr(r.headers, "Upgrade")); /* no "upgrade" option: not a switch */
+	assert_non_null(strstr(r.headers, "TE: trailers\r\n")); /* h2's te: trailers */
+	assert_non_null(strstr(r.headers, "X-Kept: 2\r\n"));
+	assert_false(r.upgrade);
+	assert_string_equal(r.connection, "keep-alive");
+
+	const char *ws = "GET /ws HTTP/1.1\r\nHost: a.test\r\nConnection: keep-alive, Upgrade\r\n"
+			 "Upgrade: websocket\r\nSec-WebSocket-Key: k\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(ws, strlen(ws), &r), 0);
+	assert_true(r.upgrade);
+	assert_non_null(strstr(r.headers, "Upgrade: websocket\r\n"));
+	assert_non_null(strstr(r.headers, "Sec-WebSocket-Key: k\r\n"));
+	assert_string_equal(r.connection, "keep-alive, Upgrade");
+	const char *te = "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close, TE\r\n"
+			 "TE: trailers\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(te, strlen(te), &r), 0);
+	assert_null(strstr(r.headers, "TE:"));
+	assert_string_equal(r.connection, "close");
+
+	const char *bad[] = {
+	    "POST / HTTP/1.1\r\nHost: a.test\r\nConnection: Content-Length\r\n"
+	    "Content-Length: 3\r\n\r\n",
+	    "POST / HTTP/1.1\r\nHost: a.test\r\nConnection: close,transfer-encoding\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n",
+	    "GET / HTTP/1.1\r\nHost: a.test\r\nConnection: host\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(aj_proxy_parse(bad[i], strlen(bad[i]), &r), -EINVAL);
 }
 
 static void test_nft_allow_batch(void **state)
@@ -888,6 +935,100 @@ static void test_tls_stream(void **state)
 	aj_policy_free(&p);
 }
 
+/* A body over 1 MiB with a Content-Length and a spool directory: spooled
+ * as sent, then one head with the filled length and the filled body (a
+ * placeholder every 997 bytes: across the spool's 16 KiB reads and the
+ * 16 KiB pieces it arrives in); over the cap: nothing to the server, the
+ * spool directory empty. */
+static void test_tls_spool(void **state)
+{
+	(void)state;
+	aj_policy p;
+	aj_policy_init(&p);
+	assert_int_equal(aj_policy_add_secret(&p, "B@api.test:body=body-value-22", NULL), 0);
+	const char *bph = p.secrets[0].placeholder;
+	size_t pl = strlen(bph);
+	char dir[] = "/tmp/aj-spool-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	aj_netd_ctx ctx = {.p = &p, .log_fd = -1, .spool_max = 64 << 20};
+	ctx.spool_dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(ctx.spool_dir > 0);
+	aj_proxy_req c;
+	static const char connect[] = "CONNECT api.test:443 HTTP/1.1\r\n\r\n";
+	assert_int_equal(aj_proxy_parse(connect, strlen(connect), &c), 0);
+	size_t big = 3 * AJ_INJECT_BODY_MAX, cap = 2 * big + 65536, wl = 0;
+	char *in = malloc(cap), *out = malloc(cap), *want = malloc(cap);
+	assert_true(in && out && want);
+	size_t h = (size_t)snprintf(in, cap,
+				    "PUT /s3 HTTP/1.1\r\nHost: api.test\r\n"
+				    "Content-Length: %zu\r\n\r\n",
+				    big);
+	for (size_t i = 0; i < big;) {
+		if (i % 997 == 0 && i + pl <= big) {
+			memcpy(in + h + i, bph, pl);
+			memcpy(want + wl, "body-value-22", 13);
+			wl += 13, i += pl;
+		} else
+			in[h + i] = want[wl++] = 'a', i++;
+	}
+	h += big;
+	h += (size_t)sprintf(in + h, "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n");
+	size_t n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+	out[n] = '\0';
+	const char *b = strstr(out, "\r\n\r\n");
+	assert_non_null(b);
+	char cl[64];
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", wl);
+	assert_non_null(memmem(out, (size_t)(b - out) + 2, cl, strlen(cl)));
+	assert_null(memmem(out, (size_t)(b - out), "Transfer-Encoding", 17));
+	b += 4;
+	assert_true((size_t)(out + n - b) >= wl);
+	assert_memory_equal(b, want, wl);
+	assert_string_equal(b + wl, "GET /c HTTP/1.1\r\nHost: api.test\r\n\r\n");
+
+	/* over the cap: refused at the head (its Content-Length), or once
+	 * spooled (its values make it grow past the cap): nothing sent */
+	ctx.spool_max = big - 1;
+	n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+	assert_int_equal(n, 0);
+	/* the sandbox's spools together: 2 MiB already held by another
+	 * connection leave too little for it; each body's charge released */
+	ctx.spool_max = big + 1;
+	ctx.spool_used = 2 << 20;
+	n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(ctx.spool_used, 2 << 20);
+	ctx.spool_used = 0;
+	n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+	assert_true(n > wl);
+	assert_int_equal(ctx.spool_used, 0);
+	char lv[400] = "B@api.test:body=";
+	memset(lv + strlen(lv), 'v', 300);
+	aj_policy p2;
+	aj_policy_init(&p2);
+	assert_int_equal(aj_policy_add_secret(&p2, lv, NULL), 0);
+	free(p2.secrets[0].placeholder); /* the same placeholder as the body has */
+	p2.secrets[0].placeholder = strdup(bph);
+	ctx.p = &p2;
+	ctx.spool_max = big + 1;
+	n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
+	assert_int_equal(n, 0);
+	aj_policy_free(&p2);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			fail_msg("left in the spool: %s", e->d_name);
+	closedir(d);
+	close(ctx.spool_dir);
+	rmdir(dir);
+	free(in);
+	free(out);
+	free(want);
+	aj_policy_free(&p);
+}
+
 /* What an HTTP/2 client sends for requests to each authority (the
  * preface, SETTINGS, one HEADERS each with the placeholder in a header
  * and the query); its length. */
@@ -1376,6 +1517,8 @@ int main(void)
 	    cmocka_unit_test(test_tls_frame),
 	    cmocka_unit_test(test_tls_upgrade),
 	    cmocka_unit_test(test_tls_stream),
+	    cmocka_unit_test(test_tls_spool),
+	    cmocka_unit_test(test_proxy_connection),
 	    cmocka_unit_test(test_h2_frame),
 	    cmocka_unit_test(test_h2_relay_memory),
 	    cmocka_unit_test(test_h2_relay_window),
