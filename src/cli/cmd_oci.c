@@ -16,18 +16,21 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "error.h"
 #include "net.h"
+#include "nsjoin.h"
 #include "oci_bundle.h"
 #include "oci_common.h"
 #include "util.h"
@@ -55,6 +58,44 @@ static const char oci_usage[] =
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
     "$XDG_RUNTIME_DIR/agentjail-oci). --log FILE: errors appended there too, as JSON\n"
     "lines with --log-format json. Errors: exit 125. Docs: docs/oci.md.\n";
+
+/* A joined uts namespace keeps its name (the sandbox's user namespace
+ * does not own it): a bundle's hostname must be that name. */
+static int check_hostname(const aj_oci_config *c, aj_error *err)
+{
+	struct utsname u;
+	if (!c->policy.hostname || (uname(&u) == 0 && !strcmp(u.nodename, c->policy.hostname)))
+		return 0;
+	aj_err(err, EINVAL,
+	       "hostname %s with the uts namespace %s, whose name is %s: a joined uts "
+	       "namespace's name is not changed",
+	       c->policy.hostname, c->utsns, u.nodename);
+	aj_err_hint(err, "leave hostname out, or give the pod's (docs/oci.md)");
+	return -EINVAL;
+}
+
+/* A pod's ipc and uts namespaces (the CRI's pause container's): both
+ * checked, then joined by this process as root, before the sandbox's user
+ * namespace is made (the monitor and the sandbox inherit them), before the
+ * network's wall: a refusal changes nothing. The runtime's own are kept
+ * for the hooks (they run in the runtime's namespaces). */
+static int join_pod_namespaces(const aj_oci_config *c, aj_error *err)
+{
+	_cleanup_close_ int ipc = -1, uts = -1;
+	if ((c->ipcns && (ipc = aj_ns_open(c->ipcns, CLONE_NEWIPC, err)) < 0) ||
+	    (c->utsns && (uts = aj_ns_open(c->utsns, CLONE_NEWUTS, err)) < 0))
+		return -EINVAL;
+	if ((ipc >= 0 &&
+	     (aj_oci_runtime_ipcns = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0) ||
+	    (uts >= 0 &&
+	     (aj_oci_runtime_utsns = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC)) < 0))
+		return aj_err(err, errno, "cannot open this process's namespaces");
+	if ((ipc >= 0 && aj_ns_enter(ipc, CLONE_NEWIPC, c->ipcns, err) < 0) ||
+	    (uts >= 0 && aj_ns_enter(uts, CLONE_NEWUTS, c->utsns, err) < 0) ||
+	    (uts >= 0 && check_hostname(c, err) < 0))
+		return -EINVAL;
+	return 0;
+}
 
 static int cmd_create(int argc, char **argv, char **main_argv)
 {
@@ -128,6 +169,10 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 #else
 	(void)main_argv;
 #endif
+	if (join_pod_namespaces(&cfg, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return aj_oci_fail(&err);
+	}
 	/* an engine's network namespace: this process joins it (the monitor
 	 * and the sandbox inherit it), walled unless the annotations open it */
 	if (cfg.netns &&
@@ -296,7 +341,9 @@ static int cmd_kill(int rootfd, int argc, char **argv)
 	if (st.orphan)
 		aj_oci_end_orphan(&st); /* its monitor is gone: it cannot go on */
 	else if (!strcmp(st.status, "stopped"))
-		r = aj_oci_failf("container %s is not running", id);
+		/* runc's words, which containerd's shim takes for "already
+		 * finished" (its StopPodSandbox kills a stopped pause container) */
+		r = aj_oci_failf("container %s: container not running", id);
 	/* KILL: the sandbox's init, and with it every process in it; the
 	 * others: the monitor, which forwards them to the command */
 	else if (sig == SIGKILL && aj_oci_init_alive(&st))

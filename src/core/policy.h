@@ -148,6 +148,9 @@ typedef struct aj_policy {
 	 * namespace: joined and walled by the caller, net_wall_netns); only
 	 * with net none, and never in a policy's JSON */
 	bool net_inherit;
+	/* the caller's ipc and uts namespaces, kept (`oci create` with a pod's:
+	 * joined by the caller, nsjoin.h); never in a policy's JSON */
+	bool ipc_inherit, uts_inherit;
 	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
 	size_t n_deny;
 	aj_allow allow[AJ_MAX_ALLOW]; /* --allow: switches to AJ_NET_ALLOW */

@@ -289,18 +289,32 @@ static int parse_namespaces(aj_oci_config *c, const json_t *ns, aj_error *err)
 			return refuse(err, "linux.namespaces: a path must be a string");
 		if (!path || !*path)
 			continue;
-		/* an engine's network (Podman's default): joined, walled (net.h) */
-		if (!strcmp(type, "network") && path[0] == '/' && !c->netns) {
-			if (!(c->netns = strdup(path)))
+		/* an engine's network (Podman's default): joined, walled (net.h);
+		 * a pod's ipc and uts (the CRI's pause container): joined as
+		 * they are (cmd_oci.c, nsjoin.h checks their type) */
+		char **slot = !strcmp(type, "network") ? &c->netns
+			      : !strcmp(type, "ipc")   ? &c->ipcns
+			      : !strcmp(type, "uts")   ? &c->utsns
+						       : NULL;
+		if (slot && path[0] == '/' && !*slot) {
+			if (!(*slot = strdup(path)))
 				return aj_err(err, ENOMEM, "linux.namespaces");
 			continue;
 		}
 		refuse(err, "linux.namespaces: joining the %s namespace at %s is not supported",
 		       type, path);
-		aj_err_hint(err,
-			    "agentjail makes its own %s namespace for every container; only "
-			    "one network namespace (an absolute path) is joined (" OCI_FIX ")",
-			    type);
+		if (!strcmp(type, "pid"))
+			aj_err_hint(err,
+				    "agentjail's own init is pid 1 of every container's pid "
+				    "namespace (it reaps, forwards signals, starts exec's "
+				    "commands and takes every process with it); a pod sharing "
+				    "one (shareProcessNamespace) is not supported (" OCI_FIX ")");
+		else
+			aj_err_hint(err,
+				    "agentjail makes its own %s namespace for every container; "
+				    "only network, ipc and uts namespaces are joined, once each, "
+				    "by an absolute path (" OCI_FIX ")",
+				    type);
 		return -EINVAL;
 	}
 	return 0;
@@ -975,6 +989,8 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 		p->net = AJ_NET_NONE;
 		p->net_inherit = true;
 	}
+	p->ipc_inherit = c->ipcns != NULL;
+	p->uts_inherit = c->utsns != NULL;
 	return aj_policy_validate(p, err);
 }
 
@@ -1035,6 +1051,10 @@ void aj_oci_config_free(aj_oci_config *c)
 	c->argv = NULL;
 	free(c->netns);
 	c->netns = NULL;
+	free(c->ipcns);
+	c->ipcns = NULL;
+	free(c->utsns);
+	c->utsns = NULL;
 	free(c->hooks);
 	c->hooks = NULL;
 	free(c->sysctl);

@@ -19,6 +19,7 @@ typedef struct aj_oci_config {
 	unsigned rows, cols; /* process.consoleSize, 0: none */
 	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
 	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
+	char *ipcns, *utsns; /* ... an ipc and a uts namespace to join (a pod's), or NULL */
 	char *hooks;	     /* the checked hooks object as JSON, or NULL */
 	char *sysctl;	     /* linux.sysctl's to set (checked) as a JSON object, or NULL */
 } aj_oci_config;

@@ -455,8 +455,15 @@ bad_bundle() {
     bad_bundle "linux.namespaces: time is not supported"
     bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/'$$'/ns/net"}'
     bad_bundle "/proc/$$/ns/net is the runtime's own network namespace"
-    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/1/ns/ipc"}'
-    bad_bundle "joining the ipc namespace at /proc/1/ns/ipc is not supported"
+    # a pod's namespaces by path: checked on the opened file, not by name
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/'$$'/ns/ipc"}'
+    bad_bundle "/proc/$$/ns/ipc is the runtime's own ipc namespace"
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/'$$'/ns/uts"}'
+    bad_bundle "/proc/$$/ns/uts is a uts namespace, not the ipc namespace asked for"
+    bundle_config '["/bin/true"]' ', {"type": "uts", "path": "'$B'/rootfs/motd"}'
+    bad_bundle "$B/rootfs/motd is not a namespace file"
+    bundle_config '["/bin/true"]' ', {"type": "pid", "path": "/proc/1/ns/pid"}'
+    bad_bundle "agentjail's own init is pid 1 of every container's pid namespace"
     bundle_config '[]'
     bad_bundle "process.args must be a non-empty array"
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
