@@ -6,6 +6,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -26,7 +27,11 @@ typedef struct aj_netd_ctx {
 	bool privileged;      /* started as root (host root, not a userns' root) */
 	struct aj_tls *tls;   /* HTTPS interception for scoped secrets (tls.h), or NULL */
 	int spool_dir;	      /* large :body request bodies spooled here (O_TMPFILE); 0: none */
-	unsigned long long spool_max; /* ... up to this many bytes each */
+	/* ... up to this many bytes for all of the sandbox's bodies at once
+	 * (spool_used: what the open spools hold), so many connections can't
+	 * fill the host's disk */
+	unsigned long long spool_max;
+	_Atomic unsigned long long spool_used;
 } aj_netd_ctx;
 
 #endif

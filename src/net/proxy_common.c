@@ -5,6 +5,7 @@
 #include "proxy_common.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +156,7 @@ int aj_body_out_start(aj_netd_ctx *ctx, aj_body_out *o, aj_proxy_req *req, long 
 		/* unlinked from the start: nothing of it is left if netd dies */
 		o->spool = openat(ctx->spool_dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		o->spooling = o->spool >= 0;
+		o->used = &ctx->spool_used;
 	}
 	if (!o->spooling && req->http_major == 1 && req->http_minor == 0) {
 		*why = "a body over 1 MiB toward a host with a :body secret is streamed as "
@@ -194,6 +196,17 @@ static int spool_take(aj_body_out *o, const char *in, size_t n, bool last, const
 		*why = msg;
 		return 413;
 	}
+	/* the sandbox's spools together stay under the cap too */
+	if (n && atomic_fetch_add(o->used, n) + n > o->cap) {
+		atomic_fetch_sub(o->used, n);
+		snprintf(msg, sizeof(msg),
+			 "the bodies with :body secrets this sandbox is sending at once are larger "
+			 "than the %s they are spooled up to together (AGENTJAIL_BODY_SPOOL_MAX)",
+			 cap_text(o->cap));
+		*why = msg;
+		return 413;
+	}
+	o->charged += n;
 	int w = n ? aj_write_all(o->spool, in, n) : 0;
 	if (w < 0) {
 		*why = w == -ENOSPC || w == -EDQUOT ? "the proxy's spool directory is full"
@@ -272,6 +285,8 @@ void aj_body_out_free(aj_body_out *o)
 {
 	if (o->spooling)
 		close(o->spool);
+	if (o->used && o->charged)
+		atomic_fetch_sub(o->used, o->charged);
 	aj_inject_stream_free(&o->fill);
 	aj_inject_stream_free(&o->count);
 	*o = (aj_body_out){0};

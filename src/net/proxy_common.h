@@ -55,14 +55,15 @@ void aj_body_free(aj_body_buf *b); /* zeroed */
  * :body secret, filled as it comes. A body the client framed with a
  * Content-Length is spooled as sent (placeholders, never a value) to an
  * unlinked file (O_TMPFILE) in netd's spool directory, up to
- * ctx->spool_max, and sent once whole, filled, with its new
- * Content-Length; any other (chunked, or no spool) is re-framed as chunks
- * and sent piece by piece. Both fill with the carry of aj_inject_stream. */
+ * ctx->spool_max for all of the sandbox's spools together, and sent once whole, filled, with its
+ * new Content-Length; any other (chunked, or no spool) is re-framed as chunks and sent piece by
+ * piece. Both fill with the carry of aj_inject_stream. */
 typedef struct aj_body_out {
 	aj_body_stream fill;  /* the values in: chunks, or the spool as it is sent */
 	aj_body_stream count; /* spool: the filled size as the body arrives */
 	int spool;	      /* the spool's fd, when spooling (else: chunked) */
-	unsigned long long raw, filled, cap, off;
+	unsigned long long raw, filled, cap, off, charged;
+	_Atomic unsigned long long *used; /* the sandbox's spool_used, raw charged to it */
 	bool spooling, eof;
 	char host[sizeof(((aj_proxy_req *)0)->host)]; /* the streams' (req is zeroed once sent) */
 } aj_body_out;
