@@ -429,7 +429,17 @@ static int cmd_delete(int rootfd, int argc, char **argv, char **main_argv)
 	/* a monitor SIGKILLed left its cgroups and its network's nft table
 	 * and links (the next sandbox's sweep would take them): gone now */
 	if (r == 0) {
-		aj_cgroup_sweep(json_string_value(json_object_get(st.j, "cgroups")));
+		/* only the container's own, named in its state: one missing or
+		 * leading elsewhere is not swept (the state is gone anyway) */
+		const char *cgs = json_string_value(json_object_get(st.j, "cgroups"));
+		if (!cgs || aj_cgroup_sweep(cgs) < 0) {
+			char warn[300];
+			snprintf(warn, sizeof(warn),
+				 "warning: container %s's recorded cgroups are %s: not swept "
+				 "(remove any agentjail-%d-* cgroup left by hand)",
+				 id, cgs ? "not valid (with \"..\")" : "missing", (int)st.pid);
+			aj_oci_log_error(warn);
+		}
 		if (json_is_true(json_object_get(st.j, "net")))
 			aj_net_sweep();
 	}

@@ -52,7 +52,8 @@ int aj_ns_enter(int fd, int nstype, const char *path, aj_error *err)
 int aj_ns_open(const char *path, int nstype, aj_error *err)
 {
 	const char *want = aj_ns_type_name(nstype);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO at path would block the open for ever */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return aj_err(err, errno, "linux.namespaces: the %s namespace %s", want, path);
 	struct statfs sf;
@@ -73,16 +74,31 @@ int aj_ns_open(const char *path, int nstype, aj_error *err)
 			    want, proc_name(nstype), want);
 		return -EINVAL;
 	}
-	/* never the runtime's own (the host's): the container would share
-	 * the host's shared memory, queues or host name */
-	char self[32];
-	snprintf(self, sizeof(self), "/proc/self/ns/%s", proc_name(nstype));
-	struct stat a, b;
-	if (fstat(fd, &a) == 0 && stat(self, &b) == 0 && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino) {
-		aj_err(err, EINVAL,
-		       "linux.namespaces: %s is the runtime's own %s namespace (the host's)", path,
-		       want);
+	/* never the runtime's own nor pid 1's (the host's): the container
+	 * would share the host's shared memory, queues or host name; one not
+	 * compared is refused too */
+	struct stat a;
+	if (fstat(fd, &a) < 0)
+		return aj_err(err, errno, "linux.namespaces: the %s namespace %s", want, path);
+	static const char *const owners[] = {"self", "1"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(owners); i++) {
+		char own[32];
+		snprintf(own, sizeof(own), "/proc/%s/ns/%s", owners[i], proc_name(nstype));
+		struct stat b;
+		if (stat(own, &b) < 0) {
+			int e = errno;
+			aj_err(err, e,
+			       "linux.namespaces: cannot tell whether %s is the host's %s "
+			       "namespace: cannot stat %s",
+			       path, want, own);
+			aj_err_hint(err,
+				    "run the runtime as root with /proc mounted (fully visible)");
+			return -e;
+		}
+		if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+			continue;
+		aj_err(err, EINVAL, "linux.namespaces: %s is %s %s namespace (the host's)", path,
+		       i ? "pid 1's" : "the runtime's own", want);
 		aj_err_hint(err,
 			    "a container gets a %s namespace of its own, or its pod's "
 			    "(the pause container's)",

@@ -408,8 +408,13 @@ gone_within() { # PID: gone (or a zombie) within 10 s
         assert_eq "$(wait_exit n4)" "exit=0"
         assert_eq "$(head -n 1 "$T/n4.out")" eth0 "a device toward agentjail's proxy"
         assert_contains "$(tail -n 1 "$T/n4.out")" "http://10."
+        # a recorded cgroups text leading elsewhere is not swept; the
+        # state goes anyway, with a warning
+        python3 -c "import json,sys; p=sys.argv[1]; j=json.load(open(p)); j['cgroups']='0::/../../x'; json.dump(j, open(p,'w'))" "$S/n4/state.json"
         run oci delete n4
         assert_status 0
+        assert_contains "$output" "recorded cgroups are not valid"
+        [ ! -e "$S/n4" ] || fail "n4's state left"
         # its monitor SIGKILLed: delete sweeps what it left (its nft table
         # and cgroups), not the next sandbox
         oci_create n5
@@ -418,7 +423,13 @@ gone_within() { # PID: gone (or a zombie) within 10 s
         nft list tables | grep -q "agentjail-$mon-" || fail "no nft table of n5's"
         kill -KILL "$mon"
         wait_exit n5 >/dev/null
+        # only n5's own: another dead agentjail's beside it stays
+        local own dead
+        own=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "agentjail-$mon-*" | head -n 1)
+        dead=$(sh -c 'echo $$')
+        mkdir "${own%/*}/agentjail-$dead-other"
         run oci delete n5
+        rmdir "${own%/*}/agentjail-$dead-other" || fail "delete swept another's cgroup"
         assert_status 0
         ! nft list tables | grep -q "agentjail-$mon-" || fail "nft table left after delete"
         [ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "agentjail-$mon-*")" ] || fail "cgroups left after delete"
@@ -462,6 +473,10 @@ bad_bundle() {
     bad_bundle "/proc/$$/ns/uts is a uts namespace, not the ipc namespace asked for"
     bundle_config '["/bin/true"]' ', {"type": "uts", "path": "'$B'/rootfs/motd"}'
     bad_bundle "$B/rootfs/motd is not a namespace file"
+    # a FIFO is opened without waiting for a writer (it would hang create)
+    mkfifo "$T/fifo"
+    bundle_config '["/bin/true"]' ', {"type": "uts", "path": "'$T'/fifo"}'
+    AJ_TIMEOUT=5 bad_bundle "$T/fifo is not a namespace file"
     bundle_config '["/bin/true"]' ', {"type": "pid", "path": "/proc/1/ns/pid"}'
     bad_bundle "agentjail's own init is pid 1 of every container's pid namespace"
     bundle_config '[]'

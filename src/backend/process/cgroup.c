@@ -66,6 +66,8 @@ static int read_parent(const aj_cgroup_dir *d, const char *knob, char *buf, size
 	ssize_t n = read(fd, buf, len - 1);
 	if (n < 0)
 		return -errno;
+	if ((size_t)n == len - 1)
+		return -EFBIG; /* filled up: perhaps cut short */
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
@@ -202,8 +204,9 @@ static int v2_enable(const aj_cgroup_hier *h, const aj_policy *p, aj_error *err)
 static void kill_procs(const aj_cgroup_dir *d);
 
 /* Remove cgroups "agentjail-PID-*" left by runs that were SIGKILLed: their
- * process is gone and so is everything that was inside (parent-death signal). */
-static void sweep_stale(const aj_cgroup_hier *h)
+ * process is gone and so is everything that was inside (parent-death signal).
+ * only: just the one of that name (NULL: every such one). */
+static void sweep_stale(const aj_cgroup_hier *h, const char *only)
 {
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s%s", h->mount, strcmp(h->own, "/") ? h->own : "");
@@ -223,6 +226,8 @@ static void sweep_stale(const aj_cgroup_hier *h)
 		 * directory such as agentjail-1000 (a user's) is not ours */
 		if (sscanf(de->d_name, "agentjail-%d-%n", &pid, &end) != 1 || !end || pid <= 0)
 			continue;
+		if (only && strcmp(de->d_name, only))
+			continue;
 		if (aj_pid_alive(pid))
 			continue; /* its agentjail still runs (a zombie does not) */
 		aj_cgroup_dir cd = {.version = h->version};
@@ -241,23 +246,33 @@ static void sweep_stale(const aj_cgroup_hier *h)
 	closedir(d);
 }
 
-void aj_cgroup_sweep(const char *proc_cgroup)
+int aj_cgroup_sweep(const char *proc_cgroup)
 {
 	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	/* a recorded text (a state file's) never leads out of its hierarchy */
+	if (proc_cgroup && strstr(proc_cgroup, ".."))
+		return -EINVAL;
 	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
 	    (!proc_cgroup && aj_read_file("/proc/self/cgroup", &pc, NULL) < 0))
-		return;
+		return 0;
 	static const char *const ctrls[] = {"memory", "pids", "cpu", "cpuset", "freezer", ""};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls); i++) {
 		aj_cgroup_hier h;
 		if (aj_cgroup_find(mi, proc_cgroup ? proc_cgroup : pc, ctrls[i], &h) < 0)
 			continue;
-		/* a sandbox's own cgroup: the sweep is in the one above */
+		/* a sandbox's own cgroup: the sweep is in the one above, of
+		 * that one alone (a recorded one's) */
 		char *base = strrchr(h.own, '/');
-		if (base && !strncmp(base + 1, "agentjail-", 10))
+		char name[256] = "";
+		if (base && !strncmp(base + 1, "agentjail-", 10)) {
+			snprintf(name, sizeof(name), "%s", base + 1);
 			*(base == h.own ? base + 1 : base) = '\0';
-		sweep_stale(&h);
+		}
+		if (proc_cgroup && !*name)
+			continue; /* not in one of ours there: nothing to sweep */
+		sweep_stale(&h, proc_cgroup ? name : NULL);
 	}
+	return 0;
 }
 
 /* The limits p asks for (AJ_LIMIT_*). */
@@ -371,7 +386,7 @@ static int create_v2(aj_cgroup *cg, const char *mi, const char *pc, const aj_pol
 			      h.mount);
 	if (r < 0)
 		return r;
-	sweep_stale(&h);
+	sweep_stale(&h, NULL);
 	return add_limited(cg, &h, "unified", p, e);
 }
 
@@ -391,8 +406,9 @@ static int check_lists(const char *dir, int version, const char *cpus, const cha
 		snprintf(path, sizeof(path), "%s/%s", dir, file[version == 2][i]);
 		_cleanup_free_ char *txt = NULL;
 		aj_cpulist asked, allowed;
-		if (aj_read_file(path, &txt, NULL) < 0)
-			return aj_err(err, errno,
+		int r = aj_read_file(path, &txt, NULL);
+		if (r < 0)
+			return aj_err(err, -r,
 				      "linux.resources.cpu.%s cannot be applied: cannot read %s",
 				      field[i], path);
 		if (aj_cpulist_parse(want[i], false, &asked) < 0 ||
@@ -485,7 +501,7 @@ int aj_cgroup_create_in(aj_cgroup *cg, const char *name, const aj_policy *p,
 			r = bit ? limit_failed(cg, p, bit, &e) : 0;
 			continue;
 		}
-		sweep_stale(&hs[i]);
+		sweep_stale(&hs[i], NULL);
 		/* a v1 controller with no limit to set needs no cgroup of its own
 		 * (each costs a mkdir, a move and an rmdir per run); memory is
 		 * always made: its accounting reports OOM kills and peak use */
@@ -795,6 +811,13 @@ typedef struct knob_op {
 
 #define UPDATE_OPS 12
 
+/* A knob's text to write: an empty value (v2's unset cpuset.cpus) as
+ * "\n", as a write of no bytes never reaches the kernel. */
+static const char *knob_text(const char *v)
+{
+	return *v ? v : "\n";
+}
+
 /* The directory of cg with ctrl's knobs: its v1 one, or the v2 one. */
 static const aj_cgroup_dir *ctrl_dir(const aj_cgroup *cg, const char *ctrl)
 {
@@ -823,8 +846,14 @@ static int plan_op(knob_op *ops, int *n, const aj_cgroup *cg, const char *ctrl, 
 	snprintf(o->val, sizeof(o->val), "%s", val);
 	o->field = field;
 	_cleanup_close_ int fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read_text(fd, o->old, sizeof(o->old)) < 0 || access(o->path, W_OK) < 0)
-		return aj_err(err, errno,
+	int r = fd < 0 ? -errno : read_text(fd, o->old, sizeof(o->old));
+	/* a filled buffer may hold only part of the value to put back */
+	if (r == 0 && strlen(o->old) + 1 >= sizeof(o->old))
+		r = -EFBIG;
+	if (r == 0 && access(o->path, W_OK) < 0)
+		r = -errno;
+	if (r < 0)
+		return aj_err(err, -r,
 			      "the container's %s cgroup cannot take linux.resources.%s (%s)", ctrl,
 			      field, o->path);
 	o->old[strcspn(o->old, "\n")] = '\0';
@@ -905,9 +934,12 @@ int aj_cgroup_update_all(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
 	/* a cpuset within what the container's parent cgroup allows */
 	if (r == 0 && (p->cpuset_cpus || p->cpuset_mems)) {
 		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s", cs ? cs->path : "");
+		int len = snprintf(dir, sizeof(dir), "%s", cs ? cs->path : "");
 		char *slash = strrchr(dir, '/');
-		if (!cs || !slash)
+		if (len < 0 || (size_t)len >= sizeof(dir))
+			r = aj_err(err, ENAMETOOLONG,
+				   "the container's cpuset cgroup path is too long");
+		else if (!cs || !slash)
 			r = aj_err(err, ENOENT,
 				   "the container has no cpuset cgroup: "
 				   "linux.resources.cpu.cpus/mems cannot change");
@@ -923,15 +955,28 @@ int aj_cgroup_update_all(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
 	/* every check passed: the writes; one the kernel refuses puts the
 	 * earlier ones back (newest first), so nothing is half changed */
 	for (int i = 0; r == 0 && i < n; i++) {
-		int w = aj_write_file(ops[i].path, ops[i].val, 0);
+		int w = aj_write_file(ops[i].path, knob_text(ops[i].val), 0);
 		if (w == 0)
 			continue;
 		r = aj_err(err, -w, "linux.resources.%s: the kernel refused %s for %s",
 			   ops[i].field, ops[i].val, ops[i].path);
-		aj_err_hint(err, "nothing was changed (e.g. a memory limit below what the "
-				 "container uses now)");
-		while (--i >= 0)
-			(void)aj_write_file(ops[i].path, ops[i].old, 0);
+		char left[AJ_ERR_HINT_MAX] = "";
+		size_t used = 0;
+		while (--i >= 0) {
+			int b = aj_write_file(ops[i].path, knob_text(ops[i].old), 0);
+			if (b < 0 && used < sizeof(left))
+				used += (size_t)snprintf(left + used, sizeof(left) - used,
+							 "%s%s (was \"%s\": %s)", used ? ", " : "",
+							 ops[i].path, ops[i].old, strerror(-b));
+		}
+		if (used)
+			aj_err_hint(err,
+				    "NOT all put back: %s; write those values back by hand or "
+				    "delete the container",
+				    left);
+		else
+			aj_err_hint(err, "nothing was changed (e.g. a memory limit below what the "
+					 "container uses now)");
 		break;
 	}
 	free(ops);
@@ -951,7 +996,7 @@ int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)
 		return 0;
 	if (cg->n >= AJ_CG_MAX_DIRS)
 		return aj_err(err, ENOSPC, "too many cgroup directories");
-	sweep_stale(&h);
+	sweep_stale(&h, NULL);
 	return add_dir(cg, &h, "freezer", err);
 }
 

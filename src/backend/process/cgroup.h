@@ -108,8 +108,9 @@ int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err);
 /* Remove the cgroups of agentjails that are gone, in every hierarchy (what
  * aj_cgroup_create sweeps in those it uses; `oci delete`): beside this
  * process's cgroups, or those of proc_cgroup (a /proc/PID/cgroup text: a
- * sandbox's own, swept in the cgroups above them). */
-void aj_cgroup_sweep(const char *proc_cgroup);
+ * sandbox's own, swept in the cgroups above them, and only those of its
+ * name). -EINVAL (nothing swept) for a proc_cgroup with "..", else 0. */
+int aj_cgroup_sweep(const char *proc_cgroup);
 /* Kill whatever is left and remove the directories. */
 /* Let frozen processes run (best effort, no wait): they can die then. */
 void aj_cgroup_thaw(const aj_cgroup *cg);
