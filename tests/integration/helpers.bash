@@ -260,6 +260,8 @@ _aj_snapshot() {
         awk '$5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])" { print "mount", $5 }' /proc/self/mountinfo
         _aj_cgroup_dirs | sed 's/^/cgroup /'
         ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
+        # the host's records of minted secrets (tests keep theirs in AGENTJAIL_STATE_DIR)
+        [ ! -d /var/lib/agentjail/minted ] || { echo "minted-dir"; ls -A /var/lib/agentjail/minted | sed 's/^/minted /'; }
         ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
         ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
         # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT),
