@@ -26,6 +26,9 @@ PACKAGES=(
 	# agentjail oci (docs/oci.md): Podman and containerd drive it (tests/integration/oci_*.bats),
 	# a static busybox is the tests' bundle root
 	podman busybox-static containerd
+	# containerd's CRI driven as a kubelet would (oci_cri.bats): a gRPC client
+	# compiled from the CRI's proto at test time, CNI's bridge for the pod
+	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the service on a cluster (docs/kubernetes.md): nginx routes by sandbox
 	# id in tests/service/cluster.bats (a process of the test's own)
 	nginx-light

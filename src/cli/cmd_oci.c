@@ -16,18 +16,21 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "error.h"
 #include "net.h"
+#include "nsjoin.h"
 #include "oci_bundle.h"
 #include "oci_common.h"
 #include "util.h"
@@ -49,12 +52,50 @@ static const char oci_usage[] =
     "  agentjail oci ps [--format table|json] ID\n"
     "                     the host pids of its processes\n"
     "  agentjail oci update --resources FILE|- ID\n"
-    "                     new memory, pids and cpu limits (linux.resources JSON)\n"
+    "                     new limits, cpu weight and cpuset (linux.resources JSON)\n"
     "  agentjail oci features    what is supported, as JSON\n"
     "\n"
     "--root DIR: the state directories (default /run/agentjail-oci as root, else\n"
     "$XDG_RUNTIME_DIR/agentjail-oci). --log FILE: errors appended there too, as JSON\n"
     "lines with --log-format json. Errors: exit 125. Docs: docs/oci.md.\n";
+
+/* A joined uts namespace keeps its name (the sandbox's user namespace
+ * does not own it): a bundle's hostname must be that name. */
+static int check_hostname(const aj_oci_config *c, aj_error *err)
+{
+	struct utsname u;
+	if (!c->policy.hostname || (uname(&u) == 0 && !strcmp(u.nodename, c->policy.hostname)))
+		return 0;
+	aj_err(err, EINVAL,
+	       "hostname %s with the uts namespace %s, whose name is %s: a joined uts "
+	       "namespace's name is not changed",
+	       c->policy.hostname, c->utsns, u.nodename);
+	aj_err_hint(err, "leave hostname out, or give the pod's (docs/oci.md)");
+	return -EINVAL;
+}
+
+/* A pod's ipc and uts namespaces (the CRI's pause container's): both
+ * checked, then joined by this process as root, before the sandbox's user
+ * namespace is made (the monitor and the sandbox inherit them), before the
+ * network's wall: a refusal changes nothing. The runtime's own are kept
+ * for the hooks (they run in the runtime's namespaces). */
+static int join_pod_namespaces(const aj_oci_config *c, aj_error *err)
+{
+	_cleanup_close_ int ipc = -1, uts = -1;
+	if ((c->ipcns && (ipc = aj_ns_open(c->ipcns, CLONE_NEWIPC, err)) < 0) ||
+	    (c->utsns && (uts = aj_ns_open(c->utsns, CLONE_NEWUTS, err)) < 0))
+		return -EINVAL;
+	if ((ipc >= 0 &&
+	     (aj_oci_runtime_ipcns = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0) ||
+	    (uts >= 0 &&
+	     (aj_oci_runtime_utsns = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC)) < 0))
+		return aj_err(err, errno, "cannot open this process's namespaces");
+	if ((ipc >= 0 && aj_ns_enter(ipc, CLONE_NEWIPC, c->ipcns, err) < 0) ||
+	    (uts >= 0 && aj_ns_enter(uts, CLONE_NEWUTS, c->utsns, err) < 0) ||
+	    (uts >= 0 && check_hostname(c, err) < 0))
+		return -EINVAL;
+	return 0;
+}
 
 static int cmd_create(int argc, char **argv, char **main_argv)
 {
@@ -128,6 +169,10 @@ static int cmd_create(int argc, char **argv, char **main_argv)
 #else
 	(void)main_argv;
 #endif
+	if (join_pod_namespaces(&cfg, &err) < 0) {
+		aj_oci_config_free(&cfg);
+		return aj_oci_fail(&err);
+	}
 	/* an engine's network namespace: this process joins it (the monitor
 	 * and the sandbox inherit it), walled unless the annotations open it */
 	if (cfg.netns &&
@@ -296,7 +341,9 @@ static int cmd_kill(int rootfd, int argc, char **argv)
 	if (st.orphan)
 		aj_oci_end_orphan(&st); /* its monitor is gone: it cannot go on */
 	else if (!strcmp(st.status, "stopped"))
-		r = aj_oci_failf("container %s is not running", id);
+		/* runc's words, which containerd's shim takes for "already
+		 * finished" (its StopPodSandbox kills a stopped pause container) */
+		r = aj_oci_failf("container %s: container not running", id);
 	/* KILL: the sandbox's init, and with it every process in it; the
 	 * others: the monitor, which forwards them to the command */
 	else if (sig == SIGKILL && aj_oci_init_alive(&st))
@@ -322,7 +369,7 @@ static int wait_gone(pid_t pid)
 	return n == 1 ? 0 : -ETIMEDOUT;
 }
 
-static int cmd_delete(int rootfd, int argc, char **argv)
+static int cmd_delete(int rootfd, int argc, char **argv, char **main_argv)
 {
 	bool force = false;
 	int i = 1;
@@ -342,6 +389,15 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	aj_oci_state st;
 	if (aj_oci_load_state(rootfd, id, &st))
 		return AJ_EXIT_INTERNAL;
+#ifdef AJ_RUN_NET_HELPER
+	/* agentjail's own network: its sweep (below) is agentjail-net's */
+	if (json_is_true(json_object_get(st.j, "net"))) {
+		json_decref(st.j);
+		return aj_cli_exec_helper("agentjail-net", main_argv);
+	}
+#else
+	(void)main_argv;
+#endif
 	int r = 0;
 	/* as runc: a created one is killed, a running or paused one only
 	 * with --force (nothing changed) */
@@ -370,6 +426,13 @@ static int cmd_delete(int rootfd, int argc, char **argv)
 	}
 	if (r == 0 && aj_oci_remove_state(rootfd, id) < 0)
 		r = aj_oci_failf("cannot remove the state of %s: %s", id, strerror(errno));
+	/* a monitor SIGKILLed left its cgroups and its network's nft table
+	 * and links (the next sandbox's sweep would take them): gone now */
+	if (r == 0) {
+		aj_cgroup_sweep(json_string_value(json_object_get(st.j, "cgroups")));
+		if (json_is_true(json_object_get(st.j, "net")))
+			aj_net_sweep();
+	}
 	aj_error err;
 	if (r == 0)
 		(void)aj_oci_run_hooks(json_object_get(st.j, "hooks"), "poststop", id, "stopped", 0,
@@ -474,7 +537,7 @@ int aj_cmd_oci(int argc, char **argv)
 		else if (!strcmp(cmd, "kill"))
 			rc = cmd_kill(rootfd, argc, argv);
 		else if (!strcmp(cmd, "delete"))
-			rc = cmd_delete(rootfd, argc, argv);
+			rc = cmd_delete(rootfd, argc, argv, main_argv);
 		else if (!strcmp(cmd, "exec"))
 			rc = aj_oci_cmd_exec(rootfd, argc, argv);
 		else if (!strcmp(cmd, "ps"))

@@ -209,7 +209,7 @@ int aj_oci_container_cgroup(const aj_oci_state *st, aj_cgroup *cg, aj_error *err
 	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
 	    aj_read_file(path, &pc, NULL) < 0 || !aj_oci_init_alive(st))
 		return aj_err(err, ESRCH, "the container's processes are gone");
-	static const char *const ctrls[] = {"memory", "pids", "cpu", "freezer", ""};
+	static const char *const ctrls[] = {"memory", "pids", "cpu", "cpuset", "freezer", ""};
 	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls) && cg->n < AJ_CG_MAX_DIRS; i++) {
 		aj_cgroup_hier h;
 		if (aj_cgroup_find(mi, pc, ctrls[i], &h) < 0)

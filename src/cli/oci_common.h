@@ -73,6 +73,8 @@ int aj_oci_write_pid_file(const char *path, pid_t pid);
 /* The runtime's own network namespace once create joined an engine's
  * (hooks run in it), -1 when never left. */
 extern int aj_oci_runtime_netns;
+/* the runtime's own ipc and uts namespaces when create joined a pod's, or -1 */
+extern int aj_oci_runtime_ipcns, aj_oci_runtime_utsns;
 /* The hooks of one kind; strict: the first failure stops them. */
 int aj_oci_run_hooks(const json_t *hooks, const char *kind, const char *id, const char *status,
 		     pid_t pid, const char *bundle, const json_t *ann, bool strict, aj_error *err);

@@ -115,26 +115,9 @@ int aj_oci_cmd_ps(int rootfd, int argc, char **argv)
 	return fflush(stdout) == 0 ? 0 : AJ_EXIT_INTERNAL;
 }
 
-/* A cgroup knob's number ("max": 0), or 0. */
-static unsigned long long knob_value(const aj_cgroup *cg, const char *ctrl, const char *v1,
-				     const char *v2)
-{
-	for (int i = 0; i < cg->n; i++) {
-		const aj_cgroup_dir *d = &cg->dirs[i];
-		if (d->version == 1 && strcmp(d->ctrl, ctrl))
-			continue;
-		char path[PATH_MAX + 32];
-		snprintf(path, sizeof(path), "%s/%s", d->path, d->version == 1 ? v1 : v2);
-		_cleanup_free_ char *txt = NULL;
-		if (aj_read_file(path, &txt, NULL) == 0)
-			return strtoull(txt, NULL, 10);
-	}
-	return 0;
-}
-
-/* update --resources FILE|- ID: new memory, pids and cpu limits on the
- * live cgroup (runtime-spec linux.resources, as runc's); all checked before
- * any is written. */
+/* update --resources FILE|- ID: new memory, pids and cpu limits, cpu
+ * weight and cpuset on the live cgroup (runtime-spec linux.resources, as
+ * runc's); all checked before any is written, all or nothing. */
 int aj_oci_cmd_update(int rootfd, int argc, char **argv)
 {
 	const char *file = NULL;
@@ -184,20 +167,9 @@ int aj_oci_cmd_update(int rootfd, int argc, char **argv)
 		r = aj_oci_failf("update: out of memory");
 	else if (aj_oci_container_cgroup(&st, cg, &err) < 0)
 		r = aj_oci_fail(&err);
-	else if (p.cpu_millis && !aj_cgroup_has_cpu(cg))
-		r = aj_oci_failf(
-		    "update: the container has no cpu cgroup: its cpu limit cannot change "
-		    "(fix: agentjail doctor)");
-	if (r == 0 && (p.memory || p.pids)) {
-		/* the one not given stays as it is */
-		if (!p.memory)
-			p.memory = knob_value(cg, "memory", "memory.limit_in_bytes", "memory.max");
-		if (!p.pids)
-			p.pids = knob_value(cg, "pids", "pids.max", "pids.max");
-		if (aj_cgroup_update_limits(cg, &p, &err) < 0)
-			r = aj_oci_fail(&err);
-	}
-	if (r == 0 && p.cpu_millis && aj_cgroup_update_cpu(cg, p.cpu_millis, &err) < 0)
+	/* all checked before any is written; a write the kernel refuses
+	 * puts back those done (cgroup.h) */
+	if (r == 0 && aj_cgroup_update_all(cg, &p, &err) < 0)
 		r = aj_oci_fail(&err);
 	free(cg);
 	json_decref(st.j);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "net_addr.h"
 #include "backends.h"
 #include "error.h"
 #include "oci_bundle.h"
@@ -35,6 +36,7 @@
 /* ---- hooks (runtime-spec): run by the runtime, as the runtime ---- */
 
 int aj_oci_runtime_netns = -1;
+int aj_oci_runtime_ipcns = -1, aj_oci_runtime_utsns = -1;
 
 /* One hook: path with args and env, the container's state as JSON on its
  * stdin; killed after its timeout. 0, or -1 with why in msg. */
@@ -64,7 +66,9 @@ static int run_hook(const json_t *h, const char *state, char *msg, size_t len)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		if (dup2(in[0], 0) < 0 ||
-		    (aj_oci_runtime_netns >= 0 && setns(aj_oci_runtime_netns, CLONE_NEWNET) < 0))
+		    (aj_oci_runtime_netns >= 0 && setns(aj_oci_runtime_netns, CLONE_NEWNET) < 0) ||
+		    (aj_oci_runtime_ipcns >= 0 && setns(aj_oci_runtime_ipcns, CLONE_NEWIPC) < 0) ||
+		    (aj_oci_runtime_utsns >= 0 && setns(aj_oci_runtime_utsns, CLONE_NEWUTS) < 0))
 			_exit(127);
 		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (nul >= 0)
@@ -195,6 +199,30 @@ typedef struct report {
 	aj_error err;
 } report;
 
+/* The sysctl file at path holds val already (the same numbers, whatever
+ * the blanks between them: kernel.sem's are tabs). */
+static bool same_value(const char *path, const char *val)
+{
+	char cur[256];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, cur, sizeof(cur) - 1) : -1;
+	if (n <= 0)
+		return false;
+	cur[n] = 0;
+	const char *a = cur, *b = val;
+	for (;;) {
+		a += strspn(a, " \t\n");
+		b += strspn(b, " \t\n");
+		size_t la = strcspn(a, " \t\n"), lb = strcspn(b, " \t\n");
+		if (la != lb || strncmp(a, b, la))
+			return false;
+		if (!la)
+			return true;
+		a += la;
+		b += lb;
+	}
+}
+
 /* linux.sysctl (checked by aj_oci_config_parse: namespaced, numbers):
  * written by a child of ours in the container's network and ipc
  * namespaces, whose /proc/sys/net and kernel's ipc files are theirs. */
@@ -249,6 +277,11 @@ static int set_sysctls(const json_t *sc, pid_t init, aj_error *err)
 					if (path[i] == '.')
 						path[i] = '/';
 				const char *val = json_string_value(v);
+				/* a value the namespace has already is not written: a
+				 * pod's joined ipc namespace (its pause container's set
+				 * it) is not the container's root's to write */
+				if (same_value(path, val))
+					continue;
 				int fd = open(path, O_WRONLY | O_CLOEXEC);
 				if (fd < 0 || aj_write_all(fd, val, strlen(val)) < 0)
 					snprintf(msg, sizeof(msg), "cannot set %s to '%s': %s", key,
@@ -483,7 +516,7 @@ __attribute__((noreturn)) static void container_proc(pid_t init, pid_t mon_pid, 
 }
 
 static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, pid_t init,
-		       pid_t ctr, const char *config_text)
+		       pid_t ctr, bool net, const char *config_text)
 {
 	json_t *cfg = json_loads(config_text, 0, NULL);
 	json_t *ann = json_object_get(cfg, "annotations");
@@ -507,6 +540,16 @@ static int write_state(int dfd, const char *id, const char *bundle, pid_t pid, p
 		json_decref(st);
 		st = NULL;
 	}
+	/* agentjail's own network (a veth, an nft table): a killed monitor's
+	 * are swept by delete (agentjail-net's) */
+	if (st && net)
+		json_object_set_new(st, "net", json_true());
+	/* and its cgroups, found from init's (gone by then) */
+	char path[64];
+	_cleanup_free_ char *pc = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init);
+	if (st && aj_read_file(path, &pc, NULL) == 0)
+		json_object_set_new(st, "cgroups", json_string(pc));
 	json_t *hooks = json_object_get(cfg, "hooks");
 	if (st && json_is_object(hooks))
 		json_object_set(st, "hooks", hooks); /* poststart, poststop: start, delete */
@@ -655,7 +698,8 @@ int aj_oci_spawn_monitor(aj_oci_config *cfg, int rootfd, const char *id, const c
 			     sent < 0 ? strerror(sent_errno) : "short write");
 	else if ((r = console ? aj_oci_send_console(console, master) : 0) < 0)
 		aj_oci_failf("--console-socket %s: %s", console, strerror(-r));
-	else if ((r = write_state(dfd, id, bundle, pid, rep.init, ctr, text)) < 0)
+	else if ((r = write_state(dfd, id, bundle, pid, rep.init, ctr, aj_net_wanted(&cfg->policy),
+				  text)) < 0)
 		aj_oci_failf("cannot write the state of %s: %s", id, strerror(-r));
 	if (r == 0 && pid_file && (r = aj_oci_write_pid_file(pid_file, ctr)) < 0)
 		aj_oci_failf("cannot write the pid file %s: %s", pid_file, strerror(-r));

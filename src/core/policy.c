@@ -32,6 +32,8 @@ void aj_policy_free(aj_policy *p)
 	free(p->result_path);
 	free(p->seccomp_profile);
 	free(p->seccomp_stack);
+	free(p->cpuset_cpus);
+	free(p->cpuset_mems);
 	for (size_t i = 0; i < p->n_binds; i++) {
 		free(p->binds[i].src);
 		free(p->binds[i].dest);

@@ -117,6 +117,15 @@ typedef struct aj_policy {
 	unsigned long long memory;
 	unsigned long long pids;
 	unsigned long long cpu_millis; /* --cpus 1.5 -> 1500 */
+	/* an OCI bundle's linux.resources beyond the limits (oci_bundle.c),
+	 * on the process backend's cgroups (cgroup.c); 0 / NULL: not set */
+	unsigned long long cpu_shares; /* runc's cpu.shares, 2-262144 (v2: cpu.weight) */
+	unsigned long long memory_low; /* memory.reservation bytes (v1: the soft limit) */
+	char *cpuset_cpus;	       /* cpu.cpus, a checked list ("0-3,6") */
+	char *cpuset_mems;	       /* cpu.mems, likewise */
+	/* a cgroup of every controller, also those with nothing to set yet:
+	 * `oci update` may set them later (cpu, cpuset) */
+	bool cgroup_all;
 	aj_secret secrets[AJ_MAX_SECRETS];
 	size_t n_secrets;
 	char *redact[AJ_MAX_SECRETS]; /* extra values to redact from output */
@@ -139,6 +148,9 @@ typedef struct aj_policy {
 	 * namespace: joined and walled by the caller, net_wall_netns); only
 	 * with net none, and never in a policy's JSON */
 	bool net_inherit;
+	/* the caller's ipc and uts namespaces, kept (`oci create` with a pod's:
+	 * joined by the caller, nsjoin.h); never in a policy's JSON */
+	bool ipc_inherit, uts_inherit;
 	aj_cidr deny[AJ_MAX_DENY]; /* --deny CIDR */
 	size_t n_deny;
 	aj_allow allow[AJ_MAX_ALLOW]; /* --allow: switches to AJ_NET_ALLOW */

@@ -161,6 +161,59 @@ int aj_parse_uint(const char *s, unsigned long long max, unsigned long long *out
 	return 0;
 }
 
+/* One id of a cpu list: decimal digits, below AJ_CPULIST_MAX. */
+static int cpulist_id(const char **s, unsigned *out)
+{
+	unsigned long v = 0;
+	const char *p = *s;
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++)
+		if ((v = v * 10 + (unsigned long)(*p - '0')) >= AJ_CPULIST_MAX)
+			v = AJ_CPULIST_MAX; /* stays too big, no overflow */
+	*s = p;
+	*out = (unsigned)v;
+	return v >= AJ_CPULIST_MAX ? -ERANGE : 0;
+}
+
+int aj_cpulist_parse(const char *s, bool file_text, aj_cpulist *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (file_text && (!*s || !strcmp(s, "\n")))
+		return 0;
+	int range = 0; /* the first -ERANGE, once the whole text is checked */
+	for (const char *p = s;;) {
+		unsigned a, b;
+		int r = cpulist_id(&p, &a);
+		b = a;
+		if (r != -EINVAL && *p == '-') {
+			p++;
+			int r2 = cpulist_id(&p, &b);
+			if (r2 == -EINVAL || (r == 0 && r2 == 0 && b < a))
+				return -EINVAL;
+			r = r ? r : r2;
+		}
+		if (r == -EINVAL || (*p && *p != ',' && !(file_text && !strcmp(p, "\n"))))
+			return -EINVAL;
+		range = range ? range : r;
+		for (unsigned i = a; r == 0 && i <= b; i++)
+			out->bits[i / 64] |= 1ULL << (i % 64);
+		if (*p != ',')
+			return range;
+		p++;
+	}
+}
+
+int aj_cpulist_first_missing(const aj_cpulist *a, const aj_cpulist *b)
+{
+	for (size_t w = 0; w < AJ_ARRAY_SIZE(a->bits); w++) {
+		unsigned long long m = a->bits[w] & ~b->bits[w];
+		if (m)
+			return (int)(w * 64 + (size_t)__builtin_ctzll(m));
+	}
+	return -1;
+}
+
 int aj_parse_size(const char *s, unsigned long long *out)
 {
 	if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '.'))

@@ -75,6 +75,19 @@ int aj_rm_tree_at(int dirfd, const char *name, int max_depth);
 int aj_parse_size(const char *s, unsigned long long *out);
 /* Parse a non-negative decimal integer <= max. */
 int aj_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+/* A kernel cpu or memory-node list ("0-3,6", cpuset.cpus' syntax) as a
+ * bitmap of ids 0-8191 (the kernel's largest NR_CPUS). */
+#define AJ_CPULIST_MAX 8192
+typedef struct aj_cpulist {
+	unsigned long long bits[AJ_CPULIST_MAX / 64];
+} aj_cpulist;
+/* Parse strictly: ids and ranges A-B (A <= B) joined by single commas,
+ * decimal digits only, nothing else; file_text: a cgroup file's text (one
+ * trailing newline, and an empty list, taken). 0, -EINVAL (bad syntax) or
+ * -ERANGE (an id of AJ_CPULIST_MAX or more). */
+int aj_cpulist_parse(const char *s, bool file_text, aj_cpulist *out);
+/* The smallest id in a that is not in b, or -1 (a is within b). */
+int aj_cpulist_first_missing(const aj_cpulist *a, const aj_cpulist *b);
 /* Join strings a + b into malloc'ed buffer (NULL on ENOMEM). */
 char *aj_strjoin(const char *a, const char *b);
 /* snprintf into a malloc'ed buffer. */

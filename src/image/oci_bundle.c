@@ -289,118 +289,204 @@ static int parse_namespaces(aj_oci_config *c, const json_t *ns, aj_error *err)
 			return refuse(err, "linux.namespaces: a path must be a string");
 		if (!path || !*path)
 			continue;
-		/* an engine's network (Podman's default): joined, walled (net.h) */
-		if (!strcmp(type, "network") && path[0] == '/' && !c->netns) {
-			if (!(c->netns = strdup(path)))
+		/* an engine's network (Podman's default): joined, walled (net.h);
+		 * a pod's ipc and uts (the CRI's pause container): joined as
+		 * they are (cmd_oci.c, nsjoin.h checks their type) */
+		char **slot = !strcmp(type, "network") ? &c->netns
+			      : !strcmp(type, "ipc")   ? &c->ipcns
+			      : !strcmp(type, "uts")   ? &c->utsns
+						       : NULL;
+		if (slot && path[0] == '/' && !*slot) {
+			if (!(*slot = strdup(path)))
 				return aj_err(err, ENOMEM, "linux.namespaces");
 			continue;
 		}
 		refuse(err, "linux.namespaces: joining the %s namespace at %s is not supported",
 		       type, path);
-		aj_err_hint(err,
-			    "agentjail makes its own %s namespace for every container; only "
-			    "one network namespace (an absolute path) is joined (" OCI_FIX ")",
-			    type);
+		if (!strcmp(type, "pid"))
+			aj_err_hint(err,
+				    "agentjail's own init is pid 1 of every container's pid "
+				    "namespace (it reaps, forwards signals, starts exec's "
+				    "commands and takes every process with it); a pod sharing "
+				    "one (shareProcessNamespace) is not supported (" OCI_FIX ")");
+		else
+			aj_err_hint(err,
+				    "agentjail makes its own %s namespace for every container; "
+				    "only network, ipc and uts namespaces are joined, once each, "
+				    "by an absolute path (" OCI_FIX ")",
+				    type);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int parse_resources(aj_policy *p, const json_t *res, aj_error *err)
+/* linux.resources' memory, pids and cpu fields: applied (A), taken with
+ * nothing to do (T: a sandbox never swaps), or refused when set (R). An
+ * update applies the A fields and takes memory.swap; a field not known
+ * here is refused, never passed over. */
+static const struct res_field {
+	const char *obj, *name;
+	char kind;
+} res_fields[] = {
+    {"memory", "limit", 'A'},
+    {"memory", "reservation", 'A'},
+    {"memory", "swap", 'T'},
+    {"memory", "swappiness", 'T'},
+    {"memory", "useHierarchy", 'T'},
+    {"memory", "checkBeforeUpdate", 'T'},
+    {"memory", "kernel", 'R'},
+    {"memory", "kernelTCP", 'R'},
+    {"memory", "disableOOMKiller", 'R'},
+    {"pids", "limit", 'A'},
+    {"cpu", "shares", 'A'},
+    {"cpu", "quota", 'A'},
+    {"cpu", "period", 'A'},
+    {"cpu", "cpus", 'A'},
+    {"cpu", "mems", 'A'},
+    {"cpu", "realtimeRuntime", 'R'},
+    {"cpu", "realtimePeriod", 'R'},
+    {"cpu", "idle", 'R'},
+    {"cpu", "burst", 'R'},
+};
+
+/* Set: not null, 0, false or "" (runc's "not given"). */
+static bool res_set(const json_t *v)
+{
+	return !(json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0) ||
+		 json_is_false(v) || (json_is_string(v) && !*json_string_value(v)));
+}
+
+/* cpu.cpus / mems: a strict list (the host's own cpus are checked where
+ * the cgroup is, cgroup.c), kept as given. */
+static int res_cpulist(const json_t *v, const char *name, char **out, aj_error *err)
+{
+	aj_cpulist l;
+	const char *s = json_string_value(v);
+	if (!s)
+		return refuse(err, "linux.resources.cpu.%s must be a string", name);
+	if (!*s)
+		return 0;
+	int r = aj_cpulist_parse(s, false, &l);
+	if (r == -ERANGE)
+		return refuse(err, "linux.resources.cpu.%s \"%s\" names a %s above %d", name, s,
+			      strcmp(name, "cpus") ? "memory node" : "cpu", AJ_CPULIST_MAX - 1);
+	if (r < 0)
+		return refuse(err,
+			      "linux.resources.cpu.%s \"%s\" is not a list of %s (ids and "
+			      "ranges joined by commas, e.g. 0-3,6)",
+			      name, s, strcmp(name, "cpus") ? "memory nodes" : "cpus");
+	free(*out);
+	return (*out = strdup(s)) ? 0 : aj_err(err, ENOMEM, "linux.resources.cpu.%s", name);
+}
+
+/* The cpu quota with its period as agentjail's thousandths of a CPU. */
+static int res_quota(aj_policy *p, const json_t *cpu, aj_error *err)
+{
+	const json_t *q = json_object_get(cpu, "quota"), *per = json_object_get(cpu, "period");
+	long long qv = json_integer_value(q), pv = json_integer_value(per);
+	if (qv > 0 && pv <= 0)
+		return refuse(err, "linux.resources.cpu: a quota needs a period");
+	/* agentjail's cpu limit is in thousandths of a CPU, up to 4096: a
+	 * quota it cannot express is refused, never dropped */
+	bool big = qv > 0 && (qv / pv > 4096 || (qv / pv == 4096 && qv % pv));
+	bool small = qv > 0 && qv <= LLONG_MAX / 1000 && qv * 1000 < pv;
+	if (big)
+		return refuse(err,
+			      "linux.resources.cpu.quota %lld is more than 4096 CPUs of its "
+			      "period %lld",
+			      qv, pv);
+	if (small)
+		return refuse(err,
+			      "linux.resources.cpu.quota %lld is less than 0.001 CPU of its "
+			      "period %lld (agentjail's smallest cpu limit)",
+			      qv, pv);
+	if (qv > 0)
+		p->cpu_millis = qv <= LLONG_MAX / 1000
+				    ? (unsigned long long)(qv * 1000 / pv)
+				    : (unsigned long long)((long double)qv * 1000 / pv);
+	return 0;
+}
+
+/* One applied field's value into p. update: a limit of 0 or below is
+ * refused (a sandbox always has its limits); create: left to the default. */
+static int res_apply(aj_policy *p, const char *obj, const char *name, const json_t *v, bool update,
+		     aj_error *err)
+{
+	if (!strcmp(name, "cpus"))
+		return res_cpulist(v, name, &p->cpuset_cpus, err);
+	if (!strcmp(name, "mems"))
+		return res_cpulist(v, name, &p->cpuset_mems, err);
+	if (!json_is_integer(v))
+		return refuse(err, "linux.resources.%s.%s must be an integer", obj, name);
+	long long n = json_integer_value(v);
+	if (update && n <= 0)
+		return refuse(err,
+			      "linux.resources.%s.%s must be above 0 (a sandbox always has its "
+			      "limits)",
+			      obj, name);
+	if (!strcmp(name, "shares") && n && (n < 2 || n > 262144))
+		return refuse(err, "linux.resources.cpu.shares %lld is out of range (2-262144)", n);
+	if (!strcmp(name, "reservation") && n < -1)
+		return refuse(err, "linux.resources.memory.reservation %lld is below 0", n);
+	if (n <= 0)
+		return 0; /* create: 0 or -1, none (runc's "not set", "unlimited") */
+	if (!strcmp(obj, "memory"))
+		*(!strcmp(name, "limit") ? &p->memory : &p->memory_low) = (unsigned long long)n;
+	else if (!strcmp(obj, "pids"))
+		p->pids = (unsigned long long)n;
+	else if (!strcmp(name, "shares"))
+		p->cpu_shares = (unsigned long long)n;
+	return 0; /* quota and period: res_quota */
+}
+
+/* linux.resources (create) or update --resources' object into p. */
+static int parse_resources(aj_policy *p, const json_t *res, bool update, aj_error *err)
 {
 	if (want_type(res, JSON_OBJECT, "linux.resources", err) < 0)
 		return -EINVAL;
-	const char *key;
-	const json_t *v;
-	json_object_foreach((json_t *)res, key, v)
-	{
-		if (!strcmp(key, "devices") || empty(v))
-			continue; /* agentjail's /dev holds only its few safe nodes */
-		if (!strcmp(key, "memory")) {
-			const json_t *lim = json_object_get(v, "limit");
-			if (json_is_integer(lim) && json_integer_value(lim) > 0)
-				p->memory = (unsigned long long)json_integer_value(lim);
-		} else if (!strcmp(key, "pids")) {
-			const json_t *lim = json_object_get(v, "limit");
-			if (json_is_integer(lim) && json_integer_value(lim) > 0)
-				p->pids = (unsigned long long)json_integer_value(lim);
-		} else if (!strcmp(key, "cpu")) {
-			const json_t *q = json_object_get(v, "quota"),
-				     *per = json_object_get(v, "period");
-			long long qv = json_integer_value(q), pv = json_integer_value(per);
-			if (qv > 0 && pv <= 0)
-				return refuse(err, "linux.resources.cpu: a quota needs a period");
-			/* agentjail's cpu limit is in thousandths of a CPU, up to 4096:
-			 * a quota it cannot express is refused, never dropped */
-			bool big = qv > 0 && (qv / pv > 4096 || (qv / pv == 4096 && qv % pv));
-			bool small = qv > 0 && qv <= LLONG_MAX / 1000 && qv * 1000 < pv;
-			if (big)
-				return refuse(
-				    err,
-				    "linux.resources.cpu.quota %lld is more than 4096 CPUs "
-				    "of its period %lld",
-				    qv, pv);
-			if (small)
-				return refuse(
-				    err,
-				    "linux.resources.cpu.quota %lld is less than 0.001 CPU "
-				    "of its period %lld (agentjail's smallest cpu limit)",
-				    qv, pv);
-			if (qv > 0)
-				p->cpu_millis =
-				    qv <= LLONG_MAX / 1000
-					? (unsigned long long)(qv * 1000 / pv)
-					: (unsigned long long)((long double)qv * 1000 / pv);
-		} else {
-			return refuse(err, "linux.resources.%s is not supported%s", key,
-				      " (memory, pids and cpu quota are)");
-		}
-	}
-	return 0;
-}
-
-/* update --resources: each field is applied or refused, never passed over
- * (an engine must not be told a limit changed that did not): memory.limit,
- * pids.limit, cpu.quota with period; memory.swap is taken (agentjail's
- * sandboxes never swap: memory and swap together are the limit). */
-static int update_fields(const json_t *res, aj_error *err)
-{
-	static const char *const ok[][2] = {
-	    {"memory", "limit"}, {"memory", "swap"}, {"pids", "limit"},
-	    {"cpu", "quota"},	 {"cpu", "period"},
-	};
 	const char *key, *sk;
 	const json_t *v, *sv;
 	json_object_foreach((json_t *)res, key, v)
 	{
+		if (!strcmp(key, "devices") || empty(v))
+			continue; /* agentjail's /dev holds only its few safe nodes */
 		if (strcmp(key, "memory") && strcmp(key, "pids") && strcmp(key, "cpu"))
-			continue; /* devices: agentjail's own /dev; others refused below */
-		if (!empty(v) && !json_is_object(v))
+			return refuse(err, "linux.resources.%s is not supported%s", key,
+				      " (memory, pids and cpu are)");
+		if (!json_is_object(v))
 			return refuse(err, "linux.resources.%s must be an object", key);
 		json_object_foreach((json_t *)v, sk, sv)
 		{
-			bool known = false;
-			for (size_t i = 0; i < AJ_ARRAY_SIZE(ok); i++)
-				known = known || (!strcmp(key, ok[i][0]) && !strcmp(sk, ok[i][1]));
-			if (json_is_null(sv))
+			char kind = 0;
+			for (size_t i = 0; i < AJ_ARRAY_SIZE(res_fields); i++)
+				if (!strcmp(key, res_fields[i].obj) &&
+				    !strcmp(sk, res_fields[i].name))
+					kind = res_fields[i].kind;
+			if (json_is_null(sv) || (kind == 'T' && !update))
 				continue;
-			if (!known)
+			if (update && kind != 'A' && strcmp(sk, "swap"))
 				return refuse(err,
 					      "linux.resources.%s.%s is not applied by agentjail "
-					      "(memory.limit, pids.limit and cpu.quota with period "
-					      "are)",
+					      "(memory.limit and reservation, pids.limit, "
+					      "cpu.shares, quota with period, cpus and mems are)",
 					      key, sk);
-			if (!json_is_integer(sv))
+			if (kind == 'R' && res_set(sv))
+				return refuse(err, "linux.resources.%s.%s is not supported", key,
+					      sk);
+			if (!kind)
+				return refuse(err, "linux.resources.%s.%s is not supported", key,
+					      sk);
+			if (kind == 'T' && !json_is_integer(sv))
 				return refuse(err, "linux.resources.%s.%s must be an integer", key,
 					      sk);
-			if (strcmp(sk, "swap") && json_integer_value(sv) <= 0)
-				return refuse(err,
-					      "linux.resources.%s.%s must be above 0 (a sandbox "
-					      "always has its limits)",
-					      key, sk);
+			int r = kind == 'A' ? res_apply(p, key, sk, sv, update, err) : 0;
+			if (r < 0)
+				return r;
 		}
+		if (!strcmp(key, "cpu") && res_quota(p, v, err) < 0)
+			return -EINVAL;
 		const json_t *q = json_object_get(v, "quota"), *per = json_object_get(v, "period");
-		if (!strcmp(key, "cpu") && json_is_integer(per) && !json_is_integer(q))
+		if (update && !strcmp(key, "cpu") && json_is_integer(per) && !json_is_integer(q))
 			return refuse(err, "linux.resources.cpu.period without a quota changes "
 					   "nothing");
 	}
@@ -420,9 +506,7 @@ int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error 
 		return r;
 	}
 	p->memory = p->pids = p->cpu_millis = 0;
-	int r = json_is_object(res) ? update_fields(res, err) : 0;
-	if (r == 0)
-		r = parse_resources(p, res, err);
+	int r = parse_resources(p, res, true, err);
 	json_decref(res);
 	if (r < 0 && aj_startswith(err->msg, "config.json: linux.")) {
 		char msg[AJ_ERR_MSG_MAX];
@@ -726,7 +810,7 @@ static int parse_linux(aj_oci_config *c, const json_t *lx, aj_error *err)
 		return refuse(err, "linux must be an object");
 	aj_policy *p = &c->policy;
 	if ((r = parse_namespaces(c, json_object_get(lx, "namespaces"), err)) < 0 ||
-	    (r = parse_resources(p, json_object_get(lx, "resources"), err)) < 0 ||
+	    (r = parse_resources(&c->policy, json_object_get(lx, "resources"), false, err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "maskedPaths"), "maskedPaths", err)) < 0 ||
 	    (r = parse_paths(json_object_get(lx, "readonlyPaths"), "readonlyPaths", err)) < 0)
 		return r;
@@ -905,6 +989,8 @@ static int parse_top(aj_oci_config *c, const json_t *root, const char *bundle, a
 		p->net = AJ_NET_NONE;
 		p->net_inherit = true;
 	}
+	p->ipc_inherit = c->ipcns != NULL;
+	p->uts_inherit = c->utsns != NULL;
 	return aj_policy_validate(p, err);
 }
 
@@ -925,6 +1011,9 @@ int aj_oci_config_parse(const char *text, size_t len, const char *bundle, aj_oci
 		r = refuse(err, "the top level must be a JSON object");
 	} else {
 		r = parse_top(c, root, bundle, err);
+		/* runc's containers have every controller: `oci update` may set
+		 * a cpu weight or cpuset the bundle did not */
+		c->policy.cgroup_all = true;
 	}
 	json_decref(root);
 	if (r < 0)
@@ -962,6 +1051,10 @@ void aj_oci_config_free(aj_oci_config *c)
 	c->argv = NULL;
 	free(c->netns);
 	c->netns = NULL;
+	free(c->ipcns);
+	c->ipcns = NULL;
+	free(c->utsns);
+	c->utsns = NULL;
 	free(c->hooks);
 	c->hooks = NULL;
 	free(c->sysctl);

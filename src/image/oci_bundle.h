@@ -19,6 +19,7 @@ typedef struct aj_oci_config {
 	unsigned rows, cols; /* process.consoleSize, 0: none */
 	char *netns;	     /* linux.namespaces: a network namespace to join, or NULL */
 	bool netns_open;     /* ... without agentjail's wall (run.agentjail.net open) */
+	char *ipcns, *utsns; /* ... an ipc and a uts namespace to join (a pod's), or NULL */
 	char *hooks;	     /* the checked hooks object as JSON, or NULL */
 	char *sysctl;	     /* linux.sysctl's to set (checked) as a JSON object, or NULL */
 } aj_oci_config;
@@ -36,8 +37,10 @@ void aj_oci_config_free(aj_oci_config *c);
 int aj_oci_process_parse(const char *text, size_t len, aj_oci_config *c, aj_error *err);
 
 /* `oci update --resources`: a runtime-spec linux.resources object, its
- * memory.limit, pids.limit and cpu quota/period into p's memory, pids and
- * cpu_millis (0: not given); anything else set is refused. As above. */
+ * memory.limit and reservation, pids.limit, cpu quota/period, shares, cpus
+ * and mems into p's memory, memory_low, pids, cpu_millis, cpu_shares,
+ * cpuset_cpus and cpuset_mems (0 / NULL: not given); anything else set is
+ * refused. As above. */
 int aj_oci_resources_parse(const char *text, size_t len, aj_policy *p, aj_error *err);
 
 #endif

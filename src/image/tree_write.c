@@ -131,6 +131,19 @@ static int note_file(aj_tree_writer *t, const char *rel, bool file, aj_error *er
 	return 0;
 }
 
+/* one spelling per name (no empty or "." part, no trailing slash), as the
+ * guest's walk makes them: the set of file names can't be aliased */
+static bool canonical(const char *p)
+{
+	for (const char *c = p; c;) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.'))
+			return false;
+		c = c[n] ? c + n + 1 : NULL;
+	}
+	return true;
+}
+
 int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *err)
 {
 	int r = finish(t, err);
@@ -138,14 +151,16 @@ int aj_tree_writer_entry(aj_tree_writer *t, const aj_root_entry *e, aj_error *er
 		return r;
 	const char *rel = e->path ? aj_image_relative(e->path) : NULL;
 	static const char types[] = "fdlph";
-	if (!rel || strlen(rel) >= sizeof(t->path) || !e->type || !strchr(types, e->type) ||
+	if (!rel || !canonical(rel) || strlen(rel) >= sizeof(t->path) || !e->type ||
+	    !strchr(types, e->type) ||
 	    ((e->type == 'l' || e->type == 'h') &&
 	     (!e->link || !*e->link || strlen(e->link) >= PATH_MAX)))
 		return aj_err(err, EPROTO, "snapshot: the sandbox sent a bad entry '%.200s'",
 			      e->path ? e->path : "");
 	/* a hard link: to a name of this stream that is a regular file */
 	const char *to = e->type == 'h' ? aj_image_relative(e->link) : NULL;
-	if (e->type == 'h' && (!to || !strcmp(to, rel) || !tfind(to, &t->files, name_cmp)))
+	if (e->type == 'h' &&
+	    (!to || !canonical(to) || !strcmp(to, rel) || !tfind(to, &t->files, name_cmp)))
 		return aj_err(err, EPROTO,
 			      "snapshot: the sandbox sent a hard link /%.200s to '%.200s', not "
 			      "a file it sent before",

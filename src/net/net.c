@@ -60,6 +60,12 @@ static void sweep_stale_links(void)
 	if_freenameindex(ifs);
 }
 
+void aj_net_sweep(void)
+{
+	aj_nft_sweep_stale();
+	sweep_stale_links();
+}
+
 int aj_net_prepare(aj_net *n, const aj_policy *p, aj_error *err)
 {
 	memset(n, 0, sizeof(*n));

@@ -33,6 +33,11 @@ int aj_net_setup_tap(aj_net *n, const aj_policy *p, int *nsfd, int *tap, aj_erro
  * without network support, which refuses what aj_net_wanted() says.) */
 void aj_net_teardown(aj_net *n);
 
+/* Remove the host-side links and nft tables of agentjails that are gone
+ * (what aj_net_prepare sweeps; `oci delete` of a container whose monitor
+ * was killed). */
+void aj_net_sweep(void);
+
 /* Join the network namespace at path (`oci create`: an engine's, e.g.
  * Podman's) and wall it: an nftables table "agentjail-oci"
  * dropping everything but the loopback, in and out, unless unwalled (the

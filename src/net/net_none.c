@@ -45,6 +45,11 @@ int aj_net_readdress(const aj_net *n, int nsfd, aj_error *err)
 	return n->active ? aj_err(err, ENOTSUP, "this program has no network support") : 0;
 }
 
+void aj_net_sweep(void)
+{
+	/* no sandbox of this program has a veth or an nft table */
+}
+
 void aj_net_teardown(aj_net *n)
 {
 	n->active = false;

@@ -175,7 +175,8 @@ lines() { wc -l <"$T/$1.out"; }
     bundle_config '["/bin/sh", "-c", "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done"]'
     # namespaced sysctls set in its namespaces; the default devices taken
     sed -i 's|"linux": {|"linux": {"sysctl": {"net.ipv4.ip_local_port_range": "40000 50000", "kernel.shmmni": "2048", "net.ipv4.ping_group_range": "0 0"}, "devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}], |' "$B/config.json"
-    sed -i 's|"resources": {|"resources": {"cpu": {"quota": 100000, "period": 100000}, |' "$B/config.json"
+    # a cpu weight, a cpuset and a memory reservation applied, as runc
+    sed -i 's|"resources": {|"resources": {"cpu": {"quota": 100000, "period": 100000, "shares": 512, "cpus": "0", "mems": "0"}, |; s|"memory": {"limit": 268435456}|"memory": {"limit": 268435456, "reservation": 134217728}|' "$B/config.json"
     oci_create p1
     local mon pid ctr
     ctr=$(cat "$T/p1.pid")
@@ -233,20 +234,50 @@ lines() { wc -l <"$T/$1.out"; }
     run oci update --resources "$T/res.json" p1
     assert_status 0
     assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "updated limits"
-    local cpu
-    cpu=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/"$pid"/cgroup)/cpu.cfs_quota_us
+    local cpu cg cs
+    cg=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/"$pid"/cgroup)
+    cpu=$cg/cpu.cfs_quota_us
     assert_eq "$(cat "$cpu")" 50000 "updated cpu quota"
+    cs=/sys/fs/cgroup/cpuset$(sed -n 's/^[0-9]*:cpuset://p' /proc/"$pid"/cgroup)
+    assert_eq "$(cat "$cg/cpu.shares") $(cat "$cs/cpuset.cpus") $(cat "$cs/cpuset.mems")" "512 0 0" "the bundle's cpu weight and cpuset"
+    assert_eq "$(cat "${mem%/*}/memory.soft_limit_in_bytes")" 134217728 "the bundle's memory.reservation"
+    # the kubelet's in-place resize (shares with every update), a cpuset
+    local all allowed
+    all=$(nproc --all)
+    allowed=$(cat "${cs%/*}/cpuset.effective_cpus")
+    echo '{"cpu": {"shares": 204, "quota": 60000, "period": 100000, "cpus": "'"$allowed"'"}, "memory": {"limit": 201326592, "reservation": 67108864}}' >"$T/res.json"
+    run oci update --resources "$T/res.json" p1
+    assert_status 0
+    assert_eq "$(cat "$cg/cpu.shares") $(cat "$cpu") $(cat "$cs/cpuset.cpus") $(cat "$mem")" "204 60000 $allowed 201326592" "after the kubelet's update"
+    assert_eq "$(cat "${mem%/*}/memory.soft_limit_in_bytes")" 67108864 "updated reservation"
+    # a cpu the host has not, a bad list, a weight out of range: 125 by
+    # name; a write the kernel refuses (a limit below the use) puts back
+    # the earlier ones: nothing changed
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"shares\": 300, \"cpus\": \"0,$all\"}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu $all is not one this container may use"
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"cpus\": \"0-\"}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu.cpus \"0-\" is not a list of cpus"
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"shares\": 1}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "cpu.shares 1 is out of range"
+    run --separate-stderr bash -c "echo '{\"cpu\": {\"shares\": 300}, \"memory\": {\"limit\": 4096}}' | '$AJ' oci --root '$S' update -r - p1"
+    assert_status 125
+    assert_contains "$stderr" "memory.limit: the kernel refused 4096"
+    assert_eq "$(cat "$cg/cpu.shares") $(cat "$cs/cpuset.cpus") $(cat "$mem")" "204 $allowed 201326592" "after refused updates"
+    assert_eq "$(cat "${mem%/*}/memory.kmem.tcp.limit_in_bytes")" 201326592 "the tcp limit put back"
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16' | '$AJ' oci --root '$S' update --resources - p1"
     assert_status 125
     assert_contains "$stderr" "not valid JSON"
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": 16}, \"hugepageLimits\": [{\"pageSize\": \"2MB\", \"limit\": 1}]}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
     assert_contains "$stderr" "hugepageLimits is not supported"
-    # a field it would not apply is refused, never passed over (Podman's
-    # update --cpu-shares), with the rest of the update
-    run --separate-stderr bash -c "echo '{\"memory\": {\"limit\": 100663296, \"swap\": 201326592}, \"cpu\": {\"shares\": 512}}' | '$AJ' oci --root '$S' update -r - p1"
+    # a field it would not apply is refused, never passed over, with the
+    # rest of the update
+    run --separate-stderr bash -c "echo '{\"memory\": {\"limit\": 100663296, \"swap\": 201326592}, \"cpu\": {\"realtimeRuntime\": 1000}}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
-    assert_contains "$stderr" "cpu.shares is not applied"
+    assert_contains "$stderr" "cpu.realtimeRuntime is not applied"
     run --separate-stderr bash -c "echo '{\"pids\": {\"limit\": -1}}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
     assert_contains "$stderr" "pids.limit must be above 0"
@@ -258,8 +289,8 @@ lines() { wc -l <"$T/$1.out"; }
     run --separate-stderr bash -c "echo '{\"cpu\": {\"quota\": 500000000, \"period\": 100000}}' | '$AJ' oci --root '$S' update -r - p1"
     assert_status 125
     assert_contains "$stderr" "cpu.quota 500000000 is more than 4096 CPUs"
-    assert_eq "$(cat "$cpu")" 50000 "cpu quota after refused updates"
-    assert_eq "$(cat "$mem") $(cat "$pids")" "134217728 32" "limits after refused updates"
+    assert_eq "$(cat "$cpu")" 60000 "cpu quota after refused updates"
+    assert_eq "$(cat "$mem") $(cat "$pids")" "201326592 32" "limits after refused updates"
     # kill reaches the command; a paused container still dies with KILL;
     # delete without --force refuses it, as runc, and changes nothing
     run oci pause p1
@@ -379,6 +410,18 @@ gone_within() { # PID: gone (or a zombie) within 10 s
         assert_contains "$(tail -n 1 "$T/n4.out")" "http://10."
         run oci delete n4
         assert_status 0
+        # its monitor SIGKILLed: delete sweeps what it left (its nft table
+        # and cgroups), not the next sandbox
+        oci_create n5
+        local mon
+        mon=$(monitor_of n5)
+        nft list tables | grep -q "agentjail-$mon-" || fail "no nft table of n5's"
+        kill -KILL "$mon"
+        wait_exit n5 >/dev/null
+        run oci delete n5
+        assert_status 0
+        ! nft list tables | grep -q "agentjail-$mon-" || fail "nft table left after delete"
+        [ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "agentjail-$mon-*")" ] || fail "cgroups left after delete"
     fi
     bundle_config '["/bin/true"]' "" '{"run.agentjail.net": "bogus"}'
     run --separate-stderr oci create --bundle "$B" n2
@@ -412,8 +455,15 @@ bad_bundle() {
     bad_bundle "linux.namespaces: time is not supported"
     bundle_config '["/bin/true"]' ', {"type": "network", "path": "/proc/'$$'/ns/net"}'
     bad_bundle "/proc/$$/ns/net is the runtime's own network namespace"
-    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/1/ns/ipc"}'
-    bad_bundle "joining the ipc namespace at /proc/1/ns/ipc is not supported"
+    # a pod's namespaces by path: checked on the opened file, not by name
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/'$$'/ns/ipc"}'
+    bad_bundle "/proc/$$/ns/ipc is the runtime's own ipc namespace"
+    bundle_config '["/bin/true"]' ', {"type": "ipc", "path": "/proc/'$$'/ns/uts"}'
+    bad_bundle "/proc/$$/ns/uts is a uts namespace, not the ipc namespace asked for"
+    bundle_config '["/bin/true"]' ', {"type": "uts", "path": "'$B'/rootfs/motd"}'
+    bad_bundle "$B/rootfs/motd is not a namespace file"
+    bundle_config '["/bin/true"]' ', {"type": "pid", "path": "/proc/1/ns/pid"}'
+    bad_bundle "agentjail's own init is pid 1 of every container's pid namespace"
     bundle_config '[]'
     bad_bundle "process.args must be a non-empty array"
     sed -i 's|"linux": {|"linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}, |' "$B/config.json"
@@ -428,6 +478,12 @@ bad_bundle() {
     bundle_config '["/bin/true"]'
     sed -i 's|"linux": {|"linux": {"devices": [{"path": "/dev/null", "type": "c", "major": 1, "minor": 3}, {"path": "/dev/kvm", "type": "c", "major": 10, "minor": 232}], |' "$B/config.json"
     bad_bundle "linux.devices: /dev/kvm is not supported"
+    # a cpu the container's parent cgroup has not, a weight out of range
+    bundle_config '["/bin/true"]'
+    sed -i 's|"resources": {|"resources": {"cpu": {"shares": 512, "cpus": "0,'"$(nproc --all)"'"}, |' "$B/config.json"
+    bad_bundle "linux.resources.cpu.cpus \"0,$(nproc --all)\": cpu $(nproc --all) is not one this container may use"
+    sed -i 's|"shares": 512|"shares": 262145|' "$B/config.json"
+    bad_bundle "linux.resources.cpu.shares 262145 is out of range"
     bundle_config '["/bin/true"]'
     sed -i 's|"terminal": false|"terminal": true|' "$B/config.json"
     bad_bundle "process.terminal needs --console-socket"

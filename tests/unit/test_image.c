@@ -299,12 +299,15 @@ static void test_tree_writer_links(void **state)
 			assert_int_equal(aj_tree_writer_data(w, "abc", 3, &err), 0);
 	}
 	assert_int_equal(aj_tree_writer_data(w, "x", 1, &err), -EPROTO); /* no data to a link */
-	const char *bad[] = {"nowhere",	 "a",	   "a/l", "a/p", "tmp/x",
-			     "a/../a/f", "../a/f", "a/g", "",	 "a/x"};
+	/* the aliases of a name ("a/./f", "a//f", "a/f/") too: one spelling each */
+	const char *bad[] = {"nowhere", "a", "a/l", "a/p",   "tmp/x", "a/../a/f", "../a/f",
+			     "a/g",	"",  "a/x", "a/./f", "a//f",  "a/f/"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		aj_root_entry h = {.path = "a/x", .type = 'h', .mode = 0640, .link = bad[i]};
 		assert_int_equal(aj_tree_writer_entry(w, &h, &err), -EPROTO);
 	}
+	aj_root_entry alias = {.path = "a//y", .type = 'f', .mode = 0644};
+	assert_int_equal(aj_tree_writer_entry(w, &alias, &err), -EPROTO);
 	assert_int_equal(aj_tree_writer_close(w, &err), 0);
 	struct stat f, h, h2;
 	assert_int_equal(lstat("a/f", &f), 0);

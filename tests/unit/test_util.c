@@ -206,6 +206,31 @@ static void test_copy_sparse(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* cpuset lists (oci update's cpu.cpus and mems): strict syntax, ranges */
+static void test_cpulist(void **state)
+{
+	(void)state;
+	aj_cpulist a, b;
+	assert_int_equal(aj_cpulist_parse("0-3,6", false, &a), 0);
+	assert_true(a.bits[0] == 0x4f);
+	assert_int_equal(aj_cpulist_parse("1", false, &b), 0);
+	assert_int_equal(aj_cpulist_first_missing(&b, &a), -1);
+	assert_int_equal(aj_cpulist_first_missing(&a, &b), 0);
+	assert_int_equal(aj_cpulist_parse("0-1\n", true, &b), 0);
+	assert_int_equal(aj_cpulist_first_missing(&a, &b), 2);
+	assert_int_equal(aj_cpulist_parse("\n", true, &b), 0);
+	assert_int_equal(aj_cpulist_parse("100,8191", false, &a), 0);
+	assert_int_equal(aj_cpulist_first_missing(&a, &b), 100);
+	static const char *const bad[] = {"",	"0-", "-1",    "1,",  ",1", "1,,2", "3-1", "1 ",
+					  " 1", "a",  "1-2-3", "0x1", "+1", "1\n",  "1;2"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(bad); i++)
+		assert_int_equal(aj_cpulist_parse(bad[i], false, &a), -EINVAL);
+	assert_int_equal(aj_cpulist_parse("8192", false, &a), -ERANGE);
+	assert_int_equal(aj_cpulist_parse("0,99999999999999999999", false, &a), -ERANGE);
+	assert_int_equal(aj_cpulist_parse("9000-9001", false, &a), -ERANGE);
+	assert_int_equal(aj_cpulist_parse("9000-1,x", false, &a), -EINVAL);
+}
+
 /* A silent or stopped agent: the idle calls give up instead of blocking
  * (a header alone, an empty pipe, a full pipe); a whole frame still reads. */
 static void test_agent_idle(void **state)
@@ -241,7 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_size),	cmocka_unit_test(test_agent_idle),
 	    cmocka_unit_test(test_parse_uint),	cmocka_unit_test(test_error_format),
 	    cmocka_unit_test(test_steal),	cmocka_unit_test(test_mkdir_p),
-	    cmocka_unit_test(test_copy_sparse),
+	    cmocka_unit_test(test_copy_sparse), cmocka_unit_test(test_cpulist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -812,6 +812,10 @@ static void child_fail(int errpipe, int e, const char *what)
 static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errpipe,
 		  scmp_filter_ctx filter)
 {
+	/* until its exec, nothing of the agent's (fds) through /proc/PID/fd */
+	prctl(PR_SET_DUMPABLE, 0);
+	if (cg_fd >= 0)
+		close(cg_fd);
 	setsid();
 	sigset_t none;
 	sigemptyset(&none);
@@ -1191,6 +1195,10 @@ int main(int argc, char **argv)
 	const char *path = json_string_value(json_object_get(q, "path"));
 	if (!op)
 		return answer(EPROTO);
+	if (cg_fd >= 0 && strcmp(op, "tree")) { /* only the snapshot's walk needs it */
+		close(cg_fd);
+		cg_fd = -1;
+	}
 	if (!strcmp(op, "exec"))
 		return op_exec(q);
 	if (!strcmp(op, "identity"))

@@ -44,10 +44,60 @@ static int write_cpu_quota(const aj_cgroup_dir *d, unsigned long long millis, aj
 	return write_knob(d, "cpu.max", v, err);
 }
 
+/* runc's cpu.shares (2-262144) as cgroup v2's cpu.weight (1-10000), the
+ * conversion runc and crun make. */
+static unsigned long long shares_to_weight(unsigned long long shares)
+{
+	return 1 + ((shares - 2) * 9999) / 262142;
+}
+
+/* A file of d's parent directory, its text without the newline: 0 or -errno. */
+static int read_parent(const aj_cgroup_dir *d, const char *knob, char *buf, size_t len)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s", d->path);
+	char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		return -ENOENT;
+	snprintf(slash + 1, sizeof(path) - (size_t)(slash + 1 - path), "%s", knob);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* A v1 cpuset directory starts empty (no task may join it): the lists
+ * asked for, else its parent's (as runc does). */
+static int v1_cpuset(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
+{
+	static const char *const knobs[] = {"cpuset.cpus", "cpuset.mems"};
+	const char *want[] = {p->cpuset_cpus, p->cpuset_mems};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(knobs); i++) {
+		char v[4096];
+		int r = want[i] ? 0 : read_parent(d, knobs[i], v, sizeof(v));
+		if (r < 0)
+			return aj_err(err, -r, "cannot read %s above %s", knobs[i], d->path);
+		if ((r = write_knob(d, knobs[i], want[i] ? want[i] : v, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 {
 	char v[64];
 	int r = 0;
+	if (d->version == 1 && strcmp(d->ctrl, "memory") == 0 && p->memory_low) {
+		snprintf(v, sizeof(v), "%llu", p->memory_low);
+		r = write_knob(d, "memory.soft_limit_in_bytes", v, err);
+	}
+	if (r < 0)
+		return r;
 	if (d->version == 1 && strcmp(d->ctrl, "memory") == 0 && p->memory) {
 		snprintf(v, sizeof(v), "%llu", p->memory);
 		r = write_knob(d, "memory.limit_in_bytes", v, err);
@@ -64,10 +114,14 @@ static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 	} else if (d->version == 1 && strcmp(d->ctrl, "pids") == 0 && p->pids) {
 		snprintf(v, sizeof(v), "%llu", p->pids);
 		r = write_knob(d, "pids.max", v, err);
-	} else if (d->version == 1 && strcmp(d->ctrl, "cpu") == 0 && p->cpu_millis) {
-		r = write_knob(d, "cpu.cfs_period_us", "100000", err);
-		if (r == 0)
+	} else if (d->version == 1 && strcmp(d->ctrl, "cpu") == 0) {
+		if (p->cpu_millis && (r = write_knob(d, "cpu.cfs_period_us", "100000", err)) == 0)
 			r = write_cpu_quota(d, p->cpu_millis, err);
+		snprintf(v, sizeof(v), "%llu", p->cpu_shares);
+		if (r == 0 && p->cpu_shares)
+			r = write_knob(d, "cpu.shares", v, err);
+	} else if (d->version == 1 && strcmp(d->ctrl, "cpuset") == 0) {
+		r = v1_cpuset(d, p, err);
 	} else if (d->version == 2) {
 		if (p->memory) {
 			snprintf(v, sizeof(v), "%llu", p->memory);
@@ -80,6 +134,18 @@ static int set_limits(const aj_cgroup_dir *d, const aj_policy *p, aj_error *err)
 		}
 		if (r == 0 && p->cpu_millis)
 			r = write_cpu_quota(d, p->cpu_millis, err);
+		if (r == 0 && p->cpu_shares) {
+			snprintf(v, sizeof(v), "%llu", shares_to_weight(p->cpu_shares));
+			r = write_knob(d, "cpu.weight", v, err);
+		}
+		if (r == 0 && p->memory_low) {
+			snprintf(v, sizeof(v), "%llu", p->memory_low);
+			r = write_knob(d, "memory.low", v, err);
+		}
+		if (r == 0 && p->cpuset_cpus)
+			r = write_knob(d, "cpuset.cpus", p->cpuset_cpus, err);
+		if (r == 0 && p->cpuset_mems)
+			r = write_knob(d, "cpuset.mems", p->cpuset_mems, err);
 	}
 	return r;
 }
@@ -102,7 +168,7 @@ static int add_dir(aj_cgroup *cg, const aj_cgroup_hier *h, const char *ctrl, aj_
 }
 
 /* cgroup v2: enable the controllers we need for children of our cgroup. */
-static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
+static int v2_enable(const aj_cgroup_hier *h, const aj_policy *p, aj_error *err)
 {
 	char path[PATH_MAX + 32];
 	_cleanup_free_ char *avail = NULL;
@@ -113,7 +179,17 @@ static int v2_enable(const aj_cgroup_hier *h, aj_error *err)
 		return -ENOENT;
 	snprintf(path, sizeof(path), "%s%s/cgroup.subtree_control", h->mount,
 		 strcmp(h->own, "/") ? h->own : "");
-	const char *want = strstr(avail, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
+	/* cpuset only for a sandbox that may use it (an OCI container's) */
+	bool cpuset =
+	    (p->cpuset_cpus || p->cpuset_mems || p->cgroup_all) && strstr(avail, "cpuset");
+	char want[64];
+	snprintf(want, sizeof(want), "+memory +pids%s%s",
+		 strstr(avail, "cpu ") || strstr(avail, "cpu\n") ? " +cpu" : "",
+		 cpuset ? " +cpuset" : "");
+	if ((p->cpuset_cpus || p->cpuset_mems) && !cpuset) {
+		aj_err(err, ENOENT, "cgroup v2 at %s offers no cpuset controller", h->mount);
+		return -ENOTSUP;
+	}
 	int r = aj_write_file(path, want, 0);
 	if (r < 0) {
 		aj_err(err, -r, "cannot enable cgroup controllers in %s", path);
@@ -165,24 +241,45 @@ static void sweep_stale(const aj_cgroup_hier *h)
 	closedir(d);
 }
 
+void aj_cgroup_sweep(const char *proc_cgroup)
+{
+	_cleanup_free_ char *mi = NULL, *pc = NULL;
+	if (aj_read_file("/proc/self/mountinfo", &mi, NULL) < 0 ||
+	    (!proc_cgroup && aj_read_file("/proc/self/cgroup", &pc, NULL) < 0))
+		return;
+	static const char *const ctrls[] = {"memory", "pids", "cpu", "cpuset", "freezer", ""};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls); i++) {
+		aj_cgroup_hier h;
+		if (aj_cgroup_find(mi, proc_cgroup ? proc_cgroup : pc, ctrls[i], &h) < 0)
+			continue;
+		/* a sandbox's own cgroup: the sweep is in the one above */
+		char *base = strrchr(h.own, '/');
+		if (base && !strncmp(base + 1, "agentjail-", 10))
+			*(base == h.own ? base + 1 : base) = '\0';
+		sweep_stale(&h);
+	}
+}
+
 /* The limits p asks for (AJ_LIMIT_*). */
 static unsigned wanted_limits(const aj_policy *p)
 {
-	return (p->memory ? AJ_LIMIT_MEMORY : 0) | (p->pids ? AJ_LIMIT_PIDS : 0) |
-	       (p->cpu_millis ? AJ_LIMIT_CPU : 0);
+	return (p->memory || p->memory_low ? AJ_LIMIT_MEMORY : 0) | (p->pids ? AJ_LIMIT_PIDS : 0) |
+	       (p->cpu_millis || p->cpu_shares ? AJ_LIMIT_CPU : 0) |
+	       (p->cpuset_cpus || p->cpuset_mems ? AJ_LIMIT_CPUSET : 0);
 }
 
 static unsigned ctrl_limit(const char *ctrl)
 {
-	return !strcmp(ctrl, "memory") ? AJ_LIMIT_MEMORY
-	       : !strcmp(ctrl, "pids") ? AJ_LIMIT_PIDS
-	       : !strcmp(ctrl, "cpu")  ? AJ_LIMIT_CPU
-				       : 0;
+	return !strcmp(ctrl, "memory")	 ? AJ_LIMIT_MEMORY
+	       : !strcmp(ctrl, "pids")	 ? AJ_LIMIT_PIDS
+	       : !strcmp(ctrl, "cpu")	 ? AJ_LIMIT_CPU
+	       : !strcmp(ctrl, "cpuset") ? AJ_LIMIT_CPUSET
+					 : 0;
 }
 
 void aj_cgroup_limit_names(unsigned missing, char *buf, size_t len)
 {
-	static const char *const names[] = {"memory", "pids", "cpus"};
+	static const char *const names[] = {"memory", "pids", "cpus", "cpuset"};
 	size_t n = 0;
 	buf[0] = '\0';
 	for (unsigned i = 0; i < AJ_ARRAY_SIZE(names) && n < len; i++)
@@ -199,9 +296,16 @@ static void limit_flags(const aj_policy *p, unsigned bits, char *buf, size_t len
 		n += snprintf(buf + n, len - (size_t)n, "--memory %lluM", p->memory >> 20);
 	if ((bits & AJ_LIMIT_PIDS) && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, "%s--pids %llu", n ? " " : "", p->pids);
-	if ((bits & AJ_LIMIT_CPU) && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, "%s--cpus %.3g", n ? " " : "",
-			 (double)p->cpu_millis / 1000.0);
+	if ((bits & AJ_LIMIT_CPU) && p->cpu_millis && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "%s--cpus %.3g", n ? " " : "",
+			      (double)p->cpu_millis / 1000.0);
+	if ((bits & AJ_LIMIT_CPU) && p->cpu_shares && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, "%scpu.shares %llu", n ? " " : "",
+			      p->cpu_shares);
+	if ((bits & AJ_LIMIT_CPUSET) && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "%scpuset %s/%s", n ? " " : "",
+			 p->cpuset_cpus ? p->cpuset_cpus : "-",
+			 p->cpuset_mems ? p->cpuset_mems : "-");
 }
 
 /* A limit asked for could not be applied (e says why): with best-effort it
@@ -262,13 +366,74 @@ static int create_v2(aj_cgroup *cg, const char *mi, const char *pc, const aj_pol
 		return aj_err(e, ENOENT,
 			      "no cgroup hierarchy with the memory and pids controllers "
 			      "is mounted");
-	if ((r = v2_enable(&h, e)) == -ENOENT)
+	if ((r = v2_enable(&h, p, e)) == -ENOENT)
 		return aj_err(e, ENOENT, "cgroup v2 at %s offers no memory/pids controller",
 			      h.mount);
 	if (r < 0)
 		return r;
 	sweep_stale(&h);
 	return add_limited(cg, &h, "unified", p, e);
+}
+
+/* cpus and mems (either NULL) within what the cgroup directory dir lets
+ * its children use: 0, or -EINVAL naming the first id that is not. */
+static int check_lists(const char *dir, int version, const char *cpus, const char *mems,
+		       aj_error *err)
+{
+	const char *want[] = {cpus, mems}, *field[] = {"cpus", "mems"},
+		   *what[] = {"cpu", "memory node"},
+		   *file[2][2] = {{"cpuset.effective_cpus", "cpuset.effective_mems"},
+				  {"cpuset.cpus.effective", "cpuset.mems.effective"}};
+	for (int i = 0; i < 2; i++) {
+		if (!want[i])
+			continue;
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), "%s/%s", dir, file[version == 2][i]);
+		_cleanup_free_ char *txt = NULL;
+		aj_cpulist asked, allowed;
+		if (aj_read_file(path, &txt, NULL) < 0)
+			return aj_err(err, errno,
+				      "linux.resources.cpu.%s cannot be applied: cannot read %s",
+				      field[i], path);
+		if (aj_cpulist_parse(want[i], false, &asked) < 0 ||
+		    aj_cpulist_parse(txt, true, &allowed) < 0)
+			return aj_err(err, EINVAL,
+				      "linux.resources.cpu.%s \"%s\" or %s is not a list", field[i],
+				      want[i], path);
+		int id = aj_cpulist_first_missing(&asked, &allowed);
+		if (id >= 0) {
+			txt[strcspn(txt, "\n")] = '\0';
+			aj_err(err, EINVAL,
+			       "linux.resources.cpu.%s \"%s\": %s %d is not one this container may "
+			       "use (%s)",
+			       field[i], want[i], what[i], id, *txt ? txt : "none");
+			aj_err_hint(err, "ask only for the %ss listed in %s", what[i], path);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The cpuset asked for against the host's (the cgroup we make it below):
+ * before anything is made. v1: the cpuset hierarchy h, else v2's. */
+static int cpuset_check(const char *mi, const char *pc, bool v1, const aj_cgroup_hier *h,
+			const aj_policy *p, aj_error *err)
+{
+	if (!p->cpuset_cpus && !p->cpuset_mems)
+		return 0;
+	aj_cgroup_hier v2;
+	if (v1 && !h)
+		return aj_err(err, ENOENT,
+			      "linux.resources.cpu.cpus/mems cannot be applied: no "
+			      "cgroup v1 hierarchy with the cpuset controller is mounted");
+	if (!v1 && aj_cgroup_find(mi, pc, "", &v2) < 0)
+		return aj_err(err, ENOENT,
+			      "linux.resources.cpu.cpus/mems cannot be applied: no "
+			      "cgroup is mounted");
+	h = v1 ? h : &v2;
+	char dir[PATH_MAX * 2];
+	snprintf(dir, sizeof(dir), "%s%s", h->mount, strcmp(h->own, "/") ? h->own : "");
+	return check_lists(dir, h->version, p->cpuset_cpus, p->cpuset_mems, err);
 }
 
 int aj_cgroup_create(aj_cgroup *cg, const char *name, const aj_policy *p, aj_error *err)
@@ -295,14 +460,22 @@ int aj_cgroup_create_in(aj_cgroup *cg, const char *name, const aj_policy *p,
 	}
 	if (!mi || !pc)
 		mi = mi_read, pc = pc_read;
-	static const char *const ctrls[] = {"memory", "pids", "cpu"};
-	aj_cgroup_hier hs[3];
-	bool found[3], v1_any = false;
-	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls); i++)
+	static const char *const ctrls[] = {"memory", "pids", "cpu", "cpuset"};
+	aj_cgroup_hier hs[4];
+	bool found[4], v1_any = false;
+	/* cpuset: looked for only when it may be used (an OCI container's) */
+	bool cpuset = p->cpuset_cpus || p->cpuset_mems || p->cgroup_all;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(ctrls) - !cpuset; i++)
 		v1_any |= found[i] = aj_cgroup_find(mi, pc, ctrls[i], &hs[i]) == 0;
-	int r = 0;
+	if (!cpuset)
+		found[3] = false;
+	int r = cpuset_check(mi, pc, v1_any, found[3] ? &hs[3] : NULL, p, err);
+	if (r < 0)
+		return r; /* bad input, not a limit the host cannot have */
 	for (size_t i = 0; v1_any && i < AJ_ARRAY_SIZE(ctrls) && r == 0; i++) {
 		unsigned bit = ctrl_limit(ctrls[i]) & wanted_limits(p);
+		if (!found[i] && !bit)
+			continue;
 		if (!found[i]) {
 			if (bit)
 				aj_err(&e, ENOENT,
@@ -316,7 +489,7 @@ int aj_cgroup_create_in(aj_cgroup *cg, const char *name, const aj_policy *p,
 		/* a v1 controller with no limit to set needs no cgroup of its own
 		 * (each costs a mkdir, a move and an rmdir per run); memory is
 		 * always made: its accounting reports OOM kills and peak use */
-		if (!bit && strcmp(ctrls[i], "memory") != 0)
+		if (!bit && strcmp(ctrls[i], "memory") != 0 && !p->cgroup_all)
 			continue;
 		if (add_limited(cg, &hs[i], ctrls[i], p, &e) < 0)
 			r = bit ? limit_failed(cg, p, bit, &e) : 0;
@@ -609,6 +782,160 @@ int aj_cgroup_update_cpu(const aj_cgroup *cg, unsigned long long cpu_millis, aj_
 	if (!d || !cpu_millis)
 		return aj_err(err, ENOENT, "no cpu cgroup to change the limit in");
 	return write_cpu_quota(d, cpu_millis, err);
+}
+
+/* ---- oci update: every knob checked and its old value read, then written ---- */
+
+typedef struct knob_op {
+	char path[PATH_MAX + 64];
+	char val[1024];
+	char old[1024];
+	const char *field; /* for errors: "memory.limit", "cpu.shares", ... */
+} knob_op;
+
+#define UPDATE_OPS 12
+
+/* The directory of cg with ctrl's knobs: its v1 one, or the v2 one. */
+static const aj_cgroup_dir *ctrl_dir(const aj_cgroup *cg, const char *ctrl)
+{
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 1 && !strcmp(cg->dirs[i].ctrl, ctrl))
+			return &cg->dirs[i];
+	for (int i = 0; i < cg->n; i++)
+		if (cg->dirs[i].version == 2)
+			return &cg->dirs[i];
+	return NULL;
+}
+
+/* One more write, its file's present value read now (it must be there). */
+static int plan_op(knob_op *ops, int *n, const aj_cgroup *cg, const char *ctrl, const char *knob,
+		   const char *val, const char *field, aj_error *err)
+{
+	const aj_cgroup_dir *d = ctrl_dir(cg, ctrl);
+	if (!d)
+		return aj_err(err, ENOENT,
+			      "the container has no %s cgroup: linux.resources.%s cannot change",
+			      ctrl, field);
+	if (*n >= UPDATE_OPS || strlen(val) >= sizeof(ops->val))
+		return aj_err(err, E2BIG, "linux.resources.%s: too long", field);
+	knob_op *o = &ops[(*n)++];
+	snprintf(o->path, sizeof(o->path), "%s/%s", d->path, knob);
+	snprintf(o->val, sizeof(o->val), "%s", val);
+	o->field = field;
+	_cleanup_close_ int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read_text(fd, o->old, sizeof(o->old)) < 0 || access(o->path, W_OK) < 0)
+		return aj_err(err, errno,
+			      "the container's %s cgroup cannot take linux.resources.%s (%s)", ctrl,
+			      field, o->path);
+	o->old[strcspn(o->old, "\n")] = '\0';
+	return 0;
+}
+
+/* The writes of p's memory limit, in the order the kernel takes (v1: the
+ * memory+swap limit never below the limit). */
+static int plan_memory(knob_op *ops, int *n, const aj_cgroup *cg, unsigned long long bytes,
+		       aj_error *err)
+{
+	char v[32];
+	snprintf(v, sizeof(v), "%llu", bytes);
+	const aj_cgroup_dir *d = ctrl_dir(cg, "memory");
+	if (d && d->version == 2)
+		return plan_op(ops, n, cg, "memory", "memory.max", v, "memory.limit", err);
+	int r =
+	    plan_op(ops, n, cg, "memory", "memory.kmem.tcp.limit_in_bytes", v, "memory.limit", err);
+	if (r < 0)
+		return r;
+	char sw[PATH_MAX + 64];
+	snprintf(sw, sizeof(sw), "%s/memory.memsw.limit_in_bytes", d->path);
+	bool memsw = access(sw, F_OK) == 0;
+	if (!memsw)
+		return plan_op(ops, n, cg, "memory", "memory.limit_in_bytes", v, "memory.limit",
+			       err);
+	if ((r = plan_op(ops, n, cg, "memory", "memory.limit_in_bytes", v, "memory.limit", err)) <
+		0 ||
+	    (r = plan_op(ops, n, cg, "memory", "memory.memsw.limit_in_bytes", v, "memory.limit",
+			 err)) < 0)
+		return r;
+	/* higher than now: memory+swap first */
+	if (bytes > strtoull(ops[*n - 2].old, NULL, 10)) {
+		knob_op t = ops[*n - 2];
+		ops[*n - 2] = ops[*n - 1];
+		ops[*n - 1] = t;
+	}
+	return 0;
+}
+
+int aj_cgroup_update_all(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
+{
+	knob_op *ops = calloc(UPDATE_OPS, sizeof(*ops));
+	if (!ops)
+		return aj_err(err, ENOMEM, "update");
+	const aj_cgroup_dir *cpu = ctrl_dir(cg, "cpu"), *cs = ctrl_dir(cg, "cpuset");
+	int n = 0, r = 0;
+	char v[64];
+	if (p->memory)
+		r = plan_memory(ops, &n, cg, p->memory, err);
+	if (r == 0 && p->memory_low) {
+		const aj_cgroup_dir *d = ctrl_dir(cg, "memory");
+		snprintf(v, sizeof(v), "%llu", p->memory_low);
+		r = plan_op(ops, &n, cg, "memory",
+			    d && d->version == 2 ? "memory.low" : "memory.soft_limit_in_bytes", v,
+			    "memory.reservation", err);
+	}
+	if (r == 0 && p->pids) {
+		snprintf(v, sizeof(v), "%llu", p->pids);
+		r = plan_op(ops, &n, cg, "pids", "pids.max", v, "pids.limit", err);
+	}
+	if (r == 0 && p->cpu_millis && cpu && cpu->version == 1 &&
+	    (r = plan_op(ops, &n, cg, "cpu", "cpu.cfs_period_us", "100000", "cpu.period", err)) ==
+		0) {
+		snprintf(v, sizeof(v), "%llu", p->cpu_millis * 100);
+		r = plan_op(ops, &n, cg, "cpu", "cpu.cfs_quota_us", v, "cpu.quota", err);
+	} else if (r == 0 && p->cpu_millis) {
+		snprintf(v, sizeof(v), "%llu 100000", p->cpu_millis * 100);
+		r = plan_op(ops, &n, cg, "cpu", "cpu.max", v, "cpu.quota", err);
+	}
+	if (r == 0 && p->cpu_shares) {
+		bool v2 = cpu && cpu->version == 2;
+		snprintf(v, sizeof(v), "%llu",
+			 v2 ? shares_to_weight(p->cpu_shares) : p->cpu_shares);
+		r = plan_op(ops, &n, cg, "cpu", v2 ? "cpu.weight" : "cpu.shares", v, "cpu.shares",
+			    err);
+	}
+	/* a cpuset within what the container's parent cgroup allows */
+	if (r == 0 && (p->cpuset_cpus || p->cpuset_mems)) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", cs ? cs->path : "");
+		char *slash = strrchr(dir, '/');
+		if (!cs || !slash)
+			r = aj_err(err, ENOENT,
+				   "the container has no cpuset cgroup: "
+				   "linux.resources.cpu.cpus/mems cannot change");
+		else
+			*slash = '\0';
+		if (r == 0)
+			r = check_lists(dir, cs->version, p->cpuset_cpus, p->cpuset_mems, err);
+	}
+	if (r == 0 && p->cpuset_cpus)
+		r = plan_op(ops, &n, cg, "cpuset", "cpuset.cpus", p->cpuset_cpus, "cpu.cpus", err);
+	if (r == 0 && p->cpuset_mems)
+		r = plan_op(ops, &n, cg, "cpuset", "cpuset.mems", p->cpuset_mems, "cpu.mems", err);
+	/* every check passed: the writes; one the kernel refuses puts the
+	 * earlier ones back (newest first), so nothing is half changed */
+	for (int i = 0; r == 0 && i < n; i++) {
+		int w = aj_write_file(ops[i].path, ops[i].val, 0);
+		if (w == 0)
+			continue;
+		r = aj_err(err, -w, "linux.resources.%s: the kernel refused %s for %s",
+			   ops[i].field, ops[i].val, ops[i].path);
+		aj_err_hint(err, "nothing was changed (e.g. a memory limit below what the "
+				 "container uses now)");
+		while (--i >= 0)
+			(void)aj_write_file(ops[i].path, ops[i].old, 0);
+		break;
+	}
+	free(ops);
+	return r;
 }
 
 int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err)

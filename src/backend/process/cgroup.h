@@ -25,6 +25,7 @@ typedef struct aj_cgroup_dir {
 #define AJ_LIMIT_MEMORY 1u
 #define AJ_LIMIT_PIDS 2u
 #define AJ_LIMIT_CPU 4u
+#define AJ_LIMIT_CPUSET 8u
 
 typedef struct aj_cgroup {
 	aj_cgroup_dir dirs[AJ_CG_MAX_DIRS];
@@ -89,6 +90,13 @@ bool aj_cgroup_has_cpu(const aj_cgroup *cg);
 /* Change the cpu quota of existing cgroups (a pooled sandbox at hand-out)
  * to cpu_millis (1000 = one CPU). -ENOENT when cg has no cpu controller. */
 int aj_cgroup_update_cpu(const aj_cgroup *cg, unsigned long long cpu_millis, aj_error *err);
+/* `oci update`: change every limit p sets (memory, memory_low, pids,
+ * cpu_millis, cpu_shares, cpuset_cpus, cpuset_mems; 0 / NULL: stays) on
+ * existing cgroups, all or nothing: every knob's file is checked and its
+ * value read, and the cpuset checked against the parent's, before the
+ * first write; a write the kernel refuses puts back those done. 0, or
+ * -errno with err naming the field. */
+int aj_cgroup_update_all(const aj_cgroup *cg, const aj_policy *p, aj_error *err);
 /* Also a freezer cgroup (the v1 freezer hierarchy, when there is one; a v2
  * cgroup has cgroup.freeze of its own), for aj_cgroup_freeze. Call before
  * aj_cgroup_join. Without a freezer, nothing is added and 0 is returned
@@ -97,6 +105,11 @@ int aj_cgroup_add_freezer(aj_cgroup *cg, aj_error *err);
 /* Freeze (every process stopped, memory kept) or thaw the cgroup; waits
  * until the kernel reports it frozen. */
 int aj_cgroup_freeze(const aj_cgroup *cg, bool frozen, aj_error *err);
+/* Remove the cgroups of agentjails that are gone, in every hierarchy (what
+ * aj_cgroup_create sweeps in those it uses; `oci delete`): beside this
+ * process's cgroups, or those of proc_cgroup (a /proc/PID/cgroup text: a
+ * sandbox's own, swept in the cgroups above them). */
+void aj_cgroup_sweep(const char *proc_cgroup);
 /* Kill whatever is left and remove the directories. */
 /* Let frozen processes run (best effort, no wait): they can die then. */
 void aj_cgroup_thaw(const aj_cgroup *cg);

@@ -49,7 +49,9 @@
  * while the parent moves it into its cgroups (docs/performance.md). */
 static unsigned long clone_flags(const aj_policy *p)
 {
-	return AJ_CLONE_FLAGS | (aj_net_wanted(p) ? CLONE_NEWNET : 0);
+	unsigned long f = AJ_CLONE_FLAGS | (aj_net_wanted(p) ? CLONE_NEWNET : 0);
+	/* a pod's ipc and uts namespaces, joined by the caller (oci create) */
+	return f & ~(p->ipc_inherit ? CLONE_NEWIPC : 0UL) & ~(p->uts_inherit ? CLONE_NEWUTS : 0UL);
 }
 
 typedef struct run_ctx {
@@ -164,7 +166,7 @@ static int child_setup(run_ctx *c, int sock, char *pty, size_t ptylen, int *mast
 	if ((r = aj_mount_setup_root(p, &c->plan, err)) < 0)
 		return r;
 	const char *host = p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME;
-	if (sethostname(host, strlen(host)) < 0)
+	if (!p->uts_inherit && sethostname(host, strlen(host)) < 0)
 		return aj_err(err, errno, "sethostname");
 	if (!p->net_inherit && (r = bring_up_loopback(err)) < 0)
 		return r; /* an inherited one: the caller's (aj_net_join_netns) */

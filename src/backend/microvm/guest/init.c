@@ -312,7 +312,9 @@ static int guest_cgroups(const char *cmdline, int *procs)
 	char pids[24];
 	unsigned long n = strtoul(arg(cmdline, "pids", pids, sizeof(pids), "0"), NULL, 10);
 	mkdir("/cg", 0700);
-	must_mount("cgroup2", "/cg", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	/* nsdelegate: a command in a cgroup namespace of its own (a user
+	 * namespace's root may make one) can't write cmd's pids.max or freeze */
+	must_mount("cgroup2", "/cg", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, "nsdelegate");
 	int fd = open("/cg/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
 	if (n && (fd < 0 || write(fd, "+pids", 5) != 5))
 		die("cannot enable", "the pids controller");
