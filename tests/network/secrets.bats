@@ -254,6 +254,7 @@ no_boot_id() {
 v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
 [ "\$1" = revoke ] && env >"$T/revoke.env"
+[ "\$1" = revoke ] && [ -e "$T/hang" ] && exec sleep 30
 [ "\$1" = revoke ] && [ -e "$T/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
 [ "\$1" = revoke ] && [ -e "$T/slow" ] && sleep 1
 [ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
@@ -301,6 +302,7 @@ EOS
     # old code ran any): without --secret-mint, or naming another program,
     # the record stays and the start says which hook it needs
     local other=run-1-0123456789abcdef evil=run-2-0123456789abcdef
+    cp "$rec" "$T/rec.json"
     printf '#!/bin/sh\ntouch %s/pwned\n' "$T" >"$T/evil.sh"
     chmod 755 "$T/evil.sh"
     jq -c --arg h "$T/evil.sh" --arg s "$evil" '.sandbox = $s | .hook = $h' "$rec" >"$dir/$evil.json"
@@ -375,6 +377,22 @@ EOS
     [[ "$stderr" == *"the state directory $T/open is not owned by root or uid 0, or is writable by group or others"* ]] ||
         fail "$stderr"
     [ ! -s "$log" ] && [ ! -e "$T/open/minted" ] || fail "hook: $(cat "$log"); $(ls -la "$T/open")"
+    # a start's sweep takes 10 s at most: of two records whose revoke hangs,
+    # one is tried (10 s), the other left for the next start (the old code
+    # waited 10 s for each)
+    local r t0
+    for r in run-3-0123456789abcdef run-4-0123456789abcdef; do
+        jq -c --arg s "$r" '.sandbox = $s' "$T/rec.json" >"$dir/$r.json"
+        chmod 600 "$dir/$r.json"
+    done
+    touch "$T/hang"
+    t0=$(date +%s%N)
+    hrun --allow allowed.test --secret-mint "$hook" -- true 2>"$T/err"
+    t0=$((($(date +%s%N) - t0) / 1000000))
+    [ "$t0" -lt 14000 ] && [ "$(grep -c '^revoke' "$log")" = 1 ] && [ "$(ls "$dir" | wc -l)" = 2 ] &&
+        grep -qF "the sweep of $dir took its 10 s: what is left is for the next start" "$T/err" ||
+        fail "$t0 ms; hook: $(cat "$log"); $(cat "$T/err"); $(ls -la "$dir")"
+    rm "$T/hang" "$dir"/run-[34]-*.json
 }
 
 # 3 MiB of ("a" * (997 - len(PH)) + PH) units: a placeholder across every
