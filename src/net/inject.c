@@ -431,7 +431,9 @@ int aj_inject_stream(aj_body_stream *st, const char *in, size_t n, bool last, ch
 	int r = 0;
 	size_t cap = fill_body(st->p, st->host, w, len, limit, NULL, st->next, &used);
 	char *o = !out || cap > AJ_INJECT_FILLED_MAX ? NULL : malloc(cap + 1);
-	if (!out) /* the filled size only */
+	if (!out && cap > AJ_INJECT_FILLED_MAX) /* the filled size only, under the same bound */
+		r = -EFBIG;
+	else if (!out)
 		*out_len = cap;
 	else if (!o)
 		r = cap > AJ_INJECT_FILLED_MAX ? -EFBIG : -ENOMEM;

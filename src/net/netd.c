@@ -302,6 +302,9 @@ static int split_publisher(aj_netd_ctx *ctx, pid_t child, listener *ls, size_t *
 		}
 		aj_tls_free(ctx->tls); /* the CA's key stays in netd only */
 		ctx->tls = NULL;
+		if (ctx->spool_dir > 0) /* nor its spool: the forwarder parses no bodies */
+			close(ctx->spool_dir);
+		ctx->spool_dir = 0;
 		int r = join_sandbox_net(ctx, child, err);
 		if (r == 0)
 			r = drop_privileges(ctx, err);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,9 @@
 #define CONNECT_TIMEOUT_MS 10000
 #define HEAD_TIMEOUT_MS 10000
 #define BODY_TIMEOUT_MS 10000 /* a body held for a secret arrives within */
+
+/* a spooled body's server taking none of it this long is given up */
+#define SPOOL_SEND_S 60
 /* a relayed connection with no byte either way for this long is closed */
 #define SPLICE_IDLE_MS (15 * 60 * 1000)
 
@@ -387,6 +391,9 @@ static int relay_big(aj_netd_ctx *ctx, int fd, int up, aj_proxy_req *req, held *
 			st = 400, *why = "malformed request body";
 	}
 	if (st == 0 && bo.spooling) { /* whole: the head with its length, then the spool */
+		/* a server that stops reading can't hold the spool's budget */
+		struct timeval tv = {.tv_sec = SPOOL_SEND_S};
+		(void)setsockopt(up, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (aj_body_out_ready(&bo, req) < 0)
 			st = 431, *why = "the request head is too large";
 		else if (send_head(up, req) < 0)
@@ -397,7 +404,8 @@ static int relay_big(aj_netd_ctx *ctx, int fd, int up, aj_proxy_req *req, held *
 			if (aj_body_out_next(&bo, &piece, &pl) < 0)
 				st = 500, *why = "cannot read the proxy's spool";
 			else if (pl && aj_write_all(up, piece, pl) < 0)
-				st = 502, *why = "the server closed the connection";
+				st = 502,
+				*why = "the server closed the connection or stopped reading";
 			if (piece)
 				explicit_bzero(piece, pl);
 			free(piece);

@@ -154,7 +154,8 @@ int aj_body_out_start(aj_netd_ctx *ctx, aj_body_out *o, aj_proxy_req *req, long 
 			return 413;
 		}
 		/* unlinked from the start: nothing of it is left if netd dies */
-		o->spool = openat(ctx->spool_dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		o->spool =
+		    openat(ctx->spool_dir, ".", O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 		o->spooling = o->spool >= 0;
 		o->used = &ctx->spool_used;
 	}
@@ -177,14 +178,33 @@ int aj_body_out_start(aj_netd_ctx *ctx, aj_body_out *o, aj_proxy_req *req, long 
 	return 0;
 }
 
+/* the spool is read back and filled in pieces of this size */
+#define SPOOL_PIECE 16384
+
 /* The spool's share of aj_body_out_take: the bytes as sent, counted. */
 static int spool_take(aj_body_out *o, const char *in, size_t n, bool last, const char **why)
 {
 	static _Thread_local char msg[200];
+	/* counted in the pieces aj_body_out_next will fill (the same offsets):
+	 * a piece too large filled is refused now, before anything is sent */
 	size_t grew = 0;
-	if (aj_inject_stream(&o->count, in, n, last, NULL, &grew) < 0) {
-		*why = "out of memory";
-		return 500;
+	for (size_t k = 0; k < n || (last && k == 0 && n == 0);) {
+		size_t at = (size_t)((o->raw + k) % SPOOL_PIECE);
+		size_t m = n - k < SPOOL_PIECE - at ? n - k : SPOOL_PIECE - at;
+		size_t g = 0;
+		int r = aj_inject_stream(&o->count, in + k, m, last && k + m == n, NULL, &g);
+		if (r == -EFBIG) {
+			*why = "a piece of the body is too large with the secrets' values in it";
+			return 413;
+		}
+		if (r < 0) {
+			*why = "out of memory";
+			return 500;
+		}
+		grew += g;
+		k += m;
+		if (m == 0)
+			break;
 	}
 	o->raw += n;
 	o->filled += grew;
@@ -263,7 +283,7 @@ int aj_body_out_next(aj_body_out *o, char **out, size_t *len)
 {
 	*out = NULL;
 	*len = 0;
-	char piece[16384];
+	char piece[SPOOL_PIECE];
 	while (!o->eof && *len == 0) {
 		ssize_t n = read(o->spool, piece, sizeof(piece));
 		if (n < 0 && errno == EINTR)

@@ -22,7 +22,7 @@ SANDBOX_UID_MIN=1000000000
 # A non-root caller gets a (correct) one-line warning about cgroup limits on
 # every run; generic tests silence it so that they can check stderr exactly.
 # nonroot.bats checks the warning itself.
-if [ "$(id -u)" -eq 0 ]; then AJ_QUIET=(); else AJ_QUIET=(--quiet); fi
+if [ "$EUID" -eq 0 ]; then AJ_QUIET=(); else AJ_QUIET=(--quiet); fi
 
 # ---------------------------------------------------------------- assertions
 
@@ -106,7 +106,7 @@ require_binaries() {
 }
 
 require_root() {
-    [ "$(id -u)" -eq 0 ] || skip "needs root (run the suite as root for this test)"
+    [ "$EUID" -eq 0 ] || skip "needs root (run the suite as root for this test)"
 }
 
 # timeout(1) for one agentjail invocation, stdin from /dev/null (see ajrun).
@@ -232,53 +232,83 @@ new_sandbox_uid_pids() {
 
 # ---------------------------------------------------------------- residue
 
-# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
-_aj_cgroup_dirs() {
-    local roots
-    roots=$(awk '
+# The cgroup roots to scan: our own cgroup in every hierarchy, each once, in
+# mountinfo's order; found once per test (setup and teardown share them).
+_aj_cgroup_roots() {
+    [ -z "${_AJ_CG_ROOTS_SET:-}" ] || return 0
+    mapfile -t _AJ_CG_ROOTS < <(awk '
         FNR == 1 { file++ }
         file == 1 { split($0, c, ":"); if (c[2] == "") v2 = c[3]; else { n = split(c[2], cs, ","); for (i = 1; i <= n; i++) path[cs[i]] = c[3] }; next }
         {   for (i = 7; i <= NF; i++) if ($i == "-") break
-            fs = $(i + 1); opts = $(i + 3)
-            if (fs == "cgroup2") { if (v2 != "") print $5 v2; next }
-            if (fs != "cgroup") next
-            n = split(opts, o, ",")
-            for (j = 1; j <= n; j++) if (o[j] in path) { print $5 path[o[j]]; break }
-        }' /proc/self/cgroup /proc/self/mountinfo | sort -u)
-    [ -n "$roots" ] || return 0
-    # shellcheck disable=SC2086 # one root per line, no spaces in cgroup mount paths
-    find $roots -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+            fs = $(i + 1); opts = $(i + 3); r = ""
+            if (fs == "cgroup2") { if (v2 != "") r = $5 v2 }
+            else if (fs == "cgroup") {
+                n = split(opts, o, ",")
+                for (j = 1; j <= n; j++) if (o[j] in path) { r = $5 path[o[j]]; break }
+            }
+            if (r != "" && !(r in seen)) { seen[r] = 1; print r }
+        }' /proc/self/cgroup /proc/self/mountinfo)
+    _AJ_CG_ROOTS_SET=1
+}
+
+# Cgroup dirs named like agentjail's below our own cgroup, in every hierarchy.
+_aj_cgroup_dirs() {
+    _aj_cgroup_roots
+    [ "${#_AJ_CG_ROOTS[@]}" -gt 0 ] || return 0
+    find "${_AJ_CG_ROOTS[@]}" -mindepth 1 -maxdepth 3 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+    return 0
 }
 
 # One line per item, "KIND value", sorted.  Named network namespaces
 # (/run/netns/NAME, `ip netns`) are only counted when agentjail-named: other
 # suites build their fake networks with their own named namespaces, possibly
 # while this one runs; agentjail's anonymous namespaces die with their
-# processes, which are checked separately.
+# processes, which are checked separately.  It runs twice per test: one awk
+# sorts the sections out, and globs list what `ip netns`/`ip link` would.
 _aj_snapshot() {
+    # in this shell, not a pipeline's subshell: the cgroup roots are kept
+    _aj_cgroup_dirs >"$BATS_TEST_TMPDIR/.residue.cgroups"
     {
-        awk '$5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])" { print "mount", $5 }' /proc/self/mountinfo
-        _aj_cgroup_dirs | sed 's/^/cgroup /'
-        ls -d /tmp/agentjail* /run/agentjail* /dev/shm/agentjail* 2>/dev/null | sed 's/^/tempdir /'
-        # the host's records of minted secrets (tests keep theirs in AGENTJAIL_STATE_DIR)
-        [ ! -d /var/lib/agentjail/minted ] || { echo "minted-dir"; ls -A /var/lib/agentjail/minted | sed 's/^/minted /'; }
-        ip netns list 2>/dev/null | awk '$1 ~ /^(agentjail|aj[-_])/ { print "netns", $1 }'
-        ip -o link show 2>/dev/null | awk -F': ' '{ sub(/@.*/, "", $2); print "link", $2 }'
+        echo '@@aj tempdir'
+        compgen -G '/tmp/agentjail*' || true
+        compgen -G '/run/agentjail*' || true
+        compgen -G '/dev/shm/agentjail*' || true
+        # the host's records of minted secrets (tests keep theirs in
+        # AGENTJAIL_STATE_DIR): none, and no directory made for them
+        echo '@@aj minted'
+        compgen -G '/var/lib/agentjail/minted' || true
+        compgen -G '/var/lib/agentjail/minted/*' || true
+        compgen -G '/var/lib/agentjail/minted/.[!.]*' || true
+        echo '@@aj netns'
+        compgen -G '/run/netns/*' || true
+        echo '@@aj link'
+        compgen -G '/sys/class/net/*' || true
         # nftables: the whole ruleset (agentjail's tables are inet agentjail-PID-SLOT),
         # counters' values left out: other rules' (e.g. Podman's netavark) count
         # the host's own packets
-        nft list ruleset 2>/dev/null |
-            sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/' | awk 'NF { print "nft", $0 }'
-    } | LC_ALL=C sort
+        echo '@@aj nft'
+        nft list ruleset 2>/dev/null || true
+    } | awk -v cg="$BATS_TEST_TMPDIR/.residue.cgroups" '
+        FILENAME == "/proc/self/mountinfo" { if ($5 !~ "^/run/netns/" || $5 ~ "^/run/netns/(agentjail|aj[-_])") print "mount", $5; next }
+        FILENAME == cg { print "cgroup", $0; next }
+        /^@@aj / { kind = $2; next }
+        kind == "tempdir" { print "tempdir", $0; next }
+        kind == "minted" { print "minted", $0; next }
+        kind == "netns" { sub(/^\/run\/netns\//, ""); if ($0 ~ /^(agentjail|aj[-_])/) print "netns", $0; next }
+        kind == "link" { sub(/^\/sys\/class\/net\//, ""); print "link", $0; next }
+        kind == "nft" { sub(/counter packets [0-9]+ bytes [0-9]+/, "counter"); if (NF) print "nft", $0 }
+        ' /proc/self/mountinfo "$BATS_TEST_TMPDIR/.residue.cgroups" - | LC_ALL=C sort
 }
 
-# Items added since setup.  Cgroups are named agentjail-PID-RANDOM; those of
+# Items added since setup (as `comm -13`: a line counts as often as it is
+# there).  Cgroups are named agentjail-PID-RANDOM; those of
 # agentjail processes this test did not start (another suite running at the
 # same time) are not ours to judge.
 _aj_added() {
-    LC_ALL=C comm -13 "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after" |
-        awk -v pidsfile="$AJ_PIDS_FILE" '
+    LC_ALL=C awk -v pidsfile="$AJ_PIDS_FILE" '
             BEGIN { while ((getline l < pidsfile) > 0) ours[l] = 1 }
+            FILENAME == ARGV[1] { before[$0]++; next }
+            before[$0] > 0 { before[$0]--; next }
             $1 == "cgroup" {
                 n = split($2, parts, "/"); base = parts[n]
                 if (match(base, /^agentjail-[0-9]+-/)) {
@@ -286,13 +316,14 @@ _aj_added() {
                     if (!(p in ours)) next
                 }
             }
-            { print }'
+            { print }' "$BATS_TEST_TMPDIR/.residue.before" "$BATS_TEST_TMPDIR/.residue.after"
 }
 
 aj_residue_setup() {
     AJ_TEST_PID=$BASHPID
     AJ_MARKERS=("$(basename "$BATS_RUN_TMPDIR")")
-    AJ_SETUP_PIDS=$(ps -e -o pid= | tr -s ' \n' '  ')
+    AJ_SETUP_PIDS=$(ps -e -o pid=)
+    AJ_SETUP_PIDS=${AJ_SETUP_PIDS//$'\n'/ }
     _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.before"
 }
 
@@ -300,13 +331,13 @@ aj_residue_setup() {
 aj_residue_check() {
     local procs='' added='' deadline
     [ -f "$BATS_TEST_TMPDIR/.residue.before" ] || return 0 # setup did not get that far
-    deadline=$(($(date +%s%N) + 1000000000))
+    deadline=$((${EPOCHREALTIME//[!0-9]/} + 1000000))
     while :; do
         _aj_snapshot >"$BATS_TEST_TMPDIR/.residue.after"
         procs=$(_aj_new_procs)
         added=$(_aj_added)
         [ -z "$procs" ] && [ -z "$added" ] && return 0
-        [ "$(date +%s%N)" -lt "$deadline" ] || break
+        [ "${EPOCHREALTIME//[!0-9]/}" -lt "$deadline" ] || break
         sleep 0.1
     done
     local ok=0
@@ -340,7 +371,7 @@ _aj_wrap() {
     AJ_REAL=${AJ_REAL:-$AJ}
     AJ_PIDS_FILE=$BATS_TEST_TMPDIR/.agentjail-pids
     : >"$AJ_PIDS_FILE"
-    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    [ -d "$BATS_TEST_TMPDIR/bin" ] || mkdir -p "$BATS_TEST_TMPDIR/bin"
     printf '#!/bin/sh\necho $$ >>%q 2>/dev/null\nexec %q "$@"\n' "$AJ_PIDS_FILE" "$AJ_REAL" >"$BATS_TEST_TMPDIR/bin/agentjail"
     chmod 0755 "$BATS_TEST_TMPDIR/bin/agentjail"
     AJ=$BATS_TEST_TMPDIR/bin/agentjail
@@ -359,10 +390,10 @@ aj_copy_programs() { # DIR
 # Standard per-test setup: binaries present, scratch dir, workspace, snapshot.
 aj_setup() {
     require_binaries
-    _aj_wrap
     T=$BATS_TEST_TMPDIR/t
     WS=$T/ws
-    mkdir -p "$WS"
+    mkdir -p "$BATS_TEST_TMPDIR/bin" "$WS"
+    _aj_wrap
     chmod 0755 "$BATS_TEST_TMPDIR" "$T" "$WS"
     aj_residue_setup
 }

@@ -86,29 +86,12 @@ require_binaries() {
     chmod o+rx "$ATTACK" 2>/dev/null || true
 }
 
-# The integration helpers' cgroup scan, in one awk and one find instead of
-# a few processes per hierarchy (it runs twice per test; the suite has many).
-# Same result: agentjail-like dirs below our own cgroup in every hierarchy.
+# The integration helpers' cgroup scan without its depth limit: the roots
+# found once per test (_aj_cgroup_roots), one find.
 _aj_cgroup_dirs() {
-    local roots=()
-    mapfile -t roots < <(awk '
-        FNR == NR {
-            split($0, f, ":")
-            if (f[2] == "") v2 = f[3]
-            else { n = split(f[2], c, ","); for (i = 1; i <= n; i++) own[c[i]] = f[3] }
-            next
-        }
-        {
-            fs = ""
-            for (i = 7; i <= NF; i++) if ($i == "-") { fs = $(i + 1); opts = $(i + 3); break }
-            if (fs == "cgroup2" && v2 != "") print $5 v2
-            else if (fs == "cgroup") {
-                n = split(opts, o, ",")
-                for (k = 1; k <= n; k++) if (o[k] in own) { print $5 own[o[k]]; break }
-            }
-        }' /proc/self/cgroup /proc/self/mountinfo)
-    [ "${#roots[@]}" -gt 0 ] || return 0
-    find "${roots[@]}" -mindepth 1 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
+    _aj_cgroup_roots
+    [ "${#_AJ_CG_ROOTS[@]}" -gt 0 ] || return 0
+    find "${_AJ_CG_ROOTS[@]}" -mindepth 1 -type d \( -iname '*agentjail*' -o -name 'aj-*' -o -name 'aj_*' \) 2>/dev/null
     return 0
 }
 

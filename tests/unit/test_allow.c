@@ -1014,6 +1014,33 @@ static void test_tls_spool(void **state)
 	n = aj_proxy_tls_frame(&ctx, &c, in, h, NULL, 0, out, cap - 1);
 	assert_int_equal(n, 0);
 	aj_policy_free(&p2);
+	/* a value so much longer than its placeholder that one spool piece
+	 * fills past AJ_INJECT_FILLED_MAX: refused while counting, before the
+	 * head goes (was: the head sent, then the connection cut) */
+	char *hv = malloc(20000);
+	assert_non_null(hv);
+	strcpy(hv, "B@api.test:body=");
+	memset(hv + strlen(hv), 'w', 16384);
+	hv[16 + 16384] = '\0';
+	aj_policy p3;
+	aj_policy_init(&p3);
+	assert_int_equal(aj_policy_add_secret(&p3, hv, NULL), 0);
+	free(p3.secrets[0].placeholder);
+	p3.secrets[0].placeholder = strdup(bph);
+	ctx.p = &p3;
+	ctx.spool_max = 1ULL << 34;
+	size_t reps = (2 * AJ_INJECT_BODY_MAX) / pl,
+	       h3 = (size_t)snprintf(in, cap,
+				     "PUT /s3 HTTP/1.1\r\nHost: api.test\r\n"
+				     "Content-Length: %zu\r\n\r\n",
+				     reps * pl);
+	for (size_t i = 0; i < reps; i++, h3 += pl) /* placeholders back to back */
+		memcpy(in + h3, bph, pl);
+	n = aj_proxy_tls_frame(&ctx, &c, in, h3, NULL, 0, out, cap - 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(ctx.spool_used, 0);
+	aj_policy_free(&p3);
+	free(hv);
 	DIR *d = opendir(dir);
 	assert_non_null(d);
 	struct dirent *e;
