@@ -112,9 +112,14 @@ static bool on_frame(void *ctx, char type, const char *buf, size_t len)
 	aj_agent_relay *r = ((frame_ctx *)ctx)->r;
 	relay_state *s = ((frame_ctx *)ctx)->s;
 	if (type == AJ_AG_STDOUT && len) {
-		s->last_ms = now_ms();
-		if (!s->client_gone && !s->server_end && send_all(r->client, buf, len) < 0)
+		/* only bytes passed on count as traffic: a guest trickling to a
+		 * client that is gone can't hold the connection */
+		if (s->client_gone || s->server_end)
+			;
+		else if (send_all(r->client, buf, len) < 0)
 			s->client_gone = true; /* the client went: its bytes are dropped */
+		else
+			s->last_ms = now_ms();
 	} else if (type == AJ_AG_STDOUT) {
 		s->server_end = true;
 		(void)shutdown(r->client, SHUT_WR);
@@ -189,11 +194,9 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		if (r->answered || s.gone)
 			break;
 		unsigned long long t = now_ms();
-		/* the client gone with the server still talking, or nothing
-		 * either way for idle_ms: the agent ends the server's connection
-		 * and answers; no answer in AJ_AGENT_DRAIN_MS: given up */
-		bool done =
-		    (s.client_gone && !s.server_end) || (r->idle_ms && t - s.last_ms >= r->idle_ms);
+		/* the client gone, or nothing passed either way for idle_ms: the agent ends the
+		 * server's connection and answers; no answer in AJ_AGENT_DRAIN_MS: given up */
+		bool done = s.client_gone || (r->idle_ms && t - s.last_ms >= r->idle_ms);
 		if (done && !s.gave_up) {
 			char sig = SIGKILL;
 			s.gave_up = t;

@@ -164,11 +164,68 @@ static void test_relay_ends_when_idle(void **state)
 	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
 }
 
+/* The agent's side for a server that ended its sending, then trickles a
+ * byte every 100 ms for 3 s (ignored: not passed on), until told to end. */
+static void *trickling_agent(void *arg)
+{
+	int fd = *(int *)arg;
+	char type, *buf = NULL;
+	uint32_t len;
+	if (aj_agent_recv(fd, &type, &buf, &len) <= 0 || type != AJ_AG_REQUEST)
+		return (void *)1;
+	free(buf);
+	const char *st = "{\"type\":\"s\"}";
+	if (aj_agent_send(fd, AJ_AG_STAT, st, strlen(st)) < 0 ||
+	    aj_agent_send(fd, AJ_AG_STDOUT, NULL, 0) < 0)
+		return (void *)2;
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 3000;) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 100) > 0) {
+			if (aj_agent_recv(fd, &type, &buf, &len) <= 0)
+				return (void *)3;
+			free(buf);
+			buf = NULL;
+			if (type == AJ_AG_SIGNAL) {
+				const char *x = "{\"exit\":0}";
+				aj_agent_send(fd, AJ_AG_EXIT, x, strlen(x));
+				return NULL;
+			}
+		} else if (aj_agent_send(fd, AJ_AG_STDOUT, "x", 1) < 0) {
+			return (void *)4;
+		}
+	}
+	return (void *)5; /* never told */
+}
+
+/* Bytes the relay drops (after the server's end) are not traffic: the
+ * idle bound holds (was: each reset it, the connection held for ever). */
+static void test_relay_idle_ignores_dropped(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, trickling_agent, &ag[1]), 0);
+	aj_agent_relay r = {.client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	unsigned long long t0 = mono_ms();
+	aj_agent_relay_run(&r);
+	unsigned long long took = mono_ms() - t0;
+	void *ret;
+	pthread_join(t, &ret);
+	assert_null(ret);
+	assert_true(took < 2500);
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_publish_relays_idle_bound),
 	    cmocka_unit_test(test_relay_ends_when_idle),
+	    cmocka_unit_test(test_relay_idle_ignores_dropped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
