@@ -266,10 +266,10 @@ static void sweep_say(void *ctx, const char *msg)
 
 /* What the mint hook made for runs that were killed with their revoker (or
  * a machine that went down): revoked by the next run (docs/network.md). */
-static void sweep_minted(const char *dir)
+static void sweep_minted(const char *dir, const char *hook)
 {
 	aj_mintrec_out out = {sweep_say, NULL, NULL, "its run was killed"};
-	(void)aj_mintrec_sweep(dir, &out);
+	(void)aj_mintrec_sweep(dir, hook, &out);
 }
 
 typedef struct run_rec {
@@ -294,9 +294,14 @@ static bool revoker_done(void *ctx, const aj_policy *p, int failed)
 static int mint_start(aj_policy *p, run_rec *rr, aj_mint_guard *g, aj_error *err)
 {
 	int r = aj_mkdir_p(aj_state_dir(), 0755);
-	if (r < 0 && r != -EEXIST)
-		return aj_err(err, -r, "--secret-mint: cannot make the state directory %s",
-			      aj_state_dir());
+	if (r < 0 && r != -EEXIST) {
+		aj_err(err, -r, "--secret-mint: cannot make the state directory %s",
+		       aj_state_dir());
+		aj_err_hint(err, "as an unprivileged user, set AGENTJAIL_STATE_DIR to a directory "
+				 "of yours (not writable by others): the records of what is minted "
+				 "are kept there");
+		return r;
+	}
 	if ((r = aj_mint_guard_start(g, p->secret_mint, p, rr->id, err)) < 0 ||
 	    (r = aj_mintrec_write(rr->dir, rr->id, p, false, p->secret_mint, g->pid, err)) < 0)
 		return r;
@@ -368,12 +373,16 @@ int aj_cmd_run(int argc, char **argv)
 		/* --secret-mint: values for this run only, revoked at its end */
 		char run_id[64], rec_dir[PATH_MAX];
 		unsigned char rnd[8] = {0};
-		(void)!getrandom(rnd, sizeof(rnd), 0);
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+			aj_err(&err, EIO, "cannot read random bytes for this run's id (getrandom)");
+			aj_policy_free(&p);
+			return aj_cli_fail(&err);
+		}
 		snprintf(run_id, sizeof(run_id), "run-%ld-%02x%02x%02x%02x%02x%02x%02x%02x",
 			 (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6],
 			 rnd[7]);
 		snprintf(rec_dir, sizeof(rec_dir), "%s/minted", aj_state_dir());
-		sweep_minted(rec_dir);
+		sweep_minted(rec_dir, p.secret_mint);
 		bool minting = p.secret_mint && aj_mint_wanted(&p);
 		/* a revoker child revokes them should this run be SIGKILLed */
 		run_rec rr = {rec_dir, run_id, p.secret_mint};

@@ -128,13 +128,13 @@ static void sweep_event(void *ctx, const char *ev, json_t *o)
 void aj_registry_revoke_lost(void)
 {
 	aj_mintrec_out out = {sweep_say, sweep_event, NULL, "the service's crash"};
-	(void)aj_mintrec_sweep(minted_dir, &out);
+	(void)aj_mintrec_sweep(minted_dir, reg_mint, &out);
 	/* and what killed runs left (docs/network.md) */
 	char runs[PATH_MAX];
 	snprintf(runs, sizeof(runs), "%s/minted", aj_state_dir());
 	out.after = "its run was killed";
 	if (strcmp(runs, minted_dir) != 0)
-		(void)aj_mintrec_sweep(runs, &out);
+		(void)aj_mintrec_sweep(runs, reg_mint, &out);
 }
 
 void aj_registry_sweep(void)

@@ -29,19 +29,32 @@
 
 extern char **environ;
 
+int aj_mint_hook_id(const char *path, struct stat *st, aj_error *err)
+{
+	/* the file itself (no symbolic link followed): what a sweep compares */
+	int fd = path[0] == '/' ? open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int e = path[0] != '/' ? EINVAL : fd < 0 ? errno : fstat(fd, st) < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (!e && (!S_ISREG(st->st_mode) || (st->st_uid != 0 && st->st_uid != geteuid()) ||
+		   (st->st_mode & 022) || access(path, X_OK) < 0))
+		e = EPERM;
+	if (!e)
+		return 0;
+	aj_err(err, e,
+	       "--secret-mint '%s': expected an absolute path to an executable regular file "
+	       "(not a symbolic link) owned by root or uid %u, not writable by group or others",
+	       path, (unsigned)geteuid());
+	aj_err_hint(err, "for example --secret-mint /usr/local/lib/agentjail/mint, chmod go-w "
+			 "(docs/network.md, the mint hook)");
+	return -e;
+}
+
 int aj_policy_set_secret_mint(aj_policy *p, const char *cmd, aj_error *err)
 {
 	struct stat st;
-	if (cmd[0] != '/' || stat(cmd, &st) < 0 || !S_ISREG(st.st_mode) || access(cmd, X_OK) < 0) {
-		aj_err(err,
-		       cmd[0] != '/' ? EINVAL
-		       : errno	     ? errno
-				     : EACCES,
-		       "--secret-mint '%s': expected an absolute path to an executable file", cmd);
-		aj_err_hint(err, "for example --secret-mint /usr/local/lib/agentjail/mint "
-				 "(docs/network.md, the mint hook)");
+	if (aj_mint_hook_id(cmd, &st, err) < 0)
 		return -EINVAL;
-	}
 	free(p->secret_mint);
 	p->secret_mint = strdup(cmd);
 	return p->secret_mint ? 0 : aj_err(err, ENOMEM, "out of memory");
@@ -62,20 +75,26 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* environ without our three names, plus them for secret s */
-static char **hook_env(const aj_secret *s, const char *id)
+/* environ without our three names, plus them for secret s; scrubbed: only
+ * PATH and them (a sweep's hook: no value of this process's environment) */
+static char **hook_env(const aj_secret *s, const char *id, bool scrub)
 {
 	size_t n = 0;
 	for (char **e = environ; e && *e; e++)
 		n++;
-	char **v = calloc(n + 4, sizeof(*v));
+	char **v = calloc(n + 5, sizeof(*v));
 	if (!v)
 		return NULL;
 	size_t k = 0;
+	static char def_path[] =
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	for (char **e = environ; e && *e; e++)
-		if (!aj_startswith(*e, "AGENTJAIL_SECRET") &&
-		    !aj_startswith(*e, "AGENTJAIL_SANDBOX="))
+		if (scrub ? aj_startswith(*e, "PATH=")
+			  : !aj_startswith(*e, "AGENTJAIL_SECRET") &&
+				!aj_startswith(*e, "AGENTJAIL_SANDBOX="))
 			v[k++] = *e;
+	if (scrub && k == 0)
+		v[k++] = def_path;
 	size_t len = 1;
 	for (size_t h = 0; h < s->n_hosts; h++)
 		len += strlen(s->hosts[h]) + 1;
@@ -110,10 +129,10 @@ static void hook_env_free(char **v)
 /* Run `cmd verb` for secret s with input on stdin; with out, read its
  * stdout (up to MINT_VALUE_MAX bytes) into a malloc'ed string. */
 static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const char *id,
-		    const char *input, char **out, aj_error *err)
+		    const char *input, char **out, int timeout_ms, bool scrub, aj_error *err)
 {
 	int in[2] = {-1, -1}, o[2] = {-1, -1};
-	char **env = hook_env(s, id);
+	char **env = hook_env(s, id, scrub);
 	if (!env || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 ||
 	    (out && pipe2(o, O_CLOEXEC) < 0)) {
 		int e = env ? errno : ENOMEM;
@@ -148,7 +167,7 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 	}
 	(void)send(in[0], input, strlen(input), MSG_NOSIGNAL);
 	close(in[0]); /* its stdin ends */
-	long long deadline = now_ms() + MINT_TIMEOUT_MS;
+	long long deadline = now_ms() + timeout_ms;
 	char buf[MINT_VALUE_MAX + 1];
 	size_t got = 0;
 	bool too_long = false, timed_out = false;
@@ -191,8 +210,8 @@ static int run_hook(const char *cmd, const char *verb, const aj_secret *s, const
 		r = aj_err(err, ECHILD, "the mint hook %s %s for secret %s: cannot wait for it",
 			   cmd, verb, s->name);
 	else if (timed_out)
-		r = aj_err(err, ETIMEDOUT, "the mint hook %s %s for secret %s: no answer in %d s",
-			   cmd, verb, s->name, MINT_TIMEOUT_MS / 1000);
+		r = aj_err(err, ETIMEDOUT, "the mint hook %s %s for secret %s: no answer in %.1f s",
+			   cmd, verb, s->name, timeout_ms / 1000.0);
 	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		r = aj_err(err, EPROTO, "the mint hook %s %s for secret %s failed (%s %d)", cmd,
 			   verb, s->name, WIFEXITED(st) ? "exit status" : "signal",
@@ -392,9 +411,16 @@ int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_mint_guard
 		if (!s->n_hosts || s->minted)
 			continue;
 		char *v = NULL;
-		int r = run_hook(cmd, "mint", s, id, s->value, &v, err);
-		if (r < 0) /* the ones minted before stay marked: the caller revokes them */
+		int r = run_hook(cmd, "mint", s, id, s->value, &v, MINT_TIMEOUT_MS, false, err);
+		if (r < 0) {
+			/* the ones minted before stay marked: the caller revokes them;
+			 * this one too (the issuer may have issued before the hook
+			 * failed), with an empty stdin as a sweep does */
+			explicit_bzero(s->value, strlen(s->value));
+			s->value[0] = '\0';
+			s->minted = true;
 			return r;
+		}
 		explicit_bzero(s->value, strlen(s->value));
 		free(s->value);
 		s->value = v;
@@ -414,7 +440,8 @@ int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err)
 			continue;
 		aj_error e;
 		aj_err_clear(&e);
-		if (run_hook(cmd, "revoke", s, id, s->value, NULL, &e) < 0) {
+		if (run_hook(cmd, "revoke", s, id, s->value, NULL, MINT_TIMEOUT_MS, false, &e) <
+		    0) {
 			if (failed++ == 0)
 				*err = e;
 			continue; /* still minted: the caller keeps its record */
@@ -425,11 +452,13 @@ int aj_mint_revoke(const char *cmd, aj_policy *p, const char *id, aj_error *err)
 }
 
 int aj_mint_revoke_lost(const char *cmd, const char *name, char *const *hosts, size_t n_hosts,
-			const char *id, aj_error *err)
+			const char *id, int timeout_ms, aj_error *err)
 {
 	aj_secret s = {.name = (char *)name, .n_hosts = n_hosts};
 	for (size_t h = 0; h < n_hosts && h < AJ_MAX_SECRET_HOSTS; h++)
 		s.hosts[h] = hosts[h];
 	s.n_hosts = n_hosts < AJ_MAX_SECRET_HOSTS ? n_hosts : AJ_MAX_SECRET_HOSTS;
-	return run_hook(cmd, "revoke", &s, id, "", NULL, err);
+	if (timeout_ms > MINT_TIMEOUT_MS)
+		timeout_ms = MINT_TIMEOUT_MS;
+	return run_hook(cmd, "revoke", &s, id, "", NULL, timeout_ms, true, err);
 }

@@ -9,11 +9,18 @@
 #ifndef AJ_MINT_H
 #define AJ_MINT_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "error.h"
 #include "policy.h"
 
+/* The hook at path checked (the same for serve and run, at the start and
+ * by a sweep): opened without following a symbolic link, a regular
+ * executable file owned by root or the euid, not group/other-writable; its
+ * stat in *st (a sweep runs a record's hook only when its dev/ino are the
+ * configured hook's). 0, or -errno with err set. */
+int aj_mint_hook_id(const char *path, struct stat *st, aj_error *err);
 /* Does p have a secret scoped to hosts (what the hook mints)? */
 bool aj_mint_wanted(const aj_policy *p);
 /* run's revoker (aj_mint_guard_start): a child that holds what run minted
@@ -33,7 +40,8 @@ typedef struct aj_mint_guard {
  * each value is replaced by the hook's output and marked minted, and told
  * to g (if not NULL) at once. Fails closed: a hook that fails, times out
  * (10 s) or prints no single-line value fails it all; what was minted
- * before stays marked for the caller to revoke (aj_mint_revoke). 0 or
+ * before stays marked for the caller to revoke (aj_mint_revoke), and so
+ * does the failed one, its value emptied (it may have been issued). 0 or
  * -errno with err set (the secret named, never a value). */
 int aj_mint_secrets(const char *cmd, aj_policy *p, const char *id, aj_mint_guard *g, aj_error *err);
 /* Revoke every minted secret of p (`CMD revoke`, the minted value on
@@ -53,8 +61,10 @@ int aj_mint_guard_start(aj_mint_guard *g, const char *cmd, aj_policy *p, const c
 void aj_mint_guard_end(aj_mint_guard *g);
 /* Revoke secret name (scoped to hosts) that a killed service minted for
  * sandbox id (serve's crash sweep): `CMD revoke` with the same environment
- * and an empty stdin, the minted value having never been on disk. */
+ * and an empty stdin, the minted value having never been on disk; its
+ * environment scrubbed (PATH and those variables only); timeout_ms at most
+ * the hook's 10 s. */
 int aj_mint_revoke_lost(const char *cmd, const char *name, char *const *hosts, size_t n_hosts,
-			const char *id, aj_error *err);
+			const char *id, int timeout_ms, aj_error *err);
 
 #endif

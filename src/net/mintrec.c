@@ -23,6 +23,14 @@
 
 #define TMP_STALE_S 60 /* a temporary record lives for a write and an fsync */
 #define BOOT_ID_LEN 36
+#define SWEEP_MS 10000 /* a start's sweep at most: the rest is left for the next one */
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static void say(const aj_mintrec_out *out, const char *fmt, ...)
 {
@@ -61,29 +69,42 @@ static json_int_t pidns_ino(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (json_int_t)st.st_ino : 0;
 }
 
-static json_t *owner_json(pid_t also)
+/* NULL with *unknown set when this boot's id, the pid namespace or a start
+ * time cannot be read (a record without them could never be judged) */
+static json_t *owner_json(pid_t also, bool *unknown)
 {
 	char boot[BOOT_ID_LEN + 1];
 	boot_id(boot);
-	json_t *pids = json_array();
+	json_int_t ns = pidns_ino();
+	*unknown = !boot[0] || ns <= 0;
+	json_t *pids = *unknown ? NULL : json_array();
 	pid_t who[2] = {getpid(), also};
-	for (int i = 0; pids && i < 2; i++)
-		if (who[i] > 0)
-			json_array_append_new(pids,
-					      json_pack("[I,I]", (json_int_t)who[i],
-							(json_int_t)aj_pid_start_time(who[i])));
-	return pids ? json_pack("{s:s,s:I,s:o}", "boot", boot, "pidns", pidns_ino(), "pids", pids)
-		    : NULL;
+	for (int i = 0; pids && i < 2; i++) {
+		unsigned long long start = who[i] > 0 ? aj_pid_start_time(who[i]) : 1;
+		if (start == 0)
+			*unknown = true;
+		else if (who[i] > 0)
+			json_array_append_new(
+			    pids, json_pack("[I,I]", (json_int_t)who[i], (json_int_t)start));
+	}
+	if (*unknown) {
+		json_decref(pids);
+		return NULL;
+	}
+	return pids ? json_pack("{s:s,s:I,s:o}", "boot", boot, "pidns", ns, "pids", pids) : NULL;
 }
 
 /* Is the owner of a (valid) record alive? One of its pids with its start
  * time in this boot; a record of another pid namespace is taken as alive
- * (its pids mean nothing here). */
-static bool owner_alive(json_t *owner)
+ * (its pids mean nothing here). -1: this boot's id or pid namespace is
+ * unknown (the record is left alone). */
+static int owner_alive(json_t *owner)
 {
 	char boot[BOOT_ID_LEN + 1];
 	boot_id(boot);
-	if (!boot[0] || strcmp(boot, json_string_value(json_object_get(owner, "boot"))) != 0)
+	if (!boot[0] || pidns_ino() <= 0)
+		return -1;
+	if (strcmp(boot, json_string_value(json_object_get(owner, "boot"))) != 0)
 		return false; /* written before this boot: gone */
 	if (json_integer_value(json_object_get(owner, "pidns")) != pidns_ino())
 		return true;
@@ -116,7 +137,10 @@ static int record_put(int dfd, const char *name, json_t *o)
 	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int r = json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0 ? 0 : -EIO;
+	/* 0600 whatever the umask: a sweep takes no other mode */
+	int r = fchmod(fd, 0600) == 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 && fsync(fd) == 0
+		    ? 0
+		    : -EIO;
 	if (close(fd) < 0 && r == 0)
 		r = -EIO;
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
@@ -143,18 +167,67 @@ static bool tmp_stale(int dfd, const char *name)
 	return time(NULL) - st.st_mtime > TMP_STALE_S;
 }
 
-int aj_mintrec_dir_open(const char *dir, bool create, aj_error *err)
+/* The state directory dir/.. (opened, following links): owned by the
+ * euid or root and not writable by group or others (a record in it makes
+ * a start run a hook). An fd or -errno with err set. */
+static int state_dir_open(const char *dir, char *base, size_t len, aj_error *err)
 {
-	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	char parent[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	if (!slash || !slash[1] ||
+	    snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 : (int)(slash - dir), dir) <
+		0 ||
+	    (size_t)snprintf(base, len, "%s", slash + 1) >= len)
+		return aj_err(err, EINVAL, "%s: not a path of a directory of records", dir);
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (pfd < 0) {
 		int e = errno;
-		aj_err(err, e, "cannot make the directory of minted-secret records %s", dir);
+		aj_err(err, e, "cannot open the state directory %s", parent);
+		if (e == EACCES || e == ENOENT)
+			aj_err_hint(err, "as an unprivileged user, set AGENTJAIL_STATE_DIR to a "
+					 "directory of yours (not writable by others)");
 		return -e;
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fstat(pfd, &st) < 0 || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & 022)) {
+		close(pfd);
+		aj_err(err, EPERM,
+		       "the state directory %s is not owned by root or uid %u, or is writable "
+		       "by group or others: no record of minted secrets in it is written or "
+		       "acted on",
+		       parent, (unsigned)geteuid());
+		aj_err_hint(err, "chmod go-w it (and chown it), or set AGENTJAIL_STATE_DIR to one "
+				 "that is; revoke the credentials its records name by hand");
+		return -EPERM;
+	}
+	return pfd;
+}
+
+int aj_mintrec_dir_open(const char *dir, bool create, aj_error *err)
+{
+	char base[NAME_MAX + 1];
+	int pfd = state_dir_open(dir, base, sizeof(base), err);
+	if (pfd < 0)
+		return pfd;
+	if (create && mkdirat(pfd, base, 0700) < 0 && errno != EEXIST) {
+		int e = errno;
+		close(pfd);
+		aj_err(err, e, "cannot make the directory of minted-secret records %s", dir);
+		if (e == EACCES)
+			aj_err_hint(err, "as an unprivileged user, set AGENTJAIL_STATE_DIR to a "
+					 "directory of yours (not writable by others)");
+		return -e;
+	}
+	int dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
 	struct stat st;
 	if (dfd < 0 && errno != ENOTDIR && errno != ELOOP) {
 		int e = errno;
 		aj_err(err, e, "cannot open the directory of minted-secret records %s", dir);
+		if (e == EACCES)
+			aj_err_hint(err, "as an unprivileged user, set AGENTJAIL_STATE_DIR to a "
+					 "directory of yours (not writable by others)");
 		return -e;
 	}
 	if (dfd < 0 || fstat(dfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
@@ -195,7 +268,18 @@ static json_t *secrets_json(const aj_policy *p, bool only_minted)
 int aj_mintrec_write(const char *dir, const char *id, const aj_policy *p, bool only_minted,
 		     const char *hook, pid_t also, aj_error *err)
 {
-	json_t *secrets = secrets_json(p, only_minted), *owner = owner_json(also);
+	bool unknown = false;
+	json_t *secrets = secrets_json(p, only_minted), *owner = owner_json(also, &unknown);
+	if (unknown) {
+		json_decref(secrets);
+		aj_err(err, EIO,
+		       "cannot read this boot's id, the pid namespace or a process's start "
+		       "time (/proc/sys/kernel/random/boot_id, /proc/self/ns/pid, "
+		       "/proc/PID/stat): a record of minted secrets could not be judged, "
+		       "nothing is minted");
+		aj_err_hint(err, "run agentjail where /proc is mounted and readable");
+		return -EIO;
+	}
 	json_t *o = secrets && owner ? json_pack("{s:s,s:o,s:s,s:o}", "sandbox", id, "secrets",
 						 secrets, "hook", hook, "owner", owner)
 				     : NULL;
@@ -241,8 +325,14 @@ static void record_bad(int dfd, const char *dir, const char *name, const char *w
 			errno == EEXIST && k < 1000;
 	     k++)
 		snprintf(aside, sizeof(aside), ".bad-%s.%d", name, k);
-	if (r < 0) /* another start set it aside first */
+	if (r < 0) { /* ENOENT: another start set it aside first */
+		if (errno != ENOENT)
+			say(out,
+			    "a record of minted secrets %s/%s is not one to act on (%s) and "
+			    "cannot be set aside (%s); revoke its credentials by hand",
+			    dir, name, why, strerror(errno));
 		return;
+	}
 	say(out,
 	    "a record of minted secrets is not one to act on (%s): set aside as %s/%s; "
 	    "revoke its credentials by hand",
@@ -379,11 +469,10 @@ static json_t *record_load(int dfd, const char *fname, int *fd, const char **why
 /* Revoke the secrets of record o (claimed: its file is flocked) with its
  * hook; remove it, or rewrite it with those not revoked. 1 when it is
  * kept. */
-static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
-			 const aj_mintrec_out *out)
+static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o, const char *hook,
+			 long long deadline, bool *spent, const aj_mintrec_out *out)
 {
 	const char *id = json_string_value(json_object_get(o, "sandbox"));
-	const char *hook = json_string_value(json_object_get(o, "hook"));
 	json_t *left = json_array();
 	size_t k;
 	json_t *s;
@@ -399,7 +488,14 @@ static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
 		}
 		aj_error err;
 		aj_err_clear(&err);
-		if (aj_mint_revoke_lost(hook, name, hosts, n, id, &err) == 0) {
+		long long ms = deadline - now_ms();
+		if (ms <= 0) { /* the sweep's time is spent: the next start's */
+			*spent = true;
+			if (left)
+				json_array_append(left, s);
+			continue;
+		}
+		if (aj_mint_revoke_lost(hook, name, hosts, n, id, (int)ms, &err) == 0) {
 			event(out, "secret_revoked",
 			      json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name, "after",
 					out && out->after ? out->after : "its owner ended"));
@@ -430,7 +526,39 @@ static bool still_linked(int dfd, const char *name, int fd)
 	       a.st_dev == b.st_dev;
 }
 
-int aj_mintrec_sweep(const char *dir, const aj_mintrec_out *out)
+/* The names in d (a sweep acts on each once, whatever it renames) */
+static char **list_names(DIR *d, size_t *n)
+{
+	char **v = NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	*n = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*n == cap) {
+			char **w = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+			if (!w)
+				break;
+			v = w;
+		}
+		if (!(v[*n] = strdup(de->d_name)))
+			break;
+		++*n;
+	}
+	return v;
+}
+
+/* Is the record's hook the configured one (the same file, checked)? */
+static bool hook_same(const char *rec_hook, const struct stat *want)
+{
+	struct stat st;
+	aj_error err;
+	return want && aj_mint_hook_id(rec_hook, &st, &err) == 0 && st.st_dev == want->st_dev &&
+	       st.st_ino == want->st_ino;
+}
+
+int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *out)
 {
 	aj_error err;
 	aj_err_clear(&err);
@@ -448,29 +576,67 @@ int aj_mintrec_sweep(const char *dir, const aj_mintrec_out *out)
 		close(dfd);
 		return 0;
 	}
+	struct stat want_st, *want = NULL;
+	if (hook && aj_mint_hook_id(hook, &want_st, &err) == 0)
+		want = &want_st;
+	long long deadline = now_ms() + SWEEP_MS;
+	bool told_unknown = false, spent = false;
+	json_t *told = json_object(); /* the hooks said to be needed, once each */
+	size_t n_names;
+	char **names = list_names(d, &n_names);
 	int left = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		const char *n = de->d_name;
+	for (size_t i = 0; i < n_names; i++) {
+		const char *n = names[i];
 		if (strncmp(n, ".tmp-", 5) == 0 && tmp_stale(dfd, n))
 			unlinkat(dfd, n, 0);
 		if (n[0] == '.')
 			continue;
+		if (spent) {
+			left++;
+			continue;
+		}
 		const char *why;
-		int fd;
+		int fd, alive = 0;
 		json_t *o = record_load(dfd, n, &fd, &why);
+		const char *rec_hook = json_string_value(json_object_get(o, "hook"));
 		if (!o)
 			record_bad(dfd, dir, n, why, out);
-		else if (owner_alive(json_object_get(o, "owner")))
-			; /* its owner revokes it */
-		else if (flock(fd, LOCK_EX | LOCK_NB) < 0 || !still_linked(dfd, n, fd))
+		else if ((alive = owner_alive(json_object_get(o, "owner"))) != 0) {
+			/* its owner revokes it; or its owner cannot be judged */
+			if (alive < 0 && !told_unknown)
+				say(out,
+				    "this boot's id or pid namespace cannot be read: the records "
+				    "of minted secrets in %s are left as they are",
+				    dir);
+			told_unknown |= alive < 0;
+			left += alive < 0;
+		} else if (!hook_same(rec_hook, want)) {
+			/* only the hook this process was given runs (never one a
+			 * record names: whoever wrote it would choose the program) */
+			if (told && !json_object_get(told, rec_hook) &&
+			    json_object_set_new(told, rec_hook, json_true()) == 0)
+				say(out,
+				    "%s/%s names the mint hook %s: it is kept for a run or "
+				    "serve started with --secret-mint %s",
+				    dir, n, rec_hook, rec_hook);
+			left++;
+		} else if (flock(fd, LOCK_EX | LOCK_NB) < 0 || !still_linked(dfd, n, fd))
 			left++; /* another start has claimed it, or has done it */
 		else
-			left += record_revoke(dfd, dir, n, o, out);
+			left += record_revoke(dfd, dir, n, o, hook, deadline, &spent, out);
 		json_decref(o);
 		if (fd >= 0)
 			close(fd); /* the claim ends */
+		if (!spent && now_ms() >= deadline)
+			spent = true;
 	}
+	if (spent)
+		say(out, "the sweep of %s took its %d s: what is left is for the next start", dir,
+		    SWEEP_MS / 1000);
+	json_decref(told);
+	for (size_t i = 0; i < n_names; i++)
+		free(names[i]);
+	free(names);
 	closedir(d);
 	return left;
 }
@@ -499,7 +665,7 @@ int aj_mintrec_scan(const char *dir, unsigned *live, unsigned *lost, unsigned *b
 		json_t *o = record_load(dfd, n, &fd, &why);
 		if (!o)
 			++*bad;
-		else if (owner_alive(json_object_get(o, "owner")))
+		else if (owner_alive(json_object_get(o, "owner")) != 0)
 			++*live;
 		else
 			++*lost;

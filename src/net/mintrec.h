@@ -25,8 +25,10 @@ typedef struct aj_mintrec_out {
 	const char *after;
 } aj_mintrec_out;
 
-/* Open dir, checked: a directory (not a symbolic link) of this user, no
- * group or other permission; with create, made 0700 when absent. An fd or
+/* Open dir, checked: its parent (the state directory) owned by the euid
+ * or root, not group/other-writable; dir a directory (not a symbolic link)
+ * of this user, no group or other permission; with create, made 0700 when
+ * absent. An fd or
  * -errno with err set (what is wrong, the fix). */
 int aj_mintrec_dir_open(const char *dir, bool create, aj_error *err);
 /* Write (rename over) dir/ID.json for sandbox id: the scoped secrets of p
@@ -36,12 +38,15 @@ int aj_mintrec_write(const char *dir, const char *id, const aj_policy *p, bool o
 		     const char *hook, pid_t also, aj_error *err);
 /* Remove dir/ID.json (its secrets revoked). */
 void aj_mintrec_remove(const char *dir, const char *id);
-/* Revoke what each record of dir whose owner is gone names, with its hook
- * and an empty stdin; remove the record when all were revoked, else keep
- * those that were not. Records that can't be trusted are set aside as
- * .bad-NAME[.N]; temporary files of writers that are gone are removed.
- * Returns how many records are left to revoke by a later start. */
-int aj_mintrec_sweep(const char *dir, const aj_mintrec_out *out);
+/* Revoke what each record of dir whose owner is gone names, with hook (the
+ * one this process was configured with; NULL: none) when the record's hook
+ * is that file (aj_mint_hook_id's dev/ino), else keep it (said once), and
+ * an empty stdin; remove the record when all were revoked, else keep
+ * those that were not. 10 s at most, the rest left for the next start.
+ * Records that can't be trusted are set aside as .bad-NAME[.N]; temporary
+ * files of writers that are gone are removed. Returns how many records
+ * are left to revoke by a later start. */
+int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *out);
 /* For doctor: records of dir whose owner lives, whose owner is gone, and
  * set aside (.bad-). 0, or -errno (dir is not usable) with err set. */
 int aj_mintrec_scan(const char *dir, unsigned *live, unsigned *lost, unsigned *bad, aj_error *err);

@@ -273,6 +273,12 @@ _aj_snapshot() {
         compgen -G '/tmp/agentjail*' || true
         compgen -G '/run/agentjail*' || true
         compgen -G '/dev/shm/agentjail*' || true
+        # the host's records of minted secrets (tests keep theirs in
+        # AGENTJAIL_STATE_DIR): none, and no directory made for them
+        echo '@@aj minted'
+        compgen -G '/var/lib/agentjail/minted' || true
+        compgen -G '/var/lib/agentjail/minted/*' || true
+        compgen -G '/var/lib/agentjail/minted/.[!.]*' || true
         echo '@@aj netns'
         compgen -G '/run/netns/*' || true
         echo '@@aj link'
@@ -287,6 +293,7 @@ _aj_snapshot() {
         FILENAME == cg { print "cgroup", $0; next }
         /^@@aj / { kind = $2; next }
         kind == "tempdir" { print "tempdir", $0; next }
+        kind == "minted" { print "minted", $0; next }
         kind == "netns" { sub(/^\/run\/netns\//, ""); if ($0 ~ /^(agentjail|aj[-_])/) print "netns", $0; next }
         kind == "link" { sub(/^\/sys\/class\/net\//, ""); print "link", $0; next }
         kind == "nft" { sub(/counter packets [0-9]+ bytes [0-9]+/, "counter"); if (NF) print "nft", $0 }

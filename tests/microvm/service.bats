@@ -225,7 +225,7 @@ mv_counter_runs() { # ID WHEN
     # files written in the VM: in its root (a hard-linked pair), the
     # workspace, /tmp; a process that the copy freezes and thaws, and a
     # counter that would see a SIGCONT (the freezer sends none)
-    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo pair >/opt/d/h1 && ln /opt/d/h1 /opt/d/h2 && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkdir -p /opt/d && echo made-in-vm >/opt/d/f && ln -s ../etc/motd /opt/d/l && echo pair >/opt/d/h1 && ln /opt/d/h1 /opt/d/h2 && mkdir /.agentjail-checkpoint && echo c >/.agentjail-checkpoint/c && ln /.agentjail-checkpoint/c /opt/d/cp && echo x >/opt/d/$(printf \"lat\\351\") && echo changed >/etc/motd && echo w >/workspace/w && echo t >/tmp/t && (sleep 300 </dev/null >/dev/null 2>&1 & echo $! >/tmp/pid); echo up"]}')
     assert_eq "$(events_stdout <<<"$out")" up "$out"
     printf '%s\n' "trap 'echo cont >>/tmp/cont' CONT" 'i=0' 'while :; do i=$((i + 1)); echo $i >/tmp/n; sleep 0.1; done' >"$BATS_TEST_TMPDIR/counter.sh"
     api_status PUT "/v1/sandboxes/$id/files?path=/tmp/counter.sh" --data-binary @"$BATS_TEST_TMPDIR/counter.sh"
@@ -242,6 +242,9 @@ mv_counter_runs() { # ID WHEN
     assert_eq "$(cat "$dir/etc/motd")" changed "a changed image file"
     [ "$dir/opt/d/h1" -ef "$dir/opt/d/h2" ] || fail "the hard-linked pair is two files: $(ls -li "$dir/opt/d")"
     assert_eq "$(cat "$dir/opt/d/h2")" pair "the hard link's content"
+    # a link to a file of a directory the store drops: a file of its own
+    assert_eq "$(cat "$dir/opt/d/cp")" c "a link into the dropped checkpoint directory"
+    [ ! -e "$dir/.agentjail-checkpoint" ] || fail "the checkpoint directory in the image"
     # agentjail's /etc files as the base image had them (none), no
     # workspace or /tmp files, no device or socket
     assert_eq "$(ls "$dir/etc")" motd "the snapshot's /etc"

@@ -10,7 +10,12 @@ load ../integration/helpers
 load world
 
 setup_file() { world_setup_file; }
-setup() { world_setup; }
+# the records of minted secrets (and the runs' sweeps) in the test's own
+# state directory, never the host's /var/lib/agentjail
+setup() {
+    world_setup
+    export AGENTJAIL_STATE_DIR=$T/state
+}
 teardown() { world_teardown; }
 
 arun() {
@@ -155,18 +160,30 @@ EOS
     [ "$(jq -r 'select(.path == "/m") | .headers.Authorization' "$WEB_LOG")" = "Bearer run-token-$id" ] ||
         fail "$(cat "$WEB_LOG")"
     [[ "$output$stderr" != *run-token-* && "$output$stderr" != *long-lived-123* ]] || fail "a value in the output"
+    # a hook that fails may have had the issuer issue first: it is revoked
+    # too, with an empty stdin, and kept in its record while that fails
+    # (the old code dropped it)
     touch "$T/refuse"
+    : >"$log"
     arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- touch "$WS/ran"
     assert_status 125
     [[ "$stderr" == *"the mint hook $hook mint for secret K failed (exit status 7)"* ]] || fail "$stderr"
     [ ! -e "$WS/ran" ] || fail "the command ran"
-    # a minted value too short to redact is refused, as --secret's
+    local rid sid
+    rid=$(sed -n 's/^mint K allowed.test \(run-[^ ]*\) .*/\1/p' "$log")
+    grep -qx "revoke K allowed.test $rid stdin=" "$log" && [ -e "$recs/$rid.json" ] ||
+        fail "hook: $(cat "$log"); $(ls -la "$recs")"
+    # a minted value too short to redact is refused, as --secret's (and
+    # revoked); this run's sweep revokes the one kept above
     rm "$T/refuse"
     touch "$T/short"
     arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- touch "$WS/ran"
     assert_status 125
     [[ "$stderr" == *"a value of at least 4 characters is needed"* ]] || fail "$stderr"
     [ ! -e "$WS/ran" ] || fail "the command ran"
+    sid=$(sed -n 's/^mint K allowed.test \(run-[^ ]*\) .*/\1/p' "$log" | tail -n 1)
+    [ "$(grep -c "^revoke K allowed.test $rid stdin=\$" "$log") $(tail -n 1 "$log")" = "2 revoke K allowed.test $sid stdin=" ] &&
+        [ -z "$(ls -A "$recs")" ] || fail "hook: $(cat "$log"); $(ls -la "$recs")"
     # a SIGKILLed run: its revoker (a child in its own session, /dev/null as
     # stdio) revokes what it minted, then is gone (the old code revoked nothing)
     rm "$T/short"
@@ -225,13 +242,19 @@ while True:
         exit ${rc:-0}' fake-syslog "$@"
 }
 
+# A run of "$@" where this boot's id cannot be read
+no_boot_id() {
+    unshare -m --propagation private bash -c 'mount --bind /dev/null /proc/sys/kernel/random/boot_id && "$@"' no-boot-id "$@"
+}
+
 @test "--secret-mint: a run killed with its revoker is revoked by the next start, once; a revoke the revoker failed is in syslog and its record" {
-    export AGENTJAIL_STATE_DIR=$T/state
     local hook=$T/mint.sh log=$T/mint.log dir=$T/state/minted
     cat >"$hook" <<EOS
 #!/bin/sh
 v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v" >>"$log"
+[ "\$1" = revoke ] && env >"$T/revoke.env"
+[ "\$1" = revoke ] && [ -e "$T/hang" ] && exec sleep 30
 [ "\$1" = revoke ] && [ -e "$T/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
 [ "\$1" = revoke ] && [ -e "$T/slow" ] && sleep 1
 [ "\$1" = mint ] && echo "run-token-\$AGENTJAIL_SANDBOX"
@@ -275,19 +298,47 @@ EOS
     : >"$dir/.tmp-4194305-000000000000-a.json"
     touch -d '-5 min' "$dir/.tmp-$$-000000000000-b.json"
     : >"$dir/.tmp-$$-000000000000-c.json"
+    # only the hook a start is given runs, never one a record names (the
+    # old code ran any): without --secret-mint, or naming another program,
+    # the record stays and the start says which hook it needs
+    local other=run-1-0123456789abcdef evil=run-2-0123456789abcdef
+    cp "$rec" "$T/rec.json"
+    printf '#!/bin/sh\ntouch %s/pwned\n' "$T" >"$T/evil.sh"
+    chmod 755 "$T/evil.sh"
+    jq -c --arg h "$T/evil.sh" --arg s "$evil" '.sandbox = $s | .hook = $h' "$rec" >"$dir/$evil.json"
+    jq -c --arg s "$other" '.sandbox = $s' "$rec" >"$dir/$other.json"
+    chmod 600 "$dir/$evil.json" "$dir/$other.json"
+    : >"$log"
+    hrun --allow allowed.test -- true 2>"$T/err"
+    grep -qF "names the mint hook $hook: it is kept for a run or serve started with --secret-mint $hook" "$T/err" ||
+        fail "$(cat "$T/err")"
+    # this boot's id unknown: the records are left alone, and no record
+    # (so nothing) can be made (the old code took them as gone, and wrote
+    # records without a boot)
+    run --separate-stderr no_boot_id timeout -k 5 "$AJ_TIMEOUT" nsenter --net="/run/netns/$HNS" "$AJ" run -q --workspace "$WS" \
+        --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- true
+    assert_status 125
+    [[ "$stderr" == *"this boot's id or pid namespace cannot be read: the records of minted secrets in $dir are left as they are"* &&
+        "$stderr" == *"cannot read this boot's id, the pid namespace or a process's start time"* ]] || fail "$stderr"
+    [ ! -s "$log" ] && [ "$(ls "$dir" | wc -l)" = 3 ] || fail "hook: $(cat "$log"); $(ls -la "$dir")"
     # two runs start at once (a revoke takes 1 s): one of them revokes,
-    # with the record's hook, name, hosts and id, and an empty stdin
-    # (in the fake world: they sweep the killed run's table too)
+    # with the record's hook, name, hosts and id, an empty stdin and only
+    # PATH and the hook's variables in its environment (in the fake world:
+    # they sweep the killed run's table too); not evil's
     touch "$T/slow"
     : >"$log"
-    hrun --allow allowed.test -- true &
+    AJ_LEAK=leaked-value-987 hrun --allow allowed.test --secret-mint "$hook" -- true &
     local a=$!
-    hrun --allow allowed.test -- true
+    AJ_LEAK=leaked-value-987 hrun --allow allowed.test --secret-mint "$hook" -- true 2>"$T/err"
     wait "$a"
     rm "$T/slow"
-    [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] || fail "hook: $(cat "$log")"
-    [ "$(ls -A "$dir")" = ".tmp-$$-000000000000-c.json" ] || fail "left: $(ls -la "$dir")"
-    rm "$dir/.tmp-$$-000000000000-c.json"
+    [ "$(sort "$log")" = "$(printf 'revoke K allowed.test %s stdin=\n' "$id" "$other" | sort)" ] ||
+        fail "hook: $(cat "$log")"
+    ! grep -q AJ_LEAK "$T/revoke.env" && grep -qx "AGENTJAIL_SECRET_HOSTS=allowed.test" "$T/revoke.env" ||
+        fail "the hook's environment: $(cat "$T/revoke.env")"
+    [ ! -e "$T/pwned" ] || fail "the record's own hook ran"
+    [ "$(ls -A "$dir" | sort | tr '\n' ' ')" = ".tmp-$$-000000000000-c.json $evil.json " ] || fail "left: $(ls -la "$dir")"
+    rm "$dir/.tmp-$$-000000000000-c.json" "$dir/$evil.json"
     # run killed, its revoker's revoke fails: one syslog line (authpriv.err)
     # per secret left live, and its record keeps it for the next start
     touch "$T/issuer-down"
@@ -304,9 +355,44 @@ EOS
     [ "$(jq -c '[.secrets[].name, .owner.pids[][0]]' "$dir/$id.json")" = "[\"K\",$rv]" ] || fail "$(cat "$dir/$id.json")"
     rm "$T/issuer-down"
     : >"$log"
-    hrun --allow allowed.test -- true
+    hrun --allow allowed.test --secret-mint "$hook" -- true
     [ "$(cat "$log")" = "revoke K allowed.test $id stdin=" ] && [ -z "$(ls -A "$dir")" ] ||
         fail "hook: $(cat "$log"); $(ls -la "$dir")"
+    # a hook that is a symbolic link or writable by others is refused; so
+    # is a state directory others can write to (the old code took them)
+    cp "$hook" "$T/gw.sh"
+    chmod 775 "$T/gw.sh"
+    ln -s "$hook" "$T/link.sh"
+    local h
+    for h in "$T/gw.sh" "$T/link.sh"; do
+        arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$h" -- true
+        assert_status 125
+        [[ "$stderr" == *"--secret-mint '$h': expected an absolute path to an executable regular file (not a symbolic link) owned by root"* ]] ||
+            fail "$h: $stderr"
+    done
+    mkdir -m 777 "$T/open"
+    : >"$log"
+    AGENTJAIL_STATE_DIR=$T/open arun --allow allowed.test --secret 'K@allowed.test=long-lived-123' --secret-mint "$hook" -- true
+    assert_status 125
+    [[ "$stderr" == *"the state directory $T/open is not owned by root or uid 0, or is writable by group or others"* ]] ||
+        fail "$stderr"
+    [ ! -s "$log" ] && [ ! -e "$T/open/minted" ] || fail "hook: $(cat "$log"); $(ls -la "$T/open")"
+    # a start's sweep takes 10 s at most: of two records whose revoke hangs,
+    # one is tried (10 s), the other left for the next start (the old code
+    # waited 10 s for each)
+    local r t0
+    for r in run-3-0123456789abcdef run-4-0123456789abcdef; do
+        jq -c --arg s "$r" '.sandbox = $s' "$T/rec.json" >"$dir/$r.json"
+        chmod 600 "$dir/$r.json"
+    done
+    touch "$T/hang"
+    t0=$(date +%s%N)
+    hrun --allow allowed.test --secret-mint "$hook" -- true 2>"$T/err"
+    t0=$((($(date +%s%N) - t0) / 1000000))
+    [ "$t0" -lt 14000 ] && [ "$(grep -c '^revoke' "$log")" = 1 ] && [ "$(ls "$dir" | wc -l)" = 2 ] &&
+        grep -qF "the sweep of $dir took its 10 s: what is left is for the next start" "$T/err" ||
+        fail "$t0 ms; hook: $(cat "$log"); $(cat "$T/err"); $(ls -la "$dir")"
+    rm "$T/hang" "$dir"/run-[34]-*.json
 }
 
 # 3 MiB of ("a" * (997 - len(PH)) + PH) units: a placeholder across every

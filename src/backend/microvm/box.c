@@ -32,6 +32,7 @@
 #include "agent_frame.h"
 #include "agent_relay.h"
 #include "boot.h"
+#include "image.h"
 #include "mvbox.h"
 #include "snap.h"
 #include "microvm.h"
@@ -247,8 +248,10 @@ static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 	int r = paused ? aj_cgroup_freeze(&i->vm.cg, false, err) : 0;
 	if (r < 0)
 		return r;
-	json_t *q = json_pack("{s:s,s:s,s:b,s:[s,s]}", "op", "tree", "path", "/", "freeze", 1,
-			      "skip", "tmp", &AJ_SANDBOX_HOME[1]);
+	/* sent empty: the host drops them (tree_write.c), so no hard link may
+	 * name what is in them */
+	json_t *q = json_pack("{s:s,s:s,s:b,s:[s,s,s]}", "op", "tree", "path", "/", "freeze", 1,
+			      "skip", "tmp", &AJ_SANDBOX_HOME[1], AJ_IMAGE_CHECKPOINT_DIR);
 	/* a deadline: a guest trickling entries holds the image store's lock */
 	unsigned long long secs = 60 + sink->max_bytes / (1ULL << 20);
 	mv_call c = {
