@@ -75,8 +75,9 @@ int aj_ns_open(const char *path, int nstype, aj_error *err)
 		return -EINVAL;
 	}
 	/* never the runtime's own nor pid 1's (the host's): the container
-	 * would share the host's shared memory, queues or host name; one not
-	 * compared is refused too */
+	 * would share the host's shared memory, queues or host name. The
+	 * runtime's own must be comparable; pid 1's is compared when the
+	 * runtime may see it (a runtime without CAP_SYS_PTRACE may not) */
 	struct stat a;
 	if (fstat(fd, &a) < 0)
 		return aj_err(err, errno, "linux.namespaces: the %s namespace %s", want, path);
@@ -85,6 +86,8 @@ int aj_ns_open(const char *path, int nstype, aj_error *err)
 		char own[32];
 		snprintf(own, sizeof(own), "/proc/%s/ns/%s", owners[i], proc_name(nstype));
 		struct stat b;
+		if (stat(own, &b) < 0 && i > 0 && (errno == EACCES || errno == EPERM))
+			continue;
 		if (stat(own, &b) < 0) {
 			int e = errno;
 			aj_err(err, e,
