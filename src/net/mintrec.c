@@ -32,7 +32,8 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-static void say(const aj_mintrec_out *out, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void say(const aj_mintrec_out *out, const char *fmt,
+						      ...)
 {
 	char msg[1024];
 	va_list ap;
