@@ -187,8 +187,8 @@ static int spool_take(aj_body_out *o, const char *in, size_t n, bool last, const
 	static _Thread_local char msg[200];
 	/* counted in the pieces aj_body_out_next will fill (the same offsets):
 	 * a piece too large filled is refused now, before anything is sent */
-	size_t grew = 0;
-	for (size_t k = 0; k < n || (last && k == 0 && n == 0);) {
+	size_t grew = 0, k = 0;
+	do { /* once for an empty piece (the end) */
 		size_t at = (size_t)((o->raw + k) % SPOOL_PIECE);
 		size_t m = n - k < SPOOL_PIECE - at ? n - k : SPOOL_PIECE - at;
 		size_t g = 0;
@@ -203,9 +203,7 @@ static int spool_take(aj_body_out *o, const char *in, size_t n, bool last, const
 		}
 		grew += g;
 		k += m;
-		if (m == 0)
-			break;
-	}
+	} while (k < n);
 	o->raw += n;
 	o->filled += grew;
 	if (o->raw > o->cap || o->filled > o->cap) {
