@@ -247,12 +247,19 @@ static void setup_root(const char *cmdline)
 		must_mount("/dev/vda", "/mnt/lower", "squashfs", MS_RDONLY | MS_NODEV, NULL);
 	else
 		must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
-	/* the writable layer: tmpfs capped by --disk (0: half the RAM) */
-	snprintf(opts, sizeof(opts), "mode=0755%s%s", strcmp(disk, "0") ? ",size=" : "",
-		 strcmp(disk, "0") ? disk : "");
+	/* the writable layer: tmpfs capped by --disk (0: half the RAM), in
+	 * bytes and inodes (aj.inodes=, level 1's count); it holds /dev/shm
+	 * too, so one cap bounds every writable place, as level 1's scratch */
+	char inodes[32];
+	arg(cmdline, "inodes", inodes, sizeof(inodes), "0");
+	snprintf(opts, sizeof(opts), "mode=0755%s%s%s%s", strcmp(disk, "0") ? ",size=" : "",
+		 strcmp(disk, "0") ? disk : "", strcmp(inodes, "0") ? ",nr_inodes=" : "",
+		 strcmp(inodes, "0") ? inodes : "");
 	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
+	if (mkdir("/mnt/rw/shm", 01777) < 0 || chmod("/mnt/rw/shm", 01777) < 0)
+		die("cannot make", "/mnt/rw/shm");
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
@@ -270,7 +277,9 @@ static void setup_root(const char *cmdline)
 	must_mount("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		   "newinstance,ptmxmode=0666,mode=0620");
 	mkdir("/newroot/dev/shm", 01777);
-	must_mount("shm", "/newroot/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+	must_mount("/mnt/rw/shm", "/newroot/dev/shm", NULL, MS_BIND, NULL);
+	must_mount(NULL, "/newroot/dev/shm", NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV,
+		   NULL);
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0")) {
 		mkdir("/newroot/workspace", 0755);
 		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL);
