@@ -290,14 +290,15 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     assert_world_clean
 }
 
-@test "service: what it minted is revoked after a reboot (records in AGENTJAIL_STATE_DIR, not the --state-dir); serve answers while the hook revokes" {
+@test "service: what it minted is revoked after a reboot (records in AGENTJAIL_STATE_DIR, not the --state-dir); serve answers while the hook revokes; a stop ends the sweep" {
     # AGENTJAIL_STATE_DIR outlives a reboot; the --state-dir (/run/agentjail
     # by default) does not (the old code kept the records there)
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/var
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
     local id rec
     id=$(sb_create "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
-        \"secret\": {\"ONE\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+        \"secret\": {\"ONE\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]},
+                     \"TWO\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
     rec=$AGENTJAIL_STATE_DIR/minted/$id.json
     [ -f "$rec" ] && [ ! -e "$STATE/minted" ] || fail "the record: $(ls -laR "$AGENTJAIL_STATE_DIR" "$STATE")"
     # the machine goes down before the revoke went through (the issuer is
@@ -329,11 +330,27 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     [ -e "$BATS_TEST_TMPDIR/revoking" ] && [ ! -e "$BATS_TEST_TMPDIR/revoked" ] ||
         fail "the hook is not revoking while serve answers: $(ls "$BATS_TEST_TMPDIR") $(cat "$HOOK_LOG")"
     [ "$(audit '.event == "secret_sweep_done"' | wc -l)" -eq 0 ] || fail "the sweep ended already"
+    # a stop while ONE's revoke runs: it waits for that revoke (let go once
+    # the front is gone, when the stop has begun) and leaves TWO to the next
+    # start, in the record
+    local front
+    front=$(audit '.event == "start"' | jq -r .front | tail -1)
+    kill -TERM "$SVC_PID"
+    for i in $(seq 100); do
+        kill -0 "$front" 2>/dev/null || break
+        sleep 0.05
+    done
+    sleep 0.1
     touch "$BATS_TEST_TMPDIR/release"
-    swept
+    svc_stop
     [ "$(cat "$HOOK_LOG")" = "revoke ONE api.example.test $id stdin= args=1" ] || fail "hook: $(cat "$HOOK_LOG")"
+    [ "$(jq -c '[.secrets[].name]' "$rec")" = '["TWO"]' ] || fail "the record after the stop: $(cat "$rec")"
+    [ "$(audit '.event == "secret_sweep_done" and .left == 1' | wc -l)" -eq 1 ] || fail "audit: $(cat "$STATE/audit.log")"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
+    [ "$(sed -n 2p "$HOOK_LOG")" = "revoke TWO api.example.test $id stdin= args=1" ] || fail "hook: $(cat "$HOOK_LOG")"
     [ ! -e "$rec" ] || fail "the record is left: $(cat "$rec")"
-    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after == \"a restart of the machine\"" | wc -l)" -eq 1 ] ||
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after == \"a restart of the machine\"" | wc -l)" -eq 2 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
     [ "$(audit '.event == "secret_sweep_done" and .left == 0' | wc -l)" -eq 1 ] || fail "audit: $(cat "$STATE/audit.log")"
     assert_world_clean
