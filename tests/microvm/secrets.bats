@@ -306,7 +306,7 @@ all_blocked() {
     [ -e "$BATS_FILE_TMPDIR/ws/suid" ] || fail "the copy in the workspace was not made at all"
 }
 
-@test "microvm --rootfs: hostile links at every place the guest mounts onto are resolved inside the root; a loop is refused; the host unchanged" {
+@test "microvm --rootfs: hostile links at every place the guest mounts onto are resolved inside the root; a loop and binds below links are refused; the host unchanged" {
     local F=$BATS_FILE_TMPDIR pv p v at
     echo "# two TCG boots on hostile roots: $(cat "$F/hostile.secs") s" >&3
     diff -u "$F/hostile.before" "$F/hostile.after" || fail "the host's canaries or the root's tree changed"
@@ -329,4 +329,17 @@ all_blocked() {
     [ "$(grep -c '^mount=' <<<"$output")" -eq 9 ] || fail "mounts: $output"
     assert_eq "$(cat "$F/loop.rc")" 125 "the run on a root with a loop at /proc"
     assert_contains "$(cat "$F/loop.err")" "proc"
+    # a --ro/--rw destination below the hostile root's links, or below the
+    # workspace (rootfs.bats' nested bind): refused before anything is made
+    mkdir -p "$T/src"
+    local opt
+    for opt in "--rootfs $F/hostile --ro $T/src:/data/ro" "--rootfs $F/hostile --rw $T/src:/mnt/rw" \
+        "--workspace $F/hws --ro $T/src:/workspace/sub/x"; do
+        # shellcheck disable=SC2086 # options and their values
+        run --separate-stderr "$AJ" run -q --isolation microvm $opt -- /bin/probe mounts </dev/null
+        assert_status 125
+        assert_contains "$stderr" "microvm"
+    done
+    hostile_listing >"$T/hostile.final"
+    diff -u "$F/hostile.before" "$T/hostile.final" || fail "a refused run changed the host"
 }
