@@ -3,11 +3,12 @@
 # level 3 (docs/security.md, "Attack x level"): tests/security/secrets.bats,
 # workspace_guard.bats, privilege.bats' setuid copy and rootfs.bats with
 # level 1's expectations where they apply. A TCG boot costs ~3 s, so
-# setup_file boots two VMs: one on the host's staged root that runs every
+# setup_file boots three VMs: one on the host's staged root that runs every
 # secret, mask, guard and setuid case as a script (each case's output after
-# a "=== NAME" line, checked case by case), one on a --rootfs with a hostile
-# link at every place the guest mounts onto. The host is listed before and
-# after (the workspace, the links' targets).
+# a "=== NAME" line, checked case by case; ~25-35 s on TCG, most of it the
+# guard's git and the scans), one on a --rootfs with a hostile link at every
+# place the guest mounts onto and one with a loop (~6 s both). The host is
+# listed before and after (the workspace, the links' targets).
 
 AJ_ISOLATION=microvm
 load ../security/helpers
