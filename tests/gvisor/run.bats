@@ -192,7 +192,8 @@ print(n)'
     hp=$((20000 + RANDOM % 20000))
     # busybox's httpd on the Sentry's loopback; its CGI script ends the
     # command once the host asked for it
-    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation gvisor --publish "$hp:8080" --publish "$((hp + 1)):8081" -- /bin/sh -c '
+    # (a relay's stall bound of 1 s: AGENTJAIL_RELAY_STALL_MS, for tests)
+    timeout -k 5 "$AJ_TIMEOUT" env AGENTJAIL_RELAY_STALL_MS=1000 "$AJ" run -q --isolation gvisor --publish "$hp:8080" --publish "$((hp + 1)):8081" -- /bin/sh -c '
         mkdir -p /tmp/w/cgi-bin && echo from-gvisor >/tmp/w/hello.txt
         head -c 8000000 /dev/zero >/tmp/w/big
         printf "#!/bin/sh\necho Content-Type: text/plain\necho\necho bye\ntouch /tmp/w/done\n" >/tmp/w/cgi-bin/done
@@ -215,6 +216,26 @@ print(n)'
     # a client that reads a few bytes of a large answer and hangs up: the
     # run goes on (no SIGPIPE), its status the command's
     curl -s -m 10 "http://127.0.0.1:$hp/big" | head -c 16 >/dev/null || true
+    # four clients that ask for the large answer and read none of it take
+    # the run's four relays; each is dropped after the stall bound, its
+    # relay free again (was: held for good, every later connection closed)
+    local k fd fds=()
+    for k in 1 2 3 4; do
+        exec {fd}<>"/dev/tcp/127.0.0.1/$hp"
+        printf 'GET /big HTTP/1.0\r\n\r\n' >&"$fd"
+        fds+=("$fd")
+    done
+    for fd in "${fds[@]}"; do # each answered: a relay of its own
+        for _ in $(seq 100); do read -r -t 0 -u "$fd" && break; sleep 0.1; done
+        read -r -t 0 -u "$fd" || fail "a stalled client got no answer"
+    done
+    body=
+    for _ in $(seq 40); do
+        body=$(curl -s -m 2 "http://127.0.0.1:$hp/hello.txt") && [ -n "$body" ] && break
+        sleep 0.25
+    done
+    assert_eq "$body" from-gvisor "a connection once four stalled clients were dropped"
+    for fd in "${fds[@]}"; do exec {fd}>&-; done
     assert_eq "$(curl -s -m 10 "http://127.0.0.1:$hp/cgi-bin/done")" bye "the CGI script"
     local rc=0
     wait "$job" || rc=$?
