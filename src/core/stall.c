@@ -13,7 +13,7 @@ int aj_relay_stall_init(aj_error *err)
 {
 	const char *v = getenv(AJ_RELAY_STALL_ENV);
 	unsigned long long n;
-	if (!v)
+	if (!v || !*v)
 		return 0;
 	if (aj_parse_uint(v, 3600000, &n) < 0 || n < 100) {
 		aj_err(err, EINVAL, "%s=%s: expected 100 to 3600000 (milliseconds)",
