@@ -316,7 +316,7 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		if (n > 0 && pf[1].revents && !s.gone)
 			to_agent(r, &s);
 		if (n > 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) && (cev & POLLIN) &&
-		    !r->answered && !s.gone && s.aoff >= s.alen)
+		    !r->answered && !s.gone && !s.client_gone && s.aoff >= s.alen)
 			from_client(r, &s);
 		else if (n > 0 && (pf[2].revents & (POLLHUP | POLLERR)) && s.client_end)
 			s.client_gone = true;
