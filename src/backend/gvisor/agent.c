@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -1093,6 +1094,24 @@ static int op_identity(json_t *q)
 	return answer(0);
 }
 
+/* A microVM started from its image's snapshot (microvm/box.c): the host
+ * hot-plugged the workspace's virtiofs (tag "ws"), mounted here as the
+ * guest's init mounts it at a boot; its device may still be probing. */
+static int op_workspace(void)
+{
+	if (mkdir("/workspace", 0755) < 0 && errno != EEXIST)
+		return answer(errno);
+	for (int i = 0; mount("ws", "/workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL) < 0;
+	     i++) {
+		/* no such tag yet: EINVAL (ENOENT in some kernels) */
+		if ((errno != EINVAL && errno != ENOENT) || i >= 1000)
+			return answer(errno);
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return answer(0);
+}
+
 /* ---- the ports proxy (levels 2 and 3) ---- */
 
 /* A TCP connection to port on the loopback address (127.0.0.1, else ::1
@@ -1239,6 +1258,8 @@ int main(int argc, char **argv)
 		return op_identity(q);
 	if (!strcmp(op, "connect"))
 		return op_connect(q);
+	if (!strcmp(op, "workspace"))
+		return op_workspace();
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
 	if (!path)
