@@ -95,6 +95,29 @@ static json_t *owner_json(pid_t also, bool *unknown)
 	return pids ? json_pack("{s:s,s:I,s:o}", "boot", boot, "pidns", ns, "pids", pids) : NULL;
 }
 
+/* Was a (valid) record's owner of another boot? */
+static bool owner_rebooted(json_t *owner)
+{
+	char boot[BOOT_ID_LEN + 1];
+	boot_id(boot);
+	return boot[0] && strcmp(boot, json_string_value(json_object_get(owner, "boot"))) != 0;
+}
+
+/* What a sweep's revoke comes after, for the audit */
+static const char *after_what(const aj_mintrec_out *out, json_t *o, const char *id)
+{
+	if (out && out->after)
+		return out->after;
+	if (owner_rebooted(json_object_get(o, "owner")))
+		return "a restart of the machine";
+	return strncmp(id, "run-", 4) == 0 ? "its run was killed" : "the service's crash";
+}
+
+static bool stopped(const aj_mintrec_out *out)
+{
+	return out && out->stop && __atomic_load_n(out->stop, __ATOMIC_RELAXED);
+}
+
 /* Is the owner of a (valid) record alive? One of its pids with its start
  * time in this boot; a record of another pid namespace is taken as alive
  * (its pids mean nothing here). -1: this boot's id or pid namespace is
@@ -315,11 +338,16 @@ void aj_mintrec_remove(const char *dir, const char *id)
 
 /* A record that cannot be trusted is set aside (never dropped, never
  * acted on): its credentials need revoking by hand. */
-static void record_bad(int dfd, const char *dir, const char *name, const char *why,
+static void record_bad(int dfd, const char *dir, const char *name, int fd, const char *why,
 		       const aj_mintrec_out *out)
 {
 	char aside[NAME_MAX + 16];
 	int r;
+	struct stat a, b;
+	/* only the file judged: a record its owner rewrote meanwhile is another */
+	if (fd >= 0 && (fstat(fd, &a) < 0 || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+			a.st_ino != b.st_ino || a.st_dev != b.st_dev))
+		return;
 	/* an earlier .bad-NAME is never replaced: the next free suffix */
 	snprintf(aside, sizeof(aside), ".bad-%s", name);
 	for (int k = 1; (r = renameat2(dfd, name, dfd, aside, RENAME_NOREPLACE)) < 0 &&
@@ -435,16 +463,23 @@ static json_t *record_load(int dfd, const char *fname, int *fd, const char **why
 	*fd = openat(dfd, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	json_t *o = NULL;
+	json_error_t jerr;
 	*why = NULL;
+	/* a failure of this process's (fds, memory, I/O) or a name gone is no
+	 * verdict on the record: it is left for later (*why stays NULL) */
+	if (*fd < 0 && (errno == ENOENT || errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+			errno == EIO || errno == EINTR))
+		return NULL;
 	if (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode))
 		*why = "not a regular file";
 	else if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
 		*why = "not a file of this user's own, mode 0600, with one link";
 	else if (st.st_size > (1 << 20))
 		*why = "larger than 1 MiB";
-	else if (!(o = json_loadfd(*fd, JSON_REJECT_DUPLICATES, NULL)))
+	else if (!(o = json_loadfd(*fd, JSON_REJECT_DUPLICATES, &jerr)) &&
+		 json_error_code(&jerr) != json_error_out_of_memory)
 		*why = "not JSON";
-	if (*why)
+	if (*why || !o)
 		return NULL;
 	const char *id = json_string_value(json_object_get(o, "sandbox"));
 	json_t *secrets = json_object_get(o, "secrets");
@@ -490,7 +525,7 @@ static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
 		aj_error err;
 		aj_err_clear(&err);
 		long long ms = deadline - now_ms();
-		if (ms <= 0) { /* the sweep's time is spent: the next start's */
+		if (ms <= 0 || stopped(out)) { /* the sweep's time is spent: the next start's */
 			*spent = true;
 			if (left)
 				json_array_append(left, s);
@@ -499,7 +534,7 @@ static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
 		if (aj_mint_revoke_lost(hook, name, hosts, n, id, (int)ms, &err) == 0) {
 			event(out, "secret_revoked",
 			      json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name, "after",
-					out && out->after ? out->after : "its owner ended"));
+					after_what(out, o, id)));
 			continue;
 		}
 		say(out, "sandbox %s: %s (kept in %s/%s for the next start)", id, err.msg, dir,
@@ -592,6 +627,7 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 			unlinkat(dfd, n, 0);
 		if (n[0] == '.')
 			continue;
+		spent |= stopped(out);
 		if (spent) {
 			left++;
 			continue;
@@ -600,8 +636,10 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 		int fd, alive = 0;
 		json_t *o = record_load(dfd, n, &fd, &why);
 		const char *rec_hook = json_string_value(json_object_get(o, "hook"));
-		if (!o)
-			record_bad(dfd, dir, n, why, out);
+		if (!o && !why)
+			left += errno != ENOENT; /* not judged now: for the next start */
+		else if (!o)
+			record_bad(dfd, dir, n, fd, why, out);
 		else if ((alive = owner_alive(json_object_get(o, "owner"))) != 0) {
 			/* its owner revokes it; or its owner cannot be judged */
 			if (alive < 0 && !told_unknown)
@@ -628,10 +666,10 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 		json_decref(o);
 		if (fd >= 0)
 			close(fd); /* the claim ends */
-		if (!spent && now_ms() >= deadline)
+		if (!spent && (now_ms() >= deadline || stopped(out)))
 			spent = true;
 	}
-	if (spent)
+	if (spent && !stopped(out))
 		say(out, "the sweep of %s took its %d s: what is left is for the next start", dir,
 		    SWEEP_MS / 1000);
 	json_decref(told);
@@ -665,7 +703,7 @@ int aj_mintrec_scan(const char *dir, unsigned *live, unsigned *lost, unsigned *b
 		int fd;
 		json_t *o = record_load(dfd, n, &fd, &why);
 		if (!o)
-			++*bad;
+			*bad += why != NULL;
 		else if (owner_alive(json_object_get(o, "owner")) != 0)
 			++*live;
 		else
