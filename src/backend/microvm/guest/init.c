@@ -300,8 +300,10 @@ static void setup_root(const char *cmdline)
 	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
-	if (mkdir("/mnt/rw/shm", 01777) < 0 || chmod("/mnt/rw/shm", 01777) < 0)
-		die("cannot make", "/mnt/rw/shm");
+	/* (named as where it shows: its mountinfo root is its mount point) */
+	if (mkdir("/mnt/rw/dev", 0755) < 0 || mkdir("/mnt/rw/dev/shm", 01777) < 0 ||
+	    chmod("/mnt/rw/dev/shm", 01777) < 0)
+		die("cannot make", "/mnt/rw/dev/shm");
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
@@ -327,7 +329,7 @@ static void setup_root(const char *cmdline)
 	/* /dev/shm: the writable tmpfs's directory (one --disk cap) */
 	char shm_at[64];
 	int shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
-	must_mount("/mnt/rw/shm", shm_at, NULL, MS_BIND, NULL);
+	must_mount("/mnt/rw/dev/shm", shm_at, NULL, MS_BIND, NULL);
 	close(shm);
 	shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
 	must_mount(NULL, shm_at, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL);
