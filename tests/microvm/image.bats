@@ -85,6 +85,20 @@ setsid sh -c '\''echo $$ > /tmp/p0; v=$(od -An -N4 -tu4 /dev/urandom | tr -d " "
 while :; do read n < /tmp/q; echo "$v $n" > /tmp/a.$n; done'\'' </dev/null >/dev/null 2>&1 &
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do [ -s /tmp/v0 ] && break; sleep 0.2; done; cat /tmp/v0'
 
+# Three busy processes that stop (SIGSTOP) the guest's next agent, or
+# init's child before it became one, and write its pid to /tmp/NAME (NAME
+# put in by the caller); the command ends once they all watch. A command
+# may signal an agent: both are root in the guest.
+STOPPER='read -r i </proc/1/cmdline; [ -n "$i" ] || exit 1
+for k in 1 2 3; do setsid sh -c '\''echo >/tmp/NAME.$3; while [ ! -e /tmp/NAME ]; do
+for p in /proc/[0-9]*; do n=${p#/proc/}
+[ "$n" -gt "$1" ] || continue
+c=; read -r c <$p/cmdline 2>/dev/null
+case $c in "$2"|agentjail-agentcg) kill -STOP "$n" && echo "$n" >/tmp/NAME && exit;; esac
+done; done'\'' _ $PPID "$i" $k </dev/null >/dev/null 2>&1 & done
+while [ ! -e /tmp/NAME.1 ] || [ ! -e /tmp/NAME.2 ] || [ ! -e /tmp/NAME.3 ]; do :; done
+echo started'
+
 ask() { # ID NAME: what the memory process answers
     stdout_of "$1" "echo $2 > /tmp/q; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do [ -s /tmp/a.$2 ] && break; sleep 0.2; done; cat /tmp/a.$2"
 }
@@ -354,18 +368,11 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     left=$(find /tmp/agentjail-microvm-* -maxdepth 1 -name 'fork-*' 2>/dev/null || true)
     [ -z "$left" ] || fail "a cancelled save left: $left"
     assert_eq "$(ask "$f" bound)" "$v bound" "the process after the cancelled save"
-    # a file read whose agent a command stopped (SIGSTOP, by a process that
-    # watches for the next agent): the host's cut-off after 2 s idle, then
-    # its stop, on which the guest's init kills the stopped agent; an error,
-    # and the VM serves on
-    stopper='head -c 33554432 /dev/zero >/tmp/big
-setsid sh -c '\''while :; do for p in /proc/[0-9]*; do n=${p#/proc/}
-[ "$n" -gt "$1" ] && [ "$n" != $$ ] || continue
-c=; read -r c <$p/cmdline 2>/dev/null
-[ "$c" = agentjail-agentcg ] && { kill -STOP "$n"; echo "$n" >/tmp/stopped; exit; }
-done; done'\'' _ $PPID </dev/null >/dev/null 2>&1 &
-echo started'
-    assert_eq "$(stdout_of "$f" "$stopper")" started "the stopper"
+    # a file read whose agent a command stopped (SIGSTOP): the host's
+    # cut-off after 2 s idle, then its stop, on which the guest's init
+    # kills the stopped agent; an error, and the VM serves on
+    out=$(stdout_of "$f" "head -c 33554432 /dev/zero >/tmp/big; ${STOPPER//NAME/stopped}")
+    assert_eq "$out" started "the stopper"
     t0=$(date +%s)
     code=$(api GET "/v1/sandboxes/$f/files?path=/tmp/big" -o "$BATS_TEST_TMPDIR/big" -w '%{http_code}')
     took=$(($(date +%s) - t0))
@@ -378,6 +385,24 @@ echo started'
     assert_eq "$(stdout_of "$f" 'cat /tmp/f')" parent "an exec after the cut-off"
     api_status GET "/v1/sandboxes/$f/files?path=/tmp/f"
     assert_eq "$status_code $body" "200 parent"$'\n' "a file read after the cut-off"
+    # a snapshot's walker stopped before it freezes the guest's commands:
+    # init kills it (the host's request unread), the host's cut-off ends
+    # the snapshot, nothing stored, the guest's processes not left frozen
+    out=$(stdout_of "$f" "${STOPPER//NAME/walker}")
+    assert_eq "$out" started "the stopper"
+    t0=$(date +%s)
+    api_status POST "/v1/sandboxes/$f/snapshot" -d '{"name": "stopped-walker"}'
+    took=$(($(date +%s) - t0))
+    assert_eq "$status_code" 500 "a snapshot whose walker was stopped: $body"
+    assert_contains "$body" snapshot_failed
+    assert_contains "$body" "2000 ms"
+    [ "$took" -le 20 ] || fail "the snapshot's cut-off came after $took s"
+    n=$(stdout_of "$f" 'cat /tmp/walker')
+    [[ "$n" =~ ^[0-9]+$ ]] || fail "no walker was stopped: $n"
+    assert_eq "$(stdout_of "$f" "cat /proc/$n/stat 2>/dev/null || echo gone")" gone "the stopped walker after the host's stop"
+    assert_eq "$(ask "$f" walk)" "$v walk" "the process after the stopped snapshot"
+    run "$AJ" image inspect stopped-walker
+    [ "$status" -ne 0 ] || fail "the failed snapshot stored an image: $output"
     api_status DELETE "/v1/sandboxes/$f"
     assert_eq "$status_code" 200
     svc_stop
