@@ -48,11 +48,12 @@ typedef struct aj_mv_vm {
 	char rootimg[PATH_MAX];	     /* --image/--rootfs: its squashfs (rootimg.c), or "" */
 	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
 	/* snapshots (snap.c): set before the boot when the VM may be saved and
-	 * restored (an image, no workspace); then its file and, when it
-	 * exists, the fd qemu restores from */
+	 * restored (an image, no NIC); then its file and, when it exists, the
+	 * fd qemu restores from. A workspace is hot-plugged after (box.c). */
 	bool snap;
 	bool restored;
-	bool cow; /* restored from a snapshot's pair: its RAM mapped private */
+	bool pair; /* restored from a snapshot's pair: its state over QMP */
+	bool cow;  /* and its RAM mapped private (without a workspace) */
 	int snapfd;
 	/* the VM's RAM (snap.c): a boot's memfd, shared with qemu (what a save
 	 * copies), or a restore's sealed snapshot RAM, mapped private */
