@@ -290,12 +290,21 @@ static void setup_root(const char *cmdline)
 		must_mount("/dev/vda", "/mnt/lower", "squashfs", MS_RDONLY | MS_NODEV, NULL);
 	else
 		must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
-	/* the writable layer: tmpfs capped by --disk (0: half the RAM) */
-	snprintf(opts, sizeof(opts), "mode=0755%s%s", strcmp(disk, "0") ? ",size=" : "",
-		 strcmp(disk, "0") ? disk : "");
+	/* the writable layer: tmpfs capped by --disk (0: half the RAM), in
+	 * bytes and inodes (aj.inodes=, level 1's count); it holds /dev/shm
+	 * too, so one cap bounds every writable place, as level 1's scratch */
+	char inodes[32];
+	arg(cmdline, "inodes", inodes, sizeof(inodes), "0");
+	snprintf(opts, sizeof(opts), "mode=0755%s%s%s%s", strcmp(disk, "0") ? ",size=" : "",
+		 strcmp(disk, "0") ? disk : "", strcmp(inodes, "0") ? ",nr_inodes=" : "",
+		 strcmp(inodes, "0") ? inodes : "");
 	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
+	/* (named as where it shows: its mountinfo root is its mount point) */
+	if (mkdir("/mnt/rw/dev", 0755) < 0 || mkdir("/mnt/rw/dev/shm", 01777) < 0 ||
+	    chmod("/mnt/rw/dev/shm", 01777) < 0)
+		die("cannot make", "/mnt/rw/dev/shm");
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
@@ -318,7 +327,14 @@ static void setup_root(const char *cmdline)
 	guest_dev();
 	mount_at("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		 "newinstance,ptmxmode=0666,mode=0620", 0755);
-	mount_at("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
+	/* /dev/shm: the writable tmpfs's directory (one --disk cap) */
+	char shm_at[64];
+	int shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
+	must_mount("/mnt/rw/dev/shm", shm_at, NULL, MS_BIND, NULL);
+	close(shm);
+	shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
+	must_mount(NULL, shm_at, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL);
+	close(shm);
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0"))
 		mount_at("ws", "workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
 	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
