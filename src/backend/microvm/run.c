@@ -11,6 +11,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -49,6 +50,7 @@ typedef struct mv_io {
 	aj_redactor red[2];
 	bool redact;
 	int in;			     /* our stdin, -1 once at its end */
+	int sfd;		     /* the signals passed on to the command, or -1 */
 	int tty;		     /* --tty: our terminal (its size followed), or -1 */
 	struct winsize ws;	     /* the size the guest's terminal has */
 	mv_out out[2];		     /* stdout, stderr */
@@ -244,12 +246,19 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = 99;
 		/* the agent's next frame once our reader took the last one */
 		bool held = out_pending(&io->out[0]) || out_pending(&io->out[1]);
-		struct pollfd pf[4] = {{held ? -1 : m->ports[0], POLLIN, 0},
+		struct pollfd pf[5] = {{held ? -1 : m->ports[0], POLLIN, 0},
 				       {io->in, POLLIN, 0},
 				       {out_pending(&io->out[0]) ? io->out[0].fd : -1, POLLOUT, 0},
-				       {out_pending(&io->out[1]) ? io->out[1].fd : -1, POLLOUT, 0}};
-		if (poll(pf, 4, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
+				       {out_pending(&io->out[1]) ? io->out[1].fd : -1, POLLOUT, 0},
+				       {io->sfd, POLLIN, 0}};
+		if (poll(pf, 5, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
 			return aj_err(err, errno, "poll");
+		struct signalfd_siginfo si;
+		if (pf[4].revents && read(io->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			/* as level 1's init: the caller's signal is the command's */
+			unsigned char sig = (unsigned char)si.ssi_signo;
+			(void)aj_agent_send(m->ports[0], AJ_AG_SIGNAL, &sig, 1);
+		}
 		for (int k = 0; k < 2; k++)
 			if (pf[2 + k].revents)
 				out_flush(&io->out[k]);
@@ -303,7 +312,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		aj_mv_publish_stop(&pb);
 		return r;
 	}
-	mv_io io = {.in = 0, .tty = -1};
+	mv_io io = {.in = 0, .tty = -1, .sfd = -1};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
 	if (aj_redactor_init_policy(&io.red[0], p) < 0 ||
@@ -320,6 +329,18 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	 * directory and cgroup would stay) */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
 	sigaction(SIGPIPE, &ign, &old_pipe);
+	/* SIGINT, SIGTERM ... go to the command, as at level 1, and the run
+	 * ends with it: never a VM directory or cgroup left by them (held
+	 * while the VM boots) */
+	sigset_t fwd, old_mask;
+	sigemptyset(&fwd);
+	int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); i++)
+		sigaddset(&fwd, fwd_sigs[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+	io.sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (io.sfd < 0) /* not passed on then, but never lost */
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	unsigned long long t0 = now_ms();
 	/* --tty: the command on a terminal of the guest (its output all on
 	 * stdout), ours raw meanwhile; its size is ours (24x80 without one) */
@@ -373,6 +394,9 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	out_drain(&io, io.deadline);
 	out_close(&io.out[0]);
 	out_close(&io.out[1]);
+	if (io.sfd >= 0)
+		close(io.sfd);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
 	return r;
 }
