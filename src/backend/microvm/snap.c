@@ -727,15 +727,19 @@ int aj_mv_snap_ram_copy(int sealed, const aj_cgroup *cg, aj_error *err)
 
 int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
 {
-	char cmd[PATH_MAX + 256];
+	char sock[PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s/ws.sock", vmdir);
 	qmp q = {.fd = -1};
 	int r = qmp_open(vmdir, &q, err);
-	json_t *j = NULL;
-	snprintf(cmd, sizeof(cmd),
-		 "{\"execute\":\"chardev-add\",\"arguments\":{\"id\":\"fsw\",\"backend\":"
-		 "{\"type\":\"socket\",\"data\":{\"server\":false,\"addr\":{\"type\":"
-		 "\"unix\",\"data\":{\"path\":\"%s/ws.sock\"}}}}}}",
-		 vmdir);
+	/* jansson's text: the path's quotes and backslashes stay a string */
+	json_t *j = json_pack("{s:s,s:{s:s,s:{s:s,s:{s:b,s:{s:s,s:{s:s}}}}}}", "execute",
+			      "chardev-add", "arguments", "id", "fsw", "backend", "type", "socket",
+			      "data", "server", 0, "addr", "type", "unix", "data", "path", sock);
+	_cleanup_free_ char *cmd = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	j = NULL;
+	if (r == 0 && !cmd)
+		r = aj_err(err, ENOMEM, "microvm: the workspace's chardev");
 	if (r == 0 && !(j = qmp_cmd(&q, cmd, -1, err)))
 		r = -EIO;
 	json_decref(j);
