@@ -284,17 +284,33 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 }
 
 /* --image/--rootfs: its squashfs, and the initramfs with the /etc layer
- * (rootimg.c) */
+ * (rootimg.c); a VM that may be restored gets the layer's hash (the
+ * snapshot's key) now, its initrd only if it boots (etc_initrd) */
 static int root_image(aj_mv_vm *m, aj_error *err)
 {
 	aj_mv_rootimg ri;
-	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, &ri, err);
+	m->etc_later = m->snap && !aj_net_tls_wanted(m->p); /* (stage_ca appends to it) */
+	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, !m->etc_later, &ri, err);
 	if (r < 0)
 		return r;
 	snprintf(m->rootimg, sizeof(m->rootimg), "%s", ri.sqfs);
-	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
+	if (!m->etc_later)
+		snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
 	m->etc_hash = ri.etc_hash;
 	return 0;
+}
+
+/* A boot's initrd (root_image): a restore runs the snapshot's guest, and
+ * qemu gets the cached initramfs, which it reads but the guest never does. */
+static int etc_initrd(aj_mv_vm *m, aj_error *err)
+{
+	if (!m->etc_later || m->restored)
+		return 0;
+	aj_mv_rootimg ri;
+	int r = aj_mv_rootimg_initrd(m->p, m->dir, m->h.initramfs, &ri, err);
+	if (r == 0)
+		snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
+	return r;
 }
 
 /* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
@@ -574,6 +590,9 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		}
 		if (m->ramfd < 0)
 			return aj_err(err, errno, "microvm: the VM's RAM (memfd)");
+		int r = etc_initrd(m, err);
+		if (r < 0)
+			return r;
 		strcat(memobj, m->cow ? ",share=off" : ",share=on");
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;

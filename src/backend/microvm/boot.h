@@ -47,6 +47,7 @@ typedef struct aj_mv_vm {
 	bool freezer;		     /* set before the boot: cg gets a freezer (a box's pause) */
 	char rootimg[PATH_MAX];	     /* --image/--rootfs: its squashfs (rootimg.c), or "" */
 	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
+	bool etc_later;		     /* the /etc layer's initrd made only for a boot */
 	/* snapshots (snap.c): set before the boot when the VM may be saved and
 	 * restored (an image, no workspace); then its file and, when it
 	 * exists, the fd qemu restores from */
