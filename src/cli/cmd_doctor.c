@@ -79,9 +79,9 @@ static void print_text(const aj_check *c, size_t n, bool can_run)
 		       fail == 1 ? "" : "s");
 }
 
-/* Records of minted secrets of runs (docs/network.md, the mint hook):
- * those whose run is gone await the next run or serve; .bad- ones a
- * person. (The service revokes its own at its start.) */
+/* Records of minted secrets of runs and services (docs/network.md, the
+ * mint hook): those whose owner is gone await the next run or serve;
+ * .bad- ones a person. */
 static void minted_doctor(aj_check *c)
 {
 	char dir[PATH_MAX];
@@ -98,13 +98,14 @@ static void minted_doctor(aj_check *c)
 		return;
 	}
 	snprintf(c->detail, sizeof(c->detail),
-		 "%s: %u record%s of live runs, %u of runs that are gone, %u set aside", dir, live,
-		 live == 1 ? "" : "s", lost, bad);
+		 "%s: %u record%s of live runs and services, %u of ones that are gone, %u set "
+		 "aside",
+		 dir, live, live == 1 ? "" : "s", lost, bad);
 	if (lost || bad) {
 		c->status = AJ_CHECK_WARN;
 		snprintf(c->fix, sizeof(c->fix),
-			 "the next agentjail run or serve that starts revokes those of runs that "
-			 "are gone (with the hook each names); revoke the credentials of the "
+			 "the next agentjail run or serve that starts revokes those whose owner "
+			 "is gone (with the hook each names); revoke the credentials of the "
 			 ".bad-* records by hand, then remove them");
 	}
 }

@@ -32,7 +32,8 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static aj_sandbox **reg;
 static size_t reg_n, reg_cap;
 static char state_dir[PATH_MAX];
-static char minted_dir[PATH_MAX]; /* what each sandbox's mint hook made (no values) */
+static char minted_dir[PATH_MAX];     /* what each sandbox's mint hook made (no values) */
+static char old_minted_dir[PATH_MAX]; /* --state-dir/minted: an older agentjail's, swept */
 static unsigned reg_max;
 static const char *reg_mint;
 
@@ -67,7 +68,11 @@ bool aj_node_name_valid(const char *name, const char **why)
 void aj_registry_init(const char *dir, unsigned max, const char *node)
 {
 	snprintf(state_dir, sizeof(state_dir), "%s/sandboxes", dir);
-	snprintf(minted_dir, sizeof(minted_dir), "%s/minted", dir);
+	/* beside the runs' records, in the state that outlives a reboot (an
+	 * --state-dir such as /run/agentjail does not: a machine that went
+	 * down would leave its minted credentials unrevoked) */
+	snprintf(minted_dir, sizeof(minted_dir), "%s/minted", aj_state_dir());
+	snprintf(old_minted_dir, sizeof(old_minted_dir), "%s/minted", dir);
 	snprintf(node_name, sizeof(node_name), "%s", node ? node : "");
 	reg_max = max;
 }
@@ -107,9 +112,18 @@ static void sweep_one(const char *path)
 
 /* The record of what the mint hook makes for sandbox id (mintrec.h),
  * written before it runs and removed once revoked: a killed service's
- * next start revokes what it names (aj_registry_revoke_lost). */
+ * next start revokes what it names (aj_registry_revoke_lost_start). */
 static int minted_write(const aj_sandbox *sb, bool only_minted, aj_error *err)
 {
+	int r = aj_mkdir_p(aj_state_dir(), 0755);
+	if (r < 0 && r != -EEXIST) {
+		aj_err(err, -r,
+		       "cannot make the state directory %s (the records of minted secrets)",
+		       aj_state_dir());
+		aj_err_hint(err, "set AGENTJAIL_STATE_DIR to a directory of the service's user "
+				 "(not writable by others) that outlives a reboot");
+		return r;
+	}
 	return aj_mintrec_write(minted_dir, sb->id, &sb->policy, only_minted, reg_mint, 0, err);
 }
 
@@ -125,16 +139,36 @@ static void sweep_event(void *ctx, const char *ev, json_t *o)
 	aj_audit(ev, o);
 }
 
-void aj_registry_revoke_lost(void)
+static pthread_t sweep_thread;
+static bool sweep_started;
+static int sweep_stop; /* set (atomically) at the service's stop */
+
+/* The records whose owner is gone, of the service's sandboxes and of runs
+ * (one directory), and those an older version kept in the --state-dir */
+static void *revoke_lost(void *arg)
 {
-	aj_mintrec_out out = {sweep_say, sweep_event, NULL, "the service's crash"};
-	(void)aj_mintrec_sweep(minted_dir, reg_mint, &out);
-	/* and what killed runs left (docs/network.md) */
-	char runs[PATH_MAX];
-	snprintf(runs, sizeof(runs), "%s/minted", aj_state_dir());
-	out.after = "its run was killed";
-	if (strcmp(runs, minted_dir) != 0)
-		(void)aj_mintrec_sweep(runs, reg_mint, &out);
+	(void)arg;
+	aj_mintrec_out out = {sweep_say, sweep_event, NULL, NULL, &sweep_stop};
+	int left = aj_mintrec_sweep(minted_dir, reg_mint, &out);
+	if (strcmp(old_minted_dir, minted_dir) != 0)
+		left += aj_mintrec_sweep(old_minted_dir, reg_mint, &out);
+	aj_audit("secret_sweep_done", json_pack("{s:i}", "left", left));
+	return NULL;
+}
+
+void aj_registry_revoke_lost_start(void)
+{
+	sweep_started = pthread_create(&sweep_thread, NULL, revoke_lost, NULL) == 0;
+	if (!sweep_started) /* no thread: done here, the requests wait */
+		(void)revoke_lost(NULL);
+}
+
+void aj_registry_revoke_lost_stop(void)
+{
+	__atomic_store_n(&sweep_stop, 1, __ATOMIC_RELAXED);
+	if (sweep_started)
+		pthread_join(sweep_thread, NULL);
+	sweep_started = false;
 }
 
 void aj_registry_sweep(void)

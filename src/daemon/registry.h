@@ -49,11 +49,15 @@ void aj_registry_init(const char *state_dir, unsigned max, const char *node);
 void aj_registry_set_mint(const char *cmd);
 /* Remove what a previous (killed) service left, before serving. */
 void aj_registry_sweep(void);
-/* At start, after the sweep and with the audit log open: revoke what a
- * killed service's mint hook made (its record's secrets, stdin empty: no
- * value was kept), then drop the record; kept when this start has no
- * --secret-mint to revoke them with. */
-void aj_registry_revoke_lost(void);
+/* At start, after the sweep, with the audit log open and the front
+ * listening: in a thread of its own, revoke what the mint hook made for
+ * sandboxes of killed services and runs (their records' secrets, stdin
+ * empty: no value was kept), then drop each record (kept when this start
+ * has no --secret-mint to revoke them with); a secret_sweep_done audit
+ * line at its end. stop: the sweep ends after the revoke in flight (the
+ * rest is left for the next start) and is waited for. */
+void aj_registry_revoke_lost_start(void);
+void aj_registry_revoke_lost_stop(void);
 /* Before a create request (a pool's sandbox or a new one, sup_api.c): its
  * "timeout" taken out of req (*ttl), room in the registry and in the
  * current tenant's cap. 0, or a negative errno with err filled. */

@@ -100,7 +100,6 @@ static int start(const aj_daemon_opts *o, aj_error *err)
 	snprintf(path, sizeof(path), "%s/audit.log", o->state_dir);
 	if (aj_audit_open(path, err) < 0)
 		return -EIO;
-	aj_registry_revoke_lost(); /* once what used them is gone (the sweep) */
 	_cleanup_free_ char *sockdir = strdup(o->socket);
 	char *slash = sockdir ? strrchr(sockdir, '/') : NULL;
 	if (slash && slash != sockdir) {
@@ -179,6 +178,9 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 	if (r == 0) {
 		aj_audit("start", json_pack("{s:s, s:s?, s:i, s:i}", "socket", o->socket, "listen",
 					    o->listen, "pid", (int)getpid(), "front", (int)front));
+		/* once what used them is gone (the sweep) and the front is
+		 * there: requests are served while the hook revokes */
+		aj_registry_revoke_lost_start();
 		r = aj_sup_serve(sock[0], front, &stopping);
 		int status = reap_front(front);
 		if (r == -EPIPE && !stopping) {
@@ -190,6 +192,7 @@ int aj_daemon_run(const aj_daemon_opts *o, aj_error *err)
 		} else {
 			r = 0;
 		}
+		aj_registry_revoke_lost_stop();
 		aj_audit("stop", NULL);
 	}
 	aj_registry_destroy_all();

@@ -95,6 +95,29 @@ static json_t *owner_json(pid_t also, bool *unknown)
 	return pids ? json_pack("{s:s,s:I,s:o}", "boot", boot, "pidns", ns, "pids", pids) : NULL;
 }
 
+/* Was a (valid) record's owner of another boot? */
+static bool owner_rebooted(json_t *owner)
+{
+	char boot[BOOT_ID_LEN + 1];
+	boot_id(boot);
+	return boot[0] && strcmp(boot, json_string_value(json_object_get(owner, "boot"))) != 0;
+}
+
+/* What a sweep's revoke comes after, for the audit */
+static const char *after_what(const aj_mintrec_out *out, json_t *o, const char *id)
+{
+	if (out && out->after)
+		return out->after;
+	if (owner_rebooted(json_object_get(o, "owner")))
+		return "a restart of the machine";
+	return strncmp(id, "run-", 4) == 0 ? "its run was killed" : "the service's crash";
+}
+
+static bool stopped(const aj_mintrec_out *out)
+{
+	return out && out->stop && __atomic_load_n(out->stop, __ATOMIC_RELAXED);
+}
+
 /* Is the owner of a (valid) record alive? One of its pids with its start
  * time in this boot; a record of another pid namespace is taken as alive
  * (its pids mean nothing here). -1: this boot's id or pid namespace is
@@ -490,7 +513,7 @@ static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
 		aj_error err;
 		aj_err_clear(&err);
 		long long ms = deadline - now_ms();
-		if (ms <= 0) { /* the sweep's time is spent: the next start's */
+		if (ms <= 0 || stopped(out)) { /* the sweep's time is spent: the next start's */
 			*spent = true;
 			if (left)
 				json_array_append(left, s);
@@ -499,7 +522,7 @@ static int record_revoke(int dfd, const char *dir, const char *fname, json_t *o,
 		if (aj_mint_revoke_lost(hook, name, hosts, n, id, (int)ms, &err) == 0) {
 			event(out, "secret_revoked",
 			      json_pack("{s:s,s:s,s:s}", "sandbox", id, "secret", name, "after",
-					out && out->after ? out->after : "its owner ended"));
+					after_what(out, o, id)));
 			continue;
 		}
 		say(out, "sandbox %s: %s (kept in %s/%s for the next start)", id, err.msg, dir,
@@ -628,10 +651,10 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 		json_decref(o);
 		if (fd >= 0)
 			close(fd); /* the claim ends */
-		if (!spent && now_ms() >= deadline)
+		if (!spent && (now_ms() >= deadline || stopped(out)))
 			spent = true;
 	}
-	if (spent)
+	if (spent && !stopped(out))
 		say(out, "the sweep of %s took its %d s: what is left is for the next start", dir,
 		    SWEEP_MS / 1000);
 	json_decref(told);

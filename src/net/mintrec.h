@@ -17,12 +17,16 @@
 #include "policy.h"
 
 /* Where the sweep says what it did: an error line, an audit event (takes
- * the object), and what the revokes come "after" (the audit's word). */
+ * the object), what the revokes come "after" (the audit's word; NULL:
+ * said per record: a reboot, a killed run, the service's crash), and a
+ * flag that, once non-zero, ends the sweep early (the rest is left for
+ * the next start). */
 typedef struct aj_mintrec_out {
 	void (*say)(void *ctx, const char *msg);
 	void (*event)(void *ctx, const char *event, json_t *fields);
 	void *ctx;
 	const char *after;
+	const int *stop;
 } aj_mintrec_out;
 
 /* Open dir, checked: its parent (the state directory) owned by the euid

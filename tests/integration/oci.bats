@@ -23,6 +23,12 @@ setup() {
 teardown() {
     local c
     for c in $(ls "$S" 2>/dev/null); do oci delete --force "$c" >/dev/null 2>&1 || true; done
+    # the cpu cgroup a test made (its processes gone with the containers)
+    local i
+    for i in $(seq 50); do
+        [ -n "${CPU_PARENT:-}" ] && [ -d "$CPU_PARENT" ] || break
+        rmdir "$CPU_PARENT" 2>/dev/null || sleep 0.05
+    done
     aj_teardown
 }
 
@@ -57,8 +63,9 @@ oci() {
 
 # oci_create ID: create under the reaper, in the background; returns when
 # create has (the pid file, or the reaper's report of a failed create).
+# OCI_WRAP (an array): a command it runs under (a cgroup of the test's).
 oci_create() {
-    python3 "$BATS_TEST_DIRNAME/oci_reaper.py" "$T/$1.pid" "$T/$1.exit" -- \
+    ${OCI_WRAP[@]+"${OCI_WRAP[@]}"} python3 "$BATS_TEST_DIRNAME/oci_reaper.py" "$T/$1.pid" "$T/$1.exit" -- \
         "$AJ" oci --root "$S" create --bundle "$B" --pid-file "$T/$1.pid" "$1" \
         </dev/null >"$T/$1.out" 2>"$T/$1.err" 3>&- &
     AJ_BG_PID=$!
@@ -309,6 +316,54 @@ lines() { wc -l <"$T/$1.out"; }
     run oci delete p1
     assert_status 0
     assert_gone p1 "$mon" "$ctr"
+}
+
+@test "oci: an update the kernel refuses half-way puts back every value written before it" {
+    # a cpu quota above the parent cgroup's passes every check but the
+    # kernel's (cgroup v1: EINVAL at the write), after the memory, the
+    # reservation, pids and the period are written: all are put back
+    [ "$(id -u)" -eq 0 ] || skip "needs root (a cpu cgroup of the test's)"
+    local top=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/self/cgroup)
+    [ -f "$top/cpu.cfs_quota_us" ] && [ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ] ||
+        skip "needs the cgroup v1 cpu and memory (with swap accounting) controllers"
+    CPU_PARENT=${top%/}/ocirollback-$BASHPID
+    mkdir "$CPU_PARENT"
+    echo 50000 >"$CPU_PARENT/cpu.cfs_quota_us"
+    bundle_config '["/bin/sleep", "60"]'
+    sed -i 's|"resources": {|"resources": {"cpu": {"quota": 20000, "period": 100000}, |' "$B/config.json"
+    OCI_WRAP=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CPU_PARENT")
+    oci_create u1
+    run oci start u1
+    assert_status 0
+    local pid mem pids cpu knobs before
+    pid=$(state_field u1 pid)
+    mem=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/"$pid"/cgroup)
+    pids=/sys/fs/cgroup/pids$(sed -n 's/^[0-9]*:pids://p' /proc/"$pid"/cgroup)
+    cpu=/sys/fs/cgroup/cpu$(sed -n 's/^[0-9]*:cpu\(,cpuacct\)*://p' /proc/"$pid"/cgroup)
+    [[ "$cpu" == "$CPU_PARENT"/* ]] || fail "the container's cpu cgroup $cpu is not in $CPU_PARENT"
+    knobs=("$mem"/memory.{kmem.tcp.limit_in_bytes,limit_in_bytes,memsw.limit_in_bytes,soft_limit_in_bytes}
+        "$pids/pids.max" "$cpu"/cpu.{cfs_period_us,cfs_quota_us,shares})
+    before=$(cat "${knobs[@]}")
+    assert_eq "$(cat "$mem/memory.limit_in_bytes") $(cat "$pids/pids.max") $(cat "$cpu/cpu.cfs_quota_us")" \
+        "268435456 64 20000" "the bundle's limits"
+    echo '{"memory": {"limit": 134217728, "reservation": 67108864}, "pids": {"limit": 32},
+        "cpu": {"quota": 100000, "period": 100000, "shares": 300}}' >"$T/res.json"
+    run --separate-stderr oci update --resources "$T/res.json" u1
+    assert_status 125
+    assert_contains "$stderr" "linux.resources.cpu.quota: the kernel refused 100000 for $cpu/cpu.cfs_quota_us"
+    assert_contains "$stderr" "nothing was changed: the values written before it were put back"
+    assert_eq "$(cat "${knobs[@]}")" "$before" "every knob after the refused update"
+    # the same update within the parent's quota is taken whole
+    sed -i 's|"quota": 100000|"quota": 25000|' "$T/res.json"
+    run oci update --resources "$T/res.json" u1
+    assert_status 0
+    assert_eq "$(cat "$mem/memory.limit_in_bytes") $(cat "$mem/memory.soft_limit_in_bytes") $(cat "$pids/pids.max")" \
+        "134217728 67108864 32" "after the update"
+    assert_eq "$(cat "$cpu/cpu.cfs_period_us") $(cat "$cpu/cpu.cfs_quota_us") $(cat "$cpu/cpu.shares")" \
+        "100000 25000 300" "the cpu after the update"
+    run oci delete --force u1
+    assert_status 0
+    wait_exit u1 >/dev/null
 }
 
 gone_within() { # PID: gone (or a zombie) within 10 s

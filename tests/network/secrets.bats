@@ -291,7 +291,7 @@ EOS
     AJ_BG_PID=
     ! grep -q '^revoke' "$log" || fail "revoked: $(cat "$log")"
     "$AJ" doctor --json | jq -e '.[] | select(.name == "minted secrets" and .status == "warn") |
-        .detail | contains("0 records of live runs, 1 of runs that are gone")' >/dev/null ||
+        .detail | contains("0 records of live runs and services, 1 of ones that are gone")' >/dev/null ||
         fail "doctor: $("$AJ" doctor --json | jq -c '.[] | select(.name == "minted secrets")')"
     # crash leftovers of record writers: gone (4194305: no pid is), too old,
     # and one of a live writer (this shell), which stays

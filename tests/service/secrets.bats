@@ -29,12 +29,32 @@ v=\$(cat)
 echo "\$1 \$AGENTJAIL_SECRET \$AGENTJAIL_SECRET_HOSTS \$AGENTJAIL_SANDBOX stdin=\$v args=\$#" >>"$HOOK_LOG"
 [ "\$AGENTJAIL_SECRET" = BAD ] && { echo "the issuer refused \$AGENTJAIL_SECRET" >&2; exit 3; }
 [ "\$1" = revoke ] && [ -e "$BATS_TEST_TMPDIR/issuer-down" ] && { echo "the issuer is down" >&2; exit 4; }
+if [ "\$1" = revoke ] && [ -e "$BATS_TEST_TMPDIR/slow" ]; then
+    : >"$BATS_TEST_TMPDIR/revoking"; i=0
+    while [ ! -e "$BATS_TEST_TMPDIR/release" ] && [ \$i -lt 40 ]; do sleep 0.1; i=\$((i+1)); done
+    : >"$BATS_TEST_TMPDIR/revoked"
+fi
 [ "\$1" = mint ] && [ -e "$BATS_TEST_TMPDIR/rm-ws" ] && rmdir "$BATS_TEST_TMPDIR/gone"
 [ "\$1" = mint ] && echo "minted-\$AGENTJAIL_SANDBOX-\$AGENTJAIL_SECRET"
 exit 0
 EOF
     chmod 755 "$HOOK"
     : >"$HOOK_LOG"
+    # the records of minted secrets (AGENTJAIL_STATE_DIR/minted): in the
+    # service's --state-dir here, as svc_start's STATE
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
+}
+
+# serve revokes what was left in a thread, once it answers: wait for the
+# sweep's secret_sweep_done line (one per start)
+swept() {
+    local i
+    for i in $(seq 300); do
+        [ "$(audit '.event == "secret_sweep_done"' | wc -l)" -ge "$(audit '.event == "start"' | wc -l)" ] &&
+            return 0
+        sleep 0.05
+    done
+    fail "serve's sweep did not end: $(cat "$STATE/audit.log")"
 }
 
 teardown() {
@@ -157,6 +177,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     rm "$BATS_TEST_TMPDIR/issuer-down"
     svc_stop
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
     grep -qx "revoke GOOD api.example.test $id stdin= args=1" "$HOOK_LOG" || fail "hook: $(cat "$HOOK_LOG")"
     [ "$(jq -c '[.secrets[].name]' "$rec")" = '["BAD"]' ] || fail "the record after its revoke: $(cat "$rec")"
     rm "$rec" # BAD's issuer always refuses: revoked by hand
@@ -191,6 +212,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     svc_crash
     ! grep -q "^revoke" "$HOOK_LOG" || fail "revoked already: $(cat "$HOOK_LOG")"
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
     # one revoke per minted secret, with its name, hosts and sandbox; no value
     grep -qx "revoke ONE api.example.test $id stdin= args=1" "$HOOK_LOG" &&
         grep -qx "revoke TWO api.example.test,\*.example.test $id stdin= args=1" "$HOOK_LOG" ||
@@ -240,6 +262,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     ino=$(stat -c %i "$rec")
     touch "$BATS_TEST_TMPDIR/issuer-down"
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
     ! grep -q "sb-00000000000000" "$HOOK_LOG" || fail "a bad record reached the hook: $(cat "$HOOK_LOG")"
     for b in $bad; do
         [ ! -e "$STATE/minted/sb-00000000000000$b.json" ] && [ -e "$STATE/minted/.bad-sb-00000000000000$b.json" ] ||
@@ -260,9 +283,76 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     rm "$BATS_TEST_TMPDIR/issuer-down"
     svc_stop
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
     [ ! -e "$rec" ] || fail "the record is left after its revoke"
     [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after != null" | wc -l)" -eq 1 ] ||
         fail "audit: $(cat "$STATE/audit.log")"
+    assert_world_clean
+}
+
+@test "service: what it minted is revoked after a reboot (records in AGENTJAIL_STATE_DIR, not the --state-dir); serve answers while the hook revokes; a stop ends the sweep" {
+    # AGENTJAIL_STATE_DIR outlives a reboot; the --state-dir (/run/agentjail
+    # by default) does not (the old code kept the records there)
+    export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/var
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    local id rec
+    id=$(sb_create "{\"allow\": [\"api.example.test\"], \"dns\": \"192.0.2.53\",
+        \"secret\": {\"ONE\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]},
+                     \"TWO\": {\"value\": \"$VALUE\", \"hosts\": [\"api.example.test\"]}}}")
+    rec=$AGENTJAIL_STATE_DIR/minted/$id.json
+    [ -f "$rec" ] && [ ! -e "$STATE/minted" ] || fail "the record: $(ls -laR "$AGENTJAIL_STATE_DIR" "$STATE")"
+    # the machine goes down before the revoke went through (the issuer is
+    # down for the stop's): the record stays
+    touch "$BATS_TEST_TMPDIR/issuer-down"
+    svc_stop
+    rm "$BATS_TEST_TMPDIR/issuer-down"
+    [ -f "$rec" ] || fail "no record after a failed revoke"
+    # a reboot: the --state-dir is gone, the record is of another boot; its
+    # owner's pid is one alive in this boot (so only the boot says gone)
+    local me=$BASHPID start
+    start=$(sed 's/.*) //' /proc/$me/stat | cut -d' ' -f20)
+    jq -c --arg b "$(cat /proc/sys/kernel/random/uuid)" --argjson p "[[$me, $start]]" \
+        '.owner.boot = $b | .owner.pids = $p' "$rec" >"$rec.new"
+    chmod 600 "$rec.new" && mv "$rec.new" "$rec"
+    rm -rf "$STATE"
+    # the start's sweep revokes it in a thread: the socket answers while
+    # the hook runs (the old code swept before it listened)
+    : >"$HOOK_LOG"
+    touch "$BATS_TEST_TMPDIR/slow"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    local i
+    for i in $(seq 100); do
+        [ -e "$BATS_TEST_TMPDIR/revoking" ] && break
+        sleep 0.05
+    done
+    api_status GET /v1/sandboxes
+    [ "$status_code" = 200 ] || fail "list during the sweep: $status_code $body"
+    [ -e "$BATS_TEST_TMPDIR/revoking" ] && [ ! -e "$BATS_TEST_TMPDIR/revoked" ] ||
+        fail "the hook is not revoking while serve answers: $(ls "$BATS_TEST_TMPDIR") $(cat "$HOOK_LOG")"
+    [ "$(audit '.event == "secret_sweep_done"' | wc -l)" -eq 0 ] || fail "the sweep ended already"
+    # a stop while ONE's revoke runs: it waits for that revoke (let go once
+    # the front is gone, when the stop has begun) and leaves TWO to the next
+    # start, in the record
+    local front
+    front=$(audit '.event == "start"' | jq -r .front | tail -1)
+    kill -TERM "$SVC_PID"
+    for i in $(seq 100); do
+        kill -0 "$front" 2>/dev/null || break
+        sleep 0.05
+    done
+    sleep 0.1
+    touch "$BATS_TEST_TMPDIR/release"
+    svc_stop
+    [ "$(cat "$HOOK_LOG")" = "revoke ONE api.example.test $id stdin= args=1" ] || fail "hook: $(cat "$HOOK_LOG")"
+    [ "$(jq -c '[.secrets[].name]' "$rec")" = '["TWO"]' ] || fail "the record after the stop: $(cat "$rec")"
+    [ "$(audit '.event == "secret_sweep_done" and .left == 1' | wc -l)" -eq 1 ] || fail "audit: $(cat "$STATE/audit.log")"
+    svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
+    [ "$(sed -n 2p "$HOOK_LOG")" = "revoke TWO api.example.test $id stdin= args=1" ] || fail "hook: $(cat "$HOOK_LOG")"
+    [ ! -e "$rec" ] || fail "the record is left: $(cat "$rec")"
+    [ "$(audit ".event == \"secret_revoked\" and .sandbox == \"$id\" and .after == \"a restart of the machine\"" | wc -l)" -eq 2 ] ||
+        fail "audit: $(cat "$STATE/audit.log")"
+    [ "$(audit '.event == "secret_sweep_done" and .left == 0' | wc -l)" -eq 1 ] || fail "audit: $(cat "$STATE/audit.log")"
     assert_world_clean
 }
 
@@ -306,6 +396,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     svc_stop
     : >"$BATS_TEST_TMPDIR/serve.log"
     svc_start --upstream-ca "$CERTS/ca.crt" --secret-mint "$HOOK"
+    swept
     grep -qF "$STATE/minted: not a directory of this user's (uid 0), mode 0700" "$BATS_TEST_TMPDIR/serve.log" ||
         fail "serve's start: $(cat "$BATS_TEST_TMPDIR/serve.log")"
     [ "$(audit ".event == \"secret_revoke_failed\" and .record == \"$STATE/minted\"" | wc -l)" -eq 1 ] ||

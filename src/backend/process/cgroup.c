@@ -975,8 +975,11 @@ int aj_cgroup_update_all(const aj_cgroup *cg, const aj_policy *p, aj_error *err)
 				    "delete the container",
 				    left);
 		else
-			aj_err_hint(err, "nothing was changed (e.g. a memory limit below what the "
-					 "container uses now)");
+			aj_err_hint(err,
+				    "nothing was changed: the values written before it were put "
+				    "back (the kernel refuses e.g. a memory limit below what the "
+				    "container uses now, or on cgroup v1 a cpu quota above its "
+				    "parent cgroup's)");
 		break;
 	}
 	free(ops);

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inroot.h"
+
 #define PORT_NAME "aj.agent"
 #define MAX_PORTS 8
 #define AGENT "/agentjail-agent"
@@ -111,6 +113,57 @@ static void must_mount(const char *src, const char *dst, const char *type, unsig
 			sleep_ms(5);
 }
 
+/* The new root (/newroot), its paths resolved inside it: an image's links
+ * (`proc -> /oldroot/x`, `dev -> ../../..`) are followed as if the root
+ * were /, never into the initramfs, as level 1 does (inroot.c). */
+static int newroot = -1;
+
+/* REL in the new root as a path mount(2) takes (/proc/self/fd/N in out,
+ * the fd returned): a directory made with its parents when missing (dir),
+ * else what is there; dies naming REL when it can't be had. */
+static int in_root(const char *rel, bool dir, mode_t mode, char *out, size_t len)
+{
+	int fd =
+	    dir ? aj_mkdir_in_root(newroot, rel, mode) : aj_open_in_root(newroot, rel, O_PATH, 0);
+	if (fd < 0) {
+		errno = -fd;
+		die("cannot resolve in the root", rel);
+	}
+	snprintf(out, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* mount at REL of the new root (resolved inside it) */
+static void mount_at(const char *src, const char *rel, const char *type, unsigned long flags,
+		     const char *data, mode_t mode)
+{
+	char at[64];
+	int fd = in_root(rel, true, mode, at, sizeof(at));
+	must_mount(src, at, type, flags, data);
+	close(fd);
+}
+
+/* FROM of the tree of root (the new root, or the root's share) bound
+ * read-only at AT of the new root, each resolved inside its root */
+static void bind_ro(int root, const char *from, const char *rel, unsigned long extra)
+{
+	char at[64], src[64];
+	int s = aj_open_in_root(root, from, O_PATH, 0);
+	if (s < 0) {
+		errno = -s;
+		die("cannot resolve in the root", from);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", s);
+	int fd = in_root(rel, false, 0, at, sizeof(at));
+	must_mount(src, at, NULL, MS_BIND, NULL);
+	close(fd);
+	close(s);
+	fd = in_root(rel, false, 0, at, sizeof(at));
+	must_mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | extra,
+		   NULL);
+	close(fd);
+}
+
 /* The virtio-serial port named name (/sys/class/virtio-ports/vportNpM/name). */
 static int open_port(const char *want)
 {
@@ -144,16 +197,6 @@ static int open_port(const char *want)
 	die("no virtio-serial port", want);
 }
 
-static void mkdir_p(char *path)
-{
-	for (char *q = path + 1; (q = strchr(q, '/')); q++) {
-		*q = '\0';
-		mkdir(path, 0755);
-		*q = '/';
-	}
-	mkdir(path, 0755);
-}
-
 /* aj.binds=rDEST,wDEST... (boot.c, %XX-escaped): a --ro bind is the root's
  * share's (its virtiofsd's view is read-only) bound over the overlay,
  * read-only; a --rw one the next virtiofs tag b0, b1 ... */
@@ -163,6 +206,7 @@ static void mount_binds(const char *cmdline)
 	if (!*arg(cmdline, "binds", list, sizeof(list), ""))
 		return;
 	unsigned rw = 0;
+	int lower = -1;
 	for (char *s = list, *save = NULL, *t; (t = strtok_r(s, ",", &save)); s = NULL) {
 		char dest[PATH_MAX], *o = dest;
 		for (const char *c = t + 1; *c && o < dest + sizeof(dest) - 1; c++) {
@@ -173,20 +217,20 @@ static void mount_binds(const char *cmdline)
 				*o++ = *c;
 		}
 		*o = '\0';
-		char dst[PATH_MAX + 16], src[PATH_MAX + 16];
-		snprintf(dst, sizeof(dst), "/newroot%s", dest);
 		if (t[0] == 'r') {
-			snprintf(src, sizeof(src), "/mnt/lower%s", dest);
-			must_mount(src, dst, NULL, MS_BIND, NULL);
-			must_mount(NULL, dst, NULL,
-				   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+			/* staged by the host at the same path of the root's share */
+			if (lower < 0 &&
+			    (lower = open("/mnt/lower", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+				die("cannot open", "/mnt/lower");
+			bind_ro(lower, dest, dest, 0);
 		} else {
 			char tag[16];
 			snprintf(tag, sizeof(tag), "b%u", rw++);
-			mkdir_p(dst);
-			must_mount(tag, dst, "virtiofs", MS_NOSUID | MS_NODEV, NULL);
+			mount_at(tag, dest, "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
 		}
 	}
+	if (lower >= 0)
+		close(lower);
 }
 
 /* The guest kernel's knobs read-only: guest root has no capabilities, yet
@@ -194,13 +238,8 @@ static void mount_binds(const char *cmdline)
  * (a way to full root in the guest). */
 static void guest_proc_ro(void)
 {
-	static const char *const ro[] = {"/newroot/proc/sys", "/newroot/proc/sysrq-trigger"};
-	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-		must_mount(ro[i], ro[i], NULL, MS_BIND, NULL);
-		must_mount(NULL, ro[i], NULL,
-			   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			   NULL);
-	}
+	bind_ro(newroot, "proc/sys", "proc/sys", MS_NOEXEC);
+	bind_ro(newroot, "proc/sysrq-trigger", "proc/sysrq-trigger", MS_NOEXEC);
 }
 
 /* /dev as level 1 has it: a tmpfs with the harmless devices only, not the
@@ -217,19 +256,19 @@ static void guest_dev(void)
 					       {"stdin", "/proc/self/fd/0"},
 					       {"stdout", "/proc/self/fd/1"},
 					       {"stderr", "/proc/self/fd/2"}};
-	must_mount("dev", "/newroot/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k");
-	char p[64];
-	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-		snprintf(p, sizeof(p), "/newroot/dev/%s", nodes[i].name);
-		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) < 0 ||
-		    chmod(p, 0666) < 0)
-			die("cannot make", p);
-	}
-	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
-		snprintf(p, sizeof(p), "/newroot/dev/%s", links[i][0]);
-		if (symlink(links[i][1], p) < 0)
-			die("cannot make", p);
-	}
+	mount_at("dev", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k", 0755);
+	char at[64];
+	/* the fresh tmpfs, made in through its fd */
+	int dev = in_root("dev", true, 0755, at, sizeof(at));
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
+		if (mknodat(dev, nodes[i].name, S_IFCHR | 0666,
+			    makedev(nodes[i].maj, nodes[i].min)) < 0 ||
+		    fchmodat(dev, nodes[i].name, 0666, 0) < 0)
+			die("cannot make in /dev", nodes[i].name);
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlinkat(links[i][1], dev, links[i][0]) < 0)
+			die("cannot make in /dev", links[i][0]);
+	close(dev);
 }
 
 static void setup_root(const char *cmdline)
@@ -256,32 +295,38 @@ static void setup_root(const char *cmdline)
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	newroot = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (newroot < 0)
+		die("cannot open", "/newroot");
 	/* mount points an image may lack (the overlay makes them in RAM) */
-	static const char *const points[] = {"/newroot/proc", "/newroot/sys", "/newroot/dev",
-					     "/newroot/root", "/newroot/tmp"};
-	for (size_t i = 0; blk && i < sizeof(points) / sizeof(points[0]); i++)
-		mkdir(points[i], i == 3 ? 0700 : i == 4 ? 01777 : 0755);
-	must_mount("proc", "/newroot/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	must_mount("sysfs", "/newroot/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		   NULL);
+	static const char *const points[] = {"proc", "sys", "dev", "root", "tmp"};
+	for (size_t i = 0; blk && i < sizeof(points) / sizeof(points[0]); i++) {
+		char at[64];
+		close(in_root(points[i], true,
+			      i == 3   ? 0700
+			      : i == 4 ? 01777
+				       : 0755,
+			      at, sizeof(at)));
+	}
+	mount_at("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
+	mount_at("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
 	guest_proc_ro();
 	guest_dev();
-	mkdir("/newroot/dev/pts", 0755);
-	must_mount("devpts", "/newroot/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		   "newinstance,ptmxmode=0666,mode=0620");
-	mkdir("/newroot/dev/shm", 01777);
-	must_mount("shm", "/newroot/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0")) {
-		mkdir("/newroot/workspace", 0755);
-		must_mount("ws", "/newroot/workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL);
-	}
+	mount_at("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		 "newinstance,ptmxmode=0666,mode=0620", 0755);
+	mount_at("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
+	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0"))
+		mount_at("ws", "workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
 	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
 	char uid[16], gid[16];
 	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0")) {
-		mkdir("/newroot/home/agent", 0755);
-		if (chown("/newroot/home/agent", (uid_t)strtoul(uid, NULL, 10),
-			  (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10)) < 0)
+		char at[64];
+		int home = in_root("home/agent", true, 0755, at, sizeof(at));
+		if (fchownat(home, "", (uid_t)strtoul(uid, NULL, 10),
+			     (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10),
+			     AT_EMPTY_PATH) < 0)
 			die("cannot chown", "/home/agent");
+		close(home);
 	}
 	arg(cmdline, "host", host, sizeof(host), "agentjail");
 	(void)!sethostname(host, strlen(host));
@@ -291,15 +336,13 @@ static void setup_root(const char *cmdline)
 	 * layer, read-only at each of its names: the overlay would copy up a
 	 * write there, which the bind shows */
 	if (strstr(cmdline, " aj.ca=1")) {
-		static const char ca[] = "/newroot/etc/ssl/certs/ca-certificates.crt";
-		const char *src = blk ? ca : "/newroot/.agentjail/ca-certificates.crt";
-		for (int i = blk; i < 2; i++) {
-			const char *at = i ? ca : src;
-			must_mount(src, at, NULL, MS_BIND, NULL);
-			must_mount(NULL, at, NULL,
-				   MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
-		}
+		static const char ca[] = "etc/ssl/certs/ca-certificates.crt";
+		const char *src = blk ? ca : ".agentjail/ca-certificates.crt";
+		for (int i = blk; i < 2; i++)
+			bind_ro(newroot, src, i ? ca : src, 0);
 	}
+	close(newroot);
+	newroot = -1;
 }
 
 /* The guest's cgroup2 tree, in the initramfs (out of the commands' view
