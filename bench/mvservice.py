@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A level-3 create restored from its snapshot through the service, against
 the bare restore and a cold boot below agentjail, in one run (issue 24;
-docs/performance.md, "Round 29"). With --aj-before, another build's
+docs/performance.md, "Round 30"). With --aj-before, another build's
 service (e.g. main's) is measured in the same rounds.
 
   service restore   POST /v1/sandboxes {"image": "tiny", "isolation":

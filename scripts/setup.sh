@@ -83,7 +83,8 @@ MV_DIR=/var/cache/agentjail/microvm
 mv_kernel=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 if [ -n "$mv_kernel" ] && { [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kernel" ] ||
 	[ ! -f "$MV_DIR/modules/fs/squashfs/squashfs.ko" ] ||
-	[ ! -f "$MV_DIR/modules/drivers/net/virtio_net.ko" ]; }; then
+	[ ! -f "$MV_DIR/modules/drivers/net/virtio_net.ko" ] ||
+	[ ! -f "$MV_DIR/modules/drivers/virtio/virtio_pci.ko" ]; }; then
 	echo "setup: unpacking $mv_kernel for --isolation microvm into $MV_DIR"
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -104,7 +105,9 @@ if [ -n "$mv_kernel" ] && { [ "$(cat "$MV_DIR/kernel" 2>/dev/null)" != "$mv_kern
 		drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko fs/fuse/fuse.ko \
 		fs/fuse/virtiofs.ko fs/overlayfs/overlay.ko drivers/char/hw_random/virtio-rng.ko \
 		net/core/failover.ko drivers/net/net_failover.ko drivers/net/virtio_net.ko \
-		drivers/block/virtio_blk.ko fs/squashfs/squashfs.ko; do
+		drivers/block/virtio_blk.ko fs/squashfs/squashfs.ko \
+		drivers/virtio/virtio_pci_legacy_dev.ko drivers/virtio/virtio_pci_modern_dev.ko \
+		drivers/virtio/virtio_pci.ko; do
 		$SUDO install -D -m 0644 "$mv_tmp"/x/lib/modules/*/kernel/$m "$MV_DIR/modules/$m"
 	done
 	echo "$mv_kernel" | $SUDO tee "$MV_DIR/kernel" >/dev/null

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stall.h"
 #include "util.h"
 
 static unsigned long long now_ms(void)
@@ -49,8 +50,11 @@ int aj_agent_relay_connect(aj_agent_relay *r, unsigned port)
 	block_sigpipe();
 	r->answered = false;
 	memset(&r->x, 0, sizeof(r->x));
-	char q[64];
-	snprintf(q, sizeof(q), "{\"op\":\"connect\",\"port\":%u}", port);
+	char q[128];
+	/* the agent's own bound on a server that takes none of the client's
+	 * bytes (agent.c) */
+	unsigned long long stall = r->stall_ms ? r->stall_ms : aj_relay_stall_ms();
+	snprintf(q, sizeof(q), "{\"op\":\"connect\",\"port\":%u,\"stall_ms\":%llu}", port, stall);
 	if (aj_agent_send(r->to, AJ_AG_REQUEST, q, strlen(q)) < 0)
 		return -EPIPE;
 	unsigned long long until = now_ms() + AJ_AGENT_CONNECT_MS;
@@ -80,26 +84,23 @@ int aj_agent_relay_connect(aj_agent_relay *r, unsigned port)
 	return e;
 }
 
-/* All of buf to the client, never raising SIGPIPE. */
-static int send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n, len -= (size_t)n;
-	}
-	return 0;
-}
-
 typedef struct relay_state {
 	bool client_end;  /* the client's half-close (or reset) passed on */
-	bool client_gone; /* the client's end closed: the server's bytes unwanted */
+	bool client_gone; /* the client's end closed, or it stalled: the server's bytes unwanted */
 	bool server_end;
-	bool gone; /* the agent's stream ended or broke */
-	unsigned long long last_ms, gave_up;
+	bool gone;	/* the agent's stream ended or broke, or it stalled */
+	bool done;	/* the server's connection to be ended ('S' once the stream is free) */
+	bool signalled; /* that 'S' queued */
+	unsigned long long last_ms, gave_up, stall_ms;
+	/* what is left of an 'O' frame for the client: while there is, nothing
+	 * more is read from the agent (back-pressure, no buffer without bound) */
+	char *cb;
+	size_t clen, coff;
+	unsigned long long csince; /* since when the client took none of it */
+	/* one frame for the agent: while it is there, the client is not read */
+	unsigned char ab[AJ_AGENT_HDR + 65536];
+	size_t alen, aoff;
+	unsigned long long asince;
 } relay_state;
 
 typedef struct frame_ctx {
@@ -107,19 +108,53 @@ typedef struct frame_ctx {
 	relay_state *s;
 } frame_ctx;
 
+/* Bytes for the client (held: those waiting in s->cb), never blocking nor
+ * raising SIGPIPE: what it does not take now waits in s->cb (false: it did
+ * not take it all). */
+static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t len, bool held)
+{
+	ssize_t n = send(r->client, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		n = 0;
+	if (n < 0) {
+		s->client_gone = true; /* the client went: its bytes are dropped */
+		return true;
+	}
+	unsigned long long t = now_ms();
+	if (n > 0)
+		s->last_ms = s->csince = t; /* only bytes passed on count as traffic */
+	if ((size_t)n == len)
+		return true;
+	if (!held) {
+		s->cb = malloc(len - (size_t)n);
+		if (!s->cb) {
+			s->client_gone = true;
+			return true;
+		}
+		memcpy(s->cb, buf + n, len - (size_t)n);
+		s->clen = len - (size_t)n, s->coff = 0, s->csince = t;
+	} else {
+		s->coff += (size_t)n;
+	}
+	return false;
+}
+
+static void drop_client_bytes(relay_state *s)
+{
+	free(s->cb);
+	s->cb = NULL;
+	s->clen = s->coff = 0;
+}
+
 static bool on_frame(void *ctx, char type, const char *buf, size_t len)
 {
 	aj_agent_relay *r = ((frame_ctx *)ctx)->r;
 	relay_state *s = ((frame_ctx *)ctx)->s;
 	if (type == AJ_AG_STDOUT && len) {
-		/* only bytes passed on count as traffic: a guest trickling to a
-		 * client that is gone can't hold the connection */
-		if (s->client_gone || s->server_end)
-			;
-		else if (send_all(r->client, buf, len) < 0)
-			s->client_gone = true; /* the client went: its bytes are dropped */
-		else
-			s->last_ms = now_ms();
+		/* a guest trickling to a client that is gone can't hold the
+		 * connection: dropped bytes are no traffic */
+		if (!s->client_gone && !s->server_end)
+			return to_client(r, s, buf, len, false);
 	} else if (type == AJ_AG_STDOUT) {
 		s->server_end = true;
 		(void)shutdown(r->client, SHUT_WR);
@@ -131,7 +166,8 @@ static bool on_frame(void *ctx, char type, const char *buf, size_t len)
 }
 
 /* The whole frames in r->ibuf handled (after reading what came, when
- * more); a broken stream sets s->gone. */
+ * more), up to one whose bytes the client did not take all of; a broken
+ * stream sets s->gone. */
 static void from_agent(aj_agent_relay *r, relay_state *s, bool more)
 {
 	if (more && r->icap - r->ilen < 65536) {
@@ -161,51 +197,153 @@ static void from_agent(aj_agent_relay *r, relay_state *s, bool more)
 	r->ilen -= (size_t)off;
 }
 
+/* The pending frame to the agent, as much as its stream takes now. */
+static void to_agent(aj_agent_relay *r, relay_state *s)
+{
+	while (s->aoff < s->alen) {
+		ssize_t n = write(r->to, s->ab + s->aoff, s->alen - s->aoff);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			s->gone = true;
+			return;
+		}
+		s->aoff += (size_t)n;
+		s->asince = now_ms();
+	}
+	s->alen = s->aoff = 0;
+}
+
+static void queue_frame(aj_agent_relay *r, relay_state *s, char type, size_t len)
+{
+	aj_agent_hdr(s->ab, type, (uint32_t)len);
+	s->alen = AJ_AGENT_HDR + len, s->aoff = 0, s->asince = now_ms();
+	to_agent(r, s);
+}
+
+/* The client's bytes as one 'I' frame (its end, or its reset, an empty one). */
+static void from_client(aj_agent_relay *r, relay_state *s)
+{
+	ssize_t got = read(r->client, s->ab + AJ_AGENT_HDR, sizeof(s->ab) - AJ_AGENT_HDR);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	s->client_end = got <= 0;
+	s->last_ms = now_ms();
+	queue_frame(r, s, AJ_AG_STDIN, got > 0 ? (size_t)got : 0);
+}
+
+/* A frame cut in the middle leaves the agent's stream unusable (level 3
+ * reuses it): finished once its agent answered, within AJ_AGENT_DRAIN_MS. */
+static bool finish_frame(aj_agent_relay *r, relay_state *s)
+{
+	if (s->aoff == 0 || s->aoff >= s->alen)
+		return true;
+	if (!r->answered || s->gone)
+		return false;
+	unsigned long long until = now_ms() + AJ_AGENT_DRAIN_MS;
+	while (s->aoff < s->alen && !s->gone) {
+		unsigned long long t = now_ms();
+		struct pollfd pf = {r->to, POLLOUT, 0};
+		if (t >= until || (poll(&pf, 1, (int)(until - t)) < 0 && errno != EINTR))
+			return false;
+		to_agent(r, s);
+	}
+	return !s->gone;
+}
+
+/* The client's poll events: its bytes while no frame waits for the agent,
+ * room for what it has not taken; after its half-close still watched (a
+ * POLLHUP: closed for good). -1: not polled. */
+static short client_events(const relay_state *s, bool *watch)
+{
+	short ev = 0;
+	if (s->coff < s->clen)
+		ev |= POLLOUT;
+	if (!s->client_end && s->aoff >= s->alen && !s->done)
+		ev |= POLLIN;
+	*watch = !s->client_gone && (ev || s->client_end);
+	return ev;
+}
+
+/* The stall bounds (stall.h): a client that takes none of its bytes for
+ * stall_ms is dropped as one that hung up; an agent that takes none of a
+ * frame for longer (its own bound on the server is stall_ms, then it
+ * answers) ends the relay as a broken stream. */
+static void check_stalls(aj_agent_relay *r, relay_state *s, unsigned long long t)
+{
+	if (s->coff < s->clen && t - s->csince >= s->stall_ms) {
+		drop_client_bytes(s);
+		s->client_gone = true;
+		(void)shutdown(r->client, SHUT_RDWR);
+		from_agent(r, s, false); /* the frames after it, dropped */
+	}
+	unsigned long long margin =
+	    s->stall_ms < AJ_AGENT_DRAIN_MS ? s->stall_ms : AJ_AGENT_DRAIN_MS;
+	if (s->aoff < s->alen && t - s->asince >= s->stall_ms + margin)
+		s->gone = true;
+}
+
 void aj_agent_relay_run(aj_agent_relay *r)
 {
 	block_sigpipe();
-	relay_state s = {.last_ms = now_ms()};
+	relay_state s = {.last_ms = now_ms(),
+			 .stall_ms = r->stall_ms ? r->stall_ms : aj_relay_stall_ms()};
 	r->answered = r->broken = false;
+	/* writes to the agent never block: a stream it does not read stalls */
+	int afl = fcntl(r->to, F_GETFL);
+	if (afl >= 0)
+		(void)fcntl(r->to, F_SETFL, afl | O_NONBLOCK);
 	if (r->ilen) /* frames that came with the connect's answer */
 		from_agent(r, &s, false);
 	while (!r->answered && !s.gone) {
-		/* after the client's half-close its end is still watched (a
-		 * POLLHUP: closed for good) */
-		struct pollfd pf[2] = {
-		    {r->from, POLLIN, 0},
-		    {s.client_gone ? -1 : r->client, s.client_end ? 0 : POLLIN, 0}};
-		int n = poll(pf, 2, 500);
+		bool watch;
+		short cev = client_events(&s, &watch);
+		struct pollfd pf[3] = {{s.coff < s.clen ? -1 : r->from, POLLIN, 0},
+				       {s.aoff < s.alen ? r->to : -1, POLLOUT, 0},
+				       {watch ? r->client : -1, cev, 0}};
+		int n = poll(pf, 3, 500);
 		if ((n < 0 && errno != EINTR) || stopped(r))
 			break;
-		if (n > 0 && pf[0].revents)
+		if (n > 0 && pf[2].revents && s.coff < s.clen &&
+		    to_client(r, &s, s.cb + s.coff, s.clen - s.coff, true)) {
+			drop_client_bytes(&s);
+			from_agent(r, &s, false); /* the frames that waited for it */
+		}
+		if (n > 0 && pf[0].revents && !r->answered && !s.gone)
 			from_agent(r, &s, true);
-		if (n > 0 && pf[1].revents && !s.client_end && !r->answered && !s.gone) {
-			char buf[65536];
-			ssize_t got = read(r->client, buf, sizeof(buf));
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			/* the client's end (or its reset) as an empty frame */
-			s.client_end = got <= 0;
-			s.last_ms = now_ms();
-			if (aj_agent_send(r->to, AJ_AG_STDIN, buf, got > 0 ? (size_t)got : 0) < 0)
-				s.gone = true;
-		} else if (n > 0 && (pf[1].revents & (POLLHUP | POLLERR)) && s.client_end)
+		if (n > 0 && pf[1].revents && !s.gone)
+			to_agent(r, &s);
+		if (n > 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) && (cev & POLLIN) &&
+		    !r->answered && !s.gone && !s.client_gone && s.aoff >= s.alen)
+			from_client(r, &s);
+		else if (n > 0 && (pf[2].revents & (POLLHUP | POLLERR)) && s.client_end)
 			s.client_gone = true;
+		unsigned long long t = now_ms();
+		check_stalls(r, &s, t);
 		if (r->answered || s.gone)
 			break;
-		unsigned long long t = now_ms();
-		/* the client gone, or nothing passed either way for idle_ms: the agent ends the
-		 * server's connection and answers; no answer in AJ_AGENT_DRAIN_MS: given up */
-		bool done = s.client_gone || (r->idle_ms && t - s.last_ms >= r->idle_ms);
-		if (done && !s.gave_up) {
-			char sig = SIGKILL;
+		/* the client gone, or nothing passed either way for idle_ms: the
+		 * agent ends the server's connection ('S', after the frame it is
+		 * taking) and answers; no answer in AJ_AGENT_DRAIN_MS once told:
+		 * given up */
+		if (s.client_gone || (r->idle_ms && t - s.last_ms >= r->idle_ms))
+			s.done = true;
+		if (s.done && !s.signalled && s.aoff >= s.alen) {
+			s.signalled = true;
+			s.ab[AJ_AGENT_HDR] = SIGKILL;
+			queue_frame(r, &s, AJ_AG_SIGNAL, 1);
+		}
+		if (s.signalled && !s.gave_up && s.aoff >= s.alen)
 			s.gave_up = t;
-			if (aj_agent_send(r->to, AJ_AG_SIGNAL, &sig, 1) < 0)
-				s.gone = true;
-		} else if (s.gave_up && t - s.gave_up >= AJ_AGENT_DRAIN_MS)
+		else if (s.gave_up && t - s.gave_up >= AJ_AGENT_DRAIN_MS)
 			break;
 	}
-	r->broken = s.gone && !r->answered;
+	r->broken = (s.gone && !r->answered) || !finish_frame(r, &s);
+	if (afl >= 0)
+		(void)fcntl(r->to, F_SETFL, afl);
+	drop_client_bytes(&s);
 }
 
 /* ---- --publish ---- */

@@ -27,7 +27,13 @@ typedef struct aj_agent_relay {
 	int client;		    /* the client's socket (blocking) */
 	int from, to;		    /* the agent's frames: read, written (one fd at level 3) */
 	unsigned long long idle_ms; /* ended after so long without a byte either way (0: never) */
-	bool (*stop)(void *ctx);    /* asked every 500 ms at most: true ends the relay */
+	/* a client that takes none of the server's bytes for so long is
+	 * dropped, as one that hung up; an agent that takes none of the
+	 * client's for so long and a margin (at most AJ_AGENT_DRAIN_MS) is given up (broken); the
+	 * agent drops a server that takes none for so long (0:
+	 * aj_relay_stall_ms(), stall.h) */
+	unsigned long long stall_ms;
+	bool (*stop)(void *ctx); /* asked every 500 ms at most: true ends the relay */
 	void *ctx;
 	/* bytes from the agent not yet handled (malloc'ed; may be given in,
 	 * e.g. read with level 3's 'T' frame; the caller's to free after) */
@@ -35,7 +41,8 @@ typedef struct aj_agent_relay {
 	size_t ilen, icap;
 	/* out */
 	bool answered;	 /* the agent's answer ('X') was read: it said its last */
-	bool broken;	 /* the agent's stream ended or broke before its answer */
+	bool broken;	 /* the agent's stream ended, broke or stalled before its answer,
+			  * or was left in the middle of a frame: not to be reused */
 	aj_agent_exit x; /* that answer (a connect refused) */
 } aj_agent_relay;
 
@@ -43,9 +50,11 @@ typedef struct aj_agent_relay {
  * -ECONNREFUSED when nothing listens there, -ETIMEDOUT, -EPIPE (the
  * agent's stream ended; r->answered false), or the agent's errno (r->x). */
 int aj_agent_relay_connect(aj_agent_relay *r, unsigned port);
-/* The bytes both ways until the agent answers, the client hangs up (the
- * agent told to end the server's connection), idle_ms pass, or stop.
- * Never raises SIGPIPE. */
+/* The bytes both ways until the agent answers, the client hangs up or
+ * stalls (the agent told to end the server's connection), idle_ms pass,
+ * the agent stalls, or stop. Never blocks in a write nor raises SIGPIPE;
+ * back-pressure both ways: while bytes wait for one side, nothing more is
+ * read from the other. */
 void aj_agent_relay_run(aj_agent_relay *r);
 
 /* --publish HP:PORT of a one-shot run: listeners on the host's 127.0.0.1,

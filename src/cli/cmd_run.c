@@ -20,6 +20,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "sandbox.h"
+#include "stall.h"
 #include "util.h"
 
 static const char run_usage[] =
@@ -341,6 +342,8 @@ int aj_cmd_run(int argc, char **argv)
 		if ((r = apply_opt(&p, c, optarg, &err)) < 0)
 			break;
 	}
+	if (r == 0) /* the --publish relays' stall bound (stall.h) */
+		r = aj_relay_stall_init(&err);
 	if (r == 0 && print_plan) {
 		p.argv = argv + optind;
 		r = print_compiled_plan(&p, &err);

@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "daemon.h"
 #include "mint.h"
+#include "stall.h"
 #include "tls.h"
 #include "util.h"
 
@@ -271,6 +272,8 @@ int aj_cmd_serve(int argc, char **argv)
 	const char *env_ca = getenv("AGENTJAIL_UPSTREAM_CA");
 	if (!upstream_flag && env_ca && env_ca[0] &&
 	    aj_tls_check_ca_file("AGENTJAIL_UPSTREAM_CA", env_ca, &err) < 0)
+		return serve_fail(&err);
+	if (aj_relay_stall_init(&err) < 0) /* the ports proxy's (stall.h) */
 		return serve_fail(&err);
 	char host[AJ_NODE_NAME_MAX + 1];
 	if (node_name(o.node, host, sizeof(host), &err) < 0)

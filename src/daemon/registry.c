@@ -158,7 +158,14 @@ static void *revoke_lost(void *arg)
 
 void aj_registry_revoke_lost_start(void)
 {
+	/* the thread takes no SIGINT/SIGTERM: the service's stop is the main loop's */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
 	sweep_started = pthread_create(&sweep_thread, NULL, revoke_lost, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!sweep_started) /* no thread: done here, the requests wait */
 		(void)revoke_lost(NULL);
 }

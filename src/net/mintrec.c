@@ -338,11 +338,16 @@ void aj_mintrec_remove(const char *dir, const char *id)
 
 /* A record that cannot be trusted is set aside (never dropped, never
  * acted on): its credentials need revoking by hand. */
-static void record_bad(int dfd, const char *dir, const char *name, const char *why,
+static void record_bad(int dfd, const char *dir, const char *name, int fd, const char *why,
 		       const aj_mintrec_out *out)
 {
 	char aside[NAME_MAX + 16];
 	int r;
+	struct stat a, b;
+	/* only the file judged: a record its owner rewrote meanwhile is another */
+	if (fd >= 0 && (fstat(fd, &a) < 0 || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+			a.st_ino != b.st_ino || a.st_dev != b.st_dev))
+		return;
 	/* an earlier .bad-NAME is never replaced: the next free suffix */
 	snprintf(aside, sizeof(aside), ".bad-%s", name);
 	for (int k = 1; (r = renameat2(dfd, name, dfd, aside, RENAME_NOREPLACE)) < 0 &&
@@ -458,16 +463,23 @@ static json_t *record_load(int dfd, const char *fname, int *fd, const char **why
 	*fd = openat(dfd, fname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	json_t *o = NULL;
+	json_error_t jerr;
 	*why = NULL;
+	/* a failure of this process's (fds, memory, I/O) or a name gone is no
+	 * verdict on the record: it is left for later (*why stays NULL) */
+	if (*fd < 0 && (errno == ENOENT || errno == EMFILE || errno == ENFILE || errno == ENOMEM ||
+			errno == EIO || errno == EINTR))
+		return NULL;
 	if (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode))
 		*why = "not a regular file";
 	else if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
 		*why = "not a file of this user's own, mode 0600, with one link";
 	else if (st.st_size > (1 << 20))
 		*why = "larger than 1 MiB";
-	else if (!(o = json_loadfd(*fd, JSON_REJECT_DUPLICATES, NULL)))
+	else if (!(o = json_loadfd(*fd, JSON_REJECT_DUPLICATES, &jerr)) &&
+		 json_error_code(&jerr) != json_error_out_of_memory)
 		*why = "not JSON";
-	if (*why)
+	if (*why || !o)
 		return NULL;
 	const char *id = json_string_value(json_object_get(o, "sandbox"));
 	json_t *secrets = json_object_get(o, "secrets");
@@ -615,6 +627,7 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 			unlinkat(dfd, n, 0);
 		if (n[0] == '.')
 			continue;
+		spent |= stopped(out);
 		if (spent) {
 			left++;
 			continue;
@@ -623,8 +636,10 @@ int aj_mintrec_sweep(const char *dir, const char *hook, const aj_mintrec_out *ou
 		int fd, alive = 0;
 		json_t *o = record_load(dfd, n, &fd, &why);
 		const char *rec_hook = json_string_value(json_object_get(o, "hook"));
-		if (!o)
-			record_bad(dfd, dir, n, why, out);
+		if (!o && !why)
+			left += errno != ENOENT; /* not judged now: for the next start */
+		else if (!o)
+			record_bad(dfd, dir, n, fd, why, out);
 		else if ((alive = owner_alive(json_object_get(o, "owner"))) != 0) {
 			/* its owner revokes it; or its owner cannot be judged */
 			if (alive < 0 && !told_unknown)
@@ -688,7 +703,7 @@ int aj_mintrec_scan(const char *dir, unsigned *live, unsigned *lost, unsigned *b
 		int fd;
 		json_t *o = record_load(dfd, n, &fd, &why);
 		if (!o)
-			++*bad;
+			*bad += why != NULL;
 		else if (owner_alive(json_object_get(o, "owner")) != 0)
 			++*live;
 		else

@@ -28,6 +28,7 @@
 #include "proxy_common.h"
 #include "proxy_parse.h"
 #include "proxy_tls.h"
+#include "stall.h"
 #include "tls.h"
 #include "util.h"
 
@@ -41,21 +42,39 @@
 /* a relayed connection with no byte either way for this long is closed */
 #define SPLICE_IDLE_MS (15 * 60 * 1000)
 
-void aj_splice_pair(int a, int b)
+static unsigned long long splice_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+void aj_splice_pair(int a, int b, unsigned long long stall_ms)
 {
 	char buf[2][65536];
 	size_t len[2] = {0, 0}, off[2] = {0, 0};
 	bool eof[2] = {false, false}, shut[2] = {false, false};
 	int fd[2] = {a, b};
+	/* since when direction k's pending bytes found no taker */
+	unsigned long long since[2] = {0, 0};
 	/* direction k: fd[k] -> fd[1-k] */
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = a}, {.fd = b}};
 		bool any = false;
+		int wait = SPLICE_IDLE_MS;
+		unsigned long long now = splice_now_ms();
 		for (int k = 0; k < 2; k++) {
 			if (!eof[k] && len[k] == 0)
 				pfd[k].events |= POLLIN;
-			if (len[k] > off[k])
+			if (len[k] > off[k]) {
 				pfd[1 - k].events |= POLLOUT;
+				/* an end that takes nothing for stall_ms is dropped */
+				if (stall_ms && now - since[k] >= stall_ms)
+					return;
+				if (stall_ms &&
+				    since[k] + stall_ms - now < (unsigned long long)wait)
+					wait = (int)(since[k] + stall_ms - now);
+			}
 			if (eof[k] && len[k] == off[k] && !shut[k]) {
 				shutdown(fd[1 - k], SHUT_WR);
 				shut[k] = true;
@@ -69,11 +88,11 @@ void aj_splice_pair(int a, int b)
 		for (int k = 0; k < 2; k++)
 			if (!pfd[k].events)
 				pfd[k].fd = -1;
-		int pr = poll(pfd, 2, SPLICE_IDLE_MS);
-		if (pr == 0)
+		int pr = poll(pfd, 2, wait);
+		if (pr == 0 && wait == SPLICE_IDLE_MS)
 			return; /* idle for too long */
-		if (pr < 0) {
-			if (errno == EINTR)
+		if (pr <= 0) {
+			if (pr == 0 || errno == EINTR)
 				continue;
 			return;
 		}
@@ -84,21 +103,26 @@ void aj_splice_pair(int a, int b)
 			if ((pfd[k].revents & (POLLIN | POLLHUP)) && !eof[k] && len[k] == 0) {
 				ssize_t r = read(fd[k], buf[k], sizeof(buf[k]));
 				if (r <= 0) {
-					if (r < 0 && errno == EINTR)
+					if (r < 0 && (errno == EINTR || errno == EAGAIN))
 						continue;
 					eof[k] = true;
 				} else {
 					len[k] = (size_t)r;
 					off[k] = 0;
+					since[k] = splice_now_ms();
 				}
 			}
+			/* never a blocking send: a peer that stops reading would
+			 * hold this thread for good, past every bound */
 			if ((pfd[1 - k].revents & (POLLOUT | POLLHUP)) && len[k] > off[k]) {
-				ssize_t w =
-				    send(fd[1 - k], buf[k] + off[k], len[k] - off[k], MSG_NOSIGNAL);
+				ssize_t w = send(fd[1 - k], buf[k] + off[k], len[k] - off[k],
+						 MSG_NOSIGNAL | MSG_DONTWAIT);
 				if (w < 0 && errno != EINTR && errno != EAGAIN)
 					return; /* the peer is gone: both ways end */
-				if (w > 0)
+				if (w > 0) {
 					off[k] += (size_t)w;
+					since[k] = splice_now_ms();
+				}
 				if (off[k] == len[k])
 					len[k] = off[k] = 0;
 			}
@@ -658,7 +682,7 @@ void aj_proxy_serve(aj_netd_ctx *ctx, int fd)
 	}
 	free(buf);
 	buf = NULL;
-	aj_splice_pair(fd, up);
+	aj_splice_pair(fd, up, 0);
 	close(up);
 out:
 	free(buf);
@@ -692,7 +716,7 @@ void aj_publish_serve(aj_netd_ctx *ctx, int fd, unsigned port)
 		json_object_set_new(ev, "reason", json_string(strerror(-in)));
 	aj_netlog(ctx, ev);
 	if (in >= 0) {
-		aj_splice_pair(fd, in);
+		aj_splice_pair(fd, in, aj_relay_stall_ms());
 		close(in);
 	}
 	close(fd);

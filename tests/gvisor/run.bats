@@ -192,11 +192,13 @@ print(n)'
     hp=$((20000 + RANDOM % 20000))
     # busybox's httpd on the Sentry's loopback; its CGI script ends the
     # command once the host asked for it
-    timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation gvisor --publish "$hp:8080" --publish "$((hp + 1)):8081" -- /bin/sh -c '
+    # (a relay's stall bound of 1 s: AGENTJAIL_RELAY_STALL_MS, for tests)
+    timeout -k 5 "$AJ_TIMEOUT" env AGENTJAIL_RELAY_STALL_MS=1000 "$AJ" run -q --isolation gvisor --publish "$hp:8080" --publish "$((hp + 1)):8081" -- /bin/sh -c '
         mkdir -p /tmp/w/cgi-bin && echo from-gvisor >/tmp/w/hello.txt
         head -c 8000000 /dev/zero >/tmp/w/big
         printf "#!/bin/sh\necho Content-Type: text/plain\necho\necho bye\ntouch /tmp/w/done\n" >/tmp/w/cgi-bin/done
-        chmod +x /tmp/w/cgi-bin/done
+        printf "#!/bin/sh\necho Content-Type: text/plain\necho\nexec cat /dev/zero\n" >/tmp/w/cgi-bin/flood
+        chmod +x /tmp/w/cgi-bin/done /tmp/w/cgi-bin/flood
         busybox httpd -f -p 127.0.0.1:8080 -h /tmp/w &
         while [ ! -e /tmp/w/done ]; do sleep 0.2; done; kill $!; echo served; exit 7' </dev/null >"$T/out" 2>"$T/err" &
     job=$!
@@ -215,6 +217,32 @@ print(n)'
     # a client that reads a few bytes of a large answer and hangs up: the
     # run goes on (no SIGPIPE), its status the command's
     curl -s -m 10 "http://127.0.0.1:$hp/big" | head -c 16 >/dev/null || true
+    # four clients that ask for an endless answer and read none of it take
+    # the run's four relays; each is dropped after the stall bound, its
+    # relay free again (was: held for good, every later connection closed).
+    # Each is answered, so has a relay of its own (retried while an earlier
+    # connection still holds one)
+    local k fd head fds=()
+    for k in 1 2 3 4; do
+        for _ in $(seq 20); do
+            exec {fd}<>"/dev/tcp/127.0.0.1/$hp"
+            printf 'GET /cgi-bin/flood HTTP/1.0\r\n\r\n' >&"$fd"
+            head=
+            read -r -t 5 -N 7 -u "$fd" head || true
+            [ "$head" = HTTP/1. ] && break
+            exec {fd}>&-
+            sleep 0.2
+        done
+        assert_eq "$head" HTTP/1. "stalled client $k's answer"
+        fds+=("$fd")
+    done
+    body=
+    for _ in $(seq 40); do
+        body=$(curl -s -m 2 "http://127.0.0.1:$hp/hello.txt") && [ -n "$body" ] && break
+        sleep 0.25
+    done
+    for fd in "${fds[@]}"; do exec {fd}>&-; done
+    assert_eq "$body" from-gvisor "a connection once four stalled clients were dropped"
     assert_eq "$(curl -s -m 10 "http://127.0.0.1:$hp/cgi-bin/done")" bye "the CGI script"
     local rc=0
     wait "$job" || rc=$?

@@ -195,6 +195,26 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
+    # a VM with a workspace on the image: restored from the same snapshot,
+    # not booted, its workspace's virtiofs (which does not migrate)
+    # hot-plugged after: files the owner's on the host, the workspace
+    # guard's read-only wall, no fork
+    ws=$BATS_TEST_TMPDIR/ws
+    mkdir -p "$ws/.git/hooks"
+    echo keep >"$ws/.git/hooks/pre-commit"
+    chown -R 4242:4343 "$ws"
+    w=$(api POST /v1/sandboxes -d "{\"isolation\": \"microvm\", \"image\": \"tiny\", \"workspace\": \"$ws\"}" | jq -er .id)
+    q=$(api GET "/v1/sandboxes/$w" | jq -r .pid)
+    tr '\0' ' ' <"/proc/$q/cmdline" | grep -q -- '-incoming defer' ||
+        fail "the VM with a workspace was not restored: $(tr '\0' ' ' <"/proc/$q/cmdline")"
+    out=$(sb_exec "$w" '{"cmd": ["sh", "-c", "pwd; cat /etc/motd; echo made >/workspace/new; echo x >.git/hooks/pre-commit || echo guarded"]}')
+    assert_eq "$(events_stdout <<<"$out" | tr '\n' ' ')" "/workspace base guarded " "the hot-plugged workspace: $out"
+    assert_eq "$(stat -c %u:%g "$ws/new")" 4242:4343 "a guest file's owner in the workspace"
+    assert_eq "$(cat "$ws/.git/hooks/pre-commit")" keep "the workspace guard"
+    api_status POST "/v1/sandboxes/$w/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork of a VM with a workspace: $body"
+    api_status DELETE "/v1/sandboxes/$w"
+    assert_eq "$status_code" 200
     # fork: b's running VM saved and restored twice, its processes and
     # memory going on in each copy (docs/levels.md, "Fork at level 3")
     v=$(stdout_of "$b" "$KEEPER")

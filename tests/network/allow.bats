@@ -252,6 +252,13 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
         assert_status 125
         assert_one_error_line
     done
+    # the relays' stall bound (docs/levels.md, "Relays that stall")
+    for bad in 5 x 3600001; do
+        AGENTJAIL_RELAY_STALL_MS=$bad run --separate-stderr hrun --publish "$port:80" -- true
+        assert_status 125
+        assert_one_error_line
+        assert_contains "$stderr" AGENTJAIL_RELAY_STALL_MS
+    done
 }
 
 @test "bad --allow / --dns / --net-log flags fail with one clear line and change nothing" {

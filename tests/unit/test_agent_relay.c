@@ -2,8 +2,10 @@
 /* Unit tests: the relays of `run --publish` at levels 2 and 3
  * (agent_relay.c) are bounded in idle time as the service's ports proxy
  * is, and a relay with nothing either way for its bound has the agent end
- * the server's connection and stops. The agent is a thread of this test
- * on a socket pair; the client connects to the host's 127.0.0.1. */
+ * the server's connection and stops; no relay (levels 1 to 3, and the
+ * agent's own) blocks on an end that stops reading (stall.h). The agent is
+ * a thread of this test on a socket pair (or agentjail-agent itself); the
+ * client connects to the host's 127.0.0.1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,13 +13,19 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +33,7 @@
 #include "agent_proto.h"
 #include "agent_relay.h"
 #include "policy.h"
+#include "proxy.h"
 
 static unsigned long long mono_ms(void)
 {
@@ -220,12 +229,365 @@ static void test_relay_idle_ignores_dropped(void **state)
 	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
 }
 
+/* ---- relays that stall (stall.h) ---- */
+
+/* A relay run on a thread of its own, watched: a relay still running
+ * after a bound is unblocked (its client shut down) and reported. */
+typedef struct watched {
+	aj_agent_relay *r;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool ended;
+} watched;
+
+static void *run_watched(void *arg)
+{
+	watched *w = arg;
+	aj_agent_relay_run(w->r);
+	pthread_mutex_lock(&w->mu);
+	w->ended = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* true: the relay ended within bound_ms; false: it was still blocked (its
+ * client and agent shut down to end it). */
+static bool run_within(aj_agent_relay *r, int peer_client, int peer_agent, unsigned bound_ms)
+{
+	watched w = {.r = r, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, run_watched, &w), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += bound_ms / 1000;
+	until.tv_nsec += (long)(bound_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000)
+		until.tv_sec++, until.tv_nsec -= 1000000000;
+	pthread_mutex_lock(&w.mu);
+	while (!w.ended && pthread_cond_timedwait(&w.cv, &w.mu, &until) == 0)
+		;
+	bool ended = w.ended;
+	pthread_mutex_unlock(&w.mu);
+	if (!ended) {
+		(void)shutdown(peer_client, SHUT_RDWR);
+		(void)shutdown(peer_agent, SHUT_RDWR);
+	}
+	pthread_join(t, NULL);
+	return ended;
+}
+
+typedef struct flood {
+	int fd;
+	unsigned long long sent_early; /* what it sent in its first 600 ms */
+	bool told;		       /* it got the host's 'S' */
+} flood;
+
+/* The agent's side for a server that writes without end and reads nothing:
+ * 'O' frames as fast as its stream takes them, until told to end ('S'),
+ * then its answer. */
+static void *flooding_agent(void *arg)
+{
+	flood *f = arg;
+	char type, *buf = NULL;
+	uint32_t len;
+	if (aj_agent_recv(f->fd, &type, &buf, &len) <= 0 || type != AJ_AG_REQUEST)
+		return (void *)1;
+	free(buf);
+	buf = NULL;
+	if (aj_agent_send(f->fd, AJ_AG_STAT, "{}", 2) < 0)
+		return (void *)2;
+	static unsigned char fr[AJ_AGENT_HDR + 65536];
+	aj_agent_hdr(fr, AJ_AG_STDOUT, 65536);
+	memset(fr + AJ_AGENT_HDR, 'z', 65536);
+	size_t off = 0;
+	unsigned long long t0 = mono_ms(), sent = 0;
+	while (mono_ms() - t0 < 10000) {
+		struct pollfd pf = {.fd = f->fd, .events = POLLIN | POLLOUT};
+		if (poll(&pf, 1, 100) < 0)
+			return (void *)3;
+		if (pf.revents & POLLIN) {
+			if (aj_agent_recv(f->fd, &type, &buf, &len) <= 0)
+				return (void *)4;
+			free(buf);
+			buf = NULL;
+			if (type == AJ_AG_SIGNAL) {
+				f->told = true;
+				/* the rest of a frame begun, then the answer */
+				const char *x = "{\"exit\":0}";
+				if ((off && send(f->fd, fr + off, sizeof(fr) - off, MSG_NOSIGNAL) !=
+						(ssize_t)(sizeof(fr) - off)) ||
+				    aj_agent_send(f->fd, AJ_AG_EXIT, x, strlen(x)) < 0)
+					return (void *)5;
+				break;
+			}
+		} else if (pf.revents & POLLOUT) {
+			ssize_t n = send(f->fd, fr + off, sizeof(fr) - off, MSG_DONTWAIT);
+			if (n > 0) {
+				off = (off + (size_t)n) % sizeof(fr);
+				sent += (unsigned long long)n;
+				if (mono_ms() - t0 < 600)
+					f->sent_early = sent;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A client that stops reading a server that writes a lot is dropped after
+ * the stall bound, the agent told to end the server's connection and its
+ * answer read (the port free again); meanwhile the relay reads no more
+ * than the client takes (was: blocked in a write for good, past the idle
+ * bound, holding the agent's stream). */
+static void test_relay_drops_stalled_client(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	flood f = {.fd = ag[1]};
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, flooding_agent, &f), 0);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 1000};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	unsigned long long t0 = mono_ms();
+	bool ended = run_within(&r, cl[1], ag[1], 6000);
+	unsigned long long took = mono_ms() - t0;
+	void *ret;
+	pthread_join(t, &ret);
+	assert_true(ended);	   /* not blocked on the client */
+	assert_null(ret);	   /* the agent ended well */
+	assert_true(f.told);	   /* told to end the server's connection */
+	assert_true(took >= 1000); /* not before the bound */
+	/* back-pressure: the client took nothing, nor was more read for it
+	 * than the sockets hold (no buffer without bound) */
+	assert_true(f.sent_early < (8u << 20));
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+}
+
+/* The agent's side of a server that reads nothing: its answer ('T'),
+ * then nothing read from the host for 8 s. */
+static void *deaf_agent(void *arg)
+{
+	int fd = *(int *)arg;
+	char type, *buf = NULL;
+	uint32_t len;
+	if (aj_agent_recv(fd, &type, &buf, &len) <= 0 || type != AJ_AG_REQUEST)
+		return (void *)1;
+	free(buf);
+	if (aj_agent_send(fd, AJ_AG_STAT, "{}", 2) < 0)
+		return (void *)2;
+	struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+	(void)poll(&pf, 1, 8000);
+	return NULL;
+}
+
+static void *flooding_client(void *arg)
+{
+	int fd = *(int *)arg;
+	static char junk[65536];
+	while (send(fd, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+		;
+	return NULL;
+}
+
+/* An agent that stops reading while the client writes a lot: the relay
+ * gives it up after its bound (stall 300 ms and a margin as long), the
+ * stream not to be reused (was: blocked in the write to the agent). */
+static void test_relay_gives_up_stalled_agent(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	pthread_t t, c;
+	assert_int_equal(pthread_create(&t, NULL, deaf_agent, &ag[1]), 0);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	assert_int_equal(pthread_create(&c, NULL, flooding_client, &cl[1]), 0);
+	unsigned long long t0 = mono_ms();
+	bool ended = run_within(&r, cl[1], ag[1], 4000);
+	unsigned long long took = mono_ms() - t0;
+	assert_true(ended);
+	assert_true(took >= 600);
+	assert_true(r.broken);
+	assert_false(r.answered);
+	/* the agent's stream is as it was: blocking */
+	assert_int_equal(fcntl(ag[0], F_GETFL) & O_NONBLOCK, 0);
+	(void)shutdown(cl[0], SHUT_RDWR);
+	(void)shutdown(ag[0], SHUT_RDWR);
+	pthread_join(c, NULL);
+	pthread_join(t, NULL);
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+}
+
+/* ---- level 1's --publish (netd: aj_splice_pair) ---- */
+
+typedef struct spliced {
+	int a, b;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool ended;
+} spliced;
+
+static void *run_splice(void *arg)
+{
+	spliced *sp = arg;
+	aj_splice_pair(sp->a, sp->b, 300);
+	pthread_mutex_lock(&sp->mu);
+	sp->ended = true;
+	pthread_cond_broadcast(&sp->cv);
+	pthread_mutex_unlock(&sp->mu);
+	return NULL;
+}
+
+/* A client of a --publish port that reads nothing of a server that writes
+ * a lot: netd's relay drops it after the stall bound (was: blocked in a
+ * send for good, the 15-minute idle bound never reached). */
+static void test_splice_drops_stalled_client(void **state)
+{
+	(void)state;
+	int cl[2], sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pthread_t srv, t;
+	assert_int_equal(pthread_create(&srv, NULL, flooding_client, &sv[1]), 0);
+	spliced sp = {.a = cl[0],
+		      .b = sv[0],
+		      .mu = PTHREAD_MUTEX_INITIALIZER,
+		      .cv = PTHREAD_COND_INITIALIZER};
+	assert_int_equal(pthread_create(&t, NULL, run_splice, &sp), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 4;
+	pthread_mutex_lock(&sp.mu);
+	while (!sp.ended && pthread_cond_timedwait(&sp.cv, &sp.mu, &until) == 0)
+		;
+	bool ended = sp.ended;
+	pthread_mutex_unlock(&sp.mu);
+	if (!ended)
+		(void)shutdown(cl[1], SHUT_RDWR);
+	pthread_join(t, NULL);
+	(void)shutdown(sv[0], SHUT_RDWR);
+	pthread_join(srv, NULL);
+	assert_true(ended);
+	close(cl[0]), close(cl[1]), close(sv[0]), close(sv[1]);
+}
+
+/* ---- the agent's side (agent.c, op "connect") ---- */
+
+typedef struct holder {
+	int l, quit[2];
+} holder;
+
+/* A server that accepts, then reads nothing until told to quit. */
+static void *accept_and_hold(void *arg)
+{
+	holder *h = arg;
+	int c = accept(h->l, NULL, NULL);
+	struct pollfd pf = {.fd = h->quit[0], .events = POLLIN};
+	(void)poll(&pf, 1, 8000);
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+/* The agent itself (agentjail-agent, run on the host) connected to a
+ * server that reads nothing while the client writes a lot: it drops the
+ * server after the host's "stall_ms" and answers ETIMEDOUT, so its stream
+ * is read again (was: blocked in a write to the server, deaf to 'S'). */
+static void test_agent_drops_stalled_server(void **state)
+{
+	(void)state;
+	char self[PATH_MAX], agent[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(agent, sizeof(agent), "%s/../agentjail-agent", self);
+	if (access(agent, X_OK) < 0)
+		skip(); /* no static jansson/libseccomp: no agent built */
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	holder h = {.l = l};
+	assert_int_equal(pipe2(h.quit, O_CLOEXEC), 0);
+	pthread_t srv;
+	assert_int_equal(pthread_create(&srv, NULL, accept_and_hold, &h), 0);
+	int ag[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ag[1], 0);
+	posix_spawn_file_actions_adddup2(&fa, ag[1], 1);
+	char *argv[] = {agent, NULL}, *envp[] = {NULL};
+	pid_t pid;
+	assert_int_equal(posix_spawn(&pid, agent, &fa, NULL, argv, envp), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(ag[1]);
+	char q[128];
+	snprintf(q, sizeof(q), "{\"op\":\"connect\",\"port\":%u,\"stall_ms\":300}",
+		 ntohs(a.sin_port));
+	assert_int_equal(aj_agent_send(ag[0], AJ_AG_REQUEST, q, strlen(q)), 0);
+	char type, *buf = NULL;
+	uint32_t len;
+	assert_int_equal(aj_agent_recv(ag[0], &type, &buf, &len), 1);
+	free(buf);
+	buf = NULL;
+	assert_int_equal(type, AJ_AG_STAT);
+	/* 'I' frames as fast as the agent takes them, until its answer */
+	static unsigned char fr[AJ_AGENT_HDR + 65536];
+	aj_agent_hdr(fr, AJ_AG_STDIN, 65536);
+	size_t off = 0;
+	aj_agent_exit x = {0};
+	bool answered = false;
+	for (unsigned long long t0 = mono_ms(); !answered && mono_ms() - t0 < 5000;) {
+		struct pollfd pf = {.fd = ag[0], .events = POLLIN | POLLOUT};
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		if (pf.revents & POLLIN) {
+			if (aj_agent_recv(ag[0], &type, &buf, &len) <= 0)
+				break;
+			if (type == AJ_AG_EXIT) {
+				aj_agent_exit_parse(buf, len, &x);
+				answered = true;
+			}
+			free(buf);
+			buf = NULL;
+		} else if (pf.revents & POLLOUT) {
+			ssize_t w =
+			    send(ag[0], fr + off, sizeof(fr) - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w > 0)
+				off = (off + (size_t)w) % sizeof(fr);
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(ag[0]);
+	assert_int_equal(write(h.quit[1], "", 1), 1);
+	pthread_join(srv, NULL);
+	close(l), close(h.quit[0]), close(h.quit[1]);
+	assert_true(answered);
+	assert_int_equal(x.err, ETIMEDOUT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_publish_relays_idle_bound),
 	    cmocka_unit_test(test_relay_ends_when_idle),
 	    cmocka_unit_test(test_relay_idle_ignores_dropped),
+	    cmocka_unit_test(test_relay_drops_stalled_client),
+	    cmocka_unit_test(test_relay_gives_up_stalled_agent),
+	    cmocka_unit_test(test_splice_drops_stalled_client),
+	    cmocka_unit_test(test_agent_drops_stalled_server),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -1093,6 +1094,24 @@ static int op_identity(json_t *q)
 	return answer(0);
 }
 
+/* A microVM started from its image's snapshot (microvm/box.c): the host
+ * hot-plugged the workspace's virtiofs (tag "ws"), mounted here as the
+ * guest's init mounts it at a boot; its device may still be probing. */
+static int op_workspace(void)
+{
+	if (mkdir("/workspace", 0755) < 0 && errno != EEXIST)
+		return answer(errno);
+	for (int i = 0; mount("ws", "/workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL) < 0;
+	     i++) {
+		/* no such tag yet: EINVAL (ENOENT in some kernels) */
+		if ((errno != EINVAL && errno != ENOENT) || i >= 1000)
+			return answer(errno);
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return answer(0);
+}
+
 /* ---- the ports proxy (levels 2 and 3) ---- */
 
 /* A TCP connection to port on the loopback address (127.0.0.1, else ::1
@@ -1100,49 +1119,82 @@ static int op_identity(json_t *q)
  * sandbox's network namespace; docs/api.md, "Ports"). Connected: a 'T' frame, then
  * the host's 'I' frames go to the server (empty: its end, passed on as a
  * half-close) and the server's bytes come back as 'O' frames (empty: its
- * end); 'X' once both ended, or why it could not connect. */
+ * end); 'X' once both ended, or why it could not connect. The server's
+ * socket never blocks a write: while an 'I' frame waits for it, no more
+ * frames are read (back-pressure), and a server that takes none of it for
+ * the host's "stall_ms" is dropped (answer ETIMEDOUT), so the host's
+ * stream is read again. */
 static int op_connect(json_t *q)
 {
 	json_int_t port = json_integer_value(json_object_get(q, "port"));
+	json_int_t stall = json_integer_value(json_object_get(q, "stall_ms"));
 	if (port < 1 || port > 65535)
 		return answer(EINVAL);
-	int s = aj_loopback_connect((unsigned)port, false);
+	if (stall <= 0 || stall > 3600000)
+		stall = 60000;
+	int s = aj_loopback_connect((unsigned)port, true);
 	if (s < 0)
 		return answer(-s);
 	frame(AJ_AG_STAT, "{}", 2);
 	bool host_end = false, server_end = false;
 	int e = 0;
 	static char buf[READ_MAX];
+	char *in = NULL; /* an 'I' frame's bytes the server has not taken yet */
+	uint32_t inlen = 0, inoff = 0;
+	long long since = 0;
 	while (!(host_end && server_end) && !host_gone && !e) {
 		/* the host's frames are read after its end too: a SIGNAL may
 		 * follow (its client gone for good) */
-		struct pollfd pf[2] = {{0, POLLIN, 0}, {server_end ? -1 : s, POLLIN, 0}};
-		if (poll(pf, 2, -1) < 0) {
+		struct pollfd pf[2] = {{in ? -1 : 0, POLLIN, 0},
+				       {server_end && !in ? -1 : s,
+					(short)((server_end ? 0 : POLLIN) | (in ? POLLOUT : 0)),
+					0}};
+		long long wait = in ? since + stall - mono_ms() : -1;
+		if (in && wait <= 0) {
+			e = ETIMEDOUT; /* the server took nothing for stall_ms */
+			break;
+		}
+		if (poll(pf, 2, (int)wait) < 0) {
 			if (errno != EINTR)
 				e = errno;
 			continue;
 		}
 		if (pf[0].revents) {
-			char type, *in = NULL;
+			char type;
 			uint32_t len;
 			int k = read_frame(&type, &in, &len);
 			if (k <= 0) { /* the host's stream ended: nothing to answer */
 				close(s);
 				return 1;
 			}
-			if (type == AJ_AG_STDIN && len && !host_end && write_all(s, in, len) < 0)
-				e = errno ? errno : EPIPE;
-			else if (type == AJ_AG_STDIN && !len && !host_end) {
+			if (type == AJ_AG_STDIN && len && !host_end) {
+				inlen = len, inoff = 0, since = mono_ms();
+			} else if (type == AJ_AG_STDIN && !len && !host_end) {
 				host_end = true;
 				(void)shutdown(s, SHUT_WR);
 			} else if (type == AJ_AG_SIGNAL) { /* the host gives up */
 				host_end = server_end = true;
 			}
-			free(in);
+			if (!inlen) {
+				free(in);
+				in = NULL;
+			}
 		}
-		if (pf[1].revents) {
+		if (in && (pf[1].revents || pf[0].revents)) {
+			ssize_t n = write(s, in + inoff, inlen - inoff);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				e = errno;
+			if (n > 0)
+				inoff += (uint32_t)n, since = mono_ms();
+			if (e || inoff == inlen) {
+				free(in);
+				in = NULL;
+				inlen = inoff = 0;
+			}
+		}
+		if ((pf[1].revents & (POLLIN | POLLHUP | POLLERR)) && !server_end) {
 			ssize_t n = read(s, buf, sizeof(buf));
-			if (n < 0 && errno == EINTR)
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (n < 0)
 				e = errno;
@@ -1150,6 +1202,7 @@ static int op_connect(json_t *q)
 			server_end = n <= 0;
 		}
 	}
+	free(in);
 	close(s);
 	return answer(e == ECONNRESET || e == EPIPE ? 0 : e);
 }
@@ -1205,6 +1258,8 @@ int main(int argc, char **argv)
 		return op_identity(q);
 	if (!strcmp(op, "connect"))
 		return op_connect(q);
+	if (!strcmp(op, "workspace"))
+		return op_workspace();
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
 	if (!path)

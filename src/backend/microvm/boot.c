@@ -478,16 +478,23 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	snprintf(fsr, sizeof(fsr), "socket,id=fsr,path=%s/root.sock", m->vm);
 	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
 	/* the writable layer is guest RAM: --disk caps it; aj.pids counts the
-	 * commands and one agent per port (guest/init.c) */
-	int al = snprintf(append, sizeof(append),
-			  "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu "
-			  "aj.ws=%d aj.host=%s aj.ports=%u%s",
-			  getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz,
-			  p->tmp_size, p->pids ? p->pids + m->nports - 1 : 0, p->workspace ? 1 : 0,
-			  p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
-			  (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
+	 * commands and one agent per port (guest/init.c); a snapshot's VM
+	 * gets its workspace hot-plugged (box.c): none at boot */
+	int al =
+	    snprintf(append, sizeof(append),
+		     "console=ttyS0 %spanic=-1 tsc_early_khz=%lu aj.disk=%llu aj.pids=%llu "
+		     "aj.ws=%d aj.host=%s aj.ports=%u%s",
+		     getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
+		     p->pids ? p->pids + m->nports - 1 : 0, p->workspace && !m->snap ? 1 : 0,
+		     p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
+		     (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	/* a snapshot's machine: one PCIe slot for the workspace's hotplug
+	 * (qemu's microvm ACPI grants no _OSC: the ports' driver forced) */
+	if (m->snap)
+		al += snprintf(append + al, sizeof(append) - (size_t)al,
+			       " pcie_ports=native aj.pci=1");
 	if (m->ca) /* the CA bundle to bind read-only (stage_ca) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.ca=1");
 	if (p->uid || p->gid)
@@ -501,9 +508,10 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		return -E2BIG;
 	}
 	char *argv[64 + 4 * AJ_MV_MAX_PORTS + 4 * AJ_MV_MAX_RW] = {
-	    m->h.qemu, "-M", "microvm,memory-backend=mem", "-accel", m->h.kvm ? "kvm" : "tcg",
-	    "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp, "-nodefaults",
-	    "-no-user-config", "-nographic", "-no-reboot",
+	    m->h.qemu, "-M",
+	    m->snap ? "microvm,pcie=on,memory-backend=mem" : "microvm,memory-backend=mem", "-accel",
+	    m->h.kvm ? "kvm" : "tcg", "-cpu", "max", "-m", memarg, "-object", memobj, "-smp", smp,
+	    "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
 	    /* no spawning, no setuid, no obsolete calls: qemu's seccomp */
 	    "-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	    "-global", "virtio-mmio.force-legacy=false", "-chardev", con, "-serial", "chardev:con",
@@ -537,7 +545,11 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "-device";
 		argv[n++] = port[k];
 	}
-	if (p->workspace) {
+	if (m->snap) { /* the workspace's slot (aj_mv_snap_plug_ws) */
+		argv[n++] = "-device";
+		argv[n++] = "pcie-root-port,id=rp0,chassis=1,slot=0";
+	}
+	if (p->workspace && !m->snap) {
 		argv[n++] = "-chardev";
 		argv[n++] = fsw;
 		argv[n++] = "-device";
@@ -579,11 +591,20 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			int e = aj_mv_snap_open(m->snapfile, &m->snapfd, &m->ramfd, &serr);
 			if (e < 0 && e != -ENOENT && getenv("AGENTJAIL_MICROVM_DEBUG"))
 				fprintf(stderr, "agentjail: microvm: no restore: %s\n", serr.msg);
-			m->restored = m->cow = e == 0;
+			m->restored = m->pair = e == 0;
+			/* a workspace's vhost-user device maps the RAM shared: a
+			 * copy of the snapshot's of its own, not copy-on-write */
+			m->cow = m->pair && !p->workspace;
+			if (m->pair && !m->cow) {
+				int own = aj_mv_snap_ram_copy(m->ramfd, err);
+				close(m->ramfd);
+				if ((m->ramfd = own) < 0)
+					return own;
+			}
 		}
 		/* a snapshot's restore maps its RAM private (copy-on-write); a boot
 		 * (or a fork's copy) shares a fresh memfd with us, for a save */
-		if (!m->cow && (m->ramfd = memfd_create("agentjail-vm-ram", MFD_CLOEXEC)) >= 0 &&
+		if (!m->pair && (m->ramfd = memfd_create("agentjail-vm-ram", MFD_CLOEXEC)) >= 0 &&
 		    ftruncate(m->ramfd, (off_t)(mem << 20)) < 0) {
 			close(m->ramfd);
 			m->ramfd = -1;
@@ -598,7 +619,7 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = qmp;
 		if (m->restored) { /* a snapshot's state comes over QMP (aj_mv_snap_incoming) */
 			argv[n++] = "-incoming";
-			argv[n++] = m->cow ? "defer" : "fd:3";
+			argv[n++] = m->pair ? "defer" : "fd:3";
 		}
 	}
 	/* the NIC: the tap made in the VM's own network namespace (net.c) */
@@ -885,7 +906,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		m->pids[0] = qemu(m, err);
 		r = m->pids[0] < 0 ? (int)m->pids[0] : 0;
 	}
-	if (r == 0 && m->cow)
+	if (r == 0 && m->pair)
 		r = aj_mv_snap_incoming(m->vm, err);
 	for (unsigned k = 0; r == 0 && k < m->nports; k++)
 		if ((m->ports[k] = connect_agent(m, k, deadline)) < 0) {

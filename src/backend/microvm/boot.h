@@ -49,11 +49,12 @@ typedef struct aj_mv_vm {
 	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
 	bool etc_later;		     /* the /etc layer's initrd made only for a boot */
 	/* snapshots (snap.c): set before the boot when the VM may be saved and
-	 * restored (an image, no workspace); then its file and, when it
-	 * exists, the fd qemu restores from */
+	 * restored (an image, no NIC); then its file and, when it exists, the
+	 * fd qemu restores from. A workspace is hot-plugged after (box.c). */
 	bool snap;
 	bool restored;
-	bool cow; /* restored from a snapshot's pair: its RAM mapped private */
+	bool pair; /* restored from a snapshot's pair: its state over QMP */
+	bool cow;  /* and its RAM mapped private (without a workspace) */
 	int snapfd;
 	/* the VM's RAM (snap.c): a boot's memfd, shared with qemu (what a save
 	 * copies), or a restore's sealed snapshot RAM, mapped private */

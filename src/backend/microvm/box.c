@@ -335,6 +335,17 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 		} else if (sr < 0 && getenv("AGENTJAIL_MICROVM_DEBUG"))
 			fprintf(stderr, "agentjail: microvm: no snapshot: %s\n", serr.msg);
 	}
+	/* a snapshot's VM (saved or restored without it): its workspace
+	 * plugged now (vhost-user-fs does not migrate), the agent mounts it */
+	if (r == 0 && i->vm.snap && i->vm.p->workspace &&
+	    (r = aj_mv_snap_plug_ws(i->vm.vm, err)) == 0) {
+		mv_call c = {.data_fd = -1};
+		json_t *q = json_pack("{s:s}", "op", "workspace");
+		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		      : aj_err(err, ENOMEM, "workspace");
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the guest did not mount the workspace");
+	}
 	return r;
 }
 
@@ -353,11 +364,11 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 	for (int attempt = 0;; attempt++) {
 		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
 		i->vm.freezer = true;
-		/* an image without a workspace: started from its snapshot, or
-		 * booted and saved as one (snap.c; not with a NIC: its
-		 * address is the sandbox's own); a snapshot that does not
+		/* an image: started from its snapshot, or booted and saved as
+		 * one (snap.c; not with a NIC: its address is the sandbox's
+		 * own), its workspace hot-plugged after; a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
-		i->vm.snap = p->rootfs && !p->workspace && !p->n_binds && p->net == AJ_NET_NONE;
+		i->vm.snap = p->rootfs && !p->n_binds && p->net == AJ_NET_NONE;
 		if (ckpt)
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		r = mv_boot_ready(i, err);
@@ -415,7 +426,7 @@ static void mv_kill(aj_inst *i);
 static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 {
 	*ckpt = NULL;
-	if (!i->vm.snap) {
+	if (!i->vm.snap || i->vm.p->workspace) {
 		aj_err(err, ENOTSUP,
 		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
 		       "forked: its virtiofs devices (vhost-user-fs) do not migrate in qemu 7.2, "

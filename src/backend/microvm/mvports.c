@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "mvbox.h"
+#include "stall.h"
 #include "util.h"
 
 /* A connection to a port on the guest's loopback (docs/api.md, "Ports"):
@@ -107,7 +108,9 @@ int aj_mvbox_port_connect(aj_inst *i, unsigned port, aj_error *err)
 		aj_err_hint(err, "retry once one of them ends");
 		return -EBUSY;
 	}
-	json_t *q = json_pack("{s:s,s:i}", "op", "connect", "port", (int)port);
+	/* the agent's bound on a server that takes none of the client's bytes */
+	json_t *q = json_pack("{s:s,s:i,s:I}", "op", "connect", "port", (int)port, "stall_ms",
+			      (json_int_t)aj_relay_stall_ms());
 	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	if (!txt)

@@ -549,7 +549,7 @@ int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error
 			unlink(ramtmp);
 	}
 	/* the RAM loaded for the restores now (from the page cache), not in
-	 * the first one's create (docs/performance.md, round 29) */
+	 * the first one's create (docs/performance.md, round 30) */
 	if (r == 0 && rfd >= 0)
 		ram_preload(ram);
 	return r;
@@ -680,6 +680,43 @@ int aj_mv_snap_incoming(const char *vmdir, aj_error *err)
 	json_decref(j);
 	if (q.fd >= 0)
 		close(q.fd);
+	return r;
+}
+
+int aj_mv_snap_ram_copy(int sealed, aj_error *err)
+{
+	int m = memfd_create("agentjail-vm-ram", MFD_CLOEXEC), e = m < 0 ? errno : 0;
+	if (m >= 0 && (e = -copy_data(sealed, m)) != 0)
+		close(m);
+	return e ? aj_err(err, e, "microvm: a copy of the snapshot's RAM") : m;
+}
+
+int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
+{
+	char cmd[PATH_MAX + 256];
+	qmp q = {.fd = -1};
+	int r = qmp_open(vmdir, &q, err);
+	json_t *j = NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "{\"execute\":\"chardev-add\",\"arguments\":{\"id\":\"fsw\",\"backend\":"
+		 "{\"type\":\"socket\",\"data\":{\"server\":false,\"addr\":{\"type\":"
+		 "\"unix\",\"data\":{\"path\":\"%s/ws.sock\"}}}}}}",
+		 vmdir);
+	if (r == 0 && !(j = qmp_cmd(&q, cmd, -1, err)))
+		r = -EIO;
+	json_decref(j);
+	j = NULL;
+	if (r == 0 && !(j = qmp_cmd(&q,
+				    "{\"execute\":\"device_add\",\"arguments\":{\"driver\":"
+				    "\"vhost-user-fs-pci\",\"id\":\"ws\",\"chardev\":\"fsw\","
+				    "\"tag\":\"ws\",\"bus\":\"rp0\"}}",
+				    -1, err)))
+		r = -EIO;
+	json_decref(j);
+	if (q.fd >= 0)
+		close(q.fd);
+	if (r < 0)
+		aj_err_prefix(err, "microvm: the workspace's hotplug");
 	return r;
 }
 

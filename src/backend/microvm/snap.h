@@ -37,6 +37,13 @@ int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err);
 /* A restore's qemu (-incoming defer) told over vmdir/qmp.sock to load fd
  * 3 with x-ignore-shared, as the save had it. */
 int aj_mv_snap_incoming(const char *vmdir, aj_error *err);
+/* A private copy of a restore's sealed RAM (its non-zero pages) for a VM
+ * that shares it with a vhost-user device: a new memfd, or -errno. */
+int aj_mv_snap_ram_copy(int sealed, aj_error *err);
+/* The workspace's virtiofs hot-plugged into a running snapshot VM over
+ * vmdir/qmp.sock: vmdir/ws.sock's vhost-user-fs-pci, tag "ws", on its
+ * PCIe root port. */
+int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err);
 /* The agent's request giving a restored VM its own identity: fresh
  * entropy, the time, the hostname (a new reference, or NULL). */
 json_t *aj_mv_identity_req(const aj_policy *p);

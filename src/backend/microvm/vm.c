@@ -46,6 +46,10 @@ static const char *const guest_modules[][2] = {
     /* an image's root: a squashfs on virtio-blk (rootimg.c) */
     {"virtio_blk", "drivers/block/virtio_blk.ko"},
     {"squashfs", "fs/squashfs/squashfs.ko"},
+    /* a snapshot's machine: the workspace hot-plugged on PCIe (aj.pci=1) */
+    {"virtio_pci_legacy_dev", "drivers/virtio/virtio_pci_legacy_dev.ko"},
+    {"virtio_pci_modern_dev", "drivers/virtio/virtio_pci_modern_dev.ko"},
+    {"virtio_pci", "drivers/virtio/virtio_pci.ko"},
     /* the NIC (--net open, --allow): loaded only with aj.net= */
     {"failover", "net/core/failover.ko"},
     {"net_failover", "drivers/net/net_failover.ko"},

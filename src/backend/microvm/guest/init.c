@@ -46,6 +46,9 @@ static const char *const modules[] = {"virtio_ring", "virtio",	 "virtio_mmio", "
 				      "fuse",	     "virtiofs", "overlay",	"virtio-rng"};
 /* an image's root (aj.root=blk): its squashfs on virtio-blk */
 static const char *const blk_modules[] = {"virtio_blk", "squashfs"};
+/* a snapshot's machine (aj.pci=1): its workspace hot-plugged on PCIe */
+static const char *const pci_modules[] = {"virtio_pci_legacy_dev", "virtio_pci_modern_dev",
+					  "virtio_pci"};
 
 static void say(const char *what, const char *a, int e)
 {
@@ -505,6 +508,8 @@ int main(void)
 	load_modules(modules, sizeof(modules) / sizeof(modules[0]));
 	if (strstr(cmdline, " aj.root=blk"))
 		load_modules(blk_modules, sizeof(blk_modules) / sizeof(blk_modules[0]));
+	if (strstr(cmdline, " aj.pci=1"))
+		load_modules(pci_modules, sizeof(pci_modules) / sizeof(pci_modules[0]));
 	setup_root(cmdline);
 	setup_net(cmdline);
 	int cg, cgroot = guest_cgroups(cmdline, &cg);
