@@ -60,6 +60,29 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg)
 		m->hooks->warn(m->hooks->ctx, msg);
 }
 
+json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q)
+{
+	json_t *rl = json_pack("{s:[i,i]}", "core", 0, 0);
+	const struct {
+		const char *name;
+		unsigned long long v;
+	} lim[] = {{"nofile", p->nofile}, {"fsize", p->fsize}};
+	for (size_t k = 0; rl && k < AJ_ARRAY_SIZE(lim); k++)
+		if (lim[k].v && json_object_set_new(rl, lim[k].name,
+						    json_pack("[I,I]", (json_int_t)lim[k].v,
+							      (json_int_t)lim[k].v)) < 0) {
+			json_decref(rl);
+			rl = NULL;
+		}
+	if (!q || !rl || json_object_set_new(q, "rlimits", rl) < 0) { /* (set_new takes rl) */
+		if (!q)
+			json_decref(rl);
+		json_decref(q); /* never a request without them */
+		return NULL;
+	}
+	return q;
+}
+
 /* What this first slice of level 3 does not do yet stops the run (125). */
 /* dest is path or below it */
 static bool below(const char *dest, const char *path)
@@ -284,33 +307,17 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 }
 
 /* --image/--rootfs: its squashfs, and the initramfs with the /etc layer
- * (rootimg.c); a VM that may be restored gets the layer's hash (the
- * snapshot's key) now, its initrd only if it boots (etc_initrd) */
+ * (rootimg.c) */
 static int root_image(aj_mv_vm *m, aj_error *err)
 {
 	aj_mv_rootimg ri;
-	m->etc_later = m->snap && !aj_net_tls_wanted(m->p); /* (stage_ca appends to it) */
-	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, !m->etc_later, &ri, err);
+	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, &ri, err);
 	if (r < 0)
 		return r;
 	snprintf(m->rootimg, sizeof(m->rootimg), "%s", ri.sqfs);
-	if (!m->etc_later)
-		snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
+	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
 	m->etc_hash = ri.etc_hash;
 	return 0;
-}
-
-/* A boot's initrd (root_image): a restore runs the snapshot's guest, and
- * qemu gets the cached initramfs, which it reads but the guest never does. */
-static int etc_initrd(aj_mv_vm *m, aj_error *err)
-{
-	if (!m->etc_later || m->restored)
-		return 0;
-	aj_mv_rootimg ri;
-	int r = aj_mv_rootimg_initrd(m->p, m->dir, m->h.initramfs, &ri, err);
-	if (r == 0)
-		snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
-	return r;
 }
 
 /* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
@@ -490,6 +497,9 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		     (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	/* --disk caps the writable layer's inodes too, as level 1's scratch */
+	al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.inodes=%llu",
+		       aj_scratch_inodes(p->tmp_size));
 	/* a snapshot's machine: one PCIe slot for the workspace's hotplug
 	 * (qemu's microvm ACPI grants no _OSC: the ports' driver forced) */
 	if (m->snap)
@@ -611,9 +621,6 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		}
 		if (m->ramfd < 0)
 			return aj_err(err, errno, "microvm: the VM's RAM (memfd)");
-		int r = etc_initrd(m, err);
-		if (r < 0)
-			return r;
 		strcat(memobj, m->cow ? ",share=off" : ",share=on");
 		argv[n++] = "-qmp";
 		argv[n++] = qmp;

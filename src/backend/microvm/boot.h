@@ -7,6 +7,7 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -47,7 +48,6 @@ typedef struct aj_mv_vm {
 	bool freezer;		     /* set before the boot: cg gets a freezer (a box's pause) */
 	char rootimg[PATH_MAX];	     /* --image/--rootfs: its squashfs (rootimg.c), or "" */
 	unsigned long long etc_hash; /* the /etc layer's texts (rootimg.c) */
-	bool etc_later;		     /* the /etc layer's initrd made only for a boot */
 	/* snapshots (snap.c): set before the boot when the VM may be saved and
 	 * restored (an image, no NIC); then its file and, when it exists, the
 	 * fd qemu restores from. A workspace is hot-plugged after (box.c). */
@@ -82,4 +82,8 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
+/* An exec request q with its "rlimits" (the guest's agent sets them before
+ * the command): level 1's, core 0, --nofile and --fsize. NULL (q freed)
+ * when they could not be added: never a request without them. */
+json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q);
 #endif

@@ -122,21 +122,21 @@ static int squashfs_of(const aj_policy *p, const char *vmdir, aj_mv_rootimg *m, 
 }
 
 /* dir/initrd: the cached initramfs and a cpio of aj-etc/etc/ (the files
- * agentjail owns in /etc) after it; !write: the layer's hash alone. */
+ * agentjail owns in /etc) after it. */
 static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs, aj_mv_rootimg *m,
-		      bool write, aj_error *err)
+		      aj_error *err)
 {
 	char layer[PATH_MAX], etc[PATH_MAX], initrd[PATH_MAX];
 	snprintf(layer, sizeof(layer), "%s/etclayer", dir);
 	snprintf(etc, sizeof(etc), "%s/aj-etc/etc", layer);
 	snprintf(initrd, sizeof(initrd), "%s/initrd", dir);
-	int r = write ? aj_mkdir_p(etc, 0755) : 0;
+	int r = aj_mkdir_p(etc, 0755);
 	if (r < 0)
 		return aj_err(err, -r, "microvm: cannot create %s", etc);
 	aj_etc_files f;
 	if (aj_etc_prepare(p, NULL, &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
-	r = write ? aj_etc_write_dir(etc, &f, err) : 0;
+	r = aj_etc_write_dir(etc, &f, err);
 	/* a snapshot's key (snap.c): these texts and the initramfs, named
 	 * after its guest init, agent and modules */
 	m->etc_hash = 14695981039346656037ULL;
@@ -146,7 +146,7 @@ static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs
 		for (const char *c = f.text[i]; c && *c; c++)
 			m->etc_hash = (m->etc_hash ^ (unsigned char)*c) * 1099511628211ULL;
 	aj_etc_free(&f);
-	if (r < 0 || !write)
+	if (r < 0)
 		return r;
 	char list[1024] = "aj-etc\naj-etc/etc\n";
 	for (size_t i = 0; i < AJ_ETC_FILES; i++) {
@@ -164,16 +164,9 @@ static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs
 	return 0;
 }
 
-int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs, bool initrd,
+int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
 		       aj_mv_rootimg *out, aj_error *err)
 {
-	out->initrd[0] = '\0';
 	int r = squashfs_of(p, dir, out, err);
-	return r < 0 ? r : etc_initrd(p, dir, initramfs, out, initrd, err);
-}
-
-int aj_mv_rootimg_initrd(const aj_policy *p, const char *dir, const char *initramfs,
-			 aj_mv_rootimg *out, aj_error *err)
-{
-	return etc_initrd(p, dir, initramfs, out, true, err);
+	return r < 0 ? r : etc_initrd(p, dir, initramfs, out, err);
 }

@@ -19,12 +19,8 @@ typedef struct aj_mv_rootimg {
 /* A file name of STATE/microvm that is a stored image's squashfs (or one
  * being made): true with the image's digest (64 hex digits). */
 bool aj_mv_rootimg_digest(const char *name, char hex[65]);
-/* For p->rootfs, the VM's private directory dir and the cached initramfs;
- * !initrd: the /etc layer's hash, its initrd left for aj_mv_rootimg_initrd
- * (a VM restored from a snapshot runs the snapshot's: it needs none). */
-int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs, bool initrd,
+/* For p->rootfs, the VM's private directory dir and the cached initramfs. */
+int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
 		       aj_mv_rootimg *out, aj_error *err);
-int aj_mv_rootimg_initrd(const aj_policy *p, const char *dir, const char *initramfs,
-			 aj_mv_rootimg *out, aj_error *err);
 
 #endif
