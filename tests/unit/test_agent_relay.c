@@ -393,6 +393,52 @@ static void *flooding_client(void *arg)
 	return NULL;
 }
 
+/* A client that takes 1 KiB per 100 ms until its end is shut down. */
+static void *trickling_client(void *arg)
+{
+	int fd = *(int *)arg;
+	char b[1024];
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 5000;) {
+		if (recv(fd, b, sizeof(b), 0) <= 0)
+			break;
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* A client that takes only a trickle (1 KiB per 100 ms, far below
+ * AJ_RELAY_STALL_MIN per stall bound) of a server that writes a lot is
+ * dropped as one that stopped reading (was: each byte taken restarted
+ * the bound, the relay and its agent port held for good). */
+static void test_relay_drops_trickling_client(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	int small = 4096; /* the trickle reaches the relay at once */
+	assert_int_equal(setsockopt(cl[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	flood f = {.fd = ag[1]};
+	pthread_t t, c;
+	assert_int_equal(pthread_create(&t, NULL, flooding_agent, &f), 0);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	assert_int_equal(pthread_create(&c, NULL, trickling_client, &cl[1]), 0);
+	bool ended = run_within(&r, cl[1], ag[1], 2500);
+	(void)shutdown(cl[1], SHUT_RDWR);
+	void *ret;
+	pthread_join(c, NULL);
+	pthread_join(t, &ret);
+	assert_true(ended);  /* dropped, not held by the trickle */
+	assert_null(ret);    /* the agent ended well */
+	assert_true(f.told); /* told to end the server's connection */
+	assert_false(r.broken);
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+}
+
 /* An agent that stops reading while the client writes a lot: the relay
  * gives it up after its bound (stall 300 ms and a margin as long), the
  * stream not to be reused (was: blocked in the write to the agent). */
@@ -578,6 +624,114 @@ static void test_agent_drops_stalled_server(void **state)
 	assert_int_equal(x.err, ETIMEDOUT);
 }
 
+/* An echo server: takes 16 KiB at a time, writes it back (blocking). */
+static void *echo_server(void *arg)
+{
+	int c = accept(*(int *)arg, NULL, NULL);
+	static char b[16384];
+	ssize_t n;
+	while (c >= 0 && (n = read(c, b, sizeof(b))) > 0)
+		if (send(c, b, (size_t)n, MSG_NOSIGNAL) != n)
+			break;
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+typedef struct uploader {
+	int fd;
+	size_t sent, got;
+} uploader;
+
+static void *upload(void *arg)
+{
+	uploader *u = arg;
+	static char junk[65536];
+	while (u->sent < (1u << 20)) {
+		ssize_t n = send(u->fd, junk, sizeof(junk), MSG_NOSIGNAL);
+		if (n <= 0)
+			break;
+		u->sent += (size_t)n;
+	}
+	(void)shutdown(u->fd, SHUT_WR);
+	return NULL;
+}
+
+/* The client's replies: all that waits, once per 250 ms (within the
+ * bound of 300 ms), until their end. */
+static void *read_in_bursts(void *arg)
+{
+	uploader *u = arg;
+	static char b[65536];
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 8000;) {
+		ssize_t n;
+		while ((n = recv(u->fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+			u->got += (size_t)n;
+		if (n == 0)
+			break;
+		struct timespec ts = {0, 250000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* The agent itself before an echo server, a client uploading 1 MiB while
+ * it reads the replies in bursts within the bound: the relay ends with the
+ * agent's answer, the port not broken (was: the agent blocked writing its
+ * 'O' frames while the relay waited for the client, the relay counted
+ * that as the agent's stall and marked the port broken, for good). */
+static void test_agent_slow_reader_keeps_port(void **state)
+{
+	(void)state;
+	char self[PATH_MAX], agent[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	assert_true(n > 0);
+	self[n] = '\0';
+	*strrchr(self, '/') = '\0';
+	snprintf(agent, sizeof(agent), "%s/../agentjail-agent", self);
+	if (access(agent, X_OK) < 0)
+		skip(); /* no static jansson/libseccomp: no agent built */
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+	pthread_t srv, up, down;
+	assert_int_equal(pthread_create(&srv, NULL, echo_server, &l), 0);
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ag[1], 0);
+	posix_spawn_file_actions_adddup2(&fa, ag[1], 1);
+	char *argv[] = {agent, NULL}, *envp[] = {NULL};
+	pid_t pid;
+	assert_int_equal(posix_spawn(&pid, agent, &fa, NULL, argv, envp), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, ntohs(a.sin_port)), 0);
+	uploader u = {.fd = cl[1]};
+	assert_int_equal(pthread_create(&up, NULL, upload, &u), 0);
+	assert_int_equal(pthread_create(&down, NULL, read_in_bursts, &u), 0);
+	bool ended = run_within(&r, cl[1], ag[1], 9000);
+	pthread_join(up, NULL);
+	pthread_join(down, NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	(void)shutdown(l, SHUT_RDWR);
+	pthread_join(srv, NULL);
+	close(l), close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+	free(r.ibuf);
+	assert_true(ended);
+	assert_false(r.broken); /* the port is not given up */
+	assert_true(r.answered);
+	assert_int_equal(r.x.err, 0);
+	assert_int_equal(u.got, u.sent); /* all of it echoed */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +742,8 @@ int main(void)
 	    cmocka_unit_test(test_relay_gives_up_stalled_agent),
 	    cmocka_unit_test(test_splice_drops_stalled_client),
 	    cmocka_unit_test(test_agent_drops_stalled_server),
+	    cmocka_unit_test(test_relay_drops_trickling_client),
+	    cmocka_unit_test(test_agent_slow_reader_keeps_port),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
