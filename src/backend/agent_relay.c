@@ -96,11 +96,12 @@ typedef struct relay_state {
 	 * more is read from the agent (back-pressure, no buffer without bound) */
 	char *cb;
 	size_t clen, coff;
-	/* the client's stall window: since csince it took cwin bytes; it must
-	 * take AJ_RELAY_STALL_MIN of them, or all it has pending, per stall_ms
-	 * (a client trickling a few bytes per window is one that stalled) */
+	/* the client's stall window, open while bytes wait for it here: since
+	 * csince it took cwin bytes; it must take AJ_RELAY_STALL_MIN of them
+	 * per stall_ms, or all that waits (a trickle is a stall) */
 	unsigned long long csince;
 	size_t cwin;
+	bool cwin_open;
 	/* one frame for the agent: while it is there, the client is not read */
 	unsigned char ab[AJ_AGENT_HDR + 65536];
 	size_t alen, aoff;
@@ -127,6 +128,9 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 	unsigned long long t = now_ms();
 	if (n > 0)
 		s->last_ms = t; /* only bytes passed on count as traffic */
+	s->cwin += (size_t)n;
+	if (s->cwin >= AJ_RELAY_STALL_MIN)
+		s->csince = t, s->cwin = 0; /* enough taken: a new window */
 	if ((size_t)n == len)
 		return true;
 	if (!held) {
@@ -136,11 +140,11 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 			return true;
 		}
 		memcpy(s->cb, buf + n, len - (size_t)n);
-		s->clen = len - (size_t)n, s->coff = 0, s->csince = t, s->cwin = 0;
+		s->clen = len - (size_t)n, s->coff = 0;
+		if (!s->cwin_open)
+			s->cwin_open = true, s->csince = t, s->cwin = 0;
 	} else {
-		s->coff += (size_t)n, s->cwin += (size_t)n;
-		if (s->cwin >= AJ_RELAY_STALL_MIN)
-			s->csince = t, s->cwin = 0; /* enough taken: a new window */
+		s->coff += (size_t)n;
 	}
 	return false;
 }
@@ -326,7 +330,8 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		if (n > 0 && pf[2].revents && s.coff < s.clen &&
 		    to_client(r, &s, s.cb + s.coff, s.clen - s.coff, true)) {
 			resume_agent(&s);
-			from_agent(r, &s, false); /* the frames that waited for it */
+			from_agent(r, &s, false);      /* the frames that waited for it */
+			s.cwin_open = s.coff < s.clen; /* all taken: the window closes */
 		}
 		if (n > 0 && pf[0].revents && !r->answered && !s.gone)
 			from_agent(r, &s, true);
