@@ -15,6 +15,10 @@
 #define AJ_AGENT_MAX_FRAME (1u << 20)
 /* where the agent is inside the sandbox (bound read-only) */
 #define AJ_AGENT_PATH "/.agentjail-agent"
+/* a microVM's agent runs as this uid (with root's capabilities and file
+ * access), out of the reach of its commands' signals: above any --user
+ * (at most 65533) and nobody */
+#define AJ_AGENT_GUEST_UID 65535u
 
 /* host -> agent */
 #define AJ_AG_REQUEST 'Q' /* JSON: {"op": ..., ...} */

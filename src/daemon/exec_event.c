@@ -55,9 +55,11 @@ json_t *aj_exec_ended(aj_sandbox *sb, const char *peer, json_t *cmd, int r,
 	if (r < 0) {
 		char msg[AJ_ERR_MSG_MAX + AJ_ERR_HINT_MAX + 64];
 		aj_err_format(err, msg, sizeof(msg));
-		const char *code = err->exit == AJ_EXIT_NOTFOUND ? "command_not_found"
-				   : err->exit == AJ_EXIT_NOEXEC ? "command_not_executable"
-								 : "exec_failed";
+		/* the backend's own code when it gave one (a lost VM: vm_lost) */
+		const char *code = err->api_code[0]		   ? err->api_code
+				   : err->exit == AJ_EXIT_NOTFOUND ? "command_not_found"
+				   : err->exit == AJ_EXIT_NOEXEC   ? "command_not_executable"
+								   : "exec_failed";
 		ev = json_pack("{s:s, s:i, s:{s:s, s:s}, s:I}", "type", "exit", "exit_code",
 			       err->exit, "error", "code", code, "message", msg, "duration_ms",
 			       (json_int_t)res->wall_ms);

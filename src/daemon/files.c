@@ -399,6 +399,12 @@ static void ops_fail(aj_reply *r, const char *what, const char *path, int e, con
 		aj_reply_fail(r, 501, "not_supported", err);
 		return;
 	}
+	/* the sandbox's agent gave up or is gone (a lost VM: its own code):
+	 * the backend's message says why, not the file's errno */
+	if ((err->status && err->api_code[0]) || e == ETIMEDOUT || e == EPIPE) {
+		aj_reply_fail(r, 500, "file_error", err);
+		return;
+	}
 	fail_errno(r, what, path, e == EPERM ? E_KERNEL_FS : e);
 }
 

@@ -85,6 +85,20 @@ setsid sh -c '\''echo $$ > /tmp/p0; v=$(od -An -N4 -tu4 /dev/urandom | tr -d " "
 while :; do read n < /tmp/q; echo "$v $n" > /tmp/a.$n; done'\'' </dev/null >/dev/null 2>&1 &
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do [ -s /tmp/v0 ] && break; sleep 0.2; done; cat /tmp/v0'
 
+# Three busy processes that stop (SIGSTOP) the guest's next agent, or
+# init's child before it became one, and write its pid to /tmp/NAME (NAME
+# put in by the caller); the command ends once they all watch. A command
+# may signal an agent: both are root in the guest.
+STOPPER='read -r i </proc/1/cmdline; [ -n "$i" ] || exit 1
+for k in 1 2 3; do setsid sh -c '\''echo >/tmp/NAME.$3; while [ ! -e /tmp/NAME ]; do
+for p in /proc/[0-9]*; do n=${p#/proc/}
+[ "$n" -gt "$1" ] || continue
+c=; read -r c <$p/cmdline 2>/dev/null
+case $c in "$2"|agentjail-agentcg) kill -STOP "$n" && echo "$n" >/tmp/NAME && exit;; esac
+done; done'\'' _ $PPID "$i" $k </dev/null >/dev/null 2>&1 & done
+while [ ! -e /tmp/NAME.1 ] || [ ! -e /tmp/NAME.2 ] || [ ! -e /tmp/NAME.3 ]; do :; done
+echo started'
+
 ask() { # ID NAME: what the memory process answers
     stdout_of "$1" "echo $2 > /tmp/q; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do [ -s /tmp/a.$2 ] && break; sleep 0.2; done; cat /tmp/a.$2"
 }
@@ -191,10 +205,41 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
         read -r h t <<<"$x"
         [ $((t - h)) -le 1 ] && [ $((h - t)) -le 3 ] || fail "a restored VM's clock at hand-out: $t, host $h: $ob / $oc"
     done
+    # a fork whose VM does not go on after its save: qemu refuses `cont`
+    # (the completed save let go of the image's squashfs, and another
+    # process holds a lock on it meanwhile, byte 200: "consistent read" not
+    # shared, which qemu's image locking checks when it takes it back).
+    # The VM is killed: `500 vm_lost` for the fork, its execs and file
+    # operations; deleted with nothing left
+    pool_is ready 1
+    qc=$(api GET "/v1/sandboxes/$c" | jq -r .pid)
+    cdir=$(tr '\0' '\n' <"/proc/$qc/cmdline" | grep -o '/tmp/agentjail-microvm-[^/,]*' | head -1)
+    digest=$("$AJ" image inspect tiny | jq -r '.digest | sub("sha256:"; "")')
+    python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, 200)
+print("locked", flush=True)
+time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 3>&- &
+    local locker=$!
+    for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/lock" ] && break; sleep 0.1; done
+    api_status POST "/v1/sandboxes/$c/fork" -d '{"count": 1}'
+    kill "$locker" && wait "$locker" || true
+    assert_eq "$status_code" 500 "a fork whose VM did not go on: $body"
+    assert_contains "$body" vm_lost
+    assert_contains "$body" "did not go on after its save"
+    # killed (a zombie until the delete reaps it)
+    for _ in $(seq 50); do [[ "$(cut -d' ' -f3 "/proc/$qc/stat" 2>/dev/null)" =~ ^Z?$ ]] && break; sleep 0.1; done
+    [[ "$(cut -d' ' -f3 "/proc/$qc/stat" 2>/dev/null)" =~ ^Z?$ ]] || fail "the lost VM's qemu lives on"
+    out=$(sb_exec "$c" '{"cmd": ["true"]}')
+    assert_eq "$(events_exit <<<"$out" | jq -r .error.code)" vm_lost "an exec in the lost VM: $out"
+    api_status GET "/v1/sandboxes/$c/files?path=/etc/motd"
+    assert_eq "$status_code" 500 "a file read in the lost VM: $body"
+    assert_contains "$body" vm_lost
     for id in "$a" "$c" "$d"; do
         api_status DELETE "/v1/sandboxes/$id"
         assert_eq "$status_code" 200
     done
+    [ -n "$cdir" ] && [ ! -e "$cdir" ] && [ ! -e "/proc/$qc" ] || fail "the lost VM is left: $cdir $(cat "/proc/$qc/stat" 2>/dev/null)"
     # a VM with a workspace on the image: restored from the same snapshot,
     # not booted, its workspace's virtiofs (which does not migrate)
     # hot-plugged after: files the owner's on the host, the workspace
@@ -326,6 +371,62 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     svc_stop
     mv_none_left
     ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"
+    # a service with the test knobs (docs/levels.md, "Test knobs"): a
+    # save's bound of 1 ms, an agent idle cut-off of 2 s; its VM restored
+    export AGENTJAIL_MICROVM_TEST_SAVE_MS=1 AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS=2000
+    svc_start
+    unset AGENTJAIL_MICROVM_TEST_SAVE_MS AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS
+    f=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny"}' | jq -er .id)
+    v=$(stdout_of "$f" "$KEEPER")
+    [[ "$v" =~ ^[0-9]+$ ]] || fail "the process did not start: $v"
+    # a fork's save not done in its bound: cancelled (its end waited for),
+    # the VM goes on with its process, no save left, 500 saying so
+    api_status POST "/v1/sandboxes/$f/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 500 "a fork whose save was not done in time: $body"
+    assert_contains "$body" fork_failed
+    assert_contains "$body" "not done in 1 ms"
+    left=$(find /tmp/agentjail-microvm-* -maxdepth 1 -name 'fork-*' 2>/dev/null || true)
+    [ -z "$left" ] || fail "a cancelled save left: $left"
+    assert_eq "$(ask "$f" bound)" "$v bound" "the process after the cancelled save"
+    # a file read whose agent a command stopped (SIGSTOP): the host's
+    # cut-off after 2 s idle, then its stop, on which the guest's init
+    # kills the stopped agent; an error, and the VM serves on
+    out=$(stdout_of "$f" "head -c 33554432 /dev/zero >/tmp/big; ${STOPPER//NAME/stopped}")
+    assert_eq "$out" started "the stopper"
+    t0=$(date +%s)
+    code=$(api GET "/v1/sandboxes/$f/files?path=/tmp/big" -o "$BATS_TEST_TMPDIR/big" -w '%{http_code}')
+    took=$(($(date +%s) - t0))
+    [ "$code" != 200 ] || fail "the read of a stopped agent succeeded ($(stat -c %s "$BATS_TEST_TMPDIR/big") bytes)"
+    assert_contains "$(cat "$BATS_TEST_TMPDIR/big")" "sent nothing for 2000 ms"
+    [ "$took" -ge 2 ] && [ "$took" -le 20 ] || fail "the cut-off came after $took s"
+    n=$(stdout_of "$f" 'cat /tmp/stopped')
+    [[ "$n" =~ ^[0-9]+$ ]] || fail "no agent was stopped: $n"
+    assert_eq "$(stdout_of "$f" "cat /proc/$n/stat 2>/dev/null || echo gone")" gone "the stopped agent after the host's stop"
+    assert_eq "$(stdout_of "$f" 'cat /tmp/f')" parent "an exec after the cut-off"
+    api_status GET "/v1/sandboxes/$f/files?path=/tmp/f"
+    assert_eq "$status_code $body" "200 parent"$'\n' "a file read after the cut-off"
+    # a snapshot's walker stopped before it freezes the guest's commands:
+    # init kills it (the host's request unread), the host's cut-off ends
+    # the snapshot, nothing stored, the guest's processes not left frozen
+    out=$(stdout_of "$f" "${STOPPER//NAME/walker}")
+    assert_eq "$out" started "the stopper"
+    t0=$(date +%s)
+    api_status POST "/v1/sandboxes/$f/snapshot" -d '{"name": "stopped-walker"}'
+    took=$(($(date +%s) - t0))
+    assert_eq "$status_code" 500 "a snapshot whose walker was stopped: $body"
+    assert_contains "$body" snapshot_failed
+    assert_contains "$body" "2000 ms"
+    [ "$took" -le 20 ] || fail "the snapshot's cut-off came after $took s"
+    n=$(stdout_of "$f" 'cat /tmp/walker')
+    [[ "$n" =~ ^[0-9]+$ ]] || fail "no walker was stopped: $n"
+    assert_eq "$(stdout_of "$f" "cat /proc/$n/stat 2>/dev/null || echo gone")" gone "the stopped walker after the host's stop"
+    assert_eq "$(ask "$f" walk)" "$v walk" "the process after the stopped snapshot"
+    run "$AJ" image inspect stopped-walker
+    [ "$status" -ne 0 ] || fail "the failed snapshot stored an image: $output"
+    api_status DELETE "/v1/sandboxes/$f"
+    assert_eq "$status_code" 200
+    svc_stop
+    mv_none_left
     # `image rm`: the image's squashfs and snapshots go with it (found by
     # what they hold: its digest's files, its marker), the other's stay
     holding "$mark_a" "$STATE/microvm" >/dev/null || fail "the first image's files hold no marker: $(ls "$STATE/microvm")"

@@ -303,6 +303,24 @@ ok
     mv -q -- /bin/true </dev/null
 }
 
+@test "microvm: SIGTERM and SIGINT to the run are the command's; the run ends with it, nothing left" {
+    "$AJ_REAL" run --isolation microvm -q -- /bin/sh -c \
+        'trap "echo got-int" INT; trap "echo got-term; exit 3" TERM; echo up; while :; do sleep 0.2; done' \
+        </dev/null >"$T/out" 2>&1 &
+    local aj=$! n=0 rc=0
+    while ! grep -q up "$T/out" && ((n++ < 300)); do sleep 0.1; done
+    grep -q up "$T/out" || fail "the command did not start: $(cat "$T/out")"
+    kill -INT "$aj"
+    n=0
+    while ! grep -q got-int "$T/out" && ((n++ < 50)); do sleep 0.1; done
+    kill -TERM "$aj"
+    wait "$aj" || rc=$?
+    [ "$rc" = 3 ] || fail "the run's status is $rc, not the command's 3: $(cat "$T/out")"
+    grep -q got-int "$T/out" || fail "SIGINT did not reach the command: $(cat "$T/out")"
+    grep -q got-term "$T/out" || fail "SIGTERM did not reach the command: $(cat "$T/out")"
+    [ -z "$(ls -d /tmp/agentjail-microvm-"$aj"-* 2>/dev/null)" ] || fail "the VM's directory is left"
+}
+
 @test "microvm: the VMM's limits fail closed: no host cgroup -> 125 with the fix; best-effort runs and names it" {
     [ -d /sys/fs/cgroup/memory ] || skip "no cgroup v1 memory hierarchy here"
     local ro='mount -o remount,bind,ro /sys/fs/cgroup/memory && exec "$@"'

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -812,6 +813,34 @@ typedef struct start_err {
 	char what[64];
 } start_err;
 
+/* A microVM's agent (its init's argv "cg") is a guest process like its
+ * commands, which run as guest root (or --user) without capabilities: a
+ * kill(-1) or kill(PID) of theirs reaches every process of their uid. So
+ * the agent runs as AJ_AGENT_GUEST_UID, no command's uid, keeping root's
+ * capabilities and file access (fsuid 0): signals and ptrace of a command
+ * never reach it (EPERM), and it starts each command as its uid. */
+static bool guarded;
+
+static int guard_self(void)
+{
+	const uid_t a = AJ_AGENT_GUEST_UID;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setresuid(a, a, a) < 0 ||
+	    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0 || syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	d[0].effective = d[0].permitted, d[1].effective = d[1].permitted;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	(void)setfsuid(0);
+	uid_t ru, eu, su;
+	if (getresuid(&ru, &eu, &su) < 0 || ru != a || eu != a || su != a ||
+	    setfsuid((uid_t)-1) != 0 || !(d[0].effective & (1u << CAP_SETUID)))
+		return -EPERM;
+	guarded = true;
+	return 0;
+}
+
 static void child_fail(int errpipe, int e, const char *what)
 {
 	start_err se = {.e = e ? e : EINVAL};
@@ -849,11 +878,16 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 	if (r < 0)
 		child_fail(errpipe, -r, "rlimits");
 	/* "uid"/"gid" (level 3's --user): the command as that user, no
-	 * supplementary groups; checked after */
+	 * supplementary groups; checked after. A guarded agent's command is
+	 * root without them, never the agent's uid. */
 	json_t *u = json_object_get(q, "uid"), *g = json_object_get(q, "gid");
-	if (u || g) {
+	if (u || g || guarded) {
 		uid_t uid = (uid_t)json_integer_value(u);
 		gid_t gid = (gid_t)json_integer_value(g);
+		if (guarded && !u && !g)
+			u = g = json_integer(0); /* leaked: the child execs or exits */
+		if (guarded && uid == AJ_AGENT_GUEST_UID)
+			child_fail(errpipe, EPERM, "user");
 		for (int c = 0; c < 64; c++) /* the bounding set while CAP_SETPCAP is had */
 			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
 				break;
@@ -1297,6 +1331,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "cg") && fstatfs(3, &cs) == 0 &&
 	    cs.f_type == CGROUP2_SUPER_MAGIC && fcntl(3, F_SETFD, FD_CLOEXEC) == 0)
 		cg_fd = 3; /* a microVM's init's (never a command's: close-on-exec) */
+	int gr = argc > 1 && !strcmp(argv[1], "cg") ? guard_self() : 0;
 	signal(SIGPIPE, SIG_IGN);
 	char type, *buf = NULL;
 	uint32_t len;
@@ -1309,6 +1344,8 @@ int main(int argc, char **argv)
 	}
 	if (k != 1)
 		return answer(EPROTO);
+	if (gr < 0) /* fail closed: no command while its commands could kill it */
+		return answer(-gr);
 	json_t *q = json_loads(buf, 0, NULL);
 	free(buf);
 	const char *op = json_string_value(json_object_get(q, "op"));

@@ -60,6 +60,29 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg)
 		m->hooks->warn(m->hooks->ctx, msg);
 }
 
+json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q)
+{
+	json_t *rl = json_pack("{s:[i,i]}", "core", 0, 0);
+	const struct {
+		const char *name;
+		unsigned long long v;
+	} lim[] = {{"nofile", p->nofile}, {"fsize", p->fsize}};
+	for (size_t k = 0; rl && k < AJ_ARRAY_SIZE(lim); k++)
+		if (lim[k].v && json_object_set_new(rl, lim[k].name,
+						    json_pack("[I,I]", (json_int_t)lim[k].v,
+							      (json_int_t)lim[k].v)) < 0) {
+			json_decref(rl);
+			rl = NULL;
+		}
+	if (!q || !rl || json_object_set_new(q, "rlimits", rl) < 0) { /* (set_new takes rl) */
+		if (!q)
+			json_decref(rl);
+		json_decref(q); /* never a request without them */
+		return NULL;
+	}
+	return q;
+}
+
 /* What this first slice of level 3 does not do yet stops the run (125). */
 /* dest is path or below it */
 static bool below(const char *dest, const char *path)
@@ -474,6 +497,9 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		     (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
+	/* --disk caps the writable layer's inodes too, as level 1's scratch */
+	al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.inodes=%llu",
+		       aj_scratch_inodes(p->tmp_size));
 	/* a snapshot's machine: one PCIe slot for the workspace's hotplug
 	 * (qemu's microvm ACPI grants no _OSC: the ports' driver forced) */
 	if (m->snap)

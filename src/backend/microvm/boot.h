@@ -7,6 +7,7 @@
 #ifndef AJ_MV_BOOT_H
 #define AJ_MV_BOOT_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
@@ -81,4 +82,8 @@ void aj_mv_teardown(aj_mv_vm *m);
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
 bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
+/* An exec request q with its "rlimits" (the guest's agent sets them before
+ * the command): level 1's, core 0, --nofile and --fsize. NULL (q freed)
+ * when they could not be added: never a request without them. */
+json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q);
 #endif

@@ -43,13 +43,48 @@
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
-/* a call without a deadline (files, snapshot) whose agent sends nothing
- * this long is given up: a stalled or hostile guest can't hold a thread */
+/* a call without a deadline (files, snapshot) whose agent sends or takes
+ * nothing this long is given up: a stalled or hostile guest can't hold a
+ * thread (a test may shorten it: AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS) */
 #define AGENT_IDLE_MS 30000ULL
+static unsigned long long agent_idle_ms(void)
+{
+	return aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS", AGENT_IDLE_MS);
+}
 #define OUT_HIGH (256u << 10)
 static int port_take(aj_inst *i)
 {
 	return aj_mvbox_port_take(i, true);
+}
+
+/* A frame to the agent, each piece taken within idle_ms: -ETIMEDOUT when
+ * the agent stopped reading (the port's blocking fd would hold the thread). */
+static int port_send(int fd, char type, const void *buf, size_t len, unsigned long long idle_ms)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	aj_agent_hdr(h, type, (uint32_t)len);
+	const struct {
+		const void *p;
+		size_t n;
+	} part[2] = {{h, sizeof(h)}, {buf, len}};
+	for (int k = 0; k < 2; k++)
+		for (size_t off = 0; off < part[k].n;) {
+			ssize_t n = send(fd, (const char *)part[k].p + off, part[k].n - off,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0) {
+				off += (size_t)n;
+				continue;
+			}
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+			struct pollfd pf = {fd, POLLOUT, 0};
+			int w = poll(&pf, 1, (int)idle_ms);
+			if (w == 0)
+				return -ETIMEDOUT;
+			if (w < 0 && errno != EINTR)
+				return -errno;
+		}
+	return 0;
 }
 
 /* One request (q, consumed) and its answer; data: DATA frames from
@@ -68,7 +103,8 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return aj_mvbox_vm_gone(i, err);
 	}
 	mv_port *pt = &i->port[k];
-	int r = aj_agent_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt));
+	unsigned long long idle_ms = agent_idle_ms();
+	int r = port_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt), idle_ms);
 	free(txt);
 	if (r == 0 && src_fd >= 0) {
 		char buf[65536];
@@ -84,11 +120,18 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 				break;
 			}
 			left -= (unsigned long long)n;
-			r = aj_agent_send(pt->fd, AJ_AG_DATA, buf, (size_t)n);
+			r = port_send(pt->fd, AJ_AG_DATA, buf, (size_t)n, idle_ms);
 		}
 		/* the end, even after a short read: the agent answers */
-		int e = aj_agent_send(pt->fd, AJ_AG_DATA, NULL, 0);
+		int e = r == -ETIMEDOUT ? r : port_send(pt->fd, AJ_AG_DATA, NULL, 0, idle_ms);
 		r = r ? r : e;
+	}
+	if (r == -ETIMEDOUT) { /* a frame cut short: the port is given up */
+		aj_mvbox_port_give(i, k, false, true);
+		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent took nothing for %llu ms", path,
+		       idle_ms);
+		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
+		return -ETIMEDOUT;
 	}
 	unsigned long long until = wait_ms ? aj_mvbox_now_ms() + wait_ms : 0;
 	int rr = 0;
@@ -96,7 +139,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	unsigned long long last = aj_mvbox_now_ms();
 	while (!c->have_exit && rr >= 0) {
 		unsigned long long t = aj_mvbox_now_ms();
-		if (!until && !stopped && t - last >= AGENT_IDLE_MS)
+		if (!until && !stopped && t - last >= idle_ms)
 			idle = true;
 		if (!until && !stopped && c->until && t >= c->until)
 			idle = late = true;
@@ -120,7 +163,9 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		if (rr == 0 && !until && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) < 0)
 			break;
 	}
-	aj_mvbox_port_give(i, k, c->have_exit, rr < 0 && !c->have_exit);
+	/* told to stop and no answer: given up (its stream may be cut
+	 * mid-frame; a drain at the next use would wait DRAIN_MS again) */
+	aj_mvbox_port_give(i, k, c->have_exit, !c->have_exit && (rr < 0 || stopped));
 	if (r < 0 && c->have_exit && c->x.err)
 		r = 0; /* the agent's own error says more */
 	if (r < 0)
@@ -137,8 +182,8 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		return -ETIMEDOUT;
 	}
 	if (idle && !c->have_exit) {
-		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent sent nothing%s for %llu s", path,
-		       c->sink ? " the snapshot could take" : "", AGENT_IDLE_MS / 1000);
+		aj_err(err, ETIMEDOUT, "%s: the sandbox's VM agent sent nothing%s for %llu ms",
+		       path, c->sink ? " the snapshot could take" : "", idle_ms);
 		aj_err_hint(err, "retry; if it persists, delete the sandbox and create a new one");
 		return -ETIMEDOUT;
 	}
@@ -474,10 +519,14 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 		err->status = 507;
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "insufficient_storage");
 	} else if (r == -ENOTRECOVERABLE) { /* stopped for good: gone, not hung */
+		i->lost = true;
 		mv_kill(i);
 		aj_err_hint(err, "the sandbox's VM was killed; create it again");
 		err->status = 500;
 		snprintf(err->api_code, sizeof(err->api_code), "%s", "vm_lost");
+	} else if (r == -ETIMEDOUT) {
+		aj_err_hint(err, "the sandbox goes on; retry the fork (a VM with less \"memory\" "
+				 "saves sooner)");
 	}
 	if (r == 0 && !(*ckpt = strdup(dir)))
 		r = aj_err(err, ENOMEM, "checkpoint");
@@ -749,6 +798,7 @@ static int request(aj_job *j, const aj_exec_spec *s)
 					 : "/root";
 	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
 			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	q = aj_mv_exec_rlimits(p, q);
 	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
 		json_object_set_new(q, "uid", json_integer(p->uid));
 		json_object_set_new(q, "gid", json_integer(p->gid));

@@ -159,6 +159,15 @@ void aj_mvbox_port_give(aj_inst *i, int k, bool answered, bool dead)
 
 int aj_mvbox_vm_gone(aj_inst *i, aj_error *err)
 {
+	if (i->lost) { /* its execs and file operations: 500 vm_lost, as the fork */
+		aj_err(err, EPIPE,
+		       "microvm: the sandbox's VM was lost: it did not go on after a fork's save "
+		       "and was killed");
+		aj_err_hint(err, "delete the sandbox and create a new one");
+		err->status = 500;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "vm_lost");
+		return -EPIPE;
+	}
 	char tail[512];
 	aj_mv_console_tail(&i->vm, tail, sizeof(tail));
 	aj_err(err, EPIPE,

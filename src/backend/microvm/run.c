@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -28,13 +32,110 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
+/* Our stdout or stderr, written without blocking, so that a reader that
+ * stalls never stops the timeout: a pipe, FIFO or terminal reopened with
+ * O_NONBLOCK (the caller's open file description untouched), a socket
+ * written with MSG_DONTWAIT, a file as it is (it does not block). What it
+ * did not take waits in buf, and the next frame is read from the agent
+ * only once buf is empty: one frame at most (the guest's writers block). */
+typedef struct mv_out {
+	int fd;
+	bool owned; /* fd is our reopening */
+	bool sock;
+	char *buf;
+	size_t len, off;
+} mv_out;
+
 typedef struct mv_io {
 	aj_redactor red[2];
 	bool redact;
-	int in;		   /* our stdin, -1 once at its end */
-	int tty;	   /* --tty: our terminal (its size followed), or -1 */
-	struct winsize ws; /* the size the guest's terminal has */
+	int in;			     /* our stdin, -1 once at its end */
+	int sfd;		     /* the signals passed on to the command, or -1 */
+	int tty;		     /* --tty: our terminal (its size followed), or -1 */
+	struct winsize ws;	     /* the size the guest's terminal has */
+	mv_out out[2];		     /* stdout, stderr */
+	unsigned long long deadline; /* --timeout's last moment (now_ms), or 0 */
 } mv_io;
+
+static void out_open(mv_out *o, int fd)
+{
+	struct stat st;
+	*o = (mv_out){.fd = fd};
+	if (fstat(fd, &st) < 0)
+		return;
+	o->sock = S_ISSOCK(st.st_mode);
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		int nb = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (nb >= 0)
+			o->fd = nb, o->owned = true;
+	}
+}
+
+static void out_close(mv_out *o)
+{
+	if (o->owned)
+		close(o->fd);
+	free(o->buf);
+	*o = (mv_out){.fd = -1};
+}
+
+static bool out_pending(const mv_out *o)
+{
+	return o->off < o->len;
+}
+
+/* As much of buf as the reader takes now; a reader that is gone (EPIPE)
+ * gets nothing more. */
+static void out_flush(mv_out *o)
+{
+	while (out_pending(o)) {
+		ssize_t w = o->sock ? send(o->fd, o->buf + o->off, o->len - o->off,
+					   MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : write(o->fd, o->buf + o->off, o->len - o->off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0)
+			break;
+		o->off += (size_t)w;
+	}
+	o->len = o->off = 0;
+}
+
+static void out_put(mv_out *o, const char *b, size_t n)
+{
+	if (!n)
+		return;
+	char *nb = realloc(o->buf, o->len + n);
+	if (!nb) /* dropped, as a reader that is gone */
+		return;
+	o->buf = nb;
+	memcpy(o->buf + o->len, b, n);
+	o->len += n;
+	out_flush(o);
+}
+
+/* The rest of the output, until deadline_ms (0: none) */
+static void out_drain(mv_io *io, unsigned long long deadline_ms)
+{
+	for (;;) {
+		struct pollfd pf[2];
+		nfds_t n = 0;
+		for (int k = 0; k < 2; k++)
+			if (out_pending(&io->out[k]))
+				pf[n++] = (struct pollfd){io->out[k].fd, POLLOUT, 0};
+		unsigned long long now = now_ms();
+		if (!n || (deadline_ms && now >= deadline_ms))
+			return;
+		if (poll(pf, n, deadline_ms ? (int)(deadline_ms - now) : -1) < 0 && errno != EINTR)
+			return;
+		out_flush(&io->out[0]);
+		out_flush(&io->out[1]);
+	}
+}
 
 /* --tty: our terminal's new size to the guest's (polled: no SIGWINCH
  * handler in a library call) */
@@ -64,6 +165,7 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 					    : "/root";
 	json_t *q =
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
+	q = aj_mv_exec_rlimits(m->p, q);
 	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
 		json_object_set_new(q, "uid", json_integer(m->p->uid));
 		json_object_set_new(q, "gid", json_integer(m->p->gid));
@@ -85,13 +187,13 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 static void output(mv_io *io, int stream, const char *buf, size_t len, bool final)
 {
 	if (!io->redact) {
-		(void)aj_write_all(stream, buf, len);
+		out_put(&io->out[stream - 1], buf, len);
 		return;
 	}
 	char *out = NULL;
 	size_t n = 0;
 	if (aj_redactor_feed(&io->red[stream - 1], buf, len, final, &out, &n) == 0 && n)
-		(void)aj_write_all(stream, out, n);
+		out_put(&io->out[stream - 1], out, n);
 	free(out);
 }
 
@@ -120,6 +222,8 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 {
 	const aj_policy *p = m->p;
 	unsigned long long start = now_ms(), term_at = 0;
+	/* the output left when the command ended is written until then */
+	io->deadline = p->timeout_ms ? start + p->timeout_ms + p->kill_after_ms : 0;
 	for (;;) {
 		unsigned long long now = now_ms();
 		if (p->timeout_ms && !res->timed_out && now - start >= p->timeout_ms) {
@@ -140,9 +244,24 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 		follow_size(m, io);
 		if (io->tty >= 0 && (wait < 0 || wait > 100))
 			wait = 99;
-		struct pollfd pf[2] = {{m->ports[0], POLLIN, 0}, {io->in, POLLIN, 0}};
-		if (poll(pf, 2, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
+		/* the agent's next frame once our reader took the last one */
+		bool held = out_pending(&io->out[0]) || out_pending(&io->out[1]);
+		struct pollfd pf[5] = {{held ? -1 : m->ports[0], POLLIN, 0},
+				       {io->in, POLLIN, 0},
+				       {out_pending(&io->out[0]) ? io->out[0].fd : -1, POLLOUT, 0},
+				       {out_pending(&io->out[1]) ? io->out[1].fd : -1, POLLOUT, 0},
+				       {io->sfd, POLLIN, 0}};
+		if (poll(pf, 5, wait < 0 ? 1000 : wait + 1) < 0 && errno != EINTR)
 			return aj_err(err, errno, "poll");
+		struct signalfd_siginfo si;
+		if (pf[4].revents && read(io->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			/* as level 1's init: the caller's signal is the command's */
+			unsigned char sig = (unsigned char)si.ssi_signo;
+			(void)aj_agent_send(m->ports[0], AJ_AG_SIGNAL, &sig, 1);
+		}
+		for (int k = 0; k < 2; k++)
+			if (pf[2 + k].revents)
+				out_flush(&io->out[k]);
 		if (pf[1].revents) {
 			char buf[65536];
 			ssize_t n = read(io->in, buf, sizeof(buf));
@@ -193,7 +312,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		aj_mv_publish_stop(&pb);
 		return r;
 	}
-	mv_io io = {.in = 0, .tty = -1};
+	mv_io io = {.in = 0, .tty = -1, .sfd = -1};
 	aj_redactor_init(&io.red[0]);
 	aj_redactor_init(&io.red[1]);
 	if (aj_redactor_init_policy(&io.red[0], p) < 0 ||
@@ -204,6 +323,24 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		return aj_err(err, ENOMEM, "redactor");
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
+	out_open(&io.out[0], 1);
+	out_open(&io.out[1], 2);
+	/* a caller that stops reading our output must not kill us (the VM's
+	 * directory and cgroup would stay) */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	/* SIGINT, SIGTERM ... go to the command, as at level 1, and the run
+	 * ends with it: never a VM directory or cgroup left by them (held
+	 * while the VM boots) */
+	sigset_t fwd, old_mask;
+	sigemptyset(&fwd);
+	int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	for (size_t i = 0; i < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); i++)
+		sigaddset(&fwd, fwd_sigs[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+	io.sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (io.sfd < 0) /* not passed on then, but never lost */
+		sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	unsigned long long t0 = now_ms();
 	/* --tty: the command on a terminal of the guest (its output all on
 	 * stdout), ours raw meanwhile; its size is ours (24x80 without one) */
@@ -254,5 +391,12 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	aj_redactor_free(&io.red[1]);
 	aj_mv_publish_stop(&pb);
 	aj_mv_teardown(&m);
+	out_drain(&io, io.deadline);
+	out_close(&io.out[0]);
+	out_close(&io.out[1]);
+	if (io.sfd >= 0)
+		close(io.sfd);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	return r;
 }

@@ -310,8 +310,18 @@ static void snap_evict(void)
 	closedir(d);
 }
 
-/* A save's bound in time: a stopped VM's RAM written once. */
-#define AJ_MV_SAVE_TIMEOUT_MS 60000
+/* A save's bound in time: a stopped VM's RAM written once (a test may
+ * shorten it: AGENTJAIL_MICROVM_TEST_SAVE_MS). */
+#define AJ_MV_SAVE_TIMEOUT_MS 60000ULL
+
+unsigned long long aj_mv_test_ms(const char *env, unsigned long long def)
+{
+	const char *v = getenv(env);
+	char *end;
+	errno = 0;
+	unsigned long long ms = v && *v ? strtoull(v, &end, 10) : 0;
+	return ms && !errno && !*end && ms < def ? ms : def;
+}
 
 static int migrate_status(qmp *q, char *st, char *why, aj_error *err)
 {
@@ -474,7 +484,9 @@ int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error
 	json_decref(j);
 	j = NULL;
 	bool started = r == 0;
-	for (unsigned long long until = mono_ms() + AJ_MV_SAVE_TIMEOUT_MS; r == 0;) {
+	unsigned long long bound =
+	    aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_SAVE_MS", AJ_MV_SAVE_TIMEOUT_MS);
+	for (unsigned long long until = mono_ms() + bound; r == 0;) {
 		char st[32], why[256];
 		if (migrate_status(&q, st, why, err) < 0) {
 			r = -EIO;
@@ -484,8 +496,10 @@ int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error
 			break;
 		bool late = mono_ms() > until;
 		if (!strcmp(st, "failed") || !strcmp(st, "cancelled") || late) {
+			char in[48];
+			snprintf(in, sizeof(in), "not done in %llu ms", bound);
 			r = aj_err(err, late ? ETIMEDOUT : EIO, "microvm: the VM's save: %s%s%s",
-				   late ? "not done in time" : st, *why ? ": " : "", why);
+				   late ? in : st, *why ? ": " : "", why);
 			break;
 		}
 		struct timespec ts = {0, 5000000};

@@ -47,5 +47,8 @@ int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err);
 /* The agent's request giving a restored VM its own identity: fresh
  * entropy, the time, the hostname (a new reference, or NULL). */
 json_t *aj_mv_identity_req(const aj_policy *p);
+/* A bound in ms: def, or the test knob env (a number of ms) when it is
+ * shorter; never longer (docs/levels.md, "Test knobs"). */
+unsigned long long aj_mv_test_ms(const char *env, unsigned long long def);
 
 #endif

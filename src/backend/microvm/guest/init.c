@@ -8,8 +8,9 @@
  * the virtio-serial ports "aj.agent", "aj.agent.1" ... (aj.ports=N): on
  * each, one agentjail-agent process per request, its stdin and stdout the
  * port, started when the host's request arrives (so the ports serve
- * requests side by side). It reaps every orphan, and thaws the guest's
- * processes an agent froze and died without thawing. */
+ * requests side by side). It reaps every orphan, thaws the guest's
+ * processes an agent froze and died without thawing, and kills an agent
+ * the host writes to while it is stopped (stopped_agents). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -289,12 +290,21 @@ static void setup_root(const char *cmdline)
 		must_mount("/dev/vda", "/mnt/lower", "squashfs", MS_RDONLY | MS_NODEV, NULL);
 	else
 		must_mount("root", "/mnt/lower", "virtiofs", MS_RDONLY | MS_NODEV, NULL);
-	/* the writable layer: tmpfs capped by --disk (0: half the RAM) */
-	snprintf(opts, sizeof(opts), "mode=0755%s%s", strcmp(disk, "0") ? ",size=" : "",
-		 strcmp(disk, "0") ? disk : "");
+	/* the writable layer: tmpfs capped by --disk (0: half the RAM), in
+	 * bytes and inodes (aj.inodes=, level 1's count); it holds /dev/shm
+	 * too, so one cap bounds every writable place, as level 1's scratch */
+	char inodes[32];
+	arg(cmdline, "inodes", inodes, sizeof(inodes), "0");
+	snprintf(opts, sizeof(opts), "mode=0755%s%s%s%s", strcmp(disk, "0") ? ",size=" : "",
+		 strcmp(disk, "0") ? disk : "", strcmp(inodes, "0") ? ",nr_inodes=" : "",
+		 strcmp(inodes, "0") ? inodes : "");
 	must_mount("rw", "/mnt/rw", "tmpfs", MS_NODEV, opts);
 	mkdir("/mnt/rw/upper", 0755);
 	mkdir("/mnt/rw/work", 0755);
+	/* (named as where it shows: its mountinfo root is its mount point) */
+	if (mkdir("/mnt/rw/dev", 0755) < 0 || mkdir("/mnt/rw/dev/shm", 01777) < 0 ||
+	    chmod("/mnt/rw/dev/shm", 01777) < 0)
+		die("cannot make", "/mnt/rw/dev/shm");
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
@@ -317,7 +327,14 @@ static void setup_root(const char *cmdline)
 	guest_dev();
 	mount_at("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		 "newinstance,ptmxmode=0666,mode=0620", 0755);
-	mount_at("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
+	/* /dev/shm: the writable tmpfs's directory (one --disk cap) */
+	char shm_at[64];
+	int shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
+	must_mount("/mnt/rw/dev/shm", shm_at, NULL, MS_BIND, NULL);
+	close(shm);
+	shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
+	must_mount(NULL, shm_at, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL);
+	close(shm);
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0"))
 		mount_at("ws", "workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
 	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
@@ -409,6 +426,29 @@ static void thaw_orphaned(int root)
 		say("cannot thaw", "/cg/cmd", errno);
 	if (fd >= 0)
 		close(fd);
+}
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ULL + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* pid is stopped (a SIGSTOP, or a tracer's stop): /proc/PID/stat's state. */
+static bool is_stopped(pid_t pid)
+{
+	char path[32], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
 /* The network (aj.net=IP/PREFIX,GW: --net open or --allow, net.c on the
@@ -519,6 +559,11 @@ int main(void)
 		nports = 1;
 	int port[MAX_PORTS];
 	pid_t serving[MAX_PORTS] = {0}; /* the agent on each port, 0: waiting */
+	/* stopped_agents: a busy port's input is looked at from look[k] on (a
+	 * running agent reads it itself); after its stopped agent was killed,
+	 * what comes on it is dropped until it is quiet from drop[k] on (a
+	 * new agent would read the rest of a frame as a request) */
+	unsigned long long look[MAX_PORTS] = {0}, drop[MAX_PORTS] = {0};
 	for (unsigned long k = 0; k < nports; k++) {
 		char name[32];
 		if (k)
@@ -543,18 +588,44 @@ int main(void)
 	if (sfd < 0)
 		die("cannot make", "a signalfd");
 	for (;;) {
-		/* a port with no agent: polled for the host's next request */
+		/* a port with no agent: polled for the host's next request; one
+		 * with an agent: for input it leaves unread (stopped_agents) */
 		struct pollfd pf[MAX_PORTS + 1];
-		for (unsigned long k = 0; k < nports; k++)
-			pf[k] = (struct pollfd){serving[k] ? -1 : port[k], POLLIN, 0};
+		unsigned long long t = now_ms();
+		int tmo = -1;
+		for (unsigned long k = 0; k < nports; k++) {
+			bool later = serving[k] && look[k] > t;
+			pf[k] = (struct pollfd){later ? -1 : port[k], POLLIN, 0};
+			if (later && (tmo < 0 || look[k] - t < (unsigned long long)tmo))
+				tmo = (int)(look[k] - t);
+		}
 		pf[nports] = (struct pollfd){sfd, POLLIN, 0};
-		if (poll(pf, nports + 1, -1) < 0 && errno != EINTR)
+		if (poll(pf, nports + 1, tmo) < 0 && errno != EINTR)
 			die("cannot poll", "the agent ports");
+		t = now_ms();
 		for (unsigned long k = 0; k < nports; k++) {
 			if (!pf[k].revents)
 				continue;
+			if (serving[k]) {
+				/* stopped_agents: the host wrote to an agent a command
+				 * stopped (a request, bytes, the host's stop after its
+				 * cut-off): it would never read them; killed, its port
+				 * then free (and "cmd" thawed if it froze it) */
+				if ((pf[k].revents & POLLIN) && is_stopped(serving[k])) {
+					kill(serving[k], SIGKILL);
+					drop[k] = t + 500;
+				}
+				look[k] = t + 200;
+				continue;
+			}
 			if (!(pf[k].revents & POLLIN)) { /* the host's end is not connected */
 				sleep_ms(10);
+				continue;
+			}
+			if (drop[k] > t) { /* the killed agent's stream: dropped */
+				char junk[4096];
+				(void)!read(port[k], junk, sizeof(junk));
+				drop[k] = t + 500;
 				continue;
 			}
 			pid_t a = fork();
