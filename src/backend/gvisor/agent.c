@@ -1257,8 +1257,8 @@ static int op_connect(json_t *q)
 			uint32_t len;
 			int k = read_frame(&type, &in, &len);
 			if (k <= 0) { /* the host's stream ended: nothing to answer */
-				close(s);
-				return 1;
+				host_gone = true;
+				break;
 			}
 			if (type == AJ_AG_STDIN && len && !host_end) {
 				inlen = len, inoff = 0, since = mono_ms();
