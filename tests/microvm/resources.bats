@@ -40,6 +40,14 @@ c shm; /attack fill /tmp 10 >/dev/null; /attack fill /dev/shm; rm -f /tmp/ajfill
 c inodefill; /attack inodefill /tmp 100000; rm -rf /tmp/ajinodes
 c fstype; stat -f -c %T /tmp /root /dev/shm
 c mem; /attack membomb 200 1
+c agent; python3 -c 'import fcntl, os
+r, w = os.pipe()
+try:
+    fcntl.fcntl(w, fcntl.F_SETOWN, os.getppid())
+    print("setown=ESCAPED")
+except OSError as e:
+    print("setown=" + os.strerror(e.errno))'
+echo 1000 2>/dev/null >/proc/\$PPID/oom_score_adj && echo oomadj=ESCAPED || echo oomadj=refused
 c killall; exec /attack killall
 EOF
     cat >"$d/memory.sh" <<'EOF'
@@ -115,7 +123,7 @@ no_vm_left() { # PID...
     # the agent that relays the exit (not the command's uid) lived on
     assert_eq "$(cat "$BATS_FILE_TMPDIR/limits.rc")" 0 "the limits VM's exit ($(head -c 600 "$BATS_FILE_TMPDIR/limits.err"))"
     local n
-    for n in procs forkbomb fill_tmp fill_home shm inodefill fstype mem killall; do section limits "$n"; done
+    for n in procs forkbomb fill_tmp fill_home shm inodefill fstype mem agent killall; do section limits "$n"; done
     for n in spread tmpfs shm tcpbuf orphan final; do section memory "$n"; done
     no_vm_left "$(cat "$BATS_FILE_TMPDIR/limits.pid")" "$(cat "$BATS_FILE_TMPDIR/memory.pid")"
 }
@@ -132,6 +140,14 @@ no_vm_left() { # PID...
     assert_contains "$output" "proc (agentjail-agent)"
     # the test's own process (its pid, looked up in the guest) is not there
     assert_output_lacks bats
+}
+
+@test "microvm resources: the agent can't be signalled through F_SETOWN or have its oom_score_adj raised by guest root" {
+    section limits agent
+    # euid 0 may send SIGIO (any signal with F_SETSIG) to any process whose
+    # owner it sets; the agent's /proc files are its uid's, not root's
+    assert_output_has_line "setown=Operation not permitted"
+    assert_output_has_line "oomadj=refused"
 }
 
 @test "microvm resources: --pids 64 is the guest's cgroup: fork fails with EAGAIN before 64 processes" {

@@ -694,6 +694,9 @@ extern char **environ;
 /* ---- the command's walls: what config.json gives the container's init
  * and runsc exec does not give the processes it starts ---- */
 
+/* set by guard_self (below): this agent is a microVM's */
+static bool guarded;
+
 /* No setuid or setgid file may be made (bundle.c's seccomp section, level
  * 1's seccomp.c): a workspace file is its owner's on the host, so such a
  * file would be setuid to that owner there. openat2 (its mode in memory)
@@ -730,6 +733,19 @@ static scmp_filter_ctx setid_filter(void)
 							   2, cmp);
 			}
 		}
+	/* in a microVM the command may be guest root (euid 0), whose F_SETOWN
+	 * lets SIGIO/SIGURG (F_SETSIG: any signal) reach any guest process,
+	 * the agent too, capabilities or not: no owner may be set */
+	static const unsigned long own_fcntl[] = {F_SETOWN, F_SETOWN_EX};
+	static const unsigned long own_ioctl[] = {FIOSETOWN, SIOCSPGRP};
+	for (size_t k = 0; r == 0 && guarded && k < 2; k++) {
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+				     SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, own_fcntl[k]));
+		if (r == 0)
+			r = seccomp_rule_add(
+			    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, own_ioctl[k]));
+	}
 	if (r == 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0);
 	if (r == 0) /* fchmodat2: x86_64 number 452, newer than this libseccomp may be */
@@ -819,8 +835,6 @@ typedef struct start_err {
  * the agent runs as AJ_AGENT_GUEST_UID, no command's uid, keeping root's
  * capabilities and file access (fsuid 0): signals and ptrace of a command
  * never reach it (EPERM), and it starts each command as its uid. */
-static bool guarded;
-
 static int guard_self(void)
 {
 	const uid_t a = AJ_AGENT_GUEST_UID;
@@ -837,6 +851,13 @@ static int guard_self(void)
 	if (getresuid(&ru, &eu, &su) < 0 || ru != a || eu != a || su != a ||
 	    setfsuid((uid_t)-1) != 0 || !(d[0].effective & (1u << CAP_SETUID)))
 		return -EPERM;
+	/* the uid change made it non-dumpable, its /proc files root's: a
+	 * command (fsuid 0) could then raise its oom_score_adj. Dumpable, they
+	 * are AJ_AGENT_GUEST_UID's; ptrace and mem stay refused (another uid,
+	 * no CAP_SYS_PTRACE); no core of its memory */
+	struct rlimit no_core = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &no_core) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0)
+		return -errno;
 	guarded = true;
 	return 0;
 }
