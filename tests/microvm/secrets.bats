@@ -115,27 +115,6 @@ hostile_listing() {
         -printf '%p %U %G %m %s %l\n' | LC_ALL=C sort
 }
 
-# rootfs.bats' plant DIR NAME VARIANT TARGET INROOT: DIR/NAME a link that
-# leads to TARGET from a staging root where the host is /oldroot
-plant() {
-    local dir=$1 name=$2 v=$3 target=$4 inroot=$5 up=../../../../../../../../../..
-    case $v in
-    abs) ln -s "/oldroot$target" "$dir/$name" ;;
-    rel) ln -s "$up/oldroot$target" "$dir/$name" ;;
-    chain)
-        ln -s ".$name.c1" "$dir/$name"
-        ln -s ".$name.c2" "$dir/.$name.c1"
-        ln -s "$up/oldroot$target" "$dir/.$name.c2"
-        ;;
-    dotdot)
-        mkdir "$dir/.$name.d"
-        ln -s ".$name.d/$up/oldroot$target" "$dir/$name"
-        ;;
-    host) ln -s "$target" "$dir/$name" ;;
-    loop) ln -s "$up$inroot" "$dir/$name" ;;
-    esac
-}
-
 setup() {
     require_root
     command -v qemu-system-x86_64 >/dev/null || skip "qemu is not installed (scripts/setup.sh)"

@@ -214,3 +214,27 @@ setup() {
     aj_setup
 }
 teardown() { aj_teardown; }
+
+# plant DIR NAME VARIANT TARGET INROOT: make DIR/NAME a link that leads to
+# the host directory TARGET from agentjail's staging root (where the host
+# is /oldroot); INROOT is where DIR/NAME is inside the sandbox's root (for
+# the loop).
+plant() {
+    local dir=$1 name=$2 v=$3 target=$4 inroot=$5 up=../../../../../../../../../..
+    rm -rf "${dir:?}/$name" "$dir/.$name".*
+    case $v in
+    abs) ln -s "/oldroot$target" "$dir/$name" ;;
+    rel) ln -s "$up/oldroot$target" "$dir/$name" ;;
+    chain)
+        ln -s ".$name.c1" "$dir/$name"
+        ln -s ".$name.c2" "$dir/.$name.c1"
+        ln -s "$up/oldroot$target" "$dir/.$name.c2"
+        ;;
+    dotdot)
+        mkdir "$dir/.$name.d"
+        ln -s ".$name.d/$up/oldroot$target" "$dir/$name"
+        ;;
+    host) ln -s "$target" "$dir/$name" ;;
+    loop) ln -s "$up$inroot" "$dir/$name" ;;
+    esac
+}
