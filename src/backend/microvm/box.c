@@ -410,6 +410,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
 		i->relay_fd[k] = -1;
 	int r;
+	bool boot_only = false;
 	for (int attempt = 0;; attempt++) {
 		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
 		i->vm.freezer = true;
@@ -417,15 +418,20 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		 * one (snap.c; not with a NIC: its address is the sandbox's
 		 * own), its workspace hot-plugged after; a snapshot that does not
 		 * restore (another qemu) is removed and the VM booted */
-		i->vm.snap = p->rootfs && !p->n_binds && p->net == AJ_NET_NONE;
+		i->vm.snap = !boot_only && p->rootfs && !p->n_binds && p->net == AJ_NET_NONE;
 		if (ckpt)
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
-		/* a workspace that fails is the tenant's: the snapshot is kept */
+		/* a workspace that fails to plug or mount (the tenant's, or this
+		 * snapshot's): booted once more without the snapshot, which is
+		 * kept (no tenant evicts it); a restore that fails removes it */
 		bool ws;
 		r = mv_boot_ready(i, &ws, err);
-		if (r == 0 || !i->vm.restored || ws || attempt || ckpt)
+		if (r == 0 || attempt || ckpt || (!i->vm.restored && !ws))
 			break;
-		aj_mv_snap_remove(i->vm.snapfile);
+		if (ws)
+			boot_only = true;
+		else
+			aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {

@@ -36,6 +36,7 @@
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/statvfs.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -413,9 +414,11 @@ static int copy_with(int in, int out, char *buf)
 				if (!last && memcmp(buf + k, zero, len))
 					continue;
 				ssize_t stop = last ? r : k;
-				if (stop > run && pwrite(out, buf + run, (size_t)(stop - run),
-							 off + run) != stop - run)
-					return errno ? -errno : -EIO;
+				ssize_t w = stop > run ? pwrite(out, buf + run,
+								(size_t)(stop - run), off + run)
+						       : 0;
+				if (w != stop - run)
+					return w < 0 ? -errno : -EIO;
 				if (last)
 					break;
 				run = k + PAGE;
@@ -723,6 +726,23 @@ static int copy_in(int sealed, int m, const aj_cgroup *cg, aj_error *err)
 		char c;
 		close(go[1]);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* none of the service's other fds (clients, other VMs' ports,
+		 * another copy's pipe) held for the copy: no exec closes them */
+		unsigned keep[3] = {(unsigned)sealed, (unsigned)m, (unsigned)go[0]};
+		for (int a = 0; a < 2; a++)
+			for (int b = 0; b < 2 - a; b++)
+				if (keep[b] > keep[b + 1]) {
+					unsigned t = keep[b];
+					keep[b] = keep[b + 1], keep[b + 1] = t;
+				}
+		unsigned lo = 3;
+		for (int k = 0; k < 3; k++) {
+			if (keep[k] > lo)
+				syscall(SYS_close_range, lo, keep[k] - 1, 0);
+			if (keep[k] + 1 > lo)
+				lo = keep[k] + 1;
+		}
+		syscall(SYS_close_range, lo, ~0U, 0);
 		if (read(go[0], &c, 1) != 1)
 			_exit(ECHILD);
 		int e = copy_with(sealed, m, buf);
@@ -742,9 +762,12 @@ static int copy_in(int sealed, int m, const aj_cgroup *cg, aj_error *err)
 		r = aj_err(err, errno, "microvm: a copy of the snapshot's RAM");
 	close(go[1]); /* a child not told to go sees EOF and exits */
 	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+	if (r == 0 && w != pid) /* its status unknown: the copy not used */
+		r = aj_err(err, errno, "microvm: a copy of the snapshot's RAM (wait)");
+	else if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
 		r = aj_err(err, WIFEXITED(st) ? WEXITSTATUS(st) : EINTR,
 			   "microvm: a copy of the snapshot's RAM (in the VM's cgroup)");
 	return r;
