@@ -57,7 +57,8 @@ static int write_all(int fd, const void *buf, size_t len)
 			continue;
 		if (n < 0 && errno == EAGAIN) { /* a non-blocking stream (op connect) */
 			struct pollfd pf = {fd, POLLOUT, 0};
-			(void)poll(&pf, 1, -1);
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return -1; /* never a spin */
 			continue;
 		}
 		if (n <= 0)
@@ -77,7 +78,8 @@ static int read_full(int fd, void *buf, size_t len)
 			continue;
 		if (n < 0 && errno == EAGAIN) { /* the rest of a frame, coming */
 			struct pollfd pf = {fd, POLLIN, 0};
-			(void)poll(&pf, 1, -1);
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return -1;
 			continue;
 		}
 		if (n <= 0)
