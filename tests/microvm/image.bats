@@ -252,6 +252,17 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     q=$(api GET "/v1/sandboxes/$w" | jq -r .pid)
     tr '\0' ' ' <"/proc/$q/cmdline" | grep -q -- '-incoming defer' ||
         fail "the VM with a workspace was not restored: $(tr '\0' ' ' <"/proc/$q/cmdline")"
+    # its private copy of the snapshot's RAM (a memfd's pages) is charged
+    # to the VM's host cgroup, not to the service's: at least the data of
+    # the RAM file (its allocated blocks, the copy's pages less zeros)
+    if [ -d /sys/fs/cgroup/memory ]; then
+        mcg=/sys/fs/cgroup/memory$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' "/proc/$q/cgroup")
+    else
+        mcg=/sys/fs/cgroup$(awk -F: '$1 == 0 { print $3 }' "/proc/$q/cgroup")
+    fi
+    shmem=$(awk '$1 == "shmem" { print $2 }' "$mcg/memory.stat")
+    data=$(($(stat -c '%b * %B' "$ram") * 9 / 10))
+    [ "${shmem:-0}" -ge "$data" ] || fail "the VM's cgroup $mcg holds ${shmem:-no} bytes of shmem, not its RAM copy's ~$data"
     out=$(sb_exec "$w" '{"cmd": ["sh", "-c", "pwd; cat /etc/motd; echo made >/workspace/new; echo x >.git/hooks/pre-commit || echo guarded"]}')
     assert_eq "$(events_stdout <<<"$out" | tr '\n' ' ')" "/workspace base guarded " "the hot-plugged workspace: $out"
     assert_eq "$(stat -c %u:%g "$ws/new")" 4242:4343 "a guest file's owner in the workspace"

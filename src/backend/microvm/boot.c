@@ -606,7 +606,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 * copy of the snapshot's of its own, not copy-on-write */
 			m->cow = m->pair && !p->workspace;
 			if (m->pair && !m->cow) {
-				int own = aj_mv_snap_ram_copy(m->ramfd, err);
+				int own =
+				    aj_mv_snap_ram_copy(m->ramfd, m->have_cg ? &m->cg : NULL, err);
 				close(m->ramfd);
 				if ((m->ramfd = own) < 0)
 					return own;

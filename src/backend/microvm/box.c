@@ -356,9 +356,11 @@ static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *er
 
 /* The boot (or restore) up to the agent's first answer; a booted one that
  * may be is saved first. A restored VM takes its identity only when it is
- * handed out (mv_claim): until then it is the snapshot's. */
-static int mv_boot_ready(aj_inst *i, aj_error *err)
+ * handed out (mv_claim): until then it is the snapshot's. *ws: the failure
+ * was the workspace's hotplug or mount (the snapshot restored fine). */
+static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 {
+	*ws = false;
 	int r = aj_mv_boot(&i->vm, false, err);
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		i->port[k].fd = i->vm.ports[k];
@@ -386,14 +388,16 @@ static int mv_boot_ready(aj_inst *i, aj_error *err)
 	}
 	/* a snapshot's VM (saved or restored without it): its workspace
 	 * plugged now (vhost-user-fs does not migrate), the agent mounts it */
-	if (r == 0 && i->vm.snap && i->vm.p->workspace &&
-	    (r = aj_mv_snap_plug_ws(i->vm.vm, err)) == 0) {
+	if (r == 0 && i->vm.snap && i->vm.p->workspace) {
+		r = aj_mv_snap_plug_ws(i->vm.vm, err);
+		json_t *q = r == 0 ? json_pack("{s:s}", "op", "workspace") : NULL;
 		mv_call c = {.data_fd = -1};
-		json_t *q = json_pack("{s:s}", "op", "workspace");
-		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
-		      : aj_err(err, ENOMEM, "workspace");
-		if (r < 0)
+		if (r == 0)
+			r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+			      : aj_err(err, ENOMEM, "workspace");
+		if (r < 0 && q)
 			aj_err_prefix(err, "microvm: the guest did not mount the workspace");
+		*ws = r < 0;
 	}
 	return r;
 }
@@ -420,8 +424,10 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		i->vm.snap = p->rootfs && !p->n_binds && p->net == AJ_NET_NONE;
 		if (ckpt)
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
-		r = mv_boot_ready(i, err);
-		if (r == 0 || !i->vm.restored || attempt || ckpt)
+		/* a workspace that fails is the tenant's: the snapshot is kept */
+		bool ws;
+		r = mv_boot_ready(i, &ws, err);
+		if (r == 0 || !i->vm.restored || ws || attempt || ckpt)
 			break;
 		aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);

@@ -31,6 +31,8 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -381,17 +383,16 @@ static int room_for(qmp *q, const char *file, aj_error *err)
 	return 0;
 }
 
+enum { CHUNK = 1 << 20, PAGE = 4096 };
+
 /* in's data (its extents, less the pages of zeros) written at the same
- * offsets of out, sized as in: 0 or -errno. */
-static int copy_data(int in, int out)
+ * offsets of out, sized as in, through buf (CHUNK bytes): 0 or -errno.
+ * System calls only: a forked child of the threaded service runs it. */
+static int copy_with(int in, int out, char *buf)
 {
 	struct stat st;
 	if (fstat(in, &st) < 0 || ftruncate(out, st.st_size) < 0)
 		return -errno;
-	enum { CHUNK = 1 << 20, PAGE = 4096 };
-	_cleanup_free_ char *buf = malloc(CHUNK);
-	if (!buf)
-		return -ENOMEM;
 	static const char zero[PAGE];
 	for (off_t off = 0; off < st.st_size;) {
 		off_t data = lseek(in, off, SEEK_DATA);
@@ -405,17 +406,30 @@ static int copy_data(int in, int out)
 			ssize_t r = pread(in, buf, want, off);
 			if (r <= 0)
 				return r < 0 ? -errno : -EIO;
-			for (ssize_t k = 0; k < r; k += PAGE) {
-				size_t len = (size_t)(r - k) < PAGE ? (size_t)(r - k) : PAGE;
-				if (!memcmp(buf + k, zero, len))
+			/* a write per run of non-zero pages, not per page */
+			for (ssize_t k = 0, run = 0;; k += PAGE) {
+				bool last = k >= r;
+				size_t len = last || r - k >= PAGE ? PAGE : (size_t)(r - k);
+				if (!last && memcmp(buf + k, zero, len))
 					continue;
-				if (pwrite(out, buf + k, len, off + k) != (ssize_t)len)
+				ssize_t stop = last ? r : k;
+				if (stop > run && pwrite(out, buf + run, (size_t)(stop - run),
+							 off + run) != stop - run)
 					return errno ? -errno : -EIO;
+				if (last)
+					break;
+				run = k + PAGE;
 			}
 			off += r;
 		}
 	}
 	return 0;
+}
+
+static int copy_data(int in, int out)
+{
+	_cleanup_free_ char *buf = malloc(CHUNK);
+	return buf ? copy_with(in, out, buf) : -ENOMEM;
 }
 
 /* x-ignore-shared on: a shared RAM block (our memfd) is left out of the
@@ -433,6 +447,8 @@ static int migrate_caps(qmp *q, bool on, aj_error *err)
 	json_decref(j);
 	return j ? 0 : -EIO;
 }
+
+static void ram_preload(const char *ram);
 
 int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error *err)
 {
@@ -553,6 +569,10 @@ int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error
 		if (ramtmp[0])
 			unlink(ramtmp);
 	}
+	/* the RAM loaded for the restores now (from the page cache), not in
+	 * the first one's create (docs/performance.md, round 30) */
+	if (r == 0 && rfd >= 0)
+		ram_preload(ram);
 	return r;
 }
 
@@ -619,6 +639,17 @@ static int ram_memfd(int in, const struct stat *st, const char *name, aj_error *
 	return fd;
 }
 
+static void ram_preload(const char *ram)
+{
+	_cleanup_close_ int in = open(ram, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	const char *name = strrchr(ram, '/');
+	int fd =
+	    in >= 0 && fstat(in, &st) == 0 ? ram_memfd(in, &st, name ? name + 1 : ram, NULL) : -1;
+	if (fd >= 0)
+		close(fd);
+}
+
 int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err)
 {
 	*statefd = *ramfd = -1;
@@ -673,9 +704,60 @@ int aj_mv_snap_incoming(const char *vmdir, aj_error *err)
 	return r;
 }
 
-int aj_mv_snap_ram_copy(int sealed, aj_error *err)
+/* The copy written by a child in cg (the VMM's host cgroups): a memfd's
+ * pages are charged to the cgroup of who first writes them, so the VM's
+ * RAM counts against the VM's limit, not the service's. 0 or -errno. */
+static int copy_in(int sealed, int m, const aj_cgroup *cg, aj_error *err)
+{
+	char *buf = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int go[2] = {-1, -1}, r = 0;
+	if (buf == MAP_FAILED)
+		return aj_err(err, errno, "microvm: a copy of the snapshot's RAM");
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		r = aj_err(err, errno, "microvm: a copy of the snapshot's RAM");
+		munmap(buf, CHUNK);
+		return r;
+	}
+	pid_t pid = fork();
+	if (pid == 0) { /* async-signal-safe calls only (a threaded parent) */
+		char c;
+		close(go[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(ECHILD);
+		int e = copy_with(sealed, m, buf);
+		_exit(e < 0 ? (-e & 0xff ? -e & 0xff : EIO) : 0);
+	}
+	close(go[0]);
+	munmap(buf, CHUNK);
+	if (pid < 0) {
+		r = aj_err(err, errno, "microvm: a copy of the snapshot's RAM (fork)");
+		close(go[1]);
+		return r;
+	}
+	/* the child is in the VM's cgroups before it writes a page */
+	if ((r = aj_cgroup_join(cg, pid, true, err)) < 0)
+		aj_err_prefix(err, "microvm: the RAM copy's cgroup");
+	else if (write(go[1], "g", 1) != 1)
+		r = aj_err(err, errno, "microvm: a copy of the snapshot's RAM");
+	close(go[1]); /* a child not told to go sees EOF and exits */
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		r = aj_err(err, WIFEXITED(st) ? WEXITSTATUS(st) : EINTR,
+			   "microvm: a copy of the snapshot's RAM (in the VM's cgroup)");
+	return r;
+}
+
+int aj_mv_snap_ram_copy(int sealed, const aj_cgroup *cg, aj_error *err)
 {
 	int m = memfd_create("agentjail-vm-ram", MFD_CLOEXEC), e = m < 0 ? errno : 0;
+	if (m >= 0 && cg && cg->n > 0) {
+		if ((e = -copy_in(sealed, m, cg, err)) != 0)
+			close(m);
+		return e ? -e : m;
+	}
 	if (m >= 0 && (e = -copy_data(sealed, m)) != 0)
 		close(m);
 	return e ? aj_err(err, e, "microvm: a copy of the snapshot's RAM") : m;
@@ -683,15 +765,19 @@ int aj_mv_snap_ram_copy(int sealed, aj_error *err)
 
 int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
 {
-	char cmd[PATH_MAX + 256];
+	char sock[PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s/ws.sock", vmdir);
 	qmp q = {.fd = -1};
 	int r = qmp_open(vmdir, &q, err);
-	json_t *j = NULL;
-	snprintf(cmd, sizeof(cmd),
-		 "{\"execute\":\"chardev-add\",\"arguments\":{\"id\":\"fsw\",\"backend\":"
-		 "{\"type\":\"socket\",\"data\":{\"server\":false,\"addr\":{\"type\":"
-		 "\"unix\",\"data\":{\"path\":\"%s/ws.sock\"}}}}}}",
-		 vmdir);
+	/* jansson's text: the path's quotes and backslashes stay a string */
+	json_t *j = json_pack("{s:s,s:{s:s,s:{s:s,s:{s:b,s:{s:s,s:{s:s}}}}}}", "execute",
+			      "chardev-add", "arguments", "id", "fsw", "backend", "type", "socket",
+			      "data", "server", 0, "addr", "type", "unix", "data", "path", sock);
+	_cleanup_free_ char *cmd = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	j = NULL;
+	if (r == 0 && !cmd)
+		r = aj_err(err, ENOMEM, "microvm: the workspace's chardev");
 	if (r == 0 && !(j = qmp_cmd(&q, cmd, -1, err)))
 		r = -EIO;
 	json_decref(j);

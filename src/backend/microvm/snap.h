@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "cgroup.h"
 #include "error.h"
 #include "policy.h"
 
@@ -38,8 +39,10 @@ int aj_mv_snap_open(const char *file, int *statefd, int *ramfd, aj_error *err);
  * 3 with x-ignore-shared, as the save had it. */
 int aj_mv_snap_incoming(const char *vmdir, aj_error *err);
 /* A private copy of a restore's sealed RAM (its non-zero pages) for a VM
- * that shares it with a vhost-user device: a new memfd, or -errno. */
-int aj_mv_snap_ram_copy(int sealed, aj_error *err);
+ * that shares it with a vhost-user device: a new memfd, or -errno. With
+ * cg (the VMM's host cgroups), written by a child in them: the copy's
+ * pages are charged to the VM, not to the caller. */
+int aj_mv_snap_ram_copy(int sealed, const aj_cgroup *cg, aj_error *err);
 /* The workspace's virtiofs hot-plugged into a running snapshot VM over
  * vmdir/qmp.sock: vmdir/ws.sock's vhost-user-fs-pci, tag "ws", on its
  * PCIe root port. */
