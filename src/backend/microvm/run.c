@@ -100,6 +100,8 @@ static void q_put(mv_io *io, char type, const void *buf, size_t len, bool front)
 		io->qcap = cap;
 	}
 	size_t at = front ? q_boundary(io, io->qoff) : io->qlen;
+	while (front && at < io->qlen && io->q[at] == AJ_AG_SIGNAL) /* signals in order */
+		at += AJ_AGENT_HDR + aj_agent_len(io->q + at);
 	memmove(io->q + at + n, io->q + at, io->qlen - at);
 	aj_agent_hdr(io->q + at, type, (uint32_t)len);
 	if (len)
