@@ -96,7 +96,12 @@ typedef struct relay_state {
 	 * more is read from the agent (back-pressure, no buffer without bound) */
 	char *cb;
 	size_t clen, coff;
-	unsigned long long csince; /* since when the client took none of it */
+	/* the client's stall window, open while bytes wait for it here: since
+	 * csince it took cwin bytes; it must take AJ_RELAY_STALL_MIN of them
+	 * per stall_ms, or all that waits (a trickle is a stall) */
+	unsigned long long csince;
+	size_t cwin;
+	bool cwin_open;
 	/* one frame for the agent: while it is there, the client is not read */
 	unsigned char ab[AJ_AGENT_HDR + 65536];
 	size_t alen, aoff;
@@ -122,7 +127,10 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 	}
 	unsigned long long t = now_ms();
 	if (n > 0)
-		s->last_ms = s->csince = t; /* only bytes passed on count as traffic */
+		s->last_ms = t; /* only bytes passed on count as traffic */
+	s->cwin += (size_t)n;
+	if (s->cwin >= AJ_RELAY_STALL_MIN)
+		s->csince = t, s->cwin = 0; /* enough taken: a new window */
 	if ((size_t)n == len)
 		return true;
 	if (!held) {
@@ -132,7 +140,9 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 			return true;
 		}
 		memcpy(s->cb, buf + n, len - (size_t)n);
-		s->clen = len - (size_t)n, s->coff = 0, s->csince = t;
+		s->clen = len - (size_t)n, s->coff = 0;
+		if (!s->cwin_open)
+			s->cwin_open = true, s->csince = t, s->cwin = 0;
 	} else {
 		s->coff += (size_t)n;
 	}
@@ -144,6 +154,16 @@ static void drop_client_bytes(relay_state *s)
 	free(s->cb);
 	s->cb = NULL;
 	s->clen = s->coff = 0;
+}
+
+/* The client's bytes taken or dropped: the agent's stream is read again.
+ * Its stall clock restarts: while it was not read, an agent writing its
+ * 'O' frames could not take the host's 'I' frame either. */
+static void resume_agent(relay_state *s)
+{
+	drop_client_bytes(s);
+	if (s->aoff < s->alen)
+		s->asince = now_ms();
 }
 
 static bool on_frame(void *ctx, char type, const char *buf, size_t len)
@@ -267,21 +287,22 @@ static short client_events(const relay_state *s, bool *watch)
 	return ev;
 }
 
-/* The stall bounds (stall.h): a client that takes none of its bytes for
- * stall_ms is dropped as one that hung up; an agent that takes none of a
- * frame for longer (its own bound on the server is stall_ms, then it
- * answers) ends the relay as a broken stream. */
+/* The stall bounds (stall.h): a client that takes less than
+ * AJ_RELAY_STALL_MIN bytes (or all it has pending) in stall_ms is dropped
+ * as one that hung up; an agent that takes none of a frame for longer
+ * (its own bound on the server is stall_ms, then it answers) while its
+ * stream is read ends the relay as a broken stream. */
 static void check_stalls(aj_agent_relay *r, relay_state *s, unsigned long long t)
 {
 	if (s->coff < s->clen && t - s->csince >= s->stall_ms) {
-		drop_client_bytes(s);
+		resume_agent(s);
 		s->client_gone = true;
 		(void)shutdown(r->client, SHUT_RDWR);
 		from_agent(r, s, false); /* the frames after it, dropped */
 	}
 	unsigned long long margin =
 	    s->stall_ms < AJ_AGENT_DRAIN_MS ? s->stall_ms : AJ_AGENT_DRAIN_MS;
-	if (s->aoff < s->alen && t - s->asince >= s->stall_ms + margin)
+	if (s->coff >= s->clen && s->aoff < s->alen && t - s->asince >= s->stall_ms + margin)
 		s->gone = true;
 }
 
@@ -308,8 +329,9 @@ void aj_agent_relay_run(aj_agent_relay *r)
 			break;
 		if (n > 0 && pf[2].revents && s.coff < s.clen &&
 		    to_client(r, &s, s.cb + s.coff, s.clen - s.coff, true)) {
-			drop_client_bytes(&s);
-			from_agent(r, &s, false); /* the frames that waited for it */
+			resume_agent(&s);
+			from_agent(r, &s, false);      /* the frames that waited for it */
+			s.cwin_open = s.coff < s.clen; /* all taken: the window closes */
 		}
 		if (n > 0 && pf[0].revents && !r->answered && !s.gone)
 			from_agent(r, &s, true);

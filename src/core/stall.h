@@ -9,6 +9,9 @@
 #include "error.h"
 
 #define AJ_RELAY_STALL_MS 60000ULL
+/* what a client must take per stall bound (or all it has pending) not to
+ * count as stalled: a trickle can't hold a relay */
+#define AJ_RELAY_STALL_MIN 65536
 #define AJ_RELAY_STALL_ENV "AGENTJAIL_RELAY_STALL_MS"
 
 /* $AGENTJAIL_RELAY_STALL_MS (for tests: 100 to 3600000 ms), read once at

@@ -281,6 +281,7 @@ typedef struct flood {
 	int fd;
 	unsigned long long sent_early; /* what it sent in its first 600 ms */
 	bool told;		       /* it got the host's 'S' */
+	uint32_t frame;		       /* its 'O' frames' size (0: 64 KiB) */
 } flood;
 
 /* The agent's side for a server that writes without end and reads nothing:
@@ -297,9 +298,12 @@ static void *flooding_agent(void *arg)
 	buf = NULL;
 	if (aj_agent_send(f->fd, AJ_AG_STAT, "{}", 2) < 0)
 		return (void *)2;
-	static unsigned char fr[AJ_AGENT_HDR + 65536];
-	aj_agent_hdr(fr, AJ_AG_STDOUT, 65536);
-	memset(fr + AJ_AGENT_HDR, 'z', 65536);
+	static unsigned char frb[AJ_AGENT_HDR + 65536];
+	uint32_t fl = f->frame ? f->frame : 65536;
+	unsigned char *fr = frb;
+	size_t frl = AJ_AGENT_HDR + fl;
+	aj_agent_hdr(fr, AJ_AG_STDOUT, fl);
+	memset(fr + AJ_AGENT_HDR, 'z', fl);
 	size_t off = 0;
 	unsigned long long t0 = mono_ms(), sent = 0;
 	while (mono_ms() - t0 < 10000) {
@@ -315,16 +319,16 @@ static void *flooding_agent(void *arg)
 				f->told = true;
 				/* the rest of a frame begun, then the answer */
 				const char *x = "{\"exit\":0}";
-				if ((off && send(f->fd, fr + off, sizeof(fr) - off, MSG_NOSIGNAL) !=
-						(ssize_t)(sizeof(fr) - off)) ||
+				if ((off && send(f->fd, fr + off, frl - off, MSG_NOSIGNAL) !=
+						(ssize_t)(frl - off)) ||
 				    aj_agent_send(f->fd, AJ_AG_EXIT, x, strlen(x)) < 0)
 					return (void *)5;
 				break;
 			}
 		} else if (pf.revents & POLLOUT) {
-			ssize_t n = send(f->fd, fr + off, sizeof(fr) - off, MSG_DONTWAIT);
+			ssize_t n = send(f->fd, fr + off, frl - off, MSG_DONTWAIT);
 			if (n > 0) {
-				off = (off + (size_t)n) % sizeof(fr);
+				off = (off + (size_t)n) % frl;
 				sent += (unsigned long long)n;
 				if (mono_ms() - t0 < 600)
 					f->sent_early = sent;
@@ -391,6 +395,52 @@ static void *flooding_client(void *arg)
 	while (send(fd, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
 		;
 	return NULL;
+}
+
+/* A client that takes 1 KiB per 100 ms until its end is shut down. */
+static void *trickling_client(void *arg)
+{
+	int fd = *(int *)arg;
+	char b[1024];
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 5000;) {
+		if (recv(fd, b, sizeof(b), 0) <= 0)
+			break;
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* A client that takes only a trickle (1 KiB per 100 ms, far below
+ * AJ_RELAY_STALL_MIN per stall bound) of a server that writes a lot is
+ * dropped as one that stopped reading (was: each byte taken restarted
+ * the bound, the relay and its agent port held for good). */
+static void test_relay_drops_trickling_client(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	int small = 4096; /* the trickle reaches the relay at once */
+	assert_int_equal(setsockopt(cl[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	flood f = {.fd = ag[1], .frame = 1024}; /* each taken whole by the trickle */
+	pthread_t t, c;
+	assert_int_equal(pthread_create(&t, NULL, flooding_agent, &f), 0);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	assert_int_equal(pthread_create(&c, NULL, trickling_client, &cl[1]), 0);
+	bool ended = run_within(&r, cl[1], ag[1], 2500);
+	(void)shutdown(cl[1], SHUT_RDWR);
+	void *ret;
+	pthread_join(c, NULL);
+	pthread_join(t, &ret);
+	assert_true(ended);  /* dropped, not held by the trickle */
+	assert_null(ret);    /* the agent ended well */
+	assert_true(f.told); /* told to end the server's connection */
+	assert_false(r.broken);
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
 }
 
 /* An agent that stops reading while the client writes a lot: the relay
@@ -578,6 +628,100 @@ static void test_agent_drops_stalled_server(void **state)
 	assert_int_equal(x.err, ETIMEDOUT);
 }
 
+/* The agent's side as agentjail-agent wrote it: its 'O' frames (512 KiB)
+ * with blocking writes, reading none of the host's frames meanwhile; then
+ * the host's frames read for 300 ms, its answer, and the rest skipped (a
+ * level-3 port's next agent). */
+static void *blocking_agent(void *arg)
+{
+	int fd = *(int *)arg;
+	char type, *buf = NULL;
+	uint32_t len;
+	if (aj_agent_recv(fd, &type, &buf, &len) <= 0 || type != AJ_AG_REQUEST)
+		return (void *)1;
+	free(buf);
+	buf = NULL;
+	if (aj_agent_send(fd, AJ_AG_STAT, "{}", 2) < 0)
+		return (void *)2;
+	static char o[65536];
+	for (int i = 0; i < 8; i++)
+		if (aj_agent_send(fd, AJ_AG_STDOUT, o, sizeof(o)) < 0)
+			return (void *)3;
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 300;) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 50) > 0 && aj_agent_recv(fd, &type, &buf, &len) <= 0)
+			return (void *)4;
+		free(buf);
+		buf = NULL;
+	}
+	const char *x = "{\"exit\":0}";
+	if (aj_agent_send(fd, AJ_AG_EXIT, x, strlen(x)) < 0)
+		return (void *)5;
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	while (poll(&pf, 1, 3000) > 0 && read(fd, o, sizeof(o)) > 0)
+		;
+	return NULL;
+}
+
+typedef struct bursts {
+	int fd;
+	size_t got;
+} bursts;
+
+/* A client that takes 64 KiB once per 150 ms (the relay's bound: 64 KiB
+ * per 300 ms), until its end is shut down. */
+static void *read_in_bursts(void *arg)
+{
+	bursts *b = arg;
+	static char buf[65536];
+	for (unsigned long long t0 = mono_ms(); mono_ms() - t0 < 6000;) {
+		ssize_t n = recv(b->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0)
+			break;
+		b->got += n > 0 ? (size_t)n : 0;
+		struct timespec ts = {0, 150000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* A client uploading a lot while it reads the replies in bursts within the
+ * bound: the agent, blocked writing them, takes none of the relay's frame
+ * meanwhile, yet it is not given up, its port not marked broken (was:
+ * after the bound and a margin, 600 ms, the relay counted its own holding
+ * back as the agent's stall and gave the port up for good). */
+static void test_relay_spares_slow_reader(void **state)
+{
+	(void)state;
+	int ag[2], cl[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ag), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	int sb = 40000; /* what the client takes reaches the relay at once */
+	assert_int_equal(setsockopt(cl[0], SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb)), 0);
+	pthread_t t, up, down;
+	assert_int_equal(pthread_create(&t, NULL, blocking_agent, &ag[1]), 0);
+	aj_agent_relay r = {
+	    .client = cl[0], .from = ag[0], .to = ag[0], .idle_ms = 60000, .stall_ms = 300};
+	assert_int_equal(aj_agent_relay_connect(&r, 8080), 0);
+	bursts b = {.fd = cl[1]};
+	assert_int_equal(pthread_create(&up, NULL, flooding_client, &cl[1]), 0);
+	assert_int_equal(pthread_create(&down, NULL, read_in_bursts, &b), 0);
+	bool ended = run_within(&r, cl[1], ag[1], 6000);
+	(void)shutdown(cl[0], SHUT_RDWR);
+	(void)shutdown(ag[0], SHUT_RDWR);
+	void *ret;
+	pthread_join(up, NULL);
+	pthread_join(down, NULL);
+	pthread_join(t, &ret);
+	free(r.ibuf);
+	close(ag[0]), close(ag[1]), close(cl[0]), close(cl[1]);
+	assert_true(ended);
+	assert_null(ret);
+	assert_true(r.answered); /* the agent's answer came */
+	assert_false(r.broken);	 /* the port is not given up */
+	assert_true(b.got >= (512u << 10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +732,8 @@ int main(void)
 	    cmocka_unit_test(test_relay_gives_up_stalled_agent),
 	    cmocka_unit_test(test_splice_drops_stalled_client),
 	    cmocka_unit_test(test_agent_drops_stalled_server),
+	    cmocka_unit_test(test_relay_drops_trickling_client),
+	    cmocka_unit_test(test_relay_spares_slow_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

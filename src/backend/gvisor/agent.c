@@ -55,6 +55,11 @@ static int write_all(int fd, const void *buf, size_t len)
 		ssize_t n = write(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) { /* a non-blocking stream (op connect) */
+			struct pollfd pf = {fd, POLLOUT, 0};
+			(void)poll(&pf, 1, -1);
+			continue;
+		}
 		if (n <= 0)
 			return -1;
 		p += n;
@@ -70,6 +75,11 @@ static int read_full(int fd, void *buf, size_t len)
 		ssize_t n = read(fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) { /* the rest of a frame, coming */
+			struct pollfd pf = {fd, POLLIN, 0};
+			(void)poll(&pf, 1, -1);
+			continue;
+		}
 		if (n <= 0)
 			return n == 0 ? 0 : -1;
 		p += n;
@@ -1169,16 +1179,57 @@ static int op_workspace(void)
 
 /* ---- the ports proxy (levels 2 and 3) ---- */
 
+/* An 'O' frame for the host, written as its stream takes it (op_connect
+ * makes it non-blocking: an agent blocked there could neither take the
+ * host's 'I' frames nor keep its own bound on the server). */
+typedef struct out_frame {
+	unsigned char b[AJ_AGENT_HDR + READ_MAX];
+	size_t len, off;
+} out_frame;
+
+static void out_flush(out_frame *o)
+{
+	while (o->off < o->len && !host_gone) {
+		ssize_t n = write(1, o->b + o->off, o->len - o->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			host_gone = true;
+			return;
+		}
+		o->off += (size_t)n;
+	}
+}
+
+/* The rest of a pending frame: the host reads again once its client took
+ * its bytes or was dropped (its own bounds), or its stream ends. */
+static void out_finish(out_frame *o)
+{
+	while (o->off < o->len && !host_gone) {
+		struct pollfd pf = {1, POLLOUT, 0};
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			host_gone = true;
+		else
+			out_flush(o);
+	}
+}
+
 /* A TCP connection to port on the loopback address (127.0.0.1, else ::1
  * for a server there only: loopback.h, as level 1's proxy connects in the
  * sandbox's network namespace; docs/api.md, "Ports"). Connected: a 'T' frame, then
  * the host's 'I' frames go to the server (empty: its end, passed on as a
  * half-close) and the server's bytes come back as 'O' frames (empty: its
- * end); 'X' once both ended, or why it could not connect. The server's
- * socket never blocks a write: while an 'I' frame waits for it, no more
- * frames are read (back-pressure), and a server that takes none of it for
- * the host's "stall_ms" is dropped (answer ETIMEDOUT), so the host's
- * stream is read again. */
+ * end); 'X' once both ended, or why it could not connect. No write blocks:
+ * while an 'I' frame waits for the server, no more frames are read, and
+ * while an 'O' frame waits for the host, the server is not read
+ * (back-pressure both ways). A server that takes none of an 'I' frame for
+ * the host's "stall_ms" (counted from when the frame came, whatever the
+ * host reads meanwhile) is dropped (answer ETIMEDOUT), so the host's
+ * stream is read again before the host's own bound (stall_ms and a
+ * margin) gives the stream up (that bound does not run while the host
+ * holds back reading this stream for its client). */
 static int op_connect(json_t *q)
 {
 	json_int_t port = json_integer_value(json_object_get(q, "port"));
@@ -1191,36 +1242,44 @@ static int op_connect(json_t *q)
 	if (s < 0)
 		return answer(-s);
 	frame(AJ_AG_STAT, "{}", 2);
+	int ofl = fcntl(1, F_GETFL);
+	if (ofl >= 0)
+		(void)fcntl(1, F_SETFL, ofl | O_NONBLOCK);
 	bool host_end = false, server_end = false;
 	int e = 0;
-	static char buf[READ_MAX];
+	static out_frame out;
+	out.len = out.off = 0;
 	char *in = NULL; /* an 'I' frame's bytes the server has not taken yet */
 	uint32_t inlen = 0, inoff = 0;
 	long long since = 0;
-	while (!(host_end && server_end) && !host_gone && !e) {
+	while (!(host_end && server_end && out.off >= out.len) && !host_gone && !e) {
+		bool opend = out.off < out.len;
 		/* the host's frames are read after its end too: a SIGNAL may
 		 * follow (its client gone for good) */
-		struct pollfd pf[2] = {{in ? -1 : 0, POLLIN, 0},
-				       {server_end && !in ? -1 : s,
-					(short)((server_end ? 0 : POLLIN) | (in ? POLLOUT : 0)),
-					0}};
-		long long wait = in ? since + stall - mono_ms() : -1;
-		if (in && wait <= 0) {
+		short sev = (short)((server_end || opend ? 0 : POLLIN) | (in ? POLLOUT : 0));
+		struct pollfd pf[3] = {
+		    {in ? -1 : 0, POLLIN, 0}, {sev ? s : -1, sev, 0}, {opend ? 1 : -1, POLLOUT, 0}};
+		long long t = mono_ms(), wait = -1;
+		if (in && since + stall <= t) {
 			e = ETIMEDOUT; /* the server took nothing for stall_ms */
 			break;
 		}
-		if (poll(pf, 2, (int)wait) < 0) {
+		if (in)
+			wait = since + stall - t;
+		if (poll(pf, 3, (int)wait) < 0) {
 			if (errno != EINTR)
 				e = errno;
 			continue;
 		}
+		if (pf[2].revents)
+			out_flush(&out);
 		if (pf[0].revents) {
 			char type;
 			uint32_t len;
 			int k = read_frame(&type, &in, &len);
 			if (k <= 0) { /* the host's stream ended: nothing to answer */
-				close(s);
-				return 1;
+				host_gone = true;
+				break;
 			}
 			if (type == AJ_AG_STDIN && len && !host_end) {
 				inlen = len, inoff = 0, since = mono_ms();
@@ -1240,25 +1299,33 @@ static int op_connect(json_t *q)
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				e = errno;
 			if (n > 0)
-				inoff += (uint32_t)n, since = mono_ms();
+				inoff += (uint32_t)n;
 			if (e || inoff == inlen) {
 				free(in);
 				in = NULL;
 				inlen = inoff = 0;
 			}
 		}
-		if ((pf[1].revents & (POLLIN | POLLHUP | POLLERR)) && !server_end) {
-			ssize_t n = read(s, buf, sizeof(buf));
+		if ((sev & POLLIN) && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    !server_end) {
+			ssize_t n = read(s, out.b + AJ_AGENT_HDR, READ_MAX);
 			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (n < 0)
 				e = errno;
-			frame(AJ_AG_STDOUT, buf, n > 0 ? (size_t)n : 0);
+			aj_agent_hdr(out.b, AJ_AG_STDOUT, n > 0 ? (uint32_t)n : 0);
+			out.len = AJ_AGENT_HDR + (n > 0 ? (size_t)n : 0), out.off = 0;
+			out_flush(&out);
 			server_end = n <= 0;
 		}
 	}
 	free(in);
 	close(s);
+	out_finish(&out);
+	if (ofl >= 0)
+		(void)fcntl(1, F_SETFL, ofl);
+	if (host_gone)
+		return 1;
 	return answer(e == ECONNRESET || e == EPIPE ? 0 : e);
 }
 

@@ -46,7 +46,8 @@ static int mv_open(void *ctx, unsigned slot, aj_agent_relay *r)
 static void mv_close(void *ctx, unsigned slot, const aj_agent_relay *r)
 {
 	aj_mv_publish *mp = ctx;
-	mp->dead[slot + 1] = !r->answered; /* cut short: its agent may still speak */
+	/* cut short (its agent may still speak) or left mid-frame: not reused */
+	mp->dead[slot + 1] = !r->answered || r->broken;
 }
 
 static void mv_wake(void *ctx, unsigned slot)
