@@ -106,6 +106,15 @@ cgroup_exists() {
     ((SECONDS - start <= 20)) || fail "took $((SECONDS - start)) s"
 }
 
+@test "microvm: stdin the command never reads can't hold off --timeout" {
+    # the agent stops reading its port while it holds unread stdin: the
+    # run's sends must not block, or the timeout is never checked again
+    local start=$SECONDS
+    run bash -c 'yes | timeout -k 5 40 "$1" run --isolation microvm -q --timeout 3 --kill-after 2 -- sleep 600' _ "$AJ"
+    assert_status 124
+    ((SECONDS - start <= 30)) || fail "took $((SECONDS - start)) s"
+}
+
 @test "microvm: --memory is the guest's RAM: its OOM killer ends the command, 137 with the reason" {
     run --separate-stderr mv --memory 160m --result "$T/res.json" -- python3 -c '
 a = []

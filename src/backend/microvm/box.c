@@ -146,8 +146,12 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 		if (((c->sink && c->sr < 0) || idle) && !stopped) {
 			/* the stream refused: the agent told to stop, and given
 			 * DRAIN_MS for its answer (a guest that goes on is cut off) */
-			unsigned char sig = SIGKILL;
-			(void)aj_agent_send(pt->fd, AJ_AG_SIGNAL, &sig, 1);
+			unsigned char h[AJ_AGENT_HDR + 1];
+			aj_agent_hdr(h, AJ_AG_SIGNAL, 1);
+			h[AJ_AGENT_HDR] = SIGKILL;
+			/* never blocking: an agent that stopped reading its port
+			 * is cut off after DRAIN_MS all the same */
+			(void)!send(pt->fd, h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
 			stopped = true;
 			until = t + DRAIN_MS;
 		}

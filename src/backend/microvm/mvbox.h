@@ -6,6 +6,7 @@
 #define AJ_MV_BOX_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -41,7 +42,9 @@ struct aj_inst {
 	pthread_cond_t cv;
 	mv_port port[AJ_MV_BOX_PORTS];
 	bool killed;
-	bool lost;   /* killed: it did not go on after a fork's save (vm_lost) */
+	/* killed: it did not go on after a fork's save (vm_lost); atomic: set
+	 * by the fork, read by other requests' threads without mu */
+	_Atomic bool lost;
 	bool paused; /* its VMM frozen (a save would wait for ever) */
 	int relays;  /* the ports proxy's connections (threads), under mu */
 	/* their ends of the socket pairs (-1: none), under mu: shut down by

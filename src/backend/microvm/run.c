@@ -55,7 +55,83 @@ typedef struct mv_io {
 	struct winsize ws;	     /* the size the guest's terminal has */
 	mv_out out[2];		     /* stdout, stderr */
 	unsigned long long deadline; /* --timeout's last moment (now_ms), or 0 */
+	/* frames for the agent, sent without blocking: the agent stops reading
+	 * its port while it holds stdin the command has not read, and a
+	 * blocked send() would never see the timeout again */
+	unsigned char *q;
+	size_t qlen, qoff, qcap;
 } mv_io;
+
+/* stdin is read only while less than this waits for the agent */
+#define Q_HIGH (256u << 10)
+
+/* The end of the frame that holds byte off (frames start at 0). */
+static size_t q_boundary(const mv_io *io, size_t off)
+{
+	size_t b = 0;
+	while (b < off && b + AJ_AGENT_HDR <= io->qlen)
+		b += AJ_AGENT_HDR + aj_agent_len(io->q + b);
+	return b;
+}
+
+/* A frame queued; front: before every frame not yet begun (a signal
+ * overtakes the stdin the agent has not taken). */
+static void q_put(mv_io *io, char type, const void *buf, size_t len, bool front)
+{
+	size_t n = AJ_AGENT_HDR + len;
+	if (io->qoff && io->qoff == io->qlen) {
+		io->qoff = io->qlen = 0;
+	} else if (io->qoff && io->qlen + n > io->qcap) {
+		size_t first = 0; /* the frames sent whole dropped */
+		while (first + AJ_AGENT_HDR + aj_agent_len(io->q + first) <= io->qoff)
+			first += AJ_AGENT_HDR + aj_agent_len(io->q + first);
+		memmove(io->q, io->q + first, io->qlen - first);
+		io->qlen -= first;
+		io->qoff -= first;
+	}
+	if (io->qlen + n > io->qcap) {
+		size_t cap = io->qcap ? io->qcap : 4096;
+		while (cap < io->qlen + n)
+			cap *= 2;
+		unsigned char *nb = realloc(io->q, cap);
+		if (!nb) /* dropped: the teardown after the timeout covers it */
+			return;
+		io->q = nb;
+		io->qcap = cap;
+	}
+	size_t at = front ? q_boundary(io, io->qoff) : io->qlen;
+	while (front && at < io->qlen && io->q[at] == AJ_AG_SIGNAL) /* signals in order */
+		at += AJ_AGENT_HDR + aj_agent_len(io->q + at);
+	memmove(io->q + at + n, io->q + at, io->qlen - at);
+	aj_agent_hdr(io->q + at, type, (uint32_t)len);
+	if (len)
+		memcpy(io->q + at + AJ_AGENT_HDR, buf, len);
+	io->qlen += n;
+}
+
+/* As much of the queue as the agent's port takes now. */
+static void q_flush(mv_io *io, int fd)
+{
+	while (io->qoff < io->qlen) {
+		ssize_t w =
+		    send(fd, io->q + io->qoff, io->qlen - io->qoff, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) { /* the VM is gone: its end is read from the port */
+			io->qoff = io->qlen;
+			break;
+		}
+		io->qoff += (size_t)w;
+	}
+	io->qoff = io->qlen = 0;
+}
+
+static size_t q_pending(const mv_io *io)
+{
+	return io->qlen - io->qoff;
+}
 
 static void out_open(mv_out *o, int fd)
 {
@@ -147,7 +223,8 @@ static void follow_size(aj_mv_vm *m, mv_io *io)
 		return;
 	io->ws = ws;
 	unsigned char b[4] = {ws.ws_row & 0xff, ws.ws_row >> 8, ws.ws_col & 0xff, ws.ws_col >> 8};
-	(void)aj_agent_send(m->ports[0], AJ_AG_WINSIZE, b, sizeof(b));
+	q_put(io, AJ_AG_WINSIZE, b, sizeof(b), false);
+	(void)m;
 }
 
 static int request(aj_mv_vm *m, int tty, aj_error *err)
@@ -230,7 +307,8 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			res->timed_out = true;
 			term_at = now;
 			unsigned char sig = SIGTERM;
-			(void)aj_agent_send(m->ports[0], AJ_AG_SIGNAL, &sig, 1);
+			q_put(io, AJ_AG_SIGNAL, &sig, 1, true);
+			q_flush(io, m->ports[0]);
 		}
 		if (res->timed_out && now - term_at >= p->kill_after_ms) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
@@ -246,8 +324,9 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = 99;
 		/* the agent's next frame once our reader took the last one */
 		bool held = out_pending(&io->out[0]) || out_pending(&io->out[1]);
-		struct pollfd pf[5] = {{held ? -1 : m->ports[0], POLLIN, 0},
-				       {io->in, POLLIN, 0},
+		short ev = (held ? 0 : POLLIN) | (q_pending(io) ? POLLOUT : 0);
+		struct pollfd pf[5] = {{ev ? m->ports[0] : -1, ev, 0},
+				       {q_pending(io) < Q_HIGH ? io->in : -1, POLLIN, 0},
 				       {out_pending(&io->out[0]) ? io->out[0].fd : -1, POLLOUT, 0},
 				       {out_pending(&io->out[1]) ? io->out[1].fd : -1, POLLOUT, 0},
 				       {io->sfd, POLLIN, 0}};
@@ -257,7 +336,7 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 		if (pf[4].revents && read(io->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			/* as level 1's init: the caller's signal is the command's */
 			unsigned char sig = (unsigned char)si.ssi_signo;
-			(void)aj_agent_send(m->ports[0], AJ_AG_SIGNAL, &sig, 1);
+			q_put(io, AJ_AG_SIGNAL, &sig, 1, true);
 		}
 		for (int k = 0; k < 2; k++)
 			if (pf[2 + k].revents)
@@ -269,9 +348,10 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 				continue;
 			if (n <= 0)
 				io->in = -1;
-			(void)aj_agent_send(m->ports[0], AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0);
+			q_put(io, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0, false);
 		}
-		if (!pf[0].revents) {
+		q_flush(io, m->ports[0]);
+		if (!(pf[0].revents & ~POLLOUT) || held) {
 			if (waitpid(m->pids[0], NULL, WNOHANG) == m->pids[0]) {
 				m->pids[0] = 0;
 				break;
@@ -394,6 +474,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	out_drain(&io, io.deadline);
 	out_close(&io.out[0]);
 	out_close(&io.out[1]);
+	free(io.q);
 	if (io.sfd >= 0)
 		close(io.sfd);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
