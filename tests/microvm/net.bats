@@ -3,9 +3,9 @@
 # in a network namespace of its own, bridged there with the veth of level
 # 1's network (the /30, the nft table, netd's resolver, proxy and net-log),
 # in the fake world of tests/network/world.bash: nothing here sends a
-# packet to a real address. TCG forced as in run.bats: two boots (~3 s
-# each), a one-shot run and the service's first VM on an image (saved),
-# and one restore from its snapshot.
+# packet to a real address. TCG forced as in run.bats: three boots (~3 s
+# each: two one-shot runs, the service's first VM on an image, saved) and
+# one restore from that VM's snapshot.
 
 load ../service/helpers
 load ../network/world
@@ -60,7 +60,7 @@ mv_gone() {
         echo "ca=$SSL_CERT_FILE"; echo "inside: $TOKEN"; '"$WORLD_DUMP; $WORLD_CA_TAMPER"'
         gw=$(ip route show default | cut -d" " -f3)
         exec python3 /workspace/probe.py gateway=$gw:8080 "$@"' sh \
-        web2=203.0.113.10:80 metadata=169.254.169.254:80 lan=10.0.0.5:80 \
+        web1=192.0.2.10:80 web2=203.0.113.10:80 metadata=169.254.169.254:80 lan=10.0.0.5:80 \
         host-public=198.51.100.2:8080 loopback=127.0.0.1:8080
     echo "$stderr"
     assert_status 0
