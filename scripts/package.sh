@@ -26,7 +26,8 @@ for tool in meson ninja dpkg-deb dpkg-shlibdeps dpkg-architecture; do
 done
 
 # one build at a time in $build (tests/run.sh may be making it in the background)
-exec 9>"$build.lock"
+mkdir -p "$build"
+exec 9>"$build/.package.lock"
 flock 9
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" --prefix=/usr --libexecdir=libexec --sysconfdir=/etc \
