@@ -111,7 +111,9 @@ fuzz_bg() { # DIR SECONDS: build-fuzz, then each target, one at a time
 		d=$1/${t##*/}
 		mkdir -p "$d/corpus"
 		cp tests/fuzz/corpus/"${t##*/fuzz_}"/* "$d/corpus"/ 2>/dev/null
+		# UBSan's options as the ASan pass exports them: a finding fails the target
 		ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp \
+			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98 \
 			"$t" -max_total_time="$2" -rss_limit_mb=1024 "$d/corpus" >"$d/log" 2>&1
 		echo $? >"$d/rc"
 	done
