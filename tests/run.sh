@@ -142,7 +142,7 @@ background() { # DIR START (the run's $SECONDS at the start)
 # Wait for the background's DIR/NAME.rc; print it (1 if the background died).
 bg_wait() {
 	while [ ! -f "$bg/$1.rc" ]; do
-		kill -0 "$bg_pid" 2>/dev/null || { [ -f "$bg/$1.rc" ] || echo 1; return; }
+		kill -0 "$bg_pid" 2>/dev/null || { cat "$bg/$1.rc" 2>/dev/null || echo 1; return; }
 		sleep 1
 	done
 	cat "$bg/$1.rc"
