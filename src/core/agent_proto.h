@@ -32,6 +32,9 @@
 #define AJ_AG_STAT 'T'	/* JSON: {"type":"f","mode":420,"size":N,"mtime":S} */
 #define AJ_AG_ENTRY 'L' /* JSON: a stat with "name" */
 #define AJ_AG_EXIT 'X'	/* JSON: {"exit":N,"signal":S} or {"errno":E,"error":"..."} */
+/* empty: the command started (an exec with "started": level 3's run, whose
+ * --timeout counts from here) */
+#define AJ_AG_STARTED 'B'
 
 static inline void aj_agent_hdr(unsigned char h[AJ_AGENT_HDR], char type, uint32_t len)
 {
