@@ -1052,15 +1052,15 @@ static long long mono_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A microVM's "cmd" cgroup's cpu.stat (read-only), opened for an exec */
+static int cpu_fd = -1;
+
 /* A microVM's CPU so far (usec): its "cmd" cgroup's, which holds every
  * command, less this agent's own (its relaying). false: not known. */
 static bool cmd_cpu(unsigned long long cpu[2])
 {
 	char buf[512];
-	int fd = cg_fd < 0 ? -1 : openat(cg_fd, "cmd/cpu.stat", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (fd >= 0)
-		close(fd);
+	ssize_t n = cpu_fd < 0 ? -1 : pread(cpu_fd, buf, sizeof(buf) - 1, 0);
 	struct rusage ru;
 	if (n <= 0 || getrusage(RUSAGE_SELF, &ru) < 0)
 		return false;
@@ -1415,6 +1415,8 @@ int main(int argc, char **argv)
 	if (!op)
 		return answer(EPROTO);
 	if (cg_fd >= 0 && strcmp(op, "tree")) { /* only the snapshot's walk needs it */
+		if (!strcmp(op, "exec"))	/* the command's CPU time (cmd_cpu) */
+			cpu_fd = openat(cg_fd, "cmd/cpu.stat", O_RDONLY | O_CLOEXEC);
 		close(cg_fd);
 		cg_fd = -1;
 	}
