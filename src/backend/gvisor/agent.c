@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "agent_seccomp.h"
 #include "loopback.h"
 
 #define READ_MAX 65536
@@ -929,6 +930,8 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 		child_fail(errpipe, errno, "no_new_privs");
 	if ((r = seccomp_load(filter)) < 0)
 		child_fail(errpipe, -r, "seccomp filter");
+	if ((r = aj_agent_profile_load(q)) < 0) /* level 3's --seccomp-profile: last */
+		child_fail(errpipe, -r, "seccomp profile");
 	environ = env;
 	execvp(argv[0], argv);
 	child_fail(errpipe, errno, NULL);
@@ -1415,7 +1418,8 @@ int main(int argc, char **argv)
 	if (!op)
 		return answer(EPROTO);
 	if (cg_fd >= 0 && strcmp(op, "tree")) { /* only the snapshot's walk needs it */
-		if (!strcmp(op, "exec"))	/* the command's CPU time (cmd_cpu) */
+		/* an exec keeps "cmd"'s CPU use (cmd_cpu), read-only */
+		if (!strcmp(op, "exec"))
 			cpu_fd = openat(cg_fd, "cmd/cpu.stat", O_RDONLY | O_CLOEXEC);
 		close(cg_fd);
 		cg_fd = -1;
