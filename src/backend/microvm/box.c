@@ -958,12 +958,10 @@ static void relay(aj_job *j)
 	while (!j->have_exit && !j->lost) {
 		(void)aj_agent_queue_flush(&j->out, pt->fd); /* broken: the VM is gone */
 		size_t queued = aj_agent_queue_pending(&j->out);
+		int in = j->tty >= 0 ? j->tty : j->stdin_fd; /* read below the high-water mark */
 		struct pollfd pf[4] = {
 		    {pt->fd, (short)(POLLIN | (queued ? POLLOUT : 0)), 0},
-		    {aj_agent_queue_full(&j->out) ? -1
-		     : j->tty >= 0		  ? j->tty
-						  : j->stdin_fd,
-		     POLLIN, 0},
+		    {aj_agent_queue_full(&j->out) ? -1 : in, POLLIN, 0},
 		    {j->io.signal_fd, POLLIN, 0},
 		    {j->io.cancel_fd > 0 && !j->cancelled ? j->io.cancel_fd : -1, POLLIN, 0},
 		};
