@@ -218,6 +218,18 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     run --separate-stderr mv --memory 64m -- /bin/echo ran </dev/null
     assert_status 125
     assert_contains "$stderr" "at least 128 MiB"
+    # an agent of another protocol revision (an older install found beside
+    # us) would ignore what it does not know, e.g. a --seccomp-profile
+    local d=$BATS_TEST_TMPDIR/mixed
+    mkdir -p "$d"
+    aj_copy_programs "$d"
+    perl -pe 's/(agentjail-agent protocol )(\d+)\0/$1 . ("0" x length($2)) . "\0"/ge' \
+        "$(dirname "$AJ_REAL")/agentjail-agent" >"$d/agentjail-agent"
+    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$d/agentjail" run --isolation microvm \
+        -- /bin/echo ran </dev/null
+    assert_status 125
+    assert_output_lacks ran
+    assert_contains "$stderr" "protocol"
 }
 
 @test "microvm: --seccomp-profile narrows the command's calls with level 1's results; a bad one is 125" {
