@@ -33,6 +33,13 @@
 #define AJ_AG_ENTRY 'L' /* JSON: a stat with "name" */
 #define AJ_AG_EXIT 'X'	/* JSON: {"exit":N,"signal":S} or {"errno":E,"error":"..."} */
 
+/* op "hello" ({"op":"hello","nonce":N}, N AJ_AGENT_NONCE_LEN lowercase hex
+ * digits): the agent's answer is the 'X' frame of exactly this payload.
+ * The host sends it on a port it reconnected (microvm/mvport.c) and drops
+ * what comes before that answer: an earlier exchange's bytes. */
+#define AJ_AGENT_NONCE_LEN 32
+#define AJ_AGENT_HELLO_FMT "{\"errno\":0,\"hello\":\"%s\"}"
+
 static inline void aj_agent_hdr(unsigned char h[AJ_AGENT_HDR], char type, uint32_t len)
 {
 	h[0] = (unsigned char)type;

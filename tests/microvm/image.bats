@@ -99,6 +99,18 @@ done; done'\'' _ $PPID "$i" $k </dev/null >/dev/null 2>&1 & done
 while [ ! -e /tmp/NAME.1 ] || [ ! -e /tmp/NAME.2 ] || [ ! -e /tmp/NAME.3 ]; do :; done
 echo started'
 
+four_execs() { # WHEN: four execs at once in sandbox $f (a port each)
+    local k pids=()
+    for k in 1 2 3 4; do
+        stdout_of "$f" "sleep 1; cat /tmp/f" >"$BATS_TEST_TMPDIR/x.$k" &
+        pids+=($!)
+    done
+    wait "${pids[@]}" || true
+    for k in 1 2 3 4; do
+        assert_eq "$(cat "$BATS_TEST_TMPDIR/x.$k")" parent "exec $k of four $1"
+    done
+}
+
 ask() { # ID NAME: what the memory process answers
     stdout_of "$1" "echo $2 > /tmp/q; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do [ -s /tmp/a.$2 ] && break; sleep 0.2; done; cat /tmp/a.$2"
 }
@@ -434,6 +446,23 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     assert_eq "$(ask "$f" walk)" "$v walk" "the process after the stopped snapshot"
     run "$AJ" image inspect stopped-walker
     [ "$status" -ne 0 ] || fail "the failed snapshot stored an image: $output"
+    # four execs at once whose commands stop their agents (their parent):
+    # each cut off at its timeout, its port given up once it does not
+    # answer its drain, so every agent port is; each is then made anew when
+    # needed (its host end closed, the guest's init ending its agent,
+    # reconnected and in step again by a hello: mvport.c), and the VM
+    # serves four requests at once again (was: 500, "the sandbox's VM does
+    # not answer")
+    local k pids=()
+    for k in 1 2 3 4; do
+        sb_exec "$f" '{"cmd": ["sh", "-c", "kill -STOP $PPID; sleep 30"], "timeout": 1}' >/dev/null &
+        pids+=($!)
+    done
+    wait "${pids[@]}" || true
+    four_execs 'once every port was given up'
+    api_status GET "/v1/sandboxes/$f/files?path=/tmp/f"
+    assert_eq "$status_code $body" "200 parent"$'\n' "a file read once the ports were made anew"
+    assert_eq "$(ask "$f" anew)" "$v anew" "the process once the ports were made anew"
     api_status DELETE "/v1/sandboxes/$f"
     assert_eq "$status_code" 200
     svc_stop
