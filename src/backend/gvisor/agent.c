@@ -44,6 +44,7 @@
 
 #include "agent_hello.h"
 #include "agent_proto.h"
+#include "agent_seccomp.h"
 #include "loopback.h"
 
 #define READ_MAX 65536
@@ -930,6 +931,8 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 		child_fail(errpipe, errno, "no_new_privs");
 	if ((r = seccomp_load(filter)) < 0)
 		child_fail(errpipe, -r, "seccomp filter");
+	if ((r = aj_agent_profile_load(q)) < 0) /* level 3's --seccomp-profile: last */
+		child_fail(errpipe, -r, "seccomp profile");
 	environ = env;
 	execvp(argv[0], argv);
 	child_fail(errpipe, errno, NULL);
