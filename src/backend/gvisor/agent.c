@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_hello.h"
 #include "agent_net.h"
 #include "agent_proto.h"
 #include "agent_seccomp.h"
@@ -1439,6 +1440,10 @@ int main(int argc, char **argv)
 		return answer(aj_agent_net(q));
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
+	if (!strcmp(op, "hello")) { /* a reconnected level-3 port (agent_hello.c) */
+		int e = aj_agent_hello(json_string_value(json_object_get(q, "nonce")));
+		return e ? answer(e) : 0;
+	}
 	if (!path)
 		return answer(EINVAL);
 	if (!strcmp(op, "stat"))

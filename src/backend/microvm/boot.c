@@ -762,6 +762,11 @@ static int connect_agent(aj_mv_vm *m, unsigned k, unsigned long long deadline)
 	}
 }
 
+int aj_mv_port_reconnect(aj_mv_vm *m, unsigned k, unsigned long long wait_ms)
+{
+	return k < m->nports ? connect_agent(m, k, now_ms() + wait_ms) : -EINVAL;
+}
+
 /* The console's last lines, for an error. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 {
