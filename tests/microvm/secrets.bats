@@ -307,8 +307,12 @@ all_blocked() {
         esac
     done
     assert_output_has_line "mount=/oldroot$F/canary/proc/sys"
+    local m
+    for m in kcore kpagecount kpageflags kpagecgroup; do
+        assert_output_has_line "mount=/oldroot$F/canary/proc/$m" # guest init's masks
+    done
     # nothing mounted anywhere else but the root
-    [ "$(grep -c '^mount=' <<<"$output")" -eq 9 ] || fail "mounts: $output"
+    [ "$(grep -c '^mount=' <<<"$output")" -eq 13 ] || fail "mounts: $output"
     assert_eq "$(cat "$F/loop.rc")" 125 "the run on a root with a loop at /proc"
     assert_contains "$(cat "$F/loop.err")" "proc"
     # a --ro/--rw destination below the hostile root's links, or below the
