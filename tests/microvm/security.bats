@@ -7,7 +7,9 @@
 # expectations where the guest gives the same walls (the agent's: no
 # capabilities, no_new_privs, the setid filter), and where the wall is the
 # VM instead (the guest kernel's own /proc/sys, devices, namespaces), that
-# those attempts reach only the guest and the host is unchanged.
+# those attempts reach only the guest and the host is unchanged. The
+# attacks with arguments (ARG_ATTACKS) run last in the same VM; those as
+# --user 1000 in run.bats' --user boot.
 # `AJ_ISOLATION=microvm` on tests/security/ points here (helpers.bash).
 
 AJ_ISOLATION=microvm
