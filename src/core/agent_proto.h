@@ -19,6 +19,11 @@
  * access), out of the reach of its commands' signals: above any --user
  * (at most 65533) and nobody */
 #define AJ_AGENT_GUEST_UID 65535u
+/* The protocol's revision, raised with each request field an older agent
+ * would ignore (the exec's "seccomp_profile": 2). The agent's binary holds
+ * AJ_AGENT_MARK; the host refuses an agent without its own revision's. */
+#define AJ_AGENT_PROTO_REV "2"
+#define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */
 #define AJ_AG_REQUEST 'Q' /* JSON: {"op": ..., ...} */

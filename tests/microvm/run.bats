@@ -194,6 +194,45 @@ while True: a.append(b"x" * (8 << 20))' </dev/null
     run --separate-stderr mv --memory 64m -- /bin/echo ran </dev/null
     assert_status 125
     assert_contains "$stderr" "at least 128 MiB"
+    # an agent of another protocol revision (an older install found beside
+    # us) would ignore what it does not know, e.g. a --seccomp-profile
+    local d=$BATS_TEST_TMPDIR/mixed
+    mkdir -p "$d"
+    aj_copy_programs "$d"
+    perl -pe 's/(agentjail-agent protocol )(\d+)\0/$1 . ("0" x length($2)) . "\0"/ge' \
+        "$(dirname "$AJ_REAL")/agentjail-agent" >"$d/agentjail-agent"
+    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$d/agentjail" run --isolation microvm \
+        -- /bin/echo ran </dev/null
+    assert_status 125
+    assert_output_lacks ran
+    assert_contains "$stderr" "protocol"
+}
+
+@test "microvm: --seccomp-profile narrows the command's calls with level 1's results; a bad one is 125" {
+    # every case in one VM: errno EPERM and ENOSYS, a kill, calls still allowed
+    cat >"$T/profile.json" <<'EOF'
+{"default_action": "allow", "syscalls": [
+ {"names": ["mkdir", "mkdirat"], "action": "errno", "errno": 1},
+ {"names": ["symlink", "symlinkat"], "action": "errno", "errno": 38},
+ {"names": ["uname"], "action": "kill"}]}
+EOF
+    script='exec 2>&1; mkdir /tmp/d; echo "mkdir=$?"; ln -s x /tmp/l; echo "ln=$?"
+        uname; echo "uname=$?"; echo allowed >/tmp/f && cat /tmp/f; exec uname -r'
+    run --separate-stderr "$AJ" run -q --seccomp-profile "$T/profile.json" -- /bin/sh -c "$script" </dev/null
+    local l1_status=$status l1=$output
+    run --separate-stderr mv -q --seccomp-profile "$T/profile.json" -- /bin/sh -c "$script" </dev/null
+    assert_status 159
+    assert_eq "$l1_status" 159 "level 1's kill"
+    for want in "Operation not permitted" mkdir=1 "Function not implemented" ln=1 uname=159 allowed; do
+        assert_contains "$output" "$want"
+    done
+    assert_eq "$output" "$l1" "level 1's results"
+    # a bad profile: 125 with the parser's error, before any VM
+    echo '{"default_action": "allow", "syscalls": [{"names": ["no_such_call"], "action": "errno"}]}' >"$T/bad.json"
+    run --separate-stderr mv -q --seccomp-profile "$T/bad.json" -- /bin/echo ran </dev/null
+    assert_status 125
+    assert_output_lacks ran
+    assert_contains "$stderr" 'unknown syscall "no_such_call"'
 }
 
 @test "microvm: --ro binds are read-only even to guest root; --rw files are the bind owner's on the host" {

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "agent_seccomp.h"
 #include "loopback.h"
 
 #define READ_MAX 65536
@@ -929,6 +930,8 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 		child_fail(errpipe, errno, "no_new_privs");
 	if ((r = seccomp_load(filter)) < 0)
 		child_fail(errpipe, -r, "seccomp filter");
+	if ((r = aj_agent_profile_load(q)) < 0) /* level 3's --seccomp-profile: last */
+		child_fail(errpipe, -r, "seccomp profile");
 	environ = env;
 	execvp(argv[0], argv);
 	child_fail(errpipe, errno, NULL);
@@ -1348,6 +1351,8 @@ static _Noreturn void init(void)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--protocol")) /* the mark the host checks */
+		return puts(AJ_AGENT_MARK) < 0;
 	if (argc > 1 && !strcmp(argv[1], "init"))
 		init();
 	struct statfs cs;

@@ -814,7 +814,7 @@ static int request(aj_job *j, const aj_exec_spec *s)
 					 : "/root";
 	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
 			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
-	q = aj_mv_exec_rlimits(p, q);
+	q = aj_mv_exec_profile(&j->i->vm, aj_mv_exec_rlimits(p, q));
 	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
 		json_object_set_new(q, "uid", json_integer(p->uid));
 		json_object_set_new(q, "gid", json_integer(p->gid));

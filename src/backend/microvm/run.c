@@ -242,7 +242,7 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 					    : "/root";
 	json_t *q =
 	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
-	q = aj_mv_exec_rlimits(m->p, q);
+	q = aj_mv_exec_profile(m, aj_mv_exec_rlimits(m->p, q));
 	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
 		json_object_set_new(q, "uid", json_integer(m->p->uid));
 		json_object_set_new(q, "gid", json_integer(m->p->gid));
