@@ -266,6 +266,41 @@ static void guest_proc_ro(void)
 	bind_ro(newroot, "proc/sysrq-trigger", "proc/sysrq-trigger", MS_NOEXEC);
 }
 
+/* The guest kernel's addresses, log and memory kept from guest root, as
+ * level 1 keeps the host's (docs/security.md, "Level 3 holes"): kernel
+ * pointers hidden from everyone, the log from those without CAP_SYSLOG,
+ * whatever this kernel's build defaults are; /proc/kcore and the
+ * physical pages' counts and flags (which guest root, their owner, could
+ * read with no capability) masked by an empty mode-000 file bound
+ * read-only: EACCES without CAP_DAC_OVERRIDE, as at level 1. */
+static void guest_kernel_info(void)
+{
+	static const char *const knobs[][2] = {{"/proc/sys/kernel/kptr_restrict", "2"},
+					       {"/proc/sys/kernel/dmesg_restrict", "1"}};
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		int fd = open(knobs[i][0], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, knobs[i][1], 1) != 1)
+			die("cannot set", knobs[i][0]);
+		close(fd);
+	}
+	int m = open("/aj-mask", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	int top = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (m < 0 || fchmod(m, 0) < 0 || top < 0)
+		die("cannot make", "/aj-mask");
+	close(m);
+	static const char *const masked[] = {"proc/kcore", "proc/kpagecount", "proc/kpageflags",
+					     "proc/kpagecgroup"};
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		int fd = aj_open_in_root(newroot, masked[i], O_PATH, 0);
+		if (fd == -ENOENT) /* not in this kernel's build */
+			continue;
+		if (fd >= 0)
+			close(fd);
+		bind_ro(top, "aj-mask", masked[i], MS_NOEXEC);
+	}
+	close(top);
+}
+
 /* /dev as level 1 has it: a tmpfs with the harmless devices only, not the
  * guest's devtmpfs (/dev/mem, /dev/port, the agent's virtio ports) */
 static void guest_dev(void)
@@ -344,6 +379,7 @@ static void setup_root(const char *cmdline)
 	mount_at("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
 	mount_at("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
 	guest_proc_ro();
+	guest_kernel_info();
 	guest_dev();
 	mount_at("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		 "newinstance,ptmxmode=0666,mode=0620", 0755);
@@ -355,19 +391,25 @@ static void setup_root(const char *cmdline)
 	shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
 	must_mount(NULL, shm_at, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL);
 	close(shm);
+	/* /dev read-only, as level 1's prepared tree: its nodes can't be
+	 * removed, renamed or replaced by a file, nothing made beside them */
+	char dev_at[64];
+	int dev = in_root("dev", false, 0, dev_at, sizeof(dev_at));
+	must_mount(NULL, dev_at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		   NULL);
+	close(dev);
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0"))
 		mount_at("ws", "workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
-	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
-	char uid[16], gid[16];
-	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0")) {
-		char at[64];
-		int home = in_root("home/agent", true, 0755, at, sizeof(at));
-		if (fchownat(home, "", (uid_t)strtoul(uid, NULL, 10),
-			     (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10),
-			     AT_EMPTY_PATH) < 0)
-			die("cannot chown", "/home/agent");
-		close(home);
-	}
+	/* the command's home (HOME, as level 1's), in the overlay: root's, or
+	 * --user's (aj.uid=, aj.gid=) */
+	char uid[16], gid[16], home_at[64];
+	int home = in_root("home/agent", true, 0755, home_at, sizeof(home_at));
+	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0") &&
+	    fchownat(home, "", (uid_t)strtoul(uid, NULL, 10),
+		     (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10),
+		     AT_EMPTY_PATH) < 0)
+		die("cannot chown", "/home/agent");
+	close(home);
 	arg(cmdline, "host", host, sizeof(host), "agentjail");
 	(void)!sethostname(host, strlen(host));
 	mount_binds(cmdline);
