@@ -458,6 +458,8 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 			aj_mv_snap_remove(i->vm.snapfile);
 		aj_mv_teardown(&i->vm);
 		aj_err_clear(err);
+		aj_strv_free(i->envp); /* its proxy address was the first attempt's */
+		i->envp = NULL;
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 			free(i->port[k].ibuf);
 			i->port[k] = (mv_port){.fd = -1};
