@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "agent_proto.h"
+#include "agent_fsid.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
 
@@ -1394,6 +1395,9 @@ int main(int argc, char **argv)
 		return op_tree(q);
 	if (!path)
 		return answer(EINVAL);
+	int fa = aj_agent_file_as(q); /* the files API as --user (level 3) */
+	if (fa < 0)
+		return answer(-fa);
 	if (!strcmp(op, "stat"))
 		return op_stat(path);
 	if (!strcmp(op, "read"))

@@ -207,6 +207,20 @@ static json_t *req(const char *op, const char *path)
 	return json_pack("{s:s,s:s}", "op", op, "path", path);
 }
 
+/* A files API request, as the sandbox's --user (the agent's fsuid/fsgid:
+ * level 1's, daemon/files.c), so what it makes is U's in the guest and the
+ * owner's on the host in the workspace and --rw binds. */
+static json_t *file_req(const aj_inst *i, const char *op, const char *path)
+{
+	json_t *q = req(op, path);
+	const aj_policy *p = i->vm.p;
+	if (q && (p->uid || p->gid)) {
+		json_object_set_new(q, "uid", json_integer(p->uid));
+		json_object_set_new(q, "gid", json_integer(p->gid));
+	}
+	return q;
+}
+
 static int check_path(const char *path, aj_error *err)
 {
 	if (!path || path[0] != '/')
@@ -226,7 +240,7 @@ static int mv_file_read(aj_inst *i, const char *path, int *fd, aj_file_stat *st,
 		return aj_err(err, errno, "memfd");
 	aj_file_stat tmp;
 	mv_call c = {.st = st ? st : &tmp, .data_fd = m};
-	r = call_agent(i, req("read", path), -1, 0, &c, path, 0, err);
+	r = call_agent(i, file_req(i, "read", path), -1, 0, &c, path, 0, err);
 	if (r < 0 || lseek(m, 0, SEEK_SET) < 0) {
 		close(m);
 		return r < 0 ? r : aj_err(err, errno, "memfd");
@@ -241,7 +255,7 @@ static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("write", path);
+	json_t *q = file_req(i, "write", path);
 	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, src_fd, len, &c, path, 0, err);
@@ -253,7 +267,7 @@ static int mv_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error
 	if (r < 0)
 		return r;
 	mv_call c = {.st = st, .data_fd = -1};
-	return call_agent(i, req("stat", path), -1, 0, &c, path, 0, err);
+	return call_agent(i, file_req(i, "stat", path), -1, 0, &c, path, 0, err);
 }
 
 static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx, aj_error *err)
@@ -262,7 +276,7 @@ static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx
 	if (r < 0)
 		return r;
 	mv_call c = {.fn = fn, .ctx = ctx, .data_fd = -1};
-	return call_agent(i, req("list", path), -1, 0, &c, path, 0, err);
+	return call_agent(i, file_req(i, "list", path), -1, 0, &c, path, 0, err);
 }
 
 static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error *err)
@@ -270,7 +284,7 @@ static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("remove", path);
+	json_t *q = file_req(i, "remove", path);
 	json_object_set_new(q, "recursive", json_boolean(recursive));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
@@ -281,7 +295,7 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("mkdir", path);
+	json_t *q = file_req(i, "mkdir", path);
 	json_object_set_new(q, "parents", json_boolean(parents));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
