@@ -44,6 +44,7 @@
 
 #include "agent_proto.h"
 #include "agent_fsid.h"
+#include "agent_limits.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
 
@@ -1379,7 +1380,8 @@ int main(int argc, char **argv)
 	const char *path = json_string_value(json_object_get(q, "path"));
 	if (!op)
 		return answer(EPROTO);
-	if (cg_fd >= 0 && strcmp(op, "tree")) { /* only the snapshot's walk needs it */
+	/* only the snapshot's walk and a hand-out's limits need it */
+	if (cg_fd >= 0 && strcmp(op, "tree") && strcmp(op, "limits")) {
 		close(cg_fd);
 		cg_fd = -1;
 	}
@@ -1393,6 +1395,8 @@ int main(int argc, char **argv)
 		return op_workspace();
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
+	if (!strcmp(op, "limits"))
+		return answer(-aj_agent_limits(q, cg_fd));
 	if (!path)
 		return answer(EINVAL);
 	int fa = aj_agent_file_as(q); /* the files API as --user (level 3) */

@@ -301,6 +301,14 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
 
+/* A request of the agent's with no data either way (update.c). */
+int aj_mvbox_call(aj_inst *i, json_t *q, const char *what, unsigned long long wait_ms,
+		  aj_error *err)
+{
+	mv_call c = {.data_fd = -1};
+	return call_agent(i, q, -1, 0, &c, what, wait_ms, err);
+}
+
 /* The guest's root streamed by its agent (op "tree": its own mount, the
  * guest's processes frozen meanwhile) to sink, for a snapshot. A paused
  * VM is thawed for it (its agent runs in it) and frozen again after: its
@@ -461,6 +469,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		free_inst(i);
 		return r;
 	}
+	aj_mvbox_shape(i, p);
 	*out = i;
 	return 0;
 }
@@ -501,6 +510,8 @@ static void mv_kill(aj_inst *i);
 static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 {
 	*ckpt = NULL;
+	if (aj_mvbox_fork_fits(i, err) < 0) /* update.c */
+		return refuse_as(err, 501, ENOTSUP);
 	if (!i->vm.snap || i->vm.p->workspace) {
 		aj_err(err, ENOTSUP,
 		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
@@ -687,6 +698,7 @@ static void mv_info(aj_inst *i, aj_inst_info *out)
 	out->holder = i->vm.pids[0]; /* qemu (the audit's "keeper") */
 	out->limits_missing = i->vm.have_cg ? i->vm.cg.missing : 0;
 	out->alive = !i->killed && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) == 0;
+	out->cpu_quota = aj_mvbox_cpu_quota(i); /* update.c */
 }
 
 /* The VMM frozen in its host cgroup (vCPUs, devices, virtiofsd), the
@@ -1155,7 +1167,7 @@ const aj_backend aj_backend_microvm = {
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
     .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS |
-	    AJ_CAP_SNAPSHOT,
+	    AJ_CAP_SNAPSHOT | AJ_CAP_UPDATE,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1170,6 +1182,7 @@ const aj_backend aj_backend_microvm = {
     .open_pty = mv_open_pty,
     .pause = mv_pause,
     .claim = mv_claim,
+    .update = aj_mvbox_update,
     .checkpoint = mv_checkpoint,
     .restore = mv_restore,
     .checkpoint_drop = mv_checkpoint_drop,
