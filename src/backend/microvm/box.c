@@ -43,6 +43,8 @@
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
+/* how long a pooled VM's agent may take to set its limits at hand-out */
+#define LIMITS_TIMEOUT_MS 5000ULL
 /* a call without a deadline (files, snapshot) whose agent sends or takes
  * nothing this long is given up: a stalled or hostile guest can't hold a
  * thread (a test may shorten it: AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS) */
@@ -301,12 +303,19 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
 
-/* A request of the agent's with no data either way (update.c). */
-int aj_mvbox_call(aj_inst *i, json_t *q, const char *what, unsigned long long wait_ms,
-		  aj_error *err)
+/* AJ_CAP_UPDATE, a pooled VM at hand-out: checked and applied by update.c,
+ * the guest's limits by its agent */
+static int mv_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err)
 {
-	mv_call c = {.data_fd = -1};
-	return call_agent(i, q, -1, 0, &c, what, wait_ms, err);
+	json_t *q = NULL;
+	int r = aj_mvbox_update_check(i, p, what, &q, err);
+	if (r == 0 && q) {
+		mv_call c = {.data_fd = -1};
+		r = call_agent(i, q, -1, 0, &c, "limits", LIMITS_TIMEOUT_MS, err);
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the VM's agent did not set its limits");
+	}
+	return r < 0 ? r : aj_mvbox_update_apply(i, p, what, err);
 }
 
 /* The guest's root streamed by its agent (op "tree": its own mount, the
@@ -1182,7 +1191,7 @@ const aj_backend aj_backend_microvm = {
     .open_pty = mv_open_pty,
     .pause = mv_pause,
     .claim = mv_claim,
-    .update = aj_mvbox_update,
+    .update = mv_update,
     .checkpoint = mv_checkpoint,
     .restore = mv_restore,
     .checkpoint_drop = mv_checkpoint_drop,

@@ -85,13 +85,14 @@ bool aj_mvbox_drain(mv_port *pt);
 int aj_mvbox_vm_gone(aj_inst *i, aj_error *err);
 /* A frame of a file operation's answer into c (an mv_call). */
 bool aj_mvbox_call_frame(void *ctx, char type, const char *buf, size_t len);
-/* A request of the agent's with no data either way (its answer: 0 or -errno). */
-int aj_mvbox_call(aj_inst *i, json_t *q, const char *what, unsigned long long wait_ms,
-		  aj_error *err);
 /* update.c: the VM's shape recorded at its build (p its policy then) */
 void aj_mvbox_shape(aj_inst *i, const aj_policy *p);
-/* update.c: AJ_CAP_UPDATE of a pooled VM at hand-out */
-int aj_mvbox_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err);
+/* update.c, AJ_CAP_UPDATE of a pooled VM at hand-out: -ENOTSUP (err set)
+ * when the VM cannot take p's what; else *limits the agent's request for
+ * the guest's pids and memory (NULL: none), then update_apply the rest. */
+int aj_mvbox_update_check(aj_inst *i, const aj_policy *p, unsigned what, json_t **limits,
+			  aj_error *err);
+int aj_mvbox_update_apply(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err);
 /* update.c: -ENOTSUP (err set) when its copies, built from its policy,
  * would not be its shape: its memory or CPUs lowered at hand-out */
 int aj_mvbox_fork_fits(aj_inst *i, aj_error *err);

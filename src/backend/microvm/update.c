@@ -19,7 +19,6 @@
 
 /* the smallest --memory a VM takes (boot.c's check at create) */
 #define MIN_MEMORY (128ULL << 20)
-#define LIMITS_TIMEOUT_MS 5000ULL
 
 void aj_mvbox_shape(aj_inst *i, const aj_policy *p)
 {
@@ -39,8 +38,10 @@ static int no_fit(aj_error *err, const char *what)
 	return -ENOTSUP;
 }
 
-int aj_mvbox_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err)
+int aj_mvbox_update_check(aj_inst *i, const aj_policy *p, unsigned what, json_t **limits,
+			  aj_error *err)
 {
+	*limits = NULL;
 	if (what & AJ_UPDATE_DISK)
 		return no_fit(err, "another --disk (its writable layer's size is fixed at boot)");
 	if ((what & AJ_UPDATE_LIMITS) && (!p->pids || !p->memory))
@@ -54,22 +55,23 @@ int aj_mvbox_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err
 		return no_fit(err, "more CPUs than its vCPUs");
 	if ((what & AJ_UPDATE_CPU) && !aj_mvbox_cpu_quota(i))
 		return aj_err(err, ENOENT, "no cpu cgroup to change the VM's quota in");
-	int r = 0;
-	if (what & AJ_UPDATE_LIMITS) {
-		/* pids.max counts one agent per port, as guest/init.c's aj.pids=;
-		 * memory at the RAM: the RAM is the limit, nothing to set */
-		json_t *q = json_pack("{s:s,s:s,s:I,s:I}", "op", "limits", "path", "/", "pids",
-				      (json_int_t)(p->pids + i->vm.nports), "memory",
-				      (json_int_t)(p->memory < i->vm_ram ? p->memory : 0));
-		r = q ? aj_mvbox_call(i, q, "limits", LIMITS_TIMEOUT_MS, err)
-		      : aj_err(err, ENOMEM, "limits");
+	if (!(what & AJ_UPDATE_LIMITS))
+		return 0;
+	/* pids.max counts one agent per port, as guest/init.c's aj.pids=;
+	 * memory at the RAM: the RAM is the limit, nothing to set */
+	*limits = json_pack("{s:s,s:s,s:I,s:I}", "op", "limits", "path", "/", "pids",
+			    (json_int_t)(p->pids + i->vm.nports), "memory",
+			    (json_int_t)(p->memory < i->vm_ram ? p->memory : 0));
+	return *limits ? 0 : aj_err(err, ENOMEM, "limits");
+}
+
+int aj_mvbox_update_apply(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err)
+{
+	if (what & AJ_UPDATE_CPU) {
+		int r = aj_cgroup_update_cpu(&i->vm.cg, p->cpu_millis, err);
 		if (r < 0)
-			aj_err_prefix(err, "microvm: the VM's agent did not set its limits");
+			return r;
 	}
-	if (r == 0 && (what & AJ_UPDATE_CPU))
-		r = aj_cgroup_update_cpu(&i->vm.cg, p->cpu_millis, err);
-	if (r < 0)
-		return r;
 	char **env = aj_policy_build_env(p, NULL, aj_mv_net_env(i->vm.net));
 	if (!env)
 		return aj_err(err, ENOMEM, "environment");
