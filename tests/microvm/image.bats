@@ -16,7 +16,7 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head rm
     mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
     mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
@@ -387,8 +387,8 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     hits=$(api GET /v1/pools | jq -r '.pools[0].hits')
     l=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"Y": "why"}, "pids": 12, "memory": "160m"}' | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" $((hits + 1)) "other limits served by the pool"
-    # (the writer the OOM killer's choice; the file then emptied by the shell)
-    out=$(stdout_of "$l" 'echo $Y; sh -c "echo 1000 >/proc/self/oom_score_adj; exec head -c 180000000 /dev/zero >/tmp/big"; r=$?; : >/tmp/big; echo $r')
+    # (the writer the OOM killer's choice; its file unlinked: freed with it)
+    out=$(stdout_of "$l" 'echo $Y; sh -c "echo 1000 >/proc/self/oom_score_adj; exec 3>/tmp/big; rm /tmp/big; exec head -c 180000000 /dev/zero >&3"; echo $?')
     assert_eq "$(tr '\n' ' ' <<<"$out")" "why 137 " "the env, and 172 MiB of /tmp written under a 160 MiB memory: $out"
     n=$(stdout_of "$l" 'sh -c "i=0; while [ \$i -lt 40 ]; do sleep 2 </dev/null >/dev/null 2>&1 & i=\$((i + 1)); echo \$i >/tmp/n; done" 2>/dev/null; read n </tmp/n; echo $n')
     [ "$n" -ge 5 ] && [ "$n" -le 14 ] || fail "a fork bomb under pids 12 (16 with the agent ports): $n processes"
