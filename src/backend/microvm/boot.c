@@ -9,6 +9,7 @@
  * port (guest/init.c). */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -108,6 +109,13 @@ static int compile_profile(aj_mv_vm *m, aj_error *err)
 	if (r < 0) {
 		aj_err_hint(err, "fix the profile (docs/cli.md, --seccomp-profile)");
 		return r;
+	}
+	if (bpf.len > BPF_MAXINSNS) { /* the guest kernel's bound: refused before a boot */
+		aj_err(err, E2BIG, "--seccomp-profile: %zu BPF instructions, at most %d", bpf.len,
+		       BPF_MAXINSNS);
+		aj_err_hint(err, "merge its rules (one rule may list many syscalls)");
+		aj_bpf_free(&bpf);
+		return -E2BIG;
 	}
 	char *hex = malloc(bpf.len * 16 + 1);
 	if (hex)
