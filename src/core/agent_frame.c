@@ -162,6 +162,10 @@ int aj_agent_queue_put(aj_agent_queue *q, char type, const void *buf, size_t len
 		q->cap = cap;
 	}
 	size_t at = front ? frame_end(q, q->off) : q->len;
+	/* never ahead of a request not yet sent: the agent skips all before it */
+	for (size_t r = at; front && r < q->len; r += AJ_AGENT_HDR + aj_agent_len(q->buf + r))
+		if (q->buf[r] == (unsigned char)AJ_AG_REQUEST)
+			at = r + AJ_AGENT_HDR + aj_agent_len(q->buf + r);
 	while (front && at < q->len && q->buf[at] == (unsigned char)type)
 		at += AJ_AGENT_HDR + aj_agent_len(q->buf + at);
 	memmove(q->buf + at + n, q->buf + at, q->len - at);

@@ -154,6 +154,42 @@ static void test_signal_overtakes_stdin(void **state)
 	close(sv[1]);
 }
 
+/* A signal never goes ahead of a request not yet sent: the agent skips
+ * every frame before its request, so a cancel there would be lost. */
+static void test_signal_never_overtakes_request(void **state)
+{
+	(void)state;
+	int sv[2];
+	small_pair(sv);
+	aj_agent_queue q = {0};
+	static char fill[100000];
+	memset(fill, 'F', sizeof(fill));
+	/* the port's buffer held: nothing of the request is sent yet */
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_STDIN, fill, sizeof(fill), false), 0);
+	assert_int_equal(aj_agent_queue_flush(&q, sv[0]), -EAGAIN);
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_REQUEST, "{}", 2, false), 0);
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_STDIN, "in", 2, false), 0);
+	unsigned char kill9 = SIGKILL;
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_SIGNAL, &kill9, 1, true), 0);
+	unsigned char *got = NULL;
+	size_t glen = 0;
+	while (aj_agent_queue_pending(&q)) {
+		drain(sv[1], &got, &glen);
+		(void)aj_agent_queue_flush(&q, sv[0]);
+	}
+	drain(sv[1], &got, &glen);
+	seen s = {0};
+	assert_int_equal(aj_agent_split((char *)got, glen, on_frame, &s), (ssize_t)glen);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.type[1], AJ_AG_REQUEST);
+	assert_int_equal(s.type[2], AJ_AG_SIGNAL); /* after the request, ahead of its stdin */
+	assert_int_equal(s.type[3], AJ_AG_STDIN);
+	free(got);
+	aj_agent_queue_free(&q);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* A reader that takes nothing: the queue keeps every frame, says when it
  * reached the high-water mark (the callers stop reading stdin), and all
  * of it arrives once the reader reads. */
@@ -268,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_partial_writes_and_eagain),
 	    cmocka_unit_test(test_signal_overtakes_stdin),
+	    cmocka_unit_test(test_signal_never_overtakes_request),
 	    cmocka_unit_test(test_high_water_mark),
 	    cmocka_unit_test(test_broken_stream_and_pipe),
 	    cmocka_unit_test(test_allocation_failure),

@@ -107,6 +107,12 @@ static _Noreturn void writer_main(int from, int to, pid_t parent)
 			ssize_t w = write(to, buf + off, (size_t)(n - off));
 			if (w < 0 && errno == EINTR)
 				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				/* the caller's file is non-blocking (its flags are shared) */
+				struct pollfd pf = {.fd = to, .events = POLLOUT};
+				(void)poll(&pf, 1, -1);
+				continue;
+			}
 			if (w <= 0) /* the reader is gone: our pipe then says EPIPE */
 				_exit(0);
 			off += w;
@@ -348,7 +354,8 @@ static int lost(const mv_io *io, aj_error *err)
 		      "command's stdin, a signal for it or its output",
 		      io->failed == -ENOMEM
 			  ? "out of memory for the frames to and from the guest's agent"
-			  : "a frame for the guest's agent could not be queued");
+			  : "a frame for the guest's agent or the command's output could not be "
+			    "kept");
 }
 
 /* Relay until the agent's exit frame (or the timeout, or the VM's end).
@@ -524,6 +531,10 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	if (r == 0) {
 		output(&io, 1, "", 0, true);
 		output(&io, 2, "", 0, true);
+		if (io.failed) /* the redactor's last bytes could not be kept */
+			r = lost(&io, err);
+	}
+	if (r == 0) {
 		res->wall_ms = now_ms() - t0;
 		if (res->term_signal == SIGKILL && !res->timed_out && aj_mv_guest_oom(&m)) {
 			res->oom_killed = true;
@@ -551,9 +562,11 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	aj_redactor_free(&io.red[1]);
 	aj_mv_publish_stop(&pb);
 	aj_mv_teardown(&m);
-	out_drain(&io, io.deadline);
-	out_close(&io.out[0], io.deadline);
-	out_close(&io.out[1], io.deadline);
+	/* after an error the writers go at once; else until the timeout's end */
+	unsigned long long until = r < 0 ? now_ms() : io.deadline;
+	out_drain(&io, until);
+	out_close(&io.out[0], until);
+	out_close(&io.out[1], until);
 	aj_agent_queue_free(&io.q);
 	if (io.sfd >= 0)
 		close(io.sfd);
