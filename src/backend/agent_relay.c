@@ -96,12 +96,9 @@ typedef struct relay_state {
 	 * more is read from the agent (back-pressure, no buffer without bound) */
 	char *cb;
 	size_t clen, coff;
-	/* the client's stall window, open while bytes wait for it here: since
-	 * csince it took cwin bytes; it must take AJ_RELAY_STALL_MIN of them
-	 * per stall_ms, or all that waits (a trickle is a stall) */
-	unsigned long long csince;
-	size_t cwin;
-	bool cwin_open;
+	/* the client's stall window (stall.h), open while bytes wait for it
+	 * here: a trickle is a stall */
+	aj_stall_win cwin;
 	/* one frame for the agent: while it is there, the client is not read */
 	unsigned char ab[AJ_AGENT_HDR + 65536];
 	size_t alen, aoff;
@@ -128,9 +125,7 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 	unsigned long long t = now_ms();
 	if (n > 0)
 		s->last_ms = t; /* only bytes passed on count as traffic */
-	s->cwin += (size_t)n;
-	if (s->cwin >= AJ_RELAY_STALL_MIN)
-		s->csince = t, s->cwin = 0; /* enough taken: a new window */
+	aj_stall_took(&s->cwin, (size_t)n, t);
 	if ((size_t)n == len)
 		return true;
 	if (!held) {
@@ -141,8 +136,7 @@ static bool to_client(aj_agent_relay *r, relay_state *s, const char *buf, size_t
 		}
 		memcpy(s->cb, buf + n, len - (size_t)n);
 		s->clen = len - (size_t)n, s->coff = 0;
-		if (!s->cwin_open)
-			s->cwin_open = true, s->csince = t, s->cwin = 0;
+		aj_stall_open(&s->cwin, t);
 	} else {
 		s->coff += (size_t)n;
 	}
@@ -294,7 +288,7 @@ static short client_events(const relay_state *s, bool *watch)
  * stream is read ends the relay as a broken stream. */
 static void check_stalls(aj_agent_relay *r, relay_state *s, unsigned long long t)
 {
-	if (s->coff < s->clen && t - s->csince >= s->stall_ms) {
+	if (s->coff < s->clen && !aj_stall_left(&s->cwin, t, s->stall_ms)) {
 		resume_agent(s);
 		s->client_gone = true;
 		(void)shutdown(r->client, SHUT_RDWR);
@@ -331,7 +325,7 @@ void aj_agent_relay_run(aj_agent_relay *r)
 		    to_client(r, &s, s.cb + s.coff, s.clen - s.coff, true)) {
 			resume_agent(&s);
 			from_agent(r, &s, false);      /* the frames that waited for it */
-			s.cwin_open = s.coff < s.clen; /* all taken: the window closes */
+			s.cwin.open = s.coff < s.clen; /* all taken: the window closes */
 		}
 		if (n > 0 && pf[0].revents && !r->answered && !s.gone)
 			from_agent(r, &s, true);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The relays' stall bound (stall.h). */
+/* The relays' stall bound and window (stall.h). */
 #include "stall.h"
 
 #include <errno.h>
@@ -28,4 +28,26 @@ int aj_relay_stall_init(aj_error *err)
 unsigned long long aj_relay_stall_ms(void)
 {
 	return stall_ms;
+}
+
+void aj_stall_open(aj_stall_win *w, unsigned long long now)
+{
+	if (!w->open)
+		*w = (aj_stall_win){.since = now, .taken = 0, .open = true};
+}
+
+void aj_stall_took(aj_stall_win *w, size_t n, unsigned long long now)
+{
+	w->taken += n;
+	if (w->taken >= AJ_RELAY_STALL_MIN)
+		w->since = now, w->taken = 0; /* enough taken: a new window */
+}
+
+unsigned long long aj_stall_left(const aj_stall_win *w, unsigned long long now,
+				 unsigned long long bound_ms)
+{
+	if (!w->open)
+		return bound_ms;
+	unsigned long long used = now - w->since;
+	return used >= bound_ms ? 0 : bound_ms - used;
 }

@@ -55,8 +55,9 @@ void aj_splice_pair(int a, int b, unsigned long long stall_ms)
 	size_t len[2] = {0, 0}, off[2] = {0, 0};
 	bool eof[2] = {false, false}, shut[2] = {false, false};
 	int fd[2] = {a, b};
-	/* since when direction k's pending bytes found no taker */
-	unsigned long long since[2] = {0, 0};
+	/* direction k's stall window (stall.h): its taker must take
+	 * AJ_RELAY_STALL_MIN bytes per stall_ms or all that waits */
+	aj_stall_win win[2] = {{0}, {0}};
 	/* direction k: fd[k] -> fd[1-k] */
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = a}, {.fd = b}};
@@ -68,12 +69,12 @@ void aj_splice_pair(int a, int b, unsigned long long stall_ms)
 				pfd[k].events |= POLLIN;
 			if (len[k] > off[k]) {
 				pfd[1 - k].events |= POLLOUT;
-				/* an end that takes nothing for stall_ms is dropped */
-				if (stall_ms && now - since[k] >= stall_ms)
+				/* an end that takes too little (a trickle) is dropped */
+				unsigned long long left = aj_stall_left(&win[k], now, stall_ms);
+				if (stall_ms && !left)
 					return;
-				if (stall_ms &&
-				    since[k] + stall_ms - now < (unsigned long long)wait)
-					wait = (int)(since[k] + stall_ms - now);
+				if (stall_ms && left < (unsigned long long)wait)
+					wait = (int)left;
 			}
 			if (eof[k] && len[k] == off[k] && !shut[k]) {
 				shutdown(fd[1 - k], SHUT_WR);
@@ -109,7 +110,7 @@ void aj_splice_pair(int a, int b, unsigned long long stall_ms)
 				} else {
 					len[k] = (size_t)r;
 					off[k] = 0;
-					since[k] = splice_now_ms();
+					aj_stall_open(&win[k], splice_now_ms());
 				}
 			}
 			/* never a blocking send: a peer that stops reading would
@@ -121,10 +122,10 @@ void aj_splice_pair(int a, int b, unsigned long long stall_ms)
 					return; /* the peer is gone: both ways end */
 				if (w > 0) {
 					off[k] += (size_t)w;
-					since[k] = splice_now_ms();
+					aj_stall_took(&win[k], (size_t)w, splice_now_ms());
 				}
-				if (off[k] == len[k])
-					len[k] = off[k] = 0;
+				if (off[k] == len[k]) /* all taken: the window closes */
+					len[k] = off[k] = 0, win[k].open = false;
 			}
 		}
 	}

@@ -10,8 +10,9 @@
 void aj_proxy_serve(aj_netd_ctx *ctx, int fd);
 void aj_publish_serve(aj_netd_ctx *ctx, int fd, unsigned port);
 /* Copy both ways between a and b until both directions are done, or
- * nothing passed for 15 minutes, or (stall_ms, 0: never) bytes pending for
- * an end found no taker for stall_ms. Never blocks in a write. */
+ * nothing passed for 15 minutes, or (stall_ms, 0: never) an end with bytes
+ * pending for it took neither AJ_RELAY_STALL_MIN of them nor all within
+ * stall_ms (stall.h). Never blocks in a write. */
 void aj_splice_pair(int a, int b, unsigned long long stall_ms);
 
 #endif

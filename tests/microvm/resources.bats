@@ -244,7 +244,7 @@ vmm_cg() { # PID C
             </dev/null 2>"$T/err" || r=$?
         echo "$r $EPOCHREALTIME" >"$T/rc"
     } | sleep 40 &
-    local pipe=$! i started='' aj cg='' pcg='' quota='' s lat maxlat=0 tasks maxtasks=0
+    local pipe=$! i started='' aj cg='' pcg='' quota='' s lat maxlat=0 tasks maxtasks=0 hwm=0 v
     for ((i = 0; i < 400; i++)); do
         [ -s "$T/rc" ] && break
         [ -n "$started" ] || ! grep -q '^started' "$T/err" 2>/dev/null || started=$EPOCHREALTIME
@@ -257,6 +257,10 @@ vmm_cg() { # PID C
         fi
         if [ -n "$pcg" ] && tasks=$(cat "$pcg/pids.current" 2>/dev/null); then
             ((tasks > maxtasks)) && maxtasks=$tasks
+        fi
+        # agentjail's own peak RSS (VmHWM only grows: the last read counts)
+        if [ -n "${aj:-}" ] && v=$(awk '/^VmHWM/ { print $2 }' "/proc/$aj/status" 2>/dev/null) && [ -n "$v" ]; then
+            hwm=$v
         fi
         s=$EPOCHREALTIME
         ls / >/dev/null
@@ -272,7 +276,7 @@ vmm_cg() { # PID C
     [ -n "$started" ] || fail "the command never started: $(head -c 600 "$T/err")"
     started=$(awk -v a="$started" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
     took=$(awk -v a="$took" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
-    echo "# the command started after ${started} s, agentjail ended after ${took} s; host latency at most ${maxlat} s; VMM tasks at most $maxtasks" >&3
+    echo "# the command started after ${started} s, agentjail ended after ${took} s; host latency at most ${maxlat} s; VMM tasks at most $maxtasks; agentjail's peak RSS $hwm KiB" >&3
     assert_eq "$rc" 124 "agentjail's exit"
     # --timeout 10 --kill-after 1 from the command's start, 2.5 s of slack
     assert_le "$(awk -v a="$took" -v b="$started" 'BEGIN { printf "%.2f", a - b }')" 13.5 \
@@ -281,6 +285,12 @@ vmm_cg() { # PID C
     # the guest's fork bomb makes no host task: the VMM's stay few
     [ "$maxtasks" -gt 0 ] || fail "could not read the VMM's pids cgroup ($pcg)"
     assert_le "$maxtasks" 64 "tasks of the VMM's cgroup"
+    # a flood to a reader that never reads: agentjail holds at most one
+    # frame (1 MiB) of it, its RSS does not grow with the output
+    # (docs/performance.md, "Output floods at level 3")
+    [ "$hwm" -gt 0 ] || fail "could not read agentjail's VmHWM (pid ${aj:-none})"
+    [ -n "${AJ_SANITIZED:-}" ] || # (RSS means nothing under ASan: its quarantine)
+        assert_le "$hwm" 16384 "agentjail's peak RSS under the flood (KiB)"
     # --cpus 1: one vCPU, and the VMM's cgroup has the quota
     assert_eq "$quota" 100000 "the VMM's CPU quota (--cpus 1)"
     # rlimits: level 1's (the agent sets them before the command)

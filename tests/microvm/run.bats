@@ -291,15 +291,45 @@ remount-refused
     # a root-owned --rw directory: U writes there as at level 1 (the VM
     # started with it at all only after the fix), its files root's on the host
     mkdir -m 0755 "$T/rootrw"
+    # privilege.bats' attacks as --user 1000 (tests/security/attack_proc.c):
+    # setuid(0) and friends; the capability sets, no_new_privs, the filter
+    # (securebits are unset at level 3: the guest's own); a setuid-root copy
+    # (host root's, --ro) and setuid and file-capability copies in the
+    # workspace, exec'd
+    local atk=${ATTACK:-$_aj_root/build/tests/ajattack} caps=
+    [ -x "$atk" ] || fail "attack program not found at $atk (ninja -C build, or set ATTACK=)"
+    chmod o+rx "$atk"
+    cp "$atk" "$T/suid-root" && chmod 4755 "$T/suid-root"
+    cp "$atk" "$WS/suid" && chmod 4755 "$WS/suid"
+    cp "$atk" "$WS/fcap"
+    setcap cap_setuid,cap_sys_admin,cap_dac_override+ep "$WS/fcap" 2>/dev/null && caps=1
     run --separate-stderr mv -q --user 1000:1000 --workspace "$WS" --rw "$T/rw:/mnt/rw" \
-        --rw "$T/rootrw:/mnt/rootrw" -- /bin/sh -c '
+        --rw "$T/rootrw:/mnt/rootrw" --ro "$atk:/attack" --ro "$T/suid-root:/suid-root" -- /bin/sh -c '
         id -u; id -g; id -G; echo "$HOME"
         ls /root 2>/dev/null || echo root-closed
         cat /etc/shadow 2>/dev/null || echo no-shadow
         echo mine >/workspace/new && mkdir /workspace/d && echo there >/mnt/rw/new
         stat -c %u /workspace/new; echo ok >~/h && cat ~/h
-        echo u >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw /mnt/rootrw/new' </dev/null
+        echo u >/mnt/rootrw/new && stat -c %u:%g /mnt/rootrw /mnt/rootrw/new
+        /attack setuid >/tmp/setuid; echo "exit=$?" >>/tmp/setuid
+        /attack privstate | grep -E "^info (Cap|NoNewPrivs|Seccomp)" >/tmp/privstate
+        /attack suid_exec /suid-root /workspace/suid /workspace/fcap >/tmp/suid_exec; echo "exit=$?" >>/tmp/suid_exec
+        cat /tmp/setuid /tmp/privstate /tmp/suid_exec >&2' </dev/null
     assert_status 0
+    local l
+    for l in "setuid0=blocked errno=EPERM" "setresuid0=blocked errno=EPERM" "setreuid0=blocked errno=EPERM" \
+        "setgid0=blocked errno=EPERM" "setgroups=blocked errno=EPERM" "setfsuid0=blocked" \
+        "info CapEff 0000000000000000" "info CapBnd 0000000000000000" "info NoNewPrivs 1" "info Seccomp 2" \
+        nosuid_tmp=blocked nosuid_home_agent=blocked nosuid_workspace=blocked nosuid_root=blocked \
+        exec_0=blocked exec_1=blocked exec_2=blocked exit=0; do
+        [ "$(grep -cxF "$l" <<<"$stderr")" -ge 1 ] || fail "no line '$l' in the attacks' output: $stderr"
+    done
+    [ "$(grep -c '^exit=0$' <<<"$stderr")" -eq 2 ] || fail "an attack's exit: $stderr"
+    [[ "$stderr" != *=ESCAPED* ]] || fail "ESCAPED as 1000: $stderr"
+    # the copies ran (the payload printed its ids) as plain 1000, nothing effective
+    [ "$(grep -c 'ids uid=1000 euid=1000 suid=1000 capeff=0000000000000000' <<<"$stderr")" -eq 3 ] ||
+        fail "the setuid/fcap copies did not run as plain uid 1000: $stderr"
+    [ -n "$caps" ] || echo "# setcap unavailable: the file-capability copy has none" >&3
     assert_eq "$output" "1000
 1000
 1000

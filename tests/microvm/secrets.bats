@@ -244,13 +244,15 @@ all_blocked() {
     done
     section mountinfo
     # every mount point is one the guest's init made (the workspace a
-    # virtiofs of its own, /attack and /hostile.sh --ro binds of the root's)
+    # virtiofs of its own, /attack and /hostile.sh --ro binds of the root's,
+    # the masks over /proc's kernel memory files)
     bad=$(printf '%s\n' "${lines[@]}" | awk '{ print $5 }' |
-        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/sys|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
+        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/proc/kcore|/proc/kpage(count|flags|cgroup)|/sys|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
     [ -z "$bad" ] || fail "unexpected mount points in the guest: $bad"
     # the root fields: the shares' own roots (a --ro bind its path in the
-    # root's share), the guest's procfs, never a host directory
-    bad=$(printf '%s\n' "${lines[@]}" | awk '$4 != "/" && $4 != $5 && $9 != "proc" { print }')
+    # root's share), the guest's procfs, the initramfs's mask, never a host
+    # directory
+    bad=$(printf '%s\n' "${lines[@]}" | awk '$4 != "/" && $4 != $5 && $9 != "proc" && $4 != "/aj-mask" { print }')
     [ -z "$bad" ] || fail "a mount's root names more than its share: $bad"
 }
 
@@ -305,8 +307,12 @@ all_blocked() {
         esac
     done
     assert_output_has_line "mount=/oldroot$F/canary/proc/sys"
+    local m
+    for m in kcore kpagecount kpageflags kpagecgroup; do
+        assert_output_has_line "mount=/oldroot$F/canary/proc/$m" # guest init's masks
+    done
     # nothing mounted anywhere else but the root
-    [ "$(grep -c '^mount=' <<<"$output")" -eq 9 ] || fail "mounts: $output"
+    [ "$(grep -c '^mount=' <<<"$output")" -eq 13 ] || fail "mounts: $output"
     assert_eq "$(cat "$F/loop.rc")" 125 "the run on a root with a loop at /proc"
     assert_contains "$(cat "$F/loop.err")" "proc"
     # a --ro/--rw destination below the hostile root's links, or below the

@@ -7,7 +7,9 @@
 # expectations where the guest gives the same walls (the agent's: no
 # capabilities, no_new_privs, the setid filter), and where the wall is the
 # VM instead (the guest kernel's own /proc/sys, devices, namespaces), that
-# those attempts reach only the guest and the host is unchanged.
+# those attempts reach only the guest and the host is unchanged. The
+# attacks with arguments (ARG_ATTACKS) run last in the same VM; those as
+# --user 1000 in run.bats' --user boot.
 # `AJ_ISOLATION=microvm` on tests/security/ points here (helpers.bash).
 
 AJ_ISOLATION=microvm
@@ -19,6 +21,29 @@ proc1root mknod devscan privstate caps_raise ids suid_exec ptrace1 kill1 tiocsti
 hostsock userns cgroup clone3 io_uring keyring bpf perf userfaultfd privsweep rawsock vsock
 netlink"
 
+# level 1's attacks that take arguments (fs.bats, syscalls.bats), as
+# "SECTION=ATTACK ARGS", run after the others in the same VM: symlink_write
+# truncates the guest's /etc/passwd, landlock tries /dev and the root.
+# @ABSTRACT@ is a live abstract socket of the host's.
+ARG_ATTACKS="read_shadow=read_planted /workspace/shadow
+read_passwd=read_planted /workspace/passwd daemon:
+fd_write=fd_write 7 written-from-the-vm
+hostsock_live=hostsock @ABSTRACT@
+kinfo=kinfo
+int80=int80
+x32=x32
+symlink_write=symlink_write link /etc/passwd
+landlock=landlock"
+
+# the VM's script for ARG_ATTACKS (each one's exit after it)
+arg_script() { # ABSTRACT
+    local n a
+    while IFS='=' read -r n a; do
+        printf 'echo "=== %s"; /attack %s; echo "exit=$?"\n' "$n" "${a//@ABSTRACT@/$1}"
+    done <<<"$ARG_ATTACKS"
+    echo 'echo "=== guest_kernel"; cat /proc/sys/kernel/kptr_restrict /proc/sys/kernel/dmesg_restrict'
+}
+
 setup_file() {
     [ "$(id -u)" = 0 ] || return 0
     command -v qemu-system-x86_64 >/dev/null || return 0
@@ -28,6 +53,17 @@ setup_file() {
     _aj_find_attack
     chmod o+rx "$ATTACK" "$PROBE"
     cat /proc/sys/kernel/core_pattern /proc/sys/kernel/hostname >"$BATS_FILE_TMPDIR/host.before"
+    # ARG_ATTACKS' host side: links the host planted in the workspace, a
+    # host file and directory the caller holds open (fds 7 and 8 of the
+    # run), a live listener on a host abstract socket
+    ln -s /etc/shadow "$ws/shadow"
+    ln -s /etc/passwd "$ws/passwd"
+    echo original >"$BATS_FILE_TMPDIR/host-file"
+    sha256sum </etc/passwd >"$BATS_FILE_TMPDIR/passwd.before"
+    local abstract="ajsec-$BASHPID-$RANDOM" lpid
+    "$ATTACK" listen_abstract "$abstract" 150 >"$BATS_FILE_TMPDIR/listener" 2>&1 &
+    lpid=$!
+    wait_for_file_line "$BATS_FILE_TMPDIR/listener" '^listening$' 5 || echo "no host listener" >>"$BATS_FILE_TMPDIR/listener"
     # each attack's output after a "=== NAME" line; then what guest root
     # writes into the guest kernel's /proc/sys (the host's must not change)
     local t0=$EPOCHREALTIME
@@ -38,9 +74,13 @@ setup_file() {
         echo "=== guest_sysctl"
         { echo "|/bin/false aj-w46" >/proc/sys/kernel/core_pattern && echo core_pattern=written; } 2>/dev/null || echo core_pattern=refused
         { echo aj-guest-name >/proc/sys/kernel/hostname && echo hostname=written; } 2>/dev/null || echo hostname=refused
-        echo x >/usr/aj-microvm-usr && echo usr=written' \
-        </dev/null >"$BATS_FILE_TMPDIR/out" 2>"$BATS_FILE_TMPDIR/err"
+        echo x >/usr/aj-microvm-usr && echo usr=written
+        '"$(arg_script "$abstract")" \
+        </dev/null >"$BATS_FILE_TMPDIR/out" 2>"$BATS_FILE_TMPDIR/err" \
+        7<>"$BATS_FILE_TMPDIR/host-file" 8<"$BATS_FILE_TMPDIR"
     echo "$?" >"$BATS_FILE_TMPDIR/rc"
+    kill "$lpid" 2>/dev/null
+    wait "$lpid" 2>/dev/null || true
     elapsed_since "$t0" >"$BATS_FILE_TMPDIR/secs"
 }
 
@@ -109,7 +149,8 @@ guest_own() { # NAME ATTEMPT...
     assert_blocked_each EPERM remount_usr_rw remount_root_rw bind_over_usr umount_workspace \
         umount_proc tmpfs_mount make_shared
     section mknod
-    assert_blocked_each EPERM mknod_chr_mem mknod_chr_null mknod_blk_tmp mknod_blk_ws mknod_chr_dev
+    assert_blocked_each EPERM mknod_chr_mem mknod_chr_null mknod_blk_tmp mknod_blk_ws
+    assert_blocked mknod_chr_dev EROFS # /dev read-only, as level 1's prepared one
     section proc1root
     assert_blocked_each EACCES 1_root 1_cwd proc1_shadow
     section handle
@@ -179,4 +220,92 @@ guest_own() { # NAME ATTEMPT...
     assert_eq "$(kv connect)" ENETUNREACH "a connection out"
     section probe_hostname
     assert_eq "$(kv hostname)" agentjail "the guest's hostname"
+}
+
+@test "microvm security: level 1's attacks with arguments: the caller's fds, links the host planted, a live host abstract socket" {
+    local n
+    for n in $(cut -d= -f1 <<<"$ARG_ATTACKS") guest_kernel; do section "$n"; done
+    # fds 7 (a host file, read-write) and 8 (a host directory) were open in
+    # the caller: the VM's command has only the agent's 0,1,2 (the fds test
+    # above ran with them too)
+    section fd_write
+    assert_blocked fd_write EBADF
+    assert_eq "$(kv exit)" 0 "fd_write's exit"
+    assert_eq "$(cat "$BATS_FILE_TMPDIR/host-file")" original "the host file the caller held"
+    # workspace/shadow -> /etc/shadow: the guest's /etc is level 1's
+    # synthesized one (no shadow); workspace/passwd -> its passwd, not the host's
+    section read_shadow
+    assert_blocked read_planted ENOENT
+    assert_eq "$(kv exit)" 0 "read_planted's exit"
+    section read_passwd
+    [[ "$(kv read_planted)" != *"marker found"* ]] || fail "the host's /etc/passwd read through a planted link: $output"
+    # the host's abstract socket is the host kernel's: the guest has its own
+    # (ECONNREFUSED); stat_run is the guest's own /run
+    guest_own hostsock_live stat_run
+    assert_blocked_each ECONNREFUSED abstract_arg0 abstract_uid_slot_0 connect_dbus
+    assert_eq "$(head -1 "$BATS_FILE_TMPDIR/listener")" listening "the host's listener"
+    ! grep -q accepted "$BATS_FILE_TMPDIR/listener" || fail "the host's listener accepted a connection from the VM"
+}
+
+@test "microvm security: writing through workspace/link -> /etc/passwd changes only the guest's RAM overlay; the host's /etc/passwd unchanged" {
+    # level 1: a read-only root (EROFS); level 3's root is the guest's
+    # copy-on-write overlay in RAM, so the link resolved in the guest opens
+    # its own (synthesized) /etc/passwd and /etc
+    guest_own symlink_write write_through_link trunc_through_link create_through_dirlink
+    assert_eq "$(sha256sum </etc/passwd)" "$(cat "$BATS_FILE_TMPDIR/passwd.before")" "the host's /etc/passwd"
+    [ ! -e /etc/ajescape ] || fail "/etc/ajescape made on the host"
+    assert_eq "$(readlink "$BATS_FILE_TMPDIR/ws/link")" /etc/passwd "the link left in the workspace"
+    assert_eq "$(readlink "$BATS_FILE_TMPDIR/ws/link.dir")" /etc "the dir link left in the workspace"
+}
+
+@test "microvm security: --ro, --rw and --workspace through a planted link are refused (125), nothing booted" {
+    mkdir "$T/real"
+    ln -s /etc "$WS/etclink"
+    ln -s "$T/real" "$T/wslink"
+    local args
+    for args in "--workspace $WS --ro $WS/etclink:/x" "--workspace $WS --rw $WS/etclink/ssh:/x" \
+        "--workspace $T/wslink"; do
+        # shellcheck disable=SC2086 # the options and their values
+        run --separate-stderr timeout -k 5 30 "$AJ" run -q --isolation microvm $args -- /bin/echo ran </dev/null
+        assert_status 125
+        assert_output_lacks ran
+        assert_one_error_line
+    done
+}
+
+@test "microvm security: i386 int \$0x80 and x32 system calls kill the process (SIGSYS, 159), as at level 1" {
+    # the guest kernel has IA-32 emulation: int $0x80 reaches the command's
+    # filter (the agent's, libseccomp's), whose foreign-ABI action kills
+    local n
+    for n in int80 x32; do
+        section "$n"
+        assert_eq "$(kv attempt)" "$n" "the $n attack ran"
+        [[ "$output" != *=ESCAPED* ]] || fail "$n survived: $output"
+        assert_eq "$(kv exit)" 159 "$n's exit (SIGSYS)"
+    done
+}
+
+@test "microvm security: the guest kernel's addresses, log and memory: kallsyms zeroed, kmsg EPERM, kcore and kpagecount EACCES" {
+    blocked_in_vm kinfo
+    assert_held kallsyms # every address 0 (no CAP_SYSLOG; kptr_restrict 2)
+    # no CAP_SYSLOG (dmesg_restrict 1 set by guest init); kcore and the page
+    # counts masked by guest init (mode 000, read-only: EACCES to guest root)
+    assert_blocked kmsg EPERM
+    assert_blocked_each EACCES kcore kpagecount
+    section guest_kernel
+    assert_eq "$(echo $output)" "2 1" "the guest's kptr_restrict and dmesg_restrict"
+}
+
+@test "microvm security: writes Landlock stops at level 1: /dev read-only (EROFS); the root's overlay and /proc/self/comm the guest's own" {
+    # /dev is guest init's tmpfs, read-only as level 1's prepared /dev: its
+    # nodes can't be removed, renamed or replaced; /attack a --ro bind
+    guest_own landlock create_in_root create_in_etc chmod_usr_bin write_proc_self_comm
+    assert_blocked_each EROFS create_in_dev mkdir_in_dev symlink_in_dev unlink_dev_null rename_dev_zero \
+        truncate_attack
+    # the writable places work, the home too (HOME=/home/agent, as root)
+    local p
+    for p in /workspace/ajok /tmp/ajok /home/agent/ajok /dev/shm/ajok; do
+        printf '%s\n' "$output" | grep -qx "info write $p ok" || fail "cannot write $p inside: $output"
+    done
+    [ ! -e "$BATS_FILE_TMPDIR/ws/ajok" ] || fail "the landlock attack's file is left in the workspace"
 }

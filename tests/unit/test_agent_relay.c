@@ -479,6 +479,7 @@ static void test_relay_gives_up_stalled_agent(void **state)
 
 typedef struct spliced {
 	int a, b;
+	unsigned long long stall_ms; /* 0: 300 */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool ended;
@@ -487,7 +488,7 @@ typedef struct spliced {
 static void *run_splice(void *arg)
 {
 	spliced *sp = arg;
-	aj_splice_pair(sp->a, sp->b, 300);
+	aj_splice_pair(sp->a, sp->b, sp->stall_ms ? sp->stall_ms : 300);
 	pthread_mutex_lock(&sp->mu);
 	sp->ended = true;
 	pthread_cond_broadcast(&sp->cv);
@@ -722,6 +723,60 @@ static void test_relay_spares_slow_reader(void **state)
 	assert_true(b.got >= (512u << 10));
 }
 
+/* Whether netd's relay (a stall bound of 1 s) of a flooding server to a
+ * client reading with reader (its end's send buffer sndbuf) ends within ms. */
+static bool splice_ends_within(int sndbuf, void *(*reader)(void *), void *arg, int *cl1,
+			       unsigned ms)
+{
+	int cl[2], sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(setsockopt(cl[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+	*cl1 = cl[1];
+	pthread_t srv, t, rd;
+	assert_int_equal(pthread_create(&srv, NULL, flooding_client, &sv[1]), 0);
+	spliced sp = {.a = cl[0],
+		      .b = sv[0],
+		      .stall_ms = 1000,
+		      .mu = PTHREAD_MUTEX_INITIALIZER,
+		      .cv = PTHREAD_COND_INITIALIZER};
+	assert_int_equal(pthread_create(&t, NULL, run_splice, &sp), 0);
+	assert_int_equal(pthread_create(&rd, NULL, reader, arg), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L)
+		until.tv_sec++, until.tv_nsec -= 1000000000L;
+	pthread_mutex_lock(&sp.mu);
+	while (!sp.ended && pthread_cond_timedwait(&sp.cv, &sp.mu, &until) == 0)
+		;
+	bool ended = sp.ended;
+	pthread_mutex_unlock(&sp.mu);
+	(void)shutdown(cl[1], SHUT_RDWR);
+	(void)shutdown(cl[0], SHUT_RDWR);
+	pthread_join(t, NULL);
+	pthread_join(rd, NULL);
+	(void)shutdown(sv[0], SHUT_RDWR);
+	pthread_join(srv, NULL);
+	close(cl[0]), close(cl[1]), close(sv[0]), close(sv[1]);
+	return ended;
+}
+
+/* netd's relay keeps the rule of levels 2 and 3 (stall.h): a client taking
+ * a trickle (1 KiB per 100 ms, reaching the relay at once: a small send
+ * buffer) is dropped after the bound (was: each piece taken restarted the
+ * bound, the relay held for good); one taking 64 KiB per 150 ms is not. */
+static void test_splice_drops_trickling_client(void **state)
+{
+	(void)state;
+	int fd;
+	assert_true(splice_ends_within(4096, trickling_client, &fd, &fd, 3000));
+	bursts b = {0};
+	assert_false(splice_ends_within(40000, read_in_bursts, &b, &b.fd, 1500));
+	assert_true(b.got >= (256u << 10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +786,7 @@ int main(void)
 	    cmocka_unit_test(test_relay_drops_stalled_client),
 	    cmocka_unit_test(test_relay_gives_up_stalled_agent),
 	    cmocka_unit_test(test_splice_drops_stalled_client),
+	    cmocka_unit_test(test_splice_drops_trickling_client),
 	    cmocka_unit_test(test_agent_drops_stalled_server),
 	    cmocka_unit_test(test_relay_drops_trickling_client),
 	    cmocka_unit_test(test_relay_spares_slow_reader),

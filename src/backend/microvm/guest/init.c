@@ -9,8 +9,9 @@
  * each, one agentjail-agent process per request, its stdin and stdout the
  * port, started when the host's request arrives (so the ports serve
  * requests side by side). It reaps every orphan, thaws the guest's
- * processes an agent froze and died without thawing, and kills an agent
- * the host writes to while it is stopped (stopped_agents). */
+ * processes an agent froze and died without thawing, kills an agent
+ * the host writes to while it is stopped (stopped_agents), and the agent
+ * of a port whose host end closed (a port the host gave up and reconnects). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,9 +48,14 @@ static const char *const modules[] = {"virtio_ring", "virtio",	 "virtio_mmio", "
 				      "fuse",	     "virtiofs", "overlay",	"virtio-rng"};
 /* an image's root (aj.root=blk): its squashfs on virtio-blk */
 static const char *const blk_modules[] = {"virtio_blk", "squashfs"};
-/* a snapshot's machine (aj.pci=1): its workspace hot-plugged on PCIe */
-static const char *const pci_modules[] = {"virtio_pci_legacy_dev", "virtio_pci_modern_dev",
-					  "virtio_pci"};
+/* a snapshot's machine (aj.pci=1): its workspace and NIC hot-plugged on
+ * PCIe (the NIC's driver ready here: the agent addresses it, agent_net.c) */
+static const char *const pci_modules[] = {"virtio_pci_legacy_dev",
+					  "virtio_pci_modern_dev",
+					  "virtio_pci",
+					  "failover",
+					  "net_failover",
+					  "virtio_net"};
 
 static void say(const char *what, const char *a, int e)
 {
@@ -168,6 +174,20 @@ static void bind_ro(int root, const char *from, const char *rel, unsigned long e
 	close(fd);
 }
 
+/* A port whose host end closed: still so (what it holds dropped, once no
+ * agent reads it: while the host is away a read never blocks), or false:
+ * the host is back. */
+static bool host_gone(int fd, bool drop)
+{
+	struct pollfd pf = {fd, POLLIN, 0};
+	if (poll(&pf, 1, 0) < 0 || !(pf.revents & POLLHUP))
+		return false;
+	char junk[4096];
+	if (drop && (pf.revents & POLLIN))
+		(void)!read(fd, junk, sizeof(junk));
+	return true;
+}
+
 /* The virtio-serial port named name (/sys/class/virtio-ports/vportNpM/name). */
 static int open_port(const char *want)
 {
@@ -244,6 +264,41 @@ static void guest_proc_ro(void)
 {
 	bind_ro(newroot, "proc/sys", "proc/sys", MS_NOEXEC);
 	bind_ro(newroot, "proc/sysrq-trigger", "proc/sysrq-trigger", MS_NOEXEC);
+}
+
+/* The guest kernel's addresses, log and memory kept from guest root, as
+ * level 1 keeps the host's (docs/security.md, "Level 3 holes"): kernel
+ * pointers hidden from everyone, the log from those without CAP_SYSLOG,
+ * whatever this kernel's build defaults are; /proc/kcore and the
+ * physical pages' counts and flags (which guest root, their owner, could
+ * read with no capability) masked by an empty mode-000 file bound
+ * read-only: EACCES without CAP_DAC_OVERRIDE, as at level 1. */
+static void guest_kernel_info(void)
+{
+	static const char *const knobs[][2] = {{"/proc/sys/kernel/kptr_restrict", "2"},
+					       {"/proc/sys/kernel/dmesg_restrict", "1"}};
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		int fd = open(knobs[i][0], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, knobs[i][1], 1) != 1)
+			die("cannot set", knobs[i][0]);
+		close(fd);
+	}
+	int m = open("/aj-mask", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	int top = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (m < 0 || fchmod(m, 0) < 0 || top < 0)
+		die("cannot make", "/aj-mask");
+	close(m);
+	static const char *const masked[] = {"proc/kcore", "proc/kpagecount", "proc/kpageflags",
+					     "proc/kpagecgroup"};
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
+		int fd = aj_open_in_root(newroot, masked[i], O_PATH, 0);
+		if (fd == -ENOENT) /* not in this kernel's build */
+			continue;
+		if (fd >= 0)
+			close(fd);
+		bind_ro(top, "aj-mask", masked[i], MS_NOEXEC);
+	}
+	close(top);
 }
 
 /* /dev as level 1 has it: a tmpfs with the harmless devices only, not the
@@ -324,6 +379,7 @@ static void setup_root(const char *cmdline)
 	mount_at("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
 	mount_at("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, 0755);
 	guest_proc_ro();
+	guest_kernel_info();
 	guest_dev();
 	mount_at("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		 "newinstance,ptmxmode=0666,mode=0620", 0755);
@@ -335,19 +391,25 @@ static void setup_root(const char *cmdline)
 	shm = in_root("dev/shm", true, 01777, shm_at, sizeof(shm_at));
 	must_mount(NULL, shm_at, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL);
 	close(shm);
+	/* /dev read-only, as level 1's prepared tree: its nodes can't be
+	 * removed, renamed or replaced by a file, nothing made beside them */
+	char dev_at[64];
+	int dev = in_root("dev", false, 0, dev_at, sizeof(dev_at));
+	must_mount(NULL, dev_at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+		   NULL);
+	close(dev);
 	if (strcmp(arg(cmdline, "ws", ws, sizeof(ws), "0"), "0"))
 		mount_at("ws", "workspace", "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
-	/* --user (aj.uid=, aj.gid=): its home, in the overlay */
-	char uid[16], gid[16];
-	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0")) {
-		char at[64];
-		int home = in_root("home/agent", true, 0755, at, sizeof(at));
-		if (fchownat(home, "", (uid_t)strtoul(uid, NULL, 10),
-			     (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10),
-			     AT_EMPTY_PATH) < 0)
-			die("cannot chown", "/home/agent");
-		close(home);
-	}
+	/* the command's home (HOME, as level 1's), in the overlay: root's, or
+	 * --user's (aj.uid=, aj.gid=) */
+	char uid[16], gid[16], home_at[64];
+	int home = in_root("home/agent", true, 0755, home_at, sizeof(home_at));
+	if (strcmp(arg(cmdline, "uid", uid, sizeof(uid), "0"), "0") &&
+	    fchownat(home, "", (uid_t)strtoul(uid, NULL, 10),
+		     (gid_t)strtoul(arg(cmdline, "gid", gid, sizeof(gid), "0"), NULL, 10),
+		     AT_EMPTY_PATH) < 0)
+		die("cannot chown", "/home/agent");
+	close(home);
 	arg(cmdline, "host", host, sizeof(host), "agentjail");
 	(void)!sethostname(host, strlen(host));
 	mount_binds(cmdline);
@@ -564,6 +626,10 @@ int main(void)
 	 * what comes on it is dropped until it is quiet from drop[k] on (a
 	 * new agent would read the rest of a frame as a request) */
 	unsigned long long look[MAX_PORTS] = {0}, drop[MAX_PORTS] = {0};
+	/* the host closed its end of the port (one it gave up: mvport.c):
+	 * its agent killed, what was sent before dropped, a fresh agent for
+	 * the host's first request once it reconnected */
+	bool hup[MAX_PORTS] = {false};
 	for (unsigned long k = 0; k < nports; k++) {
 		char name[32];
 		if (k)
@@ -594,8 +660,10 @@ int main(void)
 		unsigned long long t = now_ms();
 		int tmo = -1;
 		for (unsigned long k = 0; k < nports; k++) {
-			bool later = serving[k] && look[k] > t;
+			bool later = (serving[k] && look[k] > t) || hup[k];
 			pf[k] = (struct pollfd){later ? -1 : port[k], POLLIN, 0};
+			if (hup[k]) /* looked at again in 50 ms (its poll: always ready) */
+				look[k] = t + 50;
 			if (later && (tmo < 0 || look[k] - t < (unsigned long long)tmo))
 				tmo = (int)(look[k] - t);
 		}
@@ -604,8 +672,18 @@ int main(void)
 			die("cannot poll", "the agent ports");
 		t = now_ms();
 		for (unsigned long k = 0; k < nports; k++) {
+			if (hup[k]) {
+				hup[k] = host_gone(port[k], serving[k] == 0);
+				continue;
+			}
 			if (!pf[k].revents)
 				continue;
+			if (pf[k].revents & POLLHUP) {
+				if (serving[k])
+					kill(serving[k], SIGKILL);
+				hup[k] = true, drop[k] = 0;
+				continue;
+			}
 			if (serving[k]) {
 				/* stopped_agents: the host wrote to an agent a command
 				 * stopped (a request, bytes, the host's stop after its
