@@ -22,7 +22,8 @@ typedef struct pool {
 	char image[AJ_IMAGE_NAME_MAX + 1]; /* "default": the host-root sandbox */
 	char level[16];			   /* its isolation level's name */
 	bool update;			   /* its level changes a built sandbox (env, limits) */
-	json_t *req;			   /* the policy its sandboxes are built with */
+	bool cpu_build; /* built with every CPU's quota, cut at hand-out (not a VM's vCPUs) */
+	json_t *req;	/* the policy its sandboxes are built with */
 	unsigned want, n;
 	aj_sandbox *ready[AJ_POOL_MAX_SIZE];
 	unsigned long long hits, empty, built, failed;
@@ -189,6 +190,7 @@ int aj_pool_add(const char *spec, aj_error *err)
 	snprintf(pl->image, sizeof(pl->image), "%s", image);
 	snprintf(pl->level, sizeof(pl->level), "%s", level);
 	pl->update = (aj_backend_of(iso)->caps & AJ_CAP_UPDATE) != 0;
+	pl->cpu_build = pl->update && iso != AJ_ISO_MICROVM;
 	aj_image_info info;
 	char interp[64];
 	if (!dflt && aj_image_inspect(aj_state_dir(), image, &info, NULL) == 0 &&
@@ -258,7 +260,7 @@ static void *refill(void *arg)
 		}
 		json_t *req = json_deep_copy(pl->req);
 		/* (not where it can't be changed at hand-out: a microVM's vCPUs) */
-		if (req && cpu_all && pl->update && !json_object_get(req, "cpus"))
+		if (req && cpu_all && pl->cpu_build && !json_object_get(req, "cpus"))
 			json_object_set_new(req, "cpus", json_integer(cpu_all));
 		char warmup[sizeof(pl->warmup)];
 		snprintf(warmup, sizeof(warmup), "%s", pl->warmup);
@@ -401,8 +403,8 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 		if (json_equal(rest, pools[i].req))
 			pl = &pools[i];
 	json_decref(rest);
-	/* a level that cannot change a built sandbox (microvm): only the
-	 * pool's exact policy is served from it */
+	/* a level that cannot change a built sandbox: only the pool's exact
+	 * policy is served from it (a level that can refuses in update) */
 	if (pl && !pl->update && json_object_size(extra))
 		pl = NULL;
 	if (pl && json_object_size(extra)) { /* bad input: an error, the pool untouched */
@@ -474,7 +476,7 @@ int aj_pool_take(json_t *req, aj_sandbox **out, aj_error *err)
 	if (sb) {
 		pl->hits++;
 		taken_at = mono_ms();
-		if (cpu_all && pl->update && !json_object_get(pl->req, "cpus"))
+		if (cpu_all && pl->cpu_build && !json_object_get(pl->req, "cpus"))
 			sb->policy.cpu_millis = 0; /* the build's every-CPU quota: no limit */
 	} else if (r == 0 && pl)
 		pl->empty++;

@@ -16,7 +16,7 @@ setup() {
     MV_BEFORE=$(ls -d /tmp/agentjail-microvm-* 2>/dev/null | sort || true)
     aj_setup
     export AGENTJAIL_STATE_DIR=$BATS_TEST_TMPDIR/state
-    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head
+    mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head rm
     mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
     mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
@@ -162,8 +162,8 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     assert_eq "$(stat -c '%u %a' "$ram")" "0 600" "the snapshot RAM's owner and mode"
     sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
-    # and a create the pool does not serve (another env: a built VM's is
-    # not changed); each given its identity only when handed out, so the
+    # and a create the pool does not serve (another cwd: not set at
+    # hand-out); each given its identity only when handed out, so the
     # entropy check below fails if the hand-out's does not
     # the pool's next is restored now, on the save's clock: 8 s behind
     # until its hand-out gives it the host's (the check below)
@@ -180,7 +180,7 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     while [ $(($(date +%s) - $(stat -c %Y "$snapf"))) -lt 8 ]; do sleep 0.2; done
     pool_is ready 1
     b=$(api POST /v1/sandboxes -d "$body" | jq -er .id)
-    c=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"X": "1"}}' | jq -er .id)
+    c=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "cwd": "/tmp"}' | jq -er .id)
     assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" 2 "b from the pool, c not"
     # a guest write of 16 MB in c (seconds on TCG), beside the checks below
     sb_exec "$c" '{"cmd": ["sh", "-c", "head -c 16000000 /dev/urandom >/tmp/fill && echo ok"]}' >"$BATS_TEST_TMPDIR/fill" 3>&- &
@@ -391,6 +391,27 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     assert_eq "$status_code" 200
     # the pool's refill drained clean at shutdown
     pool_is built 4
+    # other env, pids and memory (below the VM's RAM): served from the
+    # pool, the limits set in the guest's command cgroup at hand-out
+    # (docs/api.md, "Pools"): a write past the memory is OOM-killed,
+    # a fork bomb stops at the pids (its agent one of them)
+    pool_is ready 1
+    hits=$(api GET /v1/pools | jq -r '.pools[0].hits')
+    l=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "env": {"Y": "why"}, "pids": 12, "memory": "160m"}' | jq -er .id)
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" $((hits + 1)) "other limits served by the pool"
+    # (the writer the OOM killer's choice; its file unlinked: freed with it)
+    out=$(stdout_of "$l" 'echo $Y; sh -c "echo 1000 >/proc/self/oom_score_adj; exec 3>/tmp/big; rm /tmp/big; exec head -c 180000000 /dev/zero >&3"; echo $?')
+    assert_eq "$(tr '\n' ' ' <<<"$out")" "why 137 " "the env, and 172 MiB of /tmp written under a 160 MiB memory: $out"
+    n=$(stdout_of "$l" 'sh -c "i=0; while [ \$i -lt 40 ]; do sleep 2 </dev/null >/dev/null 2>&1 & i=\$((i + 1)); echo \$i >/tmp/n; done" 2>/dev/null; read n </tmp/n; echo $n')
+    [ "$n" -ge 5 ] && [ "$n" -le 14 ] || fail "a fork bomb under pids 12 (16 with the agent ports): $n processes"
+    api_status DELETE "/v1/sandboxes/$l"
+    assert_eq "$status_code" 200
+    # more memory than the pool's VMs (1 GiB): a fresh VM of that RAM
+    big=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "memory": "1280m"}' | jq -er .id)
+    tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$big" | jq -r .pid)/cmdline" | grep -q -- '-m 1280M ' ||
+        fail "the fresh VM's RAM: $(tr '\0' ' ' <"/proc/$(api GET "/v1/sandboxes/$big" | jq -r .pid)/cmdline")"
+    api_status DELETE "/v1/sandboxes/$big"
+    assert_eq "$status_code" 200
     svc_stop
     mv_none_left
     ! command -v nft >/dev/null || [ -z "$(nft list tables 2>/dev/null | grep agentjail)" ] || fail "nft tables left: $(nft list tables)"

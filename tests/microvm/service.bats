@@ -275,11 +275,22 @@ mv_counter_runs() { # ID WHEN
     assert_eq "$(events_stdout <<<"$out")" made-in-vm "the VM's file in a sandbox of the new image"
     api_status DELETE "/v1/sandboxes/$l1"
     # and so does a level-3 VM of it (a workspace: no VM snapshot saved),
-    # its hard-linked pair one file
-    mv2=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"mvsnap\", \"workspace\": \"$ws\"}")
+    # its hard-linked pair one file; with --user, what the files API
+    # writes into the workspace is the owner's on the host, U's in the guest
+    ws2=$BATS_TEST_TMPDIR/ws2
+    mkdir "$ws2"
+    chown 4242:4343 "$ws2"
+    mv2=$(mv_create "{\"isolation\": \"microvm\", \"image\": \"mvsnap\", \"workspace\": \"$ws2\", \"user\": \"1000:1001\"}")
     out=$(sb_exec "$mv2" '{"cmd": ["sh", "-c", "cat /opt/d/f; [ /opt/d/h1 -ef /opt/d/h2 ] && echo linked"]}')
     assert_eq "$(events_stdout <<<"$out")" "made-in-vm
 linked" "a VM of the new image: $out"
+    api_status PUT "/v1/sandboxes/$mv2/files?path=/workspace/up.txt" --data-binary @"$BATS_TEST_TMPDIR/counter.sh"
+    assert_eq "$status_code" 201 "upload as --user: $body"
+    api_status POST "/v1/sandboxes/$mv2/mkdir?path=/workspace/d1/d2&parents=true"
+    [ "$status_code" -lt 300 ] || fail "mkdir as --user: $status_code $body"
+    assert_eq "$(stat -c %u:%g "$ws2/up.txt" "$ws2/d1" "$ws2/d1/d2" | sort -u)" 4242:4343 "the files API's files on the host"
+    out=$(sb_exec "$mv2" '{"cmd": ["ls", "-lnd", "/workspace/up.txt", "/workspace/d1", "/workspace/d1/d2"]}')
+    assert_eq "$(events_stdout <<<"$out" | awk '{ print $3 ":" $4 }' | sort -u)" 1000:1001 "their owner in the guest: $out"
     api_status DELETE "/v1/sandboxes/$mv2"
     assert_eq "$status_code" 200 "delete the second VM: $body"
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)

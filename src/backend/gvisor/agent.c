@@ -45,6 +45,8 @@
 #include "agent_hello.h"
 #include "agent_net.h"
 #include "agent_proto.h"
+#include "agent_fsid.h"
+#include "agent_limits.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
 
@@ -1421,7 +1423,8 @@ int main(int argc, char **argv)
 	const char *path = json_string_value(json_object_get(q, "path"));
 	if (!op)
 		return answer(EPROTO);
-	if (cg_fd >= 0 && strcmp(op, "tree")) { /* only the snapshot's walk needs it */
+	/* only the snapshot's walk and a hand-out's limits need it */
+	if (cg_fd >= 0 && strcmp(op, "tree") && strcmp(op, "limits")) {
 		/* an exec keeps "cmd"'s CPU use (cmd_cpu), read-only */
 		if (!strcmp(op, "exec"))
 			cpu_fd = openat(cg_fd, "cmd/cpu.stat", O_RDONLY | O_CLOEXEC);
@@ -1440,12 +1443,17 @@ int main(int argc, char **argv)
 		return answer(aj_agent_net(q));
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
+	if (!strcmp(op, "limits"))
+		return answer(-aj_agent_limits(q, cg_fd));
 	if (!strcmp(op, "hello")) { /* a reconnected level-3 port (agent_hello.c) */
 		int e = aj_agent_hello(json_string_value(json_object_get(q, "nonce")));
 		return e ? answer(e) : 0;
 	}
 	if (!path)
 		return answer(EINVAL);
+	int fa = aj_agent_file_as(q); /* the files API as --user (level 3) */
+	if (fa < 0)
+		return answer(-fa);
 	if (!strcmp(op, "stat"))
 		return op_stat(path);
 	if (!strcmp(op, "read"))

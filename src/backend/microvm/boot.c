@@ -1048,7 +1048,9 @@ bool aj_mv_guest_oom(aj_mv_vm *m)
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/console", m->vm);
 	_cleanup_free_ char *c = NULL;
-	return aj_read_file(path, &c, NULL) == 0 && strstr(c, "Out of memory");
+	/* the guest's RAM, or a pooled VM's "cmd" cgroup's memory.max (update.c) */
+	return aj_read_file(path, &c, NULL) == 0 &&
+	       (strstr(c, "Out of memory") || strstr(c, "Memory cgroup out of memory"));
 }
 
 static int ids(aj_mv_vm *m, aj_error *err)

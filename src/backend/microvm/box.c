@@ -44,6 +44,8 @@
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
+/* how long a pooled VM's agent may take to set its limits at hand-out */
+#define LIMITS_TIMEOUT_MS 5000ULL
 /* a call without a deadline (files, snapshot) whose agent sends or takes
  * nothing this long is given up: a stalled or hostile guest can't hold a
  * thread (a test may shorten it: AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS) */
@@ -207,6 +209,20 @@ static json_t *req(const char *op, const char *path)
 	return json_pack("{s:s,s:s}", "op", op, "path", path);
 }
 
+/* A files API request, as the sandbox's --user (the agent's fsuid/fsgid:
+ * level 1's, daemon/files.c), so what it makes is U's in the guest and the
+ * owner's on the host in the workspace and --rw binds. */
+static json_t *file_req(const aj_inst *i, const char *op, const char *path)
+{
+	json_t *q = req(op, path);
+	const aj_policy *p = i->vm.p;
+	if (q && (p->uid || p->gid)) {
+		json_object_set_new(q, "uid", json_integer(p->uid));
+		json_object_set_new(q, "gid", json_integer(p->gid));
+	}
+	return q;
+}
+
 static int check_path(const char *path, aj_error *err)
 {
 	if (!path || path[0] != '/')
@@ -226,7 +242,7 @@ static int mv_file_read(aj_inst *i, const char *path, int *fd, aj_file_stat *st,
 		return aj_err(err, errno, "memfd");
 	aj_file_stat tmp;
 	mv_call c = {.st = st ? st : &tmp, .data_fd = m};
-	r = call_agent(i, req("read", path), -1, 0, &c, path, 0, err);
+	r = call_agent(i, file_req(i, "read", path), -1, 0, &c, path, 0, err);
 	if (r < 0 || lseek(m, 0, SEEK_SET) < 0) {
 		close(m);
 		return r < 0 ? r : aj_err(err, errno, "memfd");
@@ -241,7 +257,7 @@ static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("write", path);
+	json_t *q = file_req(i, "write", path);
 	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, src_fd, len, &c, path, 0, err);
@@ -253,7 +269,7 @@ static int mv_file_stat(aj_inst *i, const char *path, aj_file_stat *st, aj_error
 	if (r < 0)
 		return r;
 	mv_call c = {.st = st, .data_fd = -1};
-	return call_agent(i, req("stat", path), -1, 0, &c, path, 0, err);
+	return call_agent(i, file_req(i, "stat", path), -1, 0, &c, path, 0, err);
 }
 
 static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx, aj_error *err)
@@ -262,7 +278,7 @@ static int mv_file_list(aj_inst *i, const char *path, aj_dirent_fn fn, void *ctx
 	if (r < 0)
 		return r;
 	mv_call c = {.fn = fn, .ctx = ctx, .data_fd = -1};
-	return call_agent(i, req("list", path), -1, 0, &c, path, 0, err);
+	return call_agent(i, file_req(i, "list", path), -1, 0, &c, path, 0, err);
 }
 
 static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error *err)
@@ -270,7 +286,7 @@ static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("remove", path);
+	json_t *q = file_req(i, "remove", path);
 	json_object_set_new(q, "recursive", json_boolean(recursive));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
@@ -281,10 +297,25 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	int r = check_path(path, err);
 	if (r < 0)
 		return r;
-	json_t *q = req("mkdir", path);
+	json_t *q = file_req(i, "mkdir", path);
 	json_object_set_new(q, "parents", json_boolean(parents));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
+}
+
+/* AJ_CAP_UPDATE, a pooled VM at hand-out: checked and applied by update.c,
+ * the guest's limits by its agent */
+static int mv_update(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err)
+{
+	json_t *q = NULL;
+	int r = aj_mvbox_update_check(i, p, what, &q, err);
+	if (r == 0 && q) {
+		mv_call c = {.data_fd = -1};
+		r = call_agent(i, q, -1, 0, &c, "limits", LIMITS_TIMEOUT_MS, err);
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the VM's agent did not set its limits");
+	}
+	return r < 0 ? r : aj_mvbox_update_apply(i, p, what, err);
 }
 
 /* The guest's root streamed by its agent (op "tree": its own mount, the
@@ -469,6 +500,7 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		free_inst(i);
 		return r;
 	}
+	aj_mvbox_shape(i, p);
 	*out = i;
 	return 0;
 }
@@ -509,6 +541,8 @@ static void mv_kill(aj_inst *i);
 static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 {
 	*ckpt = NULL;
+	if (aj_mvbox_fork_fits(i, err) < 0) /* update.c */
+		return refuse_as(err, 501, ENOTSUP);
 	if (!i->vm.snap || i->vm.p->workspace || i->vm.net) {
 		aj_err(err, ENOTSUP,
 		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
@@ -695,6 +729,7 @@ static void mv_info(aj_inst *i, aj_inst_info *out)
 	out->holder = i->vm.pids[0]; /* qemu (the audit's "keeper") */
 	out->limits_missing = i->vm.have_cg ? i->vm.cg.missing : 0;
 	out->alive = !i->killed && i->vm.pids[0] > 0 && kill(i->vm.pids[0], 0) == 0;
+	out->cpu_quota = aj_mvbox_cpu_quota(i); /* update.c */
 }
 
 /* The VMM frozen in its host cgroup (vCPUs, devices, virtiofsd), the
@@ -1154,7 +1189,7 @@ const aj_backend aj_backend_microvm = {
     /* AJ_CAP_HOST_RW: the guest's agent puts every command under the setid
      * filter (agent.c), as for a one-shot run */
     .caps = AJ_CAP_PTY | AJ_CAP_FILES | AJ_CAP_HOST_RW | AJ_CAP_PAUSE | AJ_CAP_FORK | AJ_CAP_PORTS |
-	    AJ_CAP_SNAPSHOT,
+	    AJ_CAP_SNAPSHOT | AJ_CAP_UPDATE,
     .probe = mv_probe,
     .run = mv_run_once,
     .create = mv_create,
@@ -1169,6 +1204,7 @@ const aj_backend aj_backend_microvm = {
     .open_pty = mv_open_pty,
     .pause = mv_pause,
     .claim = mv_claim,
+    .update = mv_update,
     .checkpoint = mv_checkpoint,
     .restore = mv_restore,
     .checkpoint_drop = mv_checkpoint_drop,

@@ -57,6 +57,9 @@ struct aj_inst {
 	/* their ends of the socket pairs (-1: none), under mu: shut down by
 	 * free_inst so that a relay blocked writing to the front wakes */
 	int relay_fd[AJ_MV_PROXY_MAX];
+	/* the VM as built (update.c): its RAM (0: unknown) and vCPUs */
+	unsigned long long vm_ram;
+	unsigned vm_cpus;
 };
 
 typedef struct mv_call {
@@ -89,6 +92,19 @@ bool aj_mvbox_drain(mv_port *pt);
 int aj_mvbox_vm_gone(aj_inst *i, aj_error *err);
 /* A frame of a file operation's answer into c (an mv_call). */
 bool aj_mvbox_call_frame(void *ctx, char type, const char *buf, size_t len);
+/* update.c: the VM's shape recorded at its build (p its policy then) */
+void aj_mvbox_shape(aj_inst *i, const aj_policy *p);
+/* update.c, AJ_CAP_UPDATE of a pooled VM at hand-out: -ENOTSUP (err set)
+ * when the VM cannot take p's what; else *limits the agent's request for
+ * the guest's pids and memory (NULL: none), then update_apply the rest. */
+int aj_mvbox_update_check(aj_inst *i, const aj_policy *p, unsigned what, json_t **limits,
+			  aj_error *err);
+int aj_mvbox_update_apply(aj_inst *i, const aj_policy *p, unsigned what, aj_error *err);
+/* update.c: -ENOTSUP (err set) when its copies, built from its policy,
+ * would not be its shape: its memory or CPUs lowered at hand-out */
+int aj_mvbox_fork_fits(aj_inst *i, aj_error *err);
+/* update.c: its CPU quota can be changed (a cpu controller on the host) */
+bool aj_mvbox_cpu_quota(aj_inst *i);
 /* The ports proxy (mvports.c): a socket to port on the guest's loopback. */
 int aj_mvbox_port_connect(aj_inst *i, unsigned port, aj_error *err);
 

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* A microVM's limits changed while it lives (agent_limits.c). */
+#ifndef AJ_AGENT_LIMITS_H
+#define AJ_AGENT_LIMITS_H
+
+#include <jansson.h>
+
+/* Op "limits": the request's "pids" and "memory" (0: not changed) as the
+ * pids.max and memory.max of the guest's "cmd" cgroup (cg: the cgroup2
+ * root's fd, -1 outside a microVM). 0, or -errno: not applied. */
+int aj_agent_limits(json_t *q, int cg);
+
+#endif
