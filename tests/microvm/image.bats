@@ -5,7 +5,8 @@
 # in /etc over the image's. TCG (forced, as in run.bats): four boots in all;
 # the service's test reuses its one snapshot for restores, forks and a pool
 # (its fourth boot: the VM built when a pooled one fails its hand-out), and
-# one more: a VM with binds, which never starts from a snapshot.
+# two more: a service VM with binds (which never starts from a snapshot)
+# and a run whose image's link loop stops it in its guest's init.
 
 load ../service/helpers
 
@@ -21,9 +22,11 @@ setup() {
     mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
     mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
     # a hostile image's links at bind destinations: into the guest
-    # initramfs's overlay layer (/mnt/rw/upper, /mnt), if followed there
+    # initramfs's overlay layer (/mnt/rw/upper, /mnt), if followed there,
+    # and a loop
     ln -s /mnt/rw/upper "$BATS_TEST_TMPDIR/tree/evil"
     ln -s ../../../../mnt "$BATS_TEST_TMPDIR/tree/up"
+    ln -s loop "$BATS_TEST_TMPDIR/tree/loop"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -100,6 +103,12 @@ echo made >"/mnt/data w/new" && echo rw-ok; [ -e /in ] && echo leaked || echo in
     run --separate-stderr "$AJ" run --isolation microvm --image tiny --ro "$bd/ro:/workspace/x" -- /bin/echo ran
     assert_status 125
     assert_contains "$stderr" "not at /workspace or below it"
+    assert_output_lacks ran
+    # a destination through a loop of the image's links: the guest's init
+    # stops the VM, the reason in the run's error
+    run --separate-stderr "$AJ" run -q --isolation microvm --image tiny --ro "$bd/ro:/loop/x" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "mount point in the root /loop/x: Too many levels of symbolic links"
     assert_output_lacks ran
     mv_none_left
 }

@@ -741,6 +741,21 @@ static int connect_agent(aj_mv_vm *m, unsigned k, unsigned long long deadline)
 	}
 }
 
+/* The guest init's last word on the console ("agentjail-guest: ...", its
+ * reason before it powers the VM off: guest/init.c die), which the
+ * virtiofsd's lines after it would push out of the tail; false if none. */
+static bool guest_said(const char *c, char *out, size_t len)
+{
+	const char *last = NULL;
+	for (const char *q = c; (q = strstr(q, "agentjail-guest: ")); q++)
+		if (q == c || q[-1] == '\n')
+			last = q;
+	if (!last)
+		return false;
+	snprintf(out, len, "%.*s", (int)strcspn(last, "\r\n"), last);
+	return true;
+}
+
 /* The console's last lines, for an error. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 {
@@ -749,7 +764,7 @@ void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 	_cleanup_free_ char *c = NULL;
 	size_t n = 0;
 	out[0] = '\0';
-	if (aj_read_file(path, &c, &n) < 0 || !n)
+	if (aj_read_file(path, &c, &n) < 0 || !n || guest_said(c, out, len))
 		return;
 	while (n && (c[n - 1] == '\n' || c[n - 1] == '\r'))
 		c[--n] = '\0';
