@@ -2,6 +2,7 @@
 # Build a Debian package of agentjail from the tree (docs/install.md):
 #
 #   scripts/package.sh [OUT-DIR]    (default: the build directory; prints the .deb's path)
+#   scripts/package.sh --build-only (the build only: tests/run.sh makes it ahead)
 #
 # agentjail in /usr/bin, its helper programs in /usr/libexec/agentjail (the
 # program finds them there: meson's libexecdir, src/core/util.c), the
@@ -13,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath -m "${AJ_DEB_BUILD:-build-deb}")
+build_only=
+[ "${1:-}" != --build-only ] || { build_only=1; shift; }
 out=$(realpath -m "${1:-$build}")
 
 for tool in meson ninja dpkg-deb dpkg-shlibdeps dpkg-architecture; do
@@ -22,11 +25,16 @@ for tool in meson ninja dpkg-deb dpkg-shlibdeps dpkg-architecture; do
 	}
 done
 
+# one build at a time in $build (tests/run.sh may be making it in the background)
+mkdir -p "$build"
+exec 9>"$build/.package.lock"
+flock 9
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" --prefix=/usr --libexecdir=libexec --sysconfdir=/etc \
 		--buildtype=debugoptimized -Dtests=false >/dev/null
 fi
-ninja -C "$build" >/dev/null
+ninja -C "$build" ${AJ_NINJA_JOBS:+-j "$AJ_NINJA_JOBS"} >/dev/null
+[ -z "$build_only" ] || exit 0
 
 # the staging tree is where dpkg-shlibdeps expects it: debian/PACKAGE of a
 # source tree (with a debian/control of its own, made here for it)

@@ -88,6 +88,9 @@ load helpers
 }
 
 @test "probes: /readyz is 503 until the pools are full" {
+    # 64 pooled sandboxes built, a route without input: no parsing for the
+    # ASan pass to watch (tests/run.sh)
+    [ -z "${AJ_SANITIZED:-}" ] || skip "runs in the plain pass"
     # 64 sandboxes to build before it is ready: asked at once, it is not
     svc_start --pool default=64
     api_status GET /readyz

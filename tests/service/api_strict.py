@@ -74,6 +74,7 @@ def ws_close_reason(path):
                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n")
               .encode())
     data = b""
+    reason = None
     while True:
         try:
             b = s.recv(65536)
@@ -82,22 +83,35 @@ def ws_close_reason(path):
         if not b:
             break
         data += b
+        head, _, rest = data.partition(b"\r\n\r\n")
+        if reason is None and b" 101 " in head.split(b"\r\n")[0]:
+            reason = close_reason(rest)
+            if reason is not None:  # answer it (RFC 6455 5.5.1): the server
+                # closes now instead of waiting (5 s) for a client's close
+                s.sendall(b"\x88\x82" + bytes(4) + b"\x03\xe8")
     s.close()
     head, _, rest = data.partition(b"\r\n\r\n")
     if b" 101 " not in head.split(b"\r\n")[0]:
         return head.split(b"\r\n")[0].decode()
-    # frames: find the close frame (opcode 8)
+    reason = close_reason(rest)
+    return reason if reason is not None else "(no close frame) " + rest[:80].decode(errors="replace")
+
+
+def close_reason(rest):
+    """The reason of the first whole close frame (opcode 8) in REST, or None."""
     i = 0
     while i + 2 <= len(rest):
         op, n = rest[i] & 0x0F, rest[i + 1] & 0x7F
         i += 2
         if n == 126:
             n, i = int.from_bytes(rest[i:i + 2], "big"), i + 2
+        if i + n > len(rest):
+            return None
         payload = rest[i:i + n]
         i += n
         if op == 8:
             return payload[2:].decode(errors="replace")
-    return "(no close frame) " + rest[:80].decode(errors="replace")
+    return None
 
 
 def check(kind, what, ok, detail):

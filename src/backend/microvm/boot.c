@@ -9,6 +9,7 @@
  * port (guest/init.c). */
 #include <dirent.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -36,6 +37,7 @@
 #include "microvm.h"
 #include "protect.h"
 #include "redact.h"
+#include "sysfilter.h"
 #include "userns.h"
 #include "util.h"
 
@@ -81,6 +83,51 @@ json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q)
 		return NULL;
 	}
 	return q;
+}
+
+json_t *aj_mv_exec_profile(const aj_mv_vm *m, json_t *q)
+{
+	if (q && m->profile &&
+	    json_object_set_new(q, "seccomp_profile", json_string(m->profile)) < 0) {
+		json_decref(q);
+		return NULL;
+	}
+	return q;
+}
+
+/* --seccomp-profile: parsed and compiled on the host by level 1's code
+ * (seccomp_profile.c: a bad one is 125 with its error, before anything
+ * starts), sent with each exec as the x86_64 BPF program, 16 hex digits
+ * an instruction (code, jt, jf, k), for the guest's agent to load
+ * (agent_seccomp.c). */
+static int compile_profile(aj_mv_vm *m, aj_error *err)
+{
+	if (!m->p->seccomp_profile)
+		return 0;
+	aj_bpf bpf;
+	int r = aj_seccomp_compile(m->p, &bpf, err);
+	if (r < 0) {
+		aj_err_hint(err, "fix the profile (docs/cli.md, --seccomp-profile)");
+		return r;
+	}
+	if (bpf.len > BPF_MAXINSNS) { /* the guest kernel's bound: refused before a boot */
+		aj_err(err, E2BIG, "--seccomp-profile: %zu BPF instructions, at most %d", bpf.len,
+		       BPF_MAXINSNS);
+		aj_err_hint(err, "merge its rules (one rule may list many syscalls)");
+		aj_bpf_free(&bpf);
+		return -E2BIG;
+	}
+	char *hex = malloc(bpf.len * 16 + 1);
+	if (hex)
+		hex[0] = '\0';
+	for (size_t i = 0; hex && i < bpf.len; i++)
+		snprintf(hex + i * 16, 17, "%04x%02x%02x%08x", bpf.insns[i].code, bpf.insns[i].jt,
+			 bpf.insns[i].jf, bpf.insns[i].k);
+	aj_bpf_free(&bpf);
+	if (!hex)
+		return aj_err(err, ENOMEM, "--seccomp-profile");
+	m->profile = hex;
+	return 0;
 }
 
 /* What this first slice of level 3 does not do yet stops the run (125). */
@@ -150,9 +197,7 @@ static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
 	/* --publish: a run's (publish.c); the service has its ports proxy */
-	const char *what = p->n_publish && !need_argv ? "--publish"
-			   : p->seccomp_profile	      ? "--seccomp-profile"
-						      : NULL;
+	const char *what = p->n_publish && !need_argv ? "--publish" : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
@@ -1029,6 +1074,8 @@ void aj_mv_teardown(aj_mv_vm *m)
 	for (size_t i = 0; i < m->n_holders; i++)
 		free(m->holders[i]);
 	aj_protect_release(m->prot);
+	free(m->profile);
+	m->profile = NULL;
 }
 
 /* A guest OOM kill: the command died of SIGKILL and the guest kernel said so. */
@@ -1073,6 +1120,8 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)
 {
 	int r = refuse(m->p, need_argv, err);
+	if (r == 0)
+		r = compile_profile(m, err);
 	if (r == 0)
 		r = aj_mv_host_find(&m->h, err);
 	if (r < 0)

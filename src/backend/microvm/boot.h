@@ -65,6 +65,7 @@ typedef struct aj_mv_vm {
 	char restore_dir[PATH_MAX];
 	aj_mv_net *net; /* --net open/--allow (vmnet.c), or NULL */
 	bool ca;	/* the staged root has the CA bundle for HTTPS interception */
+	char *profile;	/* --seccomp-profile compiled: its BPF in hex (boot.c), or NULL */
 } aj_mv_vm;
 
 /* The fields a boot needs set before aj_mv_boot (p, hooks, nports). */
@@ -86,4 +87,8 @@ void aj_mv_warn(aj_mv_vm *m, const char *msg);
  * the command): level 1's, core 0, --nofile and --fsize. NULL (q freed)
  * when they could not be added: never a request without them. */
 json_t *aj_mv_exec_rlimits(const aj_policy *p, json_t *q);
+/* q with the --seccomp-profile's program ("seccomp_profile"), which the
+ * agent loads on top of its own filter last before the exec; q as it is
+ * without a profile. NULL (q freed) when it could not be added. */
+json_t *aj_mv_exec_profile(const aj_mv_vm *m, json_t *q);
 #endif

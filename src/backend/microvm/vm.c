@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <linux/filter.h>
 #include <linux/openat2.h>
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_proto.h"
 #include "cache.h"
 #include "image.h"
 #include "mountapi.h"
@@ -177,6 +179,25 @@ static int build_initramfs(const char *path, const char *init, const char *agent
 	return r;
 }
 
+/* Does the agent program at path speak this host's protocol revision (its
+ * mark in the binary)? An older agent would ignore what it does not know,
+ * e.g. a --seccomp-profile, and run the command without it. */
+static bool agent_speaks(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    st.st_size > (64 << 20))
+		return false;
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return false;
+	/* with its NUL: revision 2 is not a prefix of 20 */
+	bool ok = memmem(m, (size_t)st.st_size, AJ_AGENT_MARK, sizeof(AJ_AGENT_MARK)) != NULL;
+	munmap(m, (size_t)st.st_size);
+	return ok;
+}
+
 /* The initramfs for these programs and modules, cached in the state
  * directory under a name of their identities (size, mtime, inode). */
 static int find_initramfs(aj_mv_host *h, aj_error *err)
@@ -198,12 +219,18 @@ static int find_initramfs(aj_mv_host *h, aj_error *err)
 	if (dir < 0)
 		return aj_err(err, EACCES, "microvm: the state directory's cache is not usable");
 	snprintf(h->initramfs, sizeof(h->initramfs),
-		 "%s/microvm/initramfs-%llx-%llx-%llx-%llx.cpio", aj_state_dir(),
+		 "%s/microvm/initramfs-r" AJ_AGENT_PROTO_REV "-%llx-%llx-%llx-%llx.cpio",
+		 aj_state_dir(),
 		 (unsigned long long)(a.st_size ^ a.st_mtim.tv_sec ^ a.st_mtim.tv_nsec ^ a.st_ino),
 		 (unsigned long long)(b.st_size ^ b.st_mtim.tv_sec ^ b.st_mtim.tv_nsec ^ b.st_ino),
 		 (unsigned long long)(c.st_mtim.tv_sec ^ c.st_ino), (unsigned long long)c.st_size);
 	if (access(h->initramfs, R_OK) == 0)
-		return 0;
+		return 0; /* built from an agent checked below (the name has its revision) */
+	if (!agent_speaks(agent))
+		return missing(
+		    err, "an agentjail-agent of this agentjail's protocol (" AJ_AGENT_MARK ")",
+		    "install agentjail's programs together (ninja -C build, or the "
+		    "package): the agent found is another version's");
 	int r = build_initramfs(h->initramfs, init, agent);
 	if (r == -ENOENT)
 		return missing(err, "cpio (or a guest module)",
