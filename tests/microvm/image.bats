@@ -4,7 +4,9 @@
 # directory), under the guest's tmpfs overlay, with the files agentjail owns
 # in /etc over the image's. TCG (forced, as in run.bats): four boots in all;
 # the service's test reuses its one snapshot for restores, forks and a pool
-# (its fourth boot: the VM built when a pooled one fails its hand-out).
+# (its fourth boot: the VM built when a pooled one fails its hand-out), and
+# two more: a service VM with binds (which never starts from a snapshot)
+# and a run whose image's link loop stops it in its guest's init.
 
 load ../service/helpers
 
@@ -19,6 +21,12 @@ setup() {
     mk_tiny_root "$BATS_TEST_TMPDIR/tree" sh cat ls od date tr mkfifo setsid sleep head rm
     mark_a=mark-a-$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
     mkdir "$BATS_TEST_TMPDIR/tree/$mark_a"
+    # a hostile image's links at bind destinations: into the guest
+    # initramfs's overlay layer (/mnt/rw/upper, /mnt), if followed there,
+    # and a loop
+    ln -s /mnt/rw/upper "$BATS_TEST_TMPDIR/tree/evil"
+    ln -s ../../../../mnt "$BATS_TEST_TMPDIR/tree/up"
+    ln -s loop "$BATS_TEST_TMPDIR/tree/loop"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -40,7 +48,7 @@ mv_none_left() {
 # the hostname agentjail wrote, a write in the guest's own layer
 LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /bin/new && cat /bin/new'
 
-@test "microvm --image/--rootfs: the image's root on a read-only disk, the host's /usr unseen" {
+@test "microvm --image/--rootfs: the image's root on a read-only disk, the host's /usr unseen; --ro/--rw binds in it" {
     # the two boots side by side (each TCG vCPU a thread of its own): a
     # --rootfs directory (a copy of the image's tree, another motd) is its
     # own squashfs, made for the VM and gone with it
@@ -49,11 +57,33 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation microvm --rootfs "$BATS_TEST_TMPDIR/rtree" -- /bin/sh -c "$LOOK" \
         >"$BATS_TEST_TMPDIR/r.out" 2>"$BATS_TEST_TMPDIR/r.err" 3>&- &
     local rpid=$!
-    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation microvm --image tiny -- /bin/sh -c "$LOOK"
+    # --ro and --rw binds on the image: the --ro ones served read-only by a
+    # virtiofsd of their own (the root is a disk), one where the host's
+    # view refuses it (/lib: here the image's); each destination resolved
+    # inside the image's root, through its links (setup)
+    local bd=$BATS_TEST_TMPDIR/binds
+    mkdir -p "$bd/ro/sub" "$bd/rw"
+    echo from-host >"$bd/ro/sub/f"
+    echo single >"$bd/file"
+    chown 4242:4343 "$bd/rw"
+    binds='cat /mnt/ro/sub/f /lib/one /mnt/rw/upper/in/sub/f
+echo x >/mnt/ro/new; echo x >>/lib/one; echo x >/mnt/rw/upper/in/sub/f
+echo made >"/mnt/data w/new" && echo rw-ok; [ -e /in ] && echo leaked || echo inside'
+    run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation microvm --image tiny \
+        --ro "$bd/ro:/mnt/ro" --ro "$bd/file:/lib/one" --ro "$bd/ro:/evil/in" --rw "$bd/rw:/up/data w" \
+        -- /bin/sh -c "$LOOK; $binds"
     local rrc=0
     wait "$rpid" || rrc=$?
     assert_status 0
-    [[ "$output" == base*no-usr*agentjail*w ]] || fail "the image's root: $output ($stderr)"
+    [[ "$output" == base*no-usr*agentjail*w$'\n'from-host$'\n'single$'\n'from-host$'\n'rw-ok$'\n'inside ]] ||
+        fail "the image's root and binds: $output ($stderr)"
+    for f in /mnt/ro/new /lib/one /mnt/rw/upper/in/sub/f; do
+        assert_contains "$stderr" "cannot create $f: Read-only file system"
+    done
+    assert_eq "$(cat "$bd/ro/sub/f" "$bd/file" | tr '\n' ' ')" "from-host single " "the --ro sources"
+    [ ! -e "$bd/ro/new" ] || fail "a file was made in a --ro bind"
+    assert_eq "$(cat "$bd/rw/new")" made "the --rw file on the host"
+    assert_eq "$(stat -c %u:%g "$bd/rw/new")" 4242:4343 "the --rw file's owner"
     # one squashfs per image digest, cached; the image's tree untouched
     digest=$("$AJ" image inspect tiny | jq -r '.digest | sub("sha256:"; "")')
     [ -s "$AGENTJAIL_STATE_DIR/microvm/rootfs-$digest.sqfs" ] || fail "no cached squashfs: $(ls "$AGENTJAIL_STATE_DIR/microvm")"
@@ -62,6 +92,24 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     assert_eq "$rrc" 0 "the --rootfs run's exit ($(cat "$BATS_TEST_TMPDIR/r.err"))"
     [[ "$output" == other*no-usr*agentjail*w ]] || fail "the --rootfs: $output ($(cat "$BATS_TEST_TMPDIR/r.err"))"
     [ "$(ls "$AGENTJAIL_STATE_DIR/microvm" | grep -c '\.sqfs$')" -eq 1 ] || fail "a --rootfs was cached"
+    mv_none_left
+    # bad binds on an image: refused as without one, before any VM
+    run --separate-stderr "$AJ" run --isolation microvm --image tiny --rw "$bd/file:/mnt/f" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "shares directories read-write, not files"
+    run --separate-stderr "$AJ" run --isolation microvm --image tiny --ro "$bd/ro:/proc/x" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "/proc is managed by agentjail"
+    run --separate-stderr "$AJ" run --isolation microvm --image tiny --ro "$bd/ro:/workspace/x" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "not at /workspace or below it"
+    assert_output_lacks ran
+    # a destination through a loop of the image's links: the guest's init
+    # stops the VM, the reason in the run's error
+    run --separate-stderr "$AJ" run -q --isolation microvm --image tiny --ro "$bd/ro:/loop/x" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "mount point in the root /loop/x: Too many levels of symbolic links"
+    assert_output_lacks ran
     mv_none_left
 }
 
@@ -283,6 +331,31 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     assert_eq "$status_code" 501 "fork of a VM with a workspace: $body"
     api_status DELETE "/v1/sandboxes/$w"
     assert_eq "$status_code" 200
+    # a VM on the image with --ro and --rw binds: booted (virtiofs does not
+    # migrate), neither the pool's nor restored, the image's snapshot left
+    # as it was; its binds as a run's; no fork (501 naming them)
+    bd=$BATS_TEST_TMPDIR/binds
+    mkdir -p "$bd/ro" "$bd/rw"
+    echo from-host >"$bd/ro/f"
+    chown 5151:5252 "$bd/rw"
+    snaps=$(cd "$STATE/microvm" && ls -l --time-style=+%s.%N snap-* && sha256sum snap-*.vmstate)
+    hits=$(api GET /v1/pools | jq -r '.pools[0].hits')
+    x=$(api POST /v1/sandboxes -d "{\"isolation\": \"microvm\", \"image\": \"tiny\",
+        \"ro\": [\"$bd/ro:/mnt/ro\"], \"rw\": [\"$bd/rw:/mnt/rw\"]}" | jq -er .id)
+    assert_eq "$(api GET /v1/pools | jq -r '.pools[0].hits')" "$hits" "a create with binds served by the pool"
+    q=$(api GET "/v1/sandboxes/$x" | jq -r .pid)
+    ! tr '\0' ' ' <"/proc/$q/cmdline" | grep -q -- '-incoming' || fail "the VM with binds was restored"
+    out=$(sb_exec "$x" '{"cmd": ["sh", "-c", "cat /etc/motd /mnt/ro/f; echo x >/mnt/ro/f || echo refused; echo made >/mnt/rw/new"]}')
+    assert_eq "$(events_stdout <<<"$out" | tr '\n' ' ')" "base from-host refused " "the binds on the image: $out"
+    assert_contains "$(events_stderr <<<"$out")" "Read-only file system"
+    assert_eq "$(cat "$bd/ro/f")" from-host "the --ro source"
+    assert_eq "$(stat -c %u:%g "$bd/rw/new")" 5151:5252 "the --rw file's owner"
+    api_status POST "/v1/sandboxes/$x/fork" -d '{"count": 1}'
+    assert_eq "$status_code" 501 "fork of a VM with binds: $body"
+    assert_contains "$body" "binds"
+    api_status DELETE "/v1/sandboxes/$x"
+    assert_eq "$status_code" 200
+    assert_eq "$(cd "$STATE/microvm" && ls -l --time-style=+%s.%N snap-* && sha256sum snap-*.vmstate)" "$snaps" "the image's snapshot after a VM with binds"
     # fork: b's running VM saved and restored twice, its processes and
     # memory going on in each copy (docs/levels.md, "Fork at level 3")
     v=$(stdout_of "$b" "$KEEPER")

@@ -138,10 +138,10 @@ static bool below(const char *dest, const char *path)
 	return !strncmp(dest, path, n) && (dest[n] == '\0' || dest[n] == '/');
 }
 
-/* --ro/--rw: a --ro bind is served by the root's virtiofsd (read-only
- * there and in the guest), a --rw one by a virtiofsd of its own, which
- * shares a directory; none over the guest's kernel file systems or the
- * workspace (another virtiofs). */
+/* --ro/--rw: a --ro bind is served by the root's virtiofsd (an image's:
+ * by one of the --ro binds' own), read-only there and in the guest, a --rw
+ * one by a virtiofsd of its own, which shares a directory; none over the
+ * guest's kernel file systems or the workspace (another virtiofs). */
 static int check_binds(const aj_policy *p, aj_error *err)
 {
 	unsigned rw = 0;
@@ -158,10 +158,11 @@ static int check_binds(const aj_policy *p, aj_error *err)
 				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
 				return -EINVAL;
 			}
-		/* a --ro one's mount point would be in the host's directory */
+		/* a --ro one's mount point would be in the host's directory (an
+		 * image's are its own: the guest makes it in its overlay) */
 		static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	 "/lib",
 						  "/lib32", "/lib64", "/libx32", "/etc"};
-		for (size_t k = 0; k < AJ_ARRAY_SIZE(sys) && !b->writable; k++)
+		for (size_t k = 0; k < AJ_ARRAY_SIZE(sys) && !b->writable && !p->rootfs; k++)
 			if (below(b->dest, sys[k])) {
 				aj_err(err, EINVAL,
 				       "--ro %s: not below %s with --isolation microvm (the "
@@ -196,9 +197,7 @@ static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 {
 	int r;
 	/* --publish: a run's (publish.c); the service has its ports proxy */
-	const char *what = p->n_publish && !need_argv ? "--publish"
-			   : p->rootfs && p->n_binds  ? "--ro/--rw binds with --rootfs/--image"
-						      : NULL;
+	const char *what = p->n_publish && !need_argv ? "--publish" : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation microvm yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md, level 3)");
@@ -367,6 +366,37 @@ static int root_image(aj_mv_vm *m, aj_error *err)
 	snprintf(m->h.initramfs, sizeof(m->h.initramfs), "%s", ri.initrd);
 	m->etc_hash = ri.etc_hash;
 	return 0;
+}
+
+/* An image's --ro binds: no root virtiofsd there (the root is a squashfs),
+ * so they get a share of their own, dir/root with a mount point rK per --ro
+ * bind (its source bound there read-only and idmapped, as in the staged
+ * root), served read-only by one virtiofsd (tag "ro"); the guest binds rK
+ * at its destination, resolved inside the image's root (guest/init.c). */
+static int stage_ro_share(aj_mv_vm *m, aj_error *err)
+{
+	unsigned k = 0;
+	for (size_t i = 0; i < m->p->n_binds; i++) {
+		const aj_bind *b = &m->p->binds[i];
+		struct stat st;
+		char rel[16];
+		if (b->writable)
+			continue;
+		if (!k && hold(m, m->root, "", true, err) < 0)
+			return -1;
+		if (stat(b->src, &st) < 0)
+			return aj_err(err, errno, "--ro %s", b->src);
+		snprintf(rel, sizeof(rel), "r%u", k++);
+		if (hold(m, b->src, rel, S_ISDIR(st.st_mode), err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The root's virtiofsd: the staged root's, or an image's --ro binds' share. */
+static bool root_share(const aj_mv_vm *m)
+{
+	return !m->rootimg[0] || m->rootfs.n > 0;
 }
 
 /* HTTPS interception (net_addr.h): the root's CA bundle with netd's CA,
@@ -590,6 +620,12 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	argv[n++] = "-device";
 	argv[n++] = m->rootimg[0] ? "virtio-blk-device,drive=root"
 				  : "vhost-user-fs-device,chardev=fsr,tag=root";
+	if (m->rootimg[0] && root_share(m)) { /* an image's --ro binds (stage_ro_share) */
+		argv[n++] = "-chardev";
+		argv[n++] = fsr;
+		argv[n++] = "-device";
+		argv[n++] = "vhost-user-fs-device,chardev=fsr,tag=ro";
+	}
 	/* the agent's ports: aj.agent, then aj.agent.1 ... (a socket each) */
 	for (unsigned k = 0; k < m->nports; k++) {
 		snprintf(agent[k], sizeof(agent[k]),
@@ -767,6 +803,21 @@ int aj_mv_port_reconnect(aj_mv_vm *m, unsigned k, unsigned long long wait_ms)
 	return k < m->nports ? connect_agent(m, k, now_ms() + wait_ms) : -EINVAL;
 }
 
+/* The guest init's last word on the console ("agentjail-guest: ...", its
+ * reason before it powers the VM off: guest/init.c die), which the
+ * virtiofsd's lines after it would push out of the tail; false if none. */
+static bool guest_said(const char *c, char *out, size_t len)
+{
+	const char *last = NULL;
+	for (const char *q = c; (q = strstr(q, "agentjail-guest: ")); q++)
+		if (q == c || q[-1] == '\n')
+			last = q;
+	if (!last)
+		return false;
+	snprintf(out, len, "%.*s", (int)strcspn(last, "\r\n"), last);
+	return true;
+}
+
 /* The console's last lines, for an error. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 {
@@ -775,7 +826,7 @@ void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 	_cleanup_free_ char *c = NULL;
 	size_t n = 0;
 	out[0] = '\0';
-	if (aj_read_file(path, &c, &n) < 0 || !n)
+	if (aj_read_file(path, &c, &n) < 0 || !n || guest_said(c, out, len))
 		return;
 	while (n && (c[n - 1] == '\n' || c[n - 1] == '\r'))
 		c[--n] = '\0';
@@ -917,13 +968,15 @@ static int start(aj_mv_vm *m, aj_error *err)
 	/* an image: its squashfs (rootimg.c); else the host's view, staged */
 	if (r == 0)
 		r = m->p->rootfs ? root_image(m, err) : stage_root(m, err);
+	if (r == 0 && m->rootimg[0])
+		r = stage_ro_share(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
 	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
 	if (r == 0 && (m->console < 0 || fchown(m->console, m->base, m->base) < 0))
 		r = aj_err(err, errno, "microvm: %s", log);
 	unsigned long long deadline = now_ms() + 10000;
-	if (r == 0 && !m->rootimg[0]) {
+	if (r == 0 && root_share(m)) {
 		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
 		m->rootfs.uid = m->rootfs.gid = m->base;
 		m->rootfs.umask = 077;
@@ -935,7 +988,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		if ((m->rootfs.idmap = aj_userns_make_fd(map, map, err)) < 0)
 			r = m->rootfs.idmap;
 	}
-	if (r == 0 && !m->rootimg[0]) {
+	if (r == 0 && root_share(m)) {
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
 		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}

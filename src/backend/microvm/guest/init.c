@@ -221,16 +221,57 @@ static int open_port(const char *want)
 	die("no virtio-serial port", want);
 }
 
+/* An image's --ro bind (aj.root=blk): rK of the --ro binds' own share (tag
+ * "ro", read-only, mounted once at /mnt/robinds; boot.c stage_ro_share)
+ * bound read-only at DEST, its mount point made in the overlay as a
+ * directory or an empty file as its source is, resolved inside the new
+ * root (an image's link followed as if the root were /, never into the
+ * initramfs). */
+static void bind_ro_share(int *share, unsigned k, const char *dest)
+{
+	if (*share < 0) {
+		mkdir("/mnt/robinds", 0755);
+		must_mount("ro", "/mnt/robinds", "virtiofs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+			   NULL);
+		if ((*share = open("/mnt/robinds", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			die("cannot open", "/mnt/robinds");
+	}
+	char from[16], src[64], at[64];
+	snprintf(from, sizeof(from), "r%u", k);
+	struct stat st;
+	int s = aj_open_in_root(*share, from, O_PATH, 0);
+	if (s < 0 || fstat(s, &st) < 0) {
+		errno = s < 0 ? -s : errno;
+		die("cannot open the --ro bind's source", from);
+	}
+	int fd = S_ISDIR(st.st_mode) ? aj_mkdir_in_root(newroot, dest, 0755)
+				     : aj_mkfile_in_root(newroot, dest, 0644);
+	if (fd < 0) {
+		errno = -fd;
+		die("cannot make the --ro bind's mount point in the root", dest);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", s);
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
+	must_mount(src, at, NULL, MS_BIND, NULL);
+	close(fd);
+	close(s);
+	fd = in_root(dest, false, 0, at, sizeof(at));
+	must_mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+	close(fd);
+}
+
 /* aj.binds=rDEST,wDEST... (boot.c, %XX-escaped): a --ro bind is the root's
- * share's (its virtiofsd's view is read-only) bound over the overlay,
- * read-only; a --rw one the next virtiofs tag b0, b1 ... */
+ * share's (its virtiofsd's view is read-only; an image's: the --ro binds'
+ * own share) bound over the overlay, read-only; a --rw one the next
+ * virtiofs tag b0, b1 ... */
 static void mount_binds(const char *cmdline)
 {
 	static char list[2048];
 	if (!*arg(cmdline, "binds", list, sizeof(list), ""))
 		return;
-	unsigned rw = 0;
-	int lower = -1;
+	unsigned rw = 0, ro = 0;
+	int lower = -1, share = -1;
+	bool blk = strstr(cmdline, " aj.root=blk") != NULL;
 	for (char *s = list, *save = NULL, *t; (t = strtok_r(s, ",", &save)); s = NULL) {
 		char dest[PATH_MAX], *o = dest;
 		for (const char *c = t + 1; *c && o < dest + sizeof(dest) - 1; c++) {
@@ -241,7 +282,9 @@ static void mount_binds(const char *cmdline)
 				*o++ = *c;
 		}
 		*o = '\0';
-		if (t[0] == 'r') {
+		if (t[0] == 'r' && blk) {
+			bind_ro_share(&share, ro++, dest);
+		} else if (t[0] == 'r') {
 			/* staged by the host at the same path of the root's share */
 			if (lower < 0 &&
 			    (lower = open("/mnt/lower", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -255,6 +298,8 @@ static void mount_binds(const char *cmdline)
 	}
 	if (lower >= 0)
 		close(lower);
+	if (share >= 0)
+		close(share);
 }
 
 /* The guest kernel's knobs read-only: guest root has no capabilities, yet
