@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_frame.h"
@@ -126,6 +127,94 @@ ssize_t aj_agent_split(const char *buf, size_t len, aj_agent_frame_fn fn, void *
 	return (ssize_t)off;
 }
 
+/* The end of the frame that holds byte off (frames start at 0). */
+static size_t frame_end(const aj_agent_queue *q, size_t off)
+{
+	size_t b = 0;
+	while (b < off && b + AJ_AGENT_HDR <= q->len)
+		b += AJ_AGENT_HDR + aj_agent_len(q->buf + b);
+	return b;
+}
+
+int aj_agent_queue_put(aj_agent_queue *q, char type, const void *buf, size_t len, bool front)
+{
+	if (len > AJ_AGENT_MAX_FRAME)
+		return -EMSGSIZE;
+	size_t n = AJ_AGENT_HDR + len;
+	if (q->off && q->off == q->len) {
+		q->off = q->len = 0;
+	} else if (q->off && q->len + n > q->cap) { /* the frames sent whole dropped */
+		size_t first = 0;
+		while (first + AJ_AGENT_HDR + aj_agent_len(q->buf + first) <= q->off)
+			first += AJ_AGENT_HDR + aj_agent_len(q->buf + first);
+		memmove(q->buf, q->buf + first, q->len - first);
+		q->len -= first;
+		q->off -= first;
+	}
+	if (q->len + n > q->cap) {
+		size_t cap = q->cap ? q->cap : 4096;
+		while (cap < q->len + n)
+			cap *= 2;
+		unsigned char *nb = realloc(q->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		q->buf = nb;
+		q->cap = cap;
+	}
+	size_t at = front ? frame_end(q, q->off) : q->len;
+	/* never ahead of a request not yet sent: the agent skips all before it */
+	for (size_t r = at; front && r < q->len; r += AJ_AGENT_HDR + aj_agent_len(q->buf + r))
+		if (q->buf[r] == (unsigned char)AJ_AG_REQUEST)
+			at = r + AJ_AGENT_HDR + aj_agent_len(q->buf + r);
+	while (front && at < q->len && q->buf[at] == (unsigned char)type)
+		at += AJ_AGENT_HDR + aj_agent_len(q->buf + at);
+	memmove(q->buf + at + n, q->buf + at, q->len - at);
+	aj_agent_hdr(q->buf + at, type, (uint32_t)len);
+	if (len)
+		memcpy(q->buf + at + AJ_AGENT_HDR, buf, len);
+	q->len += n;
+	return 0;
+}
+
+int aj_agent_queue_flush(aj_agent_queue *q, int fd)
+{
+	bool sock = true;
+	while (q->off < q->len) {
+		const void *p = q->buf + q->off;
+		size_t n = q->len - q->off;
+		ssize_t w = sock ? send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL) : write(fd, p, n);
+		if (w < 0 && errno == ENOTSOCK && sock) {
+			sock = false;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return -EAGAIN;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EPIPE;
+			q->off = q->len = 0;
+			return -e;
+		}
+		q->off += (size_t)w;
+	}
+	q->off = q->len = 0;
+	return 0;
+}
+
+void aj_agent_queue_drop_unbegun(aj_agent_queue *q)
+{
+	q->len = q->off ? frame_end(q, q->off) : 0;
+	if (q->off >= q->len)
+		q->off = q->len = 0;
+}
+
+void aj_agent_queue_free(aj_agent_queue *q)
+{
+	free(q->buf);
+	*q = (aj_agent_queue){0};
+}
+
 static void copy_str(char *dst, size_t size, json_t *v)
 {
 	snprintf(dst, size, "%s", json_string_value(v) ? json_string_value(v) : "");
@@ -154,11 +243,16 @@ void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x)
 			x->valid = false;
 		copy_str(x->error, sizeof(x->error), json_object_get(j, "error"));
 		copy_str(x->confine, sizeof(x->confine), json_object_get(j, "confine"));
+		json_int_t u = json_integer_value(json_object_get(j, "cpu_user_us"));
+		json_int_t sy = json_integer_value(json_object_get(j, "cpu_sys_us"));
+		x->cpu_user_us = u > 0 ? (unsigned long long)u : 0;
+		x->cpu_sys_us = sy > 0 ? (unsigned long long)sy : 0;
 	}
 	json_decref(j);
 	if (!x->valid) {
 		x->err = EPROTO;
 		x->exit_code = x->term_signal = 0;
+		x->cpu_user_us = x->cpu_sys_us = 0;
 		snprintf(x->error, sizeof(x->error), "the agent's answer is not valid");
 	}
 }

@@ -32,6 +32,39 @@ int aj_agent_recv_idle(int fd, char *type, char **buf, uint32_t *len, int idle_m
 typedef bool (*aj_agent_frame_fn)(void *ctx, char type, const char *buf, size_t len);
 ssize_t aj_agent_split(const char *buf, size_t len, aj_agent_frame_fn fn, void *ctx);
 
+/* Frames for an agent's stream, sent without blocking: an agent that
+ * stops reading (it holds stdin its command has not read) must never stop
+ * the caller's loop, which watches the timeout. Zeroed to start. */
+typedef struct aj_agent_queue {
+	unsigned char *buf;
+	size_t len, off, cap; /* bytes queued, sent, allocated */
+} aj_agent_queue;
+
+/* What a caller lets wait before it stops reading more input for the agent. */
+#define AJ_AGENT_QUEUE_HIGH (256u << 10)
+
+/* A frame queued; front: before every frame not yet begun, after those of
+ * its type already there (signals overtake stdin, in their order). 0, or
+ * -EMSGSIZE or -ENOMEM with the queue as it was: the caller must not go
+ * on as if the frame were sent. */
+int aj_agent_queue_put(aj_agent_queue *q, char type, const void *buf, size_t len, bool front);
+/* As much as fd takes now (a socket: MSG_DONTWAIT; else fd must be
+ * non-blocking). 0: all sent, -EAGAIN: some left, else -errno: the
+ * stream is broken, the queue emptied. */
+int aj_agent_queue_flush(aj_agent_queue *q, int fd);
+static inline size_t aj_agent_queue_pending(const aj_agent_queue *q)
+{
+	return q->len - q->off;
+}
+/* At the high-water mark: the caller reads no more input for the agent. */
+static inline bool aj_agent_queue_full(const aj_agent_queue *q)
+{
+	return aj_agent_queue_pending(q) >= AJ_AGENT_QUEUE_HIGH;
+}
+/* The frames not yet begun dropped (a frame cut short is kept to its end). */
+void aj_agent_queue_drop_unbegun(aj_agent_queue *q);
+void aj_agent_queue_free(aj_agent_queue *q);
+
 /* The agent's answer ('X'): how the command or file operation ended. */
 typedef struct aj_agent_exit {
 	bool valid;	  /* a JSON object */
@@ -40,6 +73,9 @@ typedef struct aj_agent_exit {
 	int term_signal;  /* "signal" */
 	char error[256];  /* "error": the agent's words for err */
 	char confine[64]; /* "confine": the wall the agent could not set */
+	/* "cpu_user_us", "cpu_sys_us": the CPU the command's processes used (a
+	 * microVM's agent: its guest cgroup's, the agent's own left out) */
+	unsigned long long cpu_user_us, cpu_sys_us;
 } aj_agent_exit;
 void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x);
 

@@ -20,9 +20,11 @@
  * (at most 65533) and nobody */
 #define AJ_AGENT_GUEST_UID 65535u
 /* The protocol's revision, raised with each request field an older agent
- * would ignore (the exec's "seccomp_profile": 2). The agent's binary holds
- * AJ_AGENT_MARK; the host refuses an agent without its own revision's. */
-#define AJ_AGENT_PROTO_REV "2"
+ * would ignore (the exec's "seccomp_profile": 2; "started", whose 'B' a
+ * run's --timeout waits for, and the answer's CPU time: 3). The agent's
+ * binary holds AJ_AGENT_MARK; the host refuses an agent without its own
+ * revision's. */
+#define AJ_AGENT_PROTO_REV "3"
 #define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */
@@ -37,6 +39,9 @@
 #define AJ_AG_STAT 'T'	/* JSON: {"type":"f","mode":420,"size":N,"mtime":S} */
 #define AJ_AG_ENTRY 'L' /* JSON: a stat with "name" */
 #define AJ_AG_EXIT 'X'	/* JSON: {"exit":N,"signal":S} or {"errno":E,"error":"..."} */
+/* empty: the command started (an exec with "started": level 3's run, whose
+ * --timeout counts from here) */
+#define AJ_AG_STARTED 'B'
 
 static inline void aj_agent_hdr(unsigned char h[AJ_AGENT_HDR], char type, uint32_t len)
 {

@@ -49,9 +49,18 @@ cgroup_exists() {
     fi
 }
 
-@test "microvm: stdio, exit codes and the guest's own kernel" {
-    run --separate-stderr mv -q -- /bin/sh -c 'cat; uname -r; echo to-err >&2; exit 7' <<<"from-stdin"
+@test "microvm: stdio, exit codes and the guest's own kernel; --timeout from the command's start; its CPU time" {
+    # --timeout 4 counts from the command's start, not the boot's (2-7 s
+    # on TCG): the command's 2.5 s fit; --result has its CPU time
+    run --separate-stderr mv -q --timeout 4 --result "$T/res.json" -- /bin/sh -c '
+        cat; uname -r; echo to-err >&2; sleep 2.5
+        i=0; while [ $i -lt 1000 ]; do i=$((i + 1)); done; exit 7' <<<"from-stdin"
+    echo "# $(cat "$T/res.json" 2>/dev/null | tr -d '\n ')" >&3
     assert_status 7
+    local cpu
+    cpu=$(jq '.cpu_user_ms + .cpu_sys_ms' "$T/res.json")
+    ((cpu > 0)) || fail "no CPU time in --result: $(cat "$T/res.json")"
+    ((cpu <= $(jq .wall_ms "$T/res.json"))) || fail "more CPU than wall time: $(cat "$T/res.json")"
     assert_eq "$stderr" to-err stderr
     assert_eq "$(sed -n 1p <<<"$output")" from-stdin "stdin"
     guest=$(sed -n 2p <<<"$output")
@@ -106,13 +115,28 @@ cgroup_exists() {
     ((SECONDS - start <= 20)) || fail "took $((SECONDS - start)) s"
 }
 
-@test "microvm: stdin the command never reads can't hold off --timeout" {
+@test "microvm: stdin the command never reads, or a stdout nobody reads that can't be reopened, can't hold off --timeout" {
     # the agent stops reading its port while it holds unread stdin: the
-    # run's sends must not block, or the timeout is never checked again
-    local start=$SECONDS
-    run bash -c 'yes | timeout -k 5 40 "$1" run --isolation microvm -q --timeout 3 --kill-after 2 -- sleep 600' _ "$AJ"
+    # run's sends must not block, or the timeout is never checked again.
+    # Our stdout is a pipe nobody reads that can't be reopened non-blocking
+    # (ajdenyreopen: as another uid's pipe, or no /proc): a writer child
+    # does the blocking writes and goes with the run.
+    local start=$SECONDS deny=${PROBE%/*}/ajdenyreopen
+    [ -x "$deny" ] || fail "no $deny (ninja -C build)"
+    mkfifo "$T/out"
+    run bash -c 'sleep 60 <"$1/out" >/dev/null 2>&1 & r=$!
+        yes | timeout -s KILL 40 "$3" "$2" run --isolation microvm -q --timeout 3 --kill-after 2 \
+            -- yes >"$1/out"; rc=$?
+        kill $r; wait $r 2>/dev/null; exit $rc' _ "$T" "$AJ" "$deny"
     assert_status 124
     ((SECONDS - start <= 30)) || fail "took $((SECONDS - start)) s"
+}
+
+@test "microvm: a VM that does not start the command in time fails clearly, nothing left" {
+    # (the bound on the boot, 60 s, shortened: AGENTJAIL_MICROVM_TEST_START_MS)
+    AGENTJAIL_MICROVM_TEST_START_MS=300 run --separate-stderr mv -q --timeout 100 -- true </dev/null
+    assert_status 125
+    assert_contains "$stderr" "did not start the command within 300 ms"
 }
 
 @test "microvm: --memory is the guest's RAM: its OOM killer ends the command, 137 with the reason" {

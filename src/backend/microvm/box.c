@@ -51,7 +51,6 @@ static unsigned long long agent_idle_ms(void)
 {
 	return aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_AGENT_IDLE_MS", AGENT_IDLE_MS);
 }
-#define OUT_HIGH (256u << 10)
 static int port_take(aj_inst *i)
 {
 	return aj_mvbox_port_take(i, true);
@@ -730,11 +729,11 @@ struct aj_job {
 	aj_inst *i;
 	aj_exec_io io;
 	aj_redactor red[2];
-	int stdin_fd, tty; /* where its stdin comes from (ours), or -1 */
-	int port;	   /* the port it holds (exec_wait), or -1 */
-	struct winsize ws; /* the terminal's size last sent */
-	char *obuf;	   /* frames not yet sent to the agent */
-	size_t olen, ooff, ocap;
+	int stdin_fd, tty;  /* where its stdin comes from (ours), or -1 */
+	int port;	    /* the port it holds (exec_wait), or -1 */
+	struct winsize ws;  /* the terminal's size last sent */
+	aj_agent_queue out; /* frames not yet sent to the agent */
+	int lost;	    /* a frame that could not be queued: -errno */
 	unsigned long long timeout_ms, start_ms;
 	bool cancelled, have_exit, timed_out, gone;
 	aj_agent_exit ax; /* the agent's answer, when have_exit */
@@ -742,34 +741,26 @@ struct aj_job {
 	int failed;
 };
 
+/* A frame for the agent queued (front: a signal, ahead of stdin not yet
+ * begun). One that can't be (out of memory) ends the exec with the error,
+ * its command killed: never stdin or a signal lost silently. */
+static int queue_at(aj_job *j, char type, const void *buf, size_t len, bool front)
+{
+	int r = aj_agent_queue_put(&j->out, type, buf, len, front);
+	if (r < 0 && !j->lost)
+		j->lost = r;
+	return r;
+}
+
 static int queue(aj_job *j, char type, const void *buf, size_t len)
 {
-	if (j->olen + AJ_AGENT_HDR + len > j->ocap) {
-		if (j->ooff) {
-			memmove(j->obuf, j->obuf + j->ooff, j->olen - j->ooff);
-			j->olen -= j->ooff;
-			j->ooff = 0;
-		}
-		size_t cap = j->ocap ? j->ocap : 4096;
-		while (cap < j->olen + AJ_AGENT_HDR + len)
-			cap *= 2;
-		char *nb = realloc(j->obuf, cap);
-		if (!nb)
-			return -ENOMEM;
-		j->obuf = nb;
-		j->ocap = cap;
-	}
-	aj_agent_hdr((unsigned char *)j->obuf + j->olen, type, (uint32_t)len);
-	if (len)
-		memcpy(j->obuf + j->olen + AJ_AGENT_HDR, buf, len);
-	j->olen += AJ_AGENT_HDR + len;
-	return 0;
+	return queue_at(j, type, buf, len, false);
 }
 
 static void send_signal(aj_job *j, int sig)
 {
 	unsigned char s = (unsigned char)sig;
-	(void)queue(j, AJ_AG_SIGNAL, &s, 1);
+	(void)queue_at(j, AJ_AG_SIGNAL, &s, 1, true);
 }
 
 static void cancel(aj_job *j)
@@ -911,21 +902,6 @@ static bool job_frame(void *ctx, char type, const char *buf, size_t len)
 	return true;
 }
 
-static void flush_out(aj_job *j, int fd)
-{
-	while (j->ooff < j->olen) {
-		ssize_t n =
-		    send(fd, j->obuf + j->ooff, j->olen - j->ooff, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n <= 0) {
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				j->ooff = j->olen = 0; /* the VM is gone */
-			return;
-		}
-		j->ooff += (size_t)n;
-	}
-	j->ooff = j->olen = 0;
-}
-
 /* The caller's stdin (a pipe, the terminal) into STDIN frames. */
 static void read_input(aj_job *j, int *fd)
 {
@@ -979,11 +955,13 @@ static void relay(aj_job *j)
 	mv_port *pt = &j->i->port[j->port];
 	unsigned long long deadline = j->timeout_ms ? j->start_ms + j->timeout_ms : 0;
 	int stage = 0;
-	while (!j->have_exit) {
-		flush_out(j, pt->fd);
+	while (!j->have_exit && !j->lost) {
+		(void)aj_agent_queue_flush(&j->out, pt->fd); /* broken: the VM is gone */
+		size_t queued = aj_agent_queue_pending(&j->out);
+		int in = j->tty >= 0 ? j->tty : j->stdin_fd; /* read below the high-water mark */
 		struct pollfd pf[4] = {
-		    {pt->fd, (short)(POLLIN | (j->olen > j->ooff ? POLLOUT : 0)), 0},
-		    {j->olen < OUT_HIGH ? (j->tty >= 0 ? j->tty : j->stdin_fd) : -1, POLLIN, 0},
+		    {pt->fd, (short)(POLLIN | (queued ? POLLOUT : 0)), 0},
+		    {aj_agent_queue_full(&j->out) ? -1 : in, POLLIN, 0},
 		    {j->io.signal_fd, POLLIN, 0},
 		    {j->io.cancel_fd > 0 && !j->cancelled ? j->io.cancel_fd : -1, POLLIN, 0},
 		};
@@ -1038,13 +1016,12 @@ static void relay(aj_job *j)
 static bool finish_out(aj_job *j, int fd)
 {
 	unsigned long long until = aj_mvbox_now_ms() + 2000;
-	while (j->olen > j->ooff && aj_mvbox_now_ms() < until) {
-		flush_out(j, fd);
+	while (aj_agent_queue_pending(&j->out) && aj_mvbox_now_ms() < until) {
 		struct pollfd pf = {fd, POLLOUT, 0};
-		if (j->olen > j->ooff)
+		if (aj_agent_queue_flush(&j->out, fd) == -EAGAIN)
 			(void)poll(&pf, 1, 50);
 	}
-	return j->olen <= j->ooff;
+	return !aj_agent_queue_pending(&j->out);
 }
 
 static void free_job(aj_job *j)
@@ -1056,7 +1033,7 @@ static void free_job(aj_job *j)
 		close(tty);
 	aj_redactor_free(&j->red[0]);
 	aj_redactor_free(&j->red[1]);
-	free(j->obuf);
+	aj_agent_queue_free(&j->out);
 	free(j);
 }
 
@@ -1075,11 +1052,24 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 		return aj_mvbox_vm_gone(i, err);
 	}
 	relay(j);
-	bool answered = j->have_exit && finish_out(j, i->port[j->port].fd);
-	aj_mvbox_port_give(i, j->port, answered, j->gone);
+	int fd = i->port[j->port].fd;
+	bool answered = !j->lost && j->have_exit && finish_out(j, fd), dead = j->gone;
+	if (j->lost && !j->gone) {
+		/* the command killed: what was not begun dropped, the frame cut
+		 * short finished (else the port is given up), then SIGKILL; its
+		 * answer is drained before the port's next use */
+		aj_agent_queue_drop_unbegun(&j->out);
+		unsigned char sig = SIGKILL;
+		dead = !finish_out(j, fd) || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
+	}
+	aj_mvbox_port_give(i, j->port, answered, dead);
 	res->wall_ms = aj_mvbox_now_ms() - j->start_ms;
 	int r = 0;
-	if (j->timed_out) {
+	if (j->lost) {
+		r = aj_err(err, -j->lost,
+			   "microvm: out of memory for the frames to the guest's agent (stdin, a "
+			   "signal): the command was killed rather than go on without them");
+	} else if (j->timed_out) {
 		res->timed_out = true;
 		res->exit_code = AJ_EXIT_TIMEOUT;
 		res->term_signal = j->have_exit ? j->ax.term_signal : SIGKILL;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 #include "boot.h"
 #include "publish.h"
 #include "redact.h"
+#include "snap.h"
 #include "util.h"
 
 static unsigned long long now_ms(void)
@@ -34,14 +36,18 @@ static unsigned long long now_ms(void)
 
 /* Our stdout or stderr, written without blocking, so that a reader that
  * stalls never stops the timeout: a pipe, FIFO or terminal reopened with
- * O_NONBLOCK (the caller's open file description untouched), a socket
- * written with MSG_DONTWAIT, a file as it is (it does not block). What it
- * did not take waits in buf, and the next frame is read from the agent
- * only once buf is empty: one frame at most (the guest's writers block). */
+ * O_NONBLOCK (the caller's open file description untouched), or where that
+ * reopen fails (no /proc, another uid's pipe) a pipe to a writer child
+ * that does the blocking writes to the caller's fd and is killed at the
+ * end; a socket written with MSG_DONTWAIT, a file as it is (it does not
+ * block). What it did not take waits in buf, and the next frame is read
+ * from the agent only once buf is empty: one frame at most (the guest's
+ * writers block). */
 typedef struct mv_out {
 	int fd;
-	bool owned; /* fd is our reopening */
+	bool owned; /* fd is our reopening, or the pipe to the writer */
 	bool sock;
+	pid_t writer; /* the writer child, or 0 */
 	char *buf;
 	size_t len, off;
 } mv_out;
@@ -58,101 +64,116 @@ typedef struct mv_io {
 	/* frames for the agent, sent without blocking: the agent stops reading
 	 * its port while it holds stdin the command has not read, and a
 	 * blocked send() would never see the timeout again */
-	unsigned char *q;
-	size_t qlen, qoff, qcap;
+	aj_agent_queue q;
+	int failed; /* a frame or output that could not be kept: -errno */
 } mv_io;
 
-/* stdin is read only while less than this waits for the agent */
-#define Q_HIGH (256u << 10)
-
-/* The end of the frame that holds byte off (frames start at 0). */
-static size_t q_boundary(const mv_io *io, size_t off)
+/* A frame for the agent queued (front: a signal, ahead of stdin). One
+ * that can't be is never lost silently: the run ends with the error. */
+static void put(mv_io *io, char type, const void *buf, size_t len, bool front)
 {
-	size_t b = 0;
-	while (b < off && b + AJ_AGENT_HDR <= io->qlen)
-		b += AJ_AGENT_HDR + aj_agent_len(io->q + b);
-	return b;
+	int r = aj_agent_queue_put(&io->q, type, buf, len, front);
+	if (r < 0 && !io->failed)
+		io->failed = r;
 }
 
-/* A frame queued; front: before every frame not yet begun (a signal
- * overtakes the stdin the agent has not taken). */
-static void q_put(mv_io *io, char type, const void *buf, size_t len, bool front)
+/* The writer child: our pipe's bytes to the caller's fd, blocking; it
+ * ignores the signals the run passes on (a terminal's ^C is the
+ * command's) and dies with us. */
+static _Noreturn void writer_main(int from, int to, pid_t parent)
 {
-	size_t n = AJ_AGENT_HDR + len;
-	if (io->qoff && io->qoff == io->qlen) {
-		io->qoff = io->qlen = 0;
-	} else if (io->qoff && io->qlen + n > io->qcap) {
-		size_t first = 0; /* the frames sent whole dropped */
-		while (first + AJ_AGENT_HDR + aj_agent_len(io->q + first) <= io->qoff)
-			first += AJ_AGENT_HDR + aj_agent_len(io->q + first);
-		memmove(io->q, io->q + first, io->qlen - first);
-		io->qlen -= first;
-		io->qoff -= first;
-	}
-	if (io->qlen + n > io->qcap) {
-		size_t cap = io->qcap ? io->qcap : 4096;
-		while (cap < io->qlen + n)
-			cap *= 2;
-		unsigned char *nb = realloc(io->q, cap);
-		if (!nb) /* dropped: the teardown after the timeout covers it */
-			return;
-		io->q = nb;
-		io->qcap = cap;
-	}
-	size_t at = front ? q_boundary(io, io->qoff) : io->qlen;
-	while (front && at < io->qlen && io->q[at] == AJ_AG_SIGNAL) /* signals in order */
-		at += AJ_AGENT_HDR + aj_agent_len(io->q + at);
-	memmove(io->q + at + n, io->q + at, io->qlen - at);
-	aj_agent_hdr(io->q + at, type, (uint32_t)len);
-	if (len)
-		memcpy(io->q + at + AJ_AGENT_HDR, buf, len);
-	io->qlen += n;
-}
-
-/* As much of the queue as the agent's port takes now. */
-static void q_flush(mv_io *io, int fd)
-{
-	while (io->qoff < io->qlen) {
-		ssize_t w =
-		    send(fd, io->q + io->qoff, io->qlen - io->qoff, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(0);
+	int ign[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+	struct sigaction sa = {.sa_handler = SIG_IGN};
+	for (size_t i = 0; i < sizeof(ign) / sizeof(ign[0]); i++)
+		sigaction(ign[i], &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	int keep[] = {from};
+	close(0);
+	close(to == 1 ? 2 : 1);
+	aj_close_all_except(keep, 1);
+	static char buf[65536];
+	for (;;) {
+		ssize_t n = read(from, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && errno == EAGAIN)
-			return;
-		if (w <= 0) { /* the VM is gone: its end is read from the port */
-			io->qoff = io->qlen;
-			break;
+		if (n <= 0)
+			_exit(0);
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(to, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				/* the caller's file is non-blocking (its flags are shared) */
+				struct pollfd pf = {.fd = to, .events = POLLOUT};
+				(void)poll(&pf, 1, -1);
+				continue;
+			}
+			if (w <= 0) /* the reader is gone: our pipe then says EPIPE */
+				_exit(0);
+			off += w;
 		}
-		io->qoff += (size_t)w;
 	}
-	io->qoff = io->qlen = 0;
 }
 
-static size_t q_pending(const mv_io *io)
+static int start_writer(mv_out *o, int fd)
 {
-	return io->qlen - io->qoff;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid_t self = getpid();
+	pid_t pid = fork();
+	if (pid == 0)
+		writer_main(p[0], fd, self);
+	int e = errno;
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
+		return -e;
+	}
+	(void)fcntl(p[1], F_SETFL, O_NONBLOCK);
+	o->fd = p[1], o->owned = true, o->writer = pid;
+	return 0;
 }
 
-static void out_open(mv_out *o, int fd)
+/* 0, or -errno when no writer could be had for a reopen that failed */
+static int out_open(mv_out *o, int fd)
 {
 	struct stat st;
 	*o = (mv_out){.fd = fd};
 	if (fstat(fd, &st) < 0)
-		return;
+		return 0; /* closed: our writes fail as the caller's would */
 	o->sock = S_ISSOCK(st.st_mode);
-	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		int nb = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-		if (nb >= 0)
-			o->fd = nb, o->owned = true;
+	if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int nb = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (nb >= 0) {
+		o->fd = nb, o->owned = true;
+		return 0;
 	}
+	return start_writer(o, fd);
 }
 
-static void out_close(mv_out *o)
+/* The writer's last bytes until deadline_ms (0: none), then it goes. */
+static void out_close(mv_out *o, unsigned long long deadline_ms)
 {
 	if (o->owned)
 		close(o->fd);
+	while (o->writer > 0 && waitpid(o->writer, NULL, WNOHANG) == 0) {
+		if (deadline_ms && now_ms() >= deadline_ms) {
+			kill(o->writer, SIGKILL);
+			waitpid(o->writer, NULL, 0);
+			break;
+		}
+		struct timespec ts = {0, 5000000};
+		nanosleep(&ts, NULL);
+	}
 	free(o->buf);
 	*o = (mv_out){.fd = -1};
 }
@@ -181,17 +202,19 @@ static void out_flush(mv_out *o)
 	o->len = o->off = 0;
 }
 
-static void out_put(mv_out *o, const char *b, size_t n)
+/* 0, or -ENOMEM: the run ends with it (output never lost silently) */
+static int out_put(mv_out *o, const char *b, size_t n)
 {
 	if (!n)
-		return;
+		return 0;
 	char *nb = realloc(o->buf, o->len + n);
-	if (!nb) /* dropped, as a reader that is gone */
-		return;
+	if (!nb)
+		return -ENOMEM;
 	o->buf = nb;
 	memcpy(o->buf + o->len, b, n);
 	o->len += n;
 	out_flush(o);
+	return 0;
 }
 
 /* The rest of the output, until deadline_ms (0: none) */
@@ -223,7 +246,7 @@ static void follow_size(aj_mv_vm *m, mv_io *io)
 		return;
 	io->ws = ws;
 	unsigned char b[4] = {ws.ws_row & 0xff, ws.ws_row >> 8, ws.ws_col & 0xff, ws.ws_col >> 8};
-	q_put(io, AJ_AG_WINSIZE, b, sizeof(b), false);
+	put(io, AJ_AG_WINSIZE, b, sizeof(b), false);
 	(void)m;
 }
 
@@ -240,8 +263,10 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 			  : m->p->workspace ? AJ_WORKSPACE_DIR
 			  : m->p->uid	    ? AJ_SANDBOX_HOME
 					    : "/root";
-	json_t *q =
-	    json_pack("{s:s,s:o,s:o,s:s}", "op", "exec", "argv", argv, "env", envj, "cwd", cwd);
+	/* "started": the agent says when the command started ('B'), where
+	 * --timeout begins */
+	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env", envj,
+			      "cwd", cwd, "started", 1);
 	q = aj_mv_exec_profile(m, aj_mv_exec_rlimits(m->p, q));
 	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
 		json_object_set_new(q, "uid", json_integer(m->p->uid));
@@ -263,15 +288,19 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 
 static void output(mv_io *io, int stream, const char *buf, size_t len, bool final)
 {
+	int r = 0;
 	if (!io->redact) {
-		out_put(&io->out[stream - 1], buf, len);
-		return;
+		r = out_put(&io->out[stream - 1], buf, len);
+	} else {
+		char *out = NULL;
+		size_t n = 0;
+		r = aj_redactor_feed(&io->red[stream - 1], buf, len, final, &out, &n);
+		if (r == 0 && n)
+			r = out_put(&io->out[stream - 1], out, n);
+		free(out);
 	}
-	char *out = NULL;
-	size_t n = 0;
-	if (aj_redactor_feed(&io->red[stream - 1], buf, len, final, &out, &n) == 0 && n)
-		out_put(&io->out[stream - 1], out, n);
-	free(out);
+	if (r < 0 && !io->failed)
+		io->failed = r;
 }
 
 /* The agent's last frame: how the command ended. */
@@ -290,32 +319,75 @@ static int ended(aj_mv_vm *m, const char *js, size_t len, aj_run_result *res, aj
 	}
 	res->exit_code = x.exit_code;
 	res->term_signal = x.term_signal;
+	res->cpu_user_ms = x.cpu_user_us / 1000;
+	res->cpu_sys_ms = x.cpu_sys_us / 1000;
 	res->status = res->term_signal ? 0 : res->exit_code;
 	return 0;
 }
 
-/* Relay until the agent's exit frame (or the timeout, or the VM's end). */
+/* How long the guest's agent may take to start the command after qemu
+ * started (the guest's boot: 2-7 s on TCG): past it the run fails, never
+ * waits on a VM that does not become ready (a test may shorten it:
+ * AGENTJAIL_MICROVM_TEST_START_MS). */
+#define START_MS 60000ULL
+
+static int not_started(aj_mv_vm *m, aj_error *err)
+{
+	char tail[512];
+	aj_mv_console_tail(m, tail, sizeof(tail));
+	int r = aj_err(err, ETIMEDOUT,
+		       "microvm: the guest did not start the command within %llu ms of the VM's "
+		       "start (its boot or its agent hung)%s%s",
+		       aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_START_MS", START_MS),
+		       *tail ? ": " : "", tail);
+	aj_err_hint(err,
+		    "run `agentjail doctor`; AGENTJAIL_MICROVM_DEBUG=1 keeps the VM's console");
+	return r;
+}
+
+/* A frame for the agent or output for the caller that could not be kept:
+ * the run ends (exit 125, the VM killed), never goes on without it. */
+static int lost(const mv_io *io, aj_error *err)
+{
+	return aj_err(err, -io->failed,
+		      "microvm: %s: the run was stopped and its VM killed, rather than lose the "
+		      "command's stdin, a signal for it or its output",
+		      io->failed == -ENOMEM
+			  ? "out of memory for the frames to and from the guest's agent"
+			  : "a frame for the guest's agent or the command's output could not be "
+			    "kept");
+}
+
+/* Relay until the agent's exit frame (or the timeout, or the VM's end).
+ * --timeout counts from the command's start (the agent's 'B' frame), as
+ * level 1's counts from its command's; the boot before it has START_MS. */
 static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 {
 	const aj_policy *p = m->p;
-	unsigned long long start = now_ms(), term_at = 0;
-	/* the output left when the command ended is written until then */
-	io->deadline = p->timeout_ms ? start + p->timeout_ms + p->kill_after_ms : 0;
+	unsigned long long boot_end =
+	    now_ms() + aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_START_MS", START_MS);
+	unsigned long long start = 0, term_at = 0; /* start: the command's (0: not yet) */
 	for (;;) {
+		if (io->failed)
+			return lost(io, err);
 		unsigned long long now = now_ms();
-		if (p->timeout_ms && !res->timed_out && now - start >= p->timeout_ms) {
+		if (!start && now >= boot_end)
+			return not_started(m, err);
+		if (start && p->timeout_ms && !res->timed_out && now - start >= p->timeout_ms) {
 			res->timed_out = true;
 			term_at = now;
 			unsigned char sig = SIGTERM;
-			q_put(io, AJ_AG_SIGNAL, &sig, 1, true);
-			q_flush(io, m->ports[0]);
+			put(io, AJ_AG_SIGNAL, &sig, 1, true);
+			(void)aj_agent_queue_flush(&io->q, m->ports[0]);
 		}
 		if (res->timed_out && now - term_at >= p->kill_after_ms) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
 			return 0; /* the VM goes with everything in it */
 		}
 		int wait = -1;
-		if (p->timeout_ms && !res->timed_out)
+		if (!start)
+			wait = (int)(boot_end - now);
+		else if (p->timeout_ms && !res->timed_out)
 			wait = (int)(p->timeout_ms - (now - start));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
@@ -324,9 +396,10 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = 99;
 		/* the agent's next frame once our reader took the last one */
 		bool held = out_pending(&io->out[0]) || out_pending(&io->out[1]);
-		short ev = (held ? 0 : POLLIN) | (q_pending(io) ? POLLOUT : 0);
+		size_t queued = aj_agent_queue_pending(&io->q);
+		short ev = (held ? 0 : POLLIN) | (queued ? POLLOUT : 0);
 		struct pollfd pf[5] = {{ev ? m->ports[0] : -1, ev, 0},
-				       {q_pending(io) < Q_HIGH ? io->in : -1, POLLIN, 0},
+				       {aj_agent_queue_full(&io->q) ? -1 : io->in, POLLIN, 0},
 				       {out_pending(&io->out[0]) ? io->out[0].fd : -1, POLLOUT, 0},
 				       {out_pending(&io->out[1]) ? io->out[1].fd : -1, POLLOUT, 0},
 				       {io->sfd, POLLIN, 0}};
@@ -336,7 +409,7 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 		if (pf[4].revents && read(io->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			/* as level 1's init: the caller's signal is the command's */
 			unsigned char sig = (unsigned char)si.ssi_signo;
-			q_put(io, AJ_AG_SIGNAL, &sig, 1, true);
+			put(io, AJ_AG_SIGNAL, &sig, 1, true);
 		}
 		for (int k = 0; k < 2; k++)
 			if (pf[2 + k].revents)
@@ -348,9 +421,10 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 				continue;
 			if (n <= 0)
 				io->in = -1;
-			q_put(io, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0, false);
+			put(io, AJ_AG_STDIN, buf, n > 0 ? (size_t)n : 0, false);
 		}
-		q_flush(io, m->ports[0]);
+		/* a broken port: the VM is gone, its end is read from the port */
+		(void)aj_agent_queue_flush(&io->q, m->ports[0]);
 		if (!(pf[0].revents & ~POLLOUT) || held) {
 			if (waitpid(m->pids[0], NULL, WNOHANG) == m->pids[0]) {
 				m->pids[0] = 0;
@@ -362,6 +436,11 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 		uint32_t len;
 		if (aj_agent_recv(m->ports[0], &type, &buf, &len) <= 0)
 			break;
+		if (!start && type != AJ_AG_EXIT) { /* 'B', or output before it */
+			start = now_ms();
+			if (p->timeout_ms)
+				io->deadline = start + p->timeout_ms + p->kill_after_ms;
+		}
 		if (type == AJ_AG_STDOUT || type == AJ_AG_STDERR)
 			output(io, type == AJ_AG_STDOUT ? 1 : 2, buf, len, false);
 		int r = type == AJ_AG_EXIT ? ended(m, buf, len, res, err) : 1;
@@ -403,8 +482,16 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 		return aj_err(err, ENOMEM, "redactor");
 	}
 	io.redact = aj_redactor_active(&io.red[0]);
-	out_open(&io.out[0], 1);
-	out_open(&io.out[1], 2);
+	if ((r = out_open(&io.out[0], 1)) < 0 || (r = out_open(&io.out[1], 2)) < 0) {
+		aj_err(err, -r,
+		       "microvm: cannot start the writer of our output (its reopen failed)");
+		out_close(&io.out[0], 1);
+		out_close(&io.out[1], 1);
+		aj_redactor_free(&io.red[0]);
+		aj_redactor_free(&io.red[1]);
+		aj_mv_publish_stop(&pb);
+		return r;
+	}
 	/* a caller that stops reading our output must not kill us (the VM's
 	 * directory and cgroup would stay) */
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
@@ -444,6 +531,10 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	if (r == 0) {
 		output(&io, 1, "", 0, true);
 		output(&io, 2, "", 0, true);
+		if (io.failed) /* the redactor's last bytes could not be kept */
+			r = lost(&io, err);
+	}
+	if (r == 0) {
 		res->wall_ms = now_ms() - t0;
 		if (res->term_signal == SIGKILL && !res->timed_out && aj_mv_guest_oom(&m)) {
 			res->oom_killed = true;
@@ -471,10 +562,12 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	aj_redactor_free(&io.red[1]);
 	aj_mv_publish_stop(&pb);
 	aj_mv_teardown(&m);
-	out_drain(&io, io.deadline);
-	out_close(&io.out[0]);
-	out_close(&io.out[1]);
-	free(io.q);
+	/* after an error the writers go at once; else until the timeout's end */
+	unsigned long long until = r < 0 ? now_ms() : io.deadline;
+	out_drain(&io, until);
+	out_close(&io.out[0], until);
+	out_close(&io.out[1], until);
+	aj_agent_queue_free(&io.q);
 	if (io.sfd >= 0)
 		close(io.sfd);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
