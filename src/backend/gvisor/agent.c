@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_net.h"
 #include "agent_proto.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
@@ -1434,6 +1435,8 @@ int main(int argc, char **argv)
 		return op_connect(q);
 	if (!strcmp(op, "workspace"))
 		return op_workspace();
+	if (!strcmp(op, "net")) /* a restored microVM's NIC (agent_net.c) */
+		return answer(aj_agent_net(q));
 	if (!strcmp(op, "tree"))
 		return op_tree(q);
 	if (!path)

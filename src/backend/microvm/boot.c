@@ -357,7 +357,10 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 static int root_image(aj_mv_vm *m, aj_error *err)
 {
 	aj_mv_rootimg ri;
-	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs, &ri, err);
+	/* the sandbox's resolver in a booted VM's /etc; a snapshot's is every
+	 * sandbox's (its agent writes the resolver after the NIC's plug) */
+	int r = aj_mv_rootimg_make(m->p, m->dir, m->h.initramfs,
+				   m->snap ? NULL : aj_mv_net_resolv(m->net), &ri, err);
 	if (r < 0)
 		return r;
 	snprintf(m->rootimg, sizeof(m->rootimg), "%s", ri.sqfs);
@@ -540,14 +543,15 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		     getenv("AGENTJAIL_MICROVM_DEBUG") ? "" : "quiet ", m->h.tsc_khz, p->tmp_size,
 		     p->pids ? p->pids + m->nports - 1 : 0, p->workspace && !m->snap ? 1 : 0,
 		     p->hostname ? p->hostname : AJ_DEFAULT_HOSTNAME, m->nports,
-		     (aj_mv_net_cmdline(m->net, net, sizeof(net)), net));
+		     (aj_mv_net_cmdline(m->snap ? NULL : m->net, net, sizeof(net)), net));
 	if (m->rootimg[0]) /* the image's squashfs (rootimg.c) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.root=blk");
 	/* --disk caps the writable layer's inodes too, as level 1's scratch */
 	al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.inodes=%llu",
 		       aj_scratch_inodes(p->tmp_size));
-	/* a snapshot's machine: one PCIe slot for the workspace's hotplug
-	 * (qemu's microvm ACPI grants no _OSC: the ports' driver forced) */
+	/* a snapshot's machine: PCIe slots for the workspace's and the NIC's
+	 * hotplug (qemu's microvm ACPI grants no _OSC: the ports' driver
+	 * forced); the guest loads the virtio-pci and NIC drivers */
 	if (m->snap)
 		al += snprintf(append + al, sizeof(append) - (size_t)al,
 			       " pcie_ports=native aj.pci=1");
@@ -601,9 +605,14 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 		argv[n++] = "-device";
 		argv[n++] = port[k];
 	}
-	if (m->snap) { /* the workspace's slot (aj_mv_snap_plug_ws) */
+	/* a snapshot's machine: a PCIe slot for each device hot-plugged after
+	 * a restore (the workspace, the NIC: aj_mv_snap_ports) */
+	char rp[8][64];
+	for (size_t k = 0; m->snap && k < aj_mv_snap_n_ports && k < AJ_ARRAY_SIZE(rp); k++) {
+		snprintf(rp[k], sizeof(rp[k]), "pcie-root-port,id=%s,chassis=%zu,slot=0",
+			 aj_mv_snap_ports[k], k + 1);
 		argv[n++] = "-device";
-		argv[n++] = "pcie-root-port,id=rp0,chassis=1,slot=0";
+		argv[n++] = rp[k];
 	}
 	if (p->workspace && !m->snap) {
 		argv[n++] = "-chardev";
@@ -676,8 +685,11 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			argv[n++] = m->pair ? "defer" : "fd:3";
 		}
 	}
-	/* the NIC: the tap made in the VM's own network namespace (net.c) */
+	/* the NIC: the tap made in the VM's own network namespace (net.c); a
+	 * snapshot's VM gets it hot-plugged once ready (box.c), none at boot */
 	int nsfd, tap = aj_mv_net_fds(m->net, &nsfd);
+	if (m->snap)
+		tap = -1;
 	if (tap >= 0) {
 		argv[n++] = "-netdev";
 		argv[n++] = "tap,id=net0,fd=3";

@@ -34,6 +34,7 @@
 #include "boot.h"
 #include "image.h"
 #include "mvbox.h"
+#include "net_addr.h"
 #include "snap.h"
 #include "microvm.h"
 #include "redact.h"
@@ -356,7 +357,7 @@ static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *er
 /* The boot (or restore) up to the agent's first answer; a booted one that
  * may be is saved first. A restored VM takes its identity only when it is
  * handed out (mv_claim): until then it is the snapshot's. *ws: the failure
- * was the workspace's hotplug or mount (the snapshot restored fine). */
+ * was the workspace's or the NIC's hotplug (the snapshot restored fine). */
 static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 {
 	*ws = false;
@@ -398,6 +399,24 @@ static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 			aj_err_prefix(err, "microvm: the guest did not mount the workspace");
 		*ws = r < 0;
 	}
+	/* and its NIC (a tap's address is the sandbox's own, never in a
+	 * snapshot): plugged, then addressed by the agent (agent_net.c); the
+	 * create fails if it is not (after one boot with it: create_inst) */
+	int nsfd, tap = aj_mv_net_fds(i->vm.net, &nsfd);
+	if (r == 0 && i->vm.snap && tap >= 0) {
+		json_t *q = aj_mv_net_req(i->vm.net);
+		r = q ? aj_mv_snap_plug_net(i->vm.vm, tap, err) : aj_err(err, ENOMEM, "network");
+		mv_call c = {.data_fd = -1};
+		if (r == 0) {
+			r = call_agent(i, q, -1, 0, &c, "eth0", READY_TIMEOUT_MS, err);
+			q = NULL;
+			if (r < 0)
+				aj_err_prefix(err, "microvm: the guest did not bring up its NIC "
+						   "with the sandbox's address");
+		}
+		json_decref(q);
+		*ws = r < 0;
+	}
 	return r;
 }
 
@@ -418,15 +437,17 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 		aj_mv_vm_init(&i->vm, p, NULL, AJ_MV_BOX_PORTS);
 		i->vm.freezer = true;
 		/* an image: started from its snapshot, or booted and saved as
-		 * one (snap.c; not with a NIC: its address is the sandbox's
-		 * own), its workspace hot-plugged after; a snapshot that does not
-		 * restore (another qemu) is removed and the VM booted */
-		i->vm.snap = !boot_only && p->rootfs && !p->n_binds && p->net == AJ_NET_NONE;
+		 * one (snap.c), its workspace and NIC hot-plugged after (not
+		 * with HTTPS interception: netd's CA is the sandbox's own, in
+		 * its initramfs); a snapshot that does not restore (another
+		 * qemu) is removed and the VM booted */
+		i->vm.snap = !boot_only && p->rootfs && !p->n_binds && !aj_net_tls_wanted(p);
 		if (ckpt)
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
-		/* a workspace that fails to plug or mount (the tenant's, or this
-		 * snapshot's): booted once more without the snapshot, which is
-		 * kept (no tenant evicts it); a restore that fails removes it */
+		/* a workspace or NIC that fails to plug, mount or take its
+		 * address (the tenant's, or this snapshot's): booted once more
+		 * without the snapshot, which is kept (no tenant evicts it); a
+		 * restore that fails removes it */
 		bool ws;
 		r = mv_boot_ready(i, &ws, err);
 		if (r == 0 || attempt || ckpt || (!i->vm.restored && !ws))
@@ -486,7 +507,7 @@ static void mv_kill(aj_inst *i);
 static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 {
 	*ckpt = NULL;
-	if (!i->vm.snap || i->vm.p->workspace) {
+	if (!i->vm.snap || i->vm.p->workspace || i->vm.net) {
 		aj_err(err, ENOTSUP,
 		       "a microVM with a workspace, --ro/--rw binds, a NIC or no image cannot be "
 		       "forked: its virtiofs devices (vhost-user-fs) do not migrate in qemu 7.2, "

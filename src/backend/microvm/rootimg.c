@@ -123,8 +123,8 @@ static int squashfs_of(const aj_policy *p, const char *vmdir, aj_mv_rootimg *m, 
 
 /* dir/initrd: the cached initramfs and a cpio of aj-etc/etc/ (the files
  * agentjail owns in /etc) after it. */
-static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs, aj_mv_rootimg *m,
-		      aj_error *err)
+static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs,
+		      const char *resolv, aj_mv_rootimg *m, aj_error *err)
 {
 	char layer[PATH_MAX], etc[PATH_MAX], initrd[PATH_MAX];
 	snprintf(layer, sizeof(layer), "%s/etclayer", dir);
@@ -134,7 +134,7 @@ static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs
 	if (r < 0)
 		return aj_err(err, -r, "microvm: cannot create %s", etc);
 	aj_etc_files f;
-	if (aj_etc_prepare(p, NULL, &f) < 0)
+	if (aj_etc_prepare(p, resolv, &f) < 0)
 		return aj_err(err, ENOMEM, "microvm: /etc");
 	r = aj_etc_write_dir(etc, &f, err);
 	/* a snapshot's key (snap.c): these texts and the initramfs, named
@@ -165,8 +165,8 @@ static int etc_initrd(const aj_policy *p, const char *dir, const char *initramfs
 }
 
 int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
-		       aj_mv_rootimg *out, aj_error *err)
+		       const char *resolv, aj_mv_rootimg *out, aj_error *err)
 {
 	int r = squashfs_of(p, dir, out, err);
-	return r < 0 ? r : etc_initrd(p, dir, initramfs, out, err);
+	return r < 0 ? r : etc_initrd(p, dir, initramfs, resolv, out, err);
 }

@@ -19,8 +19,10 @@ typedef struct aj_mv_rootimg {
 /* A file name of STATE/microvm that is a stored image's squashfs (or one
  * being made): true with the image's digest (64 hex digits). */
 bool aj_mv_rootimg_digest(const char *name, char hex[65]);
-/* For p->rootfs, the VM's private directory dir and the cached initramfs. */
+/* For p->rootfs, the VM's private directory dir and the cached initramfs;
+ * resolv: the guest's resolv.conf (a booted VM's NIC), NULL: no network's
+ * (a snapshot's VM: its agent writes the sandbox's after the NIC's plug). */
 int aj_mv_rootimg_make(const aj_policy *p, const char *dir, const char *initramfs,
-		       aj_mv_rootimg *out, aj_error *err);
+		       const char *resolv, aj_mv_rootimg *out, aj_error *err);
 
 #endif

@@ -786,6 +786,9 @@ int aj_mv_snap_ram_copy(int sealed, const aj_cgroup *cg, aj_error *err)
 	return e ? aj_err(err, e, "microvm: a copy of the snapshot's RAM") : m;
 }
 
+const char *const aj_mv_snap_ports[] = {AJ_MV_PORT_WS, AJ_MV_PORT_NET};
+const size_t aj_mv_snap_n_ports = sizeof(aj_mv_snap_ports) / sizeof(aj_mv_snap_ports[0]);
+
 int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
 {
 	char sock[PATH_MAX];
@@ -808,7 +811,7 @@ int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
 	if (r == 0 && !(j = qmp_cmd(&q,
 				    "{\"execute\":\"device_add\",\"arguments\":{\"driver\":"
 				    "\"vhost-user-fs-pci\",\"id\":\"ws\",\"chardev\":\"fsw\","
-				    "\"tag\":\"ws\",\"bus\":\"rp0\"}}",
+				    "\"tag\":\"ws\",\"bus\":\"" AJ_MV_PORT_WS "\"}}",
 				    -1, err)))
 		r = -EIO;
 	json_decref(j);
@@ -816,6 +819,33 @@ int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err)
 		close(q.fd);
 	if (r < 0)
 		aj_err_prefix(err, "microvm: the workspace's hotplug");
+	return r;
+}
+
+int aj_mv_snap_plug_net(const char *vmdir, int tapfd, aj_error *err)
+{
+	qmp q = {.fd = -1};
+	int r = qmp_open(vmdir, &q, err);
+	/* the tap by SCM_RIGHTS (qemu's fd 3 is the snapshot's state); no
+	 * option ROM (the confined qemu has no /usr/share/qemu, the guest no
+	 * firmware) */
+	static const char *const cmd[] = {
+	    "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"tap0\"}}",
+	    "{\"execute\":\"netdev_add\",\"arguments\":{\"type\":\"tap\",\"id\":\"net0\","
+	    "\"fd\":\"tap0\"}}",
+	    "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"virtio-net-pci\","
+	    "\"id\":\"nic0\",\"netdev\":\"net0\",\"romfile\":\"\",\"bus\":\"" AJ_MV_PORT_NET
+	    "\"}}"};
+	for (size_t k = 0; r == 0 && k < sizeof(cmd) / sizeof(cmd[0]); k++) {
+		json_t *j = qmp_cmd(&q, cmd[k], k == 0 ? tapfd : -1, err);
+		if (!j)
+			r = -EIO;
+		json_decref(j);
+	}
+	if (q.fd >= 0)
+		close(q.fd);
+	if (r < 0)
+		aj_err_prefix(err, "microvm: the NIC's hotplug");
 	return r;
 }
 

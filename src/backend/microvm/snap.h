@@ -43,10 +43,21 @@ int aj_mv_snap_incoming(const char *vmdir, aj_error *err);
  * cg (the VMM's host cgroups), written by a child in them: the copy's
  * pages are charged to the VM, not to the caller. */
 int aj_mv_snap_ram_copy(int sealed, const aj_cgroup *cg, aj_error *err);
+/* The snapshot machine's PCIe root ports, one per device a restored VM
+ * gets hot-plugged (boot.c adds them in this order, chassis k + 1; the
+ * machine, and so the snapshot's key, changes with this list). */
+#define AJ_MV_PORT_WS "rp0"	/* the workspace's virtiofs */
+#define AJ_MV_PORT_NET "rp-net" /* the NIC (--net open, --allow) */
+extern const char *const aj_mv_snap_ports[];
+extern const size_t aj_mv_snap_n_ports;
 /* The workspace's virtiofs hot-plugged into a running snapshot VM over
  * vmdir/qmp.sock: vmdir/ws.sock's vhost-user-fs-pci, tag "ws", on its
  * PCIe root port. */
 int aj_mv_snap_plug_ws(const char *vmdir, aj_error *err);
+/* The NIC hot-plugged the same way: the tap (tapfd, in the VM's network
+ * namespace, passed over QMP) as netdev "net0", a virtio-net-pci on
+ * AJ_MV_PORT_NET; the guest's agent then addresses it (op "net"). */
+int aj_mv_snap_plug_net(const char *vmdir, int tapfd, aj_error *err);
 /* The agent's request giving a restored VM its own identity: fresh
  * entropy, the time, the hostname (a new reference, or NULL). */
 json_t *aj_mv_identity_req(const aj_policy *p);

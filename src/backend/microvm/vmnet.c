@@ -5,9 +5,12 @@
  * with the veth's sandbox end in a network namespace of the VM's own,
  * bridged there with a tap device whose fd qemu gets (`-netdev tap,fd=3`:
  * qemu needs no CAP_NET_ADMIN and runs in that namespace). The guest's init
- * takes the sandbox's address, route and resolver from aj.net=. */
+ * takes the sandbox's address, route and resolver from aj.net=; a VM
+ * restored from its image's snapshot gets the NIC hot-plugged and its
+ * agent takes them from the request aj_mv_net_req makes (op "net"). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +89,19 @@ void aj_mv_net_cmdline(const aj_mv_net *v, char *out, size_t len)
 	inet_ntop(AF_INET, &g, gw, sizeof(gw));
 	/* the guest's eth0: its address in the /30, the gateway the host's side */
 	snprintf(out, len, " aj.net=%s/30,%s", ip, gw);
+}
+
+json_t *aj_mv_net_req(const aj_mv_net *v)
+{
+	if (!v || v->tap < 0)
+		return NULL;
+	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+	uint32_t a = htonl(v->n.sandbox_ip), g = htonl(v->n.host_ip);
+	inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	inet_ntop(AF_INET, &g, gw, sizeof(gw));
+	/* the same /30 and gateway as aj.net= gives a booted guest's init */
+	return json_pack("{s:s,s:s,s:i,s:s,s:s}", "op", "net", "addr", ip, "prefix", 30, "gw", gw,
+			 "resolv", v->resolv ? v->resolv : "");
 }
 
 void aj_mv_net_teardown(aj_mv_net **vp)

@@ -7,6 +7,7 @@
 #ifndef AJ_MV_VMNET_H
 #define AJ_MV_VMNET_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -24,6 +25,9 @@ const char *aj_mv_net_ca(const aj_mv_net *v);
 int aj_mv_net_fds(const aj_mv_net *v, int *nsfd);
 /* " aj.net=IP/30,GW" for the kernel command line, or "" */
 void aj_mv_net_cmdline(const aj_mv_net *v, char *out, size_t len);
+/* The agent's request that addresses a hot-plugged NIC (a snapshot's VM,
+ * box.c): {"op":"net", addr, prefix, gw, resolv}; NULL without a NIC. */
+json_t *aj_mv_net_req(const aj_mv_net *v);
 void aj_mv_net_teardown(aj_mv_net **v);
 
 #endif

@@ -47,9 +47,14 @@ static const char *const modules[] = {"virtio_ring", "virtio",	 "virtio_mmio", "
 				      "fuse",	     "virtiofs", "overlay",	"virtio-rng"};
 /* an image's root (aj.root=blk): its squashfs on virtio-blk */
 static const char *const blk_modules[] = {"virtio_blk", "squashfs"};
-/* a snapshot's machine (aj.pci=1): its workspace hot-plugged on PCIe */
-static const char *const pci_modules[] = {"virtio_pci_legacy_dev", "virtio_pci_modern_dev",
-					  "virtio_pci"};
+/* a snapshot's machine (aj.pci=1): its workspace and NIC hot-plugged on
+ * PCIe (the NIC's driver ready here: the agent addresses it, agent_net.c) */
+static const char *const pci_modules[] = {"virtio_pci_legacy_dev",
+					  "virtio_pci_modern_dev",
+					  "virtio_pci",
+					  "failover",
+					  "net_failover",
+					  "virtio_net"};
 
 static void say(const char *what, const char *a, int e)
 {
