@@ -47,8 +47,17 @@ etc_view() {
 copies() { find "$CACHE" -mindepth 1 -maxdepth 1 -type d -name '????????????????' | wc -l; }
 
 # A change must be over a second old before a copy is kept (a second change
-# in the same clock tick could keep the file's times): wait that out.
-settle() { sleep 2.2; }
+# in the same clock tick could keep the file's times): wait that out, until
+# the clock's second is 2 past the newest ctime below /etc (etc_cache.c keeps
+# a copy when ctime < start - 1; was a fixed 2.2 s), 3 s at most.
+settle() {
+    local newest i
+    newest=$(find /etc -xdev -printf '%C@\n' 2>/dev/null | sort -n | tail -n 1)
+    for ((i = 0; i < 60; i++)); do
+        [ "${EPOCHREALTIME%.*}" -ge $((${newest%.*} + 2)) ] && return 0
+        sleep 0.05
+    done
+}
 
 @test "/etc is one read-only bind of the state directory's copy, with the host's files" {
     etc_view

@@ -225,7 +225,8 @@ lines() { wc -l <"$T/$1.out"; }
     run oci resume p1
     assert_status 0
     assert_eq "$(state_field p1 status)" running
-    sleep 0.4
+    local i # until a new line (was a fixed 0.4 s), 2 s at most
+    for ((i = 0; i < 40; i++)); do [ "$(lines p1)" -gt "$n" ] && break; sleep 0.05; done
     [ "$(lines p1)" -gt "$n" ] || fail "no output after resume"
     run oci resume p1
     assert_status 125

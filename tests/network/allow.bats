@@ -177,13 +177,15 @@ NS='$(sed -n "s/^nameserver //p" /etc/resolv.conf)'
 
 @test "--allow: set elements carry the DNS TTL (at least 30 s)" {
     hrun --dns 192.0.2.53 --allow allowed.test --allow short.allowed.test -- sh -c "
-        python3 /dnsq.py $NS allowed.test; python3 /dnsq.py $NS short.allowed.test; touch /workspace/asked; sleep 5" >"$T/out" &
+        python3 /dnsq.py $NS allowed.test; python3 /dnsq.py $NS short.allowed.test; touch /workspace/asked
+        i=0; while [ ! -e /workspace/done ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done" >"$T/out" &
     AJ_BG_PID=$!
     local i
     for ((i = 0; i < 200; i++)); do [ -e "$WS/asked" ] && break; sleep 0.05; done
     [ -e "$WS/asked" ] || fail "no query"
     local set
     set=$(ip netns exec "$HNS" nft list ruleset | sed -n '/set allow4/,/}/p')
+    touch "$WS/done" # the sandbox held its set until now (was a fixed sleep 5)
     wait "$AJ_BG_PID"
     AJ_BG_PID=
     [[ "$set" == *"192.0.2.10 . 80 timeout 1m"* ]] || fail "allowed.test: $set"

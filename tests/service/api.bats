@@ -131,10 +131,15 @@ PY
         "http://agentjail/v1/sandboxes/$id/exec" -d '{"cmd": "echo started; sleep 3; touch /tmp/survived"}'
     [ "$status" -ne 0 ]
     assert_contains "$output" started
-    sleep 3.5
-    assert_eq "$(sb_exec "$id" '{"cmd": "ls /tmp/survived 2>&1; ps -e -o comm= | grep -c sleep"}' | events_stdout)" \
-        "ls: cannot access '/tmp/survived': No such file or directory"$'\n'"0"
-    # and the audit log has the cancelled exec's end (killed: 137)
+    # until the audit log has the cancelled exec's end (killed: 137) and no
+    # sleep is left (was a fixed 3.5 s); uncancelled, it would end 0 at 3 s
+    local i left
+    for ((i = 0; i < 100; i++)); do
+        left=$(sb_exec "$id" '{"cmd": "ls /tmp/survived 2>&1; ps -e -o comm= | grep -c sleep"}' | events_stdout)
+        grep '"event":"exec"' "$STATE/audit.log" | grep -q '"exit_code":137' && [ "${left##*$'\n'}" = 0 ] && break
+        sleep 0.05
+    done
+    assert_eq "$left" "ls: cannot access '/tmp/survived': No such file or directory"$'\n'"0"
     grep '"event":"exec"' "$STATE/audit.log" | grep -q '"exit_code":137'
 }
 
