@@ -352,12 +352,7 @@ static int cg_fd = -1;
 
 static int cg_write(const char *file, const char *v)
 {
-	int fd = openat(cg_fd, file, O_WRONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : write(fd, v, strlen(v));
-	int e = errno;
-	if (fd >= 0)
-		close(fd);
-	return n == (ssize_t)strlen(v) ? 0 : -(e ? e : EIO);
+	return aj_agent_cg_put(cg_fd, file, v);
 }
 
 /* The guest's processes frozen for the copy (cgroup.freeze, as level 1

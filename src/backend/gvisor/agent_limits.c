@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int cg_put(int cg, const char *file, const char *v)
+int aj_agent_cg_put(int cg, const char *file, const char *v)
 {
 	int fd = openat(cg, file, O_WRONLY | O_CLOEXEC);
 	ssize_t n = fd < 0 ? -1 : write(fd, v, strlen(v));
@@ -42,9 +42,9 @@ static int set_one(int cg, const char *ctl, const char *file, unsigned long long
 {
 	char val[32];
 	snprintf(val, sizeof(val), "%llu", v);
-	int r = cg_put(cg, "cgroup.subtree_control", ctl);
+	int r = aj_agent_cg_put(cg, "cgroup.subtree_control", ctl);
 	if (r == 0)
-		r = cg_put(cg, file, val);
+		r = aj_agent_cg_put(cg, file, val);
 	return r < 0 ? r : cg_check(cg, file, v);
 }
 

@@ -9,5 +9,7 @@
  * pids.max and memory.max of the guest's "cmd" cgroup (cg: the cgroup2
  * root's fd, -1 outside a microVM). 0, or -errno: not applied. */
 int aj_agent_limits(json_t *q, int cg);
+/* v written whole to file of the cgroup directory cg: 0 or -errno */
+int aj_agent_cg_put(int cg, const char *file, const char *v);
 
 #endif
