@@ -169,19 +169,16 @@ static bool port_revive(aj_inst *i, int k)
 
 /* A free port for one request (waits for one unless !wait: then -EBUSY
  * when none is free), or -1 when the VM is gone or every port was given
- * up and could not be made anew (REVIVE_TRIES times in a row each, the
- * last less than REVIVE_PAUSE_MS ago). */
+ * up and could not be made anew (REVIVE_TRIES times in a row each). */
 int aj_mvbox_port_take(aj_inst *i, bool wait)
 {
 	pthread_mutex_lock(&i->mu);
 	for (;;) {
 		int free_k = -1, live = 0, revive_k = -1;
-		unsigned long long now = aj_mvbox_now_ms();
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 			mv_port *pt = &i->port[k];
 			if (pt->dead) {
-				if (revive_k < 0 &&
-				    (pt->fails < REVIVE_TRIES || now >= pt->retry_at))
+				if (revive_k < 0 && pt->fails < REVIVE_TRIES)
 					revive_k = k;
 				continue;
 			}
@@ -204,9 +201,6 @@ int aj_mvbox_port_take(aj_inst *i, bool wait)
 			pt->fails = ok ? 0 : pt->fails + 1;
 			if (ok)
 				return pthread_mutex_unlock(&i->mu), revive_k;
-			if (pt->fails >= REVIVE_TRIES) /* a pause, then tries again */
-				pt->fails = REVIVE_TRIES,
-				pt->retry_at = aj_mvbox_now_ms() + REVIVE_PAUSE_MS;
 			pt->dead = true;
 			pt->busy = false;
 			pthread_cond_broadcast(&i->cv);
