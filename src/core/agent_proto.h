@@ -22,7 +22,7 @@
 /* The protocol's revision, raised with each request field an older agent
  * would ignore (the exec's "seccomp_profile": 2; "started", whose 'B' a
  * run's --timeout waits for, and the answer's CPU time: 3; the ops "net"
- * and "hello": 4; "limits", and a file request's "uid"/"gid": 5). The agent's
+ * and "hello" (since taken out): 4; "limits", and a file request's "uid"/"gid": 5). The agent's
  * binary holds AJ_AGENT_MARK; the host refuses an agent without its own
  * revision's. */
 #define AJ_AGENT_PROTO_REV "5"
@@ -43,13 +43,6 @@
 /* empty: the command started (an exec with "started": level 3's run, whose
  * --timeout counts from here) */
 #define AJ_AG_STARTED 'B'
-
-/* op "hello" ({"op":"hello","nonce":N}, N AJ_AGENT_NONCE_LEN lowercase hex
- * digits): the agent's answer is the 'X' frame of exactly this payload.
- * The host sends it on a port it reconnected (microvm/mvport.c) and drops
- * what comes before that answer: an earlier exchange's bytes. */
-#define AJ_AGENT_NONCE_LEN 32
-#define AJ_AGENT_HELLO_FMT "{\"errno\":0,\"hello\":\"%s\"}"
 
 static inline void aj_agent_hdr(unsigned char h[AJ_AGENT_HDR], char type, uint32_t len)
 {

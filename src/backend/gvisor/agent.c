@@ -42,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_hello.h"
 #include "agent_net.h"
 #include "agent_proto.h"
 #include "agent_fsid.h"
@@ -1440,10 +1439,6 @@ int main(int argc, char **argv)
 		return op_tree(q);
 	if (!strcmp(op, "limits"))
 		return answer(-aj_agent_limits(q, cg_fd));
-	if (!strcmp(op, "hello")) { /* a reconnected level-3 port (agent_hello.c) */
-		int e = aj_agent_hello(json_string_value(json_object_get(q, "nonce")));
-		return e ? answer(e) : 0;
-	}
 	if (!path)
 		return answer(EINVAL);
 	int fa = aj_agent_file_as(q); /* the files API as --user (level 3) */

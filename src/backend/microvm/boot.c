@@ -798,11 +798,6 @@ static int connect_agent(aj_mv_vm *m, unsigned k, unsigned long long deadline)
 	}
 }
 
-int aj_mv_port_reconnect(aj_mv_vm *m, unsigned k, unsigned long long wait_ms)
-{
-	return k < m->nports ? connect_agent(m, k, now_ms() + wait_ms) : -EINVAL;
-}
-
 /* The guest init's last word on the console ("agentjail-guest: ...", its
  * reason before it powers the VM off: guest/init.c die), which the
  * virtiofsd's lines after it would push out of the tail; false if none. */

@@ -75,9 +75,6 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
  * run (p->argv is its command). On failure the caller still calls
  * aj_mv_teardown. */
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err);
-/* Agent port k's host end connected anew (the caller closed the old
- * one), within wait_ms: its fd, or -errno. */
-int aj_mv_port_reconnect(aj_mv_vm *m, unsigned k, unsigned long long wait_ms);
 /* Every process of the VM killed and reaped, its cgroup and directory
  * removed (AGENTJAIL_MICROVM_DEBUG=1 keeps the directory). */
 void aj_mv_teardown(aj_mv_vm *m);

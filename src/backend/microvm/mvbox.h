@@ -18,11 +18,8 @@
 
 /* concurrent requests of one sandbox (more wait for a free port) */
 #define AJ_MV_BOX_PORTS 4
-/* how long an agent told to stop may take to answer (and a reconnected
- * port's fresh agent to echo the host's hello: mvport.c) */
+/* how long an agent told to stop may take to answer */
 #define DRAIN_MS 5000ULL
-/* a given-up port is made anew; after this many failures in a row, not */
-#define REVIVE_TRIES 3
 /* the ports proxy's connections: at most this many of the agent ports at
  * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
  * without a byte either way (agent_relay.h: the same at level 2) */
@@ -32,10 +29,9 @@
 typedef struct mv_port {
 	int fd;
 	bool busy;
-	bool stale;	/* its agent's answer ('X') not read yet */
-	bool dead;	/* given up: it never answered (made anew when needed) */
-	unsigned fails; /* failed attempts in a row to make it anew */
-	char *ibuf;	/* bytes from the agent not yet a whole frame */
+	bool stale; /* its agent's answer ('X') not read yet */
+	bool dead;  /* given up: it never answered */
+	char *ibuf; /* bytes from the agent not yet a whole frame */
 	size_t ilen, icap;
 } mv_port;
 

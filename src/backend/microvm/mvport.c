@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,110 +100,25 @@ bool aj_mvbox_drain(mv_port *pt)
 	return true;
 }
 
-/* A reconnected port's hello (agent_proto.h): 0 once its fresh agent
- * echoed our nonce; what came before the echo (an earlier exchange's
- * bytes, however cut) is dropped. */
-static int port_hello(mv_port *pt)
-{
-	unsigned char rnd[AJ_AGENT_NONCE_LEN / 2];
-	char nonce[AJ_AGENT_NONCE_LEN + 1], q[64 + AJ_AGENT_NONCE_LEN];
-	char want[AJ_AGENT_HDR + 64 + AJ_AGENT_NONCE_LEN];
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return -EIO;
-	for (size_t k = 0; k < sizeof(rnd); k++)
-		snprintf(nonce + 2 * k, 3, "%02x", rnd[k]);
-	int qn = snprintf(q, sizeof(q), "{\"op\":\"hello\",\"nonce\":\"%s\"}", nonce);
-	int wn =
-	    snprintf(want + AJ_AGENT_HDR, sizeof(want) - AJ_AGENT_HDR, AJ_AGENT_HELLO_FMT, nonce);
-	aj_agent_hdr((unsigned char *)want, AJ_AG_EXIT, (uint32_t)wn);
-	size_t wlen = AJ_AGENT_HDR + (size_t)wn, have = 0;
-	if (aj_agent_send(pt->fd, AJ_AG_REQUEST, q, (size_t)qn) < 0)
-		return -EPIPE;
-	char buf[16384];
-	unsigned long long until = aj_mvbox_now_ms() + DRAIN_MS;
-	for (;;) {
-		unsigned long long t = aj_mvbox_now_ms();
-		struct pollfd pf = {pt->fd, POLLIN, 0};
-		if (t >= until || poll(&pf, 1, (int)(until - t)) == 0)
-			return -ETIMEDOUT;
-		ssize_t n = recv(pt->fd, buf + have, sizeof(buf) - have, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return -EPIPE;
-		have += (size_t)n;
-		if (memmem(buf, have, want, wlen)) {
-			pt->ilen = 0; /* its agent ended with the echo */
-			return 0;
-		}
-		if (have >= wlen) { /* the tail that may begin the echo is kept */
-			memmove(buf, buf + have - (wlen - 1), wlen - 1);
-			have = wlen - 1;
-		}
-	}
-}
-
-/* A port given up (a cut-off, a frame left mid-way) made anew: its host
- * end closed, so that the guest's init ends the agent on it and drops
- * what it holds (guest/init.c), a pause for the guest to see that (longer
- * after each failure), then reconnected and in step again (port_hello). */
-static bool port_revive(aj_inst *i, int k)
-{
-	mv_port *pt = &i->port[k];
-	if (i->vm.pids[0] <= 0 || kill(i->vm.pids[0], 0) < 0)
-		return false;
-	if (pt->fd >= 0)
-		close(pt->fd);
-	pt->fd = i->vm.ports[k] = -1;
-	pt->ilen = 0;
-	struct timespec ts = {0, (long)(300000000L << (pt->fails < 2 ? pt->fails : 2))};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-	int fd = aj_mv_port_reconnect(&i->vm, (unsigned)k, 2000);
-	if (fd < 0)
-		return false;
-	pt->fd = i->vm.ports[k] = fd;
-	return port_hello(pt) == 0;
-}
-
 /* A free port for one request (waits for one unless !wait: then -EBUSY
  * when none is free), or -1 when the VM is gone or every port was given
- * up and could not be made anew (REVIVE_TRIES times in a row each). */
+ * up. */
 int aj_mvbox_port_take(aj_inst *i, bool wait)
 {
 	pthread_mutex_lock(&i->mu);
 	for (;;) {
-		int free_k = -1, live = 0, revive_k = -1;
+		int free_k = -1, live = 0;
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 			mv_port *pt = &i->port[k];
-			if (pt->dead) {
-				if (revive_k < 0 && pt->fails < REVIVE_TRIES)
-					revive_k = k;
+			if (pt->dead)
 				continue;
-			}
 			live++;
 			if (!pt->busy && free_k < 0)
 				free_k = k;
 		}
-		if (i->killed || (!live && revive_k < 0)) {
+		if (i->killed || !live) {
 			pthread_mutex_unlock(&i->mu);
 			return -1;
-		}
-		if (free_k < 0 && revive_k >= 0) {
-			/* none free: a given-up one made anew, held meanwhile */
-			mv_port *pt = &i->port[revive_k];
-			pt->dead = pt->stale = false;
-			pt->busy = true;
-			pthread_mutex_unlock(&i->mu);
-			bool ok = port_revive(i, revive_k);
-			pthread_mutex_lock(&i->mu);
-			pt->fails = ok ? 0 : pt->fails + 1;
-			if (ok)
-				return pthread_mutex_unlock(&i->mu), revive_k;
-			pt->dead = true;
-			pt->busy = false;
-			pthread_cond_broadcast(&i->cv);
-			continue;
 		}
 		if (free_k >= 0) {
 			mv_port *pt = &i->port[free_k];

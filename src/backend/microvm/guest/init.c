@@ -9,9 +9,8 @@
  * each, one agentjail-agent process per request, its stdin and stdout the
  * port, started when the host's request arrives (so the ports serve
  * requests side by side). It reaps every orphan, thaws the guest's
- * processes an agent froze and died without thawing, kills an agent
- * the host writes to while it is stopped (stopped_agents), and the agent
- * of a port whose host end closed (a port the host gave up and reconnects). */
+ * processes an agent froze and died without thawing, and kills an agent
+ * the host writes to while it is stopped (stopped_agents). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -172,20 +171,6 @@ static void bind_ro(int root, const char *from, const char *rel, unsigned long e
 	must_mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | extra,
 		   NULL);
 	close(fd);
-}
-
-/* A port whose host end closed: still so (what it holds dropped, once no
- * agent reads it: while the host is away a read never blocks), or false:
- * the host is back. */
-static bool host_gone(int fd, bool drop)
-{
-	struct pollfd pf = {fd, POLLIN, 0};
-	if (poll(&pf, 1, 0) < 0 || !(pf.revents & POLLHUP))
-		return false;
-	char junk[4096];
-	if (drop && (pf.revents & POLLIN))
-		(void)!read(fd, junk, sizeof(junk));
-	return true;
 }
 
 /* The virtio-serial port named name (/sys/class/virtio-ports/vportNpM/name). */
@@ -405,7 +390,9 @@ static void setup_root(const char *cmdline)
 	if (mkdir("/mnt/rw/dev", 0755) < 0 || mkdir("/mnt/rw/dev/shm", 01777) < 0 ||
 	    chmod("/mnt/rw/dev/shm", 01777) < 0)
 		die("cannot make", "/mnt/rw/dev/shm");
-	must_mount("overlay", "/newroot", "overlay", MS_NOSUID,
+	/* nodev: a device node in a --rootfs tree (kept by mksquashfs) opens
+	 * nothing; the guest's /dev is a tmpfs of its own on top */
+	must_mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
 	newroot = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -671,10 +658,6 @@ int main(void)
 	 * what comes on it is dropped until it is quiet from drop[k] on (a
 	 * new agent would read the rest of a frame as a request) */
 	unsigned long long look[MAX_PORTS] = {0}, drop[MAX_PORTS] = {0};
-	/* the host closed its end of the port (one it gave up: mvport.c):
-	 * its agent killed, what was sent before dropped, a fresh agent for
-	 * the host's first request once it reconnected */
-	bool hup[MAX_PORTS] = {false};
 	for (unsigned long k = 0; k < nports; k++) {
 		char name[32];
 		if (k)
@@ -705,10 +688,8 @@ int main(void)
 		unsigned long long t = now_ms();
 		int tmo = -1;
 		for (unsigned long k = 0; k < nports; k++) {
-			bool later = (serving[k] && look[k] > t) || hup[k];
+			bool later = serving[k] && look[k] > t;
 			pf[k] = (struct pollfd){later ? -1 : port[k], POLLIN, 0};
-			if (hup[k]) /* looked at again in 50 ms (its poll: always ready) */
-				look[k] = t + 50;
 			if (later && (tmo < 0 || look[k] - t < (unsigned long long)tmo))
 				tmo = (int)(look[k] - t);
 		}
@@ -717,18 +698,8 @@ int main(void)
 			die("cannot poll", "the agent ports");
 		t = now_ms();
 		for (unsigned long k = 0; k < nports; k++) {
-			if (hup[k]) {
-				hup[k] = host_gone(port[k], serving[k] == 0);
-				continue;
-			}
 			if (!pf[k].revents)
 				continue;
-			if (pf[k].revents & POLLHUP) {
-				if (serving[k])
-					kill(serving[k], SIGKILL);
-				hup[k] = true, drop[k] = 0;
-				continue;
-			}
 			if (serving[k]) {
 				/* stopped_agents: the host wrote to an agent a command
 				 * stopped (a request, bytes, the host's stop after its
