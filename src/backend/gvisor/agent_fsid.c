@@ -7,6 +7,7 @@
  * non-zero fsuid) and what it makes is U's in the guest, so the
  * workspace's and a --rw bind's virtiofsd make it the owner's on the host. */
 #include "agent_fsid.h"
+#include "agent_proto.h"
 
 #include <errno.h>
 #include <sys/fsuid.h>
@@ -20,6 +21,8 @@ int aj_agent_file_as(json_t *q)
 	    json_integer_value(g) < 0 || json_integer_value(u) >= 0xffffffffLL ||
 	    json_integer_value(g) >= 0xffffffffLL)
 		return -EINVAL;
+	if (json_integer_value(u) == AJ_AGENT_GUEST_UID) /* the agents' own, as exec refuses */
+		return -EPERM;
 	uid_t uid = (uid_t)json_integer_value(u);
 	gid_t gid = (gid_t)json_integer_value(g);
 	/* setfsuid/setfsgid answer the previous id: a second call tells
