@@ -443,17 +443,16 @@ static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int 
 
 /* ---- a non-root caller's confinement ---- */
 
-/* A read-only bind in the caller's own user namespace: flags only added
- * (the source's own, locked there, kept), as a detached tree. */
-static int user_bind(const char *src, const char *onto, bool ro)
+#define RO_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+/* A bind in the caller's own user namespace, as a detached tree, with the
+ * attributes attr (MOUNT_ATTR_*) added to the source's own (locked there). */
+static int user_bind(const char *src, const char *onto, unsigned long long attr)
 {
 	int t = aj_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t < 0)
 		return -1;
-	int r =
-	    ro ? aj_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE,
-				  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, -1)
-	       : 0;
+	int r = attr ? aj_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, 0, -1) : 0;
 	if (r == 0)
 		r = aj_move_mount(t, "", AT_FDCWD, onto, MOVE_MOUNT_F_EMPTY_PATH);
 	int e = errno;
@@ -488,7 +487,7 @@ static int jail_make(const aj_mv_spawn *s)
 			if (symlink(t, p) < 0)
 				return errno;
 		} else if (S_ISDIR(st.st_mode) &&
-			   (mkdir(p, 0755) < 0 || user_bind(sys[i], p, true) < 0))
+			   (mkdir(p, 0755) < 0 || user_bind(sys[i], p, RO_ATTR) < 0))
 			return errno;
 	}
 	/* the loader's cache and the devices qemu opens */
@@ -501,12 +500,16 @@ static int jail_make(const aj_mv_spawn *s)
 		if (access(files[i], F_OK) < 0)
 			continue;
 		snprintf(p, sizeof(p), JAIL "%s", files[i]);
-		if (aj_write_file(p, "", 0644) < 0 || user_bind(files[i], p, false) < 0)
+		/* the devices read-write (/dev/kvm), the loader's cache not */
+		bool dev = aj_startswith(files[i], "/dev/");
+		if (aj_write_file(p, "", 0644) < 0 ||
+		    user_bind(files[i], p, dev ? MOUNT_ATTR_NOSUID : RO_ATTR) < 0)
 			return errno ? errno : EIO;
 	}
-	/* /dev/kvm's and the devices': read-write, never suid */
+	/* the VM's directory: its sockets and console, nothing to run */
 	snprintf(p, sizeof(p), JAIL "%s", s->jail);
-	if (aj_mkdir_p(p, 0700) < 0 || user_bind(s->jail, p, false) < 0)
+	if (aj_mkdir_p(p, 0700) < 0 ||
+	    user_bind(s->jail, p, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0)
 		return errno ? errno : EIO;
 	return 0;
 }
@@ -550,7 +553,8 @@ static void spawn_child_user(const aj_mv_spawn *s, const aj_bpf *setid, int go, 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(report, errno);
 	for (size_t i = 0; i < s->n; i++)
-		if (user_bind(s->bind[i], s->onto[i], s->ro[i]) < 0)
+		if (user_bind(s->bind[i], s->onto[i],
+			      s->ro[i] ? RO_ATTR : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
 			child_fail(report, errno);
 	if (s->prepare) /* the workspace's masks: refused before (aj_mv_nonroot_refuse) */
 		child_fail(report, EPERM);
