@@ -70,6 +70,7 @@ teardown() {
     NR_BG=$bg # a failure below: teardown ends the run (SIGTERM: it cleans up)
     for i in $(seq 300); do
         qemu=$(pgrep -u "$NR_UID" -f qemu-system | head -1)
+        kill -0 $bg 2>/dev/null || break # the run ended (main: refused)
         [ -n "$qemu" ] && grep -q ' /proc ' "/proc/$qemu/mountinfo" 2>/dev/null && break
         sleep 0.1
     done
