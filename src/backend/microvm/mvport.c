@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -179,10 +180,14 @@ static void *revive_thread(void *arg)
 {
 	mv_revive *rv = arg;
 	aj_inst *i = rv->i;
-	mv_port *pt = &i->port[rv->k];
+	int rv_k = rv->k;
+	mv_port *pt = &i->port[rv_k];
 	free(rv);
 	pt->ilen = 0;
 	bool ok = port_resync(i, pt);
+	/* the service's log: a port given up and back, or not yet */
+	fprintf(stderr, "agentjail: microvm: agent port %d %s\n", rv_k,
+		ok ? "made anew" : "not made anew (tried again later)");
 	pthread_mutex_lock(&i->mu);
 	pt->reviving = pt->busy = false;
 	if (ok) {
