@@ -679,6 +679,11 @@ int main(void)
 			unsigned char in[4096];
 			size_t used = 0;
 			int rr = 0;
+			if (drop[k] && drop[k] <= t && !rs[k].have) {
+				/* quiet: zeros that ended the dropped stream are no filler */
+				drop[k] = 0;
+				rs[k].zeros = 0;
+			}
 			if (drop[k] > t || reset_busy(&rs[k])) {
 				ssize_t got = read(port[k], in, sizeof(in));
 				rr = got > 0 ? reset_scan(&rs[k], in, (size_t)got, &used) : 0;
