@@ -1133,7 +1133,6 @@ static int op_exec(json_t *q)
 		json_decref(x); /* an ENOMEM answer (frame_json), never 0 CPU */
 		x = NULL;
 	}
-	aj_agent_cpu_close();
 	frame_json(AJ_AG_EXIT, x);
 	return 0;
 }
@@ -1407,8 +1406,11 @@ int main(int argc, char **argv)
 		close(cg_fd);
 		cg_fd = -1;
 	}
-	if (!strcmp(op, "exec"))
-		return op_exec(q);
+	if (!strcmp(op, "exec")) {
+		int r = op_exec(q);
+		aj_agent_cpu_close(); /* on every path: never a cgroup left */
+		return r;
+	}
 	if (!strcmp(op, "identity"))
 		return op_identity(q);
 	if (!strcmp(op, "connect"))
