@@ -377,6 +377,7 @@ static int lost(const mv_io *io, aj_error *err)
 /* How long the agent's answer may take after the timeout's SIGKILL (its
  * command's CPU time), before the VM goes without it */
 #define KILL_ANSWER_MS 2000ULL
+#define KILL_STALLED_MS 200ULL
 
 /* Relay until the agent's exit frame (or the timeout, or the VM's end).
  * --timeout counts from the command's start (the agent's 'B' frame), as
@@ -409,7 +410,11 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			put(io, AJ_AG_SIGNAL, &sig, 1, true);
 			(void)aj_agent_queue_flush(&io->q, m->ports[0]);
 		}
-		if (kill_at && now - kill_at >= KILL_ANSWER_MS) {
+		/* a reader that holds our output back (the answer is read only
+		 * after it) gets KILL_STALLED_MS of it: the run never waits long
+		 * on a stalled reader */
+		bool stalled = out_pending(&io->out[0]) || out_pending(&io->out[1]);
+		if (kill_at && now - kill_at >= (stalled ? KILL_STALLED_MS : KILL_ANSWER_MS)) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
 			return 0; /* the VM goes with everything in it */
 		}
@@ -419,7 +424,8 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 		else if (p->timeout_ms && !res->timed_out)
 			wait = (int)(p->timeout_ms - (now - start));
 		else if (kill_at)
-			wait = (int)(KILL_ANSWER_MS - (now - kill_at));
+			wait =
+			    (int)((stalled ? KILL_STALLED_MS : KILL_ANSWER_MS) - (now - kill_at));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
 		follow_size(m, io);
