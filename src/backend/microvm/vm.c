@@ -287,6 +287,20 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(report, errno);
 	for (size_t i = 0; i < s->n; i++) {
+		if (s->src_fd[i] > 0) { /* as level 1's --ro: no idmap, recursive */
+			int t = aj_open_tree(s->src_fd[i], "",
+					     AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+						 AT_RECURSIVE);
+			if (t < 0 ||
+			    aj_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE,
+					     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						 MOUNT_ATTR_NODEV,
+					     0, -1) < 0 ||
+			    aj_move_mount(t, "", AT_FDCWD, s->onto[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				child_fail(report, errno);
+			close(t);
+			continue;
+		}
 		if (s->ro[i] && s->idmap >= 0) {
 			int t = aj_open_tree(AT_FDCWD, s->bind[i],
 					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
