@@ -6,7 +6,8 @@
 # the service's test reuses its one snapshot for restores, forks and a pool
 # (its fourth boot: the VM built when a pooled one fails its hand-out), and
 # two more: a service VM with binds (which never starts from a snapshot)
-# and a run whose image's link loop stops it in its guest's init.
+# and three runs whose image's links (a loop, into the workspace, to /)
+# stop them in their guest's init.
 
 load ../service/helpers
 load binds
