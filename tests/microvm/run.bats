@@ -7,6 +7,7 @@
 # virtiofsd's processes, /tmp/agentjail-microvm-*: the residue check).
 
 load ../integration/helpers
+load binds
 
 mv() {
     timeout -k 5 "$AJ_TIMEOUT" "$AJ" run --isolation microvm "$@"
@@ -271,9 +272,15 @@ EOF
     mkdir -p "$T/ro/sub" "$T/rw"
     echo from-host >"$T/ro/sub/f"
     echo single >"$T/file"
+    # host root's 0600 file: closed to the sandbox's root, as at level 1
+    # (not through an idmap that makes it guest root's)
+    echo s3cret >"$T/ro/secret" && chmod 0600 "$T/ro/secret"
     chown 4242:4343 "$T/rw"
+    run --separate-stderr "$AJ" run -q --ro "$T/ro:/mnt/ro" -- /bin/sh -c 'cat /mnt/ro/secret 2>/dev/null || echo secret-closed'
+    assert_eq "$output" secret-closed "level 1's view of host root's 0600 file"
     run --separate-stderr mv -q --ro "$T/ro:/mnt/ro" --ro "$T/file:/opt/one" --rw "$T/rw:/mnt/rw w" -- /bin/sh -c '
         cat /mnt/ro/sub/f /opt/one
+        cat /mnt/ro/secret 2>/dev/null || echo secret-closed
         echo x >/mnt/ro/new 2>/dev/null || echo ro-create-refused
         echo x >>/mnt/ro/sub/f 2>/dev/null || echo ro-append-refused
         echo x >/opt/one 2>/dev/null || echo ro-file-refused
@@ -282,6 +289,7 @@ EOF
     assert_status 0
     assert_eq "$output" "from-host
 single
+secret-closed
 ro-create-refused
 ro-append-refused
 ro-file-refused
@@ -291,6 +299,12 @@ remount-refused
     [ ! -e "$T/ro/new" ] || fail "a file was made in a --ro bind"
     assert_eq "$(cat "$T/rw/new")" made
     assert_eq "$(stat -c %u:%g "$T/rw/new" "$T/rw/d" | tr '\n' ' ')" "4242:4343 4242:4343 " "owners of the --rw files"
+    # a --ro source's path swapped for a link after the command line was
+    # read: refused before a boot (not followed to what it names)
+    ro_swap_run
+    assert_status 125
+    assert_output_lacks hidden
+    assert_contains "$stderr" "--ro $T/swap/p/a: a symbolic link in its path (not followed"
 }
 
 @test "microvm: --user runs the command as that user: root's files closed, its workspace and --rw files the owners'" {
