@@ -202,8 +202,8 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
     # and a create the pool does not serve (another cwd: not set at
-    # hand-out); each given its identity only when handed out, so the
-    # entropy check below fails if the hand-out's does not
+    # hand-out); each given its identity (c's with its first request, b's
+    # again when handed out), so the entropy check below fails if not
     # the pool's next is restored now, on the save's clock: 8 s behind
     # until its hand-out gives it the host's (the check below)
     snapf=$(ls "$STATE"/microvm/snap-*.vmstate | grep -v /snap-old)
