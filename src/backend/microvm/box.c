@@ -398,18 +398,20 @@ static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *er
 #define NIC_FAILS 3
 static int plug_nic(aj_inst *i, int tap, aj_error *err)
 {
-	json_t *q = aj_mv_net_req(i->vm.net), *id = aj_mv_identity_req(i->vm.p);
-	int r = q && id && json_object_update_missing(q, id) == 0
-		    ? 0
-		    : aj_err(err, ENOMEM, "microvm: the NIC's request");
-	json_decref(id);
+	json_t *q = NULL, *id = NULL;
+	int r = 0;
 	/* a test's fault (docs/levels.md, "Test knobs"): a restored VM's
 	 * hotplug fails, as a bad snapshot's would */
-	if (r == 0 && i->vm.restored && getenv("AGENTJAIL_MICROVM_TEST_NIC_FAIL"))
+	if (i->vm.restored && getenv("AGENTJAIL_MICROVM_TEST_NIC_FAIL"))
 		r = aj_err(err, EIO,
 			   "microvm: the NIC's hotplug (AGENTJAIL_MICROVM_TEST_NIC_FAIL)");
 	if (r == 0)
 		r = aj_mv_snap_plug_net(i->vm.vm, tap, err);
+	/* the identity's clock taken after the hotplug, which may be slow */
+	if (r == 0 && (!(q = aj_mv_net_req(i->vm.net)) || !(id = aj_mv_identity_req(i->vm.p)) ||
+		       json_object_update_missing(q, id) < 0))
+		r = aj_err(err, ENOMEM, "microvm: the NIC's request");
+	json_decref(id);
 	mv_call c = {.data_fd = -1};
 	if (r == 0) {
 		r = call_agent(i, q, -1, 0, &c, "eth0", READY_TIMEOUT_MS, err);
@@ -419,6 +421,11 @@ static int plug_nic(aj_inst *i, int tap, aj_error *err)
 					   "up its NIC with the sandbox's address");
 	}
 	json_decref(q);
+	/* only a restored VM's failure is its snapshot's (not a fork's copy,
+	 * whose snapfile is its own); want of memory or time is the host's */
+	if (!i->vm.restored || i->vm.restore_dir[0] ||
+	    (r < 0 && (err->code == ENOMEM || err->code == ETIMEDOUT)))
+		return r;
 	unsigned fails = aj_mv_snap_nic_result(i->vm.snapfile, r == 0);
 	if (fails >= NIC_FAILS) {
 		fprintf(stderr,
@@ -521,8 +528,9 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		/* a workspace or NIC that fails to plug, mount or take its
 		 * address (the tenant's, or this snapshot's): booted once more
-		 * without the snapshot, which is kept (no tenant evicts it); a
-		 * restore that fails removes it */
+		 * without the snapshot, which is kept (no tenant evicts it, but
+		 * a NIC that fails in NIC_FAILS restored VMs in a row does:
+		 * plug_nic); a restore that fails removes it */
 		bool ws;
 		r = mv_boot_ready(i, &ws, err);
 		if (r == 0 || attempt || ckpt || (!i->vm.restored && !ws))

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
@@ -357,6 +358,22 @@ static void guest_dev(void)
 	close(dev);
 }
 
+/* CAP_FOWNER in init's effective set, or not (the overlay keeps its
+ * mounter's credentials) */
+static void caps_fowner(bool on)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		die("capget", strerror(errno));
+	if (on)
+		d[0].effective |= 1u << CAP_FOWNER;
+	else
+		d[0].effective &= ~(1u << CAP_FOWNER);
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("capset", strerror(errno));
+}
+
 static void setup_root(const char *cmdline)
 {
 	char disk[32], ws[8], host[65], opts[128], root[8];
@@ -389,9 +406,17 @@ static void setup_root(const char *cmdline)
 		die("cannot make", "/mnt/rw/dev/shm");
 	/* nodev: a device node in a --rootfs tree (kept by mksquashfs) opens
 	 * nothing; the guest's /dev is a tmpfs of its own on top */
+	/* a non-root caller's root share (aj.nonroot=1): the host's files are
+	 * no id its virtiofsd owns, which may not open them O_NOATIME; an
+	 * overlay mounted without CAP_FOWNER does not ask for it */
+	bool fowner = strstr(cmdline, " aj.nonroot=1") != NULL;
+	if (fowner)
+		caps_fowner(false);
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	if (fowner)
+		caps_fowner(true);
 	newroot = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (newroot < 0)
 		die("cannot open", "/newroot");
