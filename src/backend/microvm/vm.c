@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <linux/close_range.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -28,6 +30,7 @@
 
 #include "agent_proto.h"
 #include "cache.h"
+#include "caps.h"
 #include "image.h"
 #include "mountapi.h"
 #include "sysfilter.h"
@@ -430,7 +433,24 @@ static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int 
 		child_fail(report, errno);
 	if (fd4 > 0 && (dup2(fd4, 4) < 0 || fcntl(4, F_SETFD, 0) < 0))
 		child_fail(report, errno);
+	/* nothing else of the caller's crosses the exec (an fd passed to
+	 * agentjail, e.g. a directory, would reach outside the jail) */
+	if (s->pass_fd <= 0)
+		close(3);
+	if (fd4 <= 0)
+		close(4);
+	if (syscall(SYS_close_range, 5, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(report, errno);
 	umask(s->umask);
+	/* a session keyring of its own: the caller's keys are not possessed */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+		child_fail(report, errno);
+	/* a non-root caller's jailed process keeps no capability of its user
+	 * namespace (its binds' flags are not locked there: an escaped qemu
+	 * could clear them) */
+	aj_error ce;
+	if (s->jail && aj_caps_drop_all(0, 0, 0, &ce) < 0)
+		child_fail(report, ce.code ? ce.code : EPERM);
 	/* uid 0 of its own user namespace may load it (no no_new_privs) */
 	if (setid &&
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,

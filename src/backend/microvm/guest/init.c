@@ -483,7 +483,8 @@ static void setup_root(const char *cmdline)
 }
 
 /* The guest's cgroup2 tree, in the initramfs (out of the commands' view
- * after the switch of roots): "cmd" holds every agent and its commands
+ * after the switch of roots): "cmd" holds every agent and its commands,
+ * each exec's in a cgroup of its own below (agent_cpu.c: its CPU time)
  * (--pids, aj.pids=N: its pids.max, the agent one of them), "tree" an
  * agent that froze "cmd" for a snapshot's copy (agent.c op "tree").
  * Returns the root's fd; *procs is cmd's cgroup.procs. */
