@@ -230,8 +230,8 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
     # and a create the pool does not serve (another cwd: not set at
-    # hand-out); each given its identity only when handed out, so the
-    # entropy check below fails if the hand-out's does not
+    # hand-out); each given its identity (c's with its first request, b's
+    # again when handed out), so the entropy check below fails if not
     # the pool's next is restored now, on the save's clock: 8 s behind
     # until its hand-out gives it the host's (the check below)
     snapf=$(ls "$STATE"/microvm/snap-*.vmstate | grep -v /snap-old)
@@ -497,6 +497,17 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     n=$(stdout_of "$l" 'sh -c "i=0; while [ \$i -lt 40 ]; do sleep 2 </dev/null >/dev/null 2>&1 & i=\$((i + 1)); echo \$i >/tmp/n; done" 2>/dev/null; read n </tmp/n; echo $n')
     [ "$n" -ge 5 ] && [ "$n" -le 14 ] || fail "a fork bomb under pids 12 (16 with the agent ports): $n processes"
     api_status DELETE "/v1/sandboxes/$l"
+    assert_eq "$status_code" 200
+    # another disk (8 MiB, the pool's 512): the pool's VM itself (its
+    # qemu), its writable tmpfs resized at hand-out; a write past it ENOSPC
+    pool_is ready 1
+    pooled=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')
+    [[ "$pooled" =~ ^[0-9]+$ ]] || fail "not the pool's one VM: $(pgrep -af qemu-system)"
+    k=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "disk": "8m"}' | jq -er .id)
+    assert_eq "$(api GET "/v1/sandboxes/$k" | jq -r .pid)" "$pooled" "another disk served by the pool's VM"
+    out=$(stdout_of "$k" 'head -c 6000000 /dev/zero >/tmp/a && echo fits; head -c 3000000 /dev/zero 2>&1 >/tmp/b; echo $?')
+    [[ "$(tr '\n' ' ' <<<"$out")" == "fits "*"No space left on device"*" 1 " ]] || fail "6 MB, then 3 MB more, on an 8 MiB disk: $out"
+    api_status DELETE "/v1/sandboxes/$k"
     assert_eq "$status_code" 200
     # more memory than the pool's VMs (1 GiB): a fresh VM of that RAM
     big=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "memory": "1280m"}' | jq -er .id)
