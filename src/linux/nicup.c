@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <net/route.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -69,7 +70,7 @@ int aj_nic_up(const char *name, struct in_addr ip, unsigned prefix, struct in_ad
 	      unsigned wait_ms, const char **step)
 {
 	*step = "the NIC";
-	if (prefix < 1 || prefix > 32)
+	if (prefix < 1 || prefix > 32 || strlen(name) >= IFNAMSIZ)
 		return -EINVAL;
 	for (unsigned waited = 0; !if_nametoindex(name); waited += 5) {
 		if (waited >= wait_ms)

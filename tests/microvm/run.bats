@@ -107,12 +107,20 @@ cgroup_exists() {
     assert_eq "$(cat "$WS/.env")" "API_KEY=sk-live-0123456789abcdef" "the host's .env"
 }
 
-@test "microvm: --timeout is 124, the VM stopped" {
+@test "microvm: --timeout is 124, the VM stopped; --result has the command's CPU time" {
     local start=$SECONDS
-    run --separate-stderr mv -q --timeout 1 --kill-after 1 -- /bin/sh -c 'trap "" TERM; sleep 60' </dev/null
+    # a spin ignoring SIGTERM: SIGKILLed after --kill-after, its CPU time
+    # (its own guest cgroup's) in the agent's answer
+    run --separate-stderr mv -q --timeout 1 --kill-after 1 --result "$T/res.json" -- \
+        /bin/sh -c 'trap "" TERM; grep ^0:: /proc/self/cgroup; while :; do :; done' </dev/null
     assert_status 124
     assert_contains "$stderr" "timeout"
     ((SECONDS - start <= 20)) || fail "took $((SECONDS - start)) s"
+    [[ "$output" =~ ^0::/cmd/x[0-9]+$ ]] || fail "the command not in a cgroup of its own: $output"
+    assert_eq "$(jq .timed_out "$T/res.json")" true "timed_out"
+    local cpu
+    cpu=$(jq '.cpu_user_ms + .cpu_sys_ms' "$T/res.json")
+    ((cpu >= 500)) || fail "no CPU time of the spin in --result: $(cat "$T/res.json")"
 }
 
 @test "microvm: stdin the command never reads, or a stdout nobody reads that can't be reopened, can't hold off --timeout" {

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-/* q: {"seed" (hex, 16 to 64 bytes), "hostname", "sec", "nsec"}: the
+/* q: {"seed" (lowercase hex, 16 to 64 bytes), "hostname", "sec", "nsec"}: the
  * entropy mixed in, the clock and hostname set. 0, or the errno of what
  * failed (EINVAL: a field missing or bad). */
 int aj_agent_identity(json_t *q);

@@ -32,6 +32,7 @@
 #include "agent_frame.h"
 #include "agent_relay.h"
 #include "boot.h"
+#include "execreq.h"
 #include "image.h"
 #include "mvbox.h"
 #include "net_addr.h"
@@ -216,10 +217,8 @@ static json_t *file_req(const aj_inst *i, const char *op, const char *path)
 {
 	json_t *q = req(op, path);
 	const aj_policy *p = i->vm.p;
-	if (q && (p->uid || p->gid)) {
-		json_object_set_new(q, "uid", json_integer(p->uid));
-		json_object_set_new(q, "gid", json_integer(p->gid));
-	}
+	if (p->uid || p->gid) /* not set (out of memory): no request, never as root */
+		q = aj_mv_exec_user(q, p->uid, p->gid);
 	return q;
 }
 
@@ -258,7 +257,7 @@ static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "write", path);
-	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
+	q = aj_mv_json_set(q, "mode", json_integer(mode ? mode : 0644));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, src_fd, len, &c, path, 0, err);
 }
@@ -287,7 +286,7 @@ static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "remove", path);
-	json_object_set_new(q, "recursive", json_boolean(recursive));
+	q = aj_mv_json_set(q, "recursive", json_boolean(recursive));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
@@ -298,7 +297,7 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "mkdir", path);
-	json_object_set_new(q, "parents", json_boolean(parents));
+	q = aj_mv_json_set(q, "parents", json_boolean(parents));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
@@ -362,7 +361,8 @@ static void free_inst(aj_inst *i)
 	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
 		if (i->relay_fd[k] >= 0)
 			(void)shutdown(i->relay_fd[k], SHUT_RDWR);
-	while (i->relays)
+	/* a port being made anew: its thread sees killed within 100 ms */
+	while (i->relays || i->revivers)
 		pthread_cond_wait(&i->cv, &i->mu);
 	pthread_mutex_unlock(&i->mu);
 	aj_mv_teardown(&i->vm);
@@ -394,18 +394,20 @@ static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *er
 #define NIC_FAILS 3
 static int plug_nic(aj_inst *i, int tap, aj_error *err)
 {
-	json_t *q = aj_mv_net_req(i->vm.net), *id = aj_mv_identity_req(i->vm.p);
-	int r = q && id && json_object_update_missing(q, id) == 0
-		    ? 0
-		    : aj_err(err, ENOMEM, "microvm: the NIC's request");
-	json_decref(id);
+	json_t *q = NULL, *id = NULL;
+	int r = 0;
 	/* a test's fault (docs/levels.md, "Test knobs"): a restored VM's
 	 * hotplug fails, as a bad snapshot's would */
-	if (r == 0 && i->vm.restored && getenv("AGENTJAIL_MICROVM_TEST_NIC_FAIL"))
+	if (i->vm.restored && getenv("AGENTJAIL_MICROVM_TEST_NIC_FAIL"))
 		r = aj_err(err, EIO,
 			   "microvm: the NIC's hotplug (AGENTJAIL_MICROVM_TEST_NIC_FAIL)");
 	if (r == 0)
 		r = aj_mv_snap_plug_net(i->vm.vm, tap, err);
+	/* the identity's clock taken after the hotplug, which may be slow */
+	if (r == 0 && (!(q = aj_mv_net_req(i->vm.net)) || !(id = aj_mv_identity_req(i->vm.p)) ||
+		       json_object_update_missing(q, id) < 0))
+		r = aj_err(err, ENOMEM, "microvm: the NIC's request");
+	json_decref(id);
 	mv_call c = {.data_fd = -1};
 	if (r == 0) {
 		r = call_agent(i, q, -1, 0, &c, "eth0", READY_TIMEOUT_MS, err);
@@ -415,6 +417,11 @@ static int plug_nic(aj_inst *i, int tap, aj_error *err)
 					   "up its NIC with the sandbox's address");
 	}
 	json_decref(q);
+	/* only a restored VM's failure is its snapshot's (not a fork's copy,
+	 * whose snapfile is its own); want of memory or time is the host's */
+	if (!i->vm.restored || i->vm.restore_dir[0] ||
+	    (r < 0 && (err->code == ENOMEM || err->code == ETIMEDOUT)))
+		return r;
 	unsigned fails = aj_mv_snap_nic_result(i->vm.snapfile, r == 0);
 	if (fails >= NIC_FAILS) {
 		fprintf(stderr,
@@ -508,8 +515,9 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		/* a workspace or NIC that fails to plug, mount or take its
 		 * address (the tenant's, or this snapshot's): booted once more
-		 * without the snapshot, which is kept (no tenant evicts it); a
-		 * restore that fails removes it */
+		 * without the snapshot, which is kept (no tenant evicts it, but
+		 * a NIC that fails in NIC_FAILS restored VMs in a row does:
+		 * plug_nic); a restore that fails removes it */
 		bool ws;
 		r = mv_boot_ready(i, &ws, err);
 		if (r == 0 || attempt || ckpt || (!i->vm.restored && !ws))
@@ -590,6 +598,10 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 		return refuse_as(err, 409, EBUSY);
 	}
 	pthread_mutex_lock(&i->mu);
+	/* a port being made anew ends first (REVIVE_MS at most): no fork's
+	 * save under its exchange, and none started while the fork holds them */
+	while (i->revivers && !i->killed)
+		pthread_cond_wait(&i->cv, &i->mu);
 	unsigned busy = 0;
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		busy += i->port[k].busy && !i->port[k].dead;
@@ -858,13 +870,14 @@ static void cancel(aj_job *j)
 	send_signal(j, SIGKILL);
 }
 
-/* NAME=VALUE lists merged, a later NAME replacing an earlier one. */
+/* NAME=VALUE lists merged, a later NAME replacing an earlier one; NULL
+ * when one could not be added (never an environment with one left out). */
 static json_t *merged_env(char **base, char **more)
 {
 	json_t *a = json_array();
 	char **lists[2] = {base, more};
-	for (int l = 0; l < 2; l++)
-		for (char **e = lists[l]; e && *e; e++) {
+	for (int l = 0; a && l < 2; l++)
+		for (char **e = lists[l]; a && e && *e; e++) {
 			size_t n = strcspn(*e, "=");
 			size_t k;
 			json_t *v;
@@ -876,7 +889,10 @@ static json_t *merged_env(char **base, char **more)
 					break;
 				}
 			}
-			json_array_append_new(a, json_string(*e));
+			if (json_array_append_new(a, json_string(*e)) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
 		}
 	return a;
 }
@@ -884,24 +900,22 @@ static json_t *merged_env(char **base, char **more)
 static int request(aj_job *j, const aj_exec_spec *s)
 {
 	const aj_policy *p = j->i->vm.p;
-	json_t *argv = json_array();
-	for (char **a = s->argv; a && *a; a++)
-		json_array_append_new(argv, json_string(*a));
+	json_t *argv = aj_mv_json_strv(s->argv), *env = merged_env(j->i->envp, s->env);
 	const char *cwd = s->cwd	 ? s->cwd
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
 			  : p->uid	 ? AJ_SANDBOX_HOME
 					 : "/root";
-	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
-			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	/* every piece checked: out of memory fails the exec, never runs the
+	 * command without an argument or as guest root instead of --user */
+	json_t *q = argv && env ? json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv,
+					    "env", env, "cwd", cwd, "tty", s->tty_slave > 0)
+				: (json_decref(argv), json_decref(env), NULL);
 	q = aj_mv_exec_profile(&j->i->vm, aj_mv_exec_rlimits(p, q));
-	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
-		json_object_set_new(q, "uid", json_integer(p->uid));
-		json_object_set_new(q, "gid", json_integer(p->gid));
-	}
-	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
-		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
-		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));
+	q = aj_mv_exec_user(q, p->uid, p->gid);
+	if (s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
+		q = aj_mv_json_set(q, "rows", json_integer(j->ws.ws_row));
+		q = aj_mv_json_set(q, "cols", json_integer(j->ws.ws_col));
 	}
 	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
@@ -1063,8 +1077,14 @@ static void relay(aj_job *j)
 		int k = poll(pf, 4, tmo);
 		if (k < 0 && errno != EINTR)
 			break;
-		if (k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		    aj_mvbox_port_read(pt, 0, job_frame, j) < 0) {
+		int rd = k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
+			     ? aj_mvbox_port_read(pt, 0, job_frame, j)
+			     : 0;
+		if (rd == -ENOMEM && !j->have_exit) { /* the stream whole: killed, drained */
+			j->lost = -ENOMEM;
+			break;
+		}
+		if (rd < 0 && !j->have_exit) {
 			j->gone = true;
 			break;
 		}
@@ -1101,16 +1121,12 @@ static void relay(aj_job *j)
 }
 
 /* What is queued for the agent goes out whole before the port is given
- * back: a frame cut short would be read as the next request's. */
-static bool finish_out(aj_job *j, int fd)
+ * back: a frame cut short would be read as the next request's. 0; or
+ * -ETIMEDOUT: not all of it in 2 s (drained before the port's next use);
+ * else -errno: the stream broke (EPIPE), the port is given up. */
+static int finish_out(aj_job *j, int fd)
 {
-	unsigned long long until = aj_mvbox_now_ms() + 2000;
-	while (aj_agent_queue_pending(&j->out) && aj_mvbox_now_ms() < until) {
-		struct pollfd pf = {fd, POLLOUT, 0};
-		if (aj_agent_queue_flush(&j->out, fd) == -EAGAIN)
-			(void)poll(&pf, 1, 50);
-	}
-	return !aj_agent_queue_pending(&j->out);
+	return aj_agent_queue_finish(&j->out, fd, 2000);
 }
 
 static void free_job(aj_job *j)
@@ -1142,22 +1158,29 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	}
 	relay(j);
 	int fd = i->port[j->port].fd;
-	bool answered = !j->lost && j->have_exit && finish_out(j, fd), dead = j->gone;
+	int fo = !j->lost && !j->gone && j->have_exit ? finish_out(j, fd) : 0;
+	bool answered = !j->lost && j->have_exit && fo == 0;
+	bool dead = j->gone || (fo < 0 && fo != -ETIMEDOUT);
 	if (j->lost && !j->gone) {
 		/* the command killed: what was not begun dropped, the frame cut
 		 * short finished (else the port is given up), then SIGKILL; its
 		 * answer is drained before the port's next use */
 		aj_agent_queue_drop_unbegun(&j->out);
 		unsigned char sig = SIGKILL;
-		dead = !finish_out(j, fd) || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
+		dead = finish_out(j, fd) < 0 || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
 	}
 	aj_mvbox_port_give(i, j->port, answered, dead);
 	res->wall_ms = aj_mvbox_now_ms() - j->start_ms;
+	if (j->have_exit) { /* the command's tree's (its guest cgroup's) */
+		res->cpu_user_ms = j->ax.cpu_user_us / 1000;
+		res->cpu_sys_ms = j->ax.cpu_sys_us / 1000;
+	}
 	int r = 0;
 	if (j->lost) {
 		r = aj_err(err, -j->lost,
-			   "microvm: out of memory for the frames to the guest's agent (stdin, a "
-			   "signal): the command was killed rather than go on without them");
+			   "microvm: out of memory for the frames to or from the guest's agent "
+			   "(stdin, a signal, output): the command was killed rather than go on "
+			   "without them");
 	} else if (j->timed_out) {
 		res->timed_out = true;
 		res->exit_code = AJ_EXIT_TIMEOUT;

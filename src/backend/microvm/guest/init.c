@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "init_reset.h"
 #include "inroot.h"
 #include "nicup.h"
 
@@ -357,6 +359,22 @@ static void guest_dev(void)
 	close(dev);
 }
 
+/* CAP_FOWNER in init's effective set, or not (the overlay keeps its
+ * mounter's credentials) */
+static void caps_fowner(bool on)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		die("capget", strerror(errno));
+	if (on)
+		d[0].effective |= 1u << CAP_FOWNER;
+	else
+		d[0].effective &= ~(1u << CAP_FOWNER);
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("capset", strerror(errno));
+}
+
 static void setup_root(const char *cmdline)
 {
 	char disk[32], ws[8], host[65], opts[128], root[8];
@@ -389,9 +407,17 @@ static void setup_root(const char *cmdline)
 		die("cannot make", "/mnt/rw/dev/shm");
 	/* nodev: a device node in a --rootfs tree (kept by mksquashfs) opens
 	 * nothing; the guest's /dev is a tmpfs of its own on top */
+	/* a non-root caller's root share (aj.nonroot=1): the host's files are
+	 * no id its virtiofsd owns, which may not open them O_NOATIME; an
+	 * overlay mounted without CAP_FOWNER does not ask for it */
+	bool fowner = strstr(cmdline, " aj.nonroot=1") != NULL;
+	if (fowner)
+		caps_fowner(false);
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	if (fowner)
+		caps_fowner(true);
 	newroot = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (newroot < 0)
 		die("cannot open", "/newroot");
@@ -457,7 +483,8 @@ static void setup_root(const char *cmdline)
 }
 
 /* The guest's cgroup2 tree, in the initramfs (out of the commands' view
- * after the switch of roots): "cmd" holds every agent and its commands
+ * after the switch of roots): "cmd" holds every agent and its commands,
+ * each exec's in a cgroup of its own below (agent_cpu.c: its CPU time)
  * (--pids, aj.pids=N: its pids.max, the agent one of them), "tree" an
  * agent that froze "cmd" for a snapshot's copy (agent.c op "tree").
  * Returns the root's fd; *procs is cmd's cgroup.procs. */
@@ -612,6 +639,9 @@ int main(void)
 	 * what comes on it is dropped until it is quiet from drop[k] on (a
 	 * new agent would read the rest of a frame as a request) */
 	unsigned long long look[MAX_PORTS] = {0}, drop[MAX_PORTS] = {0};
+	/* a given-up port the host makes anew (init_reset.c): its filler and
+	 * reset read by init once no agent is on it */
+	static port_reset rs[MAX_PORTS];
 	for (unsigned long k = 0; k < nports; k++) {
 		char name[32];
 		if (k)
@@ -670,25 +700,52 @@ int main(void)
 				sleep_ms(10);
 				continue;
 			}
-			if (drop[k] > t) { /* the killed agent's stream: dropped */
-				char junk[4096];
-				(void)!read(port[k], junk, sizeof(junk));
-				drop[k] = t + 500;
+			/* the killed agent's stream dropped (until quiet), or the
+			 * host's filler read: what comes first, init's */
+			unsigned char in[4096];
+			size_t used = 0;
+			int rr = 0;
+			if (drop[k] && drop[k] <= t && !rs[k].have) {
+				/* quiet: zeros that ended the dropped stream are no filler */
+				drop[k] = 0;
+				rs[k].zeros = 0;
+			}
+			if (drop[k] > t || reset_busy(&rs[k])) {
+				ssize_t got = read(port[k], in, sizeof(in));
+				rr = got > 0 ? reset_scan(&rs[k], in, (size_t)got, &used) : 0;
+				if (drop[k] > t || rr < 0)
+					drop[k] = t + 500;
+				if (rr != 1)
+					continue;
+			} else if (read(port[k], in, 1) != 1) {
+				continue;
+			} else if (!in[0]) { /* the host's filler begins */
+				rs[k].zeros = 1;
 				continue;
 			}
+			/* the agent: for the request whose first byte init read, or
+			 * (a reset read whole) after init's answer, for a hello */
+			char start[32] = AJ_AGENT_START_ENV "=hello";
+			if (rr != 1)
+				snprintf(start, sizeof(start), AJ_AGENT_START_ENV "=%u", in[0]);
+			drop[k] = 0;
 			pid_t a = fork();
 			if (a == 0) {
 				sigprocmask(SIG_UNBLOCK, &chld, NULL);
-				char *argv[] = {"agentjail-agent", "cg", NULL}, *envp[] = {NULL};
+				char *argv[] = {"agentjail-agent", "cg", NULL},
+				     *envp[] = {start, NULL};
 				/* the agent and its commands in "cmd" (--pids: the agent
 				 * is one), the cgroup tree's root its fd 3 */
 				if (write(cg, "0", 1) != 1 || dup2(port[k], 0) < 0 ||
 				    dup2(port[k], 1) < 0 ||
 				    (cgroot == 3 ? fcntl(3, F_SETFD, 0) : dup2(cgroot, 3)) < 0)
 					_exit(1);
+				if (rr == 1 && reset_ack(1, &rs[k]) < 0)
+					_exit(1);
 				fexecve(agent, argv, envp);
 				_exit(127);
 			}
+			rs[k] = (port_reset){0};
 			if (a < 0)
 				die("cannot fork", AGENT);
 			serving[k] = a;
