@@ -104,7 +104,7 @@ json_t *aj_mv_exec_profile(const aj_mv_vm *m, json_t *q)
  * (agent_seccomp.c). */
 static int compile_profile(aj_mv_vm *m, aj_error *err)
 {
-	if (!m->p->seccomp_profile)
+	if (!aj_policy_has_profile(m->p))
 		return 0;
 	aj_bpf bpf;
 	int r = aj_seccomp_compile(m->p, &bpf, err);
