@@ -295,10 +295,10 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 	}
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
-	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
-	free(s);
 	if (!s)
 		return aj_err(err, ENOMEM, "microvm: out of memory for the command's request");
+	int r = aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s));
+	free(s);
 	return r < 0 ? aj_err(err, -r, "microvm: cannot reach the guest's agent") : 0;
 }
 
