@@ -25,7 +25,7 @@
  * and "hello" (since taken out): 4; "limits", and a file request's "uid"/"gid": 5). The agent's
  * binary holds AJ_AGENT_MARK; the host refuses an agent without its own
  * revision's. */
-#define AJ_AGENT_PROTO_REV "5"
+#define AJ_AGENT_PROTO_REV "6"
 #define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */
@@ -39,7 +39,9 @@
 #define AJ_AG_STDERR 'E'
 #define AJ_AG_STAT 'T'	/* JSON: {"type":"f","mode":420,"size":N,"mtime":S} */
 #define AJ_AG_ENTRY 'L' /* JSON: a stat with "name" */
-#define AJ_AG_EXIT 'X'	/* JSON: {"exit":N,"signal":S} or {"errno":E,"error":"..."} */
+/* JSON: {"exit":N,"signal":S} (and "oom":true: the guest's OOM killer
+ * killed it) or {"errno":E,"error":"..."} */
+#define AJ_AG_EXIT 'X'
 /* empty: the command started (an exec with "started": level 3's run, whose
  * --timeout counts from here) */
 #define AJ_AG_STARTED 'B'

@@ -46,6 +46,7 @@
 #include "agent_proto.h"
 #include "agent_fsid.h"
 #include "agent_limits.h"
+#include "agent_oom.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
 
@@ -1084,6 +1085,7 @@ static int op_exec(json_t *q)
 	/* the CPU the command uses: the cgroup's from here to its end */
 	unsigned long long cpu0[2], cpu1[2];
 	bool cpu = cmd_cpu(cpu0);
+	long long oom0 = aj_agent_oom_kills(); /* an OOM kill of the command: "oom" */
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -1152,6 +1154,9 @@ static int op_exec(json_t *q)
 		    x, "cpu_sys_us",
 		    json_integer(cpu1[1] > cpu0[1] ? (json_int_t)(cpu1[1] - cpu0[1]) : 0));
 	}
+	if (x && WIFSIGNALED(j.status) && WTERMSIG(j.status) == SIGKILL && oom0 >= 0 &&
+	    aj_agent_oom_kills() > oom0)
+		json_object_set_new(x, "oom", json_true());
 	frame_json(AJ_AG_EXIT, x);
 	return 0;
 }
