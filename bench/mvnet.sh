@@ -10,30 +10,12 @@ set -euo pipefail
 AJ=$1
 N=${2:-5}
 T=$(mktemp -d /tmp/mvnet-XXXXXX)
-trap 'kill "$SVC" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-export AGENTJAIL_STATE_DIR=$T/state AGENTJAIL_MICROVM_ACCEL=tcg
-mkdir -p "$T/tree/bin" "$T/tree/etc"
-cp /bin/busybox "$T/tree/bin/" && ln -s busybox "$T/tree/bin/sh"
-"$AJ" image build tiny --from-dir "$T/tree" >/dev/null 2>&1
-unshare --net sh -c 'ip link set lo up && exec "$0" serve --quiet --socket "$1" --state-dir "$2"' \
-    "$AJ" "$T/s" "$T/state" </dev/null 2>"$T/serve.log" &
-SVC=$!
-until curl -s --unix-socket "$T/s" http://x/healthz >/dev/null; do sleep 0.1; done
-# the wall time of one create (ms) and whether its qemu was restored
-create() {
-    local t0 t1 id out pid how=booted
-    t0=$(date +%s%N)
-    out=$(curl -sS --max-time 120 --unix-socket "$T/s" -X POST http://x/v1/sandboxes -d "$1")
-    t1=$(date +%s%N)
-    id=$(jq -er .id <<<"$out") || {
-        echo "create failed: $out" >&2
-        exit 1
-    }
-    pid=$(curl -sS --unix-socket "$T/s" "http://x/v1/sandboxes/$id" | jq -r .pid)
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '-incoming defer' && how=restored
-    curl -sS --unix-socket "$T/s" -X DELETE "http://x/v1/sandboxes/$id" >/dev/null
-    echo "$(((t1 - t0) / 1000000)) $how"
-}
+. "$(dirname "$0")/mvlib.sh"
+# no packet leaves: the service's veths and nft tables in a namespace of its own
+mv_serve unshare --net sh -c 'ip link set lo up && exec "$0" "$@"' --
+# whether the sandbox's qemu was restored from the snapshot
+how() { tr '\0' ' ' <"/proc/$(mv_pid "$1")/cmdline" | grep -q -- '-incoming defer' && echo restored || echo booted; }
+create() { mv_create "$1" how; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 plain='{"isolation": "microvm", "image": "tiny"}'
 nic='{"isolation": "microvm", "image": "tiny", "net": "open"}'

@@ -199,8 +199,28 @@ static int on_output(void *c, int stream, const char *buf, size_t len)
 	return n - keep ? out_data(j, stream, all, n - keep) : 0;
 }
 
+/* The command has ended: its pty goes now, not when the front closes the
+ * stream (the next exec's pty would get another number). /dev/null is put
+ * in the fds' places (dup3 is atomic), so the reader may still use them.
+ * Called with j->mu held; the reader closes stdin_rw[1] under it. */
+static void release_tty(job *j)
+{
+	if (j->tty[0] < 0)
+		return;
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul < 0)
+		return;
+	(void)dup3(nul, j->tty[0], O_CLOEXEC);
+	if (j->stdin_rw[1] >= 0)
+		(void)dup3(nul, j->stdin_rw[1], O_CLOEXEC);
+	close(nul);
+}
+
 static void finish(job *j, int r, const aj_run_result *res, const aj_error *err)
 {
+	pthread_mutex_lock(&j->mu);
+	release_tty(j); /* before the end is told */
+	pthread_mutex_unlock(&j->mu);
 	for (int k = 0; k < 2; k++)
 		if (j->carry_n[k])
 			out_data(j, k + 1, j->carry[k], j->carry_n[k]);
@@ -284,8 +304,10 @@ static void *reader(void *arg)
 					j->stdin_rw[1] = -1;
 				}
 			} else if (aj_write_all(j->stdin_rw[1], buf + 1, l - 1) < 0) {
-				close(j->stdin_rw[1]); /* the command closed its stdin */
+				pthread_mutex_lock(&j->mu); /* release_tty */
+				close(j->stdin_rw[1]);	    /* the command closed its stdin */
 				j->stdin_rw[1] = -1;
+				pthread_mutex_unlock(&j->mu);
 			}
 		} else if (ch == 4 && j->tty[0] >= 0) {
 			json_t *o = json_loadb((const char *)buf + 1, l - 1, 0, NULL);
@@ -299,10 +321,12 @@ static void *reader(void *arg)
 		}
 	}
 	cancel(j);
+	pthread_mutex_lock(&j->mu);
 	if (j->stdin_rw[1] >= 0) {
 		close(j->stdin_rw[1]);
 		j->stdin_rw[1] = -1;
 	}
+	pthread_mutex_unlock(&j->mu);
 	job_unref(j);
 	aj_worker_leave();
 	return NULL;

@@ -41,9 +41,12 @@ vpy() { (cd "$BATS_TEST_TMPDIR" && "$BATS_FILE_TMPDIR/venv/bin/python" "$@"); }
     svc_start
     AGENTJAIL_SOCKET=$SOCK run vpy "$_aj_root/sdk/python/tests/test_sdk.py" -v
     [ "$status" -eq 0 ] || {
+        # the failures first: CI keeps only a part of a long output
+        echo "$output" | sed -n '/^=\{20,\}$/,$p' >&2
+        echo "--- the whole output:" >&2
         echo "$output" >&2
-        echo "--- the service's log:" >&2
-        cat "$BATS_TEST_TMPDIR/serve.log" >&2
+        echo "--- the service's log (its end):" >&2
+        tail -n 60 "$BATS_TEST_TMPDIR/serve.log" >&2
         fail "SDK tests failed"
     }
     [[ "$output" == *"OK"* ]]

@@ -246,18 +246,28 @@ class SDKTest(unittest.TestCase):
             self.assertIn(b"[REDACTED]", b"".join(out))
             # a pty: a terminal of 80x24, resized, with echo
             t = sb.attach(["sh", "-c", "stty size; read l; echo got:$l; stty size"], tty=True)
-            self.assertEqual(t.recv(), (1, b"24 80\r\n"))
+            # a pty's output may come in pieces ("24 80", then "\r\n")
+            first = b""
+            while not first.endswith(b"\n"):
+                ch, data = t.recv()
+                self.assertEqual(ch, 1, data)
+                first += data
+            self.assertEqual(first, b"24 80\r\n")
             t.resize(100, 30)
             time.sleep(0.2)
             t.send("hi\n")
             out = []
             self.assertEqual(t.run(on_stdout=out.append)["status"], "Success")
             self.assertEqual(b"".join(out), b"hi\r\ngot:hi\r\n30 100\r\n")
-            # the pty is the sandbox's own (its devpts), owned by its root user
+            # the pty is the sandbox's own (its devpts), owned by its root user;
+            # an ended exec's pty is gone when its end is told, even with its
+            # stream still open (t is kept)
             out = []
-            t = sb.attach(["sh", "-c", "tty; stat -c %U /dev/pts/0; ls /dev/pts"], tty=True)
-            self.assertEqual(t.run(on_stdout=out.append)["status"], "Success")
+            t2 = sb.attach(["sh", "-c", "tty; stat -c %U /dev/pts/0; ls /dev/pts"], tty=True)
+            self.assertEqual(t2.run(on_stdout=out.append)["status"], "Success")
             self.assertEqual(b"".join(out), b"/dev/pts/0\r\nroot\r\n0  ptmx\r\n")
+            t.close()
+            t2.close()
             # refused: an unknown sandbox
             bad = Sandbox(self.client, {"id": "sb-0000000000000000"})
             ch, reason = bad.attach("true").recv()
