@@ -337,4 +337,5 @@ guest_own() { # NAME ATTEMPT...
     assert_eq "$(jq -r .oom_killed "$T/r.json")" false oom_killed
     output=$(cat "$T/err")
     assert_output_lacks "OOM"
+    assert_output_lacks "out of memory"
 }
