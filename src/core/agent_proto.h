@@ -22,7 +22,8 @@
 /* The protocol's revision, raised with each request field an older agent
  * would ignore (the exec's "seccomp_profile": 2; "started", whose 'B' a
  * run's --timeout waits for, and the answer's CPU time: 3; the ops "net"
- * and "hello" (since taken out): 4; "limits", and a file request's "uid"/"gid": 5). The agent's
+ * and "hello" (since taken out): 4; "limits", and a file request's "uid"/"gid": 5; "net"
+ * with the VM's identity, taken before its NIC is up: 6). The agent's
  * binary holds AJ_AGENT_MARK; the host refuses an agent without its own
  * revision's. */
 #define AJ_AGENT_PROTO_REV "6"

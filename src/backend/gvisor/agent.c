@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/capability.h>
-#include <linux/random.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <search.h>
@@ -1161,51 +1160,6 @@ static int op_exec(json_t *q)
 	return 0;
 }
 
-/* ---- a restored microVM's identity ---- */
-
-/* A microVM restored from a snapshot (microvm/snap.c) has its template's
- * memory: the host sends fresh entropy (mixed in, the kernel's generator
- * reseeded), the time and the hostname. */
-static int op_identity(json_t *q)
-{
-	const char *seed = json_string_value(json_object_get(q, "seed"));
-	const char *host = json_string_value(json_object_get(q, "hostname"));
-	json_int_t sec = json_integer_value(json_object_get(q, "sec"));
-	json_int_t nsec = json_integer_value(json_object_get(q, "nsec"));
-	size_t n = seed ? strlen(seed) / 2 : 0;
-	if (!seed || !host || n < 16 || n > 64)
-		return answer(EINVAL);
-	/* rand_pool_info ends in a flexible array: heap-allocated, not nested */
-	struct rand_pool_info *rp = calloc(1, sizeof(*rp) + n);
-	if (!rp)
-		return answer(ENOMEM);
-	rp->entropy_count = (int)n * 8;
-	rp->buf_size = (int)n;
-	unsigned char *buf = (unsigned char *)rp->buf;
-	for (size_t k = 0; k < n; k++) {
-		unsigned v;
-		if (sscanf(seed + 2 * k, "%2x", &v) != 1) {
-			free(rp);
-			return answer(EINVAL);
-		}
-		buf[k] = (unsigned char)v;
-	}
-	int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, RNDADDENTROPY, rp) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		free(rp);
-		return answer(e);
-	}
-	close(fd);
-	free(rp);
-	struct timespec ts = {(time_t)sec, (long)nsec};
-	if (clock_settime(CLOCK_REALTIME, &ts) < 0 || sethostname(host, strlen(host)) < 0)
-		return answer(errno);
-	return answer(0);
-}
-
 /* A microVM started from its image's snapshot (microvm/box.c): the host
  * hot-plugged the workspace's virtiofs (tag "ws"), mounted here as the
  * guest's init mounts it at a boot; its device may still be probing. */
@@ -1432,13 +1386,13 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(op, "exec"))
 		return op_exec(q);
-	if (!strcmp(op, "identity"))
-		return op_identity(q);
+	if (!strcmp(op, "identity")) /* a restored microVM's (agent_net.c) */
+		return answer(aj_agent_identity(q));
 	if (!strcmp(op, "connect"))
 		return op_connect(q);
 	if (!strcmp(op, "workspace"))
 		return op_workspace();
-	if (!strcmp(op, "net")) /* a restored microVM's NIC (agent_net.c) */
+	if (!strcmp(op, "net")) /* its identity, then its NIC (agent_net.c) */
 		return answer(aj_agent_net(q));
 	if (!strcmp(op, "tree"))
 		return op_tree(q);

@@ -454,7 +454,7 @@ static int make_dirs(aj_mv_vm *m, aj_error *err)
 	snprintf(m->wsws, sizeof(m->wsws), "%s/ws/workspace", m->dir);
 	/* dir/ws: where the workspace is bound for its virtiofsd (its owner's) */
 	if (chmod(m->dir, 0711) < 0 || mkdir(m->root, 0755) < 0 || mkdir(m->vm, 0700) < 0 ||
-	    chown(m->vm, m->base, m->base) < 0 || mkdir(m->wsd, 0700) < 0 ||
+	    chown(m->vm, m->base, m->base_gid) < 0 || mkdir(m->wsd, 0700) < 0 ||
 	    chown(m->wsd, m->ws_uid, m->ws_gid) < 0 || mkdir(m->wsws, 0700) < 0 ||
 	    chown(m->wsws, m->ws_uid, m->ws_gid) < 0)
 		return aj_err(err, errno, "microvm: cannot prepare %s", m->dir);
@@ -484,7 +484,7 @@ static int listen_at(aj_mv_vm *m, const char *path, aj_error *err)
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0 ||
-	    chown(path, m->base, m->base) < 0 || chmod(path, 0600) < 0) {
+	    chown(path, m->base, m->base_gid) < 0 || chmod(path, 0600) < 0) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
@@ -587,6 +587,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	if (m->snap)
 		al += snprintf(append + al, sizeof(append) - (size_t)al,
 			       " pcie_ports=native aj.pci=1");
+	if (geteuid() != 0) /* the root share's files not its virtiofsd's (guest/init.c) */
+		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.nonroot=1");
 	if (m->ca) /* the CA bundle to bind read-only (stage_ca) */
 		al += snprintf(append + al, sizeof(append) - (size_t)al, " aj.ca=1");
 	if (p->uid || p->gid)
@@ -745,7 +747,9 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 			 .idmap = -1,
 			 .pass_fd = tap,
 			 .netns = nsfd,
-			 .cg = m->have_cg ? &m->cg : NULL};
+			 .cg = m->have_cg ? &m->cg : NULL,
+			 /* a non-root caller's qemu: its root only this and the system's */
+			 .jail = geteuid() != 0 ? m->vm : NULL};
 	s.bind[0] = m->h.kernel, s.onto[0] = kern, s.ro[0] = true;
 	s.bind[1] = m->h.initramfs, s.onto[1] = initrd, s.ro[1] = true;
 	if (m->restored)
@@ -958,9 +962,10 @@ static int start(aj_mv_vm *m, aj_error *err)
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
 	if (r == 0)
-		r = aj_mv_console_open(&m->con, log, m->base, m->base, &m->console, err);
+		r = aj_mv_console_open(&m->con, log, m->base, m->base_gid, &m->console, err);
 	unsigned long long deadline = now_ms() + 10000;
-	if (r == 0 && root_share(m)) {
+	/* a non-root caller's: no idmap (only host root may make one) */
+	if (r == 0 && root_share(m) && geteuid() == 0) {
 		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
 		m->rootfs.uid = m->rootfs.gid = m->base;
 		m->rootfs.umask = 077;
@@ -973,6 +978,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 			r = m->rootfs.idmap;
 	}
 	if (r == 0 && root_share(m)) {
+		snprintf(sock, sizeof(sock), "%s/root.sock", m->vm);
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
 		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}
@@ -1087,7 +1093,10 @@ static int ids(aj_mv_vm *m, aj_error *err)
 	if (r < 0)
 		return r;
 	m->base = im.host_base;
-	m->ws_uid = m->ws_gid = m->base;
+	m->base_gid = m->base;
+	if (geteuid() != 0) /* the caller's own ids (vm.c's spawn maps them) */
+		m->base = geteuid(), m->base_gid = (gid_t)-1;
+	m->ws_uid = m->base, m->ws_gid = m->base_gid;
 	struct stat st;
 	if (m->p->workspace && stat(m->p->workspace, &st) == 0 && st.st_uid != 0) {
 		/* never host root: a root-owned workspace gets the unused ids */
@@ -1113,6 +1122,8 @@ void aj_mv_vm_init(aj_mv_vm *m, const aj_policy *p, const aj_run_hooks *hooks, u
 int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err)
 {
 	int r = refuse(m->p, need_argv, err);
+	if (r == 0)
+		r = aj_mv_nonroot_refuse(m->p, need_argv, err);
 	if (r == 0)
 		r = compile_profile(m, err);
 	if (r == 0)

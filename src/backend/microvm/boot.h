@@ -34,8 +34,9 @@ typedef struct aj_mv_vm {
 	aj_mv_spawn rootfs; /* the root's virtiofsd and its binds */
 	char *holders[160]; /* the binds' sources and places (malloc'ed) */
 	size_t n_holders;
-	uid_t base;   /* the unused uid (and gid) of qemu and the root's virtiofsd */
-	uid_t ws_uid; /* the workspace's virtiofsd: its owner (or base) */
+	uid_t base;	/* the unused uid (and gid) of qemu and the root's virtiofsd */
+	gid_t base_gid; /* base, or -1: a non-root caller's (files stay its own) */
+	uid_t ws_uid;	/* the workspace's virtiofsd: its owner (or base) */
 	gid_t ws_gid;
 	/* qemu, virtiofsd root, virtiofsd workspace, a virtiofsd per --rw bind */
 	pid_t pids[3 + AJ_MV_MAX_RW];

@@ -385,10 +385,59 @@ static int give_identity(aj_inst *i, unsigned long long timeout_ms, aj_error *er
 	return r;
 }
 
+/* The NIC of a snapshot's VM (a tap's address is the sandbox's own, never
+ * in a snapshot): plugged, then the agent takes the VM's own identity
+ * (entropy, clock, hostname) and only then addresses it (agent_net.c, op
+ * "net"): a restored VM sends no packet as its template. A snapshot whose
+ * VMs' NIC failed NIC_FAILS in a row is removed (the next create boots and
+ * saves a new one): a bad one is not restored, and booted after, forever. */
+#define NIC_FAILS 3
+static int plug_nic(aj_inst *i, int tap, aj_error *err)
+{
+	json_t *q = NULL, *id = NULL;
+	int r = 0;
+	/* a test's fault (docs/levels.md, "Test knobs"): a restored VM's
+	 * hotplug fails, as a bad snapshot's would */
+	if (i->vm.restored && getenv("AGENTJAIL_MICROVM_TEST_NIC_FAIL"))
+		r = aj_err(err, EIO,
+			   "microvm: the NIC's hotplug (AGENTJAIL_MICROVM_TEST_NIC_FAIL)");
+	if (r == 0)
+		r = aj_mv_snap_plug_net(i->vm.vm, tap, err);
+	/* the identity's clock taken after the hotplug, which may be slow */
+	if (r == 0 && (!(q = aj_mv_net_req(i->vm.net)) || !(id = aj_mv_identity_req(i->vm.p)) ||
+		       json_object_update_missing(q, id) < 0))
+		r = aj_err(err, ENOMEM, "microvm: the NIC's request");
+	json_decref(id);
+	mv_call c = {.data_fd = -1};
+	if (r == 0) {
+		r = call_agent(i, q, -1, 0, &c, "eth0", READY_TIMEOUT_MS, err);
+		q = NULL;
+		if (r < 0)
+			aj_err_prefix(err, "microvm: the guest did not take its identity and bring "
+					   "up its NIC with the sandbox's address");
+	}
+	json_decref(q);
+	/* only a restored VM's failure is its snapshot's (not a fork's copy,
+	 * whose snapfile is its own); want of memory or time is the host's */
+	if (!i->vm.restored || i->vm.restore_dir[0] ||
+	    (r < 0 && (err->code == ENOMEM || err->code == ETIMEDOUT)))
+		return r;
+	unsigned fails = aj_mv_snap_nic_result(i->vm.snapfile, r == 0);
+	if (fails >= NIC_FAILS) {
+		fprintf(stderr,
+			"agentjail: microvm: the NIC failed in %u VMs in a row of snapshot %s: "
+			"removed (the next VM boots and saves a new one)\n",
+			fails, i->vm.snapfile);
+		aj_mv_snap_remove(i->vm.snapfile);
+	}
+	return r;
+}
+
 /* The boot (or restore) up to the agent's first answer; a booted one that
- * may be is saved first. A restored VM takes its identity only when it is
- * handed out (mv_claim): until then it is the snapshot's. *ws: the failure
- * was the workspace's or the NIC's hotplug (the snapshot restored fine). */
+ * may be is saved first. A restored VM takes its identity when it is
+ * handed out (mv_claim), and before its NIC comes up (plug_nic): until
+ * then it is the snapshot's. *ws: the failure was the workspace's or the
+ * NIC's hotplug (the snapshot restored fine). */
 static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 {
 	*ws = false;
@@ -430,22 +479,11 @@ static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 			aj_err_prefix(err, "microvm: the guest did not mount the workspace");
 		*ws = r < 0;
 	}
-	/* and its NIC (a tap's address is the sandbox's own, never in a
-	 * snapshot): plugged, then addressed by the agent (agent_net.c); the
-	 * create fails if it is not (after one boot with it: create_inst) */
+	/* and its NIC; the create fails if it is not up (after one boot with
+	 * it: create_inst) */
 	int nsfd, tap = aj_mv_net_fds(i->vm.net, &nsfd);
 	if (r == 0 && i->vm.snap && tap >= 0) {
-		json_t *q = aj_mv_net_req(i->vm.net);
-		r = q ? aj_mv_snap_plug_net(i->vm.vm, tap, err) : aj_err(err, ENOMEM, "network");
-		mv_call c = {.data_fd = -1};
-		if (r == 0) {
-			r = call_agent(i, q, -1, 0, &c, "eth0", READY_TIMEOUT_MS, err);
-			q = NULL;
-			if (r < 0)
-				aj_err_prefix(err, "microvm: the guest did not bring up its NIC "
-						   "with the sandbox's address");
-		}
-		json_decref(q);
+		r = plug_nic(i, tap, err);
 		*ws = r < 0;
 	}
 	return r;
@@ -477,8 +515,9 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 			snprintf(i->vm.restore_dir, sizeof(i->vm.restore_dir), "%s", ckpt);
 		/* a workspace or NIC that fails to plug, mount or take its
 		 * address (the tenant's, or this snapshot's): booted once more
-		 * without the snapshot, which is kept (no tenant evicts it); a
-		 * restore that fails removes it */
+		 * without the snapshot, which is kept (no tenant evicts it, but
+		 * a NIC that fails in NIC_FAILS restored VMs in a row does:
+		 * plug_nic); a restore that fails removes it */
 		bool ws;
 		r = mv_boot_ready(i, &ws, err);
 		if (r == 0 || attempt || ckpt || (!i->vm.restored && !ws))

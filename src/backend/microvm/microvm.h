@@ -39,6 +39,10 @@ typedef struct aj_mv_host {
  * (AGENTJAIL_MICROVM_ACCEL=kvm|tcg forces it, else the cached verdict of a
  * canary boot). 0, or -errno with err saying what is missing (exit 125). */
 int aj_mv_host_find(aj_mv_host *h, aj_error *err);
+/* What a non-root caller's VM does not have yet (a workspace, a network,
+ * binds, an image, --publish, the service: run false): -EPERM with the
+ * reason and a fix (exit 125), before anything is made; 0 for root. */
+int aj_mv_nonroot_refuse(const aj_policy *p, bool run, aj_error *err);
 /* The `agentjail doctor` line for level 3. */
 void aj_microvm_doctor(aj_check *c);
 
@@ -87,6 +91,12 @@ typedef struct aj_mv_spawn {
 	/* a virtiofsd: it may make no setuid/setgid file on the host, whatever
 	 * the guest's kernel asks (the setid filter, loaded before it execs) */
 	bool no_setid;
+	/* a non-root caller's process (no unused uid: it runs as the caller):
+	 * non-NULL, the one directory of the host its root shows (besides the
+	 * host's programs and libraries, read-only), in a pid namespace of its
+	 * own (qemu: the VM's directory); NULL, the host's view (virtiofsd,
+	 * which makes its own root of its share) */
+	const char *jail;
 } aj_mv_spawn;
 /* A share (--workspace, a --rw directory) as an O_PATH fd, no symlink
  * followed anywhere in its path (as level 1's binds), or -errno. */

@@ -249,12 +249,52 @@ void aj_mv_snap_ram_path(const char *file, char *out, size_t len)
 	snprintf(out, len, "%.*s.ram", (int)n, file);
 }
 
+/* NIC hotplugs that failed in a row, by snapshot (its file's name), in
+ * this process: a few slots, a new failure taking the oldest one's */
+static struct {
+	char name[NAME_MAX + 1];
+	unsigned fails;
+	unsigned long long used;
+} nic_fails[8];
+static unsigned long long nic_clock;
+static pthread_mutex_t nic_mu = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned aj_mv_snap_nic_result(const char *file, bool ok)
+{
+	const char *name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+	unsigned n = 0;
+	pthread_mutex_lock(&nic_mu);
+	size_t at = 0;
+	for (size_t k = 0; k < AJ_ARRAY_SIZE(nic_fails); k++) {
+		if (!strcmp(nic_fails[k].name, name)) {
+			at = k;
+			break;
+		}
+		if (nic_fails[k].used < nic_fails[at].used)
+			at = k;
+	}
+	if (ok && !strcmp(nic_fails[at].name, name)) {
+		nic_fails[at].name[0] = '\0';
+		nic_fails[at].used = 0;
+	} else if (!ok) {
+		if (strcmp(nic_fails[at].name, name)) {
+			snprintf(nic_fails[at].name, sizeof(nic_fails[at].name), "%s", name);
+			nic_fails[at].fails = 0;
+		}
+		n = ++nic_fails[at].fails;
+		nic_fails[at].used = ++nic_clock;
+	}
+	pthread_mutex_unlock(&nic_mu);
+	return n;
+}
+
 void aj_mv_snap_remove(const char *file)
 {
 	char ram[PATH_MAX];
 	aj_mv_snap_ram_path(file, ram, sizeof(ram));
 	unlink(file);
 	unlink(ram);
+	(void)aj_mv_snap_nic_result(file, true); /* a new save there starts afresh */
 }
 
 static void snap_evict(void)

@@ -4,6 +4,7 @@
 #define AJ_MV_SNAP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cgroup.h"
@@ -28,6 +29,10 @@ int aj_mv_snap_save(const char *vmdir, const char *file, aj_error *err);
 int aj_mv_snap_save_ram(const char *vmdir, const char *file, int ramfd, aj_error *err);
 /* FILE's RAM file: snap-KEY.vmstate -> snap-KEY.ram. */
 void aj_mv_snap_ram_path(const char *file, char *out, size_t len);
+/* A NIC hotplug into a VM of snapshot FILE (its save, or a restore from
+ * it) that worked (ok) or failed: the failures in a row since its last
+ * success or removal (0 when ok). */
+unsigned aj_mv_snap_nic_result(const char *file, bool ok);
 /* Both files of a snapshot removed (a restore that failed, eviction). */
 void aj_mv_snap_remove(const char *file);
 /* A saved pair opened for a restore: *statefd the device state (qemu's fd

@@ -92,6 +92,49 @@ static int missing(aj_error *err, const char *what, const char *fix)
 	return -ENOENT;
 }
 
+/* The level's cache: root's in the state directory; a non-root caller's
+ * its own, $AGENTJAIL_STATE_DIR/microvm, else $XDG_STATE_HOME/agentjail/
+ * microvm or ~/.local/state/agentjail/microvm (made 0700, the caller's,
+ * closed to others, or not used). */
+static const char *mv_cache(void)
+{
+	static char dir[PATH_MAX];
+	if (dir[0])
+		return dir;
+	if (geteuid() == 0) {
+		snprintf(dir, sizeof(dir), "%s/microvm", aj_state_dir());
+		return dir;
+	}
+	const char *s = getenv("AGENTJAIL_STATE_DIR"), *x = getenv("XDG_STATE_HOME"),
+		   *home = getenv("HOME");
+	if (s && s[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/microvm", s);
+	else if (x && x[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/agentjail/microvm", x);
+	else if (home && home[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/.local/state/agentjail/microvm", home);
+	return dir;
+}
+
+/* The cache, there and the caller's own (0 or -errno). */
+static int mv_cache_ready(void)
+{
+	const char *d = mv_cache();
+	if (!d[0])
+		return -ENOENT;
+	if (geteuid() == 0) {
+		_cleanup_close_ int fd = aj_cache_dir("microvm", true);
+		return fd < 0 ? -EACCES : 0;
+	}
+	int r = aj_mkdir_p(d, 0700);
+	struct stat st;
+	if (r < 0)
+		return r;
+	if (lstat(d, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) ? 0 : -EACCES;
+}
+
 /* ---- the initramfs ---- */
 
 static int copy_file(const char *src, const char *dst, mode_t mode)
@@ -215,15 +258,27 @@ static int find_initramfs(aj_mv_host *h, aj_error *err)
 		return missing(err, "the guest kernel's modules",
 			       "run scripts/setup.sh (it unpacks Debian's linux-image into "
 			       "/var/cache/agentjail/microvm)");
-	_cleanup_close_ int dir = aj_cache_dir("microvm", true);
-	if (dir < 0)
-		return aj_err(err, EACCES, "microvm: the state directory's cache is not usable");
-	snprintf(h->initramfs, sizeof(h->initramfs),
-		 "%s/microvm/initramfs-r" AJ_AGENT_PROTO_REV "-%llx-%llx-%llx-%llx.cpio",
-		 aj_state_dir(),
+	char name[160];
+	snprintf(name, sizeof(name), "initramfs-r" AJ_AGENT_PROTO_REV "-%llx-%llx-%llx-%llx.cpio",
 		 (unsigned long long)(a.st_size ^ a.st_mtim.tv_sec ^ a.st_mtim.tv_nsec ^ a.st_ino),
 		 (unsigned long long)(b.st_size ^ b.st_mtim.tv_sec ^ b.st_mtim.tv_nsec ^ b.st_ino),
 		 (unsigned long long)(c.st_mtim.tv_sec ^ c.st_ino), (unsigned long long)c.st_size);
+	/* a non-root caller: root's shared one when it may read it (root's,
+	 * written by no other), read-only; else its own */
+	struct stat sh;
+	snprintf(h->initramfs, sizeof(h->initramfs), "%s/microvm/%s", aj_state_dir(), name);
+	if (geteuid() != 0 && access(h->initramfs, R_OK) == 0 && stat(h->initramfs, &sh) == 0 &&
+	    sh.st_uid == 0 && !(sh.st_mode & 022))
+		return 0;
+	int dr = mv_cache_ready();
+	if (dr < 0) {
+		aj_err(err, -dr, "microvm: the cache directory %s is not usable",
+		       mv_cache()[0] ? mv_cache() : "(no HOME)");
+		aj_err_hint(err, geteuid() ? "set HOME (or XDG_STATE_HOME) to a directory of yours"
+					   : "check the state directory's owner and mode");
+		return dr;
+	}
+	snprintf(h->initramfs, sizeof(h->initramfs), "%s/%s", mv_cache(), name);
 	if (access(h->initramfs, R_OK) == 0)
 		return 0; /* built from an agent checked below (the name has its revision) */
 	if (!agent_speaks(agent))
@@ -242,7 +297,7 @@ static int find_initramfs(aj_mv_host *h, aj_error *err)
 
 /* ---- confinement ---- */
 
-static void child_fail(int fd, int e)
+static _Noreturn void child_fail(int fd, int e)
 {
 	(void)!write(fd, &e, sizeof(e));
 	_exit(127);
@@ -275,6 +330,8 @@ static int rw_tree(const aj_mv_spawn *s, const char *path, unsigned flags)
 	errno = t == -EXDEV ? EXDEV : e;
 	return t < 0 ? -1 : t;
 }
+
+static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int report);
 
 static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
 {
@@ -354,6 +411,12 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	 * already gone ends it here */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		child_fail(report, ESRCH);
+	exec_child(s, setid, report);
+}
+
+/* The confined process's fds, umask and filter, then its program. */
+static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int report)
+{
 	/* the report pipe moved above fds 3 and 4, which qemu's fds take */
 	if (report < 5 && (report = fcntl(report, F_DUPFD_CLOEXEC, 5)) < 0)
 		_exit(127);
@@ -378,6 +441,162 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	child_fail(report, errno);
 }
 
+/* ---- a non-root caller's confinement ---- */
+
+#define RO_ATTR (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+/* A bind in the caller's own user namespace, as a detached tree, with the
+ * attributes attr (MOUNT_ATTR_*) added to the source's own (locked there). */
+static int user_bind(const char *src, const char *onto, unsigned long long attr)
+{
+	int t = aj_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t < 0)
+		return -1;
+	int r = attr ? aj_mount_setattr(t, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, 0, -1) : 0;
+	if (r == 0)
+		r = aj_move_mount(t, "", AT_FDCWD, onto, MOVE_MOUNT_F_EMPTY_PATH);
+	int e = errno;
+	close(t);
+	errno = e;
+	return r;
+}
+
+/* The VMM's root (s->jail): a tmpfs with the host's programs and libraries
+ * read-only, a few devices, /proc (its own pid namespace's) and the VM's
+ * directory at its own path; nothing else of the caller's is there. */
+#define JAIL "/run/aj-root"
+static int jail_make(const aj_mv_spawn *s)
+{
+	char p[PATH_MAX];
+	if (mkdir(JAIL, 0755) < 0 ||
+	    mount("aj-root", JAIL, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		return errno;
+	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	"/lib",
+					  "/lib32", "/lib64", "/libx32"};
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(sys); i++) {
+		struct stat st;
+		if (lstat(sys[i], &st) < 0)
+			continue;
+		snprintf(p, sizeof(p), JAIL "%s", sys[i]);
+		if (S_ISLNK(st.st_mode)) {
+			char t[PATH_MAX];
+			ssize_t n = readlink(sys[i], t, sizeof(t) - 1);
+			if (n < 0)
+				return errno;
+			t[n] = '\0';
+			if (symlink(t, p) < 0)
+				return errno;
+		} else if (S_ISDIR(st.st_mode) &&
+			   (mkdir(p, 0755) < 0 || user_bind(sys[i], p, RO_ATTR) < 0))
+			return errno;
+	}
+	/* the loader's cache and the devices qemu opens */
+	static const char *const files[] = {"/etc/ld.so.cache", "/dev/null",   "/dev/zero",
+					    "/dev/urandom",	"/dev/random", "/dev/kvm"};
+	if (mkdir(JAIL "/etc", 0755) < 0 || mkdir(JAIL "/dev", 0755) < 0 ||
+	    mkdir(JAIL "/proc", 0555) < 0 || mkdir(JAIL "/tmp", 01777) < 0)
+		return errno;
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(files); i++) {
+		if (access(files[i], F_OK) < 0)
+			continue;
+		snprintf(p, sizeof(p), JAIL "%s", files[i]);
+		/* the devices read-write (/dev/kvm), the loader's cache not */
+		bool dev = aj_startswith(files[i], "/dev/");
+		if (aj_write_file(p, "", 0644) < 0 ||
+		    user_bind(files[i], p, dev ? MOUNT_ATTR_NOSUID : RO_ATTR) < 0)
+			return errno ? errno : EIO;
+	}
+	/* the VM's directory: its sockets and console, nothing to run */
+	snprintf(p, sizeof(p), JAIL "%s", s->jail);
+	if (aj_mkdir_p(p, 0700) < 0 ||
+	    user_bind(s->jail, p, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) < 0)
+		return errno ? errno : EIO;
+	return 0;
+}
+
+/* In the VMM's pid namespace (its pid 1): /proc of it, then the jail as
+ * its root, the tmpfs read-only. */
+static int jail_enter(void)
+{
+	if (mount("proc", JAIL "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+	    mount(NULL, JAIL, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") <
+		0 ||
+	    chdir(JAIL) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+	    umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return errno;
+	return 0;
+}
+
+/* A non-root caller's: no host root to bind as and no unused uid to run
+ * as, so the user namespace comes first (uid 0 inside is the caller: the
+ * parent writes the maps), the binds are made in it; with s->jail the
+ * process gets a root of only what it needs (jail_make) in a pid
+ * namespace of its own, whose pid 1 it is (this child waits for it and
+ * ends as it ends). */
+static void spawn_child_user(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
+{
+	pid_t parent = getppid();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+		    (s->jail ? CLONE_NEWPID : 0)) < 0)
+		child_fail(report, errno);
+	char c;
+	if (write(go, "u", 1) != 1 || read(go, &c, 1) != 1)
+		_exit(127);
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		child_fail(report, errno);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		child_fail(report, ESRCH);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		child_fail(report, errno);
+	for (size_t i = 0; i < s->n; i++)
+		if (user_bind(s->bind[i], s->onto[i],
+			      s->ro[i] ? RO_ATTR : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+			child_fail(report, errno);
+	if (s->prepare) /* the workspace's masks: refused before (aj_mv_nonroot_refuse) */
+		child_fail(report, EPERM);
+	if (mount("run", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m") <
+	    0)
+		child_fail(report, errno);
+	if (!s->jail)
+		exec_child(s, setid, report);
+	int e = jail_make(s);
+	if (e)
+		child_fail(report, e);
+	int alive[2];
+	if (pipe2(alive, O_CLOEXEC) < 0)
+		child_fail(report, errno);
+	pid_t holder = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		child_fail(report, errno);
+	if (pid == 0) {
+		/* gone already if the holder died before its death signal was set */
+		close(alive[1]);
+		struct pollfd pf = {.fd = alive[0], .events = POLLIN};
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || poll(&pf, 1, 0) != 0)
+			_exit(127);
+		close(alive[0]);
+		(void)holder;
+		if ((e = jail_enter()))
+			child_fail(report, e);
+		exec_child(s, setid, report);
+	}
+	close(alive[0]);
+	close(report);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st)) {
+		signal(WTERMSIG(st), SIG_DFL);
+		kill(getpid(), WTERMSIG(st));
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
+}
+
 pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 {
 	int go[2], report[2];
@@ -397,6 +616,8 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(go[0]), close(report[0]);
+		if (geteuid() != 0)
+			spawn_child_user(s, s->no_setid ? &setid : NULL, go[1], report[1]);
 		spawn_child(s, s->no_setid ? &setid : NULL, go[1], report[1]);
 	}
 	aj_bpf_free(&setid);
@@ -411,6 +632,8 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 	for (size_t i = 0; !e && i < AJ_ARRAY_SIZE(files); i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
 		unsigned out = i == 0 ? (unsigned)s->uid : (unsigned)s->gid;
+		if (geteuid() != 0) /* the one id a non-root caller can map: its own */
+			out = i == 0 ? (unsigned)geteuid() : (unsigned)getegid();
 		if (i == 1)
 			snprintf(map, sizeof(map), "deny");
 		else if (s->in_uid > 0)
@@ -448,7 +671,7 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 static bool kvm_verdict_cached(aj_mv_host *h)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/microvm/accel", aj_state_dir());
+	snprintf(path, sizeof(path), "%s/accel", mv_cache());
 	_cleanup_free_ char *v = NULL;
 	if (aj_read_file(path, &v, NULL) < 0)
 		return false;
@@ -503,10 +726,11 @@ static int kvm_canary(aj_mv_host *h, char *why, size_t len)
 	aj_mv_spawn s = {.argv = argv, .uid = 0, .gid = 0, .log = fd, .idmap = -1};
 	/* KVM needs /dev/kvm, which an unprivileged uid cannot open here: the
 	 * canary runs as the VMM would, so its verdict holds for real boots */
-	aj_idmap m;
+	aj_idmap m = {0}; /* non-root: the VMM as the caller, jailed (s.jail) */
 	int r = -1;
-	if (aj_userns_plan(&m, 0, 0, NULL) == 0) {
+	if (geteuid() != 0 || aj_userns_plan(&m, 0, 0, NULL) == 0) {
 		s.uid = m.host_base, s.gid = m.host_base;
+		s.jail = geteuid() != 0 ? dir : NULL;
 		s.bind[0] = h->kernel, s.onto[0] = kern, s.ro[0] = true;
 		s.bind[1] = h->initramfs, s.onto[1] = initrd, s.ro[1] = true;
 		s.n = 2;
@@ -533,8 +757,8 @@ static int kvm_canary(aj_mv_host *h, char *why, size_t len)
 				 "internal error: a nested hypervisor such as PVM)");
 		else if (out && (strstr(out, "Permission denied") || strstr(out, "kvm")))
 			snprintf(why, len,
-				 "the confined VMM (an unprivileged uid) cannot use "
-				 "/dev/kvm");
+				 "the confined VMM (an unprivileged uid, or a non-root "
+				 "caller's) cannot use /dev/kvm");
 		else
 			snprintf(why, len, "a canary boot with KVM did not reach the guest in 3 s");
 	} else {
@@ -560,7 +784,7 @@ static void find_accel(aj_mv_host *h)
 	h->kvm = kvm_canary(h, why, sizeof(why)) == 0;
 	snprintf(h->accel_why, sizeof(h->accel_why), "%s", why);
 	char path[PATH_MAX], v[300];
-	snprintf(path, sizeof(path), "%s/microvm/accel", aj_state_dir());
+	snprintf(path, sizeof(path), "%s/accel", mv_cache());
 	snprintf(v, sizeof(v), "%s%s\n", h->kvm ? "kvm" : "tcg ", h->kvm ? "" : why);
 	(void)aj_write_file(path, v, 0600);
 }
@@ -568,13 +792,6 @@ static void find_accel(aj_mv_host *h)
 int aj_mv_host_find(aj_mv_host *h, aj_error *err)
 {
 	memset(h, 0, sizeof(*h));
-	if (geteuid() != 0) {
-		aj_err(err, EPERM,
-		       "isolation level microvm: needs root for now (the VMM runs "
-		       "confined as an unused uid, which only root can map)");
-		aj_err_hint(err, "run it as root, or use --isolation process");
-		return -EPERM;
-	}
 	if (find_in_path(AJ_MV_QEMU, h->qemu, sizeof(h->qemu)) < 0)
 		return missing(err, AJ_MV_QEMU, "apt-get install qemu-system-x86");
 	snprintf(h->virtiofsd, sizeof(h->virtiofsd), "%s", AJ_MV_VIRTIOFSD);
@@ -593,6 +810,27 @@ int aj_mv_host_find(aj_mv_host *h, aj_error *err)
 	h->tsc_khz = host_tsc_khz();
 	find_accel(h);
 	return 0;
+}
+
+int aj_mv_nonroot_refuse(const aj_policy *p, bool run, aj_error *err)
+{
+	if (geteuid() == 0)
+		return 0;
+	const char *what = !run			   ? "the service's sandboxes"
+			   : p->workspace	   ? "--workspace (its virtiofsd maps the guest's "
+						     "users to the workspace's owner)"
+			   : p->net != AJ_NET_NONE ? "a network (--net open, --allow: the VM's tap "
+						     "and netd need root)"
+			   : p->n_binds		   ? "--ro/--rw binds"
+			   : p->rootfs		   ? "--image/--rootfs"
+			   : p->n_publish	   ? "--publish"
+						   : NULL;
+	if (!what)
+		return 0;
+	aj_err(err, EPERM, "isolation level microvm: %s: not for a non-root caller yet", what);
+	aj_err_hint(err, "run it as root, or without it (a non-root caller's VM has no workspace, "
+			 "network, binds or image), or use --isolation process");
+	return -EPERM;
 }
 
 void aj_microvm_doctor(aj_check *c)

@@ -22,13 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include <net/if.h>
-#include <net/route.h>
-#include <sys/ioctl.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -37,6 +34,7 @@
 #include <unistd.h>
 
 #include "inroot.h"
+#include "nicup.h"
 
 #define PORT_NAME "aj.agent"
 #define MAX_PORTS 8
@@ -373,6 +371,22 @@ static void guest_dev(void)
 	close(dev);
 }
 
+/* CAP_FOWNER in init's effective set, or not (the overlay keeps its
+ * mounter's credentials) */
+static void caps_fowner(bool on)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		die("capget", strerror(errno));
+	if (on)
+		d[0].effective |= 1u << CAP_FOWNER;
+	else
+		d[0].effective &= ~(1u << CAP_FOWNER);
+	if (syscall(SYS_capset, &h, d) < 0)
+		die("capset", strerror(errno));
+}
+
 static void setup_root(const char *cmdline)
 {
 	char disk[32], ws[8], host[65], opts[128], root[8];
@@ -405,9 +419,17 @@ static void setup_root(const char *cmdline)
 		die("cannot make", "/mnt/rw/dev/shm");
 	/* nodev: a device node in a --rootfs tree (kept by mksquashfs) opens
 	 * nothing; the guest's /dev is a tmpfs of its own on top */
+	/* a non-root caller's root share (aj.nonroot=1): the host's files are
+	 * no id its virtiofsd owns, which may not open them O_NOATIME; an
+	 * overlay mounted without CAP_FOWNER does not ask for it */
+	bool fowner = strstr(cmdline, " aj.nonroot=1") != NULL;
+	if (fowner)
+		caps_fowner(false);
 	must_mount("overlay", "/newroot", "overlay", MS_NOSUID | MS_NODEV,
 		   blk ? "lowerdir=/aj-etc:/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work"
 		       : "lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work");
+	if (fowner)
+		caps_fowner(true);
 	newroot = open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (newroot < 0)
 		die("cannot open", "/newroot");
@@ -560,29 +582,16 @@ static bool is_stopped(pid_t pid)
 
 /* The network (aj.net=IP/PREFIX,GW: --net open or --allow, net.c on the
  * host): the NIC's modules, eth0 addressed and up, the default route via
- * the host's side of the /30. The loopback is up either way, as at level 1. */
-static void link_flags(int s, const char *name, short set)
-{
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
-		die("cannot read the flags of", name);
-	ifr.ifr_flags |= set;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
-		die("cannot bring up", name);
-}
-
+ * the host's side of the /30 (nicup.c, as the agent does for a restored
+ * VM's hot-plugged NIC). The loopback is up either way, as at level 1. */
 static void setup_net(const char *cmdline)
 {
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		die("cannot make", "a socket");
-	link_flags(s, "lo", IFF_UP);
+	errno = -aj_nic_link_up("lo");
+	if (errno)
+		die("cannot bring up", "lo");
 	char v[64];
-	if (!arg(cmdline, "net", v, sizeof(v), NULL)) {
-		close(s);
+	if (!arg(cmdline, "net", v, sizeof(v), NULL))
 		return;
-	}
 	char *pre = strchr(v, '/'), *gw = strchr(v, ',');
 	struct in_addr ip, via;
 	unsigned prefix = pre ? (unsigned)strtoul(pre + 1, NULL, 10) : 0;
@@ -592,41 +601,11 @@ static void setup_net(const char *cmdline)
 		die("bad", "aj.net=");
 	}
 	static const char *const nic[] = {"failover", "net_failover", "virtio_net"};
-	for (size_t i = 0; i < sizeof(nic) / sizeof(nic[0]); i++) {
-		char path[128];
-		snprintf(path, sizeof(path), "/lib/modules/%s.ko", nic[i]);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) < 0 && errno != EEXIST))
-			die("cannot load", path);
-		close(fd);
-	}
-	for (int i = 0; !if_nametoindex("eth0"); i++)
-		if (i > 400)
-			die("no NIC", "eth0");
-		else
-			sleep_ms(5);
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", "eth0");
-	struct sockaddr_in *sa = (struct sockaddr_in *)&ifr.ifr_addr;
-	sa->sin_family = AF_INET;
-	sa->sin_addr = ip;
-	if (ioctl(s, SIOCSIFADDR, &ifr) < 0)
-		die("cannot address", "eth0");
-	sa->sin_addr.s_addr = htonl(prefix == 32 ? 0xffffffffu : ~(0xffffffffu >> prefix));
-	if (ioctl(s, SIOCSIFNETMASK, &ifr) < 0)
-		die("cannot set the netmask of", "eth0");
-	link_flags(s, "eth0", IFF_UP);
-	struct rtentry rt = {0};
-	struct sockaddr_in *dst = (struct sockaddr_in *)&rt.rt_dst,
-			   *gwa = (struct sockaddr_in *)&rt.rt_gateway,
-			   *mask = (struct sockaddr_in *)&rt.rt_genmask;
-	dst->sin_family = gwa->sin_family = mask->sin_family = AF_INET;
-	gwa->sin_addr = via;
-	rt.rt_flags = RTF_UP | RTF_GATEWAY;
-	rt.rt_dev = "eth0";
-	if (ioctl(s, SIOCADDRT, &rt) < 0)
-		die("cannot add", "the default route");
-	close(s);
+	load_modules(nic, sizeof(nic) / sizeof(nic[0]));
+	const char *step;
+	errno = -aj_nic_up("eth0", ip, prefix, via, 2000, &step);
+	if (errno)
+		die("cannot bring up eth0:", step);
 }
 
 int main(void)
