@@ -267,6 +267,40 @@ mv_counter_runs() { # ID WHEN
     assert_contains "$body" disk
     sb_exec "$id" '{"cmd": ["rm", "/opt/big"]}' >/dev/null
     mv_counter_runs "$id" "after a 507"
+    # every agent port given up, then made anew (docs/levels.md, "A
+    # given-up port made anew"): the VMM stopped (SIGSTOP on the host: the
+    # test's hook), four execs each cut off by its timeout (their ports
+    # stale), then four more: no answer comes to their ports' drain (5 s),
+    # every port is given up and made anew in the background (the host's
+    # filler and reset, the guest init's answer once the old agent is
+    # reaped, a fresh agent's hello), the VMM going on meanwhile (after
+    # 6.5 s); the four requests go on on ports made anew (was: 500, the
+    # VM does not answer), later ones too
+    local k pids=() vmm
+    vmm=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
+    kill -STOP "$vmm"
+    for k in 1 2 3 4; do
+        sb_exec "$id" '{"cmd": ["sleep", "30"], "timeout": 1}' >"$BATS_TEST_TMPDIR/stop.$k" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    pids=()
+    t0=$(date +%s)
+    for k in 1 2 3 4; do
+        sb_exec "$id" "{\"cmd\": [\"sh\", \"-c\", \"echo back-$k\"]}" >"$BATS_TEST_TMPDIR/back.$k" &
+        pids+=($!)
+    done
+    sleep 6.5
+    kill -CONT "$vmm"
+    wait "${pids[@]}"
+    for k in 1 2 3 4; do
+        assert_eq "$(events_stdout <"$BATS_TEST_TMPDIR/back.$k")" "back-$k" "request $k once every port was given up: $(cat "$BATS_TEST_TMPDIR/back.$k")"
+    done
+    echo "# four ports given up and made anew in $(($(date +%s) - t0)) s" >&3
+    assert_eq "$(grep -c 'agent port [0-3] made anew' "$BATS_TEST_TMPDIR/serve.log")" 4 "the ports made anew: $(grep 'agent port' "$BATS_TEST_TMPDIR/serve.log")"
+    api_status GET "/v1/sandboxes/$id/files?path=/tmp/t"
+    assert_eq "$status_code $body" "200 t"$'\n' "a file read on a port made anew"
+    mv_counter_runs "$id" "after the ports were made anew"
     [ ! -e "$AGENTJAIL_STATE_DIR/images/names/mvbig" ] || fail "the refused snapshot's name exists"
     [ -z "$(ls -A "$AGENTJAIL_STATE_DIR/images" | grep '^\.')" ] || fail "left in the store: $(ls -A "$AGENTJAIL_STATE_DIR/images")"
     # a level-1 sandbox from the new image sees the VM's file

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_hello.h"
 #include "agent_net.h"
 #include "agent_proto.h"
 #include "agent_fsid.h"
@@ -112,13 +113,18 @@ static void frame_json(char type, json_t *j)
 	json_decref(j);
 }
 
+/* the first byte of the host's stream, read by the guest's init */
+static int first_byte = -1;
+
 /* One frame from the host: 1, 0 at its end, -1 on a broken stream. */
 static int read_frame(char *type, char **buf, uint32_t *len)
 {
 	unsigned char h[AJ_AGENT_HDR];
-	int r = read_full(0, h, sizeof(h));
-	if (r <= 0)
-		return r;
+	int r = first_byte < 0 ? read_full(0, h, sizeof(h)) : read_full(0, h + 1, sizeof(h) - 1);
+	if (first_byte >= 0)
+		h[0] = (unsigned char)first_byte, first_byte = -1;
+	if (r <= 0 || !h[0]) /* a zero type: the host's filler (agent_resync.h) */
+		return r <= 0 ? r : -1;
 	*type = (char)h[0];
 	*len = aj_agent_len(h);
 	if (*len > AJ_AGENT_MAX_FRAME)
@@ -1361,8 +1367,10 @@ int main(int argc, char **argv)
 	uint32_t len;
 	/* a microVM's port is reused: what the host sent a request whose
 	 * agent had already answered (its stdin, a signal) is skipped */
+	bool hello; /* a revived port's fresh agent: a hello first, only then */
+	first_byte = aj_agent_port_args(argc, argv, &hello);
 	int k;
-	while ((k = read_frame(&type, &buf, &len)) == 1 && type != AJ_AG_REQUEST) {
+	while ((k = read_frame(&type, &buf, &len)) == 1 && type != AJ_AG_REQUEST && !hello) {
 		free(buf);
 		buf = NULL;
 	}
@@ -1374,8 +1382,12 @@ int main(int argc, char **argv)
 	free(buf);
 	const char *op = json_string_value(json_object_get(q, "op"));
 	const char *path = json_string_value(json_object_get(q, "path"));
-	if (!op)
+	if (!op || hello != !strcmp(op, "hello") || type != AJ_AG_REQUEST)
 		return answer(EPROTO);
+	if (hello) { /* agent_hello.c: its own answer */
+		int e = aj_agent_hello(json_string_value(json_object_get(q, "nonce")));
+		return e ? answer(e) : 0;
+	}
 	/* only the snapshot's walk and a hand-out's limits need it */
 	if (cg_fd >= 0 && strcmp(op, "tree") && strcmp(op, "limits")) {
 		/* an exec keeps "cmd"'s CPU use (cmd_cpu), read-only */

@@ -362,7 +362,8 @@ static void free_inst(aj_inst *i)
 	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
 		if (i->relay_fd[k] >= 0)
 			(void)shutdown(i->relay_fd[k], SHUT_RDWR);
-	while (i->relays)
+	/* a port being made anew: its thread sees killed within 100 ms */
+	while (i->relays || i->revivers)
 		pthread_cond_wait(&i->cv, &i->mu);
 	pthread_mutex_unlock(&i->mu);
 	aj_mv_teardown(&i->vm);
@@ -598,6 +599,10 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 		return refuse_as(err, 409, EBUSY);
 	}
 	pthread_mutex_lock(&i->mu);
+	/* a port being made anew ends first (REVIVE_MS at most): no fork's
+	 * save under its exchange, and none started while the fork holds them */
+	while (i->revivers && !i->killed)
+		pthread_cond_wait(&i->cv, &i->mu);
 	unsigned busy = 0;
 	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
 		busy += i->port[k].busy && !i->port[k].dead;

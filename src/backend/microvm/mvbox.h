@@ -20,6 +20,8 @@
 #define AJ_MV_BOX_PORTS 4
 /* how long an agent told to stop may take to answer */
 #define DRAIN_MS 5000ULL
+/* a given-up port's revival (mvport.c): its bound, in the background */
+#define REVIVE_MS 10000ULL
 /* the ports proxy's connections: at most this many of the agent ports at
  * once (the rest stay for exec and files), each ended after RELAY_IDLE_MS
  * without a byte either way (agent_relay.h: the same at level 2) */
@@ -29,9 +31,12 @@
 typedef struct mv_port {
 	int fd;
 	bool busy;
-	bool stale; /* its agent's answer ('X') not read yet */
-	bool dead;  /* given up: it never answered */
-	char *ibuf; /* bytes from the agent not yet a whole frame */
+	bool stale;	       /* its agent's answer ('X') not read yet */
+	bool dead;	       /* given up: it never answered (made anew in the background) */
+	bool reviving;	       /* being made anew (a thread of mvport.c's), held busy */
+	unsigned fails;	       /* revivals failed in a row */
+	struct timespec retry; /* the next revival not before (CLOCK_MONOTONIC) */
+	char *ibuf;	       /* bytes from the agent not yet a whole frame */
 	size_t ilen, icap;
 } mv_port;
 
@@ -45,8 +50,9 @@ struct aj_inst {
 	/* killed: it did not go on after a fork's save (vm_lost); atomic: set
 	 * by the fork, read by other requests' threads without mu */
 	_Atomic bool lost;
-	bool paused; /* its VMM frozen (a save would wait for ever) */
-	int relays;  /* the ports proxy's connections (threads), under mu */
+	bool paused;  /* its VMM frozen (a save would wait for ever) */
+	int relays;   /* the ports proxy's connections (threads), under mu */
+	int revivers; /* ports being made anew (threads), under mu */
 	/* their ends of the socket pairs (-1: none), under mu: shut down by
 	 * free_inst so that a relay blocked writing to the front wakes */
 	int relay_fd[AJ_MV_PROXY_MAX];
@@ -79,6 +85,8 @@ int aj_mvbox_port_take(aj_inst *i, bool wait);
 void aj_mvbox_port_give(aj_inst *i, int k, bool answered, bool dead);
 /* What came from the agent, read once, whole frames to fn. */
 int aj_mvbox_port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx);
+/* Given-up ports due made anew, each by a thread of its own (under mu). */
+void aj_mvbox_revive_due(aj_inst *i);
 /* A stale port read to its answer: false if it never came. */
 bool aj_mvbox_drain(mv_port *pt);
 /* The VM does not answer: err says so, -EPIPE. */

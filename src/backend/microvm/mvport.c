@@ -8,12 +8,14 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_resync.h"
 #include "mvbox.h"
 #include "util.h"
 
@@ -100,23 +102,163 @@ bool aj_mvbox_drain(mv_port *pt)
 	return true;
 }
 
+/* ---- a given-up port made anew (agent_resync.h) ---- */
+
+static bool inst_killed(aj_inst *i)
+{
+	pthread_mutex_lock(&i->mu);
+	bool k = i->killed;
+	pthread_mutex_unlock(&i->mu);
+	return k;
+}
+
+/* Port pt back in step, within REVIVE_MS: the host's filler and
+ * AJ_AG_RESET with a fresh nonce sent (what an old agent still on the port
+ * reads ends it: guest/init_reset.c), while what comes back is dropped
+ * until the guest's filler, then parsed as frames: init's AJ_AG_RESET with
+ * the nonce (the old agent reaped), then the fresh agent's answer to a
+ * hello with it, and nothing more. */
+static bool port_resync(aj_inst *i, mv_port *pt)
+{
+	char nonce[AJ_AGENT_NONCE_LEN + 1];
+	if (aj_agent_nonce(nonce) < 0)
+		return false;
+	aj_agent_resync r;
+	aj_agent_resync_init(&r, nonce);
+	/* twice a filler: an old agent may take a frame's worth before it ends */
+	static const char zero[65536];
+	unsigned char rst[AJ_AGENT_HDR + AJ_AGENT_NONCE_LEN];
+	aj_agent_hdr(rst, AJ_AG_RESET, AJ_AGENT_NONCE_LEN);
+	memcpy(rst + AJ_AGENT_HDR, nonce, AJ_AGENT_NONCE_LEN);
+	size_t fill = 2 * (size_t)AJ_AGENT_FILL, total = fill + sizeof(rst), sent = 0;
+	bool hello_sent = false;
+	char buf[65536];
+	unsigned long long until = aj_mvbox_now_ms() + REVIVE_MS;
+	for (;;) {
+		unsigned long long t = aj_mvbox_now_ms();
+		if (t >= until || inst_killed(i))
+			return false;
+		if (r.state == AJ_RESYNC_HELLO && !hello_sent) {
+			char q[64 + AJ_AGENT_NONCE_LEN];
+			int qn =
+			    snprintf(q, sizeof(q), "{\"op\":\"hello\",\"nonce\":\"%s\"}", nonce);
+			if (aj_agent_send_idle(pt->fd, AJ_AG_REQUEST, q, (size_t)qn, 2000) < 0)
+				return false;
+			hello_sent = true;
+		}
+		struct pollfd pf = {pt->fd, POLLIN | (sent < total ? POLLOUT : 0), 0};
+		int wait = until - t < 100 ? (int)(until - t) : 100; /* killed seen within it */
+		if (poll(&pf, 1, wait) < 0 && errno != EINTR)
+			return false;
+		if (pf.revents & POLLOUT) {
+			const void *p = sent < fill ? (const void *)zero : rst + (sent - fill);
+			size_t n = sent < fill ? fill - sent : total - sent;
+			ssize_t w = send(pt->fd, p, n < sizeof(zero) ? n : sizeof(zero),
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (w < 0 && errno != EAGAIN && errno != EINTR)
+				return false;
+			sent += w > 0 ? (size_t)w : 0;
+		}
+		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		ssize_t got = recv(pt->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+			return false;
+		size_t used = 0;
+		int rr = got > 0 ? aj_agent_resync_feed(&r, buf, (size_t)got, &used) : 0;
+		if (rr != 0) /* in step, and nothing after the hello's answer */
+			return rr == 1 && used == (size_t)got;
+	}
+}
+
+typedef struct mv_revive {
+	aj_inst *i;
+	int k;
+} mv_revive;
+
+static void *revive_thread(void *arg)
+{
+	mv_revive *rv = arg;
+	aj_inst *i = rv->i;
+	int rv_k = rv->k;
+	mv_port *pt = &i->port[rv_k];
+	free(rv);
+	pt->ilen = 0;
+	bool ok = port_resync(i, pt);
+	/* the service's log: a port given up and back, or not yet */
+	fprintf(stderr, "agentjail: microvm: agent port %d %s\n", rv_k,
+		ok ? "made anew" : "not made anew (tried again later)");
+	pthread_mutex_lock(&i->mu);
+	pt->reviving = pt->busy = false;
+	if (ok) {
+		pt->dead = pt->stale = false;
+		pt->fails = 0;
+	} else {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		pt->retry = aj_agent_revive_at(now, pt->fails);
+		pt->fails += pt->fails < 64;
+	}
+	i->revivers--;
+	pthread_cond_broadcast(&i->cv);
+	pthread_mutex_unlock(&i->mu);
+	return NULL;
+}
+
+void aj_mvbox_revive_due(aj_inst *i)
+{
+	if (i->killed || i->paused || i->vm.pids[0] <= 0 || kill(i->vm.pids[0], 0) < 0)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
+		mv_port *pt = &i->port[k];
+		/* a port a fork holds is busy: never made anew under it */
+		if (!pt->dead || pt->busy || pt->reviving || pt->fd < 0 ||
+		    now.tv_sec < pt->retry.tv_sec ||
+		    (now.tv_sec == pt->retry.tv_sec && now.tv_nsec < pt->retry.tv_nsec))
+			continue;
+		mv_revive *rv = malloc(sizeof(*rv));
+		pthread_t t;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		pt->reviving = pt->busy = true;
+		i->revivers++;
+		if (rv)
+			*rv = (mv_revive){i, k};
+		if (!rv || pthread_create(&t, &at, revive_thread, rv) != 0) {
+			free(rv);
+			pt->reviving = pt->busy = false;
+			i->revivers--;
+			pt->retry = aj_agent_revive_at(now, pt->fails);
+		}
+		pthread_attr_destroy(&at);
+	}
+}
+
 /* A free port for one request (waits for one unless !wait: then -EBUSY
  * when none is free), or -1 when the VM is gone or every port was given
- * up. */
+ * up and none is being made anew. */
 int aj_mvbox_port_take(aj_inst *i, bool wait)
 {
 	pthread_mutex_lock(&i->mu);
 	for (;;) {
-		int free_k = -1, live = 0;
+		aj_mvbox_revive_due(i);
+		int free_k = -1, live = 0, reviving = 0;
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 			mv_port *pt = &i->port[k];
-			if (pt->dead)
+			if (pt->dead) {
+				reviving += pt->reviving;
 				continue;
+			}
 			live++;
 			if (!pt->busy && free_k < 0)
 				free_k = k;
 		}
-		if (i->killed || !live) {
+		/* every port given up: the VM answers again once one is made
+		 * anew (its revival bounded: REVIVE_MS), else not */
+		if (i->killed || (!live && !reviving)) {
 			pthread_mutex_unlock(&i->mu);
 			return -1;
 		}
@@ -153,6 +295,8 @@ void aj_mvbox_port_give(aj_inst *i, int k, bool answered, bool dead)
 	i->port[k].dead = i->port[k].dead || dead;
 	if (answered)
 		i->port[k].ilen = 0;
+	if (dead)
+		aj_mvbox_revive_due(i);
 	pthread_cond_broadcast(&i->cv);
 	pthread_mutex_unlock(&i->mu);
 }

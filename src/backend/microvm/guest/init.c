@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "init_reset.h"
 #include "inroot.h"
 #include "nicup.h"
 
@@ -650,6 +651,9 @@ int main(void)
 	 * what comes on it is dropped until it is quiet from drop[k] on (a
 	 * new agent would read the rest of a frame as a request) */
 	unsigned long long look[MAX_PORTS] = {0}, drop[MAX_PORTS] = {0};
+	/* a given-up port the host makes anew (init_reset.c): its filler and
+	 * reset read by init once no agent is on it */
+	static port_reset rs[MAX_PORTS];
 	for (unsigned long k = 0; k < nports; k++) {
 		char name[32];
 		if (k)
@@ -708,25 +712,52 @@ int main(void)
 				sleep_ms(10);
 				continue;
 			}
-			if (drop[k] > t) { /* the killed agent's stream: dropped */
-				char junk[4096];
-				(void)!read(port[k], junk, sizeof(junk));
-				drop[k] = t + 500;
+			/* the killed agent's stream dropped (until quiet), or the
+			 * host's filler read: what comes first, init's */
+			unsigned char in[4096];
+			size_t used = 0;
+			int rr = 0;
+			if (drop[k] && drop[k] <= t && !rs[k].have) {
+				/* quiet: zeros that ended the dropped stream are no filler */
+				drop[k] = 0;
+				rs[k].zeros = 0;
+			}
+			if (drop[k] > t || reset_busy(&rs[k])) {
+				ssize_t got = read(port[k], in, sizeof(in));
+				rr = got > 0 ? reset_scan(&rs[k], in, (size_t)got, &used) : 0;
+				if (drop[k] > t || rr < 0)
+					drop[k] = t + 500;
+				if (rr != 1)
+					continue;
+			} else if (read(port[k], in, 1) != 1) {
+				continue;
+			} else if (!in[0]) { /* the host's filler begins */
+				rs[k].zeros = 1;
 				continue;
 			}
+			/* the agent: for the request whose first byte init read, or
+			 * (a reset read whole) after init's answer, for a hello */
+			char start[32] = AJ_AGENT_START_ENV "=hello";
+			if (rr != 1)
+				snprintf(start, sizeof(start), AJ_AGENT_START_ENV "=%u", in[0]);
+			drop[k] = 0;
 			pid_t a = fork();
 			if (a == 0) {
 				sigprocmask(SIG_UNBLOCK, &chld, NULL);
-				char *argv[] = {"agentjail-agent", "cg", NULL}, *envp[] = {NULL};
+				char *argv[] = {"agentjail-agent", "cg", NULL},
+				     *envp[] = {start, NULL};
 				/* the agent and its commands in "cmd" (--pids: the agent
 				 * is one), the cgroup tree's root its fd 3 */
 				if (write(cg, "0", 1) != 1 || dup2(port[k], 0) < 0 ||
 				    dup2(port[k], 1) < 0 ||
 				    (cgroot == 3 ? fcntl(3, F_SETFD, 0) : dup2(cgroot, 3)) < 0)
 					_exit(1);
+				if (rr == 1 && reset_ack(1, &rs[k]) < 0)
+					_exit(1);
 				fexecve(agent, argv, envp);
 				_exit(127);
 			}
+			rs[k] = (port_reset){0};
 			if (a < 0)
 				die("cannot fork", AGENT);
 			serving[k] = a;
