@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent_frame.h"
@@ -200,6 +201,24 @@ int aj_agent_queue_flush(aj_agent_queue *q, int fd)
 	}
 	q->off = q->len = 0;
 	return 0;
+}
+
+int aj_agent_queue_finish(aj_agent_queue *q, int fd, int ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int r = aj_agent_queue_flush(q, fd);
+		if (r != -EAGAIN)
+			return r; /* all sent, or the stream broken (its queue emptied) */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long long left =
+		    ms - ((t.tv_sec - t0.tv_sec) * 1000LL + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd pf = {fd, POLLOUT, 0};
+		(void)poll(&pf, 1, (int)left);
+	}
 }
 
 void aj_agent_queue_drop_unbegun(aj_agent_queue *q)

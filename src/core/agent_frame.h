@@ -61,6 +61,10 @@ static inline bool aj_agent_queue_full(const aj_agent_queue *q)
 {
 	return aj_agent_queue_pending(q) >= AJ_AGENT_QUEUE_HIGH;
 }
+/* The whole queue sent within ms: 0; -ETIMEDOUT: some left; else -errno:
+ * the stream broke (EPIPE: the agent is gone), the queue emptied, so a
+ * port must then be given up, never handed on as healthy. */
+int aj_agent_queue_finish(aj_agent_queue *q, int fd, int ms);
 /* The frames not yet begun dropped (a frame cut short is kept to its end). */
 void aj_agent_queue_drop_unbegun(aj_agent_queue *q);
 void aj_agent_queue_free(aj_agent_queue *q);

@@ -22,13 +22,16 @@
 /* The protocol's revision, raised with each request field an older agent
  * would ignore (the exec's "seccomp_profile": 2; "started", whose 'B' a
  * run's --timeout waits for, and the answer's CPU time: 3; the ops "net"
- * and "hello" (since taken out): 4; "limits", and a file request's "uid"/"gid": 5; "net"
- * with the VM's identity, taken before its NIC is up: 6; a revived port's
- * filler, AJ_AG_RESET and hello, init's AJ_AGENT_START_ENV: 7,
- * agent_resync.h; the exec answer's "oom": 8). The agent's
- * binary holds AJ_AGENT_MARK; the host refuses an agent without its own
- * revision's. */
-#define AJ_AGENT_PROTO_REV "8"
+ * and "hello" (since taken out): 4; "limits", and a file request's
+ * "uid"/"gid": 5; "net" with the VM's identity, taken before its NIC is
+ * up: 6; a revived port's filler, AJ_AG_RESET and hello, init's
+ * AJ_AGENT_START_ENV: 7, agent_resync.h; an exec's "uid"/"gid" always sent
+ * to a microVM's agent, which refuses one without them, and the CPU time
+ * of its command's own cgroup: 8; "limits"' "disk" and "inodes": 9; the exec
+ * answer's "oom": 10). The
+ * agent's binary holds AJ_AGENT_MARK; the host refuses an agent without its
+ * own revision's. */
+#define AJ_AGENT_PROTO_REV "10"
 #define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */

@@ -105,3 +105,50 @@ p.wait(timeout=20)
     [[ "$output" == *'"confine":"rlimits"'* ]] || fail "no confine error: $output"
     [ ! -e "$T/ran" ] || fail "the command ran without its walls"
 }
+
+# agent_call as a microVM's agent ("cg": guarded, fd 3 the cgroup2
+# directory CG, whose "cmd" the commands' cgroups go under)
+agent_call_cg() { # CG REQUEST-JSON
+    python3 -c '
+import os, struct, subprocess, sys
+fd = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECTORY)
+os.dup2(fd, 3, inheritable=True)
+req = sys.argv[3].encode()
+p = subprocess.Popen([sys.argv[1], "cg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(3,))
+p.stdin.write(b"Q" + struct.pack("<I", len(req)) + req + b"I\0\0\0\0")
+p.stdin.flush()
+while True:
+    h = p.stdout.read(5)
+    if len(h) < 5:
+        break
+    b = p.stdout.read(struct.unpack("<I", h[1:5])[0])
+    print(chr(h[0]), b.decode(errors="replace"))
+    if h[0:1] == b"X":
+        break
+p.stdin.close()
+p.wait(timeout=20)
+' "$(dirname "${AJ_REAL:-$AJ}")/agentjail-agent" "$1" "$2"
+}
+
+@test "microvm agent: an exec without uid/gid is refused, not run as root; each command's cgroup gives its CPU time" {
+    local cg=/sys/fs/cgroup/unified
+    [ "$(stat -f -c %T "$cg" 2>/dev/null)" = cgroup2fs ] || cg=/sys/fs/cgroup
+    [ "$(stat -f -c %T "$cg")" = cgroup2fs ] || skip "no cgroup2 hierarchy on this host"
+    local d="$cg/ajtest-agent-$$"
+    mkdir -p "$d/cmd"
+    # the host always sends them (level 3): a request without is refused
+    run agent_call_cg "$d" "{\"op\": \"exec\", \"argv\": [\"touch\", \"$T/ran\"], \"env\": [], \"cwd\": \"/\"}"
+    local refused=$output left
+    left=$(find "$d/cmd" -mindepth 1 -type d)
+    # with them: the command in cmd/x<agent pid>, its CPU time in the answer
+    run agent_call_cg "$d" '{"op": "exec", "argv": ["sh", "-c", "grep ^0:: /proc/self/cgroup; i=0; while [ $i -lt 300000 ]; do i=$((i + 1)); done"], "env": [], "cwd": "/", "uid": 0, "gid": 0}'
+    left+=$(find "$d/cmd" -mindepth 1 -type d)
+    find "$d" -depth -type d -exec rmdir {} +
+    [[ "$refused" == *'"confine":"user"'* ]] || fail "not refused: $refused"
+    [ ! -e "$T/ran" ] || fail "the command ran as root"
+    [[ "$output" =~ "O 0::/ajtest-agent-$$/cmd/x"[0-9]+ ]] || fail "not in a cgroup of its own: $output"
+    local us
+    us=$(sed -n 's/^X .*"cpu_user_us":\([0-9]*\).*/\1/p' <<<"$output")
+    ((${us:-0} > 100000)) || fail "no CPU time of the command: $output"
+    [ -z "$left" ] || fail "the command's cgroup is left: $left"
+}

@@ -65,7 +65,7 @@ teardown() {
     chown "$NR_UID:$NR_UID" "$NRHOME/secret"
     chmod 0600 "$NRHOME/secret"
     nr_aj run -q --isolation microvm --limits best-effort -- /bin/sh -c \
-        'uname -r; id -u; echo in-vm >/tmp/f; cat /tmp/f; sleep 4; exit 7' </dev/null >"$T/out" 2>"$T/err" &
+        'uname -r; id -u; echo in-vm >/tmp/f; cat /tmp/f; sleep 4; exit 7' </dev/null >"$T/out" 2>"$T/err" 8<"$NRHOME" 9<"$NRHOME/secret" &
     local bg=$! qemu='' i
     NR_BG=$bg # a failure below: teardown ends the run (SIGTERM: it cleans up)
     for i in $(seq 300); do
@@ -84,6 +84,9 @@ teardown() {
     # its root: the system's programs, a few devices, the VM's directory; not
     # the caller's home, not the host's /etc or /home
     [ ! -e "/proc/$qemu/root$NRHOME/secret" ] || fail "qemu's root shows the caller's file"
+    # nor by an fd the caller gave agentjail (8, 9 above)
+    ! ls -l "/proc/$qemu/fd" | grep -F "$NRHOME" || fail "qemu holds the caller's fds"
+    [ -n "$(ls "/proc/$qemu/fd")" ] || fail "qemu's fds unseen"
     [ ! -e "/proc/$qemu/root$NRHOME" ] || fail "qemu's root shows the caller's home"
     [ ! -e "/proc/$qemu/root/etc/passwd" ] || fail "qemu's root shows the host's /etc"
     [ ! -e "/proc/$qemu/root/home" ] || fail "qemu's root shows /home"

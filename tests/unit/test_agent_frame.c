@@ -22,6 +22,8 @@
 
 #include "agent_frame.h"
 #include "agent_proto.h"
+#include "execreq.h"
+#include "mvbox.h"
 
 /* realloc fails while fail_realloc is set */
 static bool fail_realloc;
@@ -299,6 +301,107 @@ static void test_allocation_failure(void **state)
 	close(sv[1]);
 }
 
+/* A queue whose agent is gone (EPIPE) is not "sent": the port that
+ * carried it is given up (box.c finish_out), never handed on as healthy. */
+static void test_finish_broken(void **state)
+{
+	(void)state;
+	int sv[2];
+	small_pair(sv);
+	aj_agent_queue q = {0};
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_STDIN, "hi", 2, false), 0);
+	assert_int_equal(aj_agent_queue_finish(&q, sv[0], 1000), 0);
+	close(sv[1]);
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_STDIN, "hi", 2, false), 0);
+	assert_int_equal(aj_agent_queue_finish(&q, sv[0], 1000), -EPIPE);
+	/* a reader that takes nothing: -ETIMEDOUT once the time is up */
+	int p[2];
+	small_pair(p);
+	static char big[65536];
+	assert_int_equal(aj_agent_queue_put(&q, AJ_AG_STDIN, big, sizeof(big), false), 0);
+	assert_int_equal(aj_agent_queue_finish(&q, p[0], 50), -ETIMEDOUT);
+	aj_agent_queue_free(&q);
+	close(sv[0]), close(p[0]), close(p[1]);
+}
+
+static bool saw_exit(void *ctx, char type, const char *buf, size_t len)
+{
+	(void)buf, (void)len;
+	if (type == AJ_AG_EXIT)
+		*(bool *)ctx = true;
+	return type != AJ_AG_EXIT;
+}
+
+/* No memory for a port's buffer when the agent's answer ('X') comes: it
+ * is read all the same (through the stack), the port kept; what follows
+ * it stays in the socket. */
+static void test_port_read_oom(void **state)
+{
+	(void)state;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	unsigned char h[AJ_AGENT_HDR];
+	const char x[] = "{\"exit\":0,\"signal\":0}";
+	aj_agent_hdr(h, AJ_AG_STDOUT, 2);
+	assert_int_equal(write(sv[1], h, sizeof(h)), sizeof(h));
+	assert_int_equal(write(sv[1], "ok", 2), 2);
+	aj_agent_hdr(h, AJ_AG_EXIT, sizeof(x) - 1);
+	assert_int_equal(write(sv[1], h, sizeof(h)), sizeof(h));
+	assert_int_equal(write(sv[1], x, sizeof(x) - 1), (ssize_t)sizeof(x) - 1);
+	aj_agent_hdr(h, AJ_AG_STARTED, 0); /* the next request's */
+	assert_int_equal(write(sv[1], h, sizeof(h)), sizeof(h));
+	mv_port pt = {.fd = sv[0]};
+	bool done = false;
+	fail_realloc = true;
+	assert_int_equal(aj_mvbox_port_read(&pt, 1000, saw_exit, &done), 1);
+	fail_realloc = false;
+	assert_true(done);
+	assert_int_equal(pt.ilen, 0);
+	char rest[16];
+	assert_int_equal(recv(sv[0], rest, sizeof(rest), MSG_DONTWAIT), AJ_AGENT_HDR);
+	assert_int_equal(rest[0], AJ_AG_STARTED);
+	free(pt.ibuf);
+	close(sv[0]), close(sv[1]);
+}
+
+/* jansson's allocations failing after `left` more */
+static int json_left = -1;
+static void *failing_malloc(size_t n)
+{
+	if (json_left == 0)
+		return NULL;
+	if (json_left > 0)
+		json_left--;
+	return malloc(n);
+}
+
+/* The exec request's user and lists under out-of-memory at every step:
+ * whole or NULL, never a request without "uid"/"gid" (the command would
+ * run as guest root) or with an argument left out. */
+static void test_exec_request_oom(void **state)
+{
+	(void)state;
+	json_set_alloc_funcs(failing_malloc, free);
+	char *argv[] = {"sh", "-c", "id -u", NULL};
+	for (int n = 0; n < 40; n++) {
+		json_left = -1;
+		json_t *q = json_object();
+		json_left = n;
+		q = aj_mv_exec_user(q, 1000, 1001);
+		json_t *a = aj_mv_json_strv(argv);
+		json_left = -1;
+		if (q) {
+			assert_int_equal(json_integer_value(json_object_get(q, "uid")), 1000);
+			assert_int_equal(json_integer_value(json_object_get(q, "gid")), 1001);
+		}
+		if (a)
+			assert_int_equal(json_array_size(a), 3);
+		json_decref(q);
+		json_decref(a);
+	}
+	json_set_alloc_funcs(malloc, free);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +411,9 @@ int main(void)
 	    cmocka_unit_test(test_high_water_mark),
 	    cmocka_unit_test(test_broken_stream_and_pipe),
 	    cmocka_unit_test(test_allocation_failure),
+	    cmocka_unit_test(test_finish_broken),
+	    cmocka_unit_test(test_port_read_oom),
+	    cmocka_unit_test(test_exec_request_oom),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

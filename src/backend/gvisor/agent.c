@@ -44,6 +44,7 @@
 #include "agent_hello.h"
 #include "agent_net.h"
 #include "agent_proto.h"
+#include "agent_cpu.h"
 #include "agent_fsid.h"
 #include "agent_limits.h"
 #include "agent_oom.h"
@@ -105,10 +106,15 @@ static void frame(char type, const void *buf, size_t len)
 		host_gone = true;
 }
 
+/* j, consumed; an answer not built (out of memory): ENOMEM, never an
+ * empty object the host would read as exit 0 */
 static void frame_json(char type, json_t *j)
 {
+	static const char oom[] =
+	    "{\"errno\":12,\"error\":\"the guest's agent ran out of memory\"}";
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	frame(type, s ? s : "{}", s ? strlen(s) : 2);
+	const char *none = type == AJ_AG_EXIT ? oom : "{}";
+	frame(type, s ? s : none, s ? strlen(s) : strlen(none));
 	free(s);
 	json_decref(j);
 }
@@ -884,6 +890,9 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 	prctl(PR_SET_DUMPABLE, 0);
 	if (cg_fd >= 0)
 		close(cg_fd);
+	int r = aj_agent_cpu_join();
+	if (r < 0)
+		child_fail(errpipe, -r, "cpu cgroup");
 	setsid();
 	sigset_t none;
 	sigemptyset(&none);
@@ -902,18 +911,19 @@ static void child(json_t *q, job *j, int slave_or_in, int out, int err, int errp
 	char **env = strv(json_object_get(q, "env"));
 	if (!argv || !argv[0] || !env)
 		child_fail(errpipe, EINVAL, NULL);
-	int r = set_rlimits(json_object_get(q, "rlimits"));
+	r = set_rlimits(json_object_get(q, "rlimits"));
 	if (r < 0)
 		child_fail(errpipe, -r, "rlimits");
 	/* "uid"/"gid" (level 3's --user): the command as that user, no
-	 * supplementary groups; checked after. A guarded agent's command is
-	 * root without them, never the agent's uid. */
+	 * supplementary groups; checked after. A guarded agent's host always
+	 * sends them (0 for root): a request without them is refused, never
+	 * run as root (fail closed), nor as the agent's uid. */
 	json_t *u = json_object_get(q, "uid"), *g = json_object_get(q, "gid");
+	if (guarded && (!u || !g))
+		child_fail(errpipe, EINVAL, "user");
 	if (u || g || guarded) {
 		uid_t uid = (uid_t)json_integer_value(u);
 		gid_t gid = (gid_t)json_integer_value(g);
-		if (guarded && !u && !g)
-			u = g = json_integer(0); /* leaked: the child execs or exits */
 		if (guarded && uid == AJ_AGENT_GUEST_UID)
 			child_fail(errpipe, EPERM, "user");
 		for (int c = 0; c < 64; c++) /* the bounding set while CAP_SETPCAP is had */
@@ -1059,37 +1069,8 @@ static long long mono_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A microVM's "cmd" cgroup's cpu.stat (read-only), opened for an exec */
-static int cpu_fd = -1;
-
-/* A microVM's CPU so far (usec): its "cmd" cgroup's, which holds every
- * command, less this agent's own (its relaying). false: not known. */
-static bool cmd_cpu(unsigned long long cpu[2])
-{
-	char buf[512];
-	ssize_t n = cpu_fd < 0 ? -1 : pread(cpu_fd, buf, sizeof(buf) - 1, 0);
-	struct rusage ru;
-	if (n <= 0 || getrusage(RUSAGE_SELF, &ru) < 0)
-		return false;
-	buf[n] = '\0';
-	const char *u = strstr(buf, "user_usec "), *s = strstr(buf, "system_usec ");
-	if (!u || !s)
-		return false;
-	unsigned long long self[2] = {(unsigned long long)ru.ru_utime.tv_sec * 1000000ULL +
-					  (unsigned long long)ru.ru_utime.tv_usec,
-				      (unsigned long long)ru.ru_stime.tv_sec * 1000000ULL +
-					  (unsigned long long)ru.ru_stime.tv_usec};
-	unsigned long long all[2] = {strtoull(u + 10, NULL, 10), strtoull(s + 12, NULL, 10)};
-	for (int k = 0; k < 2; k++)
-		cpu[k] = all[k] > self[k] ? all[k] - self[k] : 0;
-	return true;
-}
-
 static int op_exec(json_t *q)
 {
-	/* the CPU the command uses: the cgroup's from here to its end */
-	unsigned long long cpu0[2], cpu1[2];
-	bool cpu = cmd_cpu(cpu0);
 	long long oom0 = aj_agent_oom_kills(); /* an OOM kill of the command: "oom" */
 	sigset_t chld;
 	sigemptyset(&chld);
@@ -1151,13 +1132,13 @@ static int op_exec(json_t *q)
 			? json_pack("{s:i,s:i}", "exit", WEXITSTATUS(j.status), "signal", 0)
 			: json_pack("{s:i,s:i}", "exit", 128 + WTERMSIG(j.status), "signal",
 				    WTERMSIG(j.status));
-	if (x && cpu && cmd_cpu(cpu1)) {
-		json_object_set_new(
-		    x, "cpu_user_us",
-		    json_integer(cpu1[0] > cpu0[0] ? (json_int_t)(cpu1[0] - cpu0[0]) : 0));
-		json_object_set_new(
-		    x, "cpu_sys_us",
-		    json_integer(cpu1[1] > cpu0[1] ? (json_int_t)(cpu1[1] - cpu0[1]) : 0));
+	/* the CPU of the command's tree: its own cgroup's (agent_cpu.c) */
+	unsigned long long cpu[2];
+	if (x && aj_agent_cpu_read(cpu) &&
+	    (json_object_set_new(x, "cpu_user_us", json_integer((json_int_t)cpu[0])) < 0 ||
+	     json_object_set_new(x, "cpu_sys_us", json_integer((json_int_t)cpu[1])) < 0)) {
+		json_decref(x); /* an ENOMEM answer (frame_json), never 0 CPU */
+		x = NULL;
 	}
 	if (x && WIFSIGNALED(j.status) && WTERMSIG(j.status) == SIGKILL && oom0 >= 0 &&
 	    aj_agent_oom_kills() > oom0)
@@ -1390,14 +1371,17 @@ int main(int argc, char **argv)
 	}
 	/* only the snapshot's walk and a hand-out's limits need it */
 	if (cg_fd >= 0 && strcmp(op, "tree") && strcmp(op, "limits")) {
-		/* an exec keeps "cmd"'s CPU use (cmd_cpu), read-only */
+		/* an exec's command in a cgroup of its own: its CPU time */
 		if (!strcmp(op, "exec"))
-			cpu_fd = openat(cg_fd, "cmd/cpu.stat", O_RDONLY | O_CLOEXEC);
+			(void)aj_agent_cpu_open(cg_fd);
 		close(cg_fd);
 		cg_fd = -1;
 	}
-	if (!strcmp(op, "exec"))
-		return op_exec(q);
+	if (!strcmp(op, "exec")) {
+		int r = op_exec(q);
+		aj_agent_cpu_close(); /* on every path: never a cgroup left */
+		return r;
+	}
 	if (!strcmp(op, "identity")) /* a restored microVM's (agent_net.c) */
 		return answer(aj_agent_identity(q));
 	if (!strcmp(op, "connect"))

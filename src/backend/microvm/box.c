@@ -32,6 +32,7 @@
 #include "agent_frame.h"
 #include "agent_relay.h"
 #include "boot.h"
+#include "execreq.h"
 #include "image.h"
 #include "mvbox.h"
 #include "net_addr.h"
@@ -44,6 +45,10 @@
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
+/* an identity given this recently (a create's ready request) is the claim's,
+ * if its round trip (how late the clock it set may be) was at most SKEW */
+#define IDENT_FRESH_MS 2000ULL
+#define IDENT_SKEW_MS 250ULL
 /* how long a pooled VM's agent may take to set its limits at hand-out */
 #define LIMITS_TIMEOUT_MS 5000ULL
 /* a call without a deadline (files, snapshot) whose agent sends or takes
@@ -216,10 +221,8 @@ static json_t *file_req(const aj_inst *i, const char *op, const char *path)
 {
 	json_t *q = req(op, path);
 	const aj_policy *p = i->vm.p;
-	if (q && (p->uid || p->gid)) {
-		json_object_set_new(q, "uid", json_integer(p->uid));
-		json_object_set_new(q, "gid", json_integer(p->gid));
-	}
+	if (p->uid || p->gid) /* not set (out of memory): no request, never as root */
+		q = aj_mv_exec_user(q, p->uid, p->gid);
 	return q;
 }
 
@@ -258,7 +261,7 @@ static int mv_file_write(aj_inst *i, const char *path, int src_fd, unsigned long
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "write", path);
-	json_object_set_new(q, "mode", json_integer(mode ? mode : 0644));
+	q = aj_mv_json_set(q, "mode", json_integer(mode ? mode : 0644));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, src_fd, len, &c, path, 0, err);
 }
@@ -287,7 +290,7 @@ static int mv_file_remove(aj_inst *i, const char *path, bool recursive, aj_error
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "remove", path);
-	json_object_set_new(q, "recursive", json_boolean(recursive));
+	q = aj_mv_json_set(q, "recursive", json_boolean(recursive));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
@@ -298,7 +301,7 @@ static int mv_file_mkdir(aj_inst *i, const char *path, bool parents, aj_error *e
 	if (r < 0)
 		return r;
 	json_t *q = file_req(i, "mkdir", path);
-	json_object_set_new(q, "parents", json_boolean(parents));
+	q = aj_mv_json_set(q, "parents", json_boolean(parents));
 	mv_call c = {.data_fd = -1};
 	return call_agent(i, q, -1, 0, &c, path, 0, err);
 }
@@ -449,12 +452,21 @@ static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 	    !(i->envp = aj_policy_build_env(i->vm.p, NULL, aj_mv_net_env(i->vm.net))))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0) {
-		/* ready: the guest's agent answers (its boot is done) */
+		/* ready: the guest's agent answers (its boot is done); a restored
+		 * VM's first request is its identity (one round trip less for a
+		 * create, whose claim follows), before its workspace and NIC */
 		aj_file_stat st;
-		mv_call c = {.st = &st, .data_fd = -1};
-		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
+		mv_call c = {.st = i->vm.restored ? NULL : &st, .data_fd = -1};
+		json_t *q = i->vm.restored ? aj_mv_identity_req(i->vm.p) : req("stat", "/");
+		unsigned long long t0 = aj_mvbox_now_ms();
+		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		      : aj_err(err, ENOMEM, "identity");
 		if (r < 0)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
+		/* the clock it set is at most the round trip late: kept when
+		 * that is short (else the claim sets it again) */
+		unsigned long long now = aj_mvbox_now_ms();
+		i->ident_ms = r == 0 && i->vm.restored && now - t0 <= IDENT_SKEW_MS ? now : 0;
 	}
 	if (r == 0 && !i->vm.restored && i->vm.snap) {
 		aj_error serr;
@@ -555,7 +567,11 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
  * snapshot's memory is every copy's); a booted one has its own. */
 static int mv_claim(aj_inst *i, aj_error *err)
 {
-	int r = i->vm.restored ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
+	/* given at its ready request just now (a create's): not again; a
+	 * pool's that waited takes it anew (the host's clock, and an answer) */
+	bool fresh = i->ident_ms && aj_mvbox_now_ms() - i->ident_ms < IDENT_FRESH_MS;
+	i->ident_ms = 0;
+	int r = i->vm.restored && !fresh ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
 	/* a snapshot whose agent can't (an older one's): removed with its
 	 * RAM (a RAM file left would refuse the next save for a minute), the
 	 * next VM boots (a fork's save is its own) */
@@ -871,13 +887,14 @@ static void cancel(aj_job *j)
 	send_signal(j, SIGKILL);
 }
 
-/* NAME=VALUE lists merged, a later NAME replacing an earlier one. */
+/* NAME=VALUE lists merged, a later NAME replacing an earlier one; NULL
+ * when one could not be added (never an environment with one left out). */
 static json_t *merged_env(char **base, char **more)
 {
 	json_t *a = json_array();
 	char **lists[2] = {base, more};
-	for (int l = 0; l < 2; l++)
-		for (char **e = lists[l]; e && *e; e++) {
+	for (int l = 0; a && l < 2; l++)
+		for (char **e = lists[l]; a && e && *e; e++) {
 			size_t n = strcspn(*e, "=");
 			size_t k;
 			json_t *v;
@@ -889,7 +906,10 @@ static json_t *merged_env(char **base, char **more)
 					break;
 				}
 			}
-			json_array_append_new(a, json_string(*e));
+			if (json_array_append_new(a, json_string(*e)) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
 		}
 	return a;
 }
@@ -897,24 +917,22 @@ static json_t *merged_env(char **base, char **more)
 static int request(aj_job *j, const aj_exec_spec *s)
 {
 	const aj_policy *p = j->i->vm.p;
-	json_t *argv = json_array();
-	for (char **a = s->argv; a && *a; a++)
-		json_array_append_new(argv, json_string(*a));
+	json_t *argv = aj_mv_json_strv(s->argv), *env = merged_env(j->i->envp, s->env);
 	const char *cwd = s->cwd	 ? s->cwd
 			  : p->cwd	 ? p->cwd
 			  : p->workspace ? AJ_WORKSPACE_DIR
 			  : p->uid	 ? AJ_SANDBOX_HOME
 					 : "/root";
-	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env",
-			      merged_env(j->i->envp, s->env), "cwd", cwd, "tty", s->tty_slave > 0);
+	/* every piece checked: out of memory fails the exec, never runs the
+	 * command without an argument or as guest root instead of --user */
+	json_t *q = argv && env ? json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv,
+					    "env", env, "cwd", cwd, "tty", s->tty_slave > 0)
+				: (json_decref(argv), json_decref(env), NULL);
 	q = aj_mv_exec_profile(&j->i->vm, aj_mv_exec_rlimits(p, q));
-	if (q && (p->uid || p->gid)) { /* --user: the agent drops to it */
-		json_object_set_new(q, "uid", json_integer(p->uid));
-		json_object_set_new(q, "gid", json_integer(p->gid));
-	}
-	if (q && s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
-		json_object_set_new(q, "rows", json_integer(j->ws.ws_row));
-		json_object_set_new(q, "cols", json_integer(j->ws.ws_col));
+	q = aj_mv_exec_user(q, p->uid, p->gid);
+	if (s->tty_slave > 0) { /* a terminal of the guest's devpts, this size */
+		q = aj_mv_json_set(q, "rows", json_integer(j->ws.ws_row));
+		q = aj_mv_json_set(q, "cols", json_integer(j->ws.ws_col));
 	}
 	char *txt = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
@@ -1076,8 +1094,14 @@ static void relay(aj_job *j)
 		int k = poll(pf, 4, tmo);
 		if (k < 0 && errno != EINTR)
 			break;
-		if (k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
-		    aj_mvbox_port_read(pt, 0, job_frame, j) < 0) {
+		int rd = k > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
+			     ? aj_mvbox_port_read(pt, 0, job_frame, j)
+			     : 0;
+		if (rd == -ENOMEM && !j->have_exit) { /* the stream whole: killed, drained */
+			j->lost = -ENOMEM;
+			break;
+		}
+		if (rd < 0 && !j->have_exit) {
 			j->gone = true;
 			break;
 		}
@@ -1114,16 +1138,12 @@ static void relay(aj_job *j)
 }
 
 /* What is queued for the agent goes out whole before the port is given
- * back: a frame cut short would be read as the next request's. */
-static bool finish_out(aj_job *j, int fd)
+ * back: a frame cut short would be read as the next request's. 0; or
+ * -ETIMEDOUT: not all of it in 2 s (drained before the port's next use);
+ * else -errno: the stream broke (EPIPE), the port is given up. */
+static int finish_out(aj_job *j, int fd)
 {
-	unsigned long long until = aj_mvbox_now_ms() + 2000;
-	while (aj_agent_queue_pending(&j->out) && aj_mvbox_now_ms() < until) {
-		struct pollfd pf = {fd, POLLOUT, 0};
-		if (aj_agent_queue_flush(&j->out, fd) == -EAGAIN)
-			(void)poll(&pf, 1, 50);
-	}
-	return !aj_agent_queue_pending(&j->out);
+	return aj_agent_queue_finish(&j->out, fd, 2000);
 }
 
 static void free_job(aj_job *j)
@@ -1155,22 +1175,29 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 	}
 	relay(j);
 	int fd = i->port[j->port].fd;
-	bool answered = !j->lost && j->have_exit && finish_out(j, fd), dead = j->gone;
+	int fo = !j->lost && !j->gone && j->have_exit ? finish_out(j, fd) : 0;
+	bool answered = !j->lost && j->have_exit && fo == 0;
+	bool dead = j->gone || (fo < 0 && fo != -ETIMEDOUT);
 	if (j->lost && !j->gone) {
 		/* the command killed: what was not begun dropped, the frame cut
 		 * short finished (else the port is given up), then SIGKILL; its
 		 * answer is drained before the port's next use */
 		aj_agent_queue_drop_unbegun(&j->out);
 		unsigned char sig = SIGKILL;
-		dead = !finish_out(j, fd) || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
+		dead = finish_out(j, fd) < 0 || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
 	}
 	aj_mvbox_port_give(i, j->port, answered, dead);
 	res->wall_ms = aj_mvbox_now_ms() - j->start_ms;
+	if (j->have_exit) { /* the command's tree's (its guest cgroup's) */
+		res->cpu_user_ms = j->ax.cpu_user_us / 1000;
+		res->cpu_sys_ms = j->ax.cpu_sys_us / 1000;
+	}
 	int r = 0;
 	if (j->lost) {
 		r = aj_err(err, -j->lost,
-			   "microvm: out of memory for the frames to the guest's agent (stdin, a "
-			   "signal): the command was killed rather than go on without them");
+			   "microvm: out of memory for the frames to or from the guest's agent "
+			   "(stdin, a signal, output): the command was killed rather than go on "
+			   "without them");
 	} else if (j->timed_out) {
 		res->timed_out = true;
 		res->exit_code = AJ_EXIT_TIMEOUT;

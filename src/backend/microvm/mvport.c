@@ -28,6 +28,26 @@ unsigned long long aj_mvbox_now_ms(void)
 
 /* ---- the ports ---- */
 
+/* Out of memory for the port's buffer: the small frames waiting (the
+ * answer 'X') taken through the stack, whole frames only, so that an
+ * agent that answered never costs its port. 1, or -ENOMEM: the stream
+ * as it was. */
+static int port_peek(mv_port *pt, aj_agent_frame_fn fn, void *ctx)
+{
+	char buf[4096];
+	ssize_t n = recv(pt->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_PEEK);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	ssize_t off = aj_agent_split(buf, (size_t)n, fn, ctx);
+	if (off < 0)
+		return -EPROTO;
+	if (off == 0)
+		return -ENOMEM;
+	return recv(pt->fd, buf, (size_t)off, MSG_DONTWAIT) == off ? 1 : -EPROTO;
+}
+
 /* What came from the agent: read once (waiting at most wait_ms, -1:
  * forever), whole frames to fn. 1: read some, 0: nothing came in time,
  * -EPIPE: the VM's end, -EPROTO: a broken stream. */
@@ -42,9 +62,10 @@ int aj_mvbox_port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx
 	if (pt->icap - pt->ilen < 65536) {
 		size_t cap = pt->icap ? pt->icap * 2 : 131072;
 		char *nb = realloc(pt->ibuf, cap);
-		if (!nb)
-			return -ENOMEM;
-		pt->ibuf = nb, pt->icap = cap;
+		if (nb)
+			pt->ibuf = nb, pt->icap = cap;
+		else if (pt->ilen == pt->icap)
+			return pt->ilen ? -ENOMEM : port_peek(pt, fn, ctx);
 	}
 	ssize_t n = recv(pt->fd, pt->ibuf + pt->ilen, pt->icap - pt->ilen, MSG_DONTWAIT);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))

@@ -15,6 +15,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 
 #include "agent_frame.h"
 #include "boot.h"
+#include "execreq.h"
 #include "publish.h"
 #include "redact.h"
 #include "snap.h"
@@ -77,18 +79,22 @@ static void put(mv_io *io, char type, const void *buf, size_t len, bool front)
 		io->failed = r;
 }
 
+/* The signals a run passes on to its command (as level 1's init): held
+ * in a signalfd by the run, ignored by its writer child. */
+static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
 /* The writer child: our pipe's bytes to the caller's fd, blocking; it
  * ignores the signals the run passes on (a terminal's ^C is the
- * command's) and dies with us. */
+ * command's) and SIGPIPE, and dies with us. */
 static _Noreturn void writer_main(int from, int to, pid_t parent)
 {
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(0);
-	int ign[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 	struct sigaction sa = {.sa_handler = SIG_IGN};
-	for (size_t i = 0; i < sizeof(ign) / sizeof(ign[0]); i++)
-		sigaction(ign[i], &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(fwd_sigs); i++)
+		sigaction(fwd_sigs[i], &sa, NULL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -160,19 +166,32 @@ static int out_open(mv_out *o, int fd)
 	return start_writer(o, fd);
 }
 
-/* The writer's last bytes until deadline_ms (0: none), then it goes. */
+/* The writer's last bytes until deadline_ms (0: none), then it goes:
+ * its end waited for on a pidfd. */
 static void out_close(mv_out *o, unsigned long long deadline_ms)
 {
 	if (o->owned)
 		close(o->fd);
-	while (o->writer > 0 && waitpid(o->writer, NULL, WNOHANG) == 0) {
-		if (deadline_ms && now_ms() >= deadline_ms) {
-			kill(o->writer, SIGKILL);
-			waitpid(o->writer, NULL, 0);
+	if (o->writer > 0) {
+		int pfd = (int)syscall(SYS_pidfd_open, o->writer, 0);
+		for (;;) {
+			unsigned long long now = now_ms();
+			int left = !deadline_ms		? -1
+				   : now >= deadline_ms ? 0
+							: (int)(deadline_ms - now);
+			struct pollfd pf = {pfd, POLLIN, 0};
+			/* no pidfd: waited for without a deadline, else killed */
+			int k = pfd >= 0 ? poll(&pf, 1, left) : deadline_ms ? 0 : 1;
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) /* the deadline (or no pidfd): the writer goes now */
+				kill(o->writer, SIGKILL);
 			break;
 		}
-		struct timespec ts = {0, 5000000};
-		nanosleep(&ts, NULL);
+		if (pfd >= 0)
+			close(pfd);
+		while (waitpid(o->writer, NULL, 0) < 0 && errno == EINTR)
+			;
 	}
 	free(o->buf);
 	*o = (mv_out){.fd = -1};
@@ -253,36 +272,33 @@ static void follow_size(aj_mv_vm *m, mv_io *io)
 static int request(aj_mv_vm *m, int tty, aj_error *err)
 {
 	char **env = aj_policy_build_env(m->p, NULL, aj_mv_net_env(m->net));
-	json_t *argv = json_array(), *envj = json_array();
-	for (char **a = m->p->argv; *a; a++)
-		json_array_append_new(argv, json_string(*a));
-	for (char **e = env; e && *e; e++)
-		json_array_append_new(envj, json_string(*e));
+	json_t *argv = aj_mv_json_strv(m->p->argv), *envj = env ? aj_mv_json_strv(env) : NULL;
 	aj_strv_free(env);
 	const char *cwd = m->p->cwd	    ? m->p->cwd
 			  : m->p->workspace ? AJ_WORKSPACE_DIR
 			  : m->p->uid	    ? AJ_SANDBOX_HOME
 					    : "/root";
 	/* "started": the agent says when the command started ('B'), where
-	 * --timeout begins */
-	json_t *q = json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv, "env", envj,
-			      "cwd", cwd, "started", 1);
+	 * --timeout begins; a piece that can't be added fails the run (out of
+	 * memory: never the command as guest root instead of --user) */
+	json_t *q = argv && envj ? json_pack("{s:s,s:o,s:o,s:s,s:b}", "op", "exec", "argv", argv,
+					     "env", envj, "cwd", cwd, "started", 1)
+				 : (json_decref(argv), json_decref(envj), NULL);
 	q = aj_mv_exec_profile(m, aj_mv_exec_rlimits(m->p, q));
-	if (q && (m->p->uid || m->p->gid)) { /* --user: the agent drops to it */
-		json_object_set_new(q, "uid", json_integer(m->p->uid));
-		json_object_set_new(q, "gid", json_integer(m->p->gid));
-	}
-	if (q && tty != -1) { /* --tty: a terminal of the guest's devpts, ours's size */
+	q = aj_mv_exec_user(q, m->p->uid, m->p->gid);
+	if (tty != -1) { /* --tty: a terminal of the guest's devpts, ours's size */
 		struct winsize ws = {0};
 		(void)ioctl(tty, TIOCGWINSZ, &ws);
-		json_object_set_new(q, "tty", json_true());
-		json_object_set_new(q, "rows", json_integer(ws.ws_row ? ws.ws_row : 24));
-		json_object_set_new(q, "cols", json_integer(ws.ws_col ? ws.ws_col : 80));
+		q = aj_mv_json_set(q, "tty", json_true());
+		q = aj_mv_json_set(q, "rows", json_integer(ws.ws_row ? ws.ws_row : 24));
+		q = aj_mv_json_set(q, "cols", json_integer(ws.ws_col ? ws.ws_col : 80));
 	}
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
 	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
 	free(s);
+	if (!s)
+		return aj_err(err, ENOMEM, "microvm: out of memory for the command's request");
 	return r < 0 ? aj_err(err, -r, "microvm: cannot reach the guest's agent") : 0;
 }
 
@@ -359,6 +375,11 @@ static int lost(const mv_io *io, aj_error *err)
 			    "kept");
 }
 
+/* How long the agent's answer may take after the timeout's SIGKILL (its
+ * command's CPU time), before the VM goes without it */
+#define KILL_ANSWER_MS 2000ULL
+#define KILL_STALLED_MS 200ULL
+
 /* Relay until the agent's exit frame (or the timeout, or the VM's end).
  * --timeout counts from the command's start (the agent's 'B' frame), as
  * level 1's counts from its command's; the boot before it has START_MS. */
@@ -367,7 +388,8 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 	const aj_policy *p = m->p;
 	unsigned long long boot_end =
 	    now_ms() + aj_mv_test_ms("AGENTJAIL_MICROVM_TEST_START_MS", START_MS);
-	unsigned long long start = 0, term_at = 0; /* start: the command's (0: not yet) */
+	/* start: the command's (0: not yet); term_at, kill_at: the timeout's */
+	unsigned long long start = 0, term_at = 0, kill_at = 0;
 	for (;;) {
 		if (io->failed)
 			return lost(io, err);
@@ -381,7 +403,19 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			put(io, AJ_AG_SIGNAL, &sig, 1, true);
 			(void)aj_agent_queue_flush(&io->q, m->ports[0]);
 		}
-		if (res->timed_out && now - term_at >= p->kill_after_ms) {
+		if (res->timed_out && !kill_at && now - term_at >= p->kill_after_ms) {
+			/* SIGKILL, and KILL_ANSWER_MS for the agent's answer: the
+			 * command's CPU time for --result */
+			kill_at = now;
+			unsigned char sig = SIGKILL;
+			put(io, AJ_AG_SIGNAL, &sig, 1, true);
+			(void)aj_agent_queue_flush(&io->q, m->ports[0]);
+		}
+		/* a reader that holds our output back (the answer is read only
+		 * after it) gets KILL_STALLED_MS of it: the run never waits long
+		 * on a stalled reader */
+		bool stalled = out_pending(&io->out[0]) || out_pending(&io->out[1]);
+		if (kill_at && now - kill_at >= (stalled ? KILL_STALLED_MS : KILL_ANSWER_MS)) {
 			res->exit_code = AJ_EXIT_TIMEOUT;
 			return 0; /* the VM goes with everything in it */
 		}
@@ -390,6 +424,9 @@ static int relay(aj_mv_vm *m, mv_io *io, aj_run_result *res, aj_error *err)
 			wait = (int)(boot_end - now);
 		else if (p->timeout_ms && !res->timed_out)
 			wait = (int)(p->timeout_ms - (now - start));
+		else if (kill_at)
+			wait =
+			    (int)((stalled ? KILL_STALLED_MS : KILL_ANSWER_MS) - (now - kill_at));
 		else if (res->timed_out)
 			wait = (int)(p->kill_after_ms - (now - term_at));
 		follow_size(m, io);
@@ -502,8 +539,7 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	 * while the VM boots) */
 	sigset_t fwd, old_mask;
 	sigemptyset(&fwd);
-	int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-	for (size_t i = 0; i < sizeof(fwd_sigs) / sizeof(fwd_sigs[0]); i++)
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(fwd_sigs); i++)
 		sigaddset(&fwd, fwd_sigs[i]);
 	sigprocmask(SIG_BLOCK, &fwd, &old_mask);
 	io.sfd = signalfd(-1, &fwd, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <linux/close_range.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -28,6 +30,7 @@
 
 #include "agent_proto.h"
 #include "cache.h"
+#include "caps.h"
 #include "image.h"
 #include "mountapi.h"
 #include "sysfilter.h"
@@ -340,10 +343,31 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* a source given as an fd, cloned while it is of our mount namespace
+	 * (open_tree clones no mount of another) */
+	int tree[AJ_ARRAY_SIZE(s->src_fd)] = {0};
+	for (size_t i = 0; i < s->n; i++)
+		if (s->src_fd[i] > 0 &&
+		    (tree[i] = aj_open_tree(s->src_fd[i], "",
+					    AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+						AT_RECURSIVE)) < 0)
+			child_fail(report, errno);
 	/* the binds, as host root in a mount namespace of its own ... */
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(report, errno);
 	for (size_t i = 0; i < s->n; i++) {
+		if (tree[i] > 0) { /* as level 1's --ro: no idmap, recursive, private */
+			if (aj_mount_setattr(tree[i], "", AT_EMPTY_PATH | AT_RECURSIVE,
+					     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						 MOUNT_ATTR_NODEV,
+					     0, -1) < 0 ||
+			    aj_move_mount(tree[i], "", AT_FDCWD, s->onto[i],
+					  MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+			    mount(NULL, s->onto[i], NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				child_fail(report, errno);
+			close(tree[i]);
+			continue;
+		}
 		if (s->ro[i] && s->idmap >= 0) {
 			int t = aj_open_tree(AT_FDCWD, s->bind[i],
 					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -430,7 +454,24 @@ static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int 
 		child_fail(report, errno);
 	if (fd4 > 0 && (dup2(fd4, 4) < 0 || fcntl(4, F_SETFD, 0) < 0))
 		child_fail(report, errno);
+	/* nothing else of the caller's crosses the exec (an fd passed to
+	 * agentjail, e.g. a directory, would reach outside the jail) */
+	if (s->pass_fd <= 0)
+		close(3);
+	if (fd4 <= 0)
+		close(4);
+	if (syscall(SYS_close_range, 5, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		child_fail(report, errno);
 	umask(s->umask);
+	/* a session keyring of its own: the caller's keys are not possessed */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+		child_fail(report, errno);
+	/* a non-root caller's jailed process keeps no capability of its user
+	 * namespace (its binds' flags are not locked there: an escaped qemu
+	 * could clear them) */
+	aj_error ce;
+	if (s->jail && aj_caps_drop_all(0, 0, 0, &ce) < 0)
+		child_fail(report, ce.code ? ce.code : EPERM);
 	/* uid 0 of its own user namespace may load it (no no_new_privs) */
 	if (setid &&
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
@@ -653,7 +694,8 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 		e = ECHILD;
 	close(go[0]);
 	int ce = 0;
-	if (read(report[0], &ce, sizeof(ce)) == sizeof(ce) && !e)
+	/* the child's own errno, also when it died before its "u" (ECHILD) */
+	if (read(report[0], &ce, sizeof(ce)) == sizeof(ce) && (!e || e == ECHILD))
 		e = ce;
 	close(report[0]);
 	if (e) {
