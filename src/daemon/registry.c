@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -512,13 +513,30 @@ static int compile_bounded(const aj_policy *p, size_t *len, aj_error *err)
 		int r;
 	} out;
 	if (pid == 0) {
-		close(fds[0]);
-		struct rlimit cpu = {PROFILE_CPU_S, PROFILE_CPU_S}, mem = {256 << 20, 256 << 20};
+		/* none of the service's fds held (pipes' ends, locks, sockets) */
+		if (fds[1] > 3)
+			syscall(SYS_close_range, 3, fds[1] - 1, 0);
+		syscall(SYS_close_range, fds[1] + 1, ~0U, 0);
+		(void)prctl(PR_SET_DUMPABLE, 0);
+		/* 256 MiB more than the service's own (its threads' stacks count) */
+		char st[256];
+		rlim_t base = 0;
+		int sf = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+		ssize_t sn = sf >= 0 ? read(sf, st, sizeof(st) - 1) : -1;
+		if (sn > 0) {
+			st[sn] = '\0';
+			unsigned long v[6] = {0};
+			if (sscanf(st, "%lu %lu %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3], &v[4],
+				   &v[5]) == 6)
+				base = (rlim_t)v[5] * (rlim_t)sysconf(_SC_PAGESIZE);
+		}
+		struct rlimit cpu = {PROFILE_CPU_S, PROFILE_CPU_S},
+			      mem = {base + (256 << 20), base + (256 << 20)};
 		(void)setrlimit(RLIMIT_CPU, &cpu);
 		(void)setrlimit(RLIMIT_DATA, &mem);
 		memset(&out, 0, sizeof(out));
 		aj_bpf bpf;
-		if ((out.r = aj_seccomp_compile(p, &bpf, &out.e)) == 0)
+		if ((out.r = aj_seccomp_compile_profile(p, &bpf, &out.e)) == 0)
 			out.len = bpf.len;
 		_exit(write(fds[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
 	}

@@ -297,14 +297,21 @@ static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err);
 
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 {
+	/* the API's inline profile (a client's) only narrows: stacked on the
+	 * default, never in its place (a local --seccomp-profile file replaces) */
+	if (p->seccomp_stack && p->seccomp_inline)
+		return aj_err(err, EINVAL,
+			      "a seccomp-profile and a bundle's linux.seccomp: one of them only");
+	const char *stack = p->seccomp_stack ? p->seccomp_stack : p->seccomp_inline;
 	int r = compile_main(p, out, err);
-	if (r < 0 || !p->seccomp_stack)
+	if (r < 0 || !stack)
 		return r;
 	void *pctx = NULL;
 	aj_bpf st;
 	memset(&st, 0, sizeof(st));
-	r = aj_seccomp_profile_parse(p->seccomp_stack, strlen(p->seccomp_stack),
-				     "(the bundle's linux.seccomp)", &pctx, err);
+	r = aj_seccomp_profile_parse(
+	    stack, strlen(stack),
+	    p->seccomp_stack ? "(the bundle's linux.seccomp)" : "(the policy's)", &pctx, err);
 	if (r == 0) {
 		r = export_bpf((scmp_filter_ctx)pctx, &st, err);
 		seccomp_release((scmp_filter_ctx)pctx);
@@ -318,21 +325,27 @@ int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 	return 0;
 }
 
+int aj_seccomp_compile_profile(const aj_policy *p, aj_bpf *out, aj_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	void *pctx = NULL;
+	/* the API's inline one is text already: no file is read */
+	int pr = p->seccomp_inline
+		     ? aj_seccomp_profile_parse(p->seccomp_inline, strlen(p->seccomp_inline),
+						"(the policy's)", &pctx, err)
+		     : aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
+	if (pr < 0)
+		return pr;
+	pr = export_bpf((scmp_filter_ctx)pctx, out, err);
+	seccomp_release((scmp_filter_ctx)pctx);
+	return pr;
+}
+
 static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (aj_policy_has_profile(p)) {
-		void *pctx = NULL;
-		/* the API's inline one is text already: no file is read */
-		int pr =
-		    p->seccomp_inline
-			? aj_seccomp_profile_parse(p->seccomp_inline, strlen(p->seccomp_inline),
-						   "(the policy's)", &pctx, err)
-			: aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
-		if (pr < 0)
-			return pr;
-		pr = export_bpf((scmp_filter_ctx)pctx, out, err);
-		seccomp_release((scmp_filter_ctx)pctx);
+	if (p->seccomp_profile && !p->seccomp_inline) {
+		int pr = aj_seccomp_compile_profile(p, out, err);
 		out->replaced = true;
 		return pr;
 	}

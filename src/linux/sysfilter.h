@@ -22,8 +22,12 @@ typedef struct aj_bpf {
 } aj_bpf;
 
 /* The program to load: the default profile (a personality check, then
- * the main program), or the policy's JSON profile (that alone). */
+ * the main program), or a --seccomp-profile file's (that alone); the
+ * API's inline profile or a bundle's linux.seccomp stacked on it. */
 int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err);
+/* The policy's profile alone (its file or inline text): level 3's agent
+ * stacks it on its own filter. */
+int aj_seccomp_compile_profile(const aj_policy *p, aj_bpf *out, aj_error *err);
 /* The default profile's main program, compiled by libseccomp now. */
 int aj_seccomp_compile_default(aj_bpf *out, aj_error *err);
 /* The default profile's main program as compiled at build time by

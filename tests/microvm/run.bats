@@ -306,6 +306,14 @@ remount-refused
     assert_status 125
     assert_output_lacks hidden
     assert_contains "$stderr" "--ro $T/swap/p/a: a symbolic link in its path (not followed"
+    # a --ro below another: its mount point would be found through the
+    # other's links (one to /usr would cover the VMM's own libraries)
+    ln -sfn /usr "$T/ro/tousr"
+    run --separate-stderr mv -q --ro "$T/ro:/mnt/ro" --ro "$T/file:/mnt/ro/tousr/lib" -- /bin/echo ran
+    assert_status 125
+    assert_output_lacks ran
+    assert_contains "$stderr" "not at or below another --ro bind (/mnt/ro)"
+    rm "$T/ro/tousr"
 }
 
 @test "microvm: --user runs the command as that user: root's files closed, its workspace and --rw files the owners'" {

@@ -312,11 +312,12 @@ all_blocked() {
     for m in kcore kpagecount kpageflags kpagecgroup slabinfo pagetypeinfo vmallocinfo; do
         assert_output_has_line "mount=/oldroot$F/canary/proc/$m" # guest init's masks
     done
+    assert_output_has_line "mount=/oldroot$F/canary/sys/kernel/slab" # SLUB's counts
     # the binds' destinations through root:rel and tmp:abs, as level 1's
     assert_output_has_line "mount=/oldroot$F/canary/root/ro"
     assert_output_has_line "mount=/oldroot$F/canary/tmp/rw"
     # nothing mounted anywhere else but the root
-    [ "$(grep -c '^mount=' <<<"$output")" -eq 18 ] || fail "mounts: $output"
+    [ "$(grep -c '^mount=' <<<"$output")" -eq 19 ] || fail "mounts: $output"
     assert_eq "$(cat "$F/loop.rc")" 125 "the run on a root with a loop at /proc"
     assert_contains "$(cat "$F/loop.err")" "proc"
     # a --ro destination below the workspace (rootfs.bats' nested bind):

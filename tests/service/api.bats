@@ -573,10 +573,12 @@ EOF
     api_status POST /v1/sandboxes -d "{\"seccomp-profile\": $prof}"
     assert_eq "$status_code" 201
     id=$(jq -r .id <<<"$body")
-    out=$(sb_exec "$id" '{"cmd": "mkdir /tmp/d 2>&1; echo rc=$?; touch /tmp/f && echo made"}' | events_stdout)
+    out=$(sb_exec "$id" '{"cmd": "mkdir /tmp/d 2>&1; echo rc=$?; touch /tmp/f && echo made; chmod u+s /tmp/f 2>/dev/null; echo suid=$?"}' | events_stdout)
     assert_contains "$out" "Operation not permitted"
     assert_contains "$out" "rc=1"
     assert_contains "$out" "made"
+    # a client's profile only narrows: the default's walls stay (no setuid file)
+    assert_contains "$out" "suid=1"
     api DELETE "/v1/sandboxes/$id" >/dev/null
     # a host file is never read for a client
     api_status POST /v1/sandboxes -d '{"seccomp-profile": "/etc/agentjail/profile.json"}'

@@ -108,7 +108,7 @@ static int compile_profile(aj_mv_vm *m, aj_error *err)
 	if (!aj_policy_has_profile(m->p))
 		return 0;
 	aj_bpf bpf;
-	int r = aj_seccomp_compile(m->p, &bpf, err);
+	int r = aj_seccomp_compile_profile(m->p, &bpf, err);
 	if (r < 0) {
 		aj_err_hint(err, "fix the profile (docs/cli.md, --seccomp-profile)");
 		return r;
@@ -172,6 +172,17 @@ static int check_binds(const aj_policy *p, aj_error *err)
 				       "host's, read-only in the VM)",
 				       b->dest, sys[k]);
 				aj_err_hint(err, "bind it elsewhere (e.g. /mnt/NAME)");
+				return -EINVAL;
+			}
+		/* a --ro one staged on the host's view is mounted by its path, which
+		 * must not lead through another --ro bind's content (its links) */
+		for (size_t j = 0; j < p->n_binds && !b->writable && !p->rootfs; j++)
+			if (j != i && !p->binds[j].writable && below(b->dest, p->binds[j].dest)) {
+				aj_err(err, EINVAL,
+				       "--ro %s: not at or below another --ro bind (%s) with "
+				       "--isolation microvm",
+				       b->dest, p->binds[j].dest);
+				aj_err_hint(err, "bind them side by side (e.g. /mnt/A and /mnt/B)");
 				return -EINVAL;
 			}
 		if (!b->writable)

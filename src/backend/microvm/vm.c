@@ -345,7 +345,9 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* a source given as an fd, cloned while it is of our mount namespace
 	 * (open_tree clones no mount of another) */
-	int tree[AJ_ARRAY_SIZE(s->src_fd)] = {0};
+	int tree[AJ_ARRAY_SIZE(s->src_fd)];
+	for (size_t i = 0; i < AJ_ARRAY_SIZE(tree); i++)
+		tree[i] = -1;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->src_fd[i] > 0 &&
 		    (tree[i] = aj_open_tree(s->src_fd[i], "",
@@ -356,7 +358,7 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(report, errno);
 	for (size_t i = 0; i < s->n; i++) {
-		if (tree[i] > 0) { /* as level 1's --ro: no idmap, recursive, private */
+		if (s->src_fd[i] > 0) { /* as level 1's --ro: no idmap, recursive, private */
 			if (aj_mount_setattr(tree[i], "", AT_EMPTY_PATH | AT_RECURSIVE,
 					     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						 MOUNT_ATTR_NODEV,

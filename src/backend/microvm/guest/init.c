@@ -439,6 +439,13 @@ static void guest_kernel_info(void)
 		bind_ro(top, "aj-mask", masked[i], MS_NOEXEC);
 	}
 	close(top);
+	/* SLUB's per-cache counts in sysfs (0400 root's: slabinfo again) */
+	int slab = aj_open_in_root(newroot, "sys/kernel/slab", O_PATH, 0);
+	if (slab >= 0) {
+		close(slab);
+		mount_at("none", "sys/kernel/slab", "tmpfs",
+			 MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0", 0);
+	}
 }
 
 /* /dev as level 1 has it: a tmpfs with the harmless devices only, not the
