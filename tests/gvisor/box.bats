@@ -73,12 +73,19 @@ policy() { # EXTRA-JSON-MEMBERS
 }
 
 # One agent-protocol exchange with agentjail-agent run directly (REQUEST
-# JSON in, the frames out as "TYPE payload" lines).
-agent_call() { # REQUEST-JSON
+# JSON in, the frames out as "TYPE payload" lines); with CG, as a
+# microVM's agent ("cg": guarded, fd 3 the cgroup2 directory CG, whose
+# "cmd" the commands' cgroups go under)
+agent_call_cg() { # CG REQUEST-JSON
     python3 -c '
-import struct, subprocess, sys
-req = sys.argv[2].encode()
-p = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+import os, struct, subprocess, sys
+args, fds = [sys.argv[1]], ()
+if sys.argv[2]:
+    fd = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECTORY)
+    os.dup2(fd, 3, inheritable=True)
+    args, fds = [sys.argv[1], "cg"], (3,)
+req = sys.argv[3].encode()
+p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=fds)
 p.stdin.write(b"Q" + struct.pack("<I", len(req)) + req + b"I\0\0\0\0")
 p.stdin.flush()  # kept open until the end: its close kills the command
 while True:
@@ -91,8 +98,9 @@ while True:
         break
 p.stdin.close()
 p.wait(timeout=20)
-' "$(dirname "${AJ_REAL:-$AJ}")/agentjail-agent" "$1"
+' "$(dirname "${AJ_REAL:-$AJ}")/agentjail-agent" "$1" "$2"
 }
+agent_call() { agent_call_cg "" "$1"; } # REQUEST-JSON
 
 @test "gvisor agent: a wall it can't set fails the exec closed, with the wall named" {
     # a good request runs the command (on this host: the agent is static)
@@ -106,29 +114,6 @@ p.wait(timeout=20)
     [ ! -e "$T/ran" ] || fail "the command ran without its walls"
 }
 
-# agent_call as a microVM's agent ("cg": guarded, fd 3 the cgroup2
-# directory CG, whose "cmd" the commands' cgroups go under)
-agent_call_cg() { # CG REQUEST-JSON
-    python3 -c '
-import os, struct, subprocess, sys
-fd = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECTORY)
-os.dup2(fd, 3, inheritable=True)
-req = sys.argv[3].encode()
-p = subprocess.Popen([sys.argv[1], "cg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(3,))
-p.stdin.write(b"Q" + struct.pack("<I", len(req)) + req + b"I\0\0\0\0")
-p.stdin.flush()
-while True:
-    h = p.stdout.read(5)
-    if len(h) < 5:
-        break
-    b = p.stdout.read(struct.unpack("<I", h[1:5])[0])
-    print(chr(h[0]), b.decode(errors="replace"))
-    if h[0:1] == b"X":
-        break
-p.stdin.close()
-p.wait(timeout=20)
-' "$(dirname "${AJ_REAL:-$AJ}")/agentjail-agent" "$1" "$2"
-}
 
 @test "microvm agent: an exec without uid/gid is refused, not run as root; each command's cgroup gives its CPU time" {
     local cg=/sys/fs/cgroup/unified

@@ -336,13 +336,21 @@ static int rw_tree(const aj_mv_spawn *s, const char *path, unsigned flags)
 
 static _Noreturn void exec_child(const aj_mv_spawn *s, const aj_bpf *setid, int report);
 
-static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
+/* A spawned child's first steps: it dies with agentjail, no signal
+ * blocked; its parent's pid (checked again after credential changes) */
+static pid_t child_start(void)
 {
 	pid_t parent = getppid();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	return parent;
+}
+
+static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
+{
+	pid_t parent = child_start();
 	/* a source given as an fd, cloned while it is of our mount namespace
 	 * (open_tree clones no mount of another) */
 	int tree[AJ_ARRAY_SIZE(s->src_fd)];
@@ -578,11 +586,7 @@ static int jail_enter(void)
  * ends as it ends). */
 static void spawn_child_user(const aj_mv_spawn *s, const aj_bpf *setid, int go, int report)
 {
-	pid_t parent = getppid();
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	pid_t parent = child_start();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
 		    (s->jail ? CLONE_NEWPID : 0)) < 0)
 		child_fail(report, errno);
