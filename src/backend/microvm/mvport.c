@@ -331,6 +331,11 @@ int aj_mvbox_port_take(aj_inst *i, bool wait)
 				return pthread_mutex_unlock(&i->mu), free_k;
 			pt->dead = true;
 			pt->busy = false;
+			/* given up by this request: made anew now, waited for anew */
+			aj_mvbox_revive_due(i);
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += (time_t)((REVIVE_MS + 2000) / 1000);
+			late = false;
 			continue;
 		}
 		if (!wait) {
