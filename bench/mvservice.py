@@ -24,7 +24,7 @@ restore (the snapshot's RAM not loaded before) are reported beside them.
 Needs root, qemu and the guest kernel (scripts/setup.sh); hold the test
 lock (the level-3 tests' residue checks look for any qemu).
 usage: bench/mvservice.py [--quick] [--rounds N] [--aj build/agentjail]
-       [--aj-before OLD/agentjail] [--json OUT]
+       [--aj-before OLD/agentjail] [--json OUT] [--no-bare]
 """
 import argparse
 import glob
@@ -198,6 +198,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="2 rounds (~30 s on TCG)")
     ap.add_argument("--json")
+    ap.add_argument("--no-bare", action="store_true",
+                    help="the service's creates only (no bare restore, no cold boot)")
     a = ap.parse_args()
     if a.quick:
         a.rounds = 2
@@ -230,10 +232,13 @@ def main():
             if not glob.glob(f"{svc.state}/microvm/snap-*.vmstate"):
                 raise RuntimeError("the service saved no snapshot: " + svc.log_tail())
             first_restore[k] = create(svc)  # the snapshot's RAM not yet in the service
-        bare = Bare(svcs["service restore"].state)
-        res["cold boot"].append(bare.save())
         cases = {k: (lambda s=svcs[k]: create(s)) for k in builds}
-        cases.update({"bare restore": bare.restore, "cold boot": bare.cold})
+        if not a.no_bare:
+            bare = Bare(svcs["service restore"].state)
+            res["cold boot"].append(bare.save())
+            cases.update({"bare restore": bare.restore, "cold boot": bare.cold})
+        else:
+            del res["bare restore"], res["cold boot"]
         for r in range(a.rounds):
             names = list(cases)
             random.shuffle(names)
@@ -249,12 +254,13 @@ def main():
         for svc in svcs.values():
             svc.stop()
     s = {k: summary(v) for k, v in res.items()}
-    br, cb = s["bare restore"]["median"], s["cold boot"]["median"]
     ratios = {}
-    for k in builds:
-        ratios[f"{k} / bare restore"] = s[k]["median"] / br
-        ratios[f"{k} / cold boot"] = s[k]["median"] / cb
-    ratios["bare restore / cold boot"] = br / cb
+    if not a.no_bare:
+        br, cb = s["bare restore"]["median"], s["cold boot"]["median"]
+        for k in builds:
+            ratios[f"{k} / bare restore"] = s[k]["median"] / br
+            ratios[f"{k} / cold boot"] = s[k]["median"] / cb
+        ratios["bare restore / cold boot"] = br / cb
     if a.aj_before:
         ratios["service restore, after / before"] = (s["service restore"]["median"] /
                                                       s["service restore (before)"]["median"])

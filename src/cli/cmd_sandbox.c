@@ -115,9 +115,21 @@ static int parse_create(int argc, char **argv, json_t *req)
 		v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
 		if (!v)
 			return fail("create: --%s needs a value", name);
+		int kind = aj_policy_json_kind(name);
+		/* --seccomp-profile FILE: the client's own file, sent inline */
+		if (kind == AJ_JSON_OBJ) {
+			json_error_t je;
+			json_t *o = json_load_file(v, JSON_REJECT_DUPLICATES, &je);
+			if (!json_is_object(o)) {
+				json_decref(o);
+				return fail("create: --%s %s: %s", name, v,
+					    o ? "expected a JSON object" : je.text);
+			}
+			json_object_set_new(req, name, o);
+			continue;
+		}
 		/* each key of its JSON type (aj_policy_json_kind); a value that
 		 * is not a number goes as a string, for the service to refuse */
-		int kind = aj_policy_json_kind(name);
 		char *end = NULL;
 		double d = strtod(v, &end);
 		bool num = *v && end && !*end && (kind != AJ_JSON_INT || d == (double)(long long)d);

@@ -27,9 +27,10 @@
  * up: 6; a revived port's filler, AJ_AG_RESET and hello, init's
  * AJ_AGENT_START_ENV: 7, agent_resync.h; an exec's "uid"/"gid" always sent
  * to a microVM's agent, which refuses one without them, and the CPU time
- * of its command's own cgroup: 8). The agent's binary holds AJ_AGENT_MARK;
- * the host refuses an agent without its own revision's. */
-#define AJ_AGENT_PROTO_REV "8"
+ * of its command's own cgroup: 8; "limits"' "disk" and "inodes": 9). The
+ * agent's binary holds AJ_AGENT_MARK; the host refuses an agent without its
+ * own revision's. */
+#define AJ_AGENT_PROTO_REV "9"
 #define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */

@@ -31,6 +31,7 @@ void aj_policy_free(aj_policy *p)
 	free(p->hostname);
 	free(p->result_path);
 	free(p->seccomp_profile);
+	free(p->seccomp_inline);
 	free(p->seccomp_stack);
 	free(p->cpuset_cpus);
 	free(p->cpuset_mems);

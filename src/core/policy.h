@@ -110,6 +110,9 @@ typedef struct aj_policy {
 	unsigned long long fsize;	  /* RLIMIT_FSIZE bytes; 0: none */
 	char *result_path;		  /* --result FILE (JSON) */
 	char *seccomp_profile;		  /* --seccomp-profile FILE, NULL: default */
+	/* the API's "seccomp-profile": {...}: the profile's JSON text (the
+	 * file's format); it takes the place of a file (no host file read) */
+	char *seccomp_inline;
 	/* a second profile (its JSON text, the --seccomp-profile format) on
 	 * top of the first: an OCI bundle's linux.seccomp (oci_bundle.c) */
 	char *seccomp_stack;
@@ -273,8 +276,17 @@ enum aj_json_kind {
 	AJ_JSON_FLAG, /* true or false */
 	AJ_JSON_LIST, /* a string or an array of strings (the option repeated) */
 	AJ_JSON_MAP,  /* an object of NAME: VALUE, or "NAME=VALUE" strings */
+	AJ_JSON_OBJ,  /* a JSON object taken whole (seccomp-profile) */
 };
 int aj_policy_json_kind(const char *name);
+/* The inline profile's bound: its compact JSON text, in bytes. */
+#define AJ_SECCOMP_INLINE_MAX (64u << 10)
+/* A --seccomp-profile (a file, or the API's inline one) replaces the
+ * default profile. */
+static inline bool aj_policy_has_profile(const aj_policy *p)
+{
+	return p->seccomp_profile || p->seccomp_inline;
+}
 
 /* Final cross-field checks (e.g. binds don't shadow each other). */
 int aj_policy_validate(const aj_policy *p, aj_error *err);

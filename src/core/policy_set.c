@@ -193,6 +193,7 @@ int aj_policy_set(aj_policy *p, const char *name, const char *v, unsigned flags,
 #define K_FLAG AJ_JSON_FLAG
 #define K_LIST AJ_JSON_LIST
 #define K_MAP AJ_JSON_MAP
+#define K_OBJ AJ_JSON_OBJ
 #define json_kind aj_json_kind
 
 static const struct {
@@ -209,7 +210,7 @@ static const struct {
     {"fsize", K_STR},
     {"nofile", K_INT},
     {"result", K_STR},
-    {"seccomp-profile", K_STR},
+    {"seccomp-profile", K_OBJ},
     {"user", K_STR},
     {"hostname", K_STR},
     {"memory", K_STR},
@@ -247,6 +248,8 @@ static const char *const kind_names[] = {
     [K_FLAG] = "true or false",
     [K_LIST] = "a string or an array of strings",
     [K_MAP] = "an object of NAME: VALUE strings",
+    [K_OBJ] = "a JSON object (the profile itself, docs/security.md: the service reads no "
+	      "file of its host for a client)",
 };
 
 static bool kind_fits(enum json_kind k, json_t *v, bool in_array)
@@ -256,6 +259,7 @@ static bool kind_fits(enum json_kind k, json_t *v, bool in_array)
 	case K_INT: return json_is_integer(v);
 	case K_NUM: return json_is_number(v);
 	case K_FLAG: return json_is_boolean(v);
+	case K_OBJ: return json_is_object(v) && !in_array;
 	case K_LIST:
 	case K_MAP:
 		if (json_is_string(v))
@@ -330,6 +334,25 @@ static int secret_json(aj_policy *p, const char *name, json_t *o, aj_error *err)
 	return r;
 }
 
+/* "seccomp-profile": {...}: kept as its JSON text, parsed and compiled
+ * where the sandbox is made (the service checks it first: registry.c) */
+static int set_inline_profile(aj_policy *p, json_t *v, aj_error *err)
+{
+	char *text = json_dumps(v, JSON_COMPACT);
+	if (!text)
+		return aj_err(err, ENOMEM, "'seccomp-profile'");
+	if (strlen(text) > AJ_SECCOMP_INLINE_MAX) {
+		int r = aj_err(err, EINVAL, "'seccomp-profile': %zu bytes of JSON, at most %u",
+			       strlen(text), AJ_SECCOMP_INLINE_MAX);
+		aj_err_hint(err, "merge its rules (one rule may list many syscalls)");
+		free(text);
+		return r;
+	}
+	free(p->seccomp_inline);
+	p->seccomp_inline = text;
+	return 0;
+}
+
 /* One JSON value of option name, of its kind (json_keys). */
 static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_error *err)
 {
@@ -365,6 +388,8 @@ static int set_json(aj_policy *p, const char *name, json_t *v, int depth, aj_err
 		return 0;
 	}
 	case JSON_OBJECT: {
+		if (kind == K_OBJ)
+			return set_inline_profile(p, v, err);
 		const char *k;
 		json_t *e;
 		json_object_foreach(v, k, e)

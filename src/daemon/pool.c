@@ -398,6 +398,8 @@ static pool *match(json_t *req, json_t *extra, int *r, aj_error *err)
 			json_object_del(rest, at_handout[i]);
 		}
 	}
+	/* the rest is the pool's own policy or nothing: e.g. a "seccomp-profile"
+	 * (no pool has one) is never dropped for a pooled sandbox */
 	pool *pl = NULL;
 	for (size_t i = 0; i < n_pools && !pl; i++)
 		if (json_equal(rest, pools[i].req))

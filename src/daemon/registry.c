@@ -8,12 +8,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,7 @@
 #include "mint.h"
 #include "mintrec.h"
 #include "nft.h"
+#include "sysfilter.h"
 #include "tenant.h"
 #include "threads.h"
 #include "util.h"
@@ -485,6 +489,103 @@ static int level_usable(aj_sandbox *sb, aj_error *err)
 	return 0;
 }
 
+/* libseccomp's compile of rules comparing several arguments grows
+ * exponentially (4 rules of 6 "gt" comparisons on one syscall: over 10 s):
+ * a client's profile is compiled first in a child bounded in CPU time
+ * and memory, so that it cannot hold the service. *len: its length. */
+#define PROFILE_CPU_S 2
+static int compile_bounded(const aj_policy *p, size_t *len, aj_error *err)
+{
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return aj_err(err, errno, "'seccomp-profile': pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		return aj_err(err, e, "'seccomp-profile': fork");
+	}
+	struct {
+		aj_error e;
+		size_t len;
+		int r;
+	} out;
+	if (pid == 0) {
+		close(fds[0]);
+		struct rlimit cpu = {PROFILE_CPU_S, PROFILE_CPU_S}, mem = {256 << 20, 256 << 20};
+		(void)setrlimit(RLIMIT_CPU, &cpu);
+		(void)setrlimit(RLIMIT_DATA, &mem);
+		memset(&out, 0, sizeof(out));
+		aj_bpf bpf;
+		if ((out.r = aj_seccomp_compile(p, &bpf, &out.e)) == 0)
+			out.len = bpf.len;
+		_exit(write(fds[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
+	}
+	close(fds[1]);
+	struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+	long long until = aj_now_ms() + PROFILE_CPU_S * 2000 + 1000; /* a loaded host */
+	ssize_t n = -1;
+	for (;;) {
+		long long left = until - aj_now_ms();
+		int pr = left > 0 ? poll(&pf, 1, (int)left) : 0;
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr > 0)
+			n = read(fds[0], &out, sizeof(out));
+		if (n < 0 && pr > 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	close(fds[0]);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(out))
+		return aj_err(err, EINVAL,
+			      "'seccomp-profile': not compiled within %d s of CPU (libseccomp's "
+			      "tree grows with each rule comparing several arguments)",
+			      PROFILE_CPU_S);
+	if (out.r < 0) {
+		*err = out.e;
+		return out.r;
+	}
+	*len = out.len;
+	return 0;
+}
+
+/* An inline "seccomp-profile", checked before anything is made: level 1's
+ * parser and compiler (400 with its reason), the kernel's bound on a
+ * filter (the guest's too), and a level that cannot apply it refuses
+ * (level 2: gVisor implements the system calls itself): never dropped. */
+static int check_profile(const aj_policy *p, aj_error *err)
+{
+	if (!p->seccomp_inline)
+		return 0;
+	int r;
+	if (p->isolation == AJ_ISO_GVISOR) {
+		r = aj_err(err, ENOTSUP,
+			   "'seccomp-profile': not available with isolation gvisor (gVisor "
+			   "implements the system calls itself)");
+		aj_err_hint(err, "use \"isolation\": \"process\" or \"microvm\" for it "
+				 "(docs/levels.md)");
+		err->status = 501;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "not_supported");
+		return r;
+	}
+	size_t len = 0;
+	if ((r = compile_bounded(p, &len, err)) == 0 && len > BPF_MAXINSNS)
+		r = aj_err(err, EINVAL, "'seccomp-profile': %zu BPF instructions, at most %d", len,
+			   BPF_MAXINSNS);
+	if (r < 0) {
+		aj_err_hint(err, "fix the profile (docs/security.md, \"A profile of your own\"); "
+				 "merge rules: one rule may list many syscalls");
+		err->status = 400;
+		snprintf(err->api_code, sizeof(err->api_code), "%s", "bad_request");
+	}
+	return r;
+}
+
 /* A sandbox with scoped secrets: its netd appends its secret_* events to
  * the audit log, with the sandbox's id and the tenant of the op that
  * creates it (as aj_registry_add gives it; level 1: the keeper's netd). */
@@ -527,8 +628,8 @@ aj_sandbox *aj_sandbox_build_from(json_t *req, const char *ckpt, aj_error *err)
 	if (!(sb->req = json_deep_copy(req)))
 		r = aj_err(err, ENOMEM, "sandbox");
 	else if ((r = aj_policy_from_json(&sb->policy, req, err)) == 0 &&
-		 (r = level_usable(sb, err)) == 0 && (r = mint(sb, req, &source, err)) == 0 &&
-		 (r = audit_to(sb, err)) == 0 &&
+		 (r = check_profile(&sb->policy, err)) == 0 && (r = level_usable(sb, err)) == 0 &&
+		 (r = mint(sb, req, &source, err)) == 0 && (r = audit_to(sb, err)) == 0 &&
 		 (r = ckpt ? sb->be->restore(&sb->policy, source, ckpt, &sb->inst, err)
 			   : sb->be->create(&sb->policy, source, &sb->inst, err)) == 0 &&
 		 (!(sb->be->caps & AJ_CAP_ROOT_FD) ||

@@ -93,9 +93,10 @@ static int follow_dangling(int parent, char *cur, size_t start, size_t end)
 }
 
 /* One walk of cur from the root, component by component, each resolved by
- * the kernel from rootfd; a missing one is made in its parent. Returns the
- * fd, or RESTART when a dangling link rewrote cur, or -errno. */
-static int make_walk(int rootfd, char *cur, mode_t mode, bool dir)
+ * the kernel from rootfd; a missing one is made in its parent, once check
+ * (when given) passed that parent. Returns the fd, or RESTART when a
+ * dangling link rewrote cur, or -errno. */
+static int make_walk(int rootfd, char *cur, mode_t mode, bool dir, aj_inroot_check check, void *ctx)
 {
 	_cleanup_close_ int parent = aj_open_in_root(rootfd, "", O_PATH | O_DIRECTORY, 0);
 	if (parent < 0)
@@ -119,7 +120,12 @@ static int make_walk(int rootfd, char *cur, mode_t mode, bool dir)
 		bool dots = !strcmp(name, ".") || !strcmp(name, "..");
 		int fd = aj_open_in_root(rootfd, cur, O_PATH, 0);
 		if (fd == -ENOENT && !dots) {
-			int m = make_one(parent, name, mode, dir || !last);
+			int m = check ? check(parent, ctx) : 0;
+			if (m < 0) {
+				cur[end] = c;
+				return m;
+			}
+			m = make_one(parent, name, mode, dir || !last);
 			cur[end] = c;
 			if (m == -EEXIST)
 				return follow_dangling(parent, cur, start, end);
@@ -141,13 +147,14 @@ static int make_walk(int rootfd, char *cur, mode_t mode, bool dir)
 	}
 }
 
-static int make_in_root(int rootfd, const char *path, mode_t mode, bool dir)
+static int make_in_root(int rootfd, const char *path, mode_t mode, bool dir, aj_inroot_check check,
+			void *ctx)
 {
 	char cur[PATH_MAX];
 	if ((size_t)snprintf(cur, sizeof(cur), "%s", path) >= sizeof(cur))
 		return -ENAMETOOLONG;
 	for (int links = 0; links <= MAX_LINKS; links++) {
-		int r = make_walk(rootfd, cur, mode, dir);
+		int r = make_walk(rootfd, cur, mode, dir, check, ctx);
 		if (r != RESTART)
 			return r;
 	}
@@ -159,7 +166,7 @@ int aj_mkdir_in_root(int rootfd, const char *path, mode_t mode)
 	int fd = aj_open_in_root(rootfd, path, O_PATH | O_DIRECTORY, 0);
 	if (fd != -ENOENT)
 		return fd;
-	return make_in_root(rootfd, path, mode, true);
+	return make_in_root(rootfd, path, mode, true, NULL, NULL);
 }
 
 int aj_mkfile_in_root(int rootfd, const char *path, mode_t mode)
@@ -169,7 +176,25 @@ int aj_mkfile_in_root(int rootfd, const char *path, mode_t mode)
 		return kind_ok(fd, false);
 	if (fd != -ENOENT)
 		return fd;
-	return make_in_root(rootfd, path, mode, false);
+	return make_in_root(rootfd, path, mode, false, NULL, NULL);
+}
+
+int aj_make_in_root_checked(int rootfd, const char *path, mode_t mode, bool dir,
+			    aj_inroot_check check, void *ctx)
+{
+	int fd = aj_open_in_root(rootfd, path, O_PATH | (dir ? O_DIRECTORY : 0), 0);
+	if (fd == -ENOENT)
+		fd = make_in_root(rootfd, path, mode, dir, check, ctx);
+	else if (fd >= 0 && !dir)
+		fd = kind_ok(fd, false);
+	if (fd < 0)
+		return fd;
+	int r = check(fd, ctx);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 int aj_mount_in_root(int mnt, int rootfd, const char *dest, bool is_dir, aj_error *err)

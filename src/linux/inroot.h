@@ -36,6 +36,17 @@ int aj_mkdir_in_root(int rootfd, const char *path, mode_t mode);
  * any kind of file but a directory. Returns an O_PATH fd of it. */
 int aj_mkfile_in_root(int rootfd, const char *path, mode_t mode);
 
+/* A check of a directory the walks below would make something in, and of
+ * what they return: 0 to go on, or -errno to stop with, nothing made. */
+typedef int (*aj_inroot_check)(int fd, void *ctx);
+
+/* aj_mkdir_in_root (dir) or aj_mkfile_in_root, asking check(fd, ctx) of
+ * each directory before anything is made in it and of the result: a walk
+ * an untrusted tree's links lead to a place the caller refuses (another
+ * mount, the root itself) stops there, having made nothing in it. */
+int aj_make_in_root_checked(int rootfd, const char *path, mode_t mode, bool dir,
+			    aj_inroot_check check, void *ctx);
+
 /* Attach the detached mount mnt (open_tree, fsmount) at dest inside the
  * tree of rootfd: the mount point is made as above (a directory, or a file
  * when !is_dir) and the mount moved onto its descriptor

@@ -321,9 +321,14 @@ int aj_seccomp_compile(const aj_policy *p, aj_bpf *out, aj_error *err)
 static int compile_main(const aj_policy *p, aj_bpf *out, aj_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (p->seccomp_profile) {
+	if (aj_policy_has_profile(p)) {
 		void *pctx = NULL;
-		int pr = aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
+		/* the API's inline one is text already: no file is read */
+		int pr =
+		    p->seccomp_inline
+			? aj_seccomp_profile_parse(p->seccomp_inline, strlen(p->seccomp_inline),
+						   "(the policy's)", &pctx, err)
+			: aj_seccomp_profile_load(p->seccomp_profile, &pctx, err);
 		if (pr < 0)
 			return pr;
 		pr = export_bpf((scmp_filter_ctx)pctx, out, err);

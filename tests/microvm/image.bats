@@ -6,9 +6,11 @@
 # the service's test reuses its one snapshot for restores, forks and a pool
 # (its fourth boot: the VM built when a pooled one fails its hand-out), and
 # two more: a service VM with binds (which never starts from a snapshot)
-# and a run whose image's link loop stops it in its guest's init.
+# and three runs whose image's links (a loop, into the workspace, to /)
+# stop them in their guest's init.
 
 load ../service/helpers
+load binds
 
 setup() {
     require_root
@@ -27,6 +29,10 @@ setup() {
     ln -s /mnt/rw/upper "$BATS_TEST_TMPDIR/tree/evil"
     ln -s ../../../../mnt "$BATS_TEST_TMPDIR/tree/up"
     ln -s loop "$BATS_TEST_TMPDIR/tree/loop"
+    # links to the workspace's inside and to the root itself: a bind there
+    # would make directories in the host's workspace, or cover the root
+    ln -s /workspace/a/b "$BATS_TEST_TMPDIR/tree/wsl"
+    ln -s / "$BATS_TEST_TMPDIR/tree/top"
     aj_timeout "$AJ" image build tiny --from-dir "$BATS_TEST_TMPDIR/tree" 2>/dev/null
 }
 
@@ -68,17 +74,20 @@ LOOK='cat /etc/motd; ls /usr 2>&1 || echo no-usr; cat /etc/hostname; echo w > /b
     mkdir -p "$bd/ro/sub" "$bd/rw"
     echo from-host >"$bd/ro/sub/f"
     echo single >"$bd/file"
+    # host root's 0600 file: closed to guest root, as to level 1's sandbox root
+    echo s3cret >"$bd/ro/secret" && chmod 0600 "$bd/ro/secret"
     chown 4242:4343 "$bd/rw"
     binds='cat /mnt/ro/sub/f /lib/one /mnt/rw/upper/in/sub/f
 echo x >/mnt/ro/new; echo x >>/lib/one; echo x >/mnt/rw/upper/in/sub/f
-echo made >"/mnt/data w/new" && echo rw-ok; [ -e /in ] && echo leaked || echo inside'
+echo made >"/mnt/data w/new" && echo rw-ok; [ -e /in ] && echo leaked || echo inside
+cat /mnt/ro/secret 2>/dev/null || echo secret-closed'
     run --separate-stderr timeout -k 5 "$AJ_TIMEOUT" "$AJ" run -q --isolation microvm --image tiny \
         --ro "$bd/ro:/mnt/ro" --ro "$bd/file:/lib/one" --ro "$bd/ro:/evil/in" --rw "$bd/rw:/up/data w" \
         -- /bin/sh -c "$LOOK; $binds"
     local rrc=0
     wait "$rpid" || rrc=$?
     assert_status 0
-    [[ "$output" == base*no-usr*agentjail*w$'\n'from-host$'\n'single$'\n'from-host$'\n'rw-ok$'\n'inside ]] ||
+    [[ "$output" == base*no-usr*agentjail*w$'\n'from-host$'\n'single$'\n'from-host$'\n'rw-ok$'\n'inside$'\n'secret-closed ]] ||
         fail "the image's root and binds: $output ($stderr)"
     for f in /mnt/ro/new /lib/one /mnt/rw/upper/in/sub/f; do
         assert_contains "$stderr" "cannot create $f: Read-only file system"
@@ -113,6 +122,25 @@ echo made >"/mnt/data w/new" && echo rw-ok; [ -e /in ] && echo leaked || echo in
     assert_status 125
     assert_contains "$stderr" "mount point in the root /loop/x: Too many levels of symbolic links"
     assert_output_lacks ran
+    # destinations the image's links lead into the workspace or onto its
+    # root: the guest's init stops the VM, nothing made in the workspace
+    mkdir "$BATS_TEST_TMPDIR/ws"
+    run --separate-stderr "$AJ" run -q --isolation microvm --image tiny --workspace "$BATS_TEST_TMPDIR/ws" \
+        --rw "$bd/rw:/wsl/x" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "--rw /wsl/x: its path leads to /workspace (a link of the root's)"
+    assert_output_lacks ran
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR/ws")" ] || fail "made in the workspace: $(ls -AR "$BATS_TEST_TMPDIR/ws")"
+    run --separate-stderr "$AJ" run -q --isolation microvm --image tiny --ro "$bd/ro:/top" -- /bin/echo ran
+    assert_status 125
+    assert_contains "$stderr" "--ro /top: its path leads to / (a link of the root's)"
+    assert_output_lacks ran
+    # a --ro source's path swapped for a link after the command line was
+    # read: refused before a boot (binds.bash)
+    ro_swap_run --image tiny
+    assert_status 125
+    assert_output_lacks hidden
+    assert_contains "$stderr" "--ro $T/swap/p/a: a symbolic link in its path (not followed"
     mv_none_left
 }
 
@@ -202,8 +230,8 @@ pool_is() { # FIELD VALUE: the microvm pool's FIELD reaches VALUE
     sum=$(sha256sum <"$ram")
     # the next two restored (qemu -incoming), not booted: the pool's refill
     # and a create the pool does not serve (another cwd: not set at
-    # hand-out); each given its identity only when handed out, so the
-    # entropy check below fails if the hand-out's does not
+    # hand-out); each given its identity (c's with its first request, b's
+    # again when handed out), so the entropy check below fails if not
     # the pool's next is restored now, on the save's clock: 8 s behind
     # until its hand-out gives it the host's (the check below)
     snapf=$(ls "$STATE"/microvm/snap-*.vmstate | grep -v /snap-old)
@@ -469,6 +497,17 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     n=$(stdout_of "$l" 'sh -c "i=0; while [ \$i -lt 40 ]; do sleep 2 </dev/null >/dev/null 2>&1 & i=\$((i + 1)); echo \$i >/tmp/n; done" 2>/dev/null; read n </tmp/n; echo $n')
     [ "$n" -ge 5 ] && [ "$n" -le 14 ] || fail "a fork bomb under pids 12 (16 with the agent ports): $n processes"
     api_status DELETE "/v1/sandboxes/$l"
+    assert_eq "$status_code" 200
+    # another disk (8 MiB, the pool's 512): the pool's VM itself (its
+    # qemu), its writable tmpfs resized at hand-out; a write past it ENOSPC
+    pool_is ready 1
+    pooled=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm')
+    [[ "$pooled" =~ ^[0-9]+$ ]] || fail "not the pool's one VM: $(pgrep -af qemu-system)"
+    k=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "disk": "8m"}' | jq -er .id)
+    assert_eq "$(api GET "/v1/sandboxes/$k" | jq -r .pid)" "$pooled" "another disk served by the pool's VM"
+    out=$(stdout_of "$k" 'head -c 6000000 /dev/zero >/tmp/a && echo fits; head -c 3000000 /dev/zero 2>&1 >/tmp/b; echo $?')
+    [[ "$(tr '\n' ' ' <<<"$out")" == "fits "*"No space left on device"*" 1 " ]] || fail "6 MB, then 3 MB more, on an 8 MiB disk: $out"
+    api_status DELETE "/v1/sandboxes/$k"
     assert_eq "$status_code" 200
     # more memory than the pool's VMs (1 GiB): a fresh VM of that RAM
     big=$(api POST /v1/sandboxes -d '{"isolation": "microvm", "image": "tiny", "memory": "1280m"}' | jq -er .id)

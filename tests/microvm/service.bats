@@ -54,7 +54,8 @@ mv_none_left() { # [CGROUP]
     echo from-host >"$BATS_TEST_TMPDIR/ro/f"
     chown 5151:5252 "$BATS_TEST_TMPDIR/rw"
     id=$(mv_create "{\"isolation\": \"microvm\", \"workspace\": \"$ws\", \"secret\": {\"TOKEN\": \"s3cr3t-value-97\"},
-        \"ro\": [\"$BATS_TEST_TMPDIR/ro:/mnt/ro\"], \"rw\": [\"$BATS_TEST_TMPDIR/rw:/mnt/rw\"]}")
+        \"ro\": [\"$BATS_TEST_TMPDIR/ro:/mnt/ro\"], \"rw\": [\"$BATS_TEST_TMPDIR/rw:/mnt/rw\"],
+        \"seccomp-profile\": {\"default_action\": \"allow\", \"syscalls\": [{\"names\": [\"mknod\", \"mknodat\"], \"action\": \"errno\"}]}}")
     api_status GET "/v1/sandboxes/$id"
     assert_eq "$(jq -r .isolation <<<"$body")" microvm "the sandbox's level"
     qemu=$(pgrep -f '^/usr/bin/qemu-system-x86_64 -M microvm' | head -1)
@@ -74,6 +75,9 @@ mv_none_left() { # [CGROUP]
 refused" "the binds"
     assert_eq "$(cat "$BATS_TEST_TMPDIR/ro/f")" from-host "the --ro source"
     assert_eq "$(stat -c %u:%g "$BATS_TEST_TMPDIR/rw/new")" 5151:5252 "the --rw file's owner"
+    # the API's inline seccomp-profile, stacked on the agent's filter in every exec
+    out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "mkfifo /tmp/p 2>&1; echo rc=$?"]}')
+    assert_contains "$(events_stdout <<<"$out")" "Operation not permitted" "mknod under the profile"
     out=$(sb_exec "$id" '{"cmd": ["cat"], "stdin": "from stdin\n"}')
     assert_eq "$(events_stdout <<<"$out")" "from stdin" "stdin"
     out=$(sb_exec "$id" '{"cmd": ["sh", "-c", "echo $TOKEN"]}')

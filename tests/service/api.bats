@@ -566,3 +566,40 @@ EOF
     assert_status 0
     [[ "$output" == *"routes checked, 0 problems"* ]] || fail "$output"
 }
+
+@test "serve: an inline seccomp-profile: its denied syscall is EPERM in every exec; a path, a bad or too costly one: 400, nothing made" {
+    svc_start
+    prof='{"default_action": "allow", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "errno", "errno": 1}]}'
+    api_status POST /v1/sandboxes -d "{\"seccomp-profile\": $prof}"
+    assert_eq "$status_code" 201
+    id=$(jq -r .id <<<"$body")
+    out=$(sb_exec "$id" '{"cmd": "mkdir /tmp/d 2>&1; echo rc=$?; touch /tmp/f && echo made"}' | events_stdout)
+    assert_contains "$out" "Operation not permitted"
+    assert_contains "$out" "rc=1"
+    assert_contains "$out" "made"
+    api DELETE "/v1/sandboxes/$id" >/dev/null
+    # a host file is never read for a client
+    api_status POST /v1/sandboxes -d '{"seccomp-profile": "/etc/agentjail/profile.json"}'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 400:bad_request
+    assert_contains "$(jq -r .error.message <<<"$body")" "expected a JSON object"
+    # the parser's reason
+    api_status POST /v1/sandboxes -d '{"seccomp-profile": {"default_action": "allow", "syscalls": [{"names": ["nosuch"], "action": "errno"}]}}'
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 400:bad_request
+    assert_contains "$(jq -r .error.message <<<"$body")" 'unknown syscall "nosuch"'
+    # over the byte bound
+    big=$(python3 -c 'import json; print(json.dumps({"default_action": "allow", "syscalls": [{"names": ["read"], "action": "errno", "args": [{"index": 0, "op": "eq", "value": i}]} for i in range(1200)]}))')
+    api_status POST /v1/sandboxes -d "{\"seccomp-profile\": $big}"
+    assert_eq "$status_code" 400
+    assert_contains "$(jq -r .error.message <<<"$body")" "bytes of JSON, at most 65536"
+    # libseccomp's exponential tree: refused in a bounded time, the service keeps serving
+    costly=$(python3 -c 'import json; print(json.dumps({"default_action": "allow", "syscalls": [{"names": ["read"], "action": "errno", "args": [{"index": k, "op": "gt", "value": 100000 + 7 * i + k} for k in range(6)]} for i in range(6)]}))')
+    start=$(_aj_now_ms)
+    api_status POST /v1/sandboxes -d "{\"seccomp-profile\": $costly}"
+    assert_eq "$status_code" 400
+    assert_contains "$(jq -r .error.message <<<"$body")" "not compiled within"
+    [ $(($(_aj_now_ms) - start)) -lt 8000 ]
+    # level 2 cannot apply one: refused, never dropped
+    api_status POST /v1/sandboxes -d "{\"isolation\": \"gvisor\", \"seccomp-profile\": $prof}"
+    assert_eq "$status_code:$(jq -r .error.code <<<"$body")" 501:not_supported
+    assert_eq "$(api GET /v1/sandboxes | jq '.sandboxes | length')" 0
+}

@@ -40,6 +40,13 @@ load helpers
     run "$AJ" sandbox create --memory lots
     assert_status 125
     [[ "$output" == *"--memory 'lots'"* ]]
+    # --seccomp-profile FILE: the client's file, sent as the profile itself
+    echo '{"default_action": "allow", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "errno"}]}' >"$T/prof.json"
+    run "$AJ" sandbox create --seccomp-profile "$T/prof.json"
+    assert_status 0
+    run "$AJ" sandbox exec "$output" -- mkdir /tmp/d
+    assert_status 1
+    assert_contains "$output" "Operation not permitted"
 }
 
 @test "sandbox CLI: exec output byte for byte (escapes, NUL, bytes that are not UTF-8, split characters, megabytes)" {

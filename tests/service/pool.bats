@@ -45,6 +45,12 @@ handout() {
     assert_eq "$(sb_exec "$(jq -r .id <<<"$body")" '{"cmd": "hostname"}' | events_stdout)" fresh-one
     assert_eq "$(pool_field default hits)" 2
     assert_eq "$(api GET /v1/pools | jq .misses)" 1
+    # a seccomp-profile is never dropped for a pooled sandbox: built fresh, with it
+    api_status POST /v1/sandboxes -d '{"memory": "64M", "seccomp-profile": {"default_action": "allow", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "errno"}]}}'
+    assert_eq "$status_code" 201
+    assert_contains "$(sb_exec "$(jq -r .id <<<"$body")" '{"cmd": "mkdir /tmp/d 2>&1"}' | events_stdout)" "Operation not permitted"
+    assert_eq "$(pool_field default hits)" 2
+    assert_eq "$(api GET /v1/pools | jq .misses)" 2
     # disk is applied at hand-out: the scratch tmpfs (/tmp, home, /dev/shm) resized
     handout '{"disk": "64M"}' 3
     assert_eq "$(jq -r .limits.disk <<<"$body")" 67108864
@@ -83,7 +89,7 @@ handout() {
     api_status POST /v1/sandboxes -d '{"memory": "0"}'
     assert_eq "$status_code" 201
     assert_eq "$(pool_field default hits)" "$hits"
-    assert_eq "$(api GET /v1/pools | jq .misses)" 2
+    assert_eq "$(api GET /v1/pools | jq .misses)" 3
     api DELETE "/v1/sandboxes/$lim" >/dev/null
     # env and secret are applied at hand-out: placeholders inside, redacted output
     pool_wait_ready default 2
@@ -106,7 +112,7 @@ handout() {
     m=$(api GET /metrics)
     grep -q "^agentjail_pool_hits_total{image=\"default\",isolation=\"process\"} $((hits + 1))\$" <<<"$m"
     grep -q '^agentjail_pool_ready{image="default",isolation="process"} [0-9]' <<<"$m"
-    grep -q '^agentjail_pool_misses_total 2$' <<<"$m"
+    grep -q '^agentjail_pool_misses_total 3$' <<<"$m"
     api DELETE "/v1/sandboxes/$a" >/dev/null
 }
 

@@ -162,6 +162,47 @@ static void test_open_in_root(void **state)
 	close(proc);
 }
 
+/* refuses every directory but the tree's root and bin (by identity) */
+static int only_root_bin(int fd, void *ctx)
+{
+	const fixture *f = ctx;
+	struct stat st, r, b;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/bin", f->root);
+	if (fstat(fd, &st) < 0 || fstat(f->rootfd, &r) < 0 || stat(p, &b) < 0)
+		return -errno;
+	bool ok = (st.st_dev == r.st_dev && st.st_ino == r.st_ino) ||
+		  (st.st_dev == b.st_dev && st.st_ino == b.st_ino) || !S_ISDIR(st.st_mode);
+	return ok ? 0 : -EXDEV;
+}
+
+static void test_checked(void **state)
+{
+	fixture *f = *state;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/sub", f->root);
+	assert_int_equal(mkdir(p, 0755), 0);
+	link_in(f, "/sub/a/b", "into"); /* dangling, into a refused directory */
+	/* nothing made in a refused directory, whichever way the walk got there */
+	assert_int_equal(
+	    aj_make_in_root_checked(f->rootfd, "/into/x", 0755, true, only_root_bin, f), -EXDEV);
+	assert_int_equal(
+	    aj_make_in_root_checked(f->rootfd, "/sub/y", 0644, false, only_root_bin, f), -EXDEV);
+	assert_false(exists(f, "root/sub/a"));
+	assert_false(exists(f, "root/sub/y"));
+	/* an existing refused result, made nothing */
+	assert_int_equal(aj_make_in_root_checked(f->rootfd, "/sub", 0755, true, only_root_bin, f),
+			 -EXDEV);
+	/* allowed parents: made, and the result asked too */
+	int fd = aj_make_in_root_checked(f->rootfd, "/bin/new", 0644, false, only_root_bin, f);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(exists(f, "root/bin/new"));
+	assert_int_equal(aj_make_in_root_checked(f->rootfd, "/bin/d", 0755, true, only_root_bin, f),
+			 -EXDEV);
+	assert_true(exists(f, "root/bin/d")); /* made in bin, itself refused */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +210,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_loops_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_in_root, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_checked, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

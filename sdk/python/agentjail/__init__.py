@@ -258,7 +258,8 @@ class Sandbox:
                **policy: Any) -> "Sandbox":
         """Create a sandbox. policy keys are the long options of `agentjail
         run` (memory="512M", pids=64, cpus=0.5, env={...}, secret={...},
-        workspace="/abs/dir", ro=[...], net="none"); timeout is the
+        workspace="/abs/dir", ro=[...], net="none", seccomp_profile={...}: the
+        profile itself, a dict); timeout is the
         sandbox's time to live in seconds (0: none)."""
         client = client or _default_client()
         return cls(client, client.json("POST", "/v1/sandboxes", create_body(timeout, policy)))

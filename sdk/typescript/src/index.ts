@@ -13,7 +13,7 @@
 export { Client, DEFAULT_SOCKET } from "./client.js";
 export type { ConnectionOpts, CallOpts } from "./client.js";
 export { Sandbox } from "./sandbox.js";
-export type { SandboxInfo, SandboxOpts, SandboxApiOpts, ImageInfo } from "./sandbox.js";
+export type { SandboxInfo, SandboxOpts, SandboxApiOpts, ImageInfo, SeccompProfile } from "./sandbox.js";
 export { Commands, CommandHandle, CommandResult } from "./commands.js";
 export type { RunOpts, OutputEvent, OutputOpts, OutputCallbacks, ProcessInfo, Signal } from "./commands.js";
 export { Execution, Result } from "./code.js";

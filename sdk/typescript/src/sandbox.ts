@@ -41,6 +41,18 @@ export interface ImageInfo {
   [key: string]: unknown;
 }
 
+/** A seccomp profile of `--seccomp-profile`'s format. */
+export interface SeccompProfile {
+  default_action: "allow" | "errno" | "kill" | "trap" | "log";
+  default_errno?: number;
+  syscalls: Array<{
+    names: string[];
+    action: "allow" | "errno" | "kill" | "trap" | "log";
+    errno?: number;
+    args?: Array<{ index: number; op: "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "masked_eq"; value: number; mask?: number }>;
+  }>;
+}
+
 /** Where the service is (or a Client), and an AbortSignal. */
 export interface SandboxApiOpts extends ConnectionOpts, CallOpts {
   /** A Client to use (else a shared one for the address). */
@@ -73,6 +85,11 @@ export interface SandboxOpts extends SandboxApiOpts {
   allow?: string[];
   /** The isolation level: "process" (default), "gvisor" (docs/levels.md). */
   isolation?: string;
+  /**
+   * A seccomp profile, the profile itself (docs/security.md, "A profile of
+   * your own"); sent as `seccomp-profile`. Refused at level 2.
+   */
+  seccompProfile?: SeccompProfile;
   /** Any other option of the API. */
   [option: string]: unknown;
 }

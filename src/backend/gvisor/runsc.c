@@ -258,10 +258,10 @@ static int check_command(const aj_policy *p, aj_error *err)
 
 int aj_gv_refuse_unsupported(const aj_policy *p, aj_error *err)
 {
-	const char *what = p->tty == AJ_TTY_ALWAYS ? "--tty"
-			   : p->seccomp_profile	   ? "--seccomp-profile (gVisor implements the "
-						     "system calls itself)"
-						   : NULL;
+	const char *what = p->tty == AJ_TTY_ALWAYS    ? "--tty"
+			   : aj_policy_has_profile(p) ? "--seccomp-profile (gVisor implements the "
+							"system calls itself)"
+						      : NULL;
 	if (what) {
 		aj_err(err, ENOTSUP, "%s: not available with --isolation gvisor yet", what);
 		aj_err_hint(err, "use --isolation process for it (docs/levels.md)");

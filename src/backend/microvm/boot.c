@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -102,7 +104,7 @@ json_t *aj_mv_exec_profile(const aj_mv_vm *m, json_t *q)
  * (agent_seccomp.c). */
 static int compile_profile(aj_mv_vm *m, aj_error *err)
 {
-	if (!m->p->seccomp_profile)
+	if (!aj_policy_has_profile(m->p))
 		return 0;
 	aj_bpf bpf;
 	int r = aj_seccomp_compile(m->p, &bpf, err);
@@ -222,24 +224,75 @@ static int refuse(const aj_policy *p, bool need_argv, aj_error *err)
 
 /* ---- the staged root ---- */
 
-static int hold(aj_mv_vm *m, const char *src, const char *rel, bool dir, aj_error *err)
+/* src bound read-only at rel of the staged root by the root's virtiofsd's
+ * process, idmapped, or from fd (> 0, a --ro bind's: ro_open), which the
+ * VM then holds (close_ro_fds) */
+static int hold(aj_mv_vm *m, const char *src, const char *rel, bool dir, int fd, aj_error *err)
 {
 	if (m->rootfs.n >= AJ_ARRAY_SIZE(m->rootfs.bind) ||
-	    m->n_holders + 2 > AJ_ARRAY_SIZE(m->holders))
+	    m->n_holders + 2 > AJ_ARRAY_SIZE(m->holders)) {
+		if (fd > 0)
+			close(fd);
 		return aj_err(err, E2BIG, "microvm: too many binds");
+	}
 	char *onto = aj_asprintf("%s/%s", m->root, rel), *s = strdup(src);
 	if (!onto || !s) {
 		free(onto), free(s);
+		if (fd > 0)
+			close(fd);
 		return aj_err(err, ENOMEM, "microvm");
 	}
 	m->holders[m->n_holders++] = onto;
 	m->holders[m->n_holders++] = s;
 	int r = dir ? aj_mkdir_p(onto, 0755) : aj_write_file(onto, "", 0644);
-	if (r < 0)
+	if (r < 0) {
+		if (fd > 0)
+			close(fd);
 		return aj_err(err, -r, "microvm: cannot create %s", onto);
+	}
 	size_t i = m->rootfs.n++;
 	m->rootfs.bind[i] = s, m->rootfs.onto[i] = onto, m->rootfs.ro[i] = true;
+	m->rootfs.src_fd[i] = fd > 0 ? fd : 0;
 	return 0;
+}
+
+static void close_ro_fds(aj_mv_vm *m)
+{
+	for (size_t i = 0; i < m->rootfs.n; i++)
+		if (m->rootfs.src_fd[i] > 0) {
+			close(m->rootfs.src_fd[i]);
+			m->rootfs.src_fd[i] = 0;
+		}
+}
+
+/* A --ro bind's source, opened once with no symlink followed anywhere in
+ * its path (as level 1's binds, and the shares: share_stat): the root's
+ * virtiofsd binds this fd, so a path component swapped for a link since
+ * the command line was read is refused here, and one swapped after is not
+ * followed. *st: what it is. Returns the fd (> 0), or -errno (125). */
+static int ro_open(const aj_bind *b, struct stat *st, aj_error *err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, b->src, &how, sizeof(how));
+	if (fd == 0) { /* 0 is no fd to aj_mv_spawn's src_fd */
+		fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+		close(0);
+	}
+	int e = fd < 0 ? errno : fstat(fd, st) < 0 ? errno : 0;
+	if (!e && !S_ISDIR(st->st_mode) && !S_ISREG(st->st_mode))
+		e = EINVAL;
+	if (!e)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	aj_err(err, e, "--ro %s%s", b->src,
+	       e == ELOOP    ? ": a symbolic link in its path (not followed; it changed since "
+			       "it was given?)"
+	       : e == EINVAL ? ": neither a regular file nor a directory now"
+			     : "");
+	aj_err_hint(err, "give the real path, e.g. $(realpath PATH), and keep it in place");
+	return -e;
 }
 
 /* host path -> the same place in the staged root: a symlink as it is, a
@@ -267,11 +320,14 @@ static int stage_host(aj_mv_vm *m, const char *path, aj_error *err)
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return 0;
-	return hold(m, path, path + 1, S_ISDIR(st.st_mode), err);
+	return hold(m, path, path + 1, S_ISDIR(st.st_mode), -1, err);
 }
 
 /* A --ro bind: in the staged root, served read-only by the root's
- * virtiofsd; the guest binds it from there over its overlay, read-only
+ * virtiofsd, bound from the fd ro_open opened and not idmapped (host
+ * root's files there the overflow uid's, a 0600 one closed to guest root
+ * as to level 1's sandbox root); the guest binds it from there over its
+ * overlay, read-only
  * (guest/init.c). Its mount point is made in the staged root only: no
  * symlink on the way (an absolute one would lead out to the host); one
  * below a host directory the root shows was refused (check_binds). */
@@ -291,15 +347,18 @@ static int stage_bind(aj_mv_vm *m, const aj_bind *b, aj_error *err)
 				      "--ro %s: its path passes a link of the VM's root", b->dest);
 	}
 	struct stat st;
-	if (stat(b->src, &st) < 0)
-		return aj_err(err, errno, "--ro %s", b->src);
+	int fd = ro_open(b, &st, err);
+	if (fd < 0)
+		return fd;
 	char *slash = strrchr(path, '/');
 	*slash = '\0';
 	int r = aj_mkdir_p(path, 0755);
 	*slash = '/';
-	if (r < 0)
+	if (r < 0) {
+		close(fd);
 		return aj_err(err, -r, "microvm: cannot create %s", path);
-	return hold(m, b->src, b->dest + 1, S_ISDIR(st.st_mode), err);
+	}
+	return hold(m, b->src, b->dest + 1, S_ISDIR(st.st_mode), fd, err);
 }
 
 static int stage_root(aj_mv_vm *m, aj_error *err)
@@ -317,8 +376,9 @@ static int stage_root(aj_mv_vm *m, aj_error *err)
 			chmod(d, 0700);
 	}
 	/* the staged root itself, idmapped (hold): its files are the root
-	 * virtiofsd's own, as the binds below it */
-	if (hold(m, m->root, "", true, err) < 0)
+	 * virtiofsd's own, as the host's directories below it (a --ro bind's
+	 * are not: stage_bind) */
+	if (hold(m, m->root, "", true, -1, err) < 0)
 		return -1;
 	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	"/lib",
 					  "/lib32", "/lib64", "/libx32"};
@@ -370,9 +430,10 @@ static int root_image(aj_mv_vm *m, aj_error *err)
 
 /* An image's --ro binds: no root virtiofsd there (the root is a squashfs),
  * so they get a share of their own, dir/root with a mount point rK per --ro
- * bind (its source bound there read-only and idmapped, as in the staged
- * root), served read-only by one virtiofsd (tag "ro"); the guest binds rK
- * at its destination, resolved inside the image's root (guest/init.c). */
+ * bind (its source bound there read-only from its fd, not idmapped, as in
+ * the staged root: stage_bind), served read-only by one virtiofsd (tag
+ * "ro"); the guest binds rK at its destination, resolved inside the
+ * image's root (guest/init.c). */
 static int stage_ro_share(aj_mv_vm *m, aj_error *err)
 {
 	unsigned k = 0;
@@ -382,12 +443,13 @@ static int stage_ro_share(aj_mv_vm *m, aj_error *err)
 		char rel[16];
 		if (b->writable)
 			continue;
-		if (!k && hold(m, m->root, "", true, err) < 0)
+		if (!k && hold(m, m->root, "", true, -1, err) < 0)
 			return -1;
-		if (stat(b->src, &st) < 0)
-			return aj_err(err, errno, "--ro %s", b->src);
+		int fd = ro_open(b, &st, err);
+		if (fd < 0)
+			return fd;
 		snprintf(rel, sizeof(rel), "r%u", k++);
-		if (hold(m, b->src, rel, S_ISDIR(st.st_mode), err) < 0)
+		if (hold(m, b->src, rel, S_ISDIR(st.st_mode), fd, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -993,6 +1055,7 @@ static int start(aj_mv_vm *m, aj_error *err)
 		m->pids[1] = virtiofsd(m, &m->rootfs, sock, m->root, true, err);
 		r = m->pids[1] < 0 ? (int)m->pids[1] : 0;
 	}
+	close_ro_fds(m); /* bound in its process (or never: no root share) */
 	if (r == 0 && m->p->workspace) {
 		snprintf(sock, sizeof(sock), "%s/ws.sock", m->vm);
 		aj_mv_spawn s = {
@@ -1059,6 +1122,7 @@ void aj_mv_teardown(aj_mv_vm *m)
 	m->snapfd = m->ramfd = -1;
 	if (m->rootfs.idmap >= 0)
 		close(m->rootfs.idmap);
+	close_ro_fds(m);
 	if (m->have_cg) /* a paused VM's processes die only once thawed */
 		aj_cgroup_thaw(&m->cg);
 	/* qemu first: each virtiofsd then sees its guest go and ends, its

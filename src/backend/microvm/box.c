@@ -45,6 +45,10 @@
 /* a ready VM's answer to its identity at hand-out (a pool's that does not
  * answer in time is replaced by a new one: registry.c) */
 #define CLAIM_TIMEOUT_MS 5000ULL
+/* an identity given this recently (a create's ready request) is the claim's,
+ * if its round trip (how late the clock it set may be) was at most SKEW */
+#define IDENT_FRESH_MS 2000ULL
+#define IDENT_SKEW_MS 250ULL
 /* how long a pooled VM's agent may take to set its limits at hand-out */
 #define LIMITS_TIMEOUT_MS 5000ULL
 /* a call without a deadline (files, snapshot) whose agent sends or takes
@@ -429,12 +433,21 @@ static int mv_boot_ready(aj_inst *i, bool *ws, aj_error *err)
 	    !(i->envp = aj_policy_build_env(i->vm.p, NULL, aj_mv_net_env(i->vm.net))))
 		r = aj_err(err, ENOMEM, "environment");
 	if (r == 0) {
-		/* ready: the guest's agent answers (its boot is done) */
+		/* ready: the guest's agent answers (its boot is done); a restored
+		 * VM's first request is its identity (one round trip less for a
+		 * create, whose claim follows), before its workspace and NIC */
 		aj_file_stat st;
-		mv_call c = {.st = &st, .data_fd = -1};
-		r = call_agent(i, req("stat", "/"), -1, 0, &c, "/", READY_TIMEOUT_MS, err);
+		mv_call c = {.st = i->vm.restored ? NULL : &st, .data_fd = -1};
+		json_t *q = i->vm.restored ? aj_mv_identity_req(i->vm.p) : req("stat", "/");
+		unsigned long long t0 = aj_mvbox_now_ms();
+		r = q ? call_agent(i, q, -1, 0, &c, "/", READY_TIMEOUT_MS, err)
+		      : aj_err(err, ENOMEM, "identity");
 		if (r < 0)
 			aj_err_prefix(err, "microvm: the VM did not become ready");
+		/* the clock it set is at most the round trip late: kept when
+		 * that is short (else the claim sets it again) */
+		unsigned long long now = aj_mvbox_now_ms();
+		i->ident_ms = r == 0 && i->vm.restored && now - t0 <= IDENT_SKEW_MS ? now : 0;
 	}
 	if (r == 0 && !i->vm.restored && i->vm.snap) {
 		aj_error serr;
@@ -541,7 +554,11 @@ static int mv_create(const aj_policy *p, const char *source, aj_inst **out, aj_e
  * snapshot's memory is every copy's); a booted one has its own. */
 static int mv_claim(aj_inst *i, aj_error *err)
 {
-	int r = i->vm.restored ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
+	/* given at its ready request just now (a create's): not again; a
+	 * pool's that waited takes it anew (the host's clock, and an answer) */
+	bool fresh = i->ident_ms && aj_mvbox_now_ms() - i->ident_ms < IDENT_FRESH_MS;
+	i->ident_ms = 0;
+	int r = i->vm.restored && !fresh ? give_identity(i, CLAIM_TIMEOUT_MS, err) : 0;
 	/* a snapshot whose agent can't (an older one's): removed with its
 	 * RAM (a RAM file left would refuse the next save for a minute), the
 	 * next VM boots (a fork's save is its own) */

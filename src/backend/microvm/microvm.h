@@ -63,6 +63,11 @@ typedef struct aj_mv_spawn {
 	/* >= 0: a user namespace the read-only binds are idmapped through
 	 * (host root's files appear as the process's own, as at level 1) */
 	int idmap;
+	/* > 0: bind[i]'s source as an O_PATH fd, opened once with no symlink
+	 * followed (a --ro bind's: boot.c ro_open), bound from it, not by its
+	 * path, read-only and not idmapped: host root's files there are the
+	 * overflow uid's to the process, as to level 1's sandbox */
+	int src_fd[80];
 	/* > 0: a user namespace the read-write binds are idmapped through (a
 	 * root-owned share: its files appear as the process's own) */
 	int rw_idmap;

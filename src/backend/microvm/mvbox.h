@@ -56,6 +56,9 @@ struct aj_inst {
 	/* their ends of the socket pairs (-1: none), under mu: shut down by
 	 * free_inst so that a relay blocked writing to the front wakes */
 	int relay_fd[AJ_MV_PROXY_MAX];
+	/* when a restored VM took its identity in its first request (box.c:
+	 * mv_boot_ready; 0: not), which a claim soon after needs not repeat */
+	unsigned long long ident_ms;
 	/* the VM as built (update.c): its RAM (0: unknown) and vCPUs */
 	unsigned long long vm_ram;
 	unsigned vm_cpus;

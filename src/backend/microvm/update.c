@@ -3,16 +3,17 @@
  * pool's (AJ_CAP_UPDATE, daemon/pool.c), as far as a built VM can honestly
  * take them: env and secrets are the host's (every exec request carries
  * the base environment, redaction reads the policy); pids and memory up to
- * the VM's RAM are the guest's "cmd" cgroup's (the agent's op "limits");
- * cpus up to its vCPUs is the quota of the VMM's host cgroup. What it
- * cannot (memory above its RAM, more vCPUs, another --disk: the guest's
- * writable tmpfs is below its overlay, out of the agent's reach) answers
- * ENOTSUP, and the pool throws the VM away and builds a fresh one: a limit
- * asked for and not applied never hands the VM out. */
+ * the VM's RAM are the guest's "cmd" cgroup's, and --disk the size of its
+ * writable tmpfs (the agent's op "limits": a size below what it holds is
+ * refused); cpus up to its vCPUs is the quota of the VMM's host cgroup.
+ * What it cannot (memory above its RAM, more vCPUs) answers ENOTSUP, and
+ * any refusal has the pool throw the VM away and build a fresh one: a
+ * limit asked for and not applied never hands the VM out. */
 #include <errno.h>
 #include <jansson.h>
 
 #include "cgroup.h"
+#include "mount.h"
 #include "mvbox.h"
 #include "util.h"
 #include "vmnet.h"
@@ -42,8 +43,6 @@ int aj_mvbox_update_check(aj_inst *i, const aj_policy *p, unsigned what, json_t 
 			  aj_error *err)
 {
 	*limits = NULL;
-	if (what & AJ_UPDATE_DISK)
-		return no_fit(err, "another --disk (its writable layer's size is fixed at boot)");
 	if ((what & AJ_UPDATE_LIMITS) && (!p->pids || !p->memory))
 		return no_fit(err, "no pids or memory limit");
 	if ((what & AJ_UPDATE_LIMITS) && (!i->vm_ram || p->memory > i->vm_ram))
@@ -55,13 +54,18 @@ int aj_mvbox_update_check(aj_inst *i, const aj_policy *p, unsigned what, json_t 
 		return no_fit(err, "more CPUs than its vCPUs");
 	if ((what & AJ_UPDATE_CPU) && !aj_mvbox_cpu_quota(i))
 		return aj_err(err, ENOENT, "no cpu cgroup to change the VM's quota in");
-	if (!(what & AJ_UPDATE_LIMITS))
+	if (!(what & (AJ_UPDATE_LIMITS | AJ_UPDATE_DISK)))
 		return 0;
 	/* pids.max counts one agent per port, as guest/init.c's aj.pids=;
-	 * memory at the RAM: the RAM is the limit, nothing to set */
-	*limits = json_pack("{s:s,s:s,s:I,s:I}", "op", "limits", "path", "/", "pids",
-			    (json_int_t)(p->pids + i->vm.nports), "memory",
-			    (json_int_t)(p->memory < i->vm_ram ? p->memory : 0));
+	 * memory at the RAM: the RAM is the limit, nothing to set; the disk
+	 * in bytes and inodes, as boot.c's aj.disk= and aj.inodes= (0: none
+	 * of these changed) */
+	bool lim = what & AJ_UPDATE_LIMITS, disk = what & AJ_UPDATE_DISK;
+	*limits = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "op", "limits", "path", "/", "pids",
+			    (json_int_t)(lim ? p->pids + i->vm.nports : 0), "memory",
+			    (json_int_t)(lim && p->memory < i->vm_ram ? p->memory : 0), "disk",
+			    (json_int_t)(disk ? p->tmp_size : 0), "inodes",
+			    (json_int_t)(disk ? aj_scratch_inodes(p->tmp_size) : 0));
 	return *limits ? 0 : aj_err(err, ENOMEM, "limits");
 }
 

@@ -343,10 +343,31 @@ static void spawn_child(const aj_mv_spawn *s, const aj_bpf *setid, int go, int r
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* a source given as an fd, cloned while it is of our mount namespace
+	 * (open_tree clones no mount of another) */
+	int tree[AJ_ARRAY_SIZE(s->src_fd)] = {0};
+	for (size_t i = 0; i < s->n; i++)
+		if (s->src_fd[i] > 0 &&
+		    (tree[i] = aj_open_tree(s->src_fd[i], "",
+					    AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+						AT_RECURSIVE)) < 0)
+			child_fail(report, errno);
 	/* the binds, as host root in a mount namespace of its own ... */
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		child_fail(report, errno);
 	for (size_t i = 0; i < s->n; i++) {
+		if (tree[i] > 0) { /* as level 1's --ro: no idmap, recursive, private */
+			if (aj_mount_setattr(tree[i], "", AT_EMPTY_PATH | AT_RECURSIVE,
+					     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						 MOUNT_ATTR_NODEV,
+					     0, -1) < 0 ||
+			    aj_move_mount(tree[i], "", AT_FDCWD, s->onto[i],
+					  MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+			    mount(NULL, s->onto[i], NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				child_fail(report, errno);
+			close(tree[i]);
+			continue;
+		}
 		if (s->ro[i] && s->idmap >= 0) {
 			int t = aj_open_tree(AT_FDCWD, s->bind[i],
 					     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -673,7 +694,8 @@ pid_t aj_mv_spawn_confined(const aj_mv_spawn *s, aj_error *err)
 		e = ECHILD;
 	close(go[0]);
 	int ce = 0;
-	if (read(report[0], &ce, sizeof(ce)) == sizeof(ce) && !e)
+	/* the child's own errno, also when it died before its "u" (ECHILD) */
+	if (read(report[0], &ce, sizeof(ce)) == sizeof(ce) && (!e || e == ECHILD))
 		e = ce;
 	close(report[0]);
 	if (e) {

@@ -271,6 +271,8 @@ static json_t *seccomp_json(const aj_policy *p)
 				 "gVisor's Sentry implements the syscalls; runsc filters its own");
 	if (p->seccomp_profile)
 		return json_pack("{s:s,s:s}", "profile", "file", "path", p->seccomp_profile);
+	if (p->seccomp_inline)
+		return json_pack("{s:s}", "profile", "inline");
 	size_t n = 0;
 	while (aj_seccomp_denied[n])
 		n++;

@@ -205,13 +205,114 @@ static int open_port(const char *want)
 	die("no virtio-serial port", want);
 }
 
+/* The mounts a bind's mount point may be on: the root's overlay, then
+ * each bind's as it is mounted (a bind in another's place). */
+static unsigned long long bind_mnts[128];
+static size_t n_bind_mnts;
+
+static unsigned long long mnt_id(int fd)
+{
+	struct statx sx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return sx.stx_mnt_id;
+}
+
+/* fd's path in the new root, for an error ("/newroot/x" -> "/x") */
+static void root_path(int fd, char *out, size_t len)
+{
+	char l[64], p[PATH_MAX];
+	snprintf(l, sizeof(l), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(l, p, sizeof(p) - 1);
+	p[n < 0 ? 0 : n] = '\0';
+	const char *r = strncmp(p, "/newroot", 8) ? p : p + 8;
+	snprintf(out, len, "%s", *r ? r : "/");
+}
+
+/* aj_inroot_check: fd on a mount a bind may be made in (ctx: its path
+ * when not) */
+static int bind_place(int fd, void *ctx)
+{
+	unsigned long long id = mnt_id(fd);
+	for (size_t i = 0; id && i < n_bind_mnts; i++)
+		if (id == bind_mnts[i])
+			return 0;
+	root_path(fd, ctx, PATH_MAX);
+	return -EXDEV;
+}
+
+/* A bind's mount point at DEST, resolved inside the new root (an image's
+ * links followed as if the root were /, never into the initramfs), made
+ * there as a directory or an empty file (dir) when missing: only on the
+ * root's overlay or an earlier bind, never the root itself nor in /proc,
+ * /sys, /dev or the workspace, wherever the root's links lead (boot.c
+ * check_binds refuses those as written). Dies naming the place; nothing
+ * is made there. */
+static int bind_point(const char *flag, const char *dest, bool dir, char *at, size_t len)
+{
+	static char where[PATH_MAX];
+	char msg[2 * PATH_MAX];
+	struct stat st, r;
+	int fd = aj_make_in_root_checked(newroot, dest, dir ? 0755 : 0644, dir, bind_place, where);
+	if (fd >= 0 && fstat(fd, &st) == 0 && fstat(newroot, &r) == 0 && st.st_dev == r.st_dev &&
+	    st.st_ino == r.st_ino) {
+		close(fd);
+		fd = -EXDEV;
+		snprintf(where, sizeof(where), "/");
+	}
+	if (fd == -EXDEV) {
+		snprintf(msg, sizeof(msg),
+			 "%s %s: its path leads to %s (a link of the root's), on the root itself "
+			 "or a mount of the guest's (/proc, /sys, /dev, the workspace): no bind "
+			 "there",
+			 flag, dest, where);
+		errno = 0;
+		die(msg, "");
+	}
+	if (fd < 0) {
+		errno = -fd;
+		snprintf(msg, sizeof(msg), "%s: cannot make the bind's mount point in the root",
+			 flag);
+		die(msg, dest);
+	}
+	snprintf(at, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* The mount at DEST just made: a place for the binds after it. */
+static void bind_made(const char *dest)
+{
+	int fd = aj_open_in_root(newroot, dest, O_PATH, 0);
+	unsigned long long id = fd >= 0 ? mnt_id(fd) : 0;
+	if (fd >= 0)
+		close(fd);
+	if (id && n_bind_mnts < sizeof(bind_mnts) / sizeof(bind_mnts[0]))
+		bind_mnts[n_bind_mnts++] = id;
+}
+
+/* A --ro bind: SRC (an fd of the root's share or the --ro binds' own)
+ * bound read-only at DEST (bind_point) */
+static void bind_ro_at(int s, const char *dest)
+{
+	char src[64], at[64];
+	struct stat st;
+	if (fstat(s, &st) < 0)
+		die("cannot stat the --ro bind's source for", dest);
+	int fd = bind_point("--ro", dest, S_ISDIR(st.st_mode), at, sizeof(at));
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", s);
+	must_mount(src, at, NULL, MS_BIND, NULL);
+	close(fd);
+	close(s);
+	fd = in_root(dest, false, 0, at, sizeof(at));
+	must_mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+	close(fd);
+	bind_made(dest);
+}
+
 /* An image's --ro bind (aj.root=blk): rK of the --ro binds' own share (tag
- * "ro", read-only, mounted once at /mnt/robinds; boot.c stage_ro_share)
- * bound read-only at DEST, its mount point made in the overlay as a
- * directory or an empty file as its source is, resolved inside the new
- * root (an image's link followed as if the root were /, never into the
- * initramfs). */
-static void bind_ro_share(int *share, unsigned k, const char *dest)
+ * "ro", read-only, mounted once at /mnt/robinds; boot.c stage_ro_share). */
+static int ro_share_src(int *share, unsigned k)
 {
 	if (*share < 0) {
 		mkdir("/mnt/robinds", 0755);
@@ -220,28 +321,14 @@ static void bind_ro_share(int *share, unsigned k, const char *dest)
 		if ((*share = open("/mnt/robinds", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			die("cannot open", "/mnt/robinds");
 	}
-	char from[16], src[64], at[64];
+	char from[16];
 	snprintf(from, sizeof(from), "r%u", k);
-	struct stat st;
 	int s = aj_open_in_root(*share, from, O_PATH, 0);
-	if (s < 0 || fstat(s, &st) < 0) {
-		errno = s < 0 ? -s : errno;
+	if (s < 0) {
+		errno = -s;
 		die("cannot open the --ro bind's source", from);
 	}
-	int fd = S_ISDIR(st.st_mode) ? aj_mkdir_in_root(newroot, dest, 0755)
-				     : aj_mkfile_in_root(newroot, dest, 0644);
-	if (fd < 0) {
-		errno = -fd;
-		die("cannot make the --ro bind's mount point in the root", dest);
-	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", s);
-	snprintf(at, sizeof(at), "/proc/self/fd/%d", fd);
-	must_mount(src, at, NULL, MS_BIND, NULL);
-	close(fd);
-	close(s);
-	fd = in_root(dest, false, 0, at, sizeof(at));
-	must_mount(NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
-	close(fd);
+	return s;
 }
 
 /* aj.binds=rDEST,wDEST... (boot.c, %XX-escaped): a --ro bind is the root's
@@ -256,6 +343,9 @@ static void mount_binds(const char *cmdline)
 	unsigned rw = 0, ro = 0;
 	int lower = -1, share = -1;
 	bool blk = strstr(cmdline, " aj.root=blk") != NULL;
+	n_bind_mnts = 0;
+	if (!(bind_mnts[n_bind_mnts++] = mnt_id(newroot)))
+		die("cannot read the mount id of", "/newroot");
 	for (char *s = list, *save = NULL, *t; (t = strtok_r(s, ",", &save)); s = NULL) {
 		char dest[PATH_MAX], *o = dest;
 		for (const char *c = t + 1; *c && o < dest + sizeof(dest) - 1; c++) {
@@ -267,17 +357,25 @@ static void mount_binds(const char *cmdline)
 		}
 		*o = '\0';
 		if (t[0] == 'r' && blk) {
-			bind_ro_share(&share, ro++, dest);
+			bind_ro_at(ro_share_src(&share, ro++), dest);
 		} else if (t[0] == 'r') {
 			/* staged by the host at the same path of the root's share */
 			if (lower < 0 &&
 			    (lower = open("/mnt/lower", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 				die("cannot open", "/mnt/lower");
-			bind_ro(lower, dest, dest, 0);
+			int src = aj_open_in_root(lower, dest, O_PATH, 0);
+			if (src < 0) {
+				errno = -src;
+				die("cannot resolve in the root", dest);
+			}
+			bind_ro_at(src, dest);
 		} else {
-			char tag[16];
+			char tag[16], at[64];
 			snprintf(tag, sizeof(tag), "b%u", rw++);
-			mount_at(tag, dest, "virtiofs", MS_NOSUID | MS_NODEV, NULL, 0755);
+			int fd = bind_point("--rw", dest, true, at, sizeof(at));
+			must_mount(tag, at, "virtiofs", MS_NOSUID | MS_NODEV, NULL);
+			close(fd);
+			bind_made(dest);
 		}
 	}
 	if (lower >= 0)
