@@ -266,12 +266,14 @@ void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x)
 		json_int_t sy = json_integer_value(json_object_get(j, "cpu_sys_us"));
 		x->cpu_user_us = u > 0 ? (unsigned long long)u : 0;
 		x->cpu_sys_us = sy > 0 ? (unsigned long long)sy : 0;
+		x->oom = json_is_true(json_object_get(j, "oom"));
 	}
 	json_decref(j);
 	if (!x->valid) {
 		x->err = EPROTO;
 		x->exit_code = x->term_signal = 0;
 		x->cpu_user_us = x->cpu_sys_us = 0;
+		x->oom = false;
 		snprintf(x->error, sizeof(x->error), "the agent's answer is not valid");
 	}
 }

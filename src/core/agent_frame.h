@@ -80,6 +80,7 @@ typedef struct aj_agent_exit {
 	/* "cpu_user_us", "cpu_sys_us": the CPU the command's processes used (a
 	 * microVM's agent: its guest cgroup's, the agent's own left out) */
 	unsigned long long cpu_user_us, cpu_sys_us;
+	bool oom; /* "oom": the guest kernel's OOM killer killed the command */
 } aj_agent_exit;
 void aj_agent_exit_parse(const char *buf, size_t len, aj_agent_exit *x);
 

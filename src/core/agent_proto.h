@@ -27,10 +27,11 @@
  * up: 6; a revived port's filler, AJ_AG_RESET and hello, init's
  * AJ_AGENT_START_ENV: 7, agent_resync.h; an exec's "uid"/"gid" always sent
  * to a microVM's agent, which refuses one without them, and the CPU time
- * of its command's own cgroup: 8; "limits"' "disk" and "inodes": 9). The
+ * of its command's own cgroup: 8; "limits"' "disk" and "inodes": 9; the exec
+ * answer's "oom": 10). The
  * agent's binary holds AJ_AGENT_MARK; the host refuses an agent without its
  * own revision's. */
-#define AJ_AGENT_PROTO_REV "9"
+#define AJ_AGENT_PROTO_REV "10"
 #define AJ_AGENT_MARK "agentjail-agent protocol " AJ_AGENT_PROTO_REV
 
 /* host -> agent */
@@ -44,7 +45,9 @@
 #define AJ_AG_STDERR 'E'
 #define AJ_AG_STAT 'T'	/* JSON: {"type":"f","mode":420,"size":N,"mtime":S} */
 #define AJ_AG_ENTRY 'L' /* JSON: a stat with "name" */
-#define AJ_AG_EXIT 'X'	/* JSON: {"exit":N,"signal":S} or {"errno":E,"error":"..."} */
+/* JSON: {"exit":N,"signal":S} (and "oom":true: the guest's OOM killer
+ * killed it) or {"errno":E,"error":"..."} */
+#define AJ_AG_EXIT 'X'
 /* empty: the command started (an exec with "started": level 3's run, whose
  * --timeout counts from here) */
 #define AJ_AG_STARTED 'B'

@@ -118,7 +118,7 @@ cgroup_exists() {
     assert_status 124
     assert_contains "$stderr" "timeout"
     ((SECONDS - start <= 20)) || fail "took $((SECONDS - start)) s"
-    [[ "$output" =~ ^0::/cmd/x[0-9]+$ ]] || fail "the command not in a cgroup of its own: $output"
+    [[ "$output" =~ ^0::/cmd/x[0-9]+-[0-9a-f]+$ ]] || fail "the command not in a cgroup of its own: $output"
     assert_eq "$(jq .timed_out "$T/res.json")" true "timed_out"
     local cpu
     cpu=$(jq '.cpu_user_ms + .cpu_sys_ms' "$T/res.json")

@@ -248,7 +248,7 @@ all_blocked() {
     # virtiofs of its own, /attack and /hostile.sh --ro binds of the root's,
     # the masks over /proc's kernel memory files)
     bad=$(printf '%s\n' "${lines[@]}" | awk '{ print $5 }' |
-        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/proc/kcore|/proc/kpage(count|flags|cgroup)|/sys|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
+        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/proc/kcore|/proc/kpage(count|flags|cgroup)|/proc/(slabinfo|pagetypeinfo|vmallocinfo)|/sys|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
     [ -z "$bad" ] || fail "unexpected mount points in the guest: $bad"
     # the root fields: the shares' own roots (a --ro bind its path in the
     # root's share), the guest's procfs, the initramfs's mask, never a host
@@ -309,14 +309,14 @@ all_blocked() {
     done
     assert_output_has_line "mount=/oldroot$F/canary/proc/sys"
     local m
-    for m in kcore kpagecount kpageflags kpagecgroup; do
+    for m in kcore kpagecount kpageflags kpagecgroup slabinfo pagetypeinfo vmallocinfo; do
         assert_output_has_line "mount=/oldroot$F/canary/proc/$m" # guest init's masks
     done
     # the binds' destinations through root:rel and tmp:abs, as level 1's
     assert_output_has_line "mount=/oldroot$F/canary/root/ro"
     assert_output_has_line "mount=/oldroot$F/canary/tmp/rw"
     # nothing mounted anywhere else but the root
-    [ "$(grep -c '^mount=' <<<"$output")" -eq 15 ] || fail "mounts: $output"
+    [ "$(grep -c '^mount=' <<<"$output")" -eq 18 ] || fail "mounts: $output"
     assert_eq "$(cat "$F/loop.rc")" 125 "the run on a root with a loop at /proc"
     assert_contains "$(cat "$F/loop.err")" "proc"
     # a --ro destination below the workspace (rootfs.bats' nested bind):

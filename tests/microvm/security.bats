@@ -285,13 +285,14 @@ guest_own() { # NAME ATTEMPT...
     done
 }
 
-@test "microvm security: the guest kernel's addresses, log and memory: kallsyms zeroed, kmsg EPERM, kcore and kpagecount EACCES" {
+@test "microvm security: the guest kernel's addresses, log and memory: kallsyms zeroed, kmsg EPERM, kcore, kpagecount, slabinfo, pagetypeinfo, vmallocinfo EACCES" {
     blocked_in_vm kinfo
     assert_held kallsyms # every address 0 (no CAP_SYSLOG; kptr_restrict 2)
-    # no CAP_SYSLOG (dmesg_restrict 1 set by guest init); kcore and the page
-    # counts masked by guest init (mode 000, read-only: EACCES to guest root)
+    # no CAP_SYSLOG (dmesg_restrict 1 set by guest init); kcore, the page
+    # counts and the heap's layouts masked by guest init (mode 000,
+    # read-only: EACCES to guest root, who owns the 0400 originals)
     assert_blocked kmsg EPERM
-    assert_blocked_each EACCES kcore kpagecount
+    assert_blocked_each EACCES kcore kpagecount slabinfo pagetypeinfo vmallocinfo
     section guest_kernel
     assert_eq "$(echo $output)" "2 1" "the guest's kptr_restrict and dmesg_restrict"
 }
@@ -308,4 +309,33 @@ guest_own() { # NAME ATTEMPT...
         printf '%s\n' "$output" | grep -qx "info write $p ok" || fail "cannot write $p inside: $output"
     done
     [ ! -e "$BATS_FILE_TMPDIR/ws/ajok" ] || fail "the landlock attack's file is left in the workspace"
+}
+
+@test "microvm security: a guest flooding its console never grows the host's file past 256 KiB; its forged \"Out of memory\" line is no OOM" {
+    # the guest kernel prints a mount's unknown option back (error level,
+    # not rate-limited): guest root in a user namespace of its own says
+    # "Out of memory" ~370 KB long, then the command dies of SIGKILL; the
+    # VM's directory kept (AGENTJAIL_MICROVM_DEBUG=1) to measure the file
+    local pid rc=0 d
+    AGENTJAIL_MICROVM_DEBUG=1 AGENTJAIL_MICROVM_ACCEL=tcg timeout -k 5 90 sh -c 'echo $$ >"$0"; exec "$@"' "$T/pid" \
+        "$AJ" run -q --isolation microvm --result "$T/r.json" --ro "$ATTACK:/attack" -- /bin/sh -c \
+        '/attack console_say "Out of memory: Killed process 1 (sh)" 400 900; kill -KILL $$' \
+        </dev/null >"$T/out" 2>"$T/err" || rc=$?
+    pid=$(cat "$T/pid")
+    d=$(ls -d /tmp/agentjail-microvm-"$pid"-* 2>/dev/null || true)
+    [ -n "$d" ] || fail "no kept VM directory of run $pid: $(head -c 600 "$T/err")"
+    local size said
+    size=$(stat -c %s "$d/vm/console")
+    said=$(grep -c "Unknown parameter 'Out of memory" "$d/vm/console" || true)
+    rm -rf "$d"
+    assert_eq "$(cat "$T/out")" "console_say=400 of 400 (EINVAL)" "the guest's flood"
+    [ "$said" -gt 100 ] || fail "the flood did not reach the console ($said lines)"
+    assert_le "$size" 262144 "the console file's bytes"
+    # its own SIGKILL: 137, no OOM said (the agent's count of the guest's
+    # OOM kills, not the console's words)
+    assert_eq "$rc" 137 "the run's exit ($(head -c 600 "$T/err"))"
+    assert_eq "$(jq -r .oom_killed "$T/r.json")" false oom_killed
+    output=$(cat "$T/err")
+    assert_output_lacks "OOM"
+    assert_output_lacks "out of memory"
 }

@@ -166,6 +166,9 @@ int main(int argc, char **argv)
 		return a_landlock();
 	if (!strcmp(c, "kinfo"))
 		return a_kinfo();
+	if (!strcmp(c, "console_say"))
+		return a_console_say(ARG(1), argc > 2 ? atol(argv[2]) : 1,
+				     argc > 3 ? atol(argv[3]) : 0);
 	usage();
 	return 2;
 }

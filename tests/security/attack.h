@@ -147,6 +147,7 @@ int a_leak(const char *file);
 int a_creds(int argc, char **argv);
 int a_landlock(void);
 int a_kinfo(void);
+int a_console_say(const char *text, long count, long pad);
 void usage(void);
 
 #endif

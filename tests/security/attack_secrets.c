@@ -294,5 +294,9 @@ int a_kinfo(void)
 	expect_open_fail("kcore", open("/proc/kcore", O_RDONLY | O_CLOEXEC));
 	expect_open_fail("kmsg", open("/proc/kmsg", O_RDONLY | O_CLOEXEC));
 	expect_open_fail("kpagecount", open("/proc/kpagecount", O_RDONLY | O_CLOEXEC));
+	/* the kernel's heap and free pages' layouts (root's, 0400) */
+	expect_open_fail("slabinfo", open("/proc/slabinfo", O_RDONLY | O_CLOEXEC));
+	expect_open_fail("pagetypeinfo", open("/proc/pagetypeinfo", O_RDONLY | O_CLOEXEC));
+	expect_open_fail("vmallocinfo", open("/proc/vmallocinfo", O_RDONLY | O_CLOEXEC));
 	return finish();
 }

@@ -47,6 +47,7 @@
 #include "agent_cpu.h"
 #include "agent_fsid.h"
 #include "agent_limits.h"
+#include "agent_oom.h"
 #include "agent_seccomp.h"
 #include "loopback.h"
 
@@ -1070,6 +1071,7 @@ static long long mono_ms(void)
 
 static int op_exec(json_t *q)
 {
+	long long oom0 = aj_agent_oom_kills(); /* an OOM kill of the command: "oom" */
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -1138,6 +1140,9 @@ static int op_exec(json_t *q)
 		json_decref(x); /* an ENOMEM answer (frame_json), never 0 CPU */
 		x = NULL;
 	}
+	if (x && WIFSIGNALED(j.status) && WTERMSIG(j.status) == SIGKILL && oom0 >= 0 &&
+	    aj_agent_oom_kills() > oom0)
+		json_object_set_new(x, "oom", json_true());
 	frame_json(AJ_AG_EXIT, x);
 	return 0;
 }

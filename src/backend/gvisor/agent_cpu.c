@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A microVM exec's CPU time, its command's alone: each exec's command
- * runs in a cgroup of its own, "cmd/x<agent pid>", so that the cpu.stat
+ * runs in a cgroup of its own, "cmd/x<agent pid>-<boot ns>", so that the cpu.stat
  * read at its end counts every process of its tree (reaped or not, as
  * level 1's wait4 of its init counts the sandbox's) and none of the
  * commands of other agents that run beside it, nor the agent's relaying.
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int cmd_fd = -1, procs_fd = -1, stat_fd = -1;
@@ -23,8 +24,13 @@ int aj_agent_cpu_open(int cg)
 	cmd_fd = openat(cg, "cmd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cmd_fd < 0)
 		return -errno;
-	snprintf(name, sizeof(name), "x%d", (int)getpid());
-	if (mkdirat(cmd_fd, name, 0755) < 0 && errno != EEXIST)
+	/* the pid and the boot clock: a pid reused after a wrap never joins a
+	 * cgroup left by an earlier command (processes it left behind) */
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	snprintf(name, sizeof(name), "x%d-%llx", (int)getpid(),
+		 (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+	if (mkdirat(cmd_fd, name, 0755) < 0)
 		goto fail;
 	int dir = openat(cmd_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)

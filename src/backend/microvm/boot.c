@@ -34,6 +34,7 @@
 #include "mount.h"
 #include "net_addr.h"
 #include "boot.h"
+#include "console.h"
 #include "rootimg.h"
 #include "snap.h"
 #include "microvm.h"
@@ -622,7 +623,8 @@ static pid_t qemu(aj_mv_vm *m, aj_error *err)
 	snprintf(smp, sizeof(smp), "%u", cpus);
 	snprintf(kern, sizeof(kern), "%s/vmlinux", m->vm);
 	snprintf(initrd, sizeof(initrd), "%s/initramfs", m->vm);
-	snprintf(con, sizeof(con), "file,id=con,path=%s/console", m->vm);
+	/* its stdout: the console's pipe (console.c), never a file it grows */
+	snprintf(con, sizeof(con), "file,id=con,path=/proc/self/fd/1");
 	snprintf(fsr, sizeof(fsr), "socket,id=fsr,path=%s/root.sock", m->vm);
 	snprintf(fsw, sizeof(fsw), "socket,id=fsw,path=%s/ws.sock", m->vm);
 	/* the writable layer is guest RAM: --disk caps it; aj.pids counts the
@@ -864,21 +866,6 @@ static int connect_agent(aj_mv_vm *m, unsigned k, unsigned long long deadline)
 	}
 }
 
-/* The guest init's last word on the console ("agentjail-guest: ...", its
- * reason before it powers the VM off: guest/init.c die), which the
- * virtiofsd's lines after it would push out of the tail; false if none. */
-static bool guest_said(const char *c, char *out, size_t len)
-{
-	const char *last = NULL;
-	for (const char *q = c; (q = strstr(q, "agentjail-guest: ")); q++)
-		if (q == c || q[-1] == '\n')
-			last = q;
-	if (!last)
-		return false;
-	snprintf(out, len, "%.*s", (int)strcspn(last, "\r\n"), last);
-	return true;
-}
-
 /* The console's last lines, for an error. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 {
@@ -887,7 +874,10 @@ void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 	_cleanup_free_ char *c = NULL;
 	size_t n = 0;
 	out[0] = '\0';
-	if (aj_read_file(path, &c, &n) < 0 || !n || guest_said(c, out, len))
+	aj_mv_console_sync(m->con);
+	/* the guest init's reason, which the virtiofsd's lines after it would
+	 * push out of the tail */
+	if (aj_read_file(path, &c, &n) < 0 || !n || aj_mv_console_fatal(c, out, len))
 		return;
 	while (n && (c[n - 1] == '\n' || c[n - 1] == '\r'))
 		c[--n] = '\0';
@@ -1033,9 +1023,8 @@ static int start(aj_mv_vm *m, aj_error *err)
 		r = stage_ro_share(m, err);
 	char log[PATH_MAX], sock[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/console", m->vm);
-	m->console = r == 0 ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
-	if (r == 0 && (m->console < 0 || fchown(m->console, m->base, m->base_gid) < 0))
-		r = aj_err(err, errno, "microvm: %s", log);
+	if (r == 0)
+		r = aj_mv_console_open(&m->con, log, m->base, m->base_gid, &m->console, err);
 	unsigned long long deadline = now_ms() + 10000;
 	/* a non-root caller's: no idmap (only host root may make one) */
 	if (r == 0 && root_share(m) && geteuid() == 0) {
@@ -1147,6 +1136,7 @@ void aj_mv_teardown(aj_mv_vm *m)
 		aj_cgroup_destroy(&m->cg); /* kills what is left of the VMM */
 		m->have_cg = false;
 	}
+	aj_mv_console_close(&m->con); /* its last lines kept (for the DEBUG copy) */
 	aj_mv_net_teardown(&m->net);
 	/* the binds were in the VMM's mount namespaces, gone with them: the
 	 * directory holds only what we made */
@@ -1158,17 +1148,6 @@ void aj_mv_teardown(aj_mv_vm *m)
 	aj_protect_release(m->prot);
 	free(m->profile);
 	m->profile = NULL;
-}
-
-/* A guest OOM kill: the command died of SIGKILL and the guest kernel said so. */
-bool aj_mv_guest_oom(aj_mv_vm *m)
-{
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/console", m->vm);
-	_cleanup_free_ char *c = NULL;
-	/* the guest's RAM, or a pooled VM's "cmd" cgroup's memory.max (update.c) */
-	return aj_read_file(path, &c, NULL) == 0 &&
-	       (strstr(c, "Out of memory") || strstr(c, "Memory cgroup out of memory"));
 }
 
 static int ids(aj_mv_vm *m, aj_error *err)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "console.h"
 #include "microvm.h"
 #include "protect.h"
 #include "vmnet.h"
@@ -42,7 +43,8 @@ typedef struct aj_mv_vm {
 	unsigned n_rw;		    /* --rw binds: tags b0, b1 ... (aj.binds= says where) */
 	unsigned nports;	    /* agent ports: aj.agent, aj.agent.1 ... */
 	int ports[AJ_MV_MAX_PORTS]; /* the host's end of each (a socket) */
-	int console;		    /* dir/vm/console, qemu's serial */
+	int console;		    /* the console's pipe: qemu's serial, virtiofsd's stderr */
+	aj_mv_console *con;	    /* its keeper: dir/vm/console, bounded (console.c) */
 	aj_protect *prot;	    /* the workspace's host-run files (protect.h), or NULL */
 	aj_cgroup cg;		    /* qemu's and virtiofsd's, on the host */
 	bool have_cg;
@@ -79,10 +81,9 @@ int aj_mv_boot(aj_mv_vm *m, bool need_argv, aj_error *err);
 /* Every process of the VM killed and reaped, its cgroup and directory
  * removed (AGENTJAIL_MICROVM_DEBUG=1 keeps the directory). */
 void aj_mv_teardown(aj_mv_vm *m);
-/* The console's last lines (for an error), and whether the guest's OOM
- * killer spoke there. */
+/* The console's last lines (for an error): the guest init's fatal line if
+ * it said one. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len);
-bool aj_mv_guest_oom(aj_mv_vm *m);
 void aj_mv_warn(aj_mv_vm *m, const char *msg);
 /* An exec request q with its "rlimits" (the guest's agent sets them before
  * the command): level 1's, core 0, --nofile and --fsize. NULL (q freed)

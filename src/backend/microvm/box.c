@@ -1223,7 +1223,8 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 		res->status = j->ax.exit_code;
 		res->exit_code = j->ax.exit_code;
 		res->term_signal = j->ax.term_signal;
-		if (res->term_signal == SIGKILL && !j->cancelled && aj_mv_guest_oom(&i->vm))
+		/* the agent's word (the guest kernel's count), never the console's */
+		if (res->term_signal == SIGKILL && !j->cancelled && j->ax.oom)
 			res->oom_killed = true;
 	} else if (j->cancelled) {
 		res->exit_code = 128 + SIGKILL;

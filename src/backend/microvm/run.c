@@ -295,10 +295,10 @@ static int request(aj_mv_vm *m, int tty, aj_error *err)
 	}
 	char *s = q ? json_dumps(q, JSON_COMPACT) : NULL;
 	json_decref(q);
-	int r = s ? aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s)) : -ENOMEM;
-	free(s);
 	if (!s)
 		return aj_err(err, ENOMEM, "microvm: out of memory for the command's request");
+	int r = aj_agent_send(m->ports[0], AJ_AG_REQUEST, s, strlen(s));
+	free(s);
 	return r < 0 ? aj_err(err, -r, "microvm: cannot reach the guest's agent") : 0;
 }
 
@@ -338,6 +338,7 @@ static int ended(aj_mv_vm *m, const char *js, size_t len, aj_run_result *res, aj
 	res->cpu_user_ms = x.cpu_user_us / 1000;
 	res->cpu_sys_ms = x.cpu_sys_us / 1000;
 	res->status = res->term_signal ? 0 : res->exit_code;
+	res->oom_killed = x.oom && res->term_signal == SIGKILL; /* the agent's count */
 	return 0;
 }
 
@@ -572,8 +573,9 @@ int aj_microvm_run(const aj_policy *p, const aj_run_hooks *hooks, aj_run_result 
 	}
 	if (r == 0) {
 		res->wall_ms = now_ms() - t0;
-		if (res->term_signal == SIGKILL && !res->timed_out && aj_mv_guest_oom(&m)) {
-			res->oom_killed = true;
+		if (res->timed_out) /* our kill, whatever the guest's OOM killer did */
+			res->oom_killed = false;
+		if (res->oom_killed) {
 			aj_mv_warn(&m,
 				   "microvm: the guest's OOM killer ended the command (--memory is "
 				   "the VM's RAM)");

@@ -55,18 +55,28 @@ static const char *const pci_modules[] = {"virtio_pci_legacy_dev",
 					  "net_failover",
 					  "virtio_net"};
 
+/* A line on the console (ttyS0) in one write: the host shows the fatal
+ * one ("agentjail-guest: fatal: ...", boot.c) when the VM fails, not an
+ * earlier word of ours or the lines after it. */
+static void say_as(const char *tag, const char *what, const char *a, int e)
+{
+	char line[512];
+	snprintf(line, sizeof(line), "agentjail-guest: %s%s%s%s%s\n", tag, what, *a ? " " : "", a,
+		 e ? ": " : "");
+	if (e)
+		snprintf(line + strlen(line) - 1, sizeof(line) - strlen(line) + 1, "%s\n",
+			 strerror(e));
+	(void)!write(2, line, strlen(line));
+}
+
 static void say(const char *what, const char *a, int e)
 {
-	/* the console (ttyS0): the host shows its end when the VM fails */
-	fprintf(stderr, "agentjail-guest: %s%s%s", what, *a ? " " : "", a);
-	if (e)
-		fprintf(stderr, ": %s", strerror(e));
-	fputc('\n', stderr);
+	say_as("", what, a, e);
 }
 
 static _Noreturn void die(const char *what, const char *a)
 {
-	say(what, a, errno);
+	say_as("fatal: ", what, a, errno);
 	sync();
 	reboot(RB_POWER_OFF);
 	_exit(1);
@@ -415,8 +425,11 @@ static void guest_kernel_info(void)
 	if (m < 0 || fchmod(m, 0) < 0 || top < 0)
 		die("cannot make", "/aj-mask");
 	close(m);
-	static const char *const masked[] = {"proc/kcore", "proc/kpagecount", "proc/kpageflags",
-					     "proc/kpagecgroup"};
+	/* and the kernel's heap and free pages' layouts (0400 root's, for
+	 * exploits' heap grooming), as level 1's host keeps them */
+	static const char *const masked[] = {
+	    "proc/kcore",    "proc/kpagecount",	  "proc/kpageflags", "proc/kpagecgroup",
+	    "proc/slabinfo", "proc/pagetypeinfo", "proc/vmallocinfo"};
 	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++) {
 		int fd = aj_open_in_root(newroot, masked[i], O_PATH, 0);
 		if (fd == -ENOENT) /* not in this kernel's build */
