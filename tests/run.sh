@@ -90,7 +90,7 @@ d=$PWD
 while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
 
 # The package's build (package.bats), the sanitizer and fuzz builds (~40 s
-# and ~55 s of wall at -j2) and the fuzz targets (19 x 6 s) run in the
+# and ~55 s of wall at -j2) and the fuzz targets (20 x 6 s) run in the
 # background, at nice 19 and one job at a time, while the bats groups below
 # mostly wait on sandboxes, VMs and timeouts; what needs them waits for them
 # (docs/performance.md, "CI's wall time"). Steps write DIR/NAME.rc and .log.

@@ -73,7 +73,13 @@ int aj_agent_resync_feed(aj_agent_resync *r, const char *buf, size_t len, size_t
 		if (r->have < AJ_AGENT_HDR + wlen)
 			continue;
 		if (memcmp(r->hdr + AJ_AGENT_HDR, want, wlen)) {
-			r->state = AJ_RESYNC_FAILED;
+			/* a whole AJ_AG_RESET of an earlier try, answered late: the
+			 * filler again (only init's child writes one), else out of step */
+			bool late = r->state == AJ_RESYNC_ACK;
+			r->state = late ? AJ_RESYNC_FILLER : AJ_RESYNC_FAILED;
+			r->zeros = r->have = 0;
+			if (late)
+				continue;
 			break;
 		}
 		r->have = 0;

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The host's reading of a given-up level-3 agent port being made anew
- * (docs/levels.md, "Reviving a given-up port": the design; not wired into
- * the service yet). What an old agent left on the port, a frame cut
+ * (docs/levels.md, "A given-up port made anew"; the service's side:
+ * microvm/mvport.c). What an old agent left on the port, a frame cut
  * mid-way included, is flushed by a run of zero bytes longer than any a
  * stream of frames can hold; after it the port is parsed as frames only
  * (never searched for the nonce): the guest init's acknowledgement that
  * the old agent is reaped (AJ_AG_RESET with the nonce), then the fresh
- * agent's answer to a hello carrying the same nonce. Anything else is
- * out of step: the revival fails and is tried again after a backoff. */
+ * agent's answer to a hello carrying the same nonce. A whole AJ_AG_RESET
+ * with another nonce (an earlier try's, late) waits for the next filler;
+ * anything else is out of step: the revival fails and is tried again
+ * after a backoff. */
 #ifndef AJ_AGENT_RESYNC_H
 #define AJ_AGENT_RESYNC_H
 

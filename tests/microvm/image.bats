@@ -394,6 +394,30 @@ time.sleep(120)' "$STATE/microvm/rootfs-$digest.sqfs" >"$BATS_TEST_TMPDIR/lock" 
     assert_eq "$status_code" 409 "fork of a paused VM: $body"
     assert_contains "$body" "resume"
     api_status POST "/v1/sandboxes/$b/resume"
+    # a port given up and being made anew (the VMM stopped: an exec cut
+    # off by its timeout, the next one's drain of its port unanswered):
+    # refused, retry (a save could copy it half made anew in the guest)
+    q=$(api GET "/v1/sandboxes/$b" | jq -r .pid)
+    kill -STOP "$q"
+    sb_exec "$b" '{"cmd": ["sleep", "30"], "timeout": 1}' >/dev/null
+    sb_exec "$b" '{"cmd": ["sh", "-c", "echo later"]}' >"$BATS_TEST_TMPDIR/later" &
+    local later=$!
+    sleep 1 # the exec holds a port (draining it): no save of a stopped VM
+    for i in $(seq 100); do
+        api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 1}'
+        [[ "$body" == *"made anew"* ]] && break
+        sleep 0.1
+    done
+    kill -CONT "$q"
+    wait "$later"
+    for i in $(seq 120); do
+        grep -q 'agent port [0-3] made anew' "$BATS_TEST_TMPDIR/serve.log" && break
+        sleep 0.1
+    done
+    assert_eq "$status_code" 409 "fork with a port being made anew: $body"
+    assert_contains "$body" "made anew"
+    assert_contains "$body" retry
+    assert_eq "$(events_stdout <"$BATS_TEST_TMPDIR/later")" later "the exec after the port's drain: $(cat "$BATS_TEST_TMPDIR/later") $(grep "agent port" "$BATS_TEST_TMPDIR/serve.log")"
     api_status POST "/v1/sandboxes/$b/fork" -d '{"count": 0}'
     assert_eq "$status_code" 400 "fork count 0: $body"
     # no room for the guest's RAM where the save goes (b's VM directory: a

@@ -4,7 +4,8 @@
  * the nonce in its output (even a whole forged acknowledgement and hello
  * answer, and a frame of zero bytes before them) never puts the port in
  * step, where a search of the raw bytes (the reverted revival's) did;
- * after the filler only the exact frames pass; the backoff's arithmetic. */
+ * after the filler only the exact frames pass (an earlier try's late
+ * acknowledgement skipped to the next filler); the backoff's arithmetic. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,8 +172,10 @@ static void test_out_of_step(void **state)
 		char x[128];
 		if (c == 0) {
 			frame(&s, AJ_AG_STDOUT, nonce, strlen(nonce));
-		} else if (c == 1) {
-			ack_hello(&s, other);
+		} else if (c == 1) { /* the answer of another try */
+			frame(&s, AJ_AG_RESET, nonce, strlen(nonce));
+			int n = snprintf(x, sizeof(x), AJ_AGENT_HELLO_FMT, other);
+			frame(&s, AJ_AG_EXIT, x, (size_t)n);
 		} else if (c == 2) {
 			frame(&s, AJ_AG_RESET, nonce, strlen(nonce));
 			int n = snprintf(x, sizeof(x), "{\"errno\":0,\"exit\":0}%s", nonce);
@@ -196,6 +199,43 @@ static void test_out_of_step(void **state)
 	aj_agent_resync_init(&r, "abc");
 	size_t at;
 	assert_int_equal(aj_agent_resync_feed(&r, "", 1, &at), -EPROTO);
+}
+
+/* An earlier try's guest answer, late (its filler, acknowledgement and
+ * hello answer), then this try's: the old whole AJ_AG_RESET sends the
+ * reading back to the filler (the old answer dropped there), and this
+ * try's frames put the port in step, in any piece size. */
+static void test_late_answer_skipped(void **state)
+{
+	(void)state;
+	char nonce[AJ_AGENT_NONCE_LEN + 1], old[AJ_AGENT_NONCE_LEN + 1];
+	assert_int_equal(aj_agent_nonce(nonce), 0);
+	assert_int_equal(aj_agent_nonce(old), 0);
+	static const size_t steps[] = {1, 4096, 1u << 22};
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		stream s = {0};
+		zeros(&s, AJ_AGENT_FILL);
+		ack_hello(&s, old);
+		zeros(&s, AJ_AGENT_FILL);
+		ack_hello(&s, nonce);
+		aj_agent_resync r;
+		aj_agent_resync_init(&r, nonce);
+		size_t at;
+		assert_int_equal(feed(&r, &s, steps[k], &at), 1);
+		assert_int_equal(at, s.len);
+		free(s.b);
+	}
+	/* an old acknowledgement with no filler after it: not in step */
+	stream s = {0};
+	zeros(&s, AJ_AGENT_FILL);
+	ack_hello(&s, old);
+	ack_hello(&s, nonce);
+	aj_agent_resync r;
+	aj_agent_resync_init(&r, nonce);
+	size_t at;
+	assert_int_equal(feed(&r, &s, 4096, &at), 0);
+	assert_int_equal(r.state, AJ_RESYNC_FILLER);
+	free(s.b);
 }
 
 static void test_backoff(void **state)
@@ -226,6 +266,7 @@ int main(void)
 	    cmocka_unit_test(test_cut_frame_flushed),
 	    cmocka_unit_test(test_stale_relay_refused),
 	    cmocka_unit_test(test_out_of_step),
+	    cmocka_unit_test(test_late_answer_skipped),
 	    cmocka_unit_test(test_backoff),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

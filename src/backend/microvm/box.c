@@ -64,36 +64,6 @@ static int port_take(aj_inst *i)
 	return aj_mvbox_port_take(i, true);
 }
 
-/* A frame to the agent, each piece taken within idle_ms: -ETIMEDOUT when
- * the agent stopped reading (the port's blocking fd would hold the thread). */
-static int port_send(int fd, char type, const void *buf, size_t len, unsigned long long idle_ms)
-{
-	unsigned char h[AJ_AGENT_HDR];
-	aj_agent_hdr(h, type, (uint32_t)len);
-	const struct {
-		const void *p;
-		size_t n;
-	} part[2] = {{h, sizeof(h)}, {buf, len}};
-	for (int k = 0; k < 2; k++)
-		for (size_t off = 0; off < part[k].n;) {
-			ssize_t n = send(fd, (const char *)part[k].p + off, part[k].n - off,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
-			if (n > 0) {
-				off += (size_t)n;
-				continue;
-			}
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return -errno;
-			struct pollfd pf = {fd, POLLOUT, 0};
-			int w = poll(&pf, 1, (int)idle_ms);
-			if (w == 0)
-				return -ETIMEDOUT;
-			if (w < 0 && errno != EINTR)
-				return -errno;
-		}
-	return 0;
-}
-
 /* One request (q, consumed) and its answer; data: DATA frames from
  * src_fd (len bytes, ~0ULL: to its EOF). wait_ms: how long the answer
  * may take (0: as long as the VM lives). */
@@ -111,7 +81,7 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 	}
 	mv_port *pt = &i->port[k];
 	unsigned long long idle_ms = agent_idle_ms();
-	int r = port_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt), idle_ms);
+	int r = aj_mvbox_port_send(pt->fd, AJ_AG_REQUEST, txt, strlen(txt), idle_ms);
 	free(txt);
 	if (r == 0 && src_fd >= 0) {
 		char buf[65536];
@@ -127,10 +97,11 @@ static int call_agent(aj_inst *i, json_t *q, int src_fd, unsigned long long len,
 				break;
 			}
 			left -= (unsigned long long)n;
-			r = port_send(pt->fd, AJ_AG_DATA, buf, (size_t)n, idle_ms);
+			r = aj_mvbox_port_send(pt->fd, AJ_AG_DATA, buf, (size_t)n, idle_ms);
 		}
 		/* the end, even after a short read: the agent answers */
-		int e = r == -ETIMEDOUT ? r : port_send(pt->fd, AJ_AG_DATA, NULL, 0, idle_ms);
+		int e =
+		    r == -ETIMEDOUT ? r : aj_mvbox_port_send(pt->fd, AJ_AG_DATA, NULL, 0, idle_ms);
 		r = r ? r : e;
 	}
 	if (r == -ETIMEDOUT) { /* a frame cut short: the port is given up */
@@ -354,19 +325,29 @@ static int mv_root_stream(aj_inst *i, const aj_root_sink *sink, aj_error *err)
 
 /* ---- the sandbox ---- */
 
-static void free_inst(aj_inst *i)
+/* killed, and every port being made anew ended (its thread sees killed
+ * within 100 ms): before the VM's teardown */
+static void end_revivers(aj_inst *i)
 {
-	/* the ports proxy's relays end with the VM (their ports closed) */
 	pthread_mutex_lock(&i->mu);
 	i->killed = true;
 	pthread_cond_broadcast(&i->cv);
+	while (i->revivers)
+		pthread_cond_wait(&i->cv, &i->mu);
+	pthread_mutex_unlock(&i->mu);
+}
+
+static void free_inst(aj_inst *i)
+{
+	end_revivers(i);
+	/* the ports proxy's relays end with the VM (their ports closed) */
+	pthread_mutex_lock(&i->mu);
 	if (i->relays && i->vm.pids[0] > 0)
 		kill(i->vm.pids[0], SIGKILL);
 	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
 		if (i->relay_fd[k] >= 0)
 			(void)shutdown(i->relay_fd[k], SHUT_RDWR);
-	/* a port being made anew: its thread sees killed within 100 ms */
-	while (i->relays || i->revivers)
+	while (i->relays)
 		pthread_cond_wait(&i->cv, &i->mu);
 	pthread_mutex_unlock(&i->mu);
 	aj_mv_teardown(&i->vm);
@@ -510,7 +491,11 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 	if (!i)
 		return aj_err(err, ENOMEM, "sandbox");
 	pthread_mutex_init(&i->mu, NULL);
-	pthread_cond_init(&i->cv, NULL);
+	pthread_condattr_t ca; /* timed waits on it: aj_mvbox_port_take */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&i->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	for (int k = 0; k < AJ_MV_PROXY_MAX; k++)
 		i->relay_fd[k] = -1;
 	int r;
@@ -539,7 +524,9 @@ static int create_inst(const aj_policy *p, const char *ckpt, aj_inst **out, aj_e
 			boot_only = true;
 		else
 			aj_mv_snap_remove(i->vm.snapfile);
+		end_revivers(i);
 		aj_mv_teardown(&i->vm);
+		i->killed = false; /* the next attempt's VM (no thread left to see it) */
 		aj_err_clear(err);
 		aj_strv_free(i->envp); /* its proxy address was the first attempt's */
 		i->envp = NULL;
@@ -615,16 +602,26 @@ static int mv_checkpoint(aj_inst *i, char **ckpt, aj_error *err)
 		return refuse_as(err, 409, EBUSY);
 	}
 	pthread_mutex_lock(&i->mu);
-	/* a port being made anew ends first (REVIVE_MS at most): no fork's
-	 * save under its exchange, and none started while the fork holds them */
-	while (i->revivers && !i->killed)
-		pthread_cond_wait(&i->cv, &i->mu);
-	unsigned busy = 0;
-	for (int k = 0; k < AJ_MV_BOX_PORTS; k++)
+	/* a port given up or being made anew: refused (a save could copy a
+	 * port half made anew in the guest); none started while the fork
+	 * holds them all */
+	unsigned busy = 0, dead = 0;
+	for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 		busy += i->port[k].busy && !i->port[k].dead;
-	for (int k = 0; !busy && k < AJ_MV_BOX_PORTS; k++)
+		dead += i->port[k].dead;
+	}
+	for (int k = 0; !busy && !dead && k < AJ_MV_BOX_PORTS; k++)
 		i->port[k].busy = true;
 	pthread_mutex_unlock(&i->mu);
+	if (dead) {
+		aj_err(err, EAGAIN,
+		       "%u of the VM's agent ports %s being made anew (a command that did not "
+		       "answer left %s): a fork now could copy one half made",
+		       dead, dead == 1 ? "is" : "are", dead == 1 ? "it" : "them");
+		aj_err_hint(err, "retry the fork in a few seconds (a port is made anew within "
+				 "10 s, retried later while the command that held it lives)");
+		return refuse_as(err, 409, EAGAIN);
+	}
 	if (busy) {
 		aj_err(err, EBUSY,
 		       "%u command%s or file operation%s running in the sandbox: their "
@@ -1184,7 +1181,8 @@ static int mv_exec_wait(aj_job *j, aj_run_result *res, aj_error *err)
 		 * answer is drained before the port's next use */
 		aj_agent_queue_drop_unbegun(&j->out);
 		unsigned char sig = SIGKILL;
-		dead = finish_out(j, fd) < 0 || port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
+		dead = finish_out(j, fd) < 0 ||
+		       aj_mvbox_port_send(fd, AJ_AG_SIGNAL, &sig, 1, 2000) < 0;
 	}
 	aj_mvbox_port_give(i, j->port, answered, dead);
 	res->wall_ms = aj_mvbox_now_ms() - j->start_ms;

@@ -86,6 +86,9 @@ unsigned long long aj_mvbox_now_ms(void);
 int aj_mvbox_port_take(aj_inst *i, bool wait);
 /* Port k back: answered (its 'X' read), dead (given up). */
 void aj_mvbox_port_give(aj_inst *i, int k, bool answered, bool dead);
+/* A frame to the agent, each piece taken within idle_ms: -ETIMEDOUT when
+ * the agent stopped reading (the port's blocking fd would hold the thread). */
+int aj_mvbox_port_send(int fd, char type, const void *buf, size_t len, unsigned long long idle_ms);
 /* What came from the agent, read once, whole frames to fn. */
 int aj_mvbox_port_read(mv_port *pt, int wait_ms, aj_agent_frame_fn fn, void *ctx);
 /* Given-up ports due made anew, each by a thread of its own (under mu). */

@@ -28,6 +28,34 @@ unsigned long long aj_mvbox_now_ms(void)
 
 /* ---- the ports ---- */
 
+int aj_mvbox_port_send(int fd, char type, const void *buf, size_t len, unsigned long long idle_ms)
+{
+	unsigned char h[AJ_AGENT_HDR];
+	aj_agent_hdr(h, type, (uint32_t)len);
+	const struct {
+		const void *p;
+		size_t n;
+	} part[2] = {{h, sizeof(h)}, {buf, len}};
+	for (int k = 0; k < 2; k++)
+		for (size_t off = 0; off < part[k].n;) {
+			ssize_t n = send(fd, (const char *)part[k].p + off, part[k].n - off,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0) {
+				off += (size_t)n;
+				continue;
+			}
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+			struct pollfd pf = {fd, POLLOUT, 0};
+			int w = poll(&pf, 1, (int)idle_ms);
+			if (w == 0)
+				return -ETIMEDOUT;
+			if (w < 0 && errno != EINTR)
+				return -errno;
+		}
+	return 0;
+}
+
 /* Out of memory for the port's buffer: the small frames waiting (the
  * answer 'X') taken through the stack, whole frames only, so that an
  * agent that answered never costs its port. 1, or -ENOMEM: the stream
@@ -163,7 +191,7 @@ static bool port_resync(aj_inst *i, mv_port *pt)
 			char q[64 + AJ_AGENT_NONCE_LEN];
 			int qn =
 			    snprintf(q, sizeof(q), "{\"op\":\"hello\",\"nonce\":\"%s\"}", nonce);
-			if (aj_agent_send_idle(pt->fd, AJ_AG_REQUEST, q, (size_t)qn, 2000) < 0)
+			if (aj_mvbox_port_send(pt->fd, AJ_AG_REQUEST, q, (size_t)qn, 2000) < 0)
 				return false;
 			hello_sent = true;
 		}
@@ -260,12 +288,19 @@ void aj_mvbox_revive_due(aj_inst *i)
 
 /* A free port for one request (waits for one unless !wait: then -EBUSY
  * when none is free), or -1 when the VM is gone or every port was given
- * up and none is being made anew. */
+ * up and none was made anew within REVIVE_MS + 2 s. */
 int aj_mvbox_port_take(aj_inst *i, bool wait)
 {
+	/* with every port given up, the wait is for the rebuilds going now
+	 * (REVIVE_MS): not for those the next ones start (i->cv: monotonic) */
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)((REVIVE_MS + 2000) / 1000);
+	bool late = false;
 	pthread_mutex_lock(&i->mu);
-	for (;;) {
-		aj_mvbox_revive_due(i);
+	for (bool first = true;; first = false) {
+		if (first)
+			aj_mvbox_revive_due(i);
 		int free_k = -1, live = 0, reviving = 0;
 		for (int k = 0; k < AJ_MV_BOX_PORTS; k++) {
 			mv_port *pt = &i->port[k];
@@ -279,7 +314,7 @@ int aj_mvbox_port_take(aj_inst *i, bool wait)
 		}
 		/* every port given up: the VM answers again once one is made
 		 * anew (its revival bounded: REVIVE_MS), else not */
-		if (i->killed || (!live && !reviving)) {
+		if (i->killed || (!live && (!reviving || late))) {
 			pthread_mutex_unlock(&i->mu);
 			return -1;
 		}
@@ -296,13 +331,21 @@ int aj_mvbox_port_take(aj_inst *i, bool wait)
 				return pthread_mutex_unlock(&i->mu), free_k;
 			pt->dead = true;
 			pt->busy = false;
+			/* given up by this request: made anew now, waited for anew */
+			aj_mvbox_revive_due(i);
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += (time_t)((REVIVE_MS + 2000) / 1000);
+			late = false;
 			continue;
 		}
 		if (!wait) {
 			pthread_mutex_unlock(&i->mu);
 			return -EBUSY;
 		}
-		pthread_cond_wait(&i->cv, &i->mu);
+		if (live)
+			pthread_cond_wait(&i->cv, &i->mu);
+		else
+			late = pthread_cond_timedwait(&i->cv, &i->mu, &until) == ETIMEDOUT;
 	}
 }
 

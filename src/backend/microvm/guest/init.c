@@ -828,9 +828,9 @@ int main(void)
 				drop[k] = 0;
 				rs[k].zeros = 0;
 			}
-			if (drop[k] > t || reset_busy(&rs[k])) {
+			if (drop[k] > t || aj_reset_busy(&rs[k])) {
 				ssize_t got = read(port[k], in, sizeof(in));
-				rr = got > 0 ? reset_scan(&rs[k], in, (size_t)got, &used) : 0;
+				rr = got > 0 ? aj_reset_scan(&rs[k], in, (size_t)got, &used) : 0;
 				if (drop[k] > t || rr < 0)
 					drop[k] = t + 500;
 				if (rr != 1)
@@ -858,7 +858,7 @@ int main(void)
 				    dup2(port[k], 1) < 0 ||
 				    (cgroot == 3 ? fcntl(3, F_SETFD, 0) : dup2(cgroot, 3)) < 0)
 					_exit(1);
-				if (rr == 1 && reset_ack(1, &rs[k]) < 0)
+				if (rr == 1 && aj_reset_ack(1, &rs[k]) < 0)
 					_exit(1);
 				fexecve(agent, argv, envp);
 				_exit(127);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int reset_scan(port_reset *r, const unsigned char *b, size_t n, size_t *used)
+int aj_reset_scan(port_reset *r, const unsigned char *b, size_t n, size_t *used)
 {
 	bool junk = false;
 	for (size_t i = 0; i < n; i++) {
@@ -48,7 +48,7 @@ int reset_scan(port_reset *r, const unsigned char *b, size_t n, size_t *used)
 	return junk ? -1 : 0;
 }
 
-bool reset_busy(const port_reset *r)
+bool aj_reset_busy(const port_reset *r)
 {
 	return r->zeros || r->have;
 }
@@ -68,7 +68,7 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int reset_ack(int fd, const port_reset *r)
+int aj_reset_ack(int fd, const port_reset *r)
 {
 	static const unsigned char zero[65536];
 	for (size_t left = AJ_AGENT_FILL; left;) {

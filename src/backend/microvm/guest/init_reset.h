@@ -16,13 +16,13 @@ typedef struct port_reset {
 } port_reset;
 
 /* Bytes init read from a port with no agent. 1: the host's filler and
- * AJ_AG_RESET whole (reset_ack next), 0: more needed, -1: bytes that are
+ * AJ_AG_RESET whole (aj_reset_ack next), 0: more needed, -1: bytes that are
  * neither (dropped: the port is out of step). *used: bytes taken. */
-int reset_scan(port_reset *r, const unsigned char *b, size_t n, size_t *used);
+int aj_reset_scan(port_reset *r, const unsigned char *b, size_t n, size_t *used);
 /* Reading the host's filler or the frame after it. */
-bool reset_busy(const port_reset *r);
+bool aj_reset_busy(const port_reset *r);
 /* In init's child on the port (fd; the old agent reaped): the filler and
  * init's AJ_AG_RESET with the host's nonce. 0 or -1. */
-int reset_ack(int fd, const port_reset *r);
+int aj_reset_ack(int fd, const port_reset *r);
 
 #endif
