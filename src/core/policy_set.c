@@ -248,8 +248,8 @@ static const char *const kind_names[] = {
     [K_FLAG] = "true or false",
     [K_LIST] = "a string or an array of strings",
     [K_MAP] = "an object of NAME: VALUE strings",
-    [K_OBJ] = "a JSON object (the profile itself, docs/security.md: the service reads no "
-	      "file of its host for a client)",
+    [K_OBJ] = ("a JSON object (the profile itself, docs/security.md: the service reads no "
+	       "file of its host for a client)"),
 };
 
 static bool kind_fits(enum json_kind k, json_t *v, bool in_array)
