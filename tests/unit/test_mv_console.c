@@ -67,6 +67,14 @@ static void capped(void **state)
 	/* whole lines, the last one written last */
 	assert_memory_equal(text, "line ", 5);
 	assert_non_null(strstr(text + n - 100, "line 0039999 "));
+	/* the same through our fd, with what was written since (no sync) */
+	assert_int_equal(write(w, "after\n", 6), 6);
+	_cleanup_free_ char *mine = NULL;
+	size_t m = 0;
+	assert_int_equal(aj_mv_console_read(c, &mine, &m), 0);
+	assert_int_equal(m, n + 6);
+	assert_memory_equal(mine, text, n);
+	assert_string_equal(mine + n, "after\n");
 	close(w);
 	aj_mv_console_close(&c);
 	assert_null(c);

@@ -880,15 +880,12 @@ static int connect_agent(aj_mv_vm *m, unsigned k, unsigned long long deadline)
 /* The console's last lines, for an error. */
 void aj_mv_console_tail(aj_mv_vm *m, char *out, size_t len)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/console", m->vm);
 	_cleanup_free_ char *c = NULL;
 	size_t n = 0;
 	out[0] = '\0';
-	aj_mv_console_sync(m->con);
 	/* the guest init's reason, which the virtiofsd's lines after it would
 	 * push out of the tail */
-	if (aj_read_file(path, &c, &n) < 0 || !n || aj_mv_console_fatal(c, out, len))
+	if (aj_mv_console_read(m->con, &c, &n) < 0 || !n || aj_mv_console_fatal(c, out, len))
 		return;
 	while (n && (c[n - 1] == '\n' || c[n - 1] == '\r'))
 		c[--n] = '\0';

@@ -3,8 +3,9 @@
  * as the virtiofsd their stderr, and a thread of ours appends what comes
  * to dir/vm/console, bounded: a guest that floods its console (kernel
  * messages it provokes) never grows the host's file past
- * AJ_MV_CONSOLE_CAP, only its latest lines kept. A reader first drains
- * the pipe (aj_mv_console_sync), so the file holds all that was said. */
+ * AJ_MV_CONSOLE_CAP, only its latest lines kept. A reader drains the
+ * pipe first and reads through our fd (aj_mv_console_read): the file is
+ * root's, in the VMM's directory, never opened again by its path. */
 #include "console.h"
 
 #include <errno.h>
@@ -109,8 +110,8 @@ int aj_mv_console_open(aj_mv_console **out, const char *path, uid_t uid, gid_t g
 	c->file = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	int e = 0;
 	/* the pipe the VMM's own: qemu reopens it (/proc/self/fd/1) */
-	if (c->file < 0 || fchown(c->file, uid, gid) < 0 || pipe2(p, O_CLOEXEC) < 0 ||
-	    fchown(p[1], uid, gid) < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 ||
+	if (c->file < 0 || pipe2(p, O_CLOEXEC) < 0 || fchown(p[1], uid, gid) < 0 ||
+	    fcntl(p[0], F_SETFL, O_NONBLOCK) < 0 ||
 	    (c->stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		e = errno;
 	c->rfd = p[0];
@@ -141,6 +142,28 @@ void aj_mv_console_sync(aj_mv_console *c)
 	pthread_mutex_lock(&c->mu);
 	(void)drain(c);
 	pthread_mutex_unlock(&c->mu);
+}
+
+int aj_mv_console_read(aj_mv_console *c, char **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!c)
+		return -ENOENT;
+	pthread_mutex_lock(&c->mu);
+	(void)drain(c);
+	char *b = malloc(c->size + 1);
+	ssize_t got = b ? pread(c->file, b, c->size, 0) : -1;
+	int r = !b ? -ENOMEM : got < 0 ? -errno : 0;
+	pthread_mutex_unlock(&c->mu);
+	if (r < 0) {
+		free(b);
+		return r;
+	}
+	b[got] = '\0';
+	*out = b;
+	*n = (size_t)got;
+	return 0;
 }
 
 void aj_mv_console_close(aj_mv_console **cp)
