@@ -246,9 +246,9 @@ all_blocked() {
     section mountinfo
     # every mount point is one the guest's init made (the workspace a
     # virtiofs of its own, /attack and /hostile.sh --ro binds of the root's,
-    # the masks over /proc's kernel memory files)
+    # the masks over /proc's kernel memory files and SLUB's /sys/kernel/slab)
     bad=$(printf '%s\n' "${lines[@]}" | awk '{ print $5 }' |
-        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/proc/kcore|/proc/kpage(count|flags|cgroup)|/proc/(slabinfo|pagetypeinfo|vmallocinfo)|/sys|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
+        grep -Ev '^(/|/proc|/proc/sys|/proc/sysrq-trigger|/proc/kcore|/proc/kpage(count|flags|cgroup)|/proc/(slabinfo|pagetypeinfo|vmallocinfo)|/sys|/sys/kernel/slab|/dev|/dev/pts|/dev/shm|/workspace|/workspace/.+|/attack|/hostile.sh)$' || true)
     [ -z "$bad" ] || fail "unexpected mount points in the guest: $bad"
     # the root fields: the shares' own roots (a --ro bind its path in the
     # root's share), the guest's procfs, the initramfs's mask, never a host
